@@ -1,0 +1,1 @@
+//! zmem-workload: page sets (captured, generated, or read from files) and access traces.

@@ -1,0 +1,2 @@
+//! zmem-zswap: the zswap cache engine over `zmem-comp` streams, any `zmem-pool` allocator and a
+//! backing swap store.
