@@ -47,6 +47,7 @@ fn bytes(len: usize, seed: u8) -> Vec<u8> {
 }
 
 /// Which pool is under test, with the checks only it offers.
+#[allow(clippy::large_enum_variant)] // one per test case
 enum Under {
     Zs(ZsPool, Option<MapMethod>),
     Zbud(ZbudPool),
