@@ -1,2 +1,13 @@
 //! zmem-lab: experiments as functions from (workload, configuration) to result structs, and the
-//! renderers that print them. Measuring and rendering are kept apart.
+//! renderers that print them. Measuring and rendering are kept apart: an experiment returns plain
+//! data (serialisable with serde), and `render_*` functions turn it into text.
+//!
+//! What this crate is not for: argument parsing, terminals and files (the `zmem` binary), or the
+//! engines themselves (zmem-comp, zmem-pool, zmem-zram, zmem-zswap).
+
+pub mod comp_bench;
+mod error;
+mod progress;
+
+pub use error::LabError;
+pub use progress::{NoProgress, Progress};

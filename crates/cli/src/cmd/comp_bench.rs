@@ -1,0 +1,57 @@
+//! `zmem comp-bench`: the compressor table.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use zmem_lab::comp_bench::{self, AlgoSpec, Options};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Algorithms to run, comma-separated, each `name` or `name:level` (default: all).
+    #[arg(long, value_delimiter = ',')]
+    algo: Vec<String>,
+    /// Print a JSON array of records instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// List the algorithms and exit.
+    #[arg(long)]
+    list: bool,
+    /// Page size to cut the inputs into.
+    #[arg(long, default_value_t = 4096)]
+    page_size: usize,
+    /// Minimum time per timed pass over each batch, in milliseconds; the best pass counts.
+    #[arg(long, default_value_t = 200)]
+    min_time_ms: u64,
+    /// Page files (raw pages or page sets); none: the built-in page set.
+    files: Vec<PathBuf>,
+}
+
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    if args.list {
+        for a in zmem_comp::algorithms() {
+            let kernel = if a.in_kernel { "kernel" } else { "research" };
+            println!("{:<10} {:<8} {}", a.name, kernel, a.summary);
+        }
+        return Ok(());
+    }
+    let specs = if args.algo.is_empty() {
+        AlgoSpec::all()
+    } else {
+        args.algo.iter().map(|s| AlgoSpec::parse(s)).collect::<Result<Vec<_>, _>>()?
+    };
+    let inputs = super::pages::load(&args.files, args.page_size)?;
+    let opts = Options {
+        page_size: args.page_size,
+        min_time: Duration::from_millis(args.min_time_ms),
+        ..Options::default()
+    };
+    let slices: Vec<&[u8]> = inputs.iter().map(|s| s.bytes()).collect();
+    let rows = comp_bench::run(&slices, &specs, &opts, &super::progress::Bar::new())?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows).context("encoding JSON")?);
+    } else {
+        print!("{}", comp_bench::render_table(&rows));
+    }
+    Ok(())
+}

@@ -1,0 +1,6 @@
+//! One module per subcommand: its clap arguments and its `run`.
+
+pub mod codec;
+pub mod comp_bench;
+mod pages;
+mod progress;

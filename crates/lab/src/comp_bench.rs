@@ -1,0 +1,383 @@
+//! comp-bench: every page through every compressor, one stream, one thread, as lzbench does for
+//! files but page by page as zram does.
+//!
+//! Each input is cut into pages (a short last page is kept short). For each algorithm the pages
+//! are compressed into per-page slots and then decompressed, batch by batch so memory stays
+//! bounded; each pass over a batch is repeated until it has run for `min_time`, and the fastest
+//! pass counts (the machine's noise only ever slows a pass down). Speeds are input bytes per
+//! second in both directions, MB = 10^6 bytes, as lzbench reports them. Verification compares
+//! the decompressed batch with the input after the timed pass, so it costs nothing in the timing.
+//!
+//! The memory-freeing speed is seed 004's metric: how fast compression gives memory back,
+//! `comp_mbps * (1 - compressed/input)`.
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use zmem_comp::{Params, compress_bound};
+
+use crate::{LabError, Progress};
+
+/// An algorithm and its parameters as written on the command line: `name` or `name:level`.
+#[derive(Debug, Clone)]
+pub struct AlgoSpec {
+    /// The kernel's name.
+    pub name: String,
+    /// Parameters; only the level can be given in the short form.
+    pub params: Params,
+}
+
+impl AlgoSpec {
+    /// Parses `name` or `name:level` and checks the name and level against the registry.
+    pub fn parse(spec: &str) -> Result<Self, LabError> {
+        let bad = |why: String| LabError::BadSpec { spec: spec.to_string(), why };
+        let (name, level) = match spec.split_once(':') {
+            None => (spec, None),
+            Some((name, level)) => {
+                let level: i32 =
+                    level.parse().map_err(|_| bad(format!("level {level:?} is not an integer")))?;
+                (name, Some(level))
+            }
+        };
+        let algo = zmem_comp::find(name)?;
+        if level.is_some() && algo.levels.is_none() {
+            return Err(bad(format!("{name} takes no level")));
+        }
+        Ok(Self { name: name.to_string(), params: Params { level, ..Params::default() } })
+    }
+
+    /// Every algorithm in the registry at its default parameters.
+    pub fn all() -> Vec<Self> {
+        zmem_comp::algorithms()
+            .iter()
+            .map(|a| Self { name: a.name.to_string(), params: Params::default() })
+            .collect()
+    }
+
+    /// How rows name this spec: `zstd`, or `zstd:9` when a level was given.
+    pub fn label(&self) -> String {
+        match self.params.level {
+            Some(level) => format!("{}:{level}", self.name),
+            None => self.name.clone(),
+        }
+    }
+}
+
+/// How to measure.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Page size the inputs are cut into and the streams are built for.
+    pub page_size: usize,
+    /// Each pass over a batch repeats until this much time has been spent on it.
+    pub min_time: Duration,
+    /// At most this many passes per batch.
+    pub max_passes: u32,
+    /// Input bytes per batch (rounded down to whole pages).
+    pub batch_bytes: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            page_size: 4096,
+            min_time: Duration::from_millis(200),
+            max_passes: 50,
+            batch_bytes: 32 << 20,
+        }
+    }
+}
+
+/// One line of the table. The field names are the `--json` interface.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub algo: String,
+    pub pages: u64,
+    pub input_bytes: u64,
+    /// The plain sum of the compressed lengths of all pages.
+    pub compressed_bytes: u64,
+    /// input_bytes / compressed_bytes.
+    pub ratio: f64,
+    pub comp_mbps: f64,
+    pub decomp_mbps: f64,
+    /// comp_mbps * (1 - compressed_bytes / input_bytes).
+    pub freeing_mbps: f64,
+    /// Every page decompressed back to exactly its original bytes.
+    pub verified: bool,
+}
+
+impl Row {
+    fn new(algo: String, acc: &Accumulated) -> Self {
+        let mbps = |t: Duration| {
+            if t.is_zero() { f64::INFINITY } else { acc.input_bytes as f64 / t.as_secs_f64() / 1e6 }
+        };
+        let comp_mbps = mbps(acc.comp_time);
+        let kept = acc.compressed_bytes as f64 / acc.input_bytes as f64;
+        Self {
+            algo,
+            pages: acc.pages,
+            input_bytes: acc.input_bytes,
+            compressed_bytes: acc.compressed_bytes,
+            ratio: acc.input_bytes as f64 / acc.compressed_bytes as f64,
+            comp_mbps,
+            decomp_mbps: mbps(acc.decomp_time),
+            freeing_mbps: comp_mbps * (1.0 - kept),
+            verified: acc.verified,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Accumulated {
+    pages: u64,
+    input_bytes: u64,
+    compressed_bytes: u64,
+    comp_time: Duration,
+    decomp_time: Duration,
+    verified: bool,
+}
+
+impl Default for Accumulated {
+    fn default() -> Self {
+        Self {
+            pages: 0,
+            input_bytes: 0,
+            compressed_bytes: 0,
+            comp_time: Duration::ZERO,
+            decomp_time: Duration::ZERO,
+            verified: true,
+        }
+    }
+}
+
+/// Runs the benchmark: a `memcpy` row first (the ceiling), then one row per spec.
+pub fn run(
+    inputs: &[&[u8]],
+    specs: &[AlgoSpec],
+    opts: &Options,
+    progress: &dyn Progress,
+) -> Result<Vec<Row>, LabError> {
+    let ps = opts.page_size;
+    let total_pages: u64 = inputs.iter().map(|i| i.len().div_ceil(ps) as u64).sum();
+    if total_pages == 0 {
+        return Err(LabError::NoPages);
+    }
+    // Build every stream first so a bad name or parameter fails before any measuring.
+    let mut streams = specs
+        .iter()
+        .map(|s| Ok((s.label(), zmem_comp::create(&s.name, &s.params, ps)?)))
+        .collect::<Result<Vec<_>, LabError>>()?;
+    let batch = (opts.batch_bytes / ps).max(1) * ps;
+    let mut out = vec![0u8; batch];
+
+    let mut rows = Vec::with_capacity(specs.len() + 1);
+    progress.start("memcpy", total_pages);
+    rows.push(Row::new("memcpy".into(), &memcpy(inputs, batch, &mut out, opts, progress)));
+    progress.finish();
+
+    let bound = compress_bound(ps);
+    let mut slots = vec![0u8; batch / ps * bound];
+    let mut lens = vec![0usize; batch / ps];
+    for (label, stream) in &mut streams {
+        progress.start(label, total_pages);
+        let mut acc = Accumulated::default();
+        for chunk in inputs.iter().flat_map(|input| input.chunks(batch)) {
+            let pages = || chunk.chunks(ps).enumerate();
+            let first_page = acc.pages;
+            acc.comp_time += best_pass(opts, || {
+                for (i, page) in pages() {
+                    let slot = &mut slots[i * bound..(i + 1) * bound];
+                    lens[i] = stream.compress(page, slot).map_err(|err| LabError::Page {
+                        algo: label.clone(),
+                        page: first_page + i as u64,
+                        err,
+                    })?;
+                }
+                Ok(())
+            })?;
+            let mut all_ok = true;
+            acc.decomp_time += best_pass(opts, || {
+                all_ok = true;
+                for (i, page) in pages() {
+                    let src = &slots[i * bound..i * bound + lens[i]];
+                    let dst = &mut out[i * ps..i * ps + page.len()];
+                    all_ok &= matches!(stream.decompress(src, dst), Ok(n) if n == page.len());
+                }
+                Ok(())
+            })?;
+            acc.verified &= all_ok && out[..chunk.len()] == *chunk;
+            let n = chunk.len().div_ceil(ps);
+            acc.pages += n as u64;
+            acc.input_bytes += chunk.len() as u64;
+            acc.compressed_bytes += lens[..n].iter().map(|&l| l as u64).sum::<u64>();
+            progress.advance(n as u64);
+        }
+        progress.finish();
+        rows.push(Row::new(label.clone(), &acc));
+    }
+    Ok(rows)
+}
+
+/// The ceiling: copying the pages costs what compressing them never can beat.
+fn memcpy(
+    inputs: &[&[u8]],
+    batch: usize,
+    out: &mut [u8],
+    opts: &Options,
+    progress: &dyn Progress,
+) -> Accumulated {
+    let mut acc = Accumulated::default();
+    for chunk in inputs.iter().flat_map(|input| input.chunks(batch)) {
+        let dst = &mut out[..chunk.len()];
+        let time = best_pass(opts, || {
+            dst.copy_from_slice(std::hint::black_box(chunk));
+            std::hint::black_box(&mut *dst);
+            Ok(())
+        });
+        // A copy cannot fail; `best_pass` only returns errors its closure gives it.
+        acc.comp_time += time.unwrap_or(Duration::ZERO);
+        acc.verified &= dst == chunk;
+        let n = chunk.len().div_ceil(opts.page_size) as u64;
+        acc.pages += n;
+        acc.input_bytes += chunk.len() as u64;
+        progress.advance(n);
+    }
+    acc.compressed_bytes = acc.input_bytes;
+    acc.decomp_time = acc.comp_time;
+    acc
+}
+
+/// Repeats `pass` until `opts.min_time` has been spent (at least once, at most `max_passes`
+/// times) and returns the fastest pass.
+fn best_pass(
+    opts: &Options,
+    mut pass: impl FnMut() -> Result<(), LabError>,
+) -> Result<Duration, LabError> {
+    let mut best = Duration::MAX;
+    let mut spent = Duration::ZERO;
+    for _ in 0..opts.max_passes.max(1) {
+        let start = Instant::now();
+        pass()?;
+        let took = start.elapsed();
+        best = best.min(took);
+        spent += took;
+        if spent >= opts.min_time {
+            break;
+        }
+    }
+    Ok(best)
+}
+
+/// The table lzbench users know: one line per algorithm, fastest ceiling first.
+pub fn render_table(rows: &[Row]) -> String {
+    let mut s = format!(
+        "{:<14} {:>12} {:>12} {:>12} {:>13} {:>13} {:>7} {:>9} {:>8}\n",
+        "Compressor",
+        "Compress.",
+        "Decompress.",
+        "Freeing",
+        "Orig. size",
+        "Compr. size",
+        "Ratio",
+        "Pages",
+        "Verified"
+    );
+    for r in rows {
+        s += &format!(
+            "{:<14} {:>7.0} MB/s {:>7.0} MB/s {:>7.0} MB/s {:>13} {:>13} {:>7.3} {:>9} {:>8}\n",
+            r.algo,
+            r.comp_mbps,
+            r.decomp_mbps,
+            r.freeing_mbps,
+            r.input_bytes,
+            r.compressed_bytes,
+            r.ratio,
+            r.pages,
+            if r.verified { "yes" } else { "NO" }
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::NoProgress;
+
+    fn quick() -> Options {
+        Options {
+            min_time: Duration::ZERO,
+            max_passes: 1,
+            batch_bytes: 3 * 4096,
+            ..Options::default()
+        }
+    }
+
+    /// Pages with a known compressibility: half zeros, half a repeating text.
+    fn pages(n: usize) -> Vec<u8> {
+        let text = b"the quick brown fox jumps over the lazy dog ";
+        (0..n * 4096).map(|i| if (i / 4096) % 2 == 0 { 0 } else { text[i % text.len()] }).collect()
+    }
+
+    #[test]
+    fn rows_add_up_across_batches_and_inputs() {
+        let a = pages(7);
+        let b = pages(2);
+        let specs = vec![AlgoSpec::parse("zstd").unwrap(), AlgoSpec::parse("deflate:1").unwrap()];
+        let rows = run(&[&a, &b[..4096 + 100]], &specs, &quick(), &NoProgress).unwrap();
+        assert_eq!(
+            rows.iter().map(|r| r.algo.as_str()).collect::<Vec<_>>(),
+            ["memcpy", "zstd", "deflate:1"]
+        );
+        for r in &rows {
+            assert_eq!(r.pages, 9, "{}", r.algo);
+            assert_eq!(r.input_bytes, 7 * 4096 + 4096 + 100, "{}", r.algo);
+            assert!(r.verified, "{}", r.algo);
+        }
+        // The compressed total is the plain sum of each page compressed alone.
+        let mut z = zmem_comp::create("zstd", &Params::default(), 4096).unwrap();
+        let mut dst = vec![0u8; compress_bound(4096)];
+        let expect: usize = a
+            .chunks(4096)
+            .chain(b[..4196].chunks(4096))
+            .map(|p| z.compress(p, &mut dst).unwrap())
+            .sum();
+        assert_eq!(rows[1].compressed_bytes, expect as u64);
+        assert_eq!(rows[0].compressed_bytes, rows[0].input_bytes);
+        let r = &rows[1];
+        assert!((r.ratio - r.input_bytes as f64 / r.compressed_bytes as f64).abs() < 1e-9);
+        let freeing = r.comp_mbps * (1.0 - 1.0 / r.ratio);
+        assert!((r.freeing_mbps - freeing).abs() <= 1e-6 * freeing.max(1.0));
+    }
+
+    #[test]
+    fn specs_parse_and_reject() {
+        assert_eq!(AlgoSpec::parse("zstd:-5").unwrap().params.level, Some(-5));
+        assert_eq!(AlgoSpec::parse("zstd:7").unwrap().label(), "zstd:7");
+        assert!(matches!(AlgoSpec::parse("zstd:x"), Err(LabError::BadSpec { .. })));
+        assert!(matches!(AlgoSpec::parse("nope"), Err(LabError::Comp(_))));
+        assert_eq!(AlgoSpec::all().len(), zmem_comp::algorithms().len());
+    }
+
+    #[test]
+    fn out_of_range_level_fails_before_measuring() {
+        let specs = vec![AlgoSpec::parse("zstd:99").unwrap()];
+        assert!(run(&[&pages(1)], &specs, &quick(), &NoProgress).is_err());
+    }
+
+    #[test]
+    fn empty_input_is_an_error() {
+        assert!(matches!(
+            run(&[&[]], &AlgoSpec::all(), &quick(), &NoProgress),
+            Err(LabError::NoPages)
+        ));
+    }
+
+    #[test]
+    fn table_has_a_line_per_row() {
+        let rows =
+            run(&[&pages(2)], &[AlgoSpec::parse("zstd").unwrap()], &quick(), &NoProgress).unwrap();
+        let table = render_table(&rows);
+        assert_eq!(table.lines().count(), 3);
+        assert!(table.lines().nth(2).unwrap().starts_with("zstd"));
+    }
+}

@@ -1,0 +1,18 @@
+use thiserror::Error;
+
+/// Why an experiment could not produce a result.
+#[derive(Debug, Error)]
+pub enum LabError {
+    /// A stream could not be built or failed on a page.
+    #[error(transparent)]
+    Comp(#[from] zmem_comp::CompError),
+    /// An algorithm specification on the command line or in a config is malformed.
+    #[error("bad algorithm spec {spec:?}: {why}")]
+    BadSpec { spec: String, why: String },
+    /// A page failed to compress (decompression failures are reported as `verified: false`).
+    #[error("{algo}: page {page}: {err}")]
+    Page { algo: String, page: u64, err: zmem_comp::CompError },
+    /// The experiment was given nothing to work on.
+    #[error("no pages to work on")]
+    NoPages,
+}

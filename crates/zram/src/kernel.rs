@@ -1,0 +1,134 @@
+//! The live kernel's zram as an oracle: a fresh device hot-added through
+//! `/sys/class/zram-control`, fed through its block device, read through its sysfs files, and
+//! removed when dropped. Never touches devices it did not create.
+//!
+//! Writes go through `dd ... oflag=direct` in 1 MiB blocks, exactly as the project's reference
+//! scripts (`shared/tools/kernel-zram-mmstat`) do, so results compare with theirs.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::MmStat;
+
+const CONTROL: &str = "/sys/class/zram-control";
+
+/// Why the kernel oracle cannot be used here, or `None` when it can.
+pub fn unavailable_reason() -> Option<String> {
+    if !Path::new(CONTROL).exists() {
+        return Some(format!("{CONTROL} is missing (no zram in this kernel)"));
+    }
+    // hot_add is mode 0400: only root may create devices.
+    if std::fs::File::open(Path::new(CONTROL).join("hot_add")).is_err() {
+        return Some(format!("cannot read {CONTROL}/hot_add (not root?)"));
+    }
+    if Command::new("dd").arg("--version").output().is_err() {
+        return Some("dd is not installed".into());
+    }
+    None
+}
+
+/// A zram device this process created.
+#[derive(Debug)]
+pub struct KernelZram {
+    id: u32,
+    sysfs: PathBuf,
+}
+
+impl KernelZram {
+    /// Creates a new device (reading `hot_add`).
+    pub fn hot_add() -> io::Result<Self> {
+        let id = std::fs::read_to_string(Path::new(CONTROL).join("hot_add"))?;
+        let id: u32 =
+            id.trim().parse().map_err(|_| io::Error::other(format!("hot_add said {id:?}")))?;
+        Ok(Self { id, sysfs: PathBuf::from(format!("/sys/block/zram{id}")) })
+    }
+
+    /// The block device node.
+    pub fn dev(&self) -> PathBuf {
+        PathBuf::from(format!("/dev/zram{}", self.id))
+    }
+
+    /// Writes an attribute, as `echo value > attr`.
+    pub fn store(&self, attr: &str, value: &str) -> io::Result<()> {
+        std::fs::write(self.sysfs.join(attr), format!("{value}\n")).map_err(|e| {
+            io::Error::new(e.kind(), format!("zram{}/{attr} <- {value:?}: {e}", self.id))
+        })
+    }
+
+    /// Reads an attribute.
+    pub fn show(&self, attr: &str) -> io::Result<String> {
+        std::fs::read_to_string(self.sysfs.join(attr))
+    }
+
+    /// `mm_stat`, parsed.
+    pub fn mm_stat(&self) -> io::Result<MmStat> {
+        self.show("mm_stat")?.parse().map_err(io::Error::other)
+    }
+
+    /// Sets the algorithm and a disk size that holds `bytes` (rounded up to MiB, plus one).
+    pub fn init(&self, algo: &str, bytes: u64) -> io::Result<()> {
+        self.store("comp_algorithm", algo)?;
+        self.store("disksize", &format!("{}M", bytes.div_ceil(1 << 20) + 1))
+    }
+
+    /// Writes a file to the device from offset 0 with direct I/O in 1 MiB blocks.
+    pub fn write_file(&self, file: &Path) -> io::Result<()> {
+        self.dd(&[
+            format!("if={}", file.display()),
+            format!("of={}", self.dev().display()),
+            "bs=1M".into(),
+            "oflag=direct".into(),
+        ])
+    }
+
+    /// Discards `len` bytes at `offset` (both page-aligned), as `blkdiscard` does.
+    pub fn discard(&self, offset: u64, len: u64) -> io::Result<()> {
+        run(Command::new("blkdiscard")
+            .args(["-o", &offset.to_string(), "-l", &len.to_string()])
+            .arg(self.dev()))
+    }
+
+    fn dd(&self, args: &[String]) -> io::Result<()> {
+        run(Command::new("dd").args(args).arg("status=none"))
+    }
+}
+
+fn run(cmd: &mut Command) -> io::Result<()> {
+    let out = cmd.output()?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(io::Error::other(format!(
+            "{:?} failed: {}",
+            cmd,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )))
+    }
+}
+
+impl Drop for KernelZram {
+    fn drop(&mut self) {
+        // Best effort: a device left behind is harmless but untidy.
+        let _ = self.store("reset", "1");
+        let _ = std::fs::write(Path::new(CONTROL).join("hot_remove"), format!("{}\n", self.id));
+    }
+}
+
+/// Writes `pages` to a fresh device with `algo` and returns its `mm_stat`.
+pub fn mm_stat_of(algo: &str, pages: &[u8]) -> io::Result<MmStat> {
+    let dir = std::env::temp_dir().join(format!("zmem-oracle-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let file = dir.join(format!("{algo}-{}.pages", NEXT.fetch_add(1, Ordering::Relaxed)));
+    std::fs::write(&file, pages)?;
+    let result = (|| {
+        let dev = KernelZram::hot_add()?;
+        dev.init(algo, pages.len() as u64)?;
+        dev.write_file(&file)?;
+        dev.mm_stat()
+    })();
+    let _ = std::fs::remove_file(&file);
+    result
+}
