@@ -112,6 +112,21 @@ pub trait ZPool: Send + Sync + std::fmt::Debug {
     /// Heap bytes of bookkeeping (handles, descriptors, lists), not counted in `total_pages`.
     fn metadata_bytes(&self) -> usize;
 
+    /// The size class an object of `size` bytes lands in (`zs_lookup_class_index`). zram's
+    /// recompression keeps a result only when its class index is smaller. Allocators without
+    /// size classes count 1/64-page chunks, their unit of placement.
+    fn class_index(&self, size: usize) -> usize {
+        size.div_ceil(self.page_size() / 64)
+    }
+
+    /// Compressed sizes at or above this are stored raw by zram (`zs_huge_class_size`).
+    /// Allocators other than zsmalloc use zsmalloc's threshold for the same page size, so the
+    /// choice of allocator changes where objects go, never what is stored.
+    fn huge_class_size(&self) -> usize {
+        zsmalloc::class::ClassTable::new(self.page_size(), zsmalloc::class::DEFAULT_CHAIN_SIZE)
+            .map_or(self.page_size(), |t| t.huge_class_size())
+    }
+
     /// `malloc` + `write`: stores `data` as a new object.
     fn store(&self, data: &[u8]) -> Result<Handle, PoolError> {
         let h = self.malloc(data.len())?;

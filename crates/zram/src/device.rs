@@ -503,7 +503,7 @@ impl Zram {
         let mut strm = comp.get()?;
         let result = (|| {
             let n = live.pool.read(handle, &mut strm.local_copy).map_err(pool_error)?;
-            let s = &mut *strm;
+            let s = &mut strm;
             match s.comp.decompress(&s.local_copy[..n], out) {
                 Ok(len) if len == out.len() => Ok(()),
                 Ok(len) => err(Errno::EIO, format!("decompressed to {len} bytes, not a page")),

@@ -42,7 +42,7 @@ fn parse_digits(s: &str, base: u32) -> (u64, usize, bool) {
 /// cannot be read reads as 0, as in the kernel, and callers decide what 0 means.
 pub fn memparse(s: &str) -> u64 {
     let (digits, base) = fixup_radix(s, 0);
-    let (mut value, n, _) = parse_digits(digits, base);
+    let (value, n, _) = parse_digits(digits, base);
     let shift = match digits[n..].chars().next().map(|c| c.to_ascii_uppercase()) {
         Some('K') => 10,
         Some('M') => 20,

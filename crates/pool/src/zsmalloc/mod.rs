@@ -485,6 +485,14 @@ impl ZPool for ZsPool {
             .collect()
     }
 
+    fn class_index(&self, size: usize) -> usize {
+        self.lookup_class_index(size)
+    }
+
+    fn huge_class_size(&self) -> usize {
+        self.table.huge_class_size()
+    }
+
     fn metadata_bytes(&self) -> usize {
         let g = self.lock();
         let descriptors = g.zspages.capacity() * std::mem::size_of::<Option<ZsPage>>()
