@@ -166,7 +166,7 @@ pub fn synthetic_pages() -> Vec<(String, Vec<u8>)> {
         }
         out.push((format!("sparse-{density}"), v));
     }
-    // Zero runs of many lengths at several offsets, in low-entropy surroundings: the lzo-rle run
+    // Zero runs of many lengths at several offsets, in text or low-entropy surroundings: the lzo-rle run
     // cap (2051), its 8-byte scan steps, the 20-byte tail and M2/M3/length-extension boundaries.
     let runs = [
         1usize, 2, 3, 4, 5, 7, 8, 9, 11, 12, 13, 15, 16, 17, 19, 20, 21, 31, 32, 33, 34, 35, 60,
@@ -174,7 +174,13 @@ pub fn synthetic_pages() -> Vec<(String, Vec<u8>)> {
         2053, 2055, 2056, 2060, 2100, 4000, 4070, 4075, 4076, 4080, 4090,
     ];
     for (i, &run) in runs.iter().enumerate() {
-        let mut v: Vec<u8> = (0..p).map(|_| rng.below(16) as u8 + 1).collect();
+        // Text around the runs keeps the pages compressible (not huge), so the kernel stores them
+        // compressed and its compr_data_size covers them.
+        let mut v = if i % 4 == 3 {
+            (0..p).map(|_| rng.below(16) as u8 + 1).collect()
+        } else {
+            text(&mut rng, p)
+        };
         let at = [0usize, 1, 5, 6, 9, 100, 3][i % 7].min(p - run);
         v[at..at + run].fill(0);
         if i % 3 == 0 {
