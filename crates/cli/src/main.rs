@@ -30,6 +30,8 @@ enum Command {
     Zram(cmd::zram::Args),
     /// Compare zmem's zram mm_stat with the live kernel's for the same pages.
     Conform(cmd::conform::Args),
+    /// zmem's zram write/read speed against the kernel's zram and the bare compressor.
+    ZramSpeed(cmd::zram_speed::Args),
 }
 
 fn main() -> ExitCode {
@@ -40,6 +42,7 @@ fn main() -> ExitCode {
         Command::Decompress(args) => cmd::codec::decompress(&args),
         Command::Zram(args) => cmd::zram::run(&args),
         Command::Conform(args) => cmd::conform::run(&args),
+        Command::ZramSpeed(args) => cmd::zram_speed::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -56,10 +56,8 @@ pub fn run(algo: &str, pages: &[u8]) -> Result<ConformResult, LabError> {
 }
 
 pub fn render(r: &ConformResult) -> String {
-    let mut s = format!(
-        "{} pages, algo {}\nzmem   {}\nkernel {}\n",
-        r.pages, r.algo, r.ours, r.kernel
-    );
+    let mut s =
+        format!("{} pages, algo {}\nzmem   {}\nkernel {}\n", r.pages, r.algo, r.ours, r.kernel);
     if r.identical() {
         s += "mm_stat identical in every field\n";
     } else {

@@ -7,9 +7,10 @@
 
 pub mod comp_bench;
 pub mod conform;
-pub mod zram_run;
 mod error;
 mod progress;
+pub mod zram_run;
+pub mod zram_speed;
 
 pub use error::LabError;
 pub use progress::{NoProgress, Progress};

@@ -141,7 +141,7 @@ impl PageArena {
             None => {
                 let id = self.high_water;
                 let per_chunk = self.frames_per_chunk();
-                if id % per_chunk == 0 {
+                if id.is_multiple_of(per_chunk) {
                     let chunk_bytes = per_chunk as usize * self.page_size;
                     match &mut self.backing {
                         Backing::Heap(chunks) => {

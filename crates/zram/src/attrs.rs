@@ -130,7 +130,8 @@ impl Zram {
                         _ => {}
                     }
                 }
-                let algo = algo.ok_or_else(|| ZramError::new(Errno::EINVAL, "algo= is required"))?;
+                let algo =
+                    algo.ok_or_else(|| ZramError::new(Errno::EINVAL, "algo= is required"))?;
                 if !(1..MAX_COMPS as i64).contains(&prio) {
                     return err(Errno::EINVAL, format!("priority {prio} is not 1..3"));
                 }
@@ -143,10 +144,11 @@ impl Zram {
                 }
                 let path = PathBuf::from(strip_newline(text));
                 let store = crate::backing::FileStore::open(&path).map_err(|e| {
-                    let errno = e.raw_os_error().and_then(Errno::from_code).unwrap_or(Errno::EINVAL);
+                    let errno =
+                        e.raw_os_error().and_then(Errno::from_code).unwrap_or(Errno::EINVAL);
                     ZramError::new(errno, format!("{}: {e}", path.display()))
                 })?;
-                if BackingStore::len(&store) == 0 {
+                if store.capacity() == 0 {
                     return err(Errno::EINVAL, format!("{} is empty", path.display()));
                 }
                 self.set_backing_store(path, Box::new(store))

@@ -16,7 +16,7 @@ use crate::errno::{Errno, ZramError};
 /// Where written-back pages go: page-size blocks addressed by index.
 pub trait BackingStore: Send + Sync + std::fmt::Debug {
     /// Capacity in bytes.
-    fn len(&self) -> u64;
+    fn capacity(&self) -> u64;
     /// Writes one block of `data.len()` bytes at `offset`.
     fn write_at(&self, data: &[u8], offset: u64) -> io::Result<()>;
     /// Reads one block into `out` from `offset`.
@@ -40,7 +40,7 @@ impl FileStore {
 }
 
 impl BackingStore for FileStore {
-    fn len(&self) -> u64 {
+    fn capacity(&self) -> u64 {
         self.len
     }
 
@@ -67,12 +67,20 @@ pub struct Backing {
 impl Backing {
     /// Attaches a store; a store smaller than two pages has no usable block (EINVAL, like the
     /// kernel's refusal of an empty device).
-    pub fn new(path: PathBuf, store: Box<dyn BackingStore>, page_size: usize) -> Result<Self, ZramError> {
-        let nr_blocks = store.len() / page_size as u64;
+    pub fn new(
+        path: PathBuf,
+        store: Box<dyn BackingStore>,
+        page_size: usize,
+    ) -> Result<Self, ZramError> {
+        let nr_blocks = store.capacity() / page_size as u64;
         if nr_blocks < 2 {
             return Err(ZramError::new(
                 Errno::EINVAL,
-                format!("backing device {} is too small ({} bytes)", path.display(), store.len()),
+                format!(
+                    "backing device {} is too small ({} bytes)",
+                    path.display(),
+                    store.capacity()
+                ),
             ));
         }
         let mut bitmap = vec![0u64; nr_blocks.div_ceil(64) as usize];
@@ -120,7 +128,7 @@ mod tests {
     #[derive(Debug)]
     struct Mem(u64);
     impl BackingStore for Mem {
-        fn len(&self) -> u64 {
+        fn capacity(&self) -> u64 {
             self.0
         }
         fn write_at(&self, _: &[u8], _: u64) -> io::Result<()> {

@@ -67,7 +67,8 @@ pub struct ZramConfig {
 impl ZramConfig {
     /// Whether `name` is an offered backend.
     pub fn offers(&self, name: &str) -> bool {
-        zmem_comp::find(name).is_ok() && (self.backends.is_empty() || self.backends.iter().any(|b| b == name))
+        zmem_comp::find(name).is_ok()
+            && (self.backends.is_empty() || self.backends.iter().any(|b| b == name))
     }
 
     /// The offered backends in the kernel's order.
@@ -299,9 +300,9 @@ impl Zram {
         let pool = zmem_pool::create(&self.config.pool, &pool_config)
             .map_err(|e| ZramError::new(Errno::EINVAL, e.to_string()))?;
         let mut comps: [Option<Zcomp>; MAX_COMPS] = Default::default();
-        for prio in 0..self.max_comps() {
+        for (prio, comp) in comps.iter_mut().enumerate().take(self.max_comps()) {
             if let Some(name) = &control.comp_algs[prio] {
-                comps[prio] = Some(Zcomp::new(name, &control.params[prio], self.config.page_size)?);
+                *comp = Some(Zcomp::new(name, &control.params[prio], self.config.page_size)?);
             }
         }
         let num_active_comps = comps.iter().filter(|c| c.is_some()).count();
@@ -371,9 +372,10 @@ impl Zram {
             .ok_or_else(|| ZramError::new(Errno::EIO, "no primary compression stream"))?;
         let mut strm = primary.get()?;
         let result = (|| {
-            let len = strm.comp.compress(page, &mut strm.buffer).map_err(|e| {
-                ZramError::new(Errno::EIO, format!("compression failed: {e}"))
-            })?;
+            let len = strm
+                .comp
+                .compress(page, &mut strm.buffer)
+                .map_err(|e| ZramError::new(Errno::EIO, format!("compression failed: {e}")))?;
             let huge = len >= live.huge_class_size;
             let object = if huge { page } else { &strm.buffer[..len] };
             let handle = self.alloc_object(live, object)?;
@@ -586,7 +588,8 @@ impl Zram {
 
     /// `bd_stat`, converted to 4 KiB units as the kernel's `FOUR_K()`.
     pub fn bd_stat(&self) -> BdStat {
-        let four_k = |c: &AtomicU64| c.load(Ordering::Relaxed) * (self.config.page_size as u64 / 4096);
+        let four_k =
+            |c: &AtomicU64| c.load(Ordering::Relaxed) * (self.config.page_size as u64 / 4096);
         BdStat {
             bd_count: four_k(&self.stats.bd_count),
             bd_reads: four_k(&self.stats.bd_reads),

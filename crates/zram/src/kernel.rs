@@ -50,11 +50,10 @@ impl KernelZram {
         PathBuf::from(format!("/dev/zram{}", self.id))
     }
 
-    /// Writes an attribute, as `echo value > attr`.
+    /// Writes an attribute, as `echo value > attr`. A refusal keeps its OS error number, so
+    /// callers can compare errnos.
     pub fn store(&self, attr: &str, value: &str) -> io::Result<()> {
-        std::fs::write(self.sysfs.join(attr), format!("{value}\n")).map_err(|e| {
-            io::Error::new(e.kind(), format!("zram{}/{attr} <- {value:?}: {e}", self.id))
-        })
+        std::fs::write(self.sysfs.join(attr), format!("{value}\n"))
     }
 
     /// Reads an attribute.
@@ -80,6 +79,17 @@ impl KernelZram {
             format!("of={}", self.dev().display()),
             "bs=1M".into(),
             "oflag=direct".into(),
+        ])
+    }
+
+    /// Reads the first `mib` MiB of the device to /dev/null with direct I/O.
+    pub fn read_to_null(&self, mib: usize) -> io::Result<()> {
+        self.dd(&[
+            format!("if={}", self.dev().display()),
+            "of=/dev/null".into(),
+            "bs=1M".into(),
+            "iflag=direct".into(),
+            format!("count={mib}"),
         ])
     }
 

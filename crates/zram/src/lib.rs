@@ -25,6 +25,8 @@ mod stats;
 mod zcomp;
 
 pub use backing::{BackingStore, FileStore};
-pub use device::{Clock, DEFAULT_ALGORITHM, Features, MAX_COMPS, MonotonicClock, Zram, ZramConfig, same_filled};
+pub use device::{
+    Clock, DEFAULT_ALGORITHM, Features, MAX_COMPS, MonotonicClock, Zram, ZramConfig, same_filled,
+};
 pub use errno::{Errno, ZramError};
 pub use stats::{BdStat, IoStat, MmStat, StatParseError, debug_stat};

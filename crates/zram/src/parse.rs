@@ -194,12 +194,15 @@ mod tests {
     #[test]
     fn args_split_like_next_arg() {
         let a = args("  algo=zstd level=8 dict=\"/tmp/a b\" idle\n");
-        assert_eq!(a, vec![
-            Arg { param: "algo", val: Some("zstd") },
-            Arg { param: "level", val: Some("8") },
-            Arg { param: "dict", val: Some("/tmp/a b") },
-            Arg { param: "idle", val: None },
-        ]);
+        assert_eq!(
+            a,
+            vec![
+                Arg { param: "algo", val: Some("zstd") },
+                Arg { param: "level", val: Some("8") },
+                Arg { param: "dict", val: Some("/tmp/a b") },
+                Arg { param: "idle", val: None },
+            ]
+        );
         assert_eq!(args("x="), vec![Arg { param: "x", val: Some("") }]);
         assert!(args(" \n").is_empty());
     }

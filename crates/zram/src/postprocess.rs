@@ -81,7 +81,8 @@ impl Zram {
     /// and clears IDLE on the others.
     pub(crate) fn mark_idle(&self, age_secs: Option<u64>) -> Result<(), ZramError> {
         let live = self.live_or(Errno::EINVAL)?;
-        let cutoff = age_secs.map(|age| self.clock.now_secs() as i64 - age.min(i64::MAX as u64) as i64);
+        let cutoff =
+            age_secs.map(|age| self.clock.now_secs() as i64 - age.min(i64::MAX as u64) as i64);
         for index in 0..live.table.len() {
             let slot = live.table.lock(index);
             if !slot.allocated() || slot.test(Flag::Wb) || slot.test(Flag::Same) {
@@ -128,16 +129,20 @@ impl Zram {
                     ("page_index", Some(v)) => {
                         lo = crate::parse::kstrtoull(v, 10)?;
                         if lo >= nr_pages {
-                            return err(Errno::ERANGE, format!("page_index {lo} is beyond the disk"));
+                            return err(
+                                Errno::ERANGE,
+                                format!("page_index {lo} is beyond the disk"),
+                            );
                         }
                         hi = lo + 1;
                         self.scan_for_writeback(&live, mode, lo, hi, &mut ctl);
                     }
                     ("page_indexes", Some(v)) => {
-                        let (a, b) = v
-                            .split_once('-')
-                            .ok_or_else(|| ZramError::new(Errno::ERANGE, "page_indexes needs LO-HI"))?;
-                        let (a, b) = (crate::parse::kstrtoull(a, 10)?, crate::parse::kstrtoull(b, 10)?);
+                        let (a, b) = v.split_once('-').ok_or_else(|| {
+                            ZramError::new(Errno::ERANGE, "page_indexes needs LO-HI")
+                        })?;
+                        let (a, b) =
+                            (crate::parse::kstrtoull(a, 10)?, crate::parse::kstrtoull(b, 10)?);
                         if a >= nr_pages || b >= nr_pages || a > b {
                             return err(Errno::ERANGE, format!("bad page_indexes range {v:?}"));
                         }
@@ -249,7 +254,9 @@ impl Zram {
                 .find(|&p| live.comps[p].as_ref().is_some_and(|c| c.name() == algo));
             match found {
                 Some(p) => (prio, prio_max) = (p, p + 1),
-                None => return err(Errno::EINVAL, format!("{algo} is not a recompression algorithm")),
+                None => {
+                    return err(Errno::EINVAL, format!("{algo} is not a recompression algorithm"));
+                }
             }
         }
         prio_max = prio_max.min(live.num_active_comps);
@@ -287,7 +294,15 @@ impl Zram {
                     continue;
                 }
                 slot.clear(Flag::PpSlot);
-                if let Err(e) = self.recompress_slot(&live, &slot, &mut page, &mut remaining, req.threshold, prio, prio_max) {
+                if let Err(e) = self.recompress_slot(
+                    &live,
+                    &slot,
+                    &mut page,
+                    &mut remaining,
+                    req.threshold,
+                    prio,
+                    prio_max,
+                ) {
                     result = Err(e);
                 }
             }

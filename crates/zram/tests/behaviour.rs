@@ -180,7 +180,10 @@ fn attributes_parse_and_fail_like_the_kernel() {
     z.store("comp_algorithm", "zstd\n").unwrap();
     assert!(z.show("comp_algorithm").unwrap().contains(" [zstd] "));
     z.store("recomp_algorithm", "algo=deflate priority=2").unwrap();
-    assert_eq!(z.show("recomp_algorithm").unwrap().lines().next().unwrap().split(' ').next(), Some("#2:"));
+    assert_eq!(
+        z.show("recomp_algorithm").unwrap().lines().next().unwrap().split(' ').next(),
+        Some("#2:")
+    );
     z.store("algorithm_params", "algo=deflate level=9").unwrap();
     z.store("disksize", "1M").unwrap();
     for (attr, text, want) in [
@@ -396,7 +399,9 @@ fn recompress_options_filter_and_limit() {
     for (i, p) in pages.iter().enumerate() {
         z.write_page(i as u64, p).unwrap();
     }
-    let count_r = |z: &Zram| z.block_state().lines().filter(|l| l.ends_with("r.") || l.ends_with("rn")).count();
+    let count_r = |z: &Zram| {
+        z.block_state().lines().filter(|l| l.ends_with("r.") || l.ends_with("rn")).count()
+    };
     // max_pages bounds the attempts.
     z.store("recompress", "max_pages=3").unwrap();
     assert!(count_r(&z) <= 3);

@@ -105,11 +105,12 @@ impl ClassTable {
             if huge_class_size == 0 && ppz != 1 && opz != 1 {
                 huge_class_size = size - (ZS_HANDLE_SIZE - 1);
             }
-            if let Some(prev) = created.last() {
-                if prev.pages_per_zspage == ppz && prev.objs_per_zspage == opz {
-                    slot_desc[i] = created.len() - 1;
-                    continue;
-                }
+            if let Some(prev) = created.last()
+                && prev.pages_per_zspage == ppz
+                && prev.objs_per_zspage == opz
+            {
+                slot_desc[i] = created.len() - 1;
+                continue;
             }
             created.push(SizeClass { index: i, size, pages_per_zspage: ppz, objs_per_zspage: opz });
             slot_desc[i] = created.len() - 1;

@@ -1,0 +1,28 @@
+//! `zmem zram-speed`: zmem's zram against the kernel's and against its bare compressor.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use zmem_lab::zram_speed;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[arg(long, default_value = zmem_zram::DEFAULT_ALGORITHM)]
+    algo: String,
+    #[arg(long)]
+    json: bool,
+    /// Page file (raw pages or a page set).
+    file: PathBuf,
+}
+
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let inputs = super::pages::load(std::slice::from_ref(&args.file), 4096)?;
+    let r = zram_speed::run(&args.algo, inputs[0].bytes())?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r).context("encoding JSON")?);
+    } else {
+        print!("{}", zram_speed::render(&r));
+    }
+    anyhow::ensure!(r.verified, "pages read back differ from the pages written");
+    Ok(())
+}
