@@ -47,9 +47,11 @@ const RUN_MASK: usize = 7;
 /// scaled to words): incompressible pages are crossed quickly.
 const SKIP_TRIGGER: u32 = 5;
 
-/// An lz4m stream: the hash table is its only state, reset for every page.
+/// An lz4m stream: the hash table (reset for every page) and a word copy of the input.
 pub struct Lz4m {
     table: [u16; HASH_SIZE],
+    /// The input as native-endian words (grown once to the largest input seen).
+    words: Vec<u32>,
 }
 
 impl std::fmt::Debug for Lz4m {
@@ -67,7 +69,7 @@ impl Default for Lz4m {
 impl Lz4m {
     /// A fresh stream.
     pub fn new() -> Self {
-        Lz4m { table: [0; HASH_SIZE] }
+        Lz4m { table: [0; HASH_SIZE], words: vec![0; 1024] }
     }
 }
 
@@ -103,33 +105,66 @@ fn put_ext(dst: &mut [u8], mut op: usize, len: usize) -> usize {
     op
 }
 
-/// Writes one sequence: `lits` (whole words), then a match of `mlen` words at `offset` words, or,
-/// with `mlen == 0`, the last sequence whose offset field is the tail length.
+/// Copies `len` bytes from `src[from..]` to `dst[to..]`. When both sides have 16 bytes of slack
+/// past the end it copies whole 16-byte blocks (one vector move each, no call to `memcpy`),
+/// writing up to 15 bytes of junk past `to + len` that the caller overwrites or ignores.
+#[inline(always)]
+fn wild_copy(dst: &mut [u8], to: usize, src: &[u8], from: usize, len: usize) {
+    if to + len + 16 <= dst.len() && from + len + 16 <= src.len() {
+        let mut k = 0;
+        while k < len {
+            dst[to + k..to + k + 16].copy_from_slice(&src[from + k..from + k + 16]);
+            k += 16;
+        }
+    } else {
+        dst[to..to + len].copy_from_slice(&src[from..from + len]);
+    }
+}
+
+/// Writes one sequence: the literal words `src[lit_from..lit_to]`, then a match of `mlen` words
+/// at `offset` words, or, with `mlen == 0`, the last sequence whose offset field is the tail
+/// length.
 #[inline(always)]
 fn put_sequence(
     dst: &mut [u8],
     op: usize,
-    lits: &[u8],
+    src: &[u8],
+    (lit_from, lit_to): (usize, usize),
     mlen: usize,
     offset: usize,
 ) -> Result<usize, CompError> {
-    let llen = lits.len() / 4;
-    let need = 2 + ext_len(llen) + lits.len() + ext_len(mlen);
+    let lbytes = lit_to - lit_from;
+    let llen = lbytes / 4;
+    // Short lengths (the common case) need no extension bytes; only long ones pay for the exact
+    // size computation.
+    let need = if llen < RUN_MASK && mlen < RUN_MASK {
+        2 + lbytes
+    } else {
+        2 + ext_len(llen) + lbytes + ext_len(mlen)
+    };
     if dst.len() - op < need {
         return Err(CompError::OutputTooSmall { capacity: dst.len() });
     }
     let token = (llen.min(RUN_MASK) << 13) | (mlen.min(RUN_MASK) << 10) | offset;
     dst[op..op + 2].copy_from_slice(&(token as u16).to_le_bytes());
-    let mut op = put_ext(dst, op + 2, llen);
-    dst[op..op + lits.len()].copy_from_slice(lits);
-    op += lits.len();
-    Ok(put_ext(dst, op, mlen))
+    let op = put_ext(dst, op + 2, llen);
+    wild_copy(dst, op, src, lit_from, lbytes);
+    Ok(put_ext(dst, op + lbytes, mlen))
 }
 
 impl Lz4m {
     fn compress_words(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, CompError> {
         let n = src.len() / 4;
-        let (words, tail) = src.split_at(n * 4);
+        let tail = &src[n * 4..];
+        // The page as words, so the search loop does one bounds check per access.
+        if self.words.len() < n {
+            self.words.resize(n, 0);
+        }
+        let words = &mut self.words[..n];
+        for (w, b) in words.iter_mut().zip(src.chunks_exact(4)) {
+            *w = u32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
+        }
+        let words = &self.words[..n];
         let mut op = 0;
         let mut anchor = 0;
         if n > MFLIMIT {
@@ -138,41 +173,38 @@ impl Lz4m {
             let limit = n - MFLIMIT;
             let mut i = 0;
             let mut misses = 0u32;
-            while i < limit {
-                let w = word_at(words, i);
+            'search: while i < limit {
+                let w = words[i];
                 let h = hash(w);
+                // The table keeps the low 16 bits of positions; only distances 1..=1023 count.
                 let dist = (i as u16).wrapping_sub(self.table[h]) as usize;
                 self.table[h] = i as u16;
-                if dist == 0 || dist > MAX_OFFSET || dist > i || word_at(words, i - dist) != w {
+                let cand = i.wrapping_sub(dist);
+                // One unpredictable branch per position, not three: an invalid candidate reads
+                // as a word that cannot match.
+                let valid = dist.wrapping_sub(1) < MAX_OFFSET && cand < i;
+                let cw = if valid { words[cand.min(i)] } else { !w };
+                if cw != w {
                     misses += 1;
                     i += 1 + (misses >> SKIP_TRIGGER) as usize;
-                    continue;
+                    continue 'search;
                 }
                 misses = 0;
-                let mut start = i;
-                let mut cand = i - dist;
-                while start > anchor
-                    && cand > 0
-                    && word_at(words, start - 1) == word_at(words, cand - 1)
-                {
+                let (mut start, mut cand) = (i, cand);
+                while start > anchor && cand > 0 && words[start - 1] == words[cand - 1] {
                     start -= 1;
                     cand -= 1;
                 }
                 let mut end = i + 1;
-                while end < limit && word_at(words, end) == word_at(words, end - dist) {
+                while end < limit && words[end] == words[end - dist] {
                     end += 1;
                 }
-                op = put_sequence(dst, op, &words[anchor * 4..start * 4], end - start, dist)?;
+                op = put_sequence(dst, op, src, (anchor * 4, start * 4), end - start, dist)?;
                 anchor = end;
                 i = end;
-                // The word just before the new position is often repeated soon after (pointers
-                // and headers come in pairs); remember it.
-                if end - 1 > start {
-                    self.table[hash(word_at(words, end - 1))] = (end - 1) as u16;
-                }
             }
         }
-        op = put_sequence(dst, op, &words[anchor * 4..], 0, tail.len())?;
+        op = put_sequence(dst, op, src, (anchor * 4, n * 4), 0, tail.len())?;
         if dst.len() - op < tail.len() {
             return Err(CompError::OutputTooSmall { capacity: dst.len() });
         }
@@ -221,7 +253,7 @@ pub(crate) fn decompress(src: &[u8], dst: &mut [u8]) -> Result<usize, CompError>
         if dst.len() - op < lbytes {
             return Err(CompError::OutputTooSmall { capacity: dst.len() });
         }
-        dst[op..op + lbytes].copy_from_slice(&src[ip..ip + lbytes]);
+        wild_copy(dst, op, src, ip, lbytes);
         ip += lbytes;
         op += lbytes;
         if mlen == 0 {
@@ -250,16 +282,20 @@ pub(crate) fn decompress(src: &[u8], dst: &mut [u8]) -> Result<usize, CompError>
             return Err(CompError::OutputTooSmall { capacity: dst.len() });
         }
         let from = op - back;
-        if back >= mbytes {
-            dst.copy_within(from..from + mbytes, op);
+        if back >= 16 && op + mbytes + 16 <= dst.len() {
+            // Blocks of 16 bytes never overlap their source at this distance.
+            let mut k = 0;
+            while k < mbytes {
+                dst.copy_within(from + k..from + k + 16, op + k);
+                k += 16;
+            }
         } else {
-            // Overlapping: the match repeats the last `offset` words. Copy in growing chunks, each
-            // one a non-overlapping copy of what is already there.
-            let mut done = 0;
-            while done < mbytes {
-                let chunk = (mbytes - done).min(back + done);
-                dst.copy_within(from..from + chunk, op + done);
-                done += chunk;
+            // Word by word: each word's source (at least one word back) is already written, so
+            // this is also right for overlapping matches (runs of a repeated word or pattern).
+            let mut k = 0;
+            while k < mbytes {
+                dst.copy_within(from + k..from + k + 4, op + k);
+                k += 4;
             }
         }
         op += mbytes;
