@@ -78,12 +78,6 @@ fn hash(w: u32) -> usize {
     (w.wrapping_mul(2_654_435_761) >> (32 - HASH_BITS)) as usize
 }
 
-#[inline(always)]
-fn word_at(src: &[u8], i: usize) -> u32 {
-    let b = &src[4 * i..4 * i + 4];
-    u32::from_ne_bytes([b[0], b[1], b[2], b[3]])
-}
-
 /// Bytes a 255-run extension of `len` (the full length, >= 7) takes.
 #[inline(always)]
 fn ext_len(len: usize) -> usize {
