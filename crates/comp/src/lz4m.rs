@@ -156,7 +156,7 @@ impl Lz4m {
         }
         let words = &mut self.words[..n];
         for (w, b) in words.iter_mut().zip(src.chunks_exact(4)) {
-            *w = u32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
+            *w = u32::from_ne_bytes(b.try_into().unwrap_or_default());
         }
         let words = &self.words[..n];
         let mut op = 0;

@@ -77,7 +77,7 @@ fn dict_index(x: u32) -> usize {
 
 #[inline(always)]
 fn le32(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap_or_default())
 }
 
 /// Bytes of the tags area for `n` words: 16 tags per packed word.
@@ -149,7 +149,8 @@ impl Wkdm {
         // The counters never pass the word index `i` (< n, the length of every array), and
         // `min(i)` tells the compiler so: the stores below need no bounds checks.
         for (i, (tag, w)) in tags.iter_mut().zip(words.chunks_exact(4)).enumerate() {
-            let x = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+            // One 32-bit load (indexing the four bytes makes the compiler load them apart).
+            let x = u32::from_le_bytes(w.try_into().unwrap_or_default());
             if x == 0 {
                 *tag = TAG_ZERO;
                 continue;
