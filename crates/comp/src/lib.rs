@@ -12,16 +12,22 @@
 
 mod deflate;
 mod error;
+mod lz4m;
 pub mod lzo;
 mod params;
 pub mod registry;
+mod sw842;
+mod wkdm;
 mod zstd;
 
 pub use deflate::Deflate;
 pub use error::CompError;
+pub use lz4m::Lz4m;
 pub use lzo::Lzo;
 pub use params::Params;
 pub use registry::{Algorithm, algorithms, create, find};
+pub use sw842::{Sw842, crc32_be};
+pub use wkdm::Wkdm;
 pub use zstd::Zstd;
 
 /// A compression stream: one algorithm instance with its own scratch memory.

@@ -105,6 +105,36 @@ static ALGORITHMS: &[Algorithm] = &[
         takes_winbits: true,
         build: |p, _| Ok(Box::new(crate::Deflate::new(p)?)),
     },
+    Algorithm {
+        name: "842",
+        summary: "IBM 842 as the kernel's software sw842 (byte-identical output, CRC-checked)",
+        in_kernel: true,
+        levels: None,
+        default_level: None,
+        takes_dict: false,
+        takes_winbits: false,
+        build: |_, _| Ok(Box::new(crate::Sw842::new())),
+    },
+    Algorithm {
+        name: "lz4m",
+        summary: "LZ4m (ICCE 2017): LZ4 in 32-bit words, 16-bit tokens, 10-bit word offsets",
+        in_kernel: false,
+        levels: None,
+        default_level: None,
+        takes_dict: false,
+        takes_winbits: false,
+        build: |_, _| Ok(Box::new(crate::Lz4m::new())),
+    },
+    Algorithm {
+        name: "wkdm",
+        summary: "WKdm (Wilson-Kaplan, Apple xnu format): 16-word dictionary, 2-bit word tags",
+        in_kernel: false,
+        levels: None,
+        default_level: None,
+        takes_dict: false,
+        takes_winbits: false,
+        build: |_, ps| Ok(Box::new(crate::Wkdm::new(ps))),
+    },
 ];
 
 /// Every algorithm, kernel backends first in the kernel's order.

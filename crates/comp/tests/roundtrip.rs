@@ -72,6 +72,13 @@ proptest! {
             let mut comp = vec![0u8; compress_bound(input.len())];
             let Ok(n) = s.compress(&input, &mut comp) else { continue };
             let keep = cut.index(n);
+            // 842 only: the kernel format pads the stream with zero bytes to a multiple of 8 after
+            // the END code and CRC, and its decoder stops at END, ignoring what follows (other
+            // producers pad to 16 or 32). Dropping only padding therefore still decodes fully, as
+            // in the kernel. A cut of fewer than 8 all-zero bytes is the only case exempted.
+            if algo.name == "842" && n - keep < 8 && comp[keep..n].iter().all(|&b| b == 0) {
+                continue;
+            }
             let mut out = vec![0u8; input.len()];
             // A strict prefix must never decode to the full original.
             if let Ok(m) = s.decompress(&comp[..keep], &mut out) {
