@@ -26,6 +26,8 @@ enum Command {
     Compress(cmd::codec::CompressArgs),
     /// Decompress stdin to stdout (the inverse of `zmem compress`).
     Decompress(cmd::codec::DecompressArgs),
+    /// zsmapbench: cycles per map of a page-straddling zsmalloc object, copy vs mapped window.
+    Mapbench(cmd::mapbench::Args),
 }
 
 fn main() -> ExitCode {
@@ -34,6 +36,7 @@ fn main() -> ExitCode {
         Command::CompBench(args) => cmd::comp_bench::run(&args),
         Command::Compress(args) => cmd::codec::compress(&args),
         Command::Decompress(args) => cmd::codec::decompress(&args),
+        Command::Mapbench(args) => cmd::mapbench::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

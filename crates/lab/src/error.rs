@@ -12,6 +12,12 @@ pub enum LabError {
     /// A page failed to compress (decompression failures are reported as `verified: false`).
     #[error("{algo}: page {page}: {err}")]
     Page { algo: String, page: u64, err: zmem_comp::CompError },
+    /// A pool could not be built or refused an operation.
+    #[error(transparent)]
+    Pool(#[from] zmem_pool::PoolError),
+    /// An experiment could not be set up as asked.
+    #[error("{0}")]
+    Setup(String),
     /// The experiment was given nothing to work on.
     #[error("no pages to work on")]
     NoPages,

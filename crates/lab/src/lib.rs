@@ -7,6 +7,7 @@
 
 pub mod comp_bench;
 mod error;
+pub mod mapbench;
 mod progress;
 
 pub use error::LabError;

@@ -2,5 +2,6 @@
 
 pub mod codec;
 pub mod comp_bench;
+pub mod mapbench;
 mod pages;
 mod progress;
