@@ -32,6 +32,8 @@ enum Command {
     Conform(cmd::conform::Args),
     /// zmem's zram write/read speed against the kernel's zram and the bare compressor.
     ZramSpeed(cmd::zram_speed::Args),
+    /// zsmapbench: cycles per map of a page-straddling zsmalloc object, copy vs mapped window.
+    Mapbench(cmd::mapbench::Args),
 }
 
 fn main() -> ExitCode {
@@ -43,6 +45,7 @@ fn main() -> ExitCode {
         Command::Zram(args) => cmd::zram::run(&args),
         Command::Conform(args) => cmd::conform::run(&args),
         Command::ZramSpeed(args) => cmd::zram_speed::run(&args),
+        Command::Mapbench(args) => cmd::mapbench::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

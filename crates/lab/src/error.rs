@@ -21,6 +21,12 @@ pub enum LabError {
     /// A worker thread panicked (a bug; reported instead of propagated).
     #[error("a worker thread panicked")]
     Panicked,
+    /// A pool could not be built or refused an operation.
+    #[error(transparent)]
+    Pool(#[from] zmem_pool::PoolError),
+    /// An experiment could not be set up as asked.
+    #[error("{0}")]
+    Setup(String),
     /// The experiment was given nothing to work on.
     #[error("no pages to work on")]
     NoPages,

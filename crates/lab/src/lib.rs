@@ -8,6 +8,7 @@
 pub mod comp_bench;
 pub mod conform;
 mod error;
+pub mod mapbench;
 mod progress;
 pub mod zram_run;
 pub mod zram_speed;

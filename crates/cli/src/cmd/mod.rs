@@ -3,6 +3,7 @@
 pub mod codec;
 pub mod comp_bench;
 pub mod conform;
+pub mod mapbench;
 mod pages;
 mod progress;
 pub mod zram;
