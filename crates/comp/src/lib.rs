@@ -12,12 +12,16 @@
 
 mod deflate;
 mod error;
+pub mod lz4;
+mod lz4hc;
 mod params;
 pub mod registry;
 mod zstd;
 
 pub use deflate::Deflate;
 pub use error::CompError;
+pub use lz4::Lz4;
+pub use lz4hc::Lz4Hc;
 pub use params::Params;
 pub use registry::{Algorithm, algorithms, create, find};
 pub use zstd::Zstd;

@@ -66,6 +66,26 @@ impl Algorithm {
 
 static ALGORITHMS: &[Algorithm] = &[
     Algorithm {
+        name: "lz4",
+        summary: "LZ4 block, the kernel's v1.7.3 compressor byte for byte; level = acceleration",
+        in_kernel: true,
+        levels: Some((1, crate::lz4::MAX_ACCELERATION)),
+        default_level: Some(crate::lz4::DEFAULT_ACCELERATION),
+        takes_dict: true,
+        takes_winbits: false,
+        build: |p, _| Ok(Box::new(crate::Lz4::new(p)?)),
+    },
+    Algorithm {
+        name: "lz4hc",
+        summary: "LZ4 HC (liblz4 1.10 via lz4-sys), decoded by our LZ4 decoder",
+        in_kernel: true,
+        levels: Some((crate::lz4hc::MIN_LEVEL, crate::lz4hc::MAX_LEVEL)),
+        default_level: Some(crate::lz4hc::DEFAULT_LEVEL),
+        takes_dict: true,
+        takes_winbits: false,
+        build: |p, _| Ok(Box::new(crate::Lz4Hc::new(p)?)),
+    },
+    Algorithm {
         name: "zstd",
         summary: "Zstandard (zstd crate), parameters sized for one page as zram's backend",
         in_kernel: true,
