@@ -12,6 +12,8 @@
 
 mod deflate;
 mod error;
+pub mod lz4;
+mod lz4hc;
 mod lz4m;
 pub mod lzo;
 mod params;
@@ -22,6 +24,8 @@ mod zstd;
 
 pub use deflate::Deflate;
 pub use error::CompError;
+pub use lz4::Lz4;
+pub use lz4hc::Lz4Hc;
 pub use lz4m::Lz4m;
 pub use lzo::Lzo;
 pub use params::Params;
