@@ -37,6 +37,14 @@ fn round_trips_and_has_the_documented_layout() {
     assert_eq!(u64::from_le_bytes(first[..8].try_into().unwrap()), t.accesses[0].time_ns);
     assert_eq!(u32::from_le_bytes(first[8..12].try_into().unwrap()), t.accesses[0].page);
     assert_eq!(Trace::read(&bytes[..]).unwrap(), t);
+    let mut r = TraceReader::new(&bytes[..]).unwrap();
+    assert_eq!((r.len(), r.page_count()), (20_000, 1000));
+    let mut n = 0;
+    while let Some(a) = r.next_access().unwrap() {
+        assert_eq!(a, t.accesses[n]);
+        n += 1;
+    }
+    assert_eq!(n, 20_000);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.trace");
     t.save(&path).unwrap();
