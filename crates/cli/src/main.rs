@@ -26,6 +26,10 @@ enum Command {
     Compress(cmd::codec::CompressArgs),
     /// Decompress stdin to stdout (the inverse of `zmem compress`).
     Decompress(cmd::codec::DecompressArgs),
+    /// Write a page set through a zram device, read it back, print the stat files and speeds.
+    Zram(cmd::zram::Args),
+    /// Compare zmem's zram mm_stat with the live kernel's for the same pages.
+    Conform(cmd::conform::Args),
 }
 
 fn main() -> ExitCode {
@@ -34,6 +38,8 @@ fn main() -> ExitCode {
         Command::CompBench(args) => cmd::comp_bench::run(&args),
         Command::Compress(args) => cmd::codec::compress(&args),
         Command::Decompress(args) => cmd::codec::decompress(&args),
+        Command::Zram(args) => cmd::zram::run(&args),
+        Command::Conform(args) => cmd::conform::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -12,12 +12,14 @@
 
 mod deflate;
 mod error;
+pub mod lzo;
 mod params;
 pub mod registry;
 mod zstd;
 
 pub use deflate::Deflate;
 pub use error::CompError;
+pub use lzo::Lzo;
 pub use params::Params;
 pub use registry::{Algorithm, algorithms, create, find};
 pub use zstd::Zstd;

@@ -66,6 +66,26 @@ impl Algorithm {
 
 static ALGORITHMS: &[Algorithm] = &[
     Algorithm {
+        name: "lzo-rle",
+        summary: "LZO1X-1 with zero-run encoding, the kernel's bytes (zram's default)",
+        in_kernel: true,
+        levels: None,
+        default_level: None,
+        takes_dict: false,
+        takes_winbits: false,
+        build: |_, _| Ok(Box::new(crate::Lzo::new(crate::lzo::Variant::LzoRle))),
+    },
+    Algorithm {
+        name: "lzo",
+        summary: "LZO1X-1, the kernel's bytes (= liblzo2 lzo1x_1_15_compress on x86)",
+        in_kernel: true,
+        levels: None,
+        default_level: None,
+        takes_dict: false,
+        takes_winbits: false,
+        build: |_, _| Ok(Box::new(crate::Lzo::new(crate::lzo::Variant::Lzo))),
+    },
+    Algorithm {
         name: "zstd",
         summary: "Zstandard (zstd crate), parameters sized for one page as zram's backend",
         in_kernel: true,

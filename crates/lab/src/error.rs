@@ -12,6 +12,15 @@ pub enum LabError {
     /// A page failed to compress (decompression failures are reported as `verified: false`).
     #[error("{algo}: page {page}: {err}")]
     Page { algo: String, page: u64, err: zmem_comp::CompError },
+    /// The zram engine refused an operation.
+    #[error("zram: {0}")]
+    Zram(String),
+    /// The live kernel could not be used as the oracle.
+    #[error("kernel oracle unavailable: {0}")]
+    Oracle(String),
+    /// A worker thread panicked (a bug; reported instead of propagated).
+    #[error("a worker thread panicked")]
+    Panicked,
     /// The experiment was given nothing to work on.
     #[error("no pages to work on")]
     NoPages,

@@ -6,6 +6,8 @@
 //! engines themselves (zmem-comp, zmem-pool, zmem-zram, zmem-zswap).
 
 pub mod comp_bench;
+pub mod conform;
+pub mod zram_run;
 mod error;
 mod progress;
 

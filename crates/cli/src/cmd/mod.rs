@@ -2,5 +2,7 @@
 
 pub mod codec;
 pub mod comp_bench;
+pub mod conform;
+pub mod zram;
 mod pages;
 mod progress;

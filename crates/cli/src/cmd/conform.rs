@@ -1,0 +1,30 @@
+//! `zmem conform`: zmem's zram against the live kernel's, field by field.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use zmem_lab::conform;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Algorithm (one the running kernel's zram offers: see /sys/block/zram0/comp_algorithm).
+    #[arg(long, default_value = zmem_zram::DEFAULT_ALGORITHM)]
+    algo: String,
+    /// Print a JSON object instead of the report.
+    #[arg(long)]
+    json: bool,
+    /// Page file (raw pages or a page set).
+    file: PathBuf,
+}
+
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let inputs = super::pages::load(std::slice::from_ref(&args.file), 4096)?;
+    let r = conform::run(&args.algo, inputs[0].bytes())?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r).context("encoding JSON")?);
+    } else {
+        print!("{}", conform::render(&r));
+    }
+    anyhow::ensure!(r.identical(), "mm_stat differs from the kernel's in {} field(s)", r.differing.len());
+    Ok(())
+}

@@ -1,0 +1,114 @@
+//! `lzo` and `lzo-rle`: the kernel's LZO1X-1 compressor, byte for byte, and one decoder for both.
+//!
+//! # Format (LZO1X, as `Documentation/staging/lzo.rst` describes it)
+//!
+//! A stream is a sequence of instructions, each a copy from the output already produced (a
+//! *match*: length and distance) followed by 0-3 literal bytes, or a run of literals. Which
+//! instruction an opcode byte means depends on `state`, the number of literals the previous
+//! instruction copied (0, 1-3, or 4 for "four or more"):
+//!
+//! | opcode       | state | meaning                                                          |
+//! |--------------|-------|------------------------------------------------------------------|
+//! | `0000LLLL`   | 0     | literal run of 3 + L bytes (L = 0: 18 + zero-byte extension)      |
+//! | `0000DDSS` H | 1-3   | 2-byte match, distance (H << 2) + D + 1                           |
+//! | `0000DDSS` H | 4     | 3-byte match, distance (H << 2) + D + 2049                        |
+//! | `0001HLLL` W | any   | M4: length 2 + L (L = 0: 9 + ext), distance 16384 + (H << 14) + (W >> 2) |
+//! | `001LLLLL` W | any   | M3: length 2 + L (L = 0: 33 + ext), distance (W >> 2) + 1         |
+//! | `01LDDDSS` H | any   | M2: length 3 + L, distance (H << 3) + D + 1                       |
+//! | `1LLDDDSS` H | any   | M2: length 5 + L, distance (H << 3) + D + 1                       |
+//!
+//! W is a little-endian u16; `SS` (in the opcode for M2, in W for M3/M4) is the number of
+//! literals that follow the match. The first byte of a stream is special: b > 17 means "copy
+//! b - 17 literals". The stream ends with `11 00 00` (M4 at distance 16384).
+//!
+//! # Why lzo-rle is a separate name with the same decoder
+//!
+//! Memory pages are full of zero runs, which LZO1X spends a hash probe and a match on.
+//! `lzo-rle` (Linux 5.1) starts with the header `11 01` (a byte 17 and bitstream version 1; a v0
+//! stream only starts with 17 when it is empty) and reuses an M4 encoding that could not
+//! otherwise occur, `0001 1RRR` + `0xfffc | SS` + X, as "X << 3 | R + 4 zero bytes". The decoder
+//! enables that instruction only when the version byte is non-zero, so one decoder reads both.
+//!
+//! # Why the compressor is the kernel's and not liblzo2's `lzo1x_1`
+//!
+//! zram's stored sizes depend on the exact bytes. The kernel hashes the next 4 bytes into a
+//! 13-bit dictionary of 16-bit offsets from the chunk start (liblzo2's `lzo1x_1` uses 14 bits;
+//! its `lzo1x_1_15` on x86 is the kernel's configuration), skips ahead faster the longer a literal
+//! run gets, and never looks for matches in the last 20 bytes. [`compress`] reproduces those
+//! choices exactly; see its module for the details.
+
+mod compress;
+mod decompress;
+
+use crate::{CompError, Compressor};
+
+/// The dictionary: `D_BITS` = 13 entries of u16 offsets (16 KiB), owned by the stream.
+pub(crate) const D_BITS: u32 = 13;
+pub(crate) const D_SIZE: usize = 1 << D_BITS;
+pub(crate) type Dict = [u16; D_SIZE];
+
+/// The byte that opens a versioned (lzo-rle) stream, and the version the kernel writes.
+pub(crate) const VERSION_MARKER: u8 = 17;
+pub(crate) const RLE_VERSION: u8 = 1;
+
+pub use compress::compress;
+pub use decompress::decompress;
+
+/// Which of the two bitstreams a stream writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    /// Plain LZO1X (`lzo`, bitstream version 0).
+    Lzo,
+    /// LZO-RLE (`lzo-rle`, bitstream version 1: header and zero-run instruction).
+    LzoRle,
+}
+
+impl Variant {
+    fn name(self) -> &'static str {
+        match self {
+            Variant::Lzo => "lzo",
+            Variant::LzoRle => "lzo-rle",
+        }
+    }
+}
+
+/// An `lzo` or `lzo-rle` stream: the variant and its 16 KiB dictionary (`wrkmem` in the kernel).
+pub struct Lzo {
+    variant: Variant,
+    dict: Box<Dict>,
+}
+
+impl std::fmt::Debug for Lzo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lzo").field("variant", &self.variant).finish_non_exhaustive()
+    }
+}
+
+impl Lzo {
+    /// A stream of the given variant.
+    pub fn new(variant: Variant) -> Self {
+        Lzo { variant, dict: Box::new([0; D_SIZE]) }
+    }
+}
+
+impl Compressor for Lzo {
+    fn name(&self) -> &'static str {
+        self.variant.name()
+    }
+
+    fn compress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, CompError> {
+        compress(src, dst, &mut self.dict, self.variant)
+    }
+
+    fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, CompError> {
+        decompress(src, dst).map_err(|e| match e {
+            CompError::Corrupt { at, what, .. } => {
+                CompError::Corrupt { algo: self.variant.name(), at, what }
+            }
+            other => other,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,71 @@
+//! `zmem conform`: the same pages through zmem's zram and a fresh kernel zram device, written in
+//! order as `dd oflag=direct` writes them; the two `mm_stat` lines and the fields that differ.
+
+use serde::Serialize;
+use zmem_zram::MmStat;
+
+use crate::LabError;
+use crate::zram_run::{ZramRunConfig, build_device};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ConformResult {
+    pub algo: String,
+    pub pages: u64,
+    pub ours: String,
+    pub kernel: String,
+    /// (field, ours, kernel) for every field that differs.
+    pub differing: Vec<(String, u64, u64)>,
+}
+
+impl ConformResult {
+    pub fn identical(&self) -> bool {
+        self.differing.is_empty()
+    }
+}
+
+/// zmem's mm_stat for `pages` written in order to a fresh device.
+pub fn ours(algo: &str, pages: &[u8]) -> Result<MmStat, LabError> {
+    let cfg = ZramRunConfig { algo: algo.into(), ..ZramRunConfig::default() };
+    let ps = cfg.page_size;
+    let z = build_device(&cfg, pages.len().div_ceil(ps) as u64)?;
+    for (i, page) in pages.chunks_exact(ps).enumerate() {
+        z.write_page(i as u64, page).map_err(|e| LabError::Zram(format!("page {i}: {e}")))?;
+    }
+    Ok(z.mm_stat())
+}
+
+/// Runs both and compares. Fails (with the reason) where the kernel oracle is unavailable.
+pub fn run(algo: &str, pages: &[u8]) -> Result<ConformResult, LabError> {
+    if let Some(why) = zmem_zram::kernel::unavailable_reason() {
+        return Err(LabError::Oracle(why));
+    }
+    let whole = &pages[..pages.len() / 4096 * 4096];
+    if whole.is_empty() {
+        return Err(LabError::NoPages);
+    }
+    let ours = ours(algo, whole)?;
+    let kernel = zmem_zram::kernel::mm_stat_of(algo, whole)
+        .map_err(|e| LabError::Oracle(format!("kernel zram: {e}")))?;
+    Ok(ConformResult {
+        algo: algo.into(),
+        pages: (whole.len() / 4096) as u64,
+        ours: ours.to_string().trim_end().into(),
+        kernel: kernel.to_string().trim_end().into(),
+        differing: ours.diff(&kernel).into_iter().map(|(f, a, b)| (f.to_string(), a, b)).collect(),
+    })
+}
+
+pub fn render(r: &ConformResult) -> String {
+    let mut s = format!(
+        "{} pages, algo {}\nzmem   {}\nkernel {}\n",
+        r.pages, r.algo, r.ours, r.kernel
+    );
+    if r.identical() {
+        s += "mm_stat identical in every field\n";
+    } else {
+        for (f, a, b) in &r.differing {
+            s += &format!("differs: {f}: zmem {a}, kernel {b}\n");
+        }
+    }
+    s
+}

@@ -1,0 +1,188 @@
+//! `zmem zram`: a page set through one zram device. Writes every page (split across threads),
+//! optionally recompresses, reads everything back and compares, and returns the stat files in
+//! the kernel's formats with the write and read throughput.
+
+use std::time::Instant;
+
+use serde::Serialize;
+use zmem_zram::{Features, Zram, ZramConfig};
+
+use crate::{LabError, Progress};
+
+/// How to build and drive the device.
+#[derive(Debug, Clone)]
+pub struct ZramRunConfig {
+    pub algo: String,
+    /// `algorithm_params` line for the primary (e.g. `level=3`), if any.
+    pub params: Option<String>,
+    pub pool: String,
+    pub page_size: usize,
+    pub threads: usize,
+    /// Secondary algorithms, priority 1, 2, 3 in order.
+    pub recomp: Vec<String>,
+    /// Written to `recompress` after the writes (e.g. `type=huge`), if given.
+    pub recompress: Option<String>,
+}
+
+impl Default for ZramRunConfig {
+    fn default() -> Self {
+        Self {
+            algo: zmem_zram::DEFAULT_ALGORITHM.into(),
+            params: None,
+            pool: "zsmalloc".into(),
+            page_size: 4096,
+            threads: 1,
+            recomp: Vec::new(),
+            recompress: None,
+        }
+    }
+}
+
+/// What the run measured. `mm_stat`, `io_stat`, `bd_stat` and `debug_stat` are the kernel-format
+/// lines (without the newline).
+#[derive(Debug, Clone, Serialize)]
+pub struct ZramRunResult {
+    pub algo: String,
+    pub pool: String,
+    pub pages: u64,
+    pub threads: usize,
+    pub mm_stat: String,
+    pub io_stat: String,
+    pub bd_stat: String,
+    pub debug_stat: String,
+    pub write_mbps: f64,
+    pub read_mbps: f64,
+    pub verified: bool,
+}
+
+fn zram_err(e: zmem_zram::ZramError) -> LabError {
+    LabError::Zram(e.to_string())
+}
+
+/// Builds a device for `pages` pages with the run's configuration.
+pub fn build_device(cfg: &ZramRunConfig, nr_pages: u64) -> Result<Zram, LabError> {
+    let z = Zram::new(ZramConfig {
+        page_size: cfg.page_size,
+        pool: cfg.pool.clone(),
+        features: Features::default(),
+        ..ZramConfig::default()
+    })
+    .map_err(zram_err)?;
+    z.store("comp_algorithm", &cfg.algo).map_err(zram_err)?;
+    if let Some(p) = &cfg.params {
+        z.store("algorithm_params", p).map_err(zram_err)?;
+    }
+    for (i, algo) in cfg.recomp.iter().enumerate() {
+        z.store("recomp_algorithm", &format!("algo={algo} priority={}", i + 1))
+            .map_err(zram_err)?;
+    }
+    z.store("disksize", &(nr_pages.max(1) * cfg.page_size as u64).to_string())
+        .map_err(zram_err)?;
+    Ok(z)
+}
+
+/// Runs the page set (whole pages; a short tail is ignored) through a fresh device.
+pub fn run(
+    pages: &[u8],
+    cfg: &ZramRunConfig,
+    progress: &dyn Progress,
+) -> Result<ZramRunResult, LabError> {
+    let ps = cfg.page_size;
+    let n = pages.len() / ps;
+    if n == 0 {
+        return Err(LabError::NoPages);
+    }
+    let z = build_device(cfg, n as u64)?;
+    let threads = cfg.threads.clamp(1, n);
+    let per = n.div_ceil(threads);
+
+    progress.start("write", n as u64);
+    let start = Instant::now();
+    let write_result: Result<(), LabError> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let z = &z;
+                s.spawn(move || -> Result<(), LabError> {
+                    for i in t * per..((t + 1) * per).min(n) {
+                        z.write_page(i as u64, &pages[i * ps..(i + 1) * ps]).map_err(|e| {
+                            LabError::Zram(format!("write of page {i}: {e}"))
+                        })?;
+                        if i % 256 == 0 {
+                            progress.advance(256.min((n - i) as u64));
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        handles.into_iter().try_for_each(|h| h.join().unwrap_or(Err(LabError::Panicked)))
+    });
+    let write_secs = start.elapsed().as_secs_f64();
+    progress.finish();
+    write_result?;
+
+    if let Some(args) = &cfg.recompress {
+        z.store("recompress", args).map_err(zram_err)?;
+    }
+
+    progress.start("read", n as u64);
+    let start = Instant::now();
+    let verified: bool = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let z = &z;
+                s.spawn(move || {
+                    let mut buf = vec![0u8; ps];
+                    let mut ok = true;
+                    for i in t * per..((t + 1) * per).min(n) {
+                        ok &= z.read_page(i as u64, &mut buf).is_ok()
+                            && buf == pages[i * ps..(i + 1) * ps];
+                        if i % 256 == 0 {
+                            progress.advance(256.min((n - i) as u64));
+                        }
+                    }
+                    ok
+                })
+            })
+            .collect();
+        handles.into_iter().all(|h| h.join().unwrap_or(false))
+    });
+    let read_secs = start.elapsed().as_secs_f64();
+    progress.finish();
+
+    let bytes = (n * ps) as f64;
+    let show = |attr: &str| z.show(attr).map(|s| s.trim_end().to_string()).map_err(zram_err);
+    Ok(ZramRunResult {
+        algo: cfg.algo.clone(),
+        pool: cfg.pool.clone(),
+        pages: n as u64,
+        threads,
+        mm_stat: show("mm_stat")?,
+        io_stat: show("io_stat")?,
+        bd_stat: show("bd_stat")?,
+        debug_stat: show("debug_stat")?.replace('\n', " | "),
+        write_mbps: bytes / write_secs / 1e6,
+        read_mbps: bytes / read_secs / 1e6,
+        verified,
+    })
+}
+
+/// Human-readable report of a run.
+pub fn render(r: &ZramRunResult) -> String {
+    format!(
+        "zram: {} pages, algo {}, pool {}, {} thread(s)\n\
+         mm_stat    {}\nio_stat    {}\nbd_stat    {}\ndebug_stat {}\n\
+         write {:.0} MB/s, read {:.0} MB/s, verified: {}\n",
+        r.pages,
+        r.algo,
+        r.pool,
+        r.threads,
+        r.mm_stat,
+        r.io_stat,
+        r.bd_stat,
+        r.debug_stat,
+        r.write_mbps,
+        r.read_mbps,
+        if r.verified { "yes" } else { "NO" }
+    )
+}

@@ -1,0 +1,307 @@
+//! The control surface: `store(attr, text)` and `show(attr)` with the attribute names, modes,
+//! parse rules, errors and output formats of `/sys/block/zramN` in Linux 6.18.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use crate::backing::BackingStore;
+use crate::device::{MAX_COMPS, Zram};
+use crate::errno::{Errno, ZramError, err};
+use crate::parse::{self, kstrto, kstrtoull, memparse, strip_newline, sysfs_streq};
+use crate::postprocess::{RecompMode, RecompressRequest};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Ro,
+    Wo,
+    Rw,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Needs {
+    Always,
+    Writeback,
+    MultiComp,
+}
+
+/// Every attribute, its mode, and the build option it needs.
+const ATTRS: &[(&str, Mode, Needs)] = &[
+    ("disksize", Mode::Rw, Needs::Always),
+    ("initstate", Mode::Ro, Needs::Always),
+    ("reset", Mode::Wo, Needs::Always),
+    ("compact", Mode::Wo, Needs::Always),
+    ("mem_limit", Mode::Wo, Needs::Always),
+    ("mem_used_max", Mode::Wo, Needs::Always),
+    ("idle", Mode::Wo, Needs::Always),
+    ("comp_algorithm", Mode::Rw, Needs::Always),
+    ("algorithm_params", Mode::Wo, Needs::Always),
+    ("io_stat", Mode::Ro, Needs::Always),
+    ("mm_stat", Mode::Ro, Needs::Always),
+    ("debug_stat", Mode::Ro, Needs::Always),
+    ("backing_dev", Mode::Rw, Needs::Writeback),
+    ("writeback", Mode::Wo, Needs::Writeback),
+    ("writeback_limit", Mode::Rw, Needs::Writeback),
+    ("writeback_limit_enable", Mode::Rw, Needs::Writeback),
+    ("bd_stat", Mode::Ro, Needs::Writeback),
+    ("recomp_algorithm", Mode::Rw, Needs::MultiComp),
+    ("recompress", Mode::Wo, Needs::MultiComp),
+];
+
+impl Zram {
+    /// The attributes this device has (those of its build options).
+    pub fn attributes(&self) -> Vec<&'static str> {
+        ATTRS.iter().filter(|a| self.has(a.2)).map(|a| a.0).collect()
+    }
+
+    fn has(&self, needs: Needs) -> bool {
+        match needs {
+            Needs::Always => true,
+            Needs::Writeback => self.config.features.writeback,
+            Needs::MultiComp => self.config.features.multi_comp,
+        }
+    }
+
+    fn mode(&self, attr: &str) -> Result<Mode, ZramError> {
+        match ATTRS.iter().find(|a| a.0 == attr) {
+            Some(&(_, mode, needs)) if self.has(needs) => Ok(mode),
+            _ => err(Errno::ENOENT, format!("no attribute {attr:?}")),
+        }
+    }
+
+    /// `echo text > /sys/block/zramN/attr`.
+    pub fn store(&self, attr: &str, text: &str) -> Result<(), ZramError> {
+        if self.mode(attr)? == Mode::Ro {
+            return err(Errno::EACCES, format!("{attr} is read-only"));
+        }
+        match attr {
+            "disksize" => {
+                let size = memparse(text);
+                if size == 0 {
+                    return err(Errno::EINVAL, format!("bad disksize {:?}", strip_newline(text)));
+                }
+                self.init(size)
+            }
+            "reset" => {
+                if kstrto::<u16>(text, 10)? == 0 {
+                    return err(Errno::EINVAL, "reset needs a non-zero value");
+                }
+                self.reset();
+                Ok(())
+            }
+            "compact" => {
+                self.live_or(Errno::EINVAL)?.pool.compact();
+                Ok(())
+            }
+            "mem_limit" => {
+                let ps = self.page_size() as u64;
+                let limit = memparse(text);
+                self.limit_pages.store(limit.div_ceil(ps), Ordering::Relaxed);
+                Ok(())
+            }
+            "mem_used_max" => {
+                if parse::kstrtou::<u64>(text, 10).ok() != Some(0) {
+                    return err(Errno::EINVAL, "mem_used_max only takes 0");
+                }
+                if let Some(live) = self.live() {
+                    self.stats.max_used_pages.store(live.pool.total_pages(), Ordering::Relaxed);
+                }
+                Ok(())
+            }
+            "idle" => {
+                let age = if sysfs_streq(text, "all") {
+                    None
+                } else if self.config.features.track_actime {
+                    Some(kstrtoull(text, 0).map_err(|_| {
+                        ZramError::new(Errno::EINVAL, "idle takes `all` or an age in seconds")
+                    })?)
+                } else {
+                    return err(Errno::EINVAL, "idle takes `all`");
+                };
+                self.mark_idle(age)
+            }
+            "comp_algorithm" => self.set_algorithm(0, strip_newline(text)),
+            "recomp_algorithm" => {
+                let (mut algo, mut prio) = (None, 1i64);
+                for a in parse::args(text) {
+                    match (a.param, a.val) {
+                        ("algo", Some(v)) => algo = Some(v),
+                        ("priority", Some(v)) => prio = kstrto::<i64>(v, 10)?,
+                        _ => {}
+                    }
+                }
+                let algo = algo.ok_or_else(|| ZramError::new(Errno::EINVAL, "algo= is required"))?;
+                if !(1..MAX_COMPS as i64).contains(&prio) {
+                    return err(Errno::EINVAL, format!("priority {prio} is not 1..3"));
+                }
+                self.set_algorithm(prio as usize, algo)
+            }
+            "algorithm_params" => self.store_params(text),
+            "backing_dev" => {
+                if self.is_initialised() {
+                    return err(Errno::EBUSY, "backing_dev must be set before disksize");
+                }
+                let path = PathBuf::from(strip_newline(text));
+                let store = crate::backing::FileStore::open(&path).map_err(|e| {
+                    let errno = e.raw_os_error().and_then(Errno::from_code).unwrap_or(Errno::EINVAL);
+                    ZramError::new(errno, format!("{}: {e}", path.display()))
+                })?;
+                if BackingStore::len(&store) == 0 {
+                    return err(Errno::EINVAL, format!("{} is empty", path.display()));
+                }
+                self.set_backing_store(path, Box::new(store))
+            }
+            "writeback" => self.writeback(text),
+            "writeback_limit" => {
+                *self.wb_limit() = kstrtoull(text, 10)?;
+                Ok(())
+            }
+            "writeback_limit_enable" => {
+                let v = kstrtoull(text, 10)?;
+                self.wb_limit_enable.store(v != 0, Ordering::Relaxed);
+                Ok(())
+            }
+            "recompress" => self.store_recompress(text),
+            _ => err(Errno::ENOENT, format!("no attribute {attr:?}")),
+        }
+    }
+
+    /// `cat /sys/block/zramN/attr`.
+    pub fn show(&self, attr: &str) -> Result<String, ZramError> {
+        if self.mode(attr)? == Mode::Wo {
+            return err(Errno::EACCES, format!("{attr} is write-only"));
+        }
+        Ok(match attr {
+            "disksize" => format!("{}\n", self.live().map_or(0, |l| l.disksize)),
+            "initstate" => format!("{}\n", self.is_initialised() as u32),
+            "mm_stat" => self.mm_stat().to_string(),
+            "io_stat" => self.io_stat().to_string(),
+            "bd_stat" => self.bd_stat().to_string(),
+            "debug_stat" => crate::debug_stat(self.miss_free()),
+            "comp_algorithm" => {
+                let control = self.control();
+                self.available_show(control.comp_algs[0].as_deref().unwrap_or(""))
+            }
+            "recomp_algorithm" => {
+                let control = self.control();
+                (1..MAX_COMPS)
+                    .filter_map(|p| {
+                        let a = control.comp_algs[p].as_deref()?;
+                        Some(format!("#{p}: {}", self.available_show(a)))
+                    })
+                    .collect()
+            }
+            "backing_dev" => {
+                let path = match self.live() {
+                    Some(l) => l.backing.as_ref().map(|b| b.path.clone()),
+                    None => self.control().backing.as_ref().map(|b| b.0.clone()),
+                };
+                match path {
+                    Some(p) => format!("{}\n", p.display()),
+                    None => "none\n".into(),
+                }
+            }
+            "writeback_limit" => format!("{}\n", *self.wb_limit()),
+            "writeback_limit_enable" => {
+                format!("{}\n", self.wb_limit_enable.load(Ordering::Relaxed) as u32)
+            }
+            _ => return err(Errno::ENOENT, format!("no attribute {attr:?}")),
+        })
+    }
+
+    /// `comp_algorithm` / `recomp_algorithm`: a known name, before init.
+    fn set_algorithm(&self, prio: usize, name: &str) -> Result<(), ZramError> {
+        if name.len() > 127 || !self.config.offers(name) {
+            return err(Errno::EINVAL, format!("unknown compression algorithm {name:?}"));
+        }
+        let mut control = self.control();
+        if self.is_initialised() {
+            return err(Errno::EBUSY, "the algorithm cannot change after disksize");
+        }
+        control.comp_algs[prio] = Some(name.to_string());
+        Ok(())
+    }
+
+    /// `algorithm_params`: `priority=`/`algo=` select the slot, `level=`, `dict=`,
+    /// `deflate.winbits=` fill it; the slot's previous params are dropped first.
+    fn store_params(&self, text: &str) -> Result<(), ZramError> {
+        let (mut prio, mut level, mut winbits) = (0i64, None, None);
+        let (mut algo, mut dict_path) = (None, None);
+        for a in parse::args(text) {
+            let val = match a.val {
+                Some(v) if !v.is_empty() => v,
+                _ => return err(Errno::EINVAL, format!("{} needs a value", a.param)),
+            };
+            match a.param {
+                "priority" => prio = kstrto::<i32>(val, 10)? as i64,
+                "level" => level = Some(kstrto::<i32>(val, 10)?),
+                "algo" => algo = Some(val),
+                "dict" => dict_path = Some(val),
+                "deflate.winbits" => winbits = Some(kstrto::<i32>(val, 10)?),
+                _ => {}
+            }
+        }
+        let mut control = self.control();
+        if let Some(algo) = algo {
+            prio = (0..self.max_comps())
+                .find(|&p| control.comp_algs[p].as_deref() == Some(algo))
+                .map_or(-1, |p| p as i64);
+        }
+        if !(0..self.max_comps() as i64).contains(&prio) {
+            return err(Errno::EINVAL, "no such priority or algorithm");
+        }
+        let params = &mut control.params[prio as usize];
+        *params = zmem_comp::Params::default();
+        if let Some(path) = dict_path {
+            let dict = std::fs::read(path)
+                .map_err(|e| ZramError::new(Errno::EINVAL, format!("dict {path}: {e}")))?;
+            params.dict = Some(Arc::from(dict));
+        }
+        params.level = level;
+        params.deflate_winbits = winbits;
+        Ok(())
+    }
+
+    fn store_recompress(&self, text: &str) -> Result<(), ZramError> {
+        let mut req = RecompressRequest { max_pages: u64::MAX, ..RecompressRequest::default() };
+        for a in parse::args(text) {
+            let val = match a.val {
+                Some(v) if !v.is_empty() => v,
+                _ => return err(Errno::EINVAL, format!("{} needs a value", a.param)),
+            };
+            match a.param {
+                "type" => {
+                    req.mode = match val {
+                        "idle" => RecompMode { idle: true, huge: false },
+                        "huge" => RecompMode { idle: false, huge: true },
+                        "huge_idle" => RecompMode { idle: true, huge: true },
+                        _ => RecompMode::default(),
+                    }
+                }
+                "max_pages" => req.max_pages = kstrtoull(val, 10)?,
+                "threshold" => req.threshold = parse::kstrtou::<u32>(val, 10)? as usize,
+                "algo" => req.algo = Some(val.to_string()),
+                "priority" => req.priority = Some(parse::kstrtou::<u32>(val, 10)? as usize),
+                _ => {}
+            }
+        }
+        self.recompress(&req)
+    }
+}
+
+impl Zram {
+    /// `zcomp_available_show`: every offered algorithm, the selected one in brackets, each
+    /// followed by a space, then a newline.
+    fn available_show(&self, selected: &str) -> String {
+        let mut s = String::new();
+        for name in self.config.offered() {
+            if name == selected {
+                s += &format!("[{name}] ");
+            } else {
+                s += &format!("{name} ");
+            }
+        }
+        s.push('\n');
+        s
+    }
+}

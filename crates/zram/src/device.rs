@@ -1,0 +1,641 @@
+//! The device: configuration before `disksize`, the live state after it, and the page I/O paths.
+//!
+//! Lifecycle as in the kernel: a fresh device takes its algorithm, parameters, backing device
+//! and limits; writing `disksize` builds the slot table, the pool and one [`Zcomp`] per
+//! configured priority (the "live" state); `reset` throws the live state away. I/O on a device
+//! without live state fails with EIO.
+//!
+//! Concurrency: the live state sits behind an `RwLock<Option<Arc<Live>>>` that I/O only reads
+//! for an instant to clone the `Arc`; from then on pages contend only on their own slot lock.
+//! Compression runs outside the slot lock, as in the kernel: a write compresses into its stream's
+//! buffer, allocates and fills the object, and only then locks the slot to swap the old object
+//! for the new one.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
+
+use zmem_comp::Params;
+use zmem_pool::{Handle, PoolConfig, ZPool};
+
+use crate::backing::{Backing, BackingStore};
+use crate::errno::{Errno, ZramError, err};
+use crate::slot::{Flag, SlotGuard, SlotTable};
+use crate::zcomp::Zcomp;
+use crate::{BdStat, IoStat, MmStat};
+
+/// The kernel's `ZRAM_MAX_COMPS` with multi-compression: the primary and three secondaries.
+pub const MAX_COMPS: usize = 4;
+
+/// The kernel's `CONFIG_ZRAM_DEF_COMP`.
+pub const DEFAULT_ALGORITHM: &str = "lzo-rle";
+
+/// The build options of the kernel's zram that change its interface. All on by default; the
+/// conformance tests turn them off to match a kernel built without them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Features {
+    /// CONFIG_ZRAM_WRITEBACK: `backing_dev`, `writeback*`, `bd_stat`.
+    pub writeback: bool,
+    /// CONFIG_ZRAM_MULTI_COMP: `recomp_algorithm`, `recompress`, priorities 1..3.
+    pub multi_comp: bool,
+    /// CONFIG_ZRAM_TRACK_ENTRY_ACTIME: `idle=<seconds>`.
+    pub track_actime: bool,
+}
+
+impl Default for Features {
+    fn default() -> Self {
+        Self { writeback: true, multi_comp: true, track_actime: true }
+    }
+}
+
+/// What a device is built with; fixed for its lifetime.
+#[derive(Debug, Clone)]
+pub struct ZramConfig {
+    /// 4096, 16384 or 65536.
+    pub page_size: usize,
+    /// Allocator name from `zmem_pool::allocators()`; the kernel always uses zsmalloc.
+    pub pool: String,
+    /// zsmalloc chain size (4..=16).
+    pub chain_size: usize,
+    pub features: Features,
+    /// The algorithms `comp_algorithm` offers (the kernel's CONFIG_ZRAM_BACKEND_* choice);
+    /// empty means every algorithm of the registry.
+    pub backends: Vec<String>,
+}
+
+impl ZramConfig {
+    /// Whether `name` is an offered backend.
+    pub fn offers(&self, name: &str) -> bool {
+        zmem_comp::find(name).is_ok() && (self.backends.is_empty() || self.backends.iter().any(|b| b == name))
+    }
+
+    /// The offered backends in the kernel's order.
+    pub fn offered(&self) -> Vec<&'static str> {
+        zmem_comp::algorithms().iter().map(|a| a.name).filter(|n| self.offers(n)).collect()
+    }
+}
+
+impl Default for ZramConfig {
+    fn default() -> Self {
+        Self {
+            page_size: 4096,
+            pool: "zsmalloc".into(),
+            chain_size: 8,
+            features: Features::default(),
+            backends: Vec::new(),
+        }
+    }
+}
+
+/// Seconds for slot access times. The kernel uses boot time; tests use a clock they can move.
+pub trait Clock: Send + Sync + std::fmt::Debug {
+    fn now_secs(&self) -> u32;
+}
+
+/// Seconds since the device was created, starting at 1 so that no access time is 0 (0 means
+/// "never accessed" in the slot table).
+#[derive(Debug)]
+pub struct MonotonicClock(Instant);
+
+impl Default for MonotonicClock {
+    fn default() -> Self {
+        Self(Instant::now())
+    }
+}
+
+impl Clock for MonotonicClock {
+    fn now_secs(&self) -> u32 {
+        1 + self.0.elapsed().as_secs() as u32
+    }
+}
+
+/// Counters behind the stat files (`struct zram_stats`).
+#[derive(Debug, Default)]
+pub(crate) struct Stats {
+    pub compr_data_size: AtomicU64,
+    pub pages_stored: AtomicU64,
+    pub same_pages: AtomicU64,
+    pub huge_pages: AtomicU64,
+    pub huge_pages_since: AtomicU64,
+    pub failed_reads: AtomicU64,
+    pub failed_writes: AtomicU64,
+    pub notify_free: AtomicU64,
+    pub miss_free: AtomicU64,
+    pub max_used_pages: AtomicU64,
+    pub bd_count: AtomicU64,
+    pub bd_reads: AtomicU64,
+    pub bd_writes: AtomicU64,
+}
+
+impl Stats {
+    fn zero(&self) {
+        for c in [
+            &self.compr_data_size,
+            &self.pages_stored,
+            &self.same_pages,
+            &self.huge_pages,
+            &self.huge_pages_since,
+            &self.failed_reads,
+            &self.failed_writes,
+            &self.notify_free,
+            &self.miss_free,
+            &self.max_used_pages,
+            &self.bd_count,
+            &self.bd_reads,
+            &self.bd_writes,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+fn inc(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
+
+fn dec(c: &AtomicU64) {
+    c.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Settings made before `disksize` (and the writeback budget, which may change any time).
+#[derive(Debug, Default)]
+pub(crate) struct Control {
+    pub comp_algs: [Option<String>; MAX_COMPS],
+    pub params: [Params; MAX_COMPS],
+    pub backing: Option<(PathBuf, Box<dyn BackingStore>)>,
+}
+
+/// Everything that exists between `disksize` and `reset`.
+#[derive(Debug)]
+pub(crate) struct Live {
+    pub disksize: u64,
+    pub table: SlotTable,
+    pub pool: Arc<dyn ZPool>,
+    pub comps: [Option<Zcomp>; MAX_COMPS],
+    /// The kernel's `num_active_comps`: the primary plus configured secondaries.
+    pub num_active_comps: usize,
+    pub huge_class_size: usize,
+    pub backing: Option<Backing>,
+}
+
+/// A zram device.
+#[derive(Debug)]
+pub struct Zram {
+    pub(crate) config: ZramConfig,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) control: Mutex<Control>,
+    pub(crate) live: RwLock<Option<Arc<Live>>>,
+    pub(crate) limit_pages: AtomicU64,
+    pub(crate) stats: Stats,
+    /// 6.18 runs one writeback or recompression at a time (`pp_in_progress`).
+    pub(crate) pp_in_progress: AtomicBool,
+    pub(crate) wb_limit_enable: AtomicBool,
+    /// Writeback budget in 4 KiB units (`bd_wb_limit`).
+    pub(crate) wb_limit: Mutex<u64>,
+}
+
+/// `page_same_filled`: the fill word when every 8-byte word of the page is equal.
+pub fn same_filled(page: &[u8]) -> Option<u64> {
+    let (words, rest) = page.as_chunks::<8>();
+    debug_assert!(rest.is_empty());
+    let first = *words.first()?;
+    // The kernel compares with the last word first: most pages fail there at once.
+    if words[words.len() - 1] != first {
+        return None;
+    }
+    words.iter().all(|w| *w == first).then(|| u64::from_ne_bytes(first))
+}
+
+impl Zram {
+    /// A fresh, uninitialised device.
+    pub fn new(config: ZramConfig) -> Result<Self, ZramError> {
+        Self::with_clock(config, Arc::new(MonotonicClock::default()))
+    }
+
+    /// A fresh device whose access times come from `clock`.
+    pub fn with_clock(config: ZramConfig, clock: Arc<dyn Clock>) -> Result<Self, ZramError> {
+        if !zmem_pool::PAGE_SIZES.contains(&config.page_size) {
+            return err(Errno::EINVAL, format!("unsupported page size {}", config.page_size));
+        }
+        zmem_pool::registry::find(&config.pool)
+            .map_err(|e| ZramError::new(Errno::EINVAL, e.to_string()))?;
+        let control = Control { comp_algs: default_algs(), ..Control::default() };
+        Ok(Self {
+            config,
+            clock,
+            control: Mutex::new(control),
+            live: RwLock::new(None),
+            limit_pages: AtomicU64::new(0),
+            stats: Stats::default(),
+            pp_in_progress: AtomicBool::new(false),
+            wb_limit_enable: AtomicBool::new(false),
+            wb_limit: Mutex::new(0),
+        })
+    }
+
+    pub fn page_size(&self) -> usize {
+        self.config.page_size
+    }
+
+    pub(crate) fn max_comps(&self) -> usize {
+        if self.config.features.multi_comp { MAX_COMPS } else { 1 }
+    }
+
+    pub(crate) fn control(&self) -> std::sync::MutexGuard<'_, Control> {
+        self.control.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn live(&self) -> Option<Arc<Live>> {
+        self.live.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub(crate) fn live_or(&self, errno: Errno) -> Result<Arc<Live>, ZramError> {
+        self.live().ok_or_else(|| ZramError::new(errno, "device is not initialised"))
+    }
+
+    pub fn is_initialised(&self) -> bool {
+        self.live().is_some()
+    }
+
+    /// Pages on the disk (0 before `disksize`).
+    pub fn nr_pages(&self) -> u64 {
+        self.live().map_or(0, |l| l.table.len() as u64)
+    }
+
+    /// Attaches a backing store directly (what `backing_dev` does with a path). Tests use it to
+    /// inject a store that fails. EBUSY once initialised.
+    pub fn set_backing_store(
+        &self,
+        path: PathBuf,
+        store: Box<dyn BackingStore>,
+    ) -> Result<(), ZramError> {
+        let mut control = self.control();
+        if self.is_initialised() {
+            return err(Errno::EBUSY, "backing_dev must be set before disksize");
+        }
+        control.backing = Some((path, store));
+        Ok(())
+    }
+
+    /// `disksize`: builds the live state.
+    pub(crate) fn init(&self, disksize: u64) -> Result<(), ZramError> {
+        let mut control = self.control();
+        let mut live = self.live.write().unwrap_or_else(|p| p.into_inner());
+        if live.is_some() {
+            return err(Errno::EBUSY, "cannot change disksize of an initialised device");
+        }
+        let ps = self.config.page_size as u64;
+        let disksize = disksize.div_ceil(ps) * ps;
+        let nr_pages = usize::try_from(disksize / ps)
+            .ok()
+            .filter(|&n| n <= u32::MAX as usize)
+            .ok_or_else(|| ZramError::new(Errno::ENOMEM, "disksize too large"))?;
+        let pool_config = PoolConfig {
+            page_size: self.config.page_size,
+            chain_size: self.config.chain_size,
+            ..PoolConfig::default()
+        };
+        let pool = zmem_pool::create(&self.config.pool, &pool_config)
+            .map_err(|e| ZramError::new(Errno::EINVAL, e.to_string()))?;
+        let mut comps: [Option<Zcomp>; MAX_COMPS] = Default::default();
+        for prio in 0..self.max_comps() {
+            if let Some(name) = &control.comp_algs[prio] {
+                comps[prio] = Some(Zcomp::new(name, &control.params[prio], self.config.page_size)?);
+            }
+        }
+        let num_active_comps = comps.iter().filter(|c| c.is_some()).count();
+        let backing = match control.backing.take() {
+            Some((path, store)) => Some(Backing::new(path, store, self.config.page_size)?),
+            None => None,
+        };
+        *live = Some(Arc::new(Live {
+            disksize,
+            table: SlotTable::new(nr_pages, self.config.page_size),
+            huge_class_size: pool.huge_class_size(),
+            pool,
+            comps,
+            num_active_comps,
+            backing,
+        }));
+        Ok(())
+    }
+
+    /// `reset`: frees everything and returns to the fresh state (§1.14).
+    pub(crate) fn reset(&self) {
+        let mut control = self.control();
+        let mut live = self.live.write().unwrap_or_else(|p| p.into_inner());
+        // Dropping the live state frees every object with the pool and closes the backing file.
+        *live = None;
+        self.limit_pages.store(0, Ordering::Relaxed);
+        self.stats.zero();
+        *control = Control { comp_algs: default_algs(), ..Control::default() };
+    }
+
+    fn check_io(&self, index: u64, len: usize) -> Result<Arc<Live>, ZramError> {
+        let live = self.live_or(Errno::EIO)?;
+        if index >= live.table.len() as u64 {
+            return err(Errno::EIO, format!("page {index} is beyond the disk"));
+        }
+        if len != self.config.page_size {
+            return err(Errno::EINVAL, format!("buffer of {len} bytes is not one page"));
+        }
+        Ok(live)
+    }
+
+    /// Writes one page at page index `index`.
+    pub fn write_page(&self, index: u64, page: &[u8]) -> Result<(), ZramError> {
+        let live = self.check_io(index, page.len())?;
+        match self.write_page_inner(&live, index as usize, page) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                inc(&self.stats.failed_writes);
+                Err(e)
+            }
+        }
+    }
+
+    fn write_page_inner(&self, live: &Live, index: usize, page: &[u8]) -> Result<(), ZramError> {
+        if let Some(word) = same_filled(page) {
+            let slot = live.table.lock(index);
+            self.free_slot(live, &slot);
+            slot.set(Flag::Same);
+            slot.set_handle(word);
+            inc(&self.stats.same_pages);
+            inc(&self.stats.pages_stored);
+            self.accessed(&slot);
+            return Ok(());
+        }
+        let primary = live.comps[0]
+            .as_ref()
+            .ok_or_else(|| ZramError::new(Errno::EIO, "no primary compression stream"))?;
+        let mut strm = primary.get()?;
+        let result = (|| {
+            let len = strm.comp.compress(page, &mut strm.buffer).map_err(|e| {
+                ZramError::new(Errno::EIO, format!("compression failed: {e}"))
+            })?;
+            let huge = len >= live.huge_class_size;
+            let object = if huge { page } else { &strm.buffer[..len] };
+            let handle = self.alloc_object(live, object)?;
+            Ok((handle, object.len(), huge))
+        })();
+        primary.put(strm);
+        let (handle, len, huge) = result?;
+        let slot = live.table.lock(index);
+        self.free_slot(live, &slot);
+        slot.set_handle(handle.0);
+        slot.set_size(len);
+        if huge {
+            slot.set(Flag::Huge);
+            inc(&self.stats.huge_pages);
+            inc(&self.stats.huge_pages_since);
+        }
+        self.stats.compr_data_size.fetch_add(len as u64, Ordering::Relaxed);
+        inc(&self.stats.pages_stored);
+        self.accessed(&slot);
+        Ok(())
+    }
+
+    /// `zs_malloc` + the memory-limit check + `zs_obj_write`.
+    fn alloc_object(&self, live: &Live, object: &[u8]) -> Result<Handle, ZramError> {
+        let handle = live.pool.malloc(object.len()).map_err(pool_error)?;
+        if !self.can_store_page(live) {
+            let _ = live.pool.free(handle);
+            return err(Errno::ENOMEM, "mem_limit reached");
+        }
+        if let Err(e) = live.pool.write(handle, object) {
+            let _ = live.pool.free(handle);
+            return Err(pool_error(e));
+        }
+        Ok(handle)
+    }
+
+    /// `zram_can_store_page`: tracks the maximum and applies the limit, after the allocation.
+    fn can_store_page(&self, live: &Live) -> bool {
+        let used = live.pool.total_pages();
+        self.stats.max_used_pages.fetch_max(used, Ordering::Relaxed);
+        let limit = self.limit_pages.load(Ordering::Relaxed);
+        limit == 0 || used <= limit
+    }
+
+    /// `slot_free`: releases whatever the slot holds and clears it (the lock stays held).
+    pub(crate) fn free_slot(&self, live: &Live, slot: &SlotGuard<'_>) {
+        let size = slot.size() as u64;
+        let (same, wb, huge) = (slot.test(Flag::Same), slot.test(Flag::Wb), slot.test(Flag::Huge));
+        let allocated = slot.allocated();
+        if huge {
+            dec(&self.stats.huge_pages);
+        }
+        if wb {
+            if let Some(b) = &live.backing {
+                b.free_block(slot.handle());
+            }
+            dec(&self.stats.bd_count);
+        } else if same {
+            dec(&self.stats.same_pages);
+        } else if size != 0 {
+            let _ = live.pool.free(Handle(slot.handle()));
+            self.stats.compr_data_size.fetch_sub(size, Ordering::Relaxed);
+        }
+        if allocated {
+            dec(&self.stats.pages_stored);
+        }
+        slot.reset();
+    }
+
+    /// `zram_accessed`: an access clears IDLE and PP_SLOT and stamps the time.
+    pub(crate) fn accessed(&self, slot: &SlotGuard<'_>) {
+        slot.clear(Flag::Idle);
+        slot.clear(Flag::PpSlot);
+        slot.set_ac_time(self.clock.now_secs());
+    }
+
+    /// Reads one page at page index `index` into `out`. A page never written reads as zeros.
+    pub fn read_page(&self, index: u64, out: &mut [u8]) -> Result<(), ZramError> {
+        let live = self.check_io(index, out.len())?;
+        let slot = live.table.lock(index as usize);
+        match self.read_slot(&live, &slot, out) {
+            Ok(()) => {
+                self.accessed(&slot);
+                Ok(())
+            }
+            Err(e) => {
+                inc(&self.stats.failed_reads);
+                Err(e)
+            }
+        }
+    }
+
+    /// Reads a locked slot's page. Unlike 6.18, a WB slot is read with its lock held, so a
+    /// concurrent free cannot hand its block to another page mid-read.
+    pub(crate) fn read_slot(
+        &self,
+        live: &Live,
+        slot: &SlotGuard<'_>,
+        out: &mut [u8],
+    ) -> Result<(), ZramError> {
+        if slot.test(Flag::Wb) {
+            let backing = live.backing.as_ref().ok_or_else(|| {
+                ZramError::new(Errno::EIO, "written-back slot without a backing device")
+            })?;
+            backing
+                .read_block(slot.handle(), out)
+                .map_err(|e| ZramError::new(Errno::EIO, format!("backing device read: {e}")))?;
+            inc(&self.stats.bd_reads);
+            return Ok(());
+        }
+        let size = slot.size();
+        if slot.test(Flag::Same) || size == 0 {
+            let word = slot.handle().to_ne_bytes();
+            for chunk in out.as_chunks_mut::<8>().0 {
+                *chunk = word;
+            }
+            return Ok(());
+        }
+        let handle = Handle(slot.handle());
+        if size == self.config.page_size {
+            live.pool.read(handle, out).map_err(pool_error)?;
+            return Ok(());
+        }
+        let comp = live.comps[slot.priority()].as_ref().ok_or_else(|| {
+            ZramError::new(Errno::EIO, format!("no stream for priority {}", slot.priority()))
+        })?;
+        let mut strm = comp.get()?;
+        let result = (|| {
+            let n = live.pool.read(handle, &mut strm.local_copy).map_err(pool_error)?;
+            let s = &mut strm;
+            match s.comp.decompress(&s.local_copy[..n], out) {
+                Ok(len) if len == out.len() => Ok(()),
+                Ok(len) => err(Errno::EIO, format!("decompressed to {len} bytes, not a page")),
+                Err(e) => err(Errno::EIO, format!("decompression failed: {e}")),
+            }
+        })();
+        comp.put(strm);
+        result
+    }
+
+    /// A discard or write-zeroes of `len` bytes at byte `offset`: a partial first page is
+    /// skipped, every whole page is freed and counted in `notify_free`, a partial last page is
+    /// ignored.
+    pub fn discard(&self, offset: u64, len: u64) -> Result<(), ZramError> {
+        let live = self.live_or(Errno::EIO)?;
+        let ps = self.config.page_size as u64;
+        let (mut index, mut n) = (offset / ps, len);
+        let within = offset % ps;
+        if within != 0 {
+            if n <= ps - within {
+                return Ok(());
+            }
+            n -= ps - within;
+            index += 1;
+        }
+        if index.saturating_add(n / ps) > live.table.len() as u64 {
+            return err(Errno::EIO, "discard beyond the disk");
+        }
+        while n >= ps {
+            let slot = live.table.lock(index as usize);
+            self.free_slot(&live, &slot);
+            drop(slot);
+            inc(&self.stats.notify_free);
+            index += 1;
+            n -= ps;
+        }
+        Ok(())
+    }
+
+    /// `swap_slot_free_notify`: frees the slot unless its lock is busy (then `miss_free`).
+    pub fn slot_free_notify(&self, index: u64) {
+        let Some(live) = self.live() else { return };
+        if index >= live.table.len() as u64 {
+            return;
+        }
+        inc(&self.stats.notify_free);
+        match live.table.try_lock(index as usize) {
+            Some(slot) => self.free_slot(&live, &slot),
+            None => inc(&self.stats.miss_free),
+        }
+    }
+
+    /// The `mm_stat` values.
+    pub fn mm_stat(&self) -> MmStat {
+        let ps = self.config.page_size as u64;
+        let live = self.live();
+        let s = &self.stats;
+        let r = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        MmStat {
+            orig_data_size: r(&s.pages_stored) * ps,
+            compr_data_size: r(&s.compr_data_size),
+            mem_used_total: live.as_ref().map_or(0, |l| l.pool.total_pages()) * ps,
+            mem_limit: self.limit_pages.load(Ordering::Relaxed) * ps,
+            mem_used_max: r(&s.max_used_pages) * ps,
+            same_pages: r(&s.same_pages),
+            pages_compacted: live.as_ref().map_or(0, |l| l.pool.pages_compacted()),
+            huge_pages: r(&s.huge_pages),
+            huge_pages_since: r(&s.huge_pages_since),
+        }
+    }
+
+    pub fn io_stat(&self) -> IoStat {
+        let r = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        IoStat {
+            failed_reads: r(&self.stats.failed_reads),
+            failed_writes: r(&self.stats.failed_writes),
+            notify_free: r(&self.stats.notify_free),
+        }
+    }
+
+    /// `bd_stat`, converted to 4 KiB units as the kernel's `FOUR_K()`.
+    pub fn bd_stat(&self) -> BdStat {
+        let four_k = |c: &AtomicU64| c.load(Ordering::Relaxed) * (self.config.page_size as u64 / 4096);
+        BdStat {
+            bd_count: four_k(&self.stats.bd_count),
+            bd_reads: four_k(&self.stats.bd_reads),
+            bd_writes: four_k(&self.stats.bd_writes),
+        }
+    }
+
+    /// The debugfs `block_state` file (CONFIG_ZRAM_MEMORY_TRACKING): one line per allocated
+    /// slot, `index ac_time flags`, the flags `s`ame `w`b `h`uge `i`dle `r`ecompressed
+    /// i`n`compressible, `.` when unset. Access times are whole seconds (as in 7.0).
+    pub fn block_state(&self) -> String {
+        let Some(live) = self.live() else { return String::new() };
+        let mut out = String::new();
+        for index in 0..live.table.len() {
+            let slot = live.table.lock(index);
+            if !slot.allocated() {
+                continue;
+            }
+            let flag = |f: Flag, c: char| if slot.test(f) { c } else { '.' };
+            out += &format!(
+                "{index:12} {:12}.{:06} {}{}{}{}{}{}\n",
+                slot.ac_time(),
+                0,
+                flag(Flag::Same, 's'),
+                flag(Flag::Wb, 'w'),
+                flag(Flag::Huge, 'h'),
+                flag(Flag::Idle, 'i'),
+                if slot.priority() != 0 { 'r' } else { '.' },
+                flag(Flag::Incompressible, 'n'),
+            );
+        }
+        out
+    }
+
+    pub(crate) fn miss_free(&self) -> u64 {
+        self.stats.miss_free.load(Ordering::Relaxed)
+    }
+}
+
+fn default_algs() -> [Option<String>; MAX_COMPS] {
+    [Some(DEFAULT_ALGORITHM.to_string()), None, None, None]
+}
+
+/// Allocation failures as the kernel reports them from zs_malloc.
+pub(crate) fn pool_error(e: zmem_pool::PoolError) -> ZramError {
+    let errno = match e {
+        zmem_pool::PoolError::NoMemory { .. } => Errno::ENOMEM,
+        zmem_pool::PoolError::TooLarge { .. } | zmem_pool::PoolError::ZeroSize => Errno::EINVAL,
+        _ => Errno::EIO,
+    };
+    ZramError::new(errno, e.to_string())
+}

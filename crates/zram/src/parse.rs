@@ -1,0 +1,206 @@
+//! The kernel's string parsers as zram's sysfs handlers use them, so that every attribute accepts
+//! and rejects exactly what the kernel does: `memparse` (lenient: a number with an optional
+//! K/M/G/T/P/E suffix, garbage after it ignored, no number = 0), the strict `kstrto*` family
+//! (optional `+`, digits, at most one trailing newline), `sysfs_streq`, and `next_arg`, the
+//! `key=value` tokenizer of `algorithm_params`, `recompress` and `writeback`.
+
+use crate::errno::{Errno, ZramError, err};
+
+/// Splits off a radix prefix as the kernel's `_parse_integer_fixup_radix` does for base 0.
+fn fixup_radix(s: &str, base: u32) -> (&str, u32) {
+    let b = s.as_bytes();
+    let hex_prefix = b.len() >= 2 && b[0] == b'0' && (b[1] | 0x20) == b'x';
+    match base {
+        0 if hex_prefix && b.len() > 2 && b[2].is_ascii_hexdigit() => (&s[2..], 16),
+        0 if b.first() == Some(&b'0') => (s, 8),
+        0 => (s, 10),
+        16 if hex_prefix => (&s[2..], 16),
+        _ => (s, base),
+    }
+}
+
+/// Parses the longest run of digits; returns (value, digits consumed, overflowed).
+fn parse_digits(s: &str, base: u32) -> (u64, usize, bool) {
+    let mut value: u64 = 0;
+    let mut overflow = false;
+    let mut n = 0;
+    for c in s.chars() {
+        let Some(d) = c.to_digit(base) else { break };
+        match value.checked_mul(base as u64).and_then(|v| v.checked_add(d as u64)) {
+            Some(v) => value = v,
+            None => {
+                overflow = true;
+                value = value.wrapping_mul(base as u64).wrapping_add(d as u64);
+            }
+        }
+        n += 1;
+    }
+    (value, n, overflow)
+}
+
+/// `memparse`: a number (base from its prefix) with an optional binary suffix. Never fails; what
+/// cannot be read reads as 0, as in the kernel, and callers decide what 0 means.
+pub fn memparse(s: &str) -> u64 {
+    let (digits, base) = fixup_radix(s, 0);
+    let (value, n, _) = parse_digits(digits, base);
+    let shift = match digits[n..].chars().next().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => 10,
+        Some('M') => 20,
+        Some('G') => 30,
+        Some('T') => 40,
+        Some('P') => 50,
+        Some('E') => 60,
+        _ => 0,
+    };
+    // Bits shifted out of 64 are lost, as in the kernel's repeated `ret <<= 10`.
+    value << shift
+}
+
+/// `kstrtoull(s, base)`: strict unsigned parse.
+pub fn kstrtoull(s: &str, base: u32) -> Result<u64, ZramError> {
+    let s = s.strip_prefix('+').unwrap_or(s);
+    let (digits, base) = fixup_radix(s, base);
+    let (value, n, overflow) = parse_digits(digits, base);
+    if n == 0 {
+        return err(Errno::EINVAL, format!("{s:?} is not a number"));
+    }
+    if overflow {
+        return err(Errno::ERANGE, format!("{s:?} is out of range"));
+    }
+    match &digits[n..] {
+        "" | "\n" => Ok(value),
+        rest => err(Errno::EINVAL, format!("trailing {rest:?} after the number")),
+    }
+}
+
+/// `kstrtoll(s, base)`: strict signed parse.
+pub fn kstrtoll(s: &str, base: u32) -> Result<i64, ZramError> {
+    match s.strip_prefix('-') {
+        Some(rest) => {
+            let v = kstrtoull(rest, base)?;
+            if v > i64::MAX as u64 + 1 {
+                return err(Errno::ERANGE, format!("-{rest:?} is out of range"));
+            }
+            Ok((v as i64).wrapping_neg())
+        }
+        None => {
+            let v = kstrtoull(s, base)?;
+            i64::try_from(v).or_else(|_| err(Errno::ERANGE, format!("{s:?} is out of range")))
+        }
+    }
+}
+
+/// `kstrtoint`, `kstrtouint`, `kstrtou16`: a strict parse narrowed to the type, ERANGE outside.
+pub fn kstrto<T: TryFrom<i64>>(s: &str, base: u32) -> Result<T, ZramError> {
+    let v = kstrtoll(s, base)?;
+    T::try_from(v).or_else(|_| err(Errno::ERANGE, format!("{v} is out of range")))
+}
+
+/// Unsigned variant that accepts the whole u64 range (`kstrtoull` narrowed to `T`).
+pub fn kstrtou<T: TryFrom<u64>>(s: &str, base: u32) -> Result<T, ZramError> {
+    let v = kstrtoull(s, base)?;
+    T::try_from(v).or_else(|_| err(Errno::ERANGE, format!("{v} is out of range")))
+}
+
+/// `sysfs_streq`: equal, ignoring one trailing newline on either side.
+pub fn sysfs_streq(a: &str, b: &str) -> bool {
+    a.strip_suffix('\n').unwrap_or(a) == b.strip_suffix('\n').unwrap_or(b)
+}
+
+/// One `param[=value]` token of an argument string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Arg<'a> {
+    pub param: &'a str,
+    /// `None` when the token has no `=`.
+    pub val: Option<&'a str>,
+}
+
+/// `next_arg` over a whole string: whitespace-separated tokens, double quotes group spaces (and
+/// are stripped from the value), `param=value` splits at the first `=`.
+pub fn args(s: &str) -> Vec<Arg<'_>> {
+    let mut out = Vec::new();
+    let mut rest = s.trim_start();
+    while !rest.is_empty() {
+        let mut in_quote = false;
+        let end = rest
+            .char_indices()
+            .find(|&(_, c)| {
+                if c == '"' {
+                    in_quote = !in_quote;
+                }
+                c.is_ascii_whitespace() && !in_quote
+            })
+            .map_or(rest.len(), |(i, _)| i);
+        let token = &rest[..end];
+        let token = token.strip_prefix('"').map_or(token, |t| t.strip_suffix('"').unwrap_or(t));
+        out.push(match token.split_once('=') {
+            Some((param, val)) => {
+                let val = val.strip_prefix('"').map_or(val, |v| v.strip_suffix('"').unwrap_or(v));
+                Arg { param, val: Some(val) }
+            }
+            None => Arg { param: token, val: None },
+        });
+        rest = rest[end..].trim_start();
+    }
+    out
+}
+
+/// Strips the trailing newline `echo` adds, as handlers that copy names do.
+pub fn strip_newline(s: &str) -> &str {
+    s.strip_suffix('\n').unwrap_or(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memparse_is_lenient() {
+        assert_eq!(memparse("4G\n"), 4 << 30);
+        assert_eq!(memparse("1k"), 1024);
+        assert_eq!(memparse("0x10M"), 16 << 20);
+        assert_eq!(memparse("010"), 8, "a leading 0 is octal");
+        assert_eq!(memparse("12345"), 12345);
+        assert_eq!(memparse("12abc"), 12);
+        assert_eq!(memparse("abc"), 0);
+        assert_eq!(memparse(""), 0);
+        assert_eq!(memparse("-5"), 0);
+    }
+
+    #[test]
+    fn kstrto_is_strict() {
+        assert_eq!(kstrtoull("42\n", 10).unwrap(), 42);
+        assert_eq!(kstrtoull("+42", 10).unwrap(), 42);
+        assert_eq!(kstrtoull("0x1f", 0).unwrap(), 31);
+        assert_eq!(kstrtoull("42\n\n", 10).unwrap_err().errno, Errno::EINVAL);
+        assert_eq!(kstrtoull(" 42", 10).unwrap_err().errno, Errno::EINVAL);
+        assert_eq!(kstrtoull("4k", 10).unwrap_err().errno, Errno::EINVAL);
+        assert_eq!(kstrtoull("", 10).unwrap_err().errno, Errno::EINVAL);
+        assert_eq!(kstrtoull("18446744073709551616", 10).unwrap_err().errno, Errno::ERANGE);
+        assert_eq!(kstrto::<u16>("65536", 10).unwrap_err().errno, Errno::ERANGE);
+        assert_eq!(kstrto::<u16>("-1", 10).unwrap_err().errno, Errno::ERANGE);
+        assert_eq!(kstrto::<i32>("-7\n", 10).unwrap(), -7);
+        assert_eq!(kstrtou::<u32>("4294967296", 10).unwrap_err().errno, Errno::ERANGE);
+    }
+
+    #[test]
+    fn streq_ignores_one_newline() {
+        assert!(sysfs_streq("all\n", "all"));
+        assert!(sysfs_streq("all", "all"));
+        assert!(!sysfs_streq("all\n\n", "all"));
+        assert!(!sysfs_streq("al", "all"));
+    }
+
+    #[test]
+    fn args_split_like_next_arg() {
+        let a = args("  algo=zstd level=8 dict=\"/tmp/a b\" idle\n");
+        assert_eq!(a, vec![
+            Arg { param: "algo", val: Some("zstd") },
+            Arg { param: "level", val: Some("8") },
+            Arg { param: "dict", val: Some("/tmp/a b") },
+            Arg { param: "idle", val: None },
+        ]);
+        assert_eq!(args("x="), vec![Arg { param: "x", val: Some("") }]);
+        assert!(args(" \n").is_empty());
+    }
+}
