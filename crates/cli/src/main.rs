@@ -30,6 +30,14 @@ enum Command {
     Zram(cmd::zram::Args),
     /// Compare zmem's zram mm_stat with the live kernel's for the same pages.
     Conform(cmd::conform::Args),
+    /// Capture the resident anonymous pages of live processes into a page set.
+    Capture(cmd::capture::Args),
+    /// Rewrite a page file as bare pages (--raw) or as a page set (--page-set).
+    Export(cmd::export::Args),
+    /// Generate a page set: perf (seed 004's zram-perf pattern) or mixed (typical memory).
+    Gen(cmd::generate::Args),
+    /// Access traces: generate and describe.
+    Trace(cmd::trace::Args),
 }
 
 fn main() -> ExitCode {
@@ -40,6 +48,10 @@ fn main() -> ExitCode {
         Command::Decompress(args) => cmd::codec::decompress(&args),
         Command::Zram(args) => cmd::zram::run(&args),
         Command::Conform(args) => cmd::conform::run(&args),
+        Command::Capture(args) => cmd::capture::run(&args),
+        Command::Export(args) => cmd::export::run(&args),
+        Command::Gen(args) => cmd::generate::run(&args),
+        Command::Trace(args) => cmd::trace::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

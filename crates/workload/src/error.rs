@@ -1,6 +1,7 @@
 //! The one error type of the crate. Every failure to read a file names where it happened: the
 //! byte offset in the file (or, for zstd-compressed page sets, in the decompressed stream and,
-//! where known, in the compressed file).
+//! where known, in the compressed file). Messages carry their causes inline (no `source()` chain),
+//! so printing one error prints everything once.
 
 use std::path::PathBuf;
 
@@ -8,15 +9,11 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum WorkloadError {
     /// An operating-system error on a file.
-    #[error("{}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("{}: {error}", path.display())]
+    Io { path: PathBuf, error: std::io::Error },
     /// An operating-system error on a stream that has no path (a reader or writer).
     #[error("{0}")]
-    Stream(#[source] std::io::Error),
+    Stream(std::io::Error),
     /// The input ends before the structure it started is complete.
     #[error("truncated at byte offset {offset}{}: {what} needs {needed} more bytes", where_suffix(*.compressed))]
     Truncated {
@@ -40,23 +37,18 @@ pub enum WorkloadError {
         compressed: bool,
     },
     /// The zstd layer of a compressed page set failed.
-    #[error("zstd stream corrupt or truncated near compressed byte offset {offset}: {source}")]
+    #[error("zstd stream corrupt or truncated near compressed byte offset {offset}: {error}")]
     Zstd {
         /// Compressed bytes consumed when the decoder failed.
         offset: u64,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A caller-supplied argument is out of range.
     #[error("{0}")]
     Invalid(String),
     /// Any of the above, in a named file.
-    #[error("{}: {source}", path.display())]
-    File {
-        path: PathBuf,
-        #[source]
-        source: Box<WorkloadError>,
-    },
+    #[error("{}: {error}", path.display())]
+    File { path: PathBuf, error: Box<WorkloadError> },
     /// A declared size exceeds the limit the caller set.
     #[error("the page set declares {declared} bytes of pages, more than the limit of {limit}")]
     TooLarge { declared: u64, limit: u64 },
@@ -68,7 +60,7 @@ fn where_suffix(compressed: bool) -> &'static str {
 
 impl WorkloadError {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Self::Io { path: path.into(), source }
+        Self::Io { path: path.into(), error: source }
     }
 
     /// The byte offset this error names, if it is about a position in a file.
@@ -77,7 +69,7 @@ impl WorkloadError {
             Self::Truncated { offset, .. }
             | Self::Corrupt { offset, .. }
             | Self::Zstd { offset, .. } => Some(*offset),
-            Self::File { source, .. } => source.offset(),
+            Self::File { error, .. } => error.offset(),
             _ => None,
         }
     }
@@ -85,9 +77,9 @@ impl WorkloadError {
     /// Adds a file name to errors that lack one.
     pub(crate) fn in_file(self, path: &std::path::Path) -> Self {
         match self {
-            Self::Stream(source) => Self::Io { path: path.to_path_buf(), source },
+            Self::Stream(error) => Self::Io { path: path.to_path_buf(), error },
             e @ (Self::Io { .. } | Self::File { .. } | Self::Invalid(_)) => e,
-            other => Self::File { path: path.to_path_buf(), source: Box::new(other) },
+            other => Self::File { path: path.to_path_buf(), error: Box::new(other) },
         }
     }
 }

@@ -253,7 +253,7 @@ impl<R: Read> Parser<R> {
 
     fn stream_error(&self, e: std::io::Error) -> WorkloadError {
         match &self.zstd_pos {
-            Some(pos) => WorkloadError::Zstd { offset: pos.load(Ordering::Relaxed), source: e },
+            Some(pos) => WorkloadError::Zstd { offset: pos.load(Ordering::Relaxed), error: e },
             None => WorkloadError::Stream(e),
         }
     }

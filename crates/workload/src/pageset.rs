@@ -102,7 +102,7 @@ impl PageSet {
             FileKind::Raw => {
                 format::check_page_size(opts.page_size)?;
                 let len = bytes.len();
-                if len % opts.page_size != 0 {
+                if !len.is_multiple_of(opts.page_size) {
                     return Self::open_with(path, opts);
                 }
                 if len as u64 > opts.max_bytes {
@@ -170,7 +170,7 @@ impl PageSet {
     /// Pages from bare bytes: `bytes.len()` must be a multiple of `page_size`.
     pub fn from_raw(bytes: Vec<u8>, page_size: usize) -> Result<Self, WorkloadError> {
         format::check_page_size(page_size)?;
-        if bytes.len() % page_size != 0 {
+        if !bytes.len().is_multiple_of(page_size) {
             return Err(WorkloadError::Invalid(format!(
                 "{} bytes is not a whole number of {page_size}-byte pages",
                 bytes.len()

@@ -89,7 +89,7 @@ fn raw_partial(len: u64, page_size: usize) -> WorkloadError {
     WorkloadError::Truncated {
         offset: len,
         what: format!(
-            "raw page file of {len} bytes: its last page (page {}, at offset {}) is partial",
+            "the partial last page of a {len}-byte raw page file (page {}, at offset {})",
             len / ps,
             len / ps * ps
         ),

@@ -25,6 +25,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     } else {
         print!("{}", conform::render(&r));
     }
-    anyhow::ensure!(r.identical(), "mm_stat differs from the kernel's in {} field(s)", r.differing.len());
+    anyhow::ensure!(
+        r.identical(),
+        "mm_stat differs from the kernel's in {} field(s)",
+        r.differing.len()
+    );
     Ok(())
 }

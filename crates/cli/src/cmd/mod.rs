@@ -1,8 +1,12 @@
 //! One module per subcommand: its clap arguments and its `run`.
 
+pub mod capture;
 pub mod codec;
 pub mod comp_bench;
 pub mod conform;
-pub mod zram;
+pub mod export;
+pub mod generate;
 mod pages;
 mod progress;
+pub mod trace;
+pub mod zram;
