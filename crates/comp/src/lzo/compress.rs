@@ -112,8 +112,8 @@ impl Out<'_> {
     }
 
     /// Writes `len` as the zero-byte extension: `len / 255` zero bytes (minus one when the
-    /// remainder would be zero), then the remainder.
-    #[inline(always)]
+    /// remainder would be zero), then the remainder. Out of line: long runs are the rare case.
+    #[inline(never)]
     fn extension(&mut self, mut len: usize) {
         while len > 255 {
             len -= 255;
