@@ -47,7 +47,7 @@ pub fn recommend(rows: &[PolicyRow]) -> Result<Recommendation, LabError> {
             && r.cpu_seconds_per_gb <= CPU_LIMIT * best_cpu
     };
     let mut ranked = ok.clone();
-    ranked.sort_by(|a, b| b.memory_saved_bytes.cmp(&a.memory_saved_bytes));
+    ranked.sort_by_key(|r| std::cmp::Reverse(r.memory_saved_bytes));
     let efficiency = |r: &PolicyRow| r.memory_saved_bytes as f64 / r.cpu_seconds_per_gb.max(1e-9);
     let chosen = match ranked.iter().find(|r| within(r)) {
         Some(r) => *r,
