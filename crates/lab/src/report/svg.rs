@@ -90,6 +90,26 @@ pub fn scatter(
         cx = (W + 60.0) / 2.0,
         cy = (H - BOTTOM + TOP) / 2.0,
     );
+    // Tick labels at the ends of both axes (and the middle of x), enough to read the scale.
+    let unfx = |v: f64| if log_x { 10f64.powf(v) } else { v };
+    for t in [x0, (x0 + x1) / 2.0, x1] {
+        let xv = unfx(t);
+        let _ = write!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#555\">{}</text>",
+            px(xv),
+            H - BOTTOM + 16.0,
+            fmt_num(xv)
+        );
+    }
+    for t in [0.0, y1 / 2.0, y1] {
+        let _ = write!(
+            s,
+            "<text x=\"54\" y=\"{:.1}\" text-anchor=\"end\" fill=\"#555\">{}</text>",
+            py(t) + 4.0,
+            fmt_num(t)
+        );
+    }
     for (label, x, y) in points {
         let _ = write!(
             s,
