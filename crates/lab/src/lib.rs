@@ -7,9 +7,13 @@
 
 pub mod comp_bench;
 pub mod conform;
+mod cputime;
 mod error;
+pub mod latency;
 pub mod mapbench;
 mod progress;
+pub mod replay;
+pub mod study;
 pub mod zram_run;
 pub mod zram_speed;
 

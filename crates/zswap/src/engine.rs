@@ -495,8 +495,14 @@ impl Zswap {
             return Ok(Where::Zswap);
         }
         self.swap.read_page(offset, out)?;
-        self.nr_disk_swapins.fetch_add(1, Ordering::Relaxed);
+        self.note_disk_swapin();
         Ok(Where::Disk)
+    }
+
+    /// `zswap_folio_swapin()`: a page came from the swap device, so zswap wrote back something
+    /// that was still in use; the shrinker's count is reduced by such swap-ins.
+    pub fn note_disk_swapin(&self) {
+        self.nr_disk_swapins.fetch_add(1, Ordering::Relaxed);
     }
 
     // ---- writeback and reclaim ----
