@@ -125,7 +125,7 @@ pub struct ReplayResult {
     pub disk_reads: u64,
     pub disk_writes: u64,
     /// zswap's debugfs counters and vmstat events, or zram's mm_stat fields, by name.
-    pub counters: Vec<(String, u64)>,
+    pub counters: Vec<Counter>,
     pub store_hist: LatencyHist,
     pub load_hist: LatencyHist,
     pub cpu_secs: f64,
@@ -339,17 +339,21 @@ pub fn run(
                 "huge_pages",
                 "huge_pages_since",
             ];
-            let counters = names.iter().zip(mm.values()).map(|(n, v)| (n.to_string(), v));
+            let counters = names
+                .iter()
+                .zip(mm.values())
+                .map(|(n, v)| Counter { name: n.to_string(), value: v });
             (mm.mem_used_max, 0, 0, counters.collect())
         }
         Backend::Zswap { z, .. } => {
             let s = z.stats();
-            let mut c: Vec<(String, u64)> =
-                s.debugfs().iter().map(|(n, v)| (n.to_string(), *v)).collect();
-            c.extend(
-                [("zswpin", s.zswpin), ("zswpout", s.zswpout), ("zswpwb", s.zswpwb)]
-                    .map(|(n, v)| (n.to_string(), v)),
-            );
+            let vmstat = [("zswpin", s.zswpin), ("zswpout", s.zswpout), ("zswpwb", s.zswpwb)];
+            let c: Vec<Counter> = s
+                .debugfs()
+                .into_iter()
+                .chain(vmstat)
+                .map(|(n, v)| Counter { name: n.to_string(), value: v })
+                .collect();
             let f = z.swap_file();
             (z.max_pool_pages() * ps as u64, f.reads(), f.writes(), c)
         }
@@ -379,6 +383,20 @@ pub fn run(
         wall_secs,
         verified,
     })
+}
+
+/// One named counter.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Counter {
+    pub name: String,
+    pub value: u64,
+}
+
+impl ReplayResult {
+    /// A counter by name (0 if the swap kind has no such counter).
+    pub fn counter(&self, name: &str) -> u64 {
+        self.counters.iter().find(|c| c.name == name).map_or(0, |c| c.value)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -487,7 +505,12 @@ pub fn render(r: &ReplayResult) -> String {
         r.disk_reads,
         r.disk_writes
     );
-    s += &r.counters.iter().map(|(n, v)| format!("{n} {v}")).collect::<Vec<_>>().join(", ");
+    s += &r
+        .counters
+        .iter()
+        .map(|c| format!("{} {}", c.name, c.value))
+        .collect::<Vec<_>>()
+        .join(", ");
     s += "\n";
     s += &format!(
         "CPU {:.3} s, wall {:.3} s, verified: {}\n",

@@ -134,14 +134,13 @@ fn with_trace(
         ..ReplayConfig::default()
     };
     let r = replay::run(pages, trace, &rc, progress)?;
-    let counter = |name: &str| r.counters.iter().find(|(n, _)| n == name).map_or(0, |c| c.1);
     Ok(AllocatorRow {
         allocator: alloc.to_string(),
         max_pool_bytes: r.max_pool_bytes,
         pool_vs_zsmalloc_pct: 0.0,
         stored: r.stored,
         rejected: r.rejected,
-        written_back: counter("written_back_pages"),
+        written_back: r.counter("written_back_pages"),
         store_hist: r.store_hist,
         load_hist: r.load_hist,
         total_secs: r.wall_secs,

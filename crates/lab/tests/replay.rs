@@ -77,7 +77,8 @@ fn counts(r: &ReplayResult) -> String {
 }
 
 fn counter(r: &ReplayResult, name: &str) -> u64 {
-    r.counters.iter().find(|(n, _)| n == name).unwrap().1
+    assert!(r.counters.iter().any(|c| c.name == name), "no counter {name}");
+    r.counter(name)
 }
 
 #[test]
