@@ -11,7 +11,9 @@
 //! the page that went out. The first touch of a page is a fault from outside (no swap I/O).
 //! Writes mark nothing: a page's content is its page-set content throughout, so every swap-in
 //! can be verified. RAM is only the resident budget; the swap pool is reported separately
-//! (its maximum), not charged against it.
+//! (its maximum), not charged against it. Not modelled yet: zsmalloc's own shrinker, which in
+//! the kernel compacts the pool under memory pressure (so zsmalloc's maximum here includes the
+//! fragmentation that loads leave behind).
 //!
 //! What is timed: each zram `write_page` / `read_page`, and each `zswap_store` / `zswap_load`
 //! (the functions seed 001 traced with bpftrace); a rejected store's write to the swap file, a
