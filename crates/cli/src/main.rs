@@ -45,6 +45,12 @@ enum Command {
     Gen(cmd::generate::Args),
     /// Access traces: generate and describe.
     Trace(cmd::trace::Args),
+    /// Replay an access trace under a RAM budget with zram or zswap as swap: latency
+    /// histograms, pool size, swap file I/O, CPU time.
+    Replay(cmd::replay::Args),
+    /// Studies that reproduce the seeds on zmem's engines.
+    #[command(subcommand)]
+    Study(cmd::study::Study),
 }
 
 fn main() -> ExitCode {
@@ -58,6 +64,8 @@ fn main() -> ExitCode {
         Command::Conform(args) => cmd::conform::run(&args),
         Command::ZramSpeed(args) => cmd::zram_speed::run(&args),
         Command::Mapbench(args) => cmd::mapbench::run(&args),
+        Command::Replay(args) => cmd::replay::run(&args),
+        Command::Study(study) => cmd::study::run(&study),
         Command::Capture(args) => cmd::capture::run(&args),
         Command::Export(args) => cmd::export::run(&args),
         Command::Gen(args) => cmd::generate::run(&args),

@@ -7,11 +7,15 @@
 
 pub mod comp_bench;
 pub mod conform;
+mod cputime;
 mod error;
 pub mod lab;
+pub mod latency;
 pub mod mapbench;
 mod progress;
+pub mod replay;
 pub mod report;
+pub mod study;
 pub mod zram_run;
 pub mod zram_speed;
 

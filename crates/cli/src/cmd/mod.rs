@@ -10,6 +10,8 @@ pub mod lab;
 pub mod mapbench;
 mod pages;
 mod progress;
+pub mod replay;
+pub mod study;
 pub mod trace;
 pub mod zram;
 pub mod zram_speed;

@@ -1,0 +1,75 @@
+//! `zmem study`: studies that reproduce the seeds on zmem's engines.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use zmem_lab::study::{self, StudyConfig};
+use zmem_zswap::Incompressible;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Study {
+    /// Seed 001: zsmalloc, zbud and z3fold under zswap (pool size, store/load latency, time).
+    Allocators(AllocatorsArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AllocatorsArgs {
+    /// Compression algorithm (zswap's default is lzo).
+    #[arg(long, default_value = "lzo")]
+    algo: String,
+    #[arg(long, default_value_t = 4096)]
+    page_size: usize,
+    /// Rounds; allocators are interleaved per round and each keeps its fastest round.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Store incompressible pages as-is (6.18) instead of rejecting them (the seed's 6.8).
+    #[arg(long)]
+    as_is: bool,
+    /// With a trace: RAM for resident pages (bytes, K/M/G suffix; default a quarter of the
+    /// page set).
+    #[arg(long)]
+    ram: Option<String>,
+    /// With a trace: zswap's max_pool_percent.
+    #[arg(long, default_value_t = 20)]
+    max_pool_percent: u32,
+    /// Print the rows as a JSON list instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Page set.
+    pages: PathBuf,
+    /// Access trace; without one every page is stored once and loaded once.
+    trace: Option<PathBuf>,
+}
+
+pub fn run(cmd: &Study) -> anyhow::Result<()> {
+    match cmd {
+        Study::Allocators(args) => allocators(args),
+    }
+}
+
+fn allocators(args: &AllocatorsArgs) -> anyhow::Result<()> {
+    let inputs = super::pages::load(std::slice::from_ref(&args.pages), args.page_size)?;
+    let trace = args.trace.as_deref().map(super::replay::load_trace).transpose()?;
+    let ram_pages = match &args.ram {
+        Some(s) => Some(super::replay::parse_size(s)? / args.page_size as u64),
+        None => None,
+    };
+    let cfg = StudyConfig {
+        algo: args.algo.clone(),
+        page_size: args.page_size,
+        rounds: args.rounds,
+        incompressible: if args.as_is { Incompressible::StoreAsIs } else { Incompressible::Reject },
+        ram_pages,
+        max_pool_percent: args.max_pool_percent,
+        swap_dir: Some(std::env::temp_dir()),
+    };
+    let rows =
+        study::allocators(inputs[0].bytes(), trace.as_deref(), &cfg, &super::progress::Bar::new())?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows).context("encoding JSON")?);
+    } else {
+        print!("{}", study::render(&rows));
+    }
+    anyhow::ensure!(rows.iter().all(|r| r.verified), "pages came back different");
+    Ok(())
+}

@@ -1,0 +1,275 @@
+//! `zmem study allocators`: seed 001 (Yosry Ahmed, "Analyzing zpool allocators", linux-mm,
+//! Feb 2024) on zmem's engine. The same pages go through zswap on zsmalloc, zbud and z3fold in
+//! one run; for each: the maximum pool size, `zswap_store` / `zswap_load` latency histograms in
+//! bpftrace's log2 format, and the total time, each relative to zsmalloc as the seed reports.
+//!
+//! With a trace the pages go through [`crate::replay`] (zswap in front of a swap file). Without
+//! one every page is stored once and then loaded once, with the pool limit out of the way
+//! (`max_pool_percent` 100 of twice the page count), so the pool size is the allocator's
+//! packing alone. Zero pages are the swap layer's (zeromap) and never reach zswap. The default
+//! incompressible policy is the seed's kernel's (6.8: rejected), so all three allocators see the
+//! same objects.
+//!
+//! Timing is noisy on a shared machine: the allocators are interleaved round by round and each
+//! keeps its fastest round; every other number is identical across rounds.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde::Serialize;
+use zmem_zswap::{Incompressible, StoreOutcome};
+
+use crate::latency::{LatencyHist, LatencyRecorder, render_hist};
+use crate::replay::{self, Access, ReplayConfig, SwapKind};
+use crate::{LabError, Progress};
+
+/// The seed's allocators, in its order (zsmalloc is the base).
+pub const ALLOCATORS: [&str; 3] = ["zsmalloc", "zbud", "z3fold"];
+
+/// Seed 001's results relative to zsmalloc: (allocator, pool size %, build time %).
+pub const SEED_001: [(&str, f64, f64); 3] =
+    [("zsmalloc", 0.0, 0.0), ("zbud", 32.7, -2.3), ("z3fold", 1.8, 3.0)];
+
+/// How to run the study.
+#[derive(Debug, Clone)]
+pub struct StudyConfig {
+    pub algo: String,
+    pub page_size: usize,
+    pub rounds: usize,
+    pub incompressible: Incompressible,
+    /// RAM pages for a trace replay (default: a quarter of the page set).
+    pub ram_pages: Option<u64>,
+    pub max_pool_percent: u32,
+    /// Directory of the swap file; `None` keeps it in memory.
+    pub swap_dir: Option<PathBuf>,
+}
+
+impl Default for StudyConfig {
+    fn default() -> Self {
+        Self {
+            algo: "lzo".into(),
+            page_size: 4096,
+            rounds: 3,
+            incompressible: Incompressible::Reject,
+            ram_pages: None,
+            max_pool_percent: 20,
+            swap_dir: None,
+        }
+    }
+}
+
+/// One allocator's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct AllocatorRow {
+    pub allocator: String,
+    pub max_pool_bytes: u64,
+    /// Pool size relative to zsmalloc, in percent (+32.7 = 32.7 % larger).
+    pub pool_vs_zsmalloc_pct: f64,
+    /// Pages zswap kept / rejected (zbud cannot hold objects above 62/64 of a page).
+    pub stored: u64,
+    pub rejected: u64,
+    pub written_back: u64,
+    pub store_hist: LatencyHist,
+    pub load_hist: LatencyHist,
+    /// Wall time of the fastest round, in seconds.
+    pub total_secs: f64,
+    pub time_vs_zsmalloc_pct: f64,
+    pub cpu_secs: f64,
+    pub verified: bool,
+}
+
+fn pct(x: f64, base: f64) -> f64 {
+    if base > 0.0 { (x / base - 1.0) * 100.0 } else { 0.0 }
+}
+
+/// Runs the study.
+pub fn allocators(
+    pages: &[u8],
+    trace: Option<&[Access]>,
+    cfg: &StudyConfig,
+    progress: &dyn Progress,
+) -> Result<Vec<AllocatorRow>, LabError> {
+    let n = pages.len() / cfg.page_size;
+    if n == 0 {
+        return Err(LabError::NoPages);
+    }
+    let mut best: Vec<Option<AllocatorRow>> = vec![None, None, None];
+    for _ in 0..cfg.rounds.max(1) {
+        for (i, alloc) in ALLOCATORS.iter().enumerate() {
+            let row = match trace {
+                Some(t) => with_trace(pages, t, alloc, cfg, progress)?,
+                None => store_then_load(pages, alloc, cfg, progress)?,
+            };
+            if best[i].as_ref().is_none_or(|b| row.total_secs < b.total_secs) {
+                best[i] = Some(row);
+            }
+        }
+    }
+    let mut rows: Vec<AllocatorRow> = best.into_iter().flatten().collect();
+    let (base_pool, base_time) = (rows[0].max_pool_bytes as f64, rows[0].total_secs);
+    for r in &mut rows {
+        r.pool_vs_zsmalloc_pct = pct(r.max_pool_bytes as f64, base_pool);
+        r.time_vs_zsmalloc_pct = pct(r.total_secs, base_time);
+    }
+    Ok(rows)
+}
+
+fn with_trace(
+    pages: &[u8],
+    trace: &[Access],
+    alloc: &str,
+    cfg: &StudyConfig,
+    progress: &dyn Progress,
+) -> Result<AllocatorRow, LabError> {
+    let n = (pages.len() / cfg.page_size) as u64;
+    let rc = ReplayConfig {
+        ram_pages: cfg.ram_pages.unwrap_or((n / 4).max(1)),
+        swap: SwapKind::Zswap,
+        algo: cfg.algo.clone(),
+        pool: alloc.to_string(),
+        page_size: cfg.page_size,
+        max_pool_percent: cfg.max_pool_percent,
+        incompressible: cfg.incompressible,
+        swap_dir: cfg.swap_dir.clone(),
+        ..ReplayConfig::default()
+    };
+    let r = replay::run(pages, trace, &rc, progress)?;
+    Ok(AllocatorRow {
+        allocator: alloc.to_string(),
+        max_pool_bytes: r.max_pool_bytes,
+        pool_vs_zsmalloc_pct: 0.0,
+        stored: r.stored,
+        rejected: r.rejected,
+        written_back: r.counter("written_back_pages"),
+        store_hist: r.store_hist,
+        load_hist: r.load_hist,
+        total_secs: r.wall_secs,
+        time_vs_zsmalloc_pct: 0.0,
+        cpu_secs: r.cpu_secs,
+        verified: r.verified,
+    })
+}
+
+fn store_then_load(
+    pages: &[u8],
+    alloc: &str,
+    cfg: &StudyConfig,
+    progress: &dyn Progress,
+) -> Result<AllocatorRow, LabError> {
+    let ps = cfg.page_size;
+    let n = pages.len() / ps;
+    let rc = ReplayConfig {
+        ram_pages: 2 * n as u64,
+        algo: cfg.algo.clone(),
+        pool: alloc.to_string(),
+        page_size: ps,
+        max_pool_percent: 100,
+        incompressible: cfg.incompressible,
+        swap_dir: cfg.swap_dir.clone(),
+        ..ReplayConfig::default()
+    };
+    let z = replay::build_zswap(&rc, n as u64)?;
+    let err = |e: zmem_zswap::ZswapError| LabError::Setup(format!("zswap on {alloc}: {e}"));
+    let (mut store_rec, mut load_rec) = (LatencyRecorder::new(), LatencyRecorder::new());
+    let (mut stored, mut rejected) = (0, 0);
+    let nonzero: Vec<usize> =
+        (0..n).filter(|&i| pages[i * ps..(i + 1) * ps].iter().any(|&b| b != 0)).collect();
+
+    progress.start(alloc, 2 * nonzero.len() as u64);
+    let cpu0 = crate::cputime::thread_cpu_secs();
+    let start = Instant::now();
+    for &i in &nonzero {
+        let page = &pages[i * ps..(i + 1) * ps];
+        let t = Instant::now();
+        let outcome = z.store(i as u64, page).map_err(err)?;
+        store_rec.record(t.elapsed().as_nanos() as u64);
+        if let StoreOutcome::Stored { .. } = outcome {
+            stored += 1;
+        } else {
+            rejected += 1;
+            z.swap_file().write_page(i as u64, page).map_err(err)?;
+        }
+        z.run_pending_work();
+        progress.advance(1);
+    }
+    let max_pool_bytes = z.max_pool_pages() * ps as u64;
+    let mut out = vec![0u8; ps];
+    let mut verified = true;
+    for &i in &nonzero {
+        let t = Instant::now();
+        let hit = z.load(i as u64, &mut out).map_err(err)?;
+        load_rec.record(t.elapsed().as_nanos() as u64);
+        if !hit {
+            z.swap_file().read_page(i as u64, &mut out).map_err(err)?;
+        }
+        verified &= out == pages[i * ps..(i + 1) * ps];
+        progress.advance(1);
+    }
+    let total_secs = start.elapsed().as_secs_f64();
+    let cpu_secs = match (cpu0, crate::cputime::thread_cpu_secs()) {
+        (Some(a), Some(b)) => b - a,
+        _ => 0.0,
+    };
+    progress.finish();
+    Ok(AllocatorRow {
+        allocator: alloc.to_string(),
+        max_pool_bytes,
+        pool_vs_zsmalloc_pct: 0.0,
+        stored,
+        rejected,
+        written_back: z.stats().written_back_pages,
+        store_hist: store_rec.finish(),
+        load_hist: load_rec.finish(),
+        total_secs,
+        time_vs_zsmalloc_pct: 0.0,
+        cpu_secs,
+        verified,
+    })
+}
+
+/// The table beside seed 001's numbers, then each allocator's histograms.
+pub fn render(rows: &[AllocatorRow]) -> String {
+    let mut s = format!(
+        "{:<9} {:>14} {:>8} {:>7} {:>8} {:>9} {:>9} {:>9} {:>8} | {:>9} {:>9}\n",
+        "allocator",
+        "max pool B",
+        "pool",
+        "stored",
+        "rejected",
+        "store p50",
+        "load p50",
+        "total s",
+        "time",
+        "seed pool",
+        "seed time"
+    );
+    for r in rows {
+        let seed = SEED_001.iter().find(|(a, _, _)| *a == r.allocator);
+        let (sp, st) = seed.map_or((String::new(), String::new()), |(_, p, t)| {
+            (format!("{p:+.1}%"), format!("{t:+.1}%"))
+        });
+        s += &format!(
+            "{:<9} {:>14} {:>+7.1}% {:>7} {:>8} {:>7}ns {:>7}ns {:>9.3} {:>+7.1}% | {:>9} {:>9}\n",
+            r.allocator,
+            r.max_pool_bytes,
+            r.pool_vs_zsmalloc_pct,
+            r.stored,
+            r.rejected,
+            r.store_hist.p50_ns,
+            r.load_hist.p50_ns,
+            r.total_secs,
+            r.time_vs_zsmalloc_pct,
+            sp,
+            st
+        );
+    }
+    if rows.iter().any(|r| !r.verified) {
+        s += "WARNING: some pages did not come back intact\n";
+    }
+    for r in rows {
+        s += &format!("\n*** {} ***\n", r.allocator);
+        s += &render_hist("load_ns", &r.load_hist);
+        s += &render_hist("store_ns", &r.store_hist);
+    }
+    s
+}

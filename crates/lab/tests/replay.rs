@@ -1,0 +1,204 @@
+//! Replay and allocator study: determinism, integrity through every swap path, and the
+//! accounting identities between the simulator's counts and the engines' counters.
+
+use zmem_lab::NoProgress;
+use zmem_lab::replay::{self, Access, ReplayConfig, ReplayResult, SwapKind};
+use zmem_lab::study::{self, StudyConfig};
+use zmem_zswap::Incompressible;
+
+const PS: usize = 4096;
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+/// Pages of five kinds: zero, text-like, half noise, noise, small noise.
+fn pages(n: usize, seed: u64) -> Vec<u8> {
+    let mut r = Rng(seed);
+    let mut v = vec![0u8; n * PS];
+    for (i, p) in v.chunks_mut(PS).enumerate() {
+        let noisy = match i % 5 {
+            0 => 0,
+            1 => {
+                for (j, b) in p.iter_mut().enumerate() {
+                    *b = b"the quick brown fox "[(j + i) % 20];
+                }
+                0
+            }
+            2 => PS / 2 + 200,
+            3 => PS,
+            _ => 500,
+        };
+        for b in &mut p[..noisy] {
+            *b = r.next() as u8;
+        }
+    }
+    v
+}
+
+/// Skewed accesses: half of them to the first eighth of the pages.
+fn trace(n: u64, len: usize, seed: u64) -> Vec<Access> {
+    let mut r = Rng(seed);
+    (0..len)
+        .map(|k| {
+            let x = r.next();
+            let page = if x & 1 == 0 { (x >> 8) % (n / 8).max(1) } else { (x >> 8) % n };
+            Access { page, write: x & 2 != 0, time_ns: k as u64 * 1000 }
+        })
+        .collect()
+}
+
+/// Everything but the timings.
+fn counts(r: &ReplayResult) -> String {
+    format!(
+        "{} {} {} {} {} {} {} {} {} {} {} {} {:?} {}",
+        r.reads,
+        r.writes,
+        r.first_touches,
+        r.swap_outs,
+        r.zero_swap_outs,
+        r.swap_ins,
+        r.stored,
+        r.rejected,
+        r.max_pool_bytes,
+        r.disk_reads,
+        r.disk_writes,
+        r.store_hist.count + r.load_hist.count,
+        r.counters,
+        r.verified
+    )
+}
+
+fn counter(r: &ReplayResult, name: &str) -> u64 {
+    assert!(r.counters.iter().any(|c| c.name == name), "no counter {name}");
+    r.counter(name)
+}
+
+#[test]
+fn replay_is_deterministic_and_verifies_every_swap_in() {
+    let p = pages(400, 1);
+    let t = trace(400, 6000, 2);
+    for swap in [SwapKind::Zswap, SwapKind::Zram] {
+        for pool in ["zsmalloc", "zbud", "z3fold"] {
+            if swap == SwapKind::Zram && pool == "zbud" {
+                continue; // below
+            }
+            let cfg = ReplayConfig {
+                ram_pages: 64,
+                swap,
+                pool: pool.into(),
+                max_pool_percent: 50,
+                shrinker: true,
+                ..ReplayConfig::default()
+            };
+            let a = replay::run(&p, &t, &cfg, &NoProgress).unwrap();
+            let b = replay::run(&p, &t, &cfg, &NoProgress).unwrap();
+            assert_eq!(counts(&a), counts(&b), "{swap:?} {pool}");
+            assert!(a.verified, "{swap:?} {pool}");
+            assert_eq!(a.reads + a.writes, 6000);
+            assert!(a.swap_ins > 100 && a.swap_outs > 100, "the trace must cause pressure");
+            // Every non-zero swap-out was timed as a store, every non-zero swap-in as a load.
+            assert_eq!(a.store_hist.count, a.swap_outs - a.zero_swap_outs);
+            assert_eq!(a.stored + a.rejected, a.swap_outs - a.zero_swap_outs);
+        }
+    }
+}
+
+#[test]
+fn zswap_replay_accounts_for_every_page_it_wrote_to_disk() {
+    let p = pages(400, 3);
+    let t = trace(400, 8000, 4);
+    // A pool of 10 % of 64 pages: the limit, rejections and writeback all happen.
+    let cfg = ReplayConfig { ram_pages: 64, max_pool_percent: 10, ..ReplayConfig::default() };
+    let r = replay::run(&p, &t, &cfg, &NoProgress).unwrap();
+    assert!(r.verified);
+    let wb = counter(&r, "written_back_pages");
+    assert!(r.rejected > 0 && wb > 0 && counter(&r, "pool_limit_hit") > 0);
+    assert_eq!(r.disk_writes, r.rejected + wb, "disk writes are rejections plus writebacks");
+    assert_eq!(counter(&r, "zswpout"), r.stored);
+    assert!(r.max_pool_bytes <= (64 / 10 + 1) * PS as u64 * 2, "the pool stays near its cap");
+    // Swap-ins from zswap plus those from disk are all the non-zero swap-ins.
+    assert_eq!(counter(&r, "zswpin") + r.disk_reads, r.load_hist.count);
+}
+
+#[test]
+fn zram_replay_keeps_everything_in_the_device() {
+    let p = pages(200, 5);
+    let t = trace(200, 3000, 6);
+    let cfg = ReplayConfig { ram_pages: 32, swap: SwapKind::Zram, ..ReplayConfig::default() };
+    let r = replay::run(&p, &t, &cfg, &NoProgress).unwrap();
+    assert!(r.verified && r.rejected == 0 && r.disk_writes == 0);
+    assert_eq!(r.stored, r.swap_outs - r.zero_swap_outs);
+    assert!(r.max_pool_bytes > 0 && r.max_pool_bytes == counter(&r, "mem_used_max"));
+}
+
+#[test]
+fn zram_on_zbud_fails_clearly_on_a_page_it_cannot_hold() {
+    // zram stores incompressible pages raw (a whole page); zbud's largest object is 62/64 of a
+    // page, so the device's write fails and the replay reports it instead of guessing.
+    let p = pages(100, 10);
+    let t = trace(100, 2000, 11);
+    let cfg = ReplayConfig {
+        ram_pages: 8,
+        swap: SwapKind::Zram,
+        pool: "zbud".into(),
+        ..ReplayConfig::default()
+    };
+    let e = replay::run(&p, &t, &cfg, &NoProgress).unwrap_err().to_string();
+    assert!(e.contains("zbud"), "{e}");
+}
+
+#[test]
+fn replay_refuses_traces_past_the_page_set() {
+    let p = pages(10, 7);
+    let t = [Access { page: 10, write: false, time_ns: 0 }];
+    let e = replay::run(&p, &t, &ReplayConfig::default(), &NoProgress).unwrap_err();
+    assert!(e.to_string().contains("page 10"), "{e}");
+}
+
+#[test]
+fn allocator_study_matches_the_seed_shape() {
+    let p = pages(300, 8);
+    let cfg = StudyConfig { rounds: 1, ..StudyConfig::default() };
+    let rows = study::allocators(&p, None, &cfg, &NoProgress).unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r.allocator.as_str()).collect();
+    assert_eq!(names, ["zsmalloc", "zbud", "z3fold"]);
+    assert_eq!(rows[0].pool_vs_zsmalloc_pct, 0.0);
+    for r in &rows {
+        assert!(r.verified, "{}", r.allocator);
+        // 240 non-zero pages; the 60 noise pages are rejected by the 6.8-era policy.
+        assert_eq!((r.stored, r.rejected), (180, 60), "{}", r.allocator);
+        assert_eq!(r.store_hist.count, 240);
+        assert_eq!(r.load_hist.count, 240);
+    }
+    // zbud holds at most two objects per page: never denser than zsmalloc.
+    assert!(rows[1].max_pool_bytes > rows[0].max_pool_bytes);
+    let json = serde_json::to_value(&rows).unwrap();
+    for key in ["allocator", "max_pool_bytes", "store_hist", "load_hist"] {
+        assert!(json[0].get(key).is_some(), "{key}");
+    }
+    let text = study::render(&rows);
+    assert!(text.contains("@load_ns:") && text.contains("+32.7%"), "{text}");
+}
+
+#[test]
+fn study_with_as_is_storage_counts_zbud_rejections() {
+    let p = pages(100, 9);
+    let cfg = StudyConfig {
+        rounds: 1,
+        incompressible: Incompressible::StoreAsIs,
+        ..StudyConfig::default()
+    };
+    let rows = study::allocators(&p, None, &cfg, &NoProgress).unwrap();
+    // 20 noise pages: stored as-is by zsmalloc and z3fold, too large for zbud.
+    assert_eq!(rows[0].rejected, 0);
+    assert_eq!(rows[1].rejected, 20);
+    assert_eq!(rows[2].rejected, 0);
+}

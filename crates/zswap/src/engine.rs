@@ -1,0 +1,643 @@
+//! The cache: store, load, invalidate and writeback by swap offset, the pool limit with its
+//! hysteresis, and the two reclaim paths (the limit's shrink worker and the memory-pressure
+//! shrinker).
+//!
+//! Data structures: the kernel indexes entries in one xarray per 64 MiB of swap; here one
+//! `HashMap<offset, Entry>` (the "tree") plays that role, and the [`Lru`] beside it orders the
+//! same entries for reclaim. Both sit under one mutex, which also covers a writeback from
+//! start to end, so a load racing with the writeback of the same offset finds either the entry
+//! or the page on the swap device, never neither. Compression runs outside the lock (into the
+//! stream's buffer), as in the kernel; the allocator locks itself.
+//!
+//! An entry is what `struct zswap_entry` holds: the pool it was compressed with, the object
+//! handle, the stored length (`length == page_size` marks a page stored as-is) and the
+//! `referenced` bit of the second chance, set at store and cleared by the first shrinker visit.
+//!
+//! The shrink worker, which the kernel queues on a workqueue when a store is rejected while the
+//! pool is full, runs here when the caller asks ([`Zswap::run_pending_work`], called by
+//! [`Zswap::swap_out`] after the store), so store latency does not include it, as in the kernel.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use zmem_comp::CompError;
+use zmem_pool::{Handle, PoolConfig, PoolError};
+
+use crate::config::{parse_bool, parse_percent};
+use crate::lru::Lru;
+use crate::pool::ZswapPool;
+use crate::stats::{Counters, dec, inc};
+use crate::{Incompressible, SwapFile, ZswapConfig, ZswapError, ZswapStats};
+
+/// `MAX_RECLAIM_RETRIES` of mm/internal.h: failed shrink steps before the worker gives up.
+pub const MAX_RECLAIM_RETRIES: u32 = 16;
+
+/// Why a store did not keep the page (it then goes to the swap device).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reject {
+    /// zswap is disabled.
+    Disabled,
+    /// The pool is full, or refilling after being full (`pool_limit_hit` counts the first).
+    PoolLimit,
+    /// Does not compress, or the allocator cannot hold the object (`reject_compress_poor`).
+    CompressPoor,
+    /// The compressor failed (`reject_compress_fail`).
+    CompressFail,
+    /// The allocator is out of memory (`reject_alloc_fail`).
+    AllocFail,
+}
+
+/// What a store did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreOutcome {
+    /// Kept, as an object of `length` bytes (`length == page_size`: stored as-is).
+    Stored {
+        length: usize,
+    },
+    Rejected(Reject),
+}
+
+/// Where a page went on swap-out or came from on swap-in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Where {
+    Zswap,
+    Disk,
+}
+
+/// `/proc/meminfo`'s zswap lines, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Meminfo {
+    /// `Zswap`: the pool's memory.
+    pub zswap: u64,
+    /// `Zswapped`: the original size of the stored pages.
+    pub zswapped: u64,
+}
+
+#[derive(Debug)]
+struct Entry {
+    pool: Arc<ZswapPool>,
+    handle: Handle,
+    length: usize,
+    referenced: bool,
+    /// The entry's live LRU ticket.
+    seq: u64,
+}
+
+#[derive(Debug, Default)]
+struct Tree {
+    index: HashMap<u64, Entry>,
+    lru: Lru,
+}
+
+impl Tree {
+    fn live(index: &HashMap<u64, Entry>) -> impl Fn(u64, u64) -> bool + '_ {
+        move |o, s| index.get(&o).is_some_and(|e| e.seq == s)
+    }
+}
+
+/// One step of a shrinker walk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Empty,
+    Rotated,
+    WrittenBack,
+    Failed,
+}
+
+/// The zswap cache in front of one swap device.
+#[derive(Debug)]
+pub struct Zswap {
+    page_size: usize,
+    zpool: String,
+    pool_config: PoolConfig,
+    total_ram_pages: u64,
+    incompressible: Incompressible,
+    writeback: bool,
+    enabled: AtomicBool,
+    shrinker_enabled: AtomicBool,
+    max_pool_percent: AtomicU32,
+    accept_threshold_percent: AtomicU32,
+    /// All pools with entries, the current one last.
+    pools: Mutex<Vec<Arc<ZswapPool>>>,
+    tree: Mutex<Tree>,
+    swap: Arc<SwapFile>,
+    reached_full: AtomicBool,
+    shrink_pending: AtomicBool,
+    nr_disk_swapins: AtomicU64,
+    max_pool_pages: AtomicU64,
+    counters: Counters,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Zswap {
+    /// Builds the cache in front of `swap`. The swap device's page size must match.
+    pub fn new(config: &ZswapConfig, swap: Arc<SwapFile>) -> Result<Self, ZswapError> {
+        Self::with_alloc_limit(config, swap, None)
+    }
+
+    /// As [`Zswap::new`], with the allocator limited to `alloc_limit_pages` frames: past it
+    /// allocations fail as the kernel's `GFP_NOWAIT` ones do under pressure (`reject_alloc_fail`).
+    pub fn with_alloc_limit(
+        config: &ZswapConfig,
+        swap: Arc<SwapFile>,
+        alloc_limit_pages: Option<u64>,
+    ) -> Result<Self, ZswapError> {
+        if swap.page_size() != config.page_size {
+            return Err(ZswapError::Config(format!(
+                "swap device page size {} differs from zswap's {}",
+                swap.page_size(),
+                config.page_size
+            )));
+        }
+        let max_pct = parse_percent("max_pool_percent", &config.max_pool_percent.to_string(), 0)?;
+        let acc = config.accept_threshold_percent.to_string();
+        let accept_pct = parse_percent("accept_threshold_percent", &acc, 0)?;
+        let pool_config = PoolConfig {
+            page_size: config.page_size,
+            chain_size: config.chain_size,
+            max_pages: alloc_limit_pages,
+            ..PoolConfig::default()
+        };
+        let first =
+            ZswapPool::new(&config.compressor, &config.params, &config.zpool, &pool_config)?;
+        Ok(Self {
+            page_size: config.page_size,
+            zpool: config.zpool.clone(),
+            pool_config,
+            total_ram_pages: config.total_ram_pages,
+            incompressible: config.incompressible,
+            writeback: config.writeback,
+            enabled: AtomicBool::new(config.enabled),
+            shrinker_enabled: AtomicBool::new(config.shrinker_enabled),
+            max_pool_percent: AtomicU32::new(max_pct),
+            accept_threshold_percent: AtomicU32::new(accept_pct),
+            pools: Mutex::new(vec![first]),
+            tree: Mutex::new(Tree::default()),
+            swap,
+            reached_full: AtomicBool::new(false),
+            shrink_pending: AtomicBool::new(false),
+            nr_disk_swapins: AtomicU64::new(0),
+            max_pool_pages: AtomicU64::new(0),
+            counters: Counters::default(),
+        })
+    }
+
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    /// The swap device behind the cache.
+    pub fn swap_file(&self) -> &Arc<SwapFile> {
+        &self.swap
+    }
+
+    // ---- module parameters ----
+
+    /// Writes a module parameter (`/sys/module/zswap/parameters/<name>`).
+    pub fn set_param(&self, name: &str, value: &str) -> Result<(), ZswapError> {
+        let bad = || ZswapError::Config(format!("{name}={value:?}"));
+        match name {
+            "enabled" => self.enabled.store(parse_bool(value).ok_or_else(bad)?, Ordering::Relaxed),
+            "shrinker_enabled" => {
+                self.shrinker_enabled.store(parse_bool(value).ok_or_else(bad)?, Ordering::Relaxed)
+            }
+            "max_pool_percent" => {
+                self.max_pool_percent.store(parse_percent(name, value, 0)?, Ordering::Relaxed)
+            }
+            "accept_threshold_percent" => self
+                .accept_threshold_percent
+                .store(parse_percent(name, value, 0)?, Ordering::Relaxed),
+            "compressor" => {
+                let name = value.trim();
+                let mut pools = lock(&self.pools);
+                if pools.last().is_some_and(|p| p.compressor == name) {
+                    return Ok(());
+                }
+                // The kernel's parameter names only the algorithm: a new pool gets its defaults.
+                let params = zmem_comp::Params::default();
+                let p = ZswapPool::new(name, &params, &self.zpool, &self.pool_config)?;
+                pools.push(p);
+                Self::drop_unused_pools(&mut pools);
+            }
+            _ => return Err(ZswapError::UnknownParam(name.to_string())),
+        }
+        Ok(())
+    }
+
+    /// Reads a module parameter as the kernel prints it (bools as `Y`/`N`).
+    pub fn param(&self, name: &str) -> Result<String, ZswapError> {
+        let yn = |b: &AtomicBool| if b.load(Ordering::Relaxed) { "Y" } else { "N" }.to_string();
+        Ok(match name {
+            "enabled" => yn(&self.enabled),
+            "shrinker_enabled" => yn(&self.shrinker_enabled),
+            "max_pool_percent" => self.max_pool_percent.load(Ordering::Relaxed).to_string(),
+            "accept_threshold_percent" => {
+                self.accept_threshold_percent.load(Ordering::Relaxed).to_string()
+            }
+            "compressor" => self.current_pool().compressor.clone(),
+            _ => return Err(ZswapError::UnknownParam(name.to_string())),
+        })
+    }
+
+    fn drop_unused_pools(pools: &mut Vec<Arc<ZswapPool>>) {
+        let n = pools.len();
+        let mut i = 0;
+        pools.retain(|p| {
+            i += 1;
+            i == n || Arc::strong_count(p) > 1
+        });
+    }
+
+    fn current_pool(&self) -> Arc<ZswapPool> {
+        let pools = lock(&self.pools);
+        // The list is never empty: `new` puts one pool in and only non-current ones are dropped.
+        Arc::clone(&pools[pools.len() - 1])
+    }
+
+    /// Pools alive (the current one and older ones that still hold entries).
+    pub fn nr_pools(&self) -> usize {
+        let mut pools = lock(&self.pools);
+        Self::drop_unused_pools(&mut pools);
+        pools.len()
+    }
+
+    // ---- limits ----
+
+    /// `zswap_total_pages()`: pages of all pools.
+    pub fn total_pages(&self) -> u64 {
+        lock(&self.pools).iter().map(|p| p.zpool.total_pages()).sum()
+    }
+
+    /// `zswap_max_pages()`: the pool cap.
+    pub fn max_pages(&self) -> u64 {
+        self.total_ram_pages * u64::from(self.max_pool_percent.load(Ordering::Relaxed)) / 100
+    }
+
+    /// `zswap_accept_thr_pages()`: below this a full pool accepts stores again.
+    pub fn accept_thr_pages(&self) -> u64 {
+        self.max_pages() * u64::from(self.accept_threshold_percent.load(Ordering::Relaxed)) / 100
+    }
+
+    /// Whether the pool is in the "reached full" state of the hysteresis.
+    pub fn is_full(&self) -> bool {
+        self.reached_full.load(Ordering::Relaxed)
+    }
+
+    /// The most pages the pools have held at once, sampled after every store.
+    pub fn max_pool_pages(&self) -> u64 {
+        self.max_pool_pages.load(Ordering::Relaxed)
+    }
+
+    /// `zswap_check_limits()`: true when the store must be rejected.
+    fn check_limits(&self) -> bool {
+        let cur = self.total_pages();
+        if cur >= self.max_pages() {
+            inc(&self.counters.pool_limit_hit);
+            self.reached_full.store(true, Ordering::Relaxed);
+        } else if self.is_full() && cur <= self.accept_thr_pages() {
+            self.reached_full.store(false, Ordering::Relaxed);
+        }
+        self.is_full()
+    }
+
+    // ---- store / load / invalidate ----
+
+    fn check_page(&self, offset: u64, len: usize) -> Result<(), ZswapError> {
+        if len != self.page_size {
+            return Err(ZswapError::BadLength { len, page_size: self.page_size });
+        }
+        if offset >= self.swap.nr_slots() {
+            return Err(ZswapError::OffsetOutOfRange { offset, slots: self.swap.nr_slots() });
+        }
+        Ok(())
+    }
+
+    /// `zswap_store()`: tries to keep `page` for swap offset `offset`. A rejection is not an
+    /// error: the caller writes the page to the swap device (see [`Zswap::swap_out`]). Any
+    /// older entry for the offset is replaced on success and dropped on rejection, so it can
+    /// never shadow the newer page on the device.
+    pub fn store(&self, offset: u64, page: &[u8]) -> Result<StoreOutcome, ZswapError> {
+        self.check_page(offset, page.len())?;
+        let outcome = if !self.enabled.load(Ordering::Relaxed) {
+            StoreOutcome::Rejected(Reject::Disabled)
+        } else if self.check_limits() {
+            StoreOutcome::Rejected(Reject::PoolLimit)
+        } else {
+            self.compress_and_insert(offset, page)?
+        };
+        if let StoreOutcome::Rejected(why) = outcome {
+            self.invalidate(offset);
+            match why {
+                Reject::CompressPoor => inc(&self.counters.reject_compress_poor),
+                Reject::CompressFail => inc(&self.counters.reject_compress_fail),
+                Reject::AllocFail => inc(&self.counters.reject_alloc_fail),
+                Reject::Disabled | Reject::PoolLimit => {}
+            }
+            if why != Reject::Disabled && self.is_full() {
+                self.shrink_pending.store(true, Ordering::Relaxed);
+            }
+        }
+        Ok(outcome)
+    }
+
+    fn compress_and_insert(&self, offset: u64, page: &[u8]) -> Result<StoreOutcome, ZswapError> {
+        let pool = self.current_pool();
+        let mut stream = pool.get()?;
+        let ps = self.page_size;
+        let compressed = stream.comp.compress(page, &mut stream.buffer);
+        let data: Result<&[u8], Reject> = match compressed {
+            Ok(dlen) if dlen > 0 && dlen < ps => Ok(&stream.buffer[..dlen]),
+            failed => match (self.incompressible, self.writeback, failed) {
+                (Incompressible::StoreAsIs, true, _) => Ok(page),
+                (_, _, Err(CompError::OutputTooSmall { .. })) => Err(Reject::CompressPoor),
+                (_, _, Err(_)) => Err(Reject::CompressFail),
+                // 6.18 with writeback disabled: -EINVAL, counted as a compressor failure.
+                (Incompressible::StoreAsIs, false, Ok(_)) => Err(Reject::CompressFail),
+                // Older kernels: an object of a page or more does not fit (-ENOSPC).
+                (Incompressible::Reject, _, Ok(_)) => Err(Reject::CompressPoor),
+            },
+        };
+        let stored = match data {
+            Ok(d) => match pool.zpool.store(d) {
+                Ok(h) => Ok((h, d.len())),
+                Err(PoolError::TooLarge { .. }) => Err(Reject::CompressPoor),
+                Err(_) => Err(Reject::AllocFail),
+            },
+            Err(r) => Err(r),
+        };
+        pool.put(stream);
+        let (handle, length) = match stored {
+            Ok(x) => x,
+            Err(r) => return Ok(StoreOutcome::Rejected(r)),
+        };
+
+        let old = {
+            let mut tree = lock(&self.tree);
+            let seq = tree.lru.push_tail(offset);
+            let entry = Entry { pool, handle, length, referenced: true, seq };
+            let old = tree.index.insert(offset, entry);
+            let Tree { index, lru } = &mut *tree;
+            lru.maybe_compact(index.len(), Tree::live(index));
+            old
+        };
+        if let Some(old) = old {
+            self.free_entry(old);
+        }
+        inc(&self.counters.stored_pages);
+        if length == ps {
+            inc(&self.counters.stored_incompressible_pages);
+        }
+        inc(&self.counters.zswpout);
+        self.max_pool_pages.fetch_max(self.total_pages(), Ordering::Relaxed);
+        Ok(StoreOutcome::Stored { length })
+    }
+
+    fn free_entry(&self, e: Entry) {
+        // The handle came from this pool and is freed once: an error here would be a bug in the
+        // allocator, and the entry is gone either way.
+        let _ = e.pool.zpool.free(e.handle);
+        dec(&self.counters.stored_pages);
+        if e.length == self.page_size {
+            dec(&self.counters.stored_incompressible_pages);
+        }
+    }
+
+    /// Decompresses an entry into `out` (a page).
+    fn decompress(&self, offset: u64, e: &Entry, out: &mut [u8]) -> Result<(), ZswapError> {
+        let fail = |why: String| {
+            inc(&self.counters.decompress_fail);
+            ZswapError::Decompress { offset, why }
+        };
+        if e.length == self.page_size {
+            return e.pool.zpool.read(e.handle, out).map(|_| ()).map_err(|x| fail(x.to_string()));
+        }
+        let mut stream = e.pool.get()?;
+        let src = &mut stream.buffer[..e.length];
+        let r = match e.pool.zpool.read(e.handle, src) {
+            Ok(_) => match stream.comp.decompress(src, out) {
+                Ok(n) if n == self.page_size => Ok(()),
+                Ok(n) => Err(fail(format!("{n} bytes instead of a page"))),
+                Err(x) => Err(fail(x.to_string())),
+            },
+            Err(x) => Err(fail(x.to_string())),
+        };
+        e.pool.put(stream);
+        r
+    }
+
+    /// `zswap_load()`: if zswap holds `offset`, decompresses it into `out`, erases the entry
+    /// (loads are exclusive) and returns true; false means the page is on the swap device. A
+    /// decompression failure keeps the entry and returns [`ZswapError::Decompress`] (-EIO).
+    pub fn load(&self, offset: u64, out: &mut [u8]) -> Result<bool, ZswapError> {
+        self.check_page(offset, out.len())?;
+        let Some(e) = lock(&self.tree).index.remove(&offset) else {
+            return Ok(false);
+        };
+        if let Err(err) = self.decompress(offset, &e, out) {
+            let mut tree = lock(&self.tree);
+            if let std::collections::hash_map::Entry::Vacant(v) = tree.index.entry(offset) {
+                v.insert(e);
+            } else {
+                self.free_entry(e);
+            }
+            return Err(err);
+        }
+        self.free_entry(e);
+        inc(&self.counters.zswpin);
+        Ok(true)
+    }
+
+    /// `zswap_invalidate()`: the swap slot is freed; drops the entry if there is one.
+    pub fn invalidate(&self, offset: u64) -> bool {
+        let e = lock(&self.tree).index.remove(&offset);
+        match e {
+            Some(e) => {
+                self.free_entry(e);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether zswap holds `offset`.
+    pub fn contains(&self, offset: u64) -> bool {
+        lock(&self.tree).index.contains_key(&offset)
+    }
+
+    /// Entries stored (the LRU's length).
+    pub fn nr_entries(&self) -> usize {
+        lock(&self.tree).index.len()
+    }
+
+    // ---- the swap layer around the cache ----
+
+    /// `swap_writeout()`: zswap first, the swap device if zswap rejects; then any reclaim work
+    /// the store queued.
+    pub fn swap_out(&self, offset: u64, page: &[u8]) -> Result<Where, ZswapError> {
+        let w = match self.store(offset, page)? {
+            StoreOutcome::Stored { .. } => Where::Zswap,
+            StoreOutcome::Rejected(_) => {
+                self.swap.write_page(offset, page)?;
+                Where::Disk
+            }
+        };
+        self.run_pending_work();
+        Ok(w)
+    }
+
+    /// `swap_read_folio()`: zswap first, then the swap device.
+    pub fn swap_in(&self, offset: u64, out: &mut [u8]) -> Result<Where, ZswapError> {
+        if self.load(offset, out)? {
+            return Ok(Where::Zswap);
+        }
+        self.swap.read_page(offset, out)?;
+        self.note_disk_swapin();
+        Ok(Where::Disk)
+    }
+
+    /// `zswap_folio_swapin()`: a page came from the swap device, so zswap wrote back something
+    /// that was still in use; the shrinker's count is reduced by such swap-ins.
+    pub fn note_disk_swapin(&self) {
+        self.nr_disk_swapins.fetch_add(1, Ordering::Relaxed);
+    }
+
+    // ---- writeback and reclaim ----
+
+    /// One step from the LRU head: rotate a referenced entry, or write an unreferenced one back.
+    fn shrink_one(&self) -> Step {
+        let mut tree = lock(&self.tree);
+        let Tree { index, lru } = &mut *tree;
+        let Some(offset) = lru.pop_head(Tree::live(index)) else {
+            return Step::Empty;
+        };
+        let Some(e) = index.get_mut(&offset) else {
+            return Step::Empty;
+        };
+        if e.referenced {
+            e.referenced = false;
+            e.seq = lru.push_tail(offset);
+            return Step::Rotated;
+        }
+        let Some(e) = index.remove(&offset) else {
+            return Step::Empty;
+        };
+        // The tree lock is held through the write, so a load of this offset waits and then
+        // finds the page on the device.
+        let mut page = vec![0u8; self.page_size];
+        let written = self
+            .decompress(offset, &e, &mut page)
+            .and_then(|()| self.swap.write_page(offset, &page));
+        match written {
+            Ok(()) => {
+                self.free_entry(e);
+                inc(&self.counters.written_back_pages);
+                inc(&self.counters.zswpwb);
+                Step::WrittenBack
+            }
+            Err(_) => {
+                let mut e = e;
+                e.seq = lru.push_tail(offset);
+                index.insert(offset, e);
+                inc(&self.counters.reject_reclaim_fail);
+                Step::Failed
+            }
+        }
+    }
+
+    /// Writes back the LRU head entry (second chance applies); true if one was written back.
+    pub fn writeback_one(&self) -> bool {
+        loop {
+            match self.shrink_one() {
+                Step::WrittenBack => return true,
+                Step::Rotated => continue,
+                Step::Empty | Step::Failed => return false,
+            }
+        }
+    }
+
+    /// Runs the shrink worker if a rejected store queued it.
+    pub fn run_pending_work(&self) {
+        if self.shrink_pending.swap(false, Ordering::Relaxed) {
+            self.shrink_worker();
+        }
+    }
+
+    /// `shrink_worker()`: writes back one LRU entry per step until the pool is at or below the
+    /// accept threshold; a step that only rotates or fails counts as a failure, and the worker
+    /// gives up after [`MAX_RECLAIM_RETRIES`] of them or on an empty LRU. Returns the pages
+    /// written back.
+    pub fn shrink_worker(&self) -> u64 {
+        if !self.writeback {
+            return 0;
+        }
+        let (mut failures, mut written) = (0, 0);
+        while self.total_pages() > self.accept_thr_pages() {
+            match self.shrink_one() {
+                Step::Empty => break,
+                Step::WrittenBack => written += 1,
+                Step::Rotated | Step::Failed => {
+                    failures += 1;
+                    if failures == MAX_RECLAIM_RETRIES {
+                        break;
+                    }
+                }
+            }
+        }
+        written
+    }
+
+    /// `zswap_shrinker_count()`: the LRU length less the disk swap-ins since the last count
+    /// (consumed), scaled by the pool's pages per stored page. 0 when the shrinker or writeback
+    /// is disabled.
+    pub fn shrinker_count(&self) -> u64 {
+        if !self.shrinker_enabled.load(Ordering::Relaxed) || !self.writeback {
+            return 0;
+        }
+        let stored = self.counters.stored_pages.load(Ordering::Relaxed);
+        if stored == 0 {
+            return 0;
+        }
+        let mut freeable = self.nr_entries() as u64;
+        let swapins = self.nr_disk_swapins.load(Ordering::Relaxed);
+        let used = swapins.min(freeable);
+        self.nr_disk_swapins.fetch_sub(used, Ordering::Relaxed);
+        freeable -= used;
+        (u128::from(freeable) * u128::from(self.total_pages()) / u128::from(stored)) as u64
+    }
+
+    /// `zswap_shrinker_scan()`: walks up to `nr_to_scan` LRU entries with the second chance and
+    /// writes back the unreferenced ones; returns the number written back.
+    pub fn shrinker_scan(&self, nr_to_scan: u64) -> u64 {
+        if !self.shrinker_enabled.load(Ordering::Relaxed) || !self.writeback {
+            return 0;
+        }
+        let mut freed = 0;
+        for _ in 0..nr_to_scan {
+            match self.shrink_one() {
+                Step::Empty => break,
+                Step::WrittenBack => freed += 1,
+                Step::Rotated | Step::Failed => {}
+            }
+        }
+        freed
+    }
+
+    // ---- statistics ----
+
+    /// The debugfs counters, vmstat events and pool size now.
+    pub fn stats(&self) -> ZswapStats {
+        ZswapStats::snapshot(&self.counters, self.total_pages() * self.page_size as u64)
+    }
+
+    /// `/proc/meminfo`'s Zswap and Zswapped.
+    pub fn meminfo(&self) -> Meminfo {
+        Meminfo {
+            zswap: self.total_pages() * self.page_size as u64,
+            zswapped: self.counters.stored_pages.load(Ordering::Relaxed) * self.page_size as u64,
+        }
+    }
+}

@@ -1,0 +1,353 @@
+//! The cache's semantics: integrity, exclusive loads, hysteresis, LRU order and second chance,
+//! the shrink worker, the shrinker, rejection paths and their counters, parameters.
+
+mod common;
+
+use std::io;
+use std::sync::Arc;
+
+use common::*;
+use zmem_zswap::{
+    Incompressible, MAX_RECLAIM_RETRIES, Reject, SlotStore, StoreOutcome, SwapFile, Where, Zswap,
+    ZswapConfig, ZswapError,
+};
+
+fn stored(z: &Zswap, offset: u64, page: &[u8]) -> bool {
+    matches!(z.store(offset, page).unwrap(), StoreOutcome::Stored { .. })
+}
+
+#[test]
+fn pages_come_back_intact_and_loads_are_exclusive() {
+    let z = build(&config("zsmalloc", 1 << 20, 20, 90), 64);
+    let pages: Vec<Vec<u8>> = (0..32)
+        .map(|i| match i % 3 {
+            0 => small(i),
+            1 => half_page(i),
+            _ => noise(i),
+        })
+        .collect();
+    for (i, p) in pages.iter().enumerate() {
+        assert!(stored(&z, i as u64, p), "page {i} stored");
+    }
+    let s = z.stats();
+    assert_eq!((s.stored_pages, s.zswpout, s.stored_incompressible_pages), (32, 32, 10));
+    assert_eq!(z.meminfo().zswapped, 32 * PS as u64);
+    assert!(s.pool_total_size > 0 && s.pool_total_size == z.meminfo().zswap);
+    let mut out = vec![0u8; PS];
+    for (i, p) in pages.iter().enumerate() {
+        assert!(z.load(i as u64, &mut out).unwrap());
+        assert_eq!(&out, p, "page {i}");
+        assert!(!z.load(i as u64, &mut out).unwrap(), "second load of {i} misses");
+    }
+    let s = z.stats();
+    assert_eq!((s.stored_pages, s.stored_incompressible_pages, s.zswpin), (0, 0, 32));
+    assert_eq!(s.pool_total_size, 0, "an empty zsmalloc pool holds no pages");
+    assert_eq!(z.swap_file().writes() + z.swap_file().reads(), 0, "nothing touched the disk");
+}
+
+#[test]
+fn a_restore_replaces_the_old_entry() {
+    let z = build(&config("zsmalloc", 1 << 20, 20, 90), 4);
+    assert!(stored(&z, 1, &small(1)));
+    assert!(stored(&z, 1, &small(2)));
+    assert_eq!(z.stats().stored_pages, 1);
+    let mut out = vec![0u8; PS];
+    assert!(z.load(1, &mut out).unwrap());
+    assert_eq!(out, small(2));
+}
+
+#[test]
+fn hysteresis_rejects_until_below_the_accept_threshold() {
+    // 200 pages of RAM at 10 %: cap 20 pages; accept threshold 50 % of it: 10 pages. zbud keeps
+    // each half page in a page of its own, so pages == entries.
+    let z = build(&config("zbud", 200, 10, 50), 64);
+    assert_eq!((z.max_pages(), z.accept_thr_pages()), (20, 10));
+    for i in 0..20 {
+        assert!(stored(&z, i, &half_page(i)));
+    }
+    assert_eq!(z.total_pages(), 20);
+    assert_eq!(z.store(20, &half_page(20)).unwrap(), StoreOutcome::Rejected(Reject::PoolLimit));
+    assert_eq!(z.stats().pool_limit_hit, 1);
+    assert!(z.is_full());
+    // Below the cap but above the threshold: still rejected, and not a new limit hit.
+    for i in 0..5 {
+        assert!(z.invalidate(i));
+    }
+    assert_eq!(z.total_pages(), 15);
+    assert_eq!(z.store(21, &half_page(21)).unwrap(), StoreOutcome::Rejected(Reject::PoolLimit));
+    assert_eq!(z.stats().pool_limit_hit, 1);
+    // At the threshold: accepted again.
+    for i in 5..10 {
+        assert!(z.invalidate(i));
+    }
+    assert_eq!(z.total_pages(), 10);
+    assert!(stored(&z, 22, &half_page(22)));
+    assert!(!z.is_full());
+    // Nothing was written back: the worker only runs when asked.
+    assert_eq!(z.stats().written_back_pages, 0);
+}
+
+#[test]
+fn accept_threshold_100_disables_the_hysteresis() {
+    let z = build(&config("zbud", 100, 10, 100), 64);
+    for i in 0..10 {
+        assert!(stored(&z, i, &half_page(i)));
+    }
+    assert!(!stored(&z, 10, &half_page(10)));
+    z.invalidate(0);
+    assert!(stored(&z, 11, &half_page(11)), "one page below the cap is enough");
+}
+
+#[test]
+fn writeback_follows_store_order_with_a_second_chance() {
+    let z = build(&config("zbud", 1 << 20, 20, 90), 16);
+    for i in 0..5 {
+        assert!(stored(&z, i, &half_page(i)));
+    }
+    // Everything is referenced: the first pass rotates all five, then 0 goes.
+    assert!(z.writeback_one());
+    assert!(!z.contains(0) && z.contains(1));
+    // A new entry is referenced: 1..4 (now unreferenced) go before it.
+    assert!(stored(&z, 5, &half_page(5)));
+    let mut order = Vec::new();
+    while z.writeback_one() {
+        let gone: Vec<u64> = (1..6).filter(|&o| !z.contains(o) && !order.contains(&o)).collect();
+        assert_eq!(gone.len(), 1, "one entry per writeback");
+        order.push(gone[0]);
+    }
+    assert_eq!(order, vec![1, 2, 3, 4, 5]);
+    let s = z.stats();
+    assert_eq!((s.written_back_pages, s.zswpwb, s.stored_pages), (6, 6, 0));
+    assert_eq!(z.swap_file().writes(), 6);
+    let mut out = vec![0u8; PS];
+    for i in 0..6 {
+        assert_eq!(z.swap_in(i, &mut out).unwrap(), Where::Disk);
+        assert_eq!(out, half_page(i), "page {i} read back from the swap device");
+    }
+}
+
+#[test]
+fn the_shrink_worker_writes_back_to_the_threshold_after_a_rejection() {
+    let z = build(&config("zbud", 100, 10, 50), 64);
+    for i in 0..10 {
+        assert_eq!(z.swap_out(i, &half_page(i)).unwrap(), Where::Zswap);
+    }
+    // The 11th is rejected and written to disk; the worker then rotates the ten referenced
+    // entries (ten failures, below the limit of 16) and writes back the oldest five.
+    assert_eq!(z.swap_out(10, &half_page(10)).unwrap(), Where::Disk);
+    let s = z.stats();
+    assert_eq!((s.written_back_pages, s.pool_limit_hit, z.total_pages()), (5, 1, 5));
+    assert!((0..5).all(|o| !z.contains(o)) && (5..10).all(|o| z.contains(o)));
+    assert_eq!(z.swap_file().writes(), 6);
+    let mut out = vec![0u8; PS];
+    for i in 0..11 {
+        let w = z.swap_in(i, &mut out).unwrap();
+        assert_eq!(w, if (5..10).contains(&i) { Where::Zswap } else { Where::Disk });
+        assert_eq!(out, half_page(i));
+    }
+}
+
+#[test]
+fn the_shrink_worker_gives_up_after_max_reclaim_retries() {
+    let z = build(&config("zbud", 200, 10, 50), 64);
+    for i in 0..20 {
+        z.swap_out(i, &half_page(i)).unwrap();
+    }
+    assert_eq!(MAX_RECLAIM_RETRIES, 16);
+    z.swap_out(20, &half_page(20)).unwrap();
+    assert_eq!(z.stats().written_back_pages, 0, "16 rotations, then the worker gives up");
+    z.swap_out(21, &half_page(21)).unwrap();
+    // The rest are rotated (4 failures) and the oldest ten written back.
+    assert_eq!(z.stats().written_back_pages, 10);
+    assert_eq!(z.total_pages(), 10);
+    assert!((0..10).all(|o| !z.contains(o)));
+}
+
+#[test]
+fn incompressible_pages_are_stored_as_is_or_rejected() {
+    let mut out = vec![0u8; PS];
+    // 6.18 on zsmalloc: as-is.
+    let z = build(&config("zsmalloc", 1 << 20, 20, 90), 4);
+    assert_eq!(z.store(0, &noise(1)).unwrap(), StoreOutcome::Stored { length: PS });
+    assert_eq!(z.stats().stored_incompressible_pages, 1);
+    assert!(z.load(0, &mut out).unwrap());
+    assert_eq!(out, noise(1));
+    // Older kernels: reject_compress_poor, and the page goes to disk.
+    let cfg = ZswapConfig {
+        incompressible: Incompressible::Reject,
+        ..config("zsmalloc", 1 << 20, 20, 90)
+    };
+    let z = build(&cfg, 4);
+    assert_eq!(z.swap_out(0, &noise(1)).unwrap(), Where::Disk);
+    assert_eq!(z.stats().reject_compress_poor, 1);
+    assert_eq!(z.swap_in(0, &mut out).unwrap(), Where::Disk);
+    assert_eq!(out, noise(1));
+    // 6.18 with memory.zswap.writeback=0: rejected as a compressor failure (-EINVAL).
+    let cfg = ZswapConfig { writeback: false, ..config("zsmalloc", 1 << 20, 20, 90) };
+    let z = build(&cfg, 4);
+    assert_eq!(z.store(0, &noise(1)).unwrap(), StoreOutcome::Rejected(Reject::CompressFail));
+    assert_eq!(z.stats().reject_compress_fail, 1);
+    // zbud cannot hold a whole page: the allocator's -ENOSPC is reject_compress_poor.
+    let z = build(&config("zbud", 1 << 20, 20, 90), 4);
+    assert_eq!(z.store(0, &noise(1)).unwrap(), StoreOutcome::Rejected(Reject::CompressPoor));
+    assert_eq!(z.stats().reject_compress_poor, 1);
+    assert_eq!(z.stats().stored_pages, 0);
+}
+
+#[test]
+fn a_rejected_store_drops_the_stale_entry() {
+    let cfg = ZswapConfig {
+        incompressible: Incompressible::Reject,
+        ..config("zsmalloc", 1 << 20, 20, 90)
+    };
+    let z = build(&cfg, 4);
+    assert!(stored(&z, 2, &small(1)));
+    assert_eq!(z.swap_out(2, &noise(2)).unwrap(), Where::Disk);
+    assert!(!z.contains(2));
+    assert_eq!(z.stats().stored_pages, 0);
+    let mut out = vec![0u8; PS];
+    assert_eq!(z.swap_in(2, &mut out).unwrap(), Where::Disk);
+    assert_eq!(out, noise(2), "the newer page, not the stale zswap copy");
+}
+
+#[test]
+fn allocation_failure_is_reject_alloc_fail() {
+    let swap = Arc::new(SwapFile::in_memory(PS, 8));
+    let z = Zswap::with_alloc_limit(&config("zbud", 1 << 20, 20, 90), swap, Some(2)).unwrap();
+    assert!(stored(&z, 0, &half_page(0)));
+    assert!(stored(&z, 1, &half_page(1)));
+    assert_eq!(z.store(2, &half_page(2)).unwrap(), StoreOutcome::Rejected(Reject::AllocFail));
+    let s = z.stats();
+    assert_eq!((s.reject_alloc_fail, s.pool_limit_hit, s.stored_pages), (1, 0, 2));
+}
+
+#[test]
+fn disabling_stops_stores_and_drops_old_entries() {
+    let z = build(&config("zsmalloc", 1 << 20, 20, 90), 4);
+    assert!(stored(&z, 0, &small(0)));
+    assert!(stored(&z, 1, &small(1)));
+    z.set_param("enabled", "N").unwrap();
+    assert_eq!(z.store(0, &small(5)).unwrap(), StoreOutcome::Rejected(Reject::Disabled));
+    assert!(!z.contains(0) && z.contains(1), "existing entries stay, the rewritten one goes");
+    let mut out = vec![0u8; PS];
+    assert!(z.load(1, &mut out).unwrap());
+    assert_eq!(out, small(1));
+}
+
+#[derive(Debug)]
+struct FailingWrites;
+impl SlotStore for FailingWrites {
+    fn write_at(&self, _: &[u8], _: u64) -> io::Result<()> {
+        Err(io::Error::other("injected write failure"))
+    }
+    fn read_at(&self, out: &mut [u8], _: u64) -> io::Result<()> {
+        out.fill(0);
+        Ok(())
+    }
+}
+
+#[test]
+fn a_failed_writeback_keeps_the_entry() {
+    let swap = Arc::new(SwapFile::new(Box::new(FailingWrites), PS, 8));
+    let z = Zswap::new(&config("zbud", 1 << 20, 20, 90), swap).unwrap();
+    assert!(stored(&z, 3, &half_page(3)));
+    assert!(!z.writeback_one());
+    let s = z.stats();
+    assert_eq!((s.reject_reclaim_fail, s.written_back_pages, s.stored_pages), (1, 0, 1));
+    let mut out = vec![0u8; PS];
+    assert!(z.load(3, &mut out).unwrap());
+    assert_eq!(out, half_page(3));
+}
+
+#[test]
+fn the_shrinker_counts_scaled_entries_and_scans_with_a_second_chance() {
+    let z = build(&config("zbud", 1 << 20, 20, 90), 16);
+    for i in 0..4 {
+        assert!(stored(&z, i, &half_page(i)));
+    }
+    assert_eq!((z.shrinker_count(), z.shrinker_scan(100)), (0, 0), "disabled by default");
+    z.set_param("shrinker_enabled", "Y").unwrap();
+    assert_eq!(z.shrinker_count(), 4, "4 entries x 4 pages / 4 stored");
+    // A disk swap-in is subtracted once.
+    let mut out = vec![0u8; PS];
+    z.swap_file().write_page(9, &half_page(9)).unwrap();
+    assert_eq!(z.swap_in(9, &mut out).unwrap(), Where::Disk);
+    assert_eq!(z.shrinker_count(), 3);
+    assert_eq!(z.shrinker_count(), 4);
+    // Scanning four rotates everything; the next two write back the two oldest.
+    assert_eq!(z.shrinker_scan(4), 0);
+    assert_eq!(z.shrinker_scan(2), 2);
+    assert!(!z.contains(0) && !z.contains(1) && z.contains(2));
+}
+
+#[test]
+fn parameters_read_and_write_like_the_module_parameters() {
+    let z = build(&ZswapConfig::default(), 4);
+    for (name, value) in [
+        ("enabled", "Y"),
+        ("compressor", "lzo"),
+        ("max_pool_percent", "20"),
+        ("accept_threshold_percent", "90"),
+        ("shrinker_enabled", "N"),
+    ] {
+        assert_eq!(z.param(name).unwrap(), value, "{name}");
+    }
+    z.set_param("max_pool_percent", "35").unwrap();
+    assert_eq!(z.param("max_pool_percent").unwrap(), "35");
+    assert!(matches!(z.set_param("max_pool_percent", "101"), Err(ZswapError::Config(_))));
+    assert!(matches!(z.set_param("enabled", "maybe"), Err(ZswapError::Config(_))));
+    assert!(matches!(z.set_param("zpool", "zbud"), Err(ZswapError::UnknownParam(_))));
+    assert!(z.set_param("compressor", "nonesuch").is_err());
+    assert_eq!(z.param("compressor").unwrap(), "lzo");
+}
+
+#[test]
+fn a_compressor_change_keeps_the_old_pool_until_its_entries_are_gone() {
+    let z = build(&ZswapConfig::default(), 8);
+    assert!(stored(&z, 0, &small(0)));
+    z.set_param("compressor", "lz4").unwrap();
+    assert!(stored(&z, 1, &small(1)));
+    assert_eq!((z.param("compressor").unwrap().as_str(), z.nr_pools()), ("lz4", 2));
+    let mut out = vec![0u8; PS];
+    assert!(z.load(0, &mut out).unwrap());
+    assert_eq!(out, small(0), "decompressed by the old pool's lzo");
+    assert_eq!(z.nr_pools(), 1);
+    assert!(z.load(1, &mut out).unwrap());
+    assert_eq!(out, small(1));
+}
+
+#[test]
+fn bad_offsets_and_buffers_are_errors() {
+    let z = build(&ZswapConfig::default(), 4);
+    assert!(matches!(z.store(4, &small(0)), Err(ZswapError::OffsetOutOfRange { .. })));
+    assert!(matches!(z.store(0, &[0u8; 100]), Err(ZswapError::BadLength { .. })));
+    let mut short = vec![0u8; 10];
+    assert!(matches!(z.load(0, &mut short), Err(ZswapError::BadLength { .. })));
+    assert_eq!(z.stats(), zmem_zswap::ZswapStats::default());
+}
+
+#[test]
+fn debugfs_lists_the_kernel_files_in_order() {
+    let z = build(&ZswapConfig::default(), 4);
+    z.store(0, &small(0)).unwrap();
+    let s = z.stats();
+    let names: Vec<&str> = s.debugfs().iter().map(|(n, _)| *n).collect();
+    assert_eq!(
+        names,
+        [
+            "pool_limit_hit",
+            "reject_reclaim_fail",
+            "reject_alloc_fail",
+            "reject_kmemcache_fail",
+            "reject_compress_fail",
+            "reject_compress_poor",
+            "decompress_fail",
+            "written_back_pages",
+            "pool_total_size",
+            "stored_pages",
+            "stored_incompressible_pages",
+        ]
+    );
+    assert_eq!(s.debugfs_value("stored_pages"), Some(1));
+    assert_eq!(s.debugfs_value("pool_total_size"), Some(z.total_pages() * PS as u64));
+}
