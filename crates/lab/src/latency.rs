@@ -8,10 +8,10 @@
 //! seed 001's `@load_ns` / `@store_ns` output.
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One log2 bucket: `count` values in `[lo, hi)` nanoseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Bucket {
     pub lo: u64,
     pub hi: u64,
@@ -20,7 +20,7 @@ pub struct Bucket {
 
 /// A finished latency distribution: summary numbers and the log2 buckets from the first
 /// non-empty one to the last.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatencyHist {
     pub count: u64,
     pub min_ns: u64,

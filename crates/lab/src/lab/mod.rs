@@ -5,7 +5,6 @@
 //! Measuring is here; [`crate::report`] turns a [`LabReport`] into the terminal summary, JSON and
 //! the HTML report. The report's JSON shape is documented by `docs/lab-report.schema.json`.
 
-mod latency;
 mod policy;
 mod recommend;
 
@@ -16,7 +15,6 @@ use serde::{Deserialize, Serialize};
 use crate::comp_bench::{self, AlgoSpec, Options};
 use crate::{LabError, Progress};
 
-pub use latency::LatencySummary;
 pub use policy::{Policy, PolicyRow, default_policies};
 pub use recommend::{Recommendation, recommend};
 
@@ -47,6 +45,28 @@ pub struct AllocatorRow {
     pub write_mbps: f64,
 }
 
+/// One replay of a generated access trace with RAM smaller than the page set: what each kind of
+/// swap costs when memory is short.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SwapRow {
+    /// `zram` or `zswap` (zswap in front of a swap file, max_pool_percent 20).
+    pub swap: String,
+    pub ram_pages: u64,
+    pub pages: u64,
+    pub accesses: u64,
+    pub swap_outs: u64,
+    pub swap_ins: u64,
+    pub max_pool_bytes: u64,
+    /// Pages read from / written to the swap file (always 0 for zram, which has no disk here).
+    pub disk_reads: u64,
+    pub disk_writes: u64,
+    pub store_p99_ns: u64,
+    pub load_p50_ns: u64,
+    pub load_p99_ns: u64,
+    pub cpu_seconds: f64,
+    pub verified: bool,
+}
+
 /// Everything one lab run measured.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LabReport {
@@ -56,6 +76,8 @@ pub struct LabReport {
     pub compressors: Vec<comp_bench::Row>,
     pub allocators: Vec<AllocatorRow>,
     pub policies: Vec<PolicyRow>,
+    /// zram against zswap under memory pressure, at a few RAM budgets.
+    pub swap: Vec<SwapRow>,
     pub recommendation: Recommendation,
 }
 
@@ -95,6 +117,7 @@ pub fn run(
         .iter()
         .map(|p| policy::measure(p, pages, ps, progress))
         .collect::<Result<Vec<_>, _>>()?;
+    let swap = swap_table(pages, ps, progress)?;
     let recommendation = recommend(&policies)?;
     Ok(LabReport {
         schema_version: SCHEMA_VERSION,
@@ -103,8 +126,65 @@ pub fn run(
         compressors,
         allocators,
         policies,
+        swap,
         recommendation,
     })
+}
+
+/// zram and zswap (default algorithm, zsmalloc) replaying one generated trace at RAM budgets of
+/// a quarter and a half of the page set.
+fn swap_table(pages: &[u8], ps: usize, progress: &dyn Progress) -> Result<Vec<SwapRow>, LabError> {
+    use crate::replay::{self, Access, ReplayConfig, SwapKind};
+    let n = (pages.len() / ps) as u64;
+    let opts = zmem_workload::trace::generate::Options {
+        pages: n,
+        accesses: (8 * n).clamp(1, 100_000),
+        working_set: (n / 2).max(1),
+        phases: 3,
+        seed: 1,
+        ..Default::default()
+    };
+    let trace = zmem_workload::trace::generate::generate(&opts)
+        .map_err(|e| LabError::Setup(format!("trace generator: {e}")))?;
+    let accesses: Vec<Access> = trace
+        .accesses
+        .iter()
+        .map(|a| Access {
+            page: u64::from(a.page),
+            write: a.op == zmem_workload::trace::Op::Write,
+            time_ns: a.time_ns,
+        })
+        .collect();
+    let mut rows = Vec::new();
+    for fraction in [4, 2] {
+        for swap in [SwapKind::Zram, SwapKind::Zswap] {
+            let cfg = ReplayConfig {
+                ram_pages: (n / fraction).max(1),
+                swap,
+                algo: zmem_zram::DEFAULT_ALGORITHM.into(),
+                page_size: ps,
+                ..ReplayConfig::default()
+            };
+            let r = replay::run(pages, &accesses, &cfg, progress)?;
+            rows.push(SwapRow {
+                swap: format!("{swap:?}").to_lowercase(),
+                ram_pages: r.ram_pages,
+                pages: r.pages,
+                accesses: r.accesses,
+                swap_outs: r.swap_outs,
+                swap_ins: r.swap_ins,
+                max_pool_bytes: r.max_pool_bytes,
+                disk_reads: r.disk_reads,
+                disk_writes: r.disk_writes,
+                store_p99_ns: r.store_hist.p99_ns,
+                load_p50_ns: r.load_hist.p50_ns,
+                load_p99_ns: r.load_hist.p99_ns,
+                cpu_seconds: r.cpu_secs,
+                verified: r.verified,
+            });
+        }
+    }
+    Ok(rows)
 }
 
 /// zram with the default algorithm over each allocator: the pool each needs for the same pages.

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::latency::{LatencySummary, Recorder};
+use crate::latency::{LatencyHist, LatencyRecorder};
 use crate::zram_run::{ZramRunConfig, build_device};
 use crate::{LabError, Progress};
 
@@ -96,7 +96,7 @@ pub struct PolicyRow {
     /// Seconds of CPU per GB of pages stored: (write + recompress) / GB.
     pub cpu_seconds_per_gb: f64,
     /// One read of every page, timed.
-    pub load_latency: LatencySummary,
+    pub load_latency: LatencyHist,
     pub verified: bool,
 }
 
@@ -143,7 +143,7 @@ pub fn measure(
     let recompress_seconds =
         if p.recompress.is_some() { start.elapsed().as_secs_f64() } else { 0.0 };
     let stat = z.mm_stat();
-    let mut rec = Recorder::default();
+    let mut rec = LatencyRecorder::new();
     let mut buf = vec![0u8; ps];
     let mut verified = true;
     for (i, page) in pages.chunks_exact(ps).enumerate() {
@@ -170,7 +170,7 @@ pub fn measure(
         write_seconds,
         recompress_seconds,
         cpu_seconds_per_gb: (write_seconds + recompress_seconds) / gb,
-        load_latency: rec.summary(),
+        load_latency: rec.finish(),
         verified,
     })
 }

@@ -100,8 +100,8 @@ pub fn recommend(rows: &[PolicyRow]) -> Result<Recommendation, LabError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::LatencySummary;
     use crate::lab::policy::{Policy, PolicyRow};
+    use crate::latency::LatencyHist;
 
     fn row(name: &str, saved: i64, cpu: f64, p99: u64, verified: bool) -> PolicyRow {
         PolicyRow {
@@ -122,7 +122,7 @@ mod tests {
             write_seconds: 0.0,
             recompress_seconds: 0.0,
             cpu_seconds_per_gb: cpu,
-            load_latency: LatencySummary { p99_ns: p99, ..Default::default() },
+            load_latency: LatencyHist { p99_ns: p99, ..Default::default() },
             verified,
         }
     }

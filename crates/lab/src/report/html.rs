@@ -57,12 +57,23 @@ pub fn render_html(r: &LabReport) -> String {
         .map(|p| {
             svg::log2_histogram(
                 &format!("Load latency, {} (ns, log2 buckets)", p.policy.name),
-                &p.load_latency.log2_buckets,
+                &p.load_latency.buckets.iter().map(|b| (b.lo, b.count)).collect::<Vec<_>>(),
                 c(4),
             )
         })
         .collect::<Vec<_>>()
         .join("\n");
+    let swap_rows: String = r
+        .swap
+        .iter()
+        .map(|w| {
+            format!(
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                w.swap, w.ram_pages, w.swap_ins, w.max_pool_bytes as f64 / (1 << 20) as f64,
+                w.disk_reads, w.disk_writes, w.load_p50_ns, w.load_p99_ns
+            )
+        })
+        .collect();
     let rec = &r.recommendation;
     let rows: String = r
         .compressors
@@ -87,6 +98,9 @@ pub fn render_html(r: &LabReport) -> String {
          <p>{}</p><p><small>Rule: {}</small></p><pre>{}</pre></div>\
          <h2>Compressors</h2><table><tr><th>algo</th><th>ratio</th><th>comp MB/s</th><th>decomp MB/s</th><th>freeing MB/s</th><th>verified</th></tr>{}</table>\
          {}\n{}\n<h2>Allocators</h2>{}\n<h2>zram policies</h2>{}\n{}\n\
+         <h2>zram vs zswap under memory pressure</h2><table><tr><th>swap</th><th>RAM pages</th>\
+         <th>swap-ins</th><th>max pool MiB</th><th>disk reads</th><th>disk writes</th><th>load p50 ns</th>\
+         <th>load p99 ns</th></tr>{}</table>\
          <p><small>zmem {} &middot; schema {}</small></p></body></html>\n",
         r.source.pages,
         r.source.page_size,
@@ -107,6 +121,7 @@ pub fn render_html(r: &LabReport) -> String {
         pools,
         gains,
         hists,
+        swap_rows,
         esc(&r.zmem_version),
         r.schema_version,
     )

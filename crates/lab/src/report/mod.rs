@@ -50,6 +50,33 @@ pub fn render_summary(r: &LabReport) -> String {
             if p.verified { "yes" } else { "NO" }
         );
     }
+    s += "\nzram vs zswap under memory pressure (generated trace; zswap: 20 % pool cap, swap file)\n";
+    s += &format!(
+        "{:<6} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9}\n",
+        "swap",
+        "RAM pages",
+        "swap-ins",
+        "pool MiB",
+        "disk rd",
+        "disk wr",
+        "load p50",
+        "load p99",
+        "verified"
+    );
+    for w in &r.swap {
+        s += &format!(
+            "{:<6} {:>9} {:>9} {:>9.2} {:>10} {:>10} {:>10} {:>10} {:>9}\n",
+            w.swap,
+            w.ram_pages,
+            w.swap_ins,
+            mib(w.max_pool_bytes as f64),
+            w.disk_reads,
+            w.disk_writes,
+            w.load_p50_ns,
+            w.load_p99_ns,
+            if w.verified { "yes" } else { "NO" }
+        );
+    }
     let rec = &r.recommendation;
     s += &format!(
         "\nRecommendation: {}\n  expected ratio {:.2}, memory saved {:.1} %, {:.2} CPU s per GB compressed, load p50 {} ns / p99 {} ns\n  {}\n  rule: {}\n  set it up with:\n",
