@@ -308,7 +308,17 @@ fn compress_generic<T: Table, const EXT: bool>(
             } else {
                 dst[token_pos] = (lit << 4) as u8;
             }
-            dst[op..op + lit].copy_from_slice(&src[anchor..ip]);
+            if lit <= 16 && n - anchor >= 16 && cap - op >= 16 {
+                // Most runs are short: one 16-byte copy instead of a call to `memcpy`, as the
+                // kernel's `LZ4_wildCopy`. The bytes past the run are overwritten by what
+                // follows (or lie past the block's end, where `dst` holds nothing of ours).
+                dst[op..op + 16].copy_from_slice(&src[anchor..anchor + 16]);
+            } else if lit <= 32 && n - anchor >= 32 && cap - op >= 32 {
+                dst[op..op + 16].copy_from_slice(&src[anchor..anchor + 16]);
+                dst[op + 16..op + 32].copy_from_slice(&src[anchor + 16..anchor + 32]);
+            } else {
+                dst[op..op + lit].copy_from_slice(&src[anchor..ip]);
+            }
             op += lit;
 
             // Matches, as long as the position right after one starts another.
