@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context;
 use zmem_lab::comp_bench::{self, AlgoSpec, Options};
 
 #[derive(Debug, clap::Args)]
@@ -48,10 +47,6 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     };
     let slices: Vec<&[u8]> = inputs.iter().map(|s| s.bytes()).collect();
     let rows = comp_bench::run(&slices, &specs, &opts, &super::progress::Bar::new())?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&rows).context("encoding JSON")?);
-    } else {
-        print!("{}", comp_bench::render_table(&rows));
-    }
+    super::emit(args.json, &rows, |x| comp_bench::render_table(x))?;
     Ok(())
 }

@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
 use zmem_lab::conform;
 
 #[derive(Debug, clap::Args)]
@@ -20,11 +19,7 @@ pub struct Args {
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let inputs = super::pages::load(std::slice::from_ref(&args.file), 4096)?;
     let r = conform::run(&args.algo, inputs[0].bytes())?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&r).context("encoding JSON")?);
-    } else {
-        print!("{}", conform::render(&r));
-    }
+    super::emit(args.json, &r, conform::render)?;
     anyhow::ensure!(
         r.identical(),
         "mm_stat differs from the kernel's in {} field(s)",

@@ -15,3 +15,19 @@ pub mod study;
 pub mod trace;
 pub mod zram;
 pub mod zram_speed;
+
+/// Prints `value` as pretty JSON when `json` is set, else the text `render` makes of it.
+pub(crate) fn emit<T: serde::Serialize>(
+    json: bool,
+    value: &T,
+    render: impl FnOnce(&T) -> String,
+) -> anyhow::Result<()> {
+    if json {
+        let text = serde_json::to_string_pretty(value)
+            .map_err(|e| anyhow::anyhow!("encoding JSON: {e}"))?;
+        println!("{text}");
+    } else {
+        print!("{}", render(value));
+    }
+    Ok(())
+}

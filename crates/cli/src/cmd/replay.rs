@@ -110,11 +110,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         },
     };
     let r = replay::run(inputs[0].bytes(), &trace, &cfg, &super::progress::Bar::new())?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&r).context("encoding JSON")?);
-    } else {
-        print!("{}", replay::render(&r));
-    }
+    super::emit(args.json, &r, replay::render)?;
     anyhow::ensure!(r.verified, "pages swapped in differ from the pages swapped out");
     Ok(())
 }

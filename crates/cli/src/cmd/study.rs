@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
 use zmem_lab::study::{self, StudyConfig};
 use zmem_zswap::Incompressible;
 
@@ -65,11 +64,7 @@ fn allocators(args: &AllocatorsArgs) -> anyhow::Result<()> {
     };
     let rows =
         study::allocators(inputs[0].bytes(), trace.as_deref(), &cfg, &super::progress::Bar::new())?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&rows).context("encoding JSON")?);
-    } else {
-        print!("{}", study::render(&rows));
-    }
+    super::emit(args.json, &rows, |x| study::render(x))?;
     anyhow::ensure!(rows.iter().all(|r| r.verified), "pages came back different");
     Ok(())
 }

@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
 use zmem_lab::zram_run::{self, ZramRunConfig};
 
 #[derive(Debug, clap::Args)]
@@ -46,11 +45,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         recompress: args.recompress.clone(),
     };
     let r = zram_run::run(inputs[0].bytes(), &cfg, &super::progress::Bar::new())?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&r).context("encoding JSON")?);
-    } else {
-        print!("{}", zram_run::render(&r));
-    }
+    super::emit(args.json, &r, zram_run::render)?;
     anyhow::ensure!(r.verified, "pages read back differ from the pages written");
     Ok(())
 }

@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
 use zmem_lab::zram_speed;
 
 #[derive(Debug, clap::Args)]
@@ -18,11 +17,7 @@ pub struct Args {
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let inputs = super::pages::load(std::slice::from_ref(&args.file), 4096)?;
     let r = zram_speed::run(&args.algo, inputs[0].bytes())?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&r).context("encoding JSON")?);
-    } else {
-        print!("{}", zram_speed::render(&r));
-    }
+    super::emit(args.json, &r, zram_speed::render)?;
     anyhow::ensure!(r.verified, "pages read back differ from the pages written");
     Ok(())
 }
