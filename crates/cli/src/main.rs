@@ -34,6 +34,14 @@ enum Command {
     ZramSpeed(cmd::zram_speed::Args),
     /// zsmapbench: cycles per map of a page-straddling zsmalloc object, copy vs mapped window.
     Mapbench(cmd::mapbench::Args),
+    /// Capture the resident anonymous pages of live processes into a page set.
+    Capture(cmd::capture::Args),
+    /// Rewrite a page file as bare pages (--raw) or as a page set (--page-set).
+    Export(cmd::export::Args),
+    /// Generate a page set: perf (seed 004's zram-perf pattern) or mixed (typical memory).
+    Gen(cmd::generate::Args),
+    /// Access traces: generate and describe.
+    Trace(cmd::trace::Args),
 }
 
 fn main() -> ExitCode {
@@ -46,6 +54,10 @@ fn main() -> ExitCode {
         Command::Conform(args) => cmd::conform::run(&args),
         Command::ZramSpeed(args) => cmd::zram_speed::run(&args),
         Command::Mapbench(args) => cmd::mapbench::run(&args),
+        Command::Capture(args) => cmd::capture::run(&args),
+        Command::Export(args) => cmd::export::run(&args),
+        Command::Gen(args) => cmd::generate::run(&args),
+        Command::Trace(args) => cmd::trace::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

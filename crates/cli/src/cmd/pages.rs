@@ -1,24 +1,33 @@
-//! Loading the pages a command works on. Replaced by zmem-workload's page sets when they land.
+//! Loading the pages a command works on: page-set files (plain or zstd) and raw page files
+//! alike, or the built-in page set when no file is given.
 
 use std::path::PathBuf;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
+use zmem_workload::{PageSet, ReadOptions, builtin};
 
-#[derive(Debug)]
-pub struct Pages(Vec<u8>);
-
-impl Pages {
-    pub fn bytes(&self) -> &[u8] {
-        &self.0
-    }
-}
-
-pub fn load(files: &[PathBuf], _page_size: usize) -> anyhow::Result<Vec<Pages>> {
+/// Reads each file as a page set (raw files are cut into `page_size` pages); no files: the
+/// built-in set. A page-set file whose page size is not `page_size` is an error, not a silent
+/// change of the experiment.
+pub fn load(files: &[PathBuf], page_size: usize) -> anyhow::Result<Vec<PageSet>> {
     if files.is_empty() {
-        bail!("no input files given");
+        return Ok(vec![builtin::default_set_with(page_size)?]);
     }
+    let opts = ReadOptions { page_size, ..ReadOptions::default() };
     files
         .iter()
-        .map(|f| std::fs::read(f).map(Pages).with_context(|| format!("reading {}", f.display())))
+        .map(|f| {
+            // Library errors name the file already.
+            let set = PageSet::map(f, &opts)?;
+            if set.page_size() != page_size {
+                bail!(
+                    "{} holds {}-byte pages; run with --page-size {}",
+                    f.display(),
+                    set.page_size(),
+                    set.page_size()
+                );
+            }
+            Ok(set)
+        })
         .collect()
 }

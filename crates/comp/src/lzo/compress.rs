@@ -50,6 +50,33 @@ fn read_u64(src: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(src[at..at + 8].try_into().unwrap())
 }
 
+/// The probe loop's and the match extension's loads: bounds-checked when `CHECKED`, otherwise
+/// unchecked on the strength of the chunk invariants (see the call sites). Both are compiled;
+/// the tests compare the two paths' output.
+#[inline(always)]
+fn load_u32<const CHECKED: bool>(src: &[u8], at: usize) -> u32 {
+    if CHECKED {
+        return read_u32(src, at);
+    }
+    debug_assert!(at + 4 <= src.len());
+    // SAFETY: every caller passes `at + 4 <= src.len()`: probes are below `ip_end`, which is 20
+    // bytes before the chunk end, and candidates are at or before the probe (the dictionary is
+    // cleared per chunk and only ever given offsets of earlier probes).
+    u32::from_le(unsafe { src.as_ptr().add(at).cast::<u32>().read_unaligned() })
+}
+
+#[inline(always)]
+fn load_u64<const CHECKED: bool>(src: &[u8], at: usize) -> u64 {
+    if CHECKED {
+        return read_u64(src, at);
+    }
+    debug_assert!(at + 8 <= src.len());
+    // SAFETY: every caller passes `at + 8 <= src.len()`: match extension reads at
+    // `ip + m_len` with `ip + m_len < ip_end + 12 <= chunk end - 8` (the end test runs after
+    // every 8 bytes) and at `m_pos + m_len` with `m_pos < ip`.
+    u64::from_le(unsafe { src.as_ptr().add(at).cast::<u64>().read_unaligned() })
+}
+
 /// The destination and the write position, with every write checked.
 struct Out<'a> {
     buf: &'a mut [u8],
@@ -85,8 +112,8 @@ impl Out<'_> {
     }
 
     /// Writes `len` as the zero-byte extension: `len / 255` zero bytes (minus one when the
-    /// remainder would be zero), then the remainder.
-    #[inline(always)]
+    /// remainder would be zero), then the remainder. Out of line: long runs are the rare case.
+    #[inline(never)]
     fn extension(&mut self, mut len: usize) {
         while len > 255 {
             len -= 255;
@@ -95,15 +122,33 @@ impl Out<'_> {
         self.push(len as u8);
     }
 
-    /// Copies `t` literals from `src[from..]`. `wild` bytes of both buffers are known to exist
-    /// past the `t` (the chunk tail guarantees them in `src`), so short runs are copied as one
-    /// fixed-size block, as the kernel's `COPY8` pairs do.
+    /// Writes `N` bytes at once, checking the room once.
+    #[inline(always)]
+    fn put<const N: usize>(&mut self, bytes: [u8; N]) -> Result<(), CompError> {
+        let capacity = self.buf.len();
+        let Some(w) = self.buf.get_mut(self.op..self.op + N) else {
+            return Err(CompError::OutputTooSmall { capacity });
+        };
+        w.copy_from_slice(&bytes);
+        self.op += N;
+        Ok(())
+    }
+
+    /// Copies `t` literals from `src[from..]` (room reserved by [`Out::need`]). Where both
+    /// buffers have room past the `t` bytes (in `src` the chunk's 20-byte tail guarantees it),
+    /// the copy is done in 16-byte blocks, as the kernel's `COPY8` pairs do; the excess is
+    /// overwritten by what follows.
     #[inline(always)]
     fn copy_literals(&mut self, src: &[u8], from: usize, t: usize) {
         const BLOCK: usize = 16;
-        if t <= BLOCK && self.room() >= BLOCK && from + BLOCK <= src.len() {
-            let block: &[u8; BLOCK] = src[from..from + BLOCK].try_into().unwrap();
-            self.buf[self.op..self.op + BLOCK].copy_from_slice(block);
+        let padded = t.next_multiple_of(BLOCK);
+        if self.room() >= padded && src.len() - from >= padded {
+            let mut k = 0;
+            while k < t {
+                let block: &[u8; BLOCK] = src[from + k..from + k + BLOCK].try_into().unwrap();
+                self.buf[self.op + k..self.op + k + BLOCK].copy_from_slice(block);
+                k += BLOCK;
+            }
         } else {
             self.buf[self.op..self.op + t].copy_from_slice(&src[from..from + t]);
         }
@@ -115,6 +160,28 @@ impl Out<'_> {
 ///
 /// `dict` is the stream's work memory; its content on entry does not matter.
 pub fn compress(
+    src: &[u8],
+    dst: &mut [u8],
+    dict: &mut Dict,
+    variant: Variant,
+) -> Result<usize, CompError> {
+    compress_with::<false>(src, dst, dict, variant)
+}
+
+/// [`compress`] with every load bounds-checked: the reference the unchecked loads are tested
+/// against.
+#[cfg(test)]
+pub(super) fn compress_checked(
+    src: &[u8],
+    dst: &mut [u8],
+    dict: &mut Dict,
+    variant: Variant,
+) -> Result<usize, CompError> {
+    compress_with::<true>(src, dst, dict, variant)
+}
+
+#[inline(always)]
+fn compress_with<const CHECKED: bool>(
     src: &[u8],
     dst: &mut [u8],
     dict: &mut Dict,
@@ -138,8 +205,11 @@ pub fn compress(
     let mut pending = 0; // literals not yet emitted, ending at `pos`
     while left > TAIL {
         let len = left.min(m4_max_offset + 1);
-        dict.fill(0);
-        pending = compress_chunk(src, pos, len, pending, dict, &mut out, &mut state, rle)?;
+        pending = if rle {
+            compress_chunk::<true, CHECKED>(src, pos, len, pending, dict, &mut out, &mut state)?
+        } else {
+            compress_chunk::<false, CHECKED>(src, pos, len, pending, dict, &mut out, &mut state)?
+        };
         pos += len;
         left -= len;
     }
@@ -199,7 +269,7 @@ impl State {
 /// at `base`; returns the number of literals left pending at the chunk's end.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn compress_chunk(
+fn compress_chunk<const RLE: bool, const CHECKED: bool>(
     src: &[u8],
     base: usize,
     len: usize,
@@ -207,41 +277,40 @@ fn compress_chunk(
     dict: &mut Dict,
     out: &mut Out<'_>,
     state: &mut State,
-    rle: bool,
 ) -> Result<usize, CompError> {
+    // A cleared dictionary is what keeps every candidate at or before its probe.
+    dict.fill(0);
     let in_end = base + len;
     let ip_end = in_end - TAIL;
     let mut ti = carried;
     let mut ii = base;
     let mut ip = base + 4usize.saturating_sub(ti);
-    let mut step = true;
+    ip += 1 + ((ip - ii) >> 5);
 
-    loop {
-        if step {
-            ip += 1 + ((ip - ii) >> 5);
-        }
-        step = true;
-        if ip >= ip_end {
-            break;
-        }
-        let dv = read_u32(src, ip);
-        let mut run = 0;
-        let mut m_pos = 0;
-        if dv == 0 && rle {
-            run = zero_run(src, ip, ip_end);
-        } else {
-            let h = hash(dv);
-            m_pos = base + dict[h] as usize;
-            dict[h] = (ip - base) as u16;
-            if read_u32(src, m_pos) != dv {
-                continue;
+    'chunk: loop {
+        // Probe at `ip`; without a match (or zero run), skip ahead and probe again.
+        let (m_pos, run) = loop {
+            if ip >= ip_end {
+                break 'chunk;
             }
-        }
+            let dv = load_u32::<CHECKED>(src, ip);
+            if RLE && dv == 0 {
+                break (0, zero_run(src, ip, ip_end));
+            }
+            let h = hash(dv);
+            let cand = base + dict[h] as usize;
+            dict[h] = (ip - base) as u16;
+            if load_u32::<CHECKED>(src, cand) == dv {
+                break (cand, 0);
+            }
+            ip += 1 + ((ip - ii) >> 5);
+        };
 
         // Emit the literals pending before `ip` (those carried from the last chunk included).
         ii -= ti;
         ti = 0;
         let t = ip - ii;
+
         if t != 0 {
             out.need(t + literal_header_len(t))?;
             if t <= 3 {
@@ -258,37 +327,30 @@ fn compress_chunk(
         if run != 0 {
             ip += run;
             let rl = (run - MIN_ZERO_RUN_LENGTH) as u32;
-            let word = (rl << 21) | 0x00ff_fc18 | (rl & 7);
-            out.need(4)?;
-            out.buf[out.op..out.op + 4].copy_from_slice(&word.to_le_bytes());
-            out.op += 4;
+            out.put(((rl << 21) | 0x00ff_fc18 | (rl & 7)).to_le_bytes())?;
             state.back = 3;
             ii = ip;
-            step = false;
             continue;
         }
 
-        let mut m_len = match_len(src, ip, m_pos, ip_end);
+        let mut m_len = match_len::<CHECKED>(src, ip, m_pos, ip_end);
 
         let m_off = ip - m_pos;
         ip += m_len;
         if m_len <= M2_MAX_LEN && m_off <= M2_MAX_OFFSET {
             let d = m_off - 1;
-            out.need(2)?;
-            out.push((((m_len - 1) << 5) | ((d & 7) << 2)) as u8);
-            out.push((d >> 3) as u8);
+            out.put([(((m_len - 1) << 5) | ((d & 7) << 2)) as u8, (d >> 3) as u8])?;
         } else if m_off <= M3_MAX_OFFSET {
             let d = m_off - 1;
-            let ext = if m_len <= M3_MAX_LEN { 0 } else { Out::extension_len(m_len - M3_MAX_LEN) };
-            out.need(3 + ext)?;
             if m_len <= M3_MAX_LEN {
-                out.push(M3_MARKER | (m_len - 2) as u8);
+                out.put([M3_MARKER | (m_len - 2) as u8, (d << 2) as u8, (d >> 6) as u8])?;
             } else {
+                out.need(3 + Out::extension_len(m_len - M3_MAX_LEN))?;
                 out.push(M3_MARKER);
                 out.extension(m_len - M3_MAX_LEN);
+                out.push((d << 2) as u8);
+                out.push((d >> 6) as u8);
             }
-            out.push((d << 2) as u8);
-            out.push((d >> 6) as u8);
         } else {
             let d = m_off - 0x4000;
             out.need(3 + Out::extension_len(m_len.saturating_sub(M4_MAX_LEN)))?;
@@ -298,7 +360,7 @@ fn compress_chunk(
             } else {
                 // lzo-rle: lengths 261..=264 at distances with these bits set would read as an
                 // RLE instruction; the kernel shortens such matches to 260.
-                if rle && (d & 0x403f) == 0x403f && (261..=264).contains(&m_len) {
+                if RLE && (d & 0x403f) == 0x403f && (261..=264).contains(&m_len) {
                     ip -= m_len - 260;
                     m_len = 260;
                 }
@@ -310,7 +372,6 @@ fn compress_chunk(
         }
         state.back = 2;
         ii = ip;
-        step = false;
     }
     Ok(in_end - (ii - ti))
 }
@@ -318,10 +379,15 @@ fn compress_chunk(
 /// The length of the match at `ip` against `m_pos` (whose first 4 bytes are equal): extended 8
 /// bytes at a time, with the end test only after each 8 equal bytes, as the kernel's `ctz` path.
 #[inline(always)]
-pub(super) fn match_len(src: &[u8], ip: usize, m_pos: usize, ip_end: usize) -> usize {
+pub(super) fn match_len<const CHECKED: bool>(
+    src: &[u8],
+    ip: usize,
+    m_pos: usize,
+    ip_end: usize,
+) -> usize {
     let mut m_len = 4;
     loop {
-        let v = read_u64(src, ip + m_len) ^ read_u64(src, m_pos + m_len);
+        let v = load_u64::<CHECKED>(src, ip + m_len) ^ load_u64::<CHECKED>(src, m_pos + m_len);
         if v != 0 {
             return m_len + (v.trailing_zeros() / 8) as usize;
         }

@@ -193,8 +193,41 @@ proptest! {
             if src[ip..ip + 4] != src[m_pos..m_pos + 4] {
                 continue;
             }
-            let m_len = compress::match_len(&src, ip, m_pos, ip_end);
+            let m_len = compress::match_len::<false>(&src, ip, m_pos, ip_end);
             prop_assert_eq!(m_len, slow_match_len(&src, ip, m_pos, ip_end));
+        }
+    }
+}
+
+/// Memory-like inputs: zero runs, repeated words, small values and random bytes mixed.
+fn page_like() -> impl Strategy<Value = Vec<u8>> {
+    let piece = prop_oneof![
+        (1usize..3000).prop_map(|n| vec![0u8; n]),
+        (any::<u32>(), 1usize..200).prop_map(|(w, n)| w.to_le_bytes().repeat(n)),
+        proptest::collection::vec(any::<u8>(), 1..400),
+        proptest::collection::vec(0u8..4, 1..400),
+    ];
+    proptest::collection::vec(piece, 0..30).prop_map(|parts| {
+        let mut v: Vec<u8> = parts.concat();
+        v.truncate(70_000);
+        v
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// The unchecked loads of the compressor's probe loop and match extension give exactly the
+    /// output of the bounds-checked path, for both variants, up to and past one chunk.
+    #[test]
+    fn unchecked_loads_equal_checked_path(src in page_like()) {
+        for variant in [Variant::Lzo, Variant::LzoRle] {
+            let fast = compress_vec(variant, &src);
+            let mut dict = Box::new([0u16; D_SIZE]);
+            let mut dst = vec![0u8; crate::compress_bound(src.len())];
+            let n = compress::compress_checked(&src, &mut dst, &mut dict, variant).unwrap();
+            prop_assert_eq!(&dst[..n], &fast[..]);
+            prop_assert_eq!(decompress_vec(&fast, src.len()).unwrap(), src.clone());
         }
     }
 }

@@ -1,0 +1,52 @@
+//! `zmem gen`: generated page sets (seed 004's zram-perf pattern, or typical anonymous memory).
+
+use std::path::{Path, PathBuf};
+
+use zmem_workload::Compression;
+use zmem_workload::generate::{self, Kind};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Generator: perf (val + i words) or mixed (typical anonymous memory).
+    #[arg(long, default_value = "mixed")]
+    kind: String,
+    /// Number of pages.
+    #[arg(long, default_value_t = 4096)]
+    pages: usize,
+    /// Page size.
+    #[arg(long, default_value_t = 4096)]
+    page_size: usize,
+    /// Seed: the same seed gives the same bytes in every version.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Write bare pages instead of a page set.
+    #[arg(long, conflicts_with = "zstd")]
+    raw: bool,
+    /// Compress the page set with zstd at this level (also chosen by an output name ending .zst).
+    #[arg(long, value_name = "LEVEL")]
+    zstd: Option<i32>,
+    /// Output file.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: PathBuf,
+}
+
+/// The compression for an output: `--zstd LEVEL`, else zstd level 3 for a name ending `.zst`.
+pub fn compression(output: &Path, level: Option<i32>) -> Compression {
+    match level {
+        Some(l) => Compression::Zstd(l),
+        None if output.extension().is_some_and(|e| e == "zst") => Compression::Zstd(3),
+        None => Compression::None,
+    }
+}
+
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let kind = Kind::parse(&args.kind)?;
+    let set = generate::generate(kind, args.pages, args.page_size, args.seed)?;
+    let written = if args.raw {
+        set.save_raw(&args.output)
+    } else {
+        set.save(&args.output, compression(&args.output, args.zstd))
+    };
+    // Library errors name the file already.
+    Ok(written?)
+}

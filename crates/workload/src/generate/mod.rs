@@ -1,0 +1,43 @@
+//! Page generators: deterministic for a seed, so a generated set is a stable benchmark input.
+//!
+//! - [`perf`]: seed 004's `zram-perf` pattern, highly compressible and unlike real memory.
+//! - [`mixed`]: "typical anonymous memory", a calibrated mix of the page kinds real dumps hold.
+
+pub mod mixed;
+pub mod perf;
+
+use crate::{PageSet, WorkloadError};
+
+/// The generators by name, for the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// [`perf::generate`].
+    Perf,
+    /// [`mixed::generate`].
+    Mixed,
+}
+
+impl Kind {
+    /// All kinds with their names.
+    pub const ALL: [(&'static str, Kind); 2] = [("perf", Kind::Perf), ("mixed", Kind::Mixed)];
+
+    /// Looks a kind up by name.
+    pub fn parse(name: &str) -> Result<Self, WorkloadError> {
+        Self::ALL.iter().find(|(n, _)| *n == name).map(|&(_, k)| k).ok_or_else(|| {
+            WorkloadError::Invalid(format!("unknown generator {name:?} (use perf or mixed)"))
+        })
+    }
+}
+
+/// Generates `pages` pages of `page_size` bytes of `kind` from `seed`.
+pub fn generate(
+    kind: Kind,
+    pages: usize,
+    page_size: usize,
+    seed: u64,
+) -> Result<PageSet, WorkloadError> {
+    match kind {
+        Kind::Perf => perf::generate(pages, page_size, seed),
+        Kind::Mixed => mixed::generate(pages, page_size, seed),
+    }
+}

@@ -1,0 +1,264 @@
+//! Access traces: which page is read or written when. The file format, a reader and a writer.
+//!
+//! Why this format: a replay needs the accesses in time order and nothing else; a fixed 16-byte
+//! record keeps reading trivial and seekable, and times as absolute nanoseconds from the start of
+//! the trace (never decreasing) make idle periods explicit gaps instead of something a replay has
+//! to infer. Page ids are indices into a page set (or slots of a zram device), so a trace is
+//! replayed against any page set with at least `page_count` pages.
+//!
+//! ```text
+//! offset  size  field
+//!      0     8  magic "ZMEMTRCE"
+//!      8     2  version (1)
+//!     10     2  flags (0; other values are rejected)
+//!     12     4  reserved, 0
+//!     16     8  record count
+//!     24     8  page count: every page id is below it
+//!     32     4  CRC32 (IEEE) of all records
+//!     36     8  reserved, 0
+//!     44     4  CRC32 of bytes 0 .. 44
+//!     48        records, each 16 bytes:
+//!               { u64 time in ns since the trace start (non-decreasing), u32 page id,
+//!                 u8 op (0 read, 1 write), 3 x 0 }
+//! ```
+//! All integers little-endian; the file ends after the last record.
+
+pub mod generate;
+
+use std::io::{Read, Write};
+use std::path::Path;
+
+use crate::WorkloadError;
+use crate::format::Parser;
+
+/// The first eight bytes of a trace file.
+pub const MAGIC: [u8; 8] = *b"ZMEMTRCE";
+/// The version written and read.
+pub const VERSION: u16 = 1;
+/// Header length.
+pub const HEADER_LEN: usize = 48;
+/// Record length.
+pub const RECORD_LEN: usize = 16;
+
+/// Read or write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    Read,
+    Write,
+}
+
+/// One access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Access {
+    /// Nanoseconds since the start of the trace.
+    pub time_ns: u64,
+    /// The page accessed.
+    pub page: u32,
+    /// Read or write.
+    pub op: Op,
+}
+
+/// A whole trace in memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Trace {
+    /// Page ids are below this.
+    pub page_count: u64,
+    /// Accesses in time order.
+    pub accesses: Vec<Access>,
+}
+
+impl Trace {
+    /// Checks the invariants the format requires: ids below `page_count`, times non-decreasing.
+    pub fn validate(&self) -> Result<(), WorkloadError> {
+        let mut last = 0;
+        for (i, a) in self.accesses.iter().enumerate() {
+            if u64::from(a.page) >= self.page_count {
+                return Err(WorkloadError::Invalid(format!(
+                    "access {i}: page {} not below page count {}",
+                    a.page, self.page_count
+                )));
+            }
+            if a.time_ns < last {
+                return Err(WorkloadError::Invalid(format!("access {i}: time goes backwards")));
+            }
+            last = a.time_ns;
+        }
+        Ok(())
+    }
+
+    /// Writes the trace format.
+    pub fn write_to<W: Write>(&self, w: &mut W) -> Result<(), WorkloadError> {
+        self.validate()?;
+        let mut records = Vec::with_capacity(self.accesses.len() * RECORD_LEN);
+        for a in &self.accesses {
+            records.extend_from_slice(&a.time_ns.to_le_bytes());
+            records.extend_from_slice(&a.page.to_le_bytes());
+            records.push(match a.op {
+                Op::Read => 0,
+                Op::Write => 1,
+            });
+            records.extend_from_slice(&[0; 3]);
+        }
+        let mut h = [0u8; HEADER_LEN];
+        h[0..8].copy_from_slice(&MAGIC);
+        h[8..10].copy_from_slice(&VERSION.to_le_bytes());
+        h[16..24].copy_from_slice(&(self.accesses.len() as u64).to_le_bytes());
+        h[24..32].copy_from_slice(&self.page_count.to_le_bytes());
+        h[32..36].copy_from_slice(&crc32fast::hash(&records).to_le_bytes());
+        let crc = crc32fast::hash(&h[..44]);
+        h[44..48].copy_from_slice(&crc.to_le_bytes());
+        w.write_all(&h).and_then(|()| w.write_all(&records)).map_err(WorkloadError::Stream)
+    }
+
+    /// Writes the trace to `path`.
+    pub fn save(&self, path: &Path) -> Result<(), WorkloadError> {
+        let mut buf = Vec::new();
+        self.write_to(&mut buf).map_err(|e| e.in_file(path))?;
+        std::fs::write(path, buf).map_err(|e| WorkloadError::io(path, e))
+    }
+
+    /// Reads a whole trace.
+    pub fn read<R: Read>(r: R) -> Result<Self, WorkloadError> {
+        let mut reader = TraceReader::new(r)?;
+        let cap = reader.len().min(1 << 20) as usize;
+        let mut accesses = Vec::with_capacity(cap);
+        while let Some(a) = reader.next_access()? {
+            accesses.push(a);
+        }
+        Ok(Self { page_count: reader.page_count(), accesses })
+    }
+
+    /// Reads a trace file.
+    pub fn open(path: &Path) -> Result<Self, WorkloadError> {
+        let f = std::fs::File::open(path).map_err(|e| WorkloadError::io(path, e))?;
+        Self::read(std::io::BufReader::new(f)).map_err(|e| e.in_file(path))
+    }
+}
+
+/// Streams the accesses of a trace file; the records checksum is checked after the last one.
+pub struct TraceReader<R> {
+    parser: Parser<R>,
+    count: u64,
+    page_count: u64,
+    records_crc: u32,
+    crc: crc32fast::Hasher,
+    next: u64,
+    last_time: u64,
+}
+
+impl<R> std::fmt::Debug for TraceReader<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TraceReader").field("count", &self.count).field("next", &self.next).finish()
+    }
+}
+
+impl<R: Read> TraceReader<R> {
+    /// Reads and checks the header.
+    pub fn new(r: R) -> Result<Self, WorkloadError> {
+        let mut parser = Parser::new(r, None);
+        let mut h = [0u8; HEADER_LEN];
+        parser.read_exact(&mut h, || "the trace header".into())?;
+        let bad =
+            |offset: u64, msg: String| WorkloadError::Corrupt { offset, msg, compressed: false };
+        let u32_at = |o: usize| u32::from_le_bytes([h[o], h[o + 1], h[o + 2], h[o + 3]]);
+        let u64_at = |o: usize| u64::from(u32_at(o)) | (u64::from(u32_at(o + 4)) << 32);
+        if h[..8] != MAGIC {
+            return Err(bad(0, "not a trace (bad magic)".into()));
+        }
+        let (stored, computed) = (u32_at(44), crc32fast::hash(&h[..44]));
+        if stored != computed {
+            return Err(bad(
+                44,
+                format!(
+                    "header checksum mismatch (stored {stored:#010x}, computed {computed:#010x})"
+                ),
+            ));
+        }
+        let version = u16::from_le_bytes([h[8], h[9]]);
+        if version != VERSION {
+            return Err(bad(8, format!("unsupported trace version {version}")));
+        }
+        if let Some(i) = (10..16).chain(36..44).find(|&i| h[i] != 0) {
+            return Err(bad(i as u64, "flags or reserved bytes are not zero".into()));
+        }
+        Ok(Self {
+            parser,
+            count: u64_at(16),
+            page_count: u64_at(24),
+            records_crc: u32_at(32),
+            crc: crc32fast::Hasher::new(),
+            next: 0,
+            last_time: 0,
+        })
+    }
+
+    /// Number of records the header declares.
+    pub fn len(&self) -> u64 {
+        self.count
+    }
+
+    /// Whether the trace has no records.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Page ids are below this.
+    pub fn page_count(&self) -> u64 {
+        self.page_count
+    }
+
+    /// The next access, `Ok(None)` after the last (once its checksum and the end are checked).
+    pub fn next_access(&mut self) -> Result<Option<Access>, WorkloadError> {
+        let bad =
+            |offset: u64, msg: String| WorkloadError::Corrupt { offset, msg, compressed: false };
+        if self.next == self.count {
+            let computed = self.crc.clone().finalize();
+            if computed != self.records_crc {
+                return Err(bad(
+                    HEADER_LEN as u64,
+                    format!(
+                        "records do not match their checksum at offset 32 (stored {:#010x}, computed {computed:#010x})",
+                        self.records_crc
+                    ),
+                ));
+            }
+            self.next += 1;
+            return self.parser.expect_end().map(|()| None);
+        }
+        if self.next > self.count {
+            return Ok(None);
+        }
+        let at = self.parser.offset;
+        let i = self.next;
+        let mut rec = [0u8; RECORD_LEN];
+        self.parser.read_exact(&mut rec, || format!("trace record {i}"))?;
+        self.crc.update(&rec);
+        let mut t = [0u8; 8];
+        t.copy_from_slice(&rec[..8]);
+        let time_ns = u64::from_le_bytes(t);
+        let page = u32::from_le_bytes([rec[8], rec[9], rec[10], rec[11]]);
+        let op = match rec[12] {
+            0 => Op::Read,
+            1 => Op::Write,
+            x => return Err(bad(at + 12, format!("record {i}: unknown op {x}"))),
+        };
+        if rec[13..].iter().any(|&b| b != 0) {
+            return Err(bad(at + 13, format!("record {i}: reserved bytes are not zero")));
+        }
+        if u64::from(page) >= self.page_count {
+            return Err(bad(
+                at + 8,
+                format!("record {i}: page {page} not below page count {}", self.page_count),
+            ));
+        }
+        if time_ns < self.last_time {
+            return Err(bad(
+                at,
+                format!("record {i}: time {time_ns} is before the previous record's"),
+            ));
+        }
+        self.last_time = time_ns;
+        self.next += 1;
+        Ok(Some(Access { time_ns, page, op }))
+    }
+}

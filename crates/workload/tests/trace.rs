@@ -1,0 +1,154 @@
+//! Traces: format round trip, corruption, and the generator's shape.
+
+use std::collections::{HashMap, HashSet};
+
+use proptest::prelude::*;
+use zmem_workload::WorkloadError;
+use zmem_workload::trace::generate::{Options, generate};
+use zmem_workload::trace::{Access, HEADER_LEN, Op, RECORD_LEN, Trace, TraceReader};
+
+fn small() -> Options {
+    Options {
+        pages: 1000,
+        accesses: 20_000,
+        working_set: 200,
+        phases: 4,
+        bursts_per_phase: 2,
+        seed: 7,
+        ..Options::default()
+    }
+}
+
+fn encode(t: &Trace) -> Vec<u8> {
+    let mut v = Vec::new();
+    t.write_to(&mut v).unwrap();
+    v
+}
+
+#[test]
+fn round_trips_and_has_the_documented_layout() {
+    let t = generate(&small()).unwrap();
+    let bytes = encode(&t);
+    assert_eq!(bytes.len(), HEADER_LEN + RECORD_LEN * t.accesses.len());
+    assert_eq!(&bytes[..8], b"ZMEMTRCE");
+    assert_eq!(u64::from_le_bytes(bytes[16..24].try_into().unwrap()), 20_000);
+    assert_eq!(u64::from_le_bytes(bytes[24..32].try_into().unwrap()), 1000);
+    let first = &bytes[HEADER_LEN..HEADER_LEN + RECORD_LEN];
+    assert_eq!(u64::from_le_bytes(first[..8].try_into().unwrap()), t.accesses[0].time_ns);
+    assert_eq!(u32::from_le_bytes(first[8..12].try_into().unwrap()), t.accesses[0].page);
+    assert_eq!(Trace::read(&bytes[..]).unwrap(), t);
+    let mut r = TraceReader::new(&bytes[..]).unwrap();
+    assert_eq!((r.len(), r.page_count()), (20_000, 1000));
+    let mut n = 0;
+    while let Some(a) = r.next_access().unwrap() {
+        assert_eq!(a, t.accesses[n]);
+        n += 1;
+    }
+    assert_eq!(n, 20_000);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.trace");
+    t.save(&path).unwrap();
+    assert_eq!(Trace::open(&path).unwrap(), t);
+}
+
+#[test]
+fn writing_refuses_an_invalid_trace() {
+    let back = Trace {
+        page_count: 10,
+        accesses: vec![
+            Access { time_ns: 5, page: 1, op: Op::Read },
+            Access { time_ns: 4, page: 1, op: Op::Read },
+        ],
+    };
+    assert!(back.write_to(&mut Vec::new()).is_err());
+    let out_of_range =
+        Trace { page_count: 1, accesses: vec![Access { time_ns: 0, page: 1, op: Op::Write }] };
+    assert!(out_of_range.write_to(&mut Vec::new()).is_err());
+}
+
+#[test]
+fn truncation_and_bad_records_name_offsets() {
+    let t = generate(&Options { accesses: 50, ..small() }).unwrap();
+    let bytes = encode(&t);
+    for len in 0..bytes.len() {
+        let err = Trace::read(&bytes[..len]).unwrap_err();
+        assert!(
+            matches!(err, WorkloadError::Truncated { offset, .. } if offset == len as u64),
+            "{len}: {err}"
+        );
+    }
+    // An op byte of 2 in record 3 (records are checked before the records checksum).
+    let mut b = bytes.clone();
+    let at = HEADER_LEN + 3 * RECORD_LEN + 12;
+    b[at] = 2;
+    assert_eq!(Trace::read(&b[..]).unwrap_err().offset(), Some(at as u64));
+    // A flipped time bit somewhere: either order breaks or the checksum does.
+    let mut b = bytes.clone();
+    b[HEADER_LEN + 10 * RECORD_LEN] ^= 1;
+    assert!(Trace::read(&b[..]).unwrap_err().offset().is_some());
+}
+
+#[test]
+fn generation_is_deterministic_per_seed() {
+    let a = generate(&small()).unwrap();
+    assert_eq!(a, generate(&small()).unwrap());
+    assert_ne!(a, generate(&Options { seed: 8, ..small() }).unwrap());
+}
+
+#[test]
+fn popularity_is_skewed_phases_change_and_idle_gaps_exist() {
+    let o = small();
+    let t = generate(&o).unwrap();
+    assert_eq!(t.accesses.len() as u64, o.accesses);
+    let per_phase = (o.accesses / u64::from(o.phases)) as usize;
+    let mut sets = Vec::new();
+    for phase in t.accesses.chunks(per_phase) {
+        let mut counts: HashMap<u32, usize> = HashMap::new();
+        for a in phase {
+            *counts.entry(a.page).or_default() += 1;
+        }
+        // At most the working set is touched in a phase.
+        assert!(counts.len() as u64 <= o.working_set);
+        // Zipf s=0.99 over 200 ranks: the hottest page takes ~17 % of accesses; uniform would be 0.5 %.
+        let top = *counts.values().max().unwrap();
+        assert!(top * 10 > phase.len(), "hottest page {top} of {}", phase.len());
+        sets.push(counts.keys().copied().collect::<HashSet<u32>>());
+    }
+    // Each phase's working set differs from the previous one's.
+    for w in sets.windows(2) {
+        let common = w[0].intersection(&w[1]).count();
+        assert!(common < w[0].len() / 2, "phases share {common} of {} pages", w[0].len());
+    }
+    // Idle gaps: 8 bursts, each followed by at least idle_ns of silence; within bursts the gaps
+    // are microseconds.
+    let long_gaps =
+        t.accesses.windows(2).filter(|w| w[1].time_ns - w[0].time_ns >= o.idle_ns).count();
+    assert_eq!(long_gaps, (o.phases * o.bursts_per_phase) as usize - 1);
+    let writes =
+        t.accesses.iter().filter(|a| a.op == Op::Write).count() as f64 / t.accesses.len() as f64;
+    assert!((writes - o.write_fraction).abs() < 0.03, "write fraction {writes}");
+}
+
+proptest! {
+    #[test]
+    fn corrupted_traces_are_errors_with_offsets_never_panics(
+        flips in prop::collection::vec((any::<prop::sample::Index>(), 1u8..=255), 1..4),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let t = generate(&Options { accesses: 40, ..small() }).unwrap();
+        let mut bytes = encode(&t);
+        let mut seen = HashSet::new();
+        for (at, x) in &flips {
+            let i = at.index(bytes.len());
+            // Distinct positions, so two flips never cancel.
+            if seen.insert(i) {
+                bytes[i] ^= x;
+            }
+        }
+        // Every flip is caught (a checksum covers every byte), and so is any cut.
+        let e = Trace::read(&bytes[..]).unwrap_err();
+        prop_assert!(e.offset().is_some(), "{}", e);
+        let e = Trace::read(&encode(&t)[..cut.index(bytes.len())]).unwrap_err();
+        prop_assert!(e.offset().is_some(), "{}", e);
+    }
+}
