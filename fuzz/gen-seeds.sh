@@ -24,7 +24,10 @@ page "$tmp/text" <ARCHITECTURE.md
 page "$tmp/code" <crates/zram/src/device.rs
 { head -c 2048 /dev/zero; head -c 2048 README.md; } | page "$tmp/halfzero"
 { head -c 1000 /dev/zero; printf 'x'; head -c 2000 /dev/zero; printf 'yz'; } | page "$tmp/zerorun"
-head -c 4096 /dev/urandom >"$tmp/random"
+for i in $(seq 1 128); do # 4096 incompressible bytes, the same on every run
+  h=$(printf 'zmem-seed-%d' "$i" | sha256sum | cut -c1-64)
+  printf "$(printf '%s' "$h" | sed 's/../\\x&/g')"
+done >"$tmp/random"
 head -c 100 README.md >"$tmp/short"
 
 # decode_lzo reads both LZO bitstreams; decode_lz4hc feeds the lz4 decoder lz4hc's output.
@@ -44,4 +47,16 @@ for pair in lzo:lzo lzo:lzo-rle lz4:lz4 lz4hc:lz4hc zstd:zstd deflate:deflate 84
   cp "$tmp/text" "$dir/page.text"
   cp "$tmp/short" "$dir/page.short"
 done
+# Page sets (plain, zstd-compressed, and raw pages at the target's 512-byte raw page size),
+# and traces.
+dir=fuzz/seeds/parse_pageset
+rm -rf "$dir" && mkdir -p "$dir"
+"$zmem" gen --kind mixed --pages 6 --page-size 4096 --seed 1 -o "$dir/mixed-4k.zpages"
+"$zmem" gen --kind perf --pages 4 --page-size 4096 --seed 2 --zstd 3 -o "$dir/perf-4k.zpages.zst"
+head -c 2048 "$tmp/text" >"$dir/raw-512x4"
+dir=fuzz/seeds/parse_trace
+rm -rf "$dir" && mkdir -p "$dir"
+"$zmem" trace gen --pages 64 --accesses 40 -o "$dir/small.trace"
+"$zmem" trace gen --pages 8 --accesses 3 --phases 1 -o "$dir/tiny.trace"
+"$zmem" trace gen --pages 1 --accesses 0 -o "$dir/empty.trace" 2>/dev/null || true
 du -sh fuzz/seeds
