@@ -20,6 +20,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// The main job: measure this machine's memory (or PAGES) under every configuration and
+    /// recommend one.
+    Lab(cmd::lab::Args),
     /// Compress pages with each algorithm and print ratio, speeds and memory-freeing speed.
     CompBench(cmd::comp_bench::Args),
     /// Compress stdin (one buffer of up to two pages) to stdout.
@@ -47,6 +50,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Lab(args) => cmd::lab::run(&args),
         Command::CompBench(args) => cmd::comp_bench::run(&args),
         Command::Compress(args) => cmd::codec::compress(&args),
         Command::Decompress(args) => cmd::codec::decompress(&args),

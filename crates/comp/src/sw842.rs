@@ -240,7 +240,7 @@ impl BitWriter<'_> {
         if self.nbits > 0 {
             self.put(0, 8 - self.nbits)?;
         }
-        while self.pos % 8 != 0 {
+        while !self.pos.is_multiple_of(8) {
             self.put(0, 8)?;
         }
         Ok(self.pos)

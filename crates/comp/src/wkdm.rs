@@ -419,14 +419,14 @@ impl Compressor for Wkdm {
             return Ok(page);
         }
         if first == MZV_MAGIC {
-            if (src.len() - 4) % 6 != 0 {
+            if !(src.len() - 4).is_multiple_of(6) {
                 return Err(corrupt(4, "mostly-zero entries are not 6 bytes each"));
             }
             out.fill(0);
             let mut next = 0usize;
             for (k, e) in src[4..].chunks_exact(6).enumerate() {
                 let off = u16::from_le_bytes([e[4], e[5]]) as usize;
-                if off % 4 != 0 || off < next || off + 4 > page {
+                if !off.is_multiple_of(4) || off < next || off + 4 > page {
                     return Err(corrupt(4 + 6 * k, "mostly-zero offset out of order or range"));
                 }
                 out[off..off + 4].copy_from_slice(&e[..4]);

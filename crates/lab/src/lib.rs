@@ -8,8 +8,10 @@
 pub mod comp_bench;
 pub mod conform;
 mod error;
+pub mod lab;
 pub mod mapbench;
 mod progress;
+pub mod report;
 pub mod zram_run;
 pub mod zram_speed;
 

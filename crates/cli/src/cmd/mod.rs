@@ -6,6 +6,7 @@ pub mod comp_bench;
 pub mod conform;
 pub mod export;
 pub mod generate;
+pub mod lab;
 pub mod mapbench;
 mod pages;
 mod progress;

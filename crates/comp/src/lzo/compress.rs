@@ -12,9 +12,11 @@
 //! and, if so, measures the zero run (at most 2051 bytes, never past the 20-byte tail) and emits
 //! the RLE instruction without touching the dictionary.
 //!
-//! Every write is checked against the destination: a destination that is too small gives
-//! [`CompError::OutputTooSmall`], as the kernel's `lzo1x_1_compress_safe` returns
-//! `LZO_E_OUTPUT_OVERRUN`.
+//! A destination that is too small gives [`CompError::OutputTooSmall`], as the kernel's
+//! `lzo1x_1_compress_safe` returns `LZO_E_OUTPUT_OVERRUN`. The room check is made once per
+//! sequence (literals and the match after them): where the sequence certainly fits, its bytes
+//! are written without bounds checks, literals in 16-byte blocks; near the end of a small
+//! destination each write is checked. `compress_checked` (tests) checks every load and write.
 
 use super::{D_BITS, Dict, RLE_VERSION, VERSION_MARKER, Variant};
 use crate::CompError;
@@ -77,83 +79,235 @@ fn load_u64<const CHECKED: bool>(src: &[u8], at: usize) -> u64 {
     u64::from_le(unsafe { src.as_ptr().add(at).cast::<u64>().read_unaligned() })
 }
 
-/// The destination and the write position, with every write checked.
-struct Out<'a> {
-    buf: &'a mut [u8],
-    op: usize,
+/// The output's free space: [`CompError::OutputTooSmall`] unless `n` bytes fit at `op`.
+#[inline(always)]
+fn need(dst: &[u8], op: usize, n: usize) -> Result<(), CompError> {
+    if dst.len() - op >= n {
+        Ok(())
+    } else {
+        Err(CompError::OutputTooSmall { capacity: dst.len() })
+    }
 }
 
-impl Out<'_> {
-    #[inline(always)]
-    fn room(&self) -> usize {
-        self.buf.len() - self.op
-    }
+/// Writes `bytes` at `op`, checked, and returns the new write position.
+#[inline(always)]
+fn put<const N: usize>(dst: &mut [u8], op: usize, bytes: [u8; N]) -> Result<usize, CompError> {
+    let capacity = dst.len();
+    let Some(w) = dst.get_mut(op..op + N) else {
+        return Err(CompError::OutputTooSmall { capacity });
+    };
+    w.copy_from_slice(&bytes);
+    Ok(op + N)
+}
 
-    #[inline(always)]
-    fn need(&self, n: usize) -> Result<(), CompError> {
-        if self.room() >= n {
-            Ok(())
-        } else {
-            Err(CompError::OutputTooSmall { capacity: self.buf.len() })
-        }
-    }
+/// The number of bytes [`extension`] writes for `len` (>= 1).
+#[inline(always)]
+fn extension_len(len: usize) -> usize {
+    len.div_ceil(255)
+}
 
-    /// Writes one byte whose room was reserved by [`Out::need`].
-    #[inline(always)]
-    fn push(&mut self, b: u8) {
-        self.buf[self.op] = b;
-        self.op += 1;
+/// Writes `len` as the zero-byte extension: `len / 255` zero bytes (minus one when the remainder
+/// would be zero), then the remainder; returns the new write position. The room was reserved
+/// with [`need`]. Out of line: long runs are the rare case.
+#[inline(never)]
+fn extension(dst: &mut [u8], mut op: usize, mut len: usize) -> usize {
+    while len > 255 {
+        len -= 255;
+        dst[op] = 0;
+        op += 1;
     }
+    dst[op] = len as u8;
+    op + 1
+}
 
-    /// The number of bytes [`Out::extension`] writes for `len` (>= 1).
-    #[inline(always)]
-    fn extension_len(len: usize) -> usize {
-        len.div_ceil(255)
+/// Bytes before `t` literals: none (the count goes into the last instruction), one (`t - 3`), or
+/// a zero and the extension of `t - 18`. The tail's `17 + t` form is one byte as well.
+#[inline(always)]
+fn literal_header_len(t: usize) -> usize {
+    match t {
+        0..=3 => 0,
+        4..=18 => 1,
+        _ => 1 + extension_len(t - 18),
     }
+}
 
-    /// Writes `len` as the zero-byte extension: `len / 255` zero bytes (minus one when the
-    /// remainder would be zero), then the remainder. Out of line: long runs are the rare case.
-    #[inline(never)]
-    fn extension(&mut self, mut len: usize) {
-        while len > 255 {
-            len -= 255;
-            self.push(0);
-        }
-        self.push(len as u8);
+/// ORs a count of 1-3 literals into the SS bits of the last instruction, `back` bytes before
+/// `op` (2 after a match, its distance's low byte; 3 after an RLE instruction).
+#[inline(always)]
+fn or_literal_count(dst: &mut [u8], op: usize, back: usize, t: usize) {
+    // The kernel writes here blindly; on a stream's very first instruction there is nothing
+    // before it, but `t <= 3` literals cannot be pending then (probing starts 5 bytes in).
+    if let Some(at) = op.checked_sub(back) {
+        dst[at] |= t as u8;
     }
+}
 
-    /// Writes `N` bytes at once, checking the room once.
-    #[inline(always)]
-    fn put<const N: usize>(&mut self, bytes: [u8; N]) -> Result<(), CompError> {
-        let capacity = self.buf.len();
-        let Some(w) = self.buf.get_mut(self.op..self.op + N) else {
-            return Err(CompError::OutputTooSmall { capacity });
-        };
-        w.copy_from_slice(&bytes);
-        self.op += N;
-        Ok(())
+/// Emits `t` literals from `src[from..]` with their header, every write checked; returns the
+/// new write position. The first-instruction form (`17 + t`) is the caller's.
+#[inline(always)]
+fn literals_checked(
+    src: &[u8],
+    dst: &mut [u8],
+    mut op: usize,
+    back: usize,
+    from: usize,
+    t: usize,
+) -> Result<usize, CompError> {
+    need(dst, op, t + literal_header_len(t))?;
+    if t <= 3 {
+        or_literal_count(dst, op, back, t);
+    } else if t <= 18 {
+        dst[op] = t as u8 - 3;
+        op += 1;
+    } else {
+        dst[op] = 0;
+        op = extension(dst, op + 1, t - 18);
     }
+    dst[op..op + t].copy_from_slice(&src[from..from + t]);
+    Ok(op + t)
+}
 
-    /// Copies `t` literals from `src[from..]` (room reserved by [`Out::need`]). Where both
-    /// buffers have room past the `t` bytes (in `src` the chunk's 20-byte tail guarantees it),
-    /// the copy is done in 16-byte blocks, as the kernel's `COPY8` pairs do; the excess is
-    /// overwritten by what follows.
-    #[inline(always)]
-    fn copy_literals(&mut self, src: &[u8], from: usize, t: usize) {
-        const BLOCK: usize = 16;
-        let padded = t.next_multiple_of(BLOCK);
-        if self.room() >= padded && src.len() - from >= padded {
-            let mut k = 0;
-            while k < t {
-                let block: &[u8; BLOCK] = src[from + k..from + k + BLOCK].try_into().unwrap();
-                self.buf[self.op + k..self.op + k + BLOCK].copy_from_slice(block);
-                k += BLOCK;
+/// Room [`sequence_fits`] asks for beyond the literals themselves: the literal header (at most
+/// 2 + t / 128 bytes: one byte plus the extension of t - 18, which is `ceil((t - 18) / 255)`),
+/// the 16-byte blocks' overshoot (15) and one 4-byte store for the short match or RLE
+/// instruction that follows (4) — 2 + 15 + 4.
+const FAST_ROOM: usize = 21;
+
+/// Whether `t` literals and a short match (or RLE instruction) certainly fit at `op`, so that
+/// the unchecked writes of [`literals_unchecked`] and [`store`] stay inside `dst`.
+#[inline(always)]
+fn sequence_fits(dst: &[u8], op: usize, t: usize) -> bool {
+    dst.len() - op >= t + (t >> 7) + FAST_ROOM
+}
+
+/// `dst[at..at + N] = bytes` without a bounds check.
+///
+/// # Safety
+///
+/// `at + N <= dst.len()`.
+#[inline(always)]
+unsafe fn store<const N: usize>(dst: &mut [u8], at: usize, bytes: [u8; N]) {
+    debug_assert!(at + N <= dst.len());
+    // SAFETY: the caller guarantees `at + N <= dst.len()`; `[u8; N]` has alignment 1.
+    unsafe { dst.as_mut_ptr().add(at).cast::<[u8; N]>().write(bytes) }
+}
+
+/// [`literals_checked`] without bounds checks: the header, then the literals copied in 16-byte
+/// blocks, as the kernel's `COPY8` pairs do (the overshoot is overwritten by what follows or lies
+/// past the returned length).
+///
+/// # Safety
+///
+/// [`sequence_fits`]`(dst, op, t)`, and `from + t.next_multiple_of(16) <= src.len()` (true for
+/// literals that end before `ip_end`: the chunk's 20-byte tail follows them).
+#[inline(always)]
+unsafe fn literals_unchecked(
+    src: &[u8],
+    dst: &mut [u8],
+    mut op: usize,
+    back: usize,
+    from: usize,
+    t: usize,
+) -> usize {
+    const BLOCK: usize = 16;
+    debug_assert!(sequence_fits(dst, op, t) && from + t.next_multiple_of(BLOCK) <= src.len());
+    if t <= 3 {
+        if t != 0 {
+            or_literal_count(dst, op, back, t);
+            // SAFETY: `from + 4 <= src.len()` and `op + 4 <= dst.len()`, both implied by the
+            // conditions above.
+            unsafe {
+                let word = src.as_ptr().add(from).cast::<[u8; 4]>().read();
+                store(dst, op, word);
             }
-        } else {
-            self.buf[self.op..self.op + t].copy_from_slice(&src[from..from + t]);
         }
-        self.op += t;
+        return op + t;
+    } else if t <= 18 {
+        // SAFETY: `sequence_fits` leaves room for the header byte.
+        unsafe { store(dst, op, [t as u8 - 3]) };
+        op += 1;
+    } else {
+        let mut rest = t - 18;
+        // SAFETY: these `1 + ceil((t - 18) / 255) <= 2 + t / 128` header bytes are what
+        // `FAST_ROOM` reserves for the header.
+        unsafe { store(dst, op, [0]) };
+        op += 1;
+        while rest > 255 {
+            rest -= 255;
+            // SAFETY: as above.
+            unsafe { store(dst, op, [0]) };
+            op += 1;
+        }
+        // SAFETY: as above.
+        unsafe { store(dst, op, [rest as u8]) };
+        op += 1;
     }
+    let mut k = 0;
+    while k < t {
+        // SAFETY: `k < t`, so `from + k + 16 <= from + t.next_multiple_of(16) <= src.len()` and,
+        // with the header written, `op + k + 16 <= op + t + 15 + (header) <= dst.len()` by
+        // `sequence_fits`.
+        unsafe {
+            let block = src.as_ptr().add(from + k).cast::<[u8; BLOCK]>().read();
+            store(dst, op + k, block);
+        }
+        k += BLOCK;
+    }
+    op + t
+}
+
+/// The encoding of an M2 match or an M3 match without length extension, as a little-endian u32
+/// of which the first `n` bytes count, and `n`; `None` for the longer or farther ones.
+#[inline(always)]
+fn short_match(m_len: usize, m_off: usize) -> Option<(u32, usize)> {
+    let d = (m_off - 1) as u32;
+    if m_len <= M2_MAX_LEN && m_off <= M2_MAX_OFFSET {
+        Some(((((m_len as u32 - 1) << 5) | ((d & 7) << 2)) | ((d >> 3) << 8), 2))
+    } else if m_off <= M3_MAX_OFFSET && m_len <= M3_MAX_LEN {
+        Some((u32::from(M3_MARKER) | (m_len as u32 - 2) | ((d << 2) << 8), 3))
+    } else {
+        None
+    }
+}
+
+/// Emits a match that [`short_match`] does not cover: M3 with a length extension or M4, every
+/// write checked. Returns the new write position and the match length actually emitted (lzo-rle
+/// shortens some). Out of line: on 4 KiB pages these are only the long matches.
+#[cold]
+#[inline(never)]
+fn long_match<const RLE: bool>(
+    dst: &mut [u8],
+    mut op: usize,
+    mut m_len: usize,
+    m_off: usize,
+) -> Result<(usize, usize), CompError> {
+    if m_off <= M3_MAX_OFFSET {
+        let d = m_off - 1;
+        need(dst, op, 3 + extension_len(m_len - M3_MAX_LEN))?;
+        dst[op] = M3_MARKER;
+        op = extension(dst, op + 1, m_len - M3_MAX_LEN);
+        dst[op] = (d << 2) as u8;
+        dst[op + 1] = (d >> 6) as u8;
+        return Ok((op + 2, m_len));
+    }
+    let d = m_off - 0x4000;
+    need(dst, op, 3 + extension_len(m_len.saturating_sub(M4_MAX_LEN)))?;
+    let h_bit = ((d >> 11) & 8) as u8;
+    if m_len <= M4_MAX_LEN {
+        dst[op] = M4_MARKER | h_bit | (m_len - 2) as u8;
+        op += 1;
+    } else {
+        // lzo-rle: lengths 261..=264 at distances with these bits set would read as an RLE
+        // instruction; the kernel shortens such matches to 260.
+        if RLE && (d & 0x403f) == 0x403f && (261..=264).contains(&m_len) {
+            m_len = 260;
+        }
+        dst[op] = M4_MARKER | h_bit;
+        op = extension(dst, op + 1, m_len - M4_MAX_LEN);
+    }
+    dst[op] = (d << 2) as u8;
+    dst[op + 1] = (d >> 6) as u8;
+    Ok((op + 2, m_len))
 }
 
 /// Compresses `src` into `dst` as the kernel does and returns the compressed length.
@@ -168,8 +322,8 @@ pub fn compress(
     compress_with::<false>(src, dst, dict, variant)
 }
 
-/// [`compress`] with every load bounds-checked: the reference the unchecked loads are tested
-/// against.
+/// [`compress`] with every load and every write bounds-checked: the reference the unchecked
+/// paths are tested against.
 #[cfg(test)]
 pub(super) fn compress_checked(
     src: &[u8],
@@ -187,28 +341,29 @@ fn compress_with<const CHECKED: bool>(
     dict: &mut Dict,
     variant: Variant,
 ) -> Result<usize, CompError> {
-    let mut out = Out { buf: dst, op: 0 };
     let rle = variant == Variant::LzoRle;
+    let mut op = 0;
     let m4_max_offset = if rle {
-        out.need(2)?;
-        out.push(VERSION_MARKER);
-        out.push(RLE_VERSION);
+        op = put(dst, op, [VERSION_MARKER, RLE_VERSION])?;
         M4_MAX_OFFSET_V1
     } else {
         M4_MAX_OFFSET_V0
     };
-    let data_start = out.op;
-    let mut state = State { back: 2 };
+    let data_start = op;
+    // Where the SS bits of the last instruction are, counted back from `op`: 2 after a match
+    // (its last two bytes are the distance, SS in the first), 3 after an RLE instruction.
+    let mut back = 2;
 
     let mut pos = 0;
     let mut left = src.len();
     let mut pending = 0; // literals not yet emitted, ending at `pos`
     while left > TAIL {
         let len = left.min(m4_max_offset + 1);
-        pending = if rle {
-            compress_chunk::<true, CHECKED>(src, pos, len, pending, dict, &mut out, &mut state)?
+        let chunk = Chunk { base: pos, len, carried: pending };
+        (pending, op, back) = if rle {
+            compress_chunk::<true, CHECKED>(src, chunk, dict, dst, op, back)?
         } else {
-            compress_chunk::<false, CHECKED>(src, pos, len, pending, dict, &mut out, &mut state)?
+            compress_chunk::<false, CHECKED>(src, chunk, dict, dst, op, back)?
         };
         pos += len;
         left -= len;
@@ -216,68 +371,45 @@ fn compress_with<const CHECKED: bool>(
     let t = pending + left;
 
     if t > 0 {
-        let first = out.op == data_start && t <= 238;
-        out.need(t + if first { 1 } else { literal_header_len(t) })?;
-        if first {
-            out.push(17 + t as u8);
-        } else if t <= 3 {
-            state.or_literal_count(&mut out, t);
-        } else if t <= 18 {
-            out.push(t as u8 - 3);
+        let from = src.len() - t;
+        if op == data_start && t <= 238 {
+            need(dst, op, 1 + t)?;
+            dst[op] = 17 + t as u8;
+            dst[op + 1..op + 1 + t].copy_from_slice(&src[from..]);
+            op += 1 + t;
         } else {
-            out.push(0);
-            out.extension(t - 18);
-        }
-        out.copy_literals(src, src.len() - t, t);
-    }
-    out.need(3)?;
-    out.push(M4_MARKER | 1);
-    out.push(0);
-    out.push(0);
-    Ok(out.op)
-}
-
-/// Bytes before `t` literals: none (the count goes into the last instruction), one (`t - 3`), or
-/// a zero and the extension of `t - 18`. The tail's `17 + t` form is one byte as well.
-#[inline(always)]
-fn literal_header_len(t: usize) -> usize {
-    match t {
-        0..=3 => 0,
-        4..=18 => 1,
-        _ => 1 + Out::extension_len(t - 18),
-    }
-}
-
-/// Where the SS bits of the last instruction are, counted back from the write position: 2 after
-/// a match (its last two bytes are the distance, SS in the first), 3 after an RLE instruction.
-struct State {
-    back: usize,
-}
-
-impl State {
-    #[inline(always)]
-    fn or_literal_count(&self, out: &mut Out<'_>, t: usize) {
-        // The kernel writes here blindly; on a stream's very first instruction there is nothing
-        // before it, but `t <= 3` literals cannot be pending then (probing starts 5 bytes in).
-        if let Some(at) = out.op.checked_sub(self.back) {
-            out.buf[at] |= t as u8;
+            op = literals_checked(src, dst, op, back, from, t)?;
         }
     }
+    put(dst, op, [M4_MARKER | 1, 0, 0])
 }
 
-/// Compresses one chunk `src[base..base + len]` (`lzo1x_1_do_compress`). `carried` literals end
-/// at `base`; returns the number of literals left pending at the chunk's end.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-fn compress_chunk<const RLE: bool, const CHECKED: bool>(
-    src: &[u8],
+/// One chunk: `src[base..base + len]`, with `carried` literals pending that end at `base`.
+#[derive(Clone, Copy)]
+struct Chunk {
     base: usize,
     len: usize,
     carried: usize,
+}
+
+/// Compresses one chunk (`lzo1x_1_do_compress`), writing from `op` on. Returns the number of
+/// literals left pending at the chunk's end, the write position and `back` (see
+/// [`compress_with`]).
+///
+/// Each sequence (literals, then a match or zero run) is written without bounds checks when
+/// [`sequence_fits`] says it fits, and checked write by write otherwise (a destination smaller
+/// than the worst case, near its end), so both give the same bytes and a destination that is too
+/// small still gives [`CompError::OutputTooSmall`].
+#[inline(always)]
+fn compress_chunk<const RLE: bool, const CHECKED: bool>(
+    src: &[u8],
+    chunk: Chunk,
     dict: &mut Dict,
-    out: &mut Out<'_>,
-    state: &mut State,
-) -> Result<usize, CompError> {
+    dst: &mut [u8],
+    mut op: usize,
+    mut back: usize,
+) -> Result<(usize, usize, usize), CompError> {
+    let Chunk { base, len, carried } = chunk;
     // A cleared dictionary is what keeps every candidate at or before its probe.
     dict.fill(0);
     let in_end = base + len;
@@ -306,74 +438,60 @@ fn compress_chunk<const RLE: bool, const CHECKED: bool>(
             ip += 1 + ((ip - ii) >> 5);
         };
 
-        // Emit the literals pending before `ip` (those carried from the last chunk included).
+        // The literals pending before `ip` (those carried from the last chunk included).
         ii -= ti;
         ti = 0;
         let t = ip - ii;
-
-        if t != 0 {
-            out.need(t + literal_header_len(t))?;
-            if t <= 3 {
-                state.or_literal_count(out, t);
-            } else if t <= 18 {
-                out.push(t as u8 - 3);
-            } else {
-                out.push(0);
-                out.extension(t - 18);
-            }
-            out.copy_literals(src, ii, t);
+        if !RLE {
+            back = 2; // constant for lzo: every instruction is a match
+        }
+        let fast = !CHECKED && sequence_fits(dst, op, t);
+        if fast {
+            // SAFETY: `sequence_fits` just held, and the literals end at `ip < ip_end`, 20
+            // bytes before the chunk's end, so the source blocks stay in `src`.
+            op = unsafe { literals_unchecked(src, dst, op, back, ii, t) };
+        } else if t != 0 {
+            op = literals_checked(src, dst, op, back, ii, t)?;
         }
 
-        if run != 0 {
+        if RLE && run != 0 {
             ip += run;
             let rl = (run - MIN_ZERO_RUN_LENGTH) as u32;
-            out.put(((rl << 21) | 0x00ff_fc18 | (rl & 7)).to_le_bytes())?;
-            state.back = 3;
+            let code = ((rl << 21) | 0x00ff_fc18 | (rl & 7)).to_le_bytes();
+            if fast {
+                // SAFETY: `sequence_fits` reserved 4 bytes after the literals.
+                unsafe { store(dst, op, code) };
+                op += 4;
+            } else {
+                op = put(dst, op, code)?;
+            }
+            back = 3;
             ii = ip;
             continue;
         }
 
-        let mut m_len = match_len::<CHECKED>(src, ip, m_pos, ip_end);
-
+        let m_len = match_len::<CHECKED>(src, ip, m_pos, ip_end);
         let m_off = ip - m_pos;
-        ip += m_len;
-        if m_len <= M2_MAX_LEN && m_off <= M2_MAX_OFFSET {
-            let d = m_off - 1;
-            out.put([(((m_len - 1) << 5) | ((d & 7) << 2)) as u8, (d >> 3) as u8])?;
-        } else if m_off <= M3_MAX_OFFSET {
-            let d = m_off - 1;
-            if m_len <= M3_MAX_LEN {
-                out.put([M3_MARKER | (m_len - 2) as u8, (d << 2) as u8, (d >> 6) as u8])?;
+        if let Some((code, n)) = short_match(m_len, m_off) {
+            if fast {
+                // SAFETY: `sequence_fits` reserved 4 bytes after the literals; the bytes past
+                // `n` are overwritten by what follows or lie past the returned length.
+                unsafe { store(dst, op, code.to_le_bytes()) };
             } else {
-                out.need(3 + Out::extension_len(m_len - M3_MAX_LEN))?;
-                out.push(M3_MARKER);
-                out.extension(m_len - M3_MAX_LEN);
-                out.push((d << 2) as u8);
-                out.push((d >> 6) as u8);
+                need(dst, op, n)?;
+                dst[op..op + n].copy_from_slice(&code.to_le_bytes()[..n]);
             }
+            op += n;
+            ip += m_len;
         } else {
-            let d = m_off - 0x4000;
-            out.need(3 + Out::extension_len(m_len.saturating_sub(M4_MAX_LEN)))?;
-            let h_bit = ((d >> 11) & 8) as u8;
-            if m_len <= M4_MAX_LEN {
-                out.push(M4_MARKER | h_bit | (m_len - 2) as u8);
-            } else {
-                // lzo-rle: lengths 261..=264 at distances with these bits set would read as an
-                // RLE instruction; the kernel shortens such matches to 260.
-                if RLE && (d & 0x403f) == 0x403f && (261..=264).contains(&m_len) {
-                    ip -= m_len - 260;
-                    m_len = 260;
-                }
-                out.push(M4_MARKER | h_bit);
-                out.extension(m_len - M4_MAX_LEN);
-            }
-            out.push((d << 2) as u8);
-            out.push((d >> 6) as u8);
+            let emitted;
+            (op, emitted) = long_match::<RLE>(dst, op, m_len, m_off)?;
+            ip += emitted;
         }
-        state.back = 2;
+        back = 2;
         ii = ip;
     }
-    Ok(in_end - (ii - ti))
+    Ok((in_end - (ii - ti), op, back))
 }
 
 /// The length of the match at `ip` against `m_pos` (whose first 4 bytes are equal): extended 8

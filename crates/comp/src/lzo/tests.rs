@@ -231,3 +231,29 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Destinations around the exact size: the compressor switches per sequence between unchecked
+    /// writes (where the sequence certainly fits) and checked ones (near the end), and must give
+    /// the checked path's bytes whenever they fit and `OutputTooSmall` whenever they do not.
+    #[test]
+    fn tight_destinations_equal_checked_path(src in page_like(), slack in 0usize..48, short in 1usize..48) {
+        for variant in [Variant::Lzo, Variant::LzoRle] {
+            let mut dict = Box::new([0u16; D_SIZE]);
+            let mut big = vec![0u8; crate::compress_bound(src.len())];
+            let n = compress::compress_checked(&src, &mut big, &mut dict, variant).unwrap();
+            let want = &big[..n];
+            let mut dst = vec![0u8; n + slack];
+            prop_assert_eq!(compress(&src, &mut dst, &mut dict, variant), Ok(n));
+            prop_assert_eq!(&dst[..n], want);
+            let cap = n.saturating_sub(short);
+            let mut small = vec![0u8; cap];
+            prop_assert_eq!(
+                compress(&src, &mut small, &mut dict, variant),
+                Err(CompError::OutputTooSmall { capacity: cap })
+            );
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! Minimal inline-SVG charts for the HTML report: bars, a labelled scatter, and log2 latency
+//! histograms. No scripts, no external files: the report opens offline.
+//!
+//! Each chart draws its marks in one accent colour passed by the caller, so a screenshot test
+//! can find every chart by its colour.
+
+use std::fmt::Write;
+
+const W: f64 = 720.0;
+const H: f64 = 300.0;
+const LEFT: f64 = 170.0;
+const RIGHT: f64 = 30.0;
+const TOP: f64 = 40.0;
+const BOTTOM: f64 = 50.0;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+fn open(title: &str, height: f64) -> String {
+    format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{height}\" \
+         viewBox=\"0 0 {W} {height}\" font-family=\"sans-serif\" font-size=\"12\">\
+         <rect width=\"{W}\" height=\"{height}\" fill=\"#ffffff\"/>\
+         <text x=\"{}\" y=\"22\" font-size=\"15\" font-weight=\"bold\">{}</text>",
+        10,
+        esc(title)
+    )
+}
+
+/// Horizontal bars, one per label; `unit` follows each value.
+pub fn bars(title: &str, items: &[(String, f64)], unit: &str, color: &str) -> String {
+    let row = 24.0;
+    let height = TOP + BOTTOM / 2.0 + row * items.len().max(1) as f64;
+    let mut s = open(title, height);
+    let max = items.iter().map(|i| i.1).fold(0.0, f64::max).max(1e-12);
+    let span = W - LEFT - RIGHT - 90.0;
+    for (k, (label, v)) in items.iter().enumerate() {
+        let y = TOP + k as f64 * row;
+        let w = (v.max(0.0) / max * span).max(1.0);
+        let _ = write!(
+            s,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\
+             <rect x=\"{LEFT}\" y=\"{}\" width=\"{w:.1}\" height=\"{}\" fill=\"{color}\"/>\
+             <text x=\"{}\" y=\"{}\">{} {}</text>",
+            LEFT - 8.0,
+            y + 15.0,
+            esc(label),
+            y + 3.0,
+            row - 6.0,
+            LEFT + w + 6.0,
+            y + 15.0,
+            fmt_num(*v),
+            esc(unit)
+        );
+    }
+    s + "</svg>"
+}
+
+/// Points with labels; `log_x` draws the x axis logarithmically (speeds span decades).
+pub fn scatter(
+    title: &str,
+    points: &[(String, f64, f64)],
+    x_label: &str,
+    y_label: &str,
+    log_x: bool,
+    color: &str,
+) -> String {
+    let mut s = open(title, H);
+    let fx = |x: f64| if log_x { x.max(1e-9).log10() } else { x };
+    let (x0, x1) = points
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| (a.min(fx(p.1)), b.max(fx(p.1))));
+    let y1 = points.iter().map(|p| p.2).fold(0.0, f64::max) * 1.1;
+    let (x0, x1) =
+        if x1 > x0 { (x0 - 0.05 * (x1 - x0), x1 + 0.05 * (x1 - x0)) } else { (x0 - 1.0, x0 + 1.0) };
+    let px = |x: f64| 60.0 + (fx(x) - x0) / (x1 - x0) * (W - 60.0 - RIGHT);
+    let py = |y: f64| H - BOTTOM - y / y1.max(1e-12) * (H - TOP - BOTTOM);
+    let _ = write!(
+        s,
+        "<line x1=\"60\" y1=\"{b}\" x2=\"{r}\" y2=\"{b}\" stroke=\"#333\"/>\
+         <line x1=\"60\" y1=\"{TOP}\" x2=\"60\" y2=\"{b}\" stroke=\"#333\"/>\
+         <text x=\"{cx}\" y=\"{}\" text-anchor=\"middle\">{}</text>\
+         <text x=\"14\" y=\"{cy}\" transform=\"rotate(-90 14 {cy})\" text-anchor=\"middle\">{}</text>",
+        H - 12.0,
+        esc(x_label),
+        esc(y_label),
+        b = H - BOTTOM,
+        r = W - RIGHT,
+        cx = (W + 60.0) / 2.0,
+        cy = (H - BOTTOM + TOP) / 2.0,
+    );
+    // Tick labels at the ends of both axes (and the middle of x), enough to read the scale.
+    let unfx = |v: f64| if log_x { 10f64.powf(v) } else { v };
+    for t in [x0, (x0 + x1) / 2.0, x1] {
+        let xv = unfx(t);
+        let _ = write!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#555\">{}</text>",
+            px(xv),
+            H - BOTTOM + 16.0,
+            fmt_num(xv)
+        );
+    }
+    for t in [0.0, y1 / 2.0, y1] {
+        let _ = write!(
+            s,
+            "<text x=\"54\" y=\"{:.1}\" text-anchor=\"end\" fill=\"#555\">{}</text>",
+            py(t) + 4.0,
+            fmt_num(t)
+        );
+    }
+    for (label, x, y) in points {
+        let _ = write!(
+            s,
+            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{color}\"/>\
+             <text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+            px(*x) - 5.0,
+            py(*y) - 5.0,
+            px(*x) + 8.0,
+            py(*y) - 7.0,
+            esc(label)
+        );
+    }
+    s + "</svg>"
+}
+
+/// bpftrace-style log2 histogram: one bar per power-of-two bucket.
+pub fn log2_histogram(title: &str, buckets: &[(u64, u64)], color: &str) -> String {
+    let items: Vec<(String, f64)> = buckets
+        .iter()
+        .map(|(lo, c)| (format!("[{}, {})", fmt_ns(*lo), fmt_ns(lo * 2)), *c as f64))
+        .collect();
+    bars(title, &items, "", color)
+}
+
+fn fmt_ns(ns: u64) -> String {
+    match ns {
+        n if n >= 1 << 30 => format!("{}G", n >> 30),
+        n if n >= 1 << 20 => format!("{}M", n >> 20),
+        n if n >= 1 << 10 => format!("{}K", n >> 10),
+        n => n.to_string(),
+    }
+}
+
+fn fmt_num(v: f64) -> String {
+    if v.abs() >= 100.0 { format!("{v:.0}") } else { format!("{v:.2}") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn charts_are_well_formed_and_escaped() {
+        let b = bars("a<b", &[("x&y".into(), 2.0), ("z".into(), 1.0)], "MB/s", "#123456");
+        assert!(b.starts_with("<svg") && b.ends_with("</svg>"));
+        assert!(b.contains("a&lt;b") && b.contains("x&amp;y"));
+        assert_eq!(b.matches("fill=\"#123456\"").count(), 2);
+        let s = scatter(
+            "t",
+            &[("p".into(), 10.0, 2.0), ("q".into(), 1000.0, 3.0)],
+            "x",
+            "y",
+            true,
+            "#abcdef",
+        );
+        assert_eq!(s.matches("fill=\"#abcdef\"").count(), 2);
+        let h = log2_histogram("h", &[(512, 3), (1024, 7)], "#00ff00");
+        assert!(h.contains("[512, 1K)") && h.contains("[1K, 2K)"));
+    }
+}

@@ -1,0 +1,109 @@
+//! The lab report end to end on a small page set: the JSON validates against
+//! docs/lab-report.schema.json, and the HTML report, rendered by headless Chromium, shows every
+//! plot (each plot draws in its own colour; the screenshot must contain each colour).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use zmem_lab::lab::{self, LabOptions, Source};
+use zmem_lab::{NoProgress, report};
+
+fn small_report() -> lab::LabReport {
+    let set = zmem_workload::generate::generate(zmem_workload::generate::Kind::Mixed, 384, 4096, 7)
+        .expect("generator");
+    let source = Source {
+        kind: "builtin".into(),
+        detail: "test set".into(),
+        pages: set.len() as u64,
+        page_size: 4096,
+    };
+    let opts = LabOptions { min_time: Duration::ZERO, ..LabOptions::default() };
+    lab::run(set.bytes(), source, &opts, &NoProgress).expect("lab run")
+}
+
+fn schema() -> serde_json::Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/lab-report.schema.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn json_validates_against_the_schema() {
+    let r = small_report();
+    let json = serde_json::to_value(&r).unwrap();
+    let validator = jsonschema::validator_for(&schema()).expect("the schema compiles");
+    let errors: Vec<String> = validator.iter_errors(&json).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    // The schema is strict enough to catch a broken report.
+    let mut broken = json.clone();
+    broken["recommendation"].as_object_mut().unwrap().remove("why");
+    assert!(!validator.is_valid(&broken));
+    broken = json.clone();
+    broken["source"]["kind"] = "guessed".into();
+    assert!(!validator.is_valid(&broken));
+    // Every policy read every page back.
+    assert!(r.policies.iter().all(|p| p.verified));
+    assert!(r.compressors.iter().all(|c| c.verified));
+}
+
+fn chromium() -> Option<PathBuf> {
+    ["chromium", "chromium-browser", "google-chrome"].iter().find_map(|c| {
+        Command::new(c)
+            .arg("--version")
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|_| PathBuf::from(c))
+    })
+}
+
+fn rgb(hex: &str) -> [u8; 3] {
+    let v = u32::from_str_radix(&hex[1..], 16).unwrap();
+    [(v >> 16) as u8, (v >> 8) as u8, v as u8]
+}
+
+#[test]
+fn html_report_shows_every_plot_in_chromium() {
+    let r = small_report();
+    let html = report::render_html(&r);
+    assert_eq!(html.matches("<svg").count(), 4 + r.policies.len());
+    let Some(browser) = chromium() else {
+        eprintln!(
+            "SKIPPED: no chromium binary (apt-get install chromium); the HTML was checked only as text"
+        );
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("zmem-report-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let page = dir.join("report.html");
+    std::fs::write(&page, &html).unwrap();
+    let shot = dir.join("shot.png");
+    let out = Command::new(browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"])
+        .arg("--window-size=800,6000")
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(
+        shot.exists(),
+        "chromium wrote no screenshot: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&shot).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let px = match info.color_type {
+        png::ColorType::Rgba => 4,
+        png::ColorType::Rgb => 3,
+        other => panic!("unexpected PNG colour type {other:?}"),
+    };
+    let pixels = &buf[..info.buffer_size()];
+    for (plot, color) in report::PLOT_COLORS {
+        let want = rgb(color);
+        let n = pixels.chunks_exact(px).filter(|p| p[..3] == want).count();
+        assert!(n > 200, "plot {plot:?} ({color}) shows {n} pixels in the screenshot");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
