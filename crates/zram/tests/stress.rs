@@ -85,6 +85,12 @@ fn run(setup: &Setup) {
     let threads = env_or("ZMEM_STRESS_THREADS", 4).max(1);
     let total_ops = env_or("ZMEM_STRESS_OPS", 40_000);
     let per_thread_pages = 192u64;
+    // For narrowing a failure down: `ZMEM_STRESS_NO=compact,recompress` turns those operations
+    // (of notify, writeback, recompress, compact, idle) into reads.
+    let no = std::env::var("ZMEM_STRESS_NO").unwrap_or_default();
+    let off = |op: &str| no.split(',').any(|o| o == op);
+    let (no_notify, no_wb, no_recomp, no_compact, no_idle) =
+        (off("notify"), off("writeback"), off("recompress"), off("compact"), off("idle"));
     let nr_pages = threads * per_thread_pages;
 
     let z = Zram::new(ZramConfig {
@@ -134,7 +140,16 @@ fn run(setup: &Setup) {
                     for _ in 0..total_ops / threads {
                         bump(&counts.ops);
                         let index = own(rng.next() % per_thread_pages);
-                        match rng.next() % 1000 {
+                        let mut op = rng.next() % 1000;
+                        if (no_notify && (910..960).contains(&op))
+                            || (no_wb && (960..975).contains(&op))
+                            || (no_recomp && (975..987).contains(&op))
+                            || (no_compact && (987..993).contains(&op))
+                            || (no_idle && op >= 993)
+                        {
+                            op = 400;
+                        }
+                        match op {
                             0..=399 => {
                                 let p = page_for(&mut rng);
                                 match z.write_page(index, &p) {
@@ -154,7 +169,20 @@ fn run(setup: &Setup) {
                                     .unwrap_or_else(|e| panic!("read of {index}: {e}"));
                                 let zero = vec![0u8; PS];
                                 let want = shadow.get(&index).unwrap_or(&zero);
-                                assert!(out == *want, "thread {t}: page {index} differs");
+                                if out != *want {
+                                    // What the slot is now (its block_state line) and whether it
+                                    // read as zeros say which path lost the page.
+                                    let state = z.block_state();
+                                    let line = state.lines().find(|l| {
+                                        l.split_whitespace().next() == Some(&index.to_string())
+                                    });
+                                    panic!(
+                                        "thread {t}: page {index} differs (slot {line:?}, read \
+                                         zeros: {}, expected a stored page: {})",
+                                        out.iter().all(|&b| b == 0),
+                                        shadow.contains_key(&index)
+                                    );
+                                }
                                 bump(&counts.reads);
                             }
                             // Resolved by reading, so only for pages that do not read as
