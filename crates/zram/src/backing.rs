@@ -9,7 +9,8 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::errno::{Errno, ZramError};
 
@@ -50,6 +51,134 @@ impl BackingStore for FileStore {
 
     fn read_at(&self, out: &mut [u8], offset: u64) -> io::Result<()> {
         self.file.read_exact_at(out, offset)
+    }
+}
+
+/// A shared store: the caller keeps one `Arc` to change or inspect the store (a [`MemStore`]'s
+/// faults) while the device holds the other.
+impl<T: BackingStore + ?Sized> BackingStore for Arc<T> {
+    fn capacity(&self) -> u64 {
+        (**self).capacity()
+    }
+
+    fn write_at(&self, data: &[u8], offset: u64) -> io::Result<()> {
+        (**self).write_at(data, offset)
+    }
+
+    fn read_at(&self, out: &mut [u8], offset: u64) -> io::Result<()> {
+        (**self).read_at(out, offset)
+    }
+}
+
+/// What a [`MemStore`] does wrong, to drive the error paths of writeback and backing reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StoreFault {
+    /// Nothing: a perfect device.
+    #[default]
+    None,
+    /// Every write fails (EIO) and changes nothing.
+    FailWrites,
+    /// Every write stores the first half of the block and then fails (`WriteZero`, what
+    /// `write_all_at` reports when the device stops accepting bytes).
+    ShortWrites,
+    /// Writes succeed until this many have been made, then fail with "no space left" (a sparse
+    /// file on a full filesystem).
+    FullAfter(u64),
+    /// Every `n`th write fails (EIO); the others succeed.
+    FailEvery(u64),
+    /// Every read fails (EIO).
+    FailReads,
+}
+
+/// A backing store in memory with injectable faults: what the fault tests, the stress test
+/// and the fuzz targets attach instead of a file.
+#[derive(Debug)]
+pub struct MemStore {
+    data: Mutex<Vec<u8>>,
+    fault: Mutex<StoreFault>,
+    writes: AtomicU64,
+    failed_writes: AtomicU64,
+}
+
+impl MemStore {
+    /// A store of `capacity` bytes, zero-filled, with no fault.
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            data: Mutex::new(vec![0; capacity]),
+            fault: Mutex::new(StoreFault::None),
+            writes: AtomicU64::new(0),
+            failed_writes: AtomicU64::new(0),
+        }
+    }
+
+    /// Changes what the store does wrong from the next call on.
+    pub fn set_fault(&self, fault: StoreFault) {
+        *self.fault.lock().unwrap_or_else(|p| p.into_inner()) = fault;
+    }
+
+    /// Writes attempted so far (failed ones included).
+    pub fn writes(&self) -> u64 {
+        self.writes.load(Ordering::Relaxed)
+    }
+
+    /// Writes that failed so far.
+    pub fn failed_writes(&self) -> u64 {
+        self.failed_writes.load(Ordering::Relaxed)
+    }
+
+    fn fault(&self) -> StoreFault {
+        *self.fault.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn range(&self, offset: u64, len: usize, cap: usize) -> io::Result<std::ops::Range<usize>> {
+        usize::try_from(offset)
+            .ok()
+            .and_then(|o| Some(o..o.checked_add(len)?))
+            .filter(|r| r.end <= cap)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "beyond the store"))
+    }
+}
+
+impl BackingStore for MemStore {
+    fn capacity(&self) -> u64 {
+        self.data.lock().unwrap_or_else(|p| p.into_inner()).len() as u64
+    }
+
+    fn write_at(&self, data: &[u8], offset: u64) -> io::Result<()> {
+        let nth = self.writes.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut store = self.data.lock().unwrap_or_else(|p| p.into_inner());
+        let range = self.range(offset, data.len(), store.len())?;
+        let fail = |kind: io::ErrorKind, msg: &str| {
+            self.failed_writes.fetch_add(1, Ordering::Relaxed);
+            Err(io::Error::new(kind, msg.to_string()))
+        };
+        match self.fault() {
+            StoreFault::FailWrites => return fail(io::ErrorKind::Other, "injected write error"),
+            StoreFault::ShortWrites => {
+                let half = data.len() / 2;
+                store[range.start..range.start + half].copy_from_slice(&data[..half]);
+                return fail(io::ErrorKind::WriteZero, "injected short write");
+            }
+            StoreFault::FullAfter(n) if nth > n => {
+                return fail(io::ErrorKind::StorageFull, "injected full device");
+            }
+            StoreFault::FailEvery(n) if n > 0 && nth.is_multiple_of(n) => {
+                return fail(io::ErrorKind::Other, "injected write error");
+            }
+            _ => {}
+        }
+        store[range].copy_from_slice(data);
+        Ok(())
+    }
+
+    fn read_at(&self, out: &mut [u8], offset: u64) -> io::Result<()> {
+        if self.fault() == StoreFault::FailReads {
+            return Err(io::Error::other("injected read error"));
+        }
+        let store = self.data.lock().unwrap_or_else(|p| p.into_inner());
+        let range = self.range(offset, out.len(), store.len())?;
+        out.copy_from_slice(&store[range]);
+        Ok(())
     }
 }
 

@@ -62,6 +62,10 @@ pub struct ZramConfig {
     /// The algorithms `comp_algorithm` offers (the kernel's CONFIG_ZRAM_BACKEND_* choice);
     /// empty means every algorithm of the registry.
     pub backends: Vec<String>,
+    /// Most page frames the pool's arena may hold (`None`: as many as the system gives). The
+    /// kernel has no such knob (zsmalloc takes pages until the system refuses); it stands in for
+    /// a machine out of memory, so tests can drive the allocation-failure paths.
+    pub pool_max_pages: Option<u64>,
 }
 
 impl ZramConfig {
@@ -85,6 +89,7 @@ impl Default for ZramConfig {
             chain_size: 8,
             features: Features::default(),
             backends: Vec::new(),
+            pool_max_pages: None,
         }
     }
 }
@@ -295,6 +300,7 @@ impl Zram {
         let pool_config = PoolConfig {
             page_size: self.config.page_size,
             chain_size: self.config.chain_size,
+            max_pages: self.config.pool_max_pages,
             ..PoolConfig::default()
         };
         let pool = zmem_pool::create(&self.config.pool, &pool_config)
@@ -622,6 +628,29 @@ impl Zram {
             );
         }
         out
+    }
+
+    /// Test hook: passes the bytes of slot `index`'s pool object to `f` and writes back what
+    /// it leaves there, to simulate memory corruption of a compressed object. Returns `false`
+    /// (and calls nothing) when the slot holds no pool object (empty, same-filled or written
+    /// back).
+    #[doc(hidden)]
+    pub fn corrupt_object_for_test(
+        &self,
+        index: u64,
+        f: impl FnOnce(&mut [u8]),
+    ) -> Result<bool, ZramError> {
+        let live = self.check_io(index, self.config.page_size)?;
+        let slot = live.table.lock(index as usize);
+        if slot.test(Flag::Wb) || slot.test(Flag::Same) || slot.size() == 0 {
+            return Ok(false);
+        }
+        let handle = Handle(slot.handle());
+        let mut bytes = vec![0u8; slot.size()];
+        let n = live.pool.read(handle, &mut bytes).map_err(pool_error)?;
+        f(&mut bytes[..n]);
+        live.pool.write(handle, &bytes[..n]).map_err(pool_error)?;
+        Ok(true)
     }
 
     pub(crate) fn miss_free(&self) -> u64 {

@@ -18,13 +18,14 @@ mod backing;
 mod device;
 mod errno;
 pub mod kernel;
-mod parse;
+#[doc(hidden)]
+pub mod parse;
 mod postprocess;
 mod slot;
 mod stats;
 mod zcomp;
 
-pub use backing::{BackingStore, FileStore};
+pub use backing::{BackingStore, FileStore, MemStore, StoreFault};
 pub use device::{
     Clock, DEFAULT_ALGORITHM, Features, MAX_COMPS, MonotonicClock, Zram, ZramConfig, same_filled,
 };

@@ -95,7 +95,11 @@ impl SlotTable {
         let slot = &self.slots[index];
         let lock = self.bit(Flag::EntryLock);
         let cur = slot.flags.fetch_or(lock, Ordering::Acquire);
-        (cur & lock == 0).then_some(SlotGuard { table: self, slot })
+        // The guard must only be built when the lock was taken: `then_some(SlotGuard { .. })`
+        // builds it eagerly, and dropping the unused guard would release the lock of whoever
+        // holds the slot (found by tests/stress.rs: free_notify racing writeback/recompress let
+        // a discard and a recompression own one slot at once).
+        if cur & lock == 0 { Some(SlotGuard { table: self, slot }) } else { None }
     }
 }
 
@@ -224,6 +228,9 @@ mod tests {
         let t = SlotTable::new(2, 4096);
         let g = t.lock(0);
         assert!(t.try_lock(0).is_none());
+        // A failed attempt leaves the holder's lock in place.
+        assert!(t.try_lock(0).is_none(), "a failed try_lock released the holder's lock");
+        assert!(g.test(Flag::EntryLock));
         assert!(t.try_lock(1).is_some());
         drop(g);
         assert!(t.try_lock(0).is_some());

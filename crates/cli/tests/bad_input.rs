@@ -1,0 +1,199 @@
+//! Bad input to the `zmem` binary: missing and truncated files, wrong page sizes, unknown
+//! algorithms and allocators, malformed attribute strings, corrupt compressed streams. Each must
+//! end with exactly one line on stderr starting `zmem: `, exit status 2, and no panic.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn zmem(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zmem"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the zmem binary runs");
+    // The child may exit before reading its input; a broken pipe here is not the test's concern.
+    let _ = child.stdin.take().unwrap().write_all(stdin);
+    child.wait_with_output().unwrap()
+}
+
+/// Asserts the clean-failure contract and returns the message after `zmem: `.
+#[track_caller]
+fn fails_cleanly(args: &[&str], stdin: &[u8]) -> String {
+    let out = zmem(args, stdin);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{args:?} panicked:\n{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{args:?}: exit status; stderr:\n{stderr}");
+    assert!(
+        stderr.starts_with("zmem: "),
+        "{args:?}: stderr does not start with `zmem: `:\n{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{args:?}: more than one line:\n{stderr}");
+    stderr["zmem: ".len()..].trim_end().to_string()
+}
+
+/// A file in the test's temp directory holding `bytes`.
+fn file(name: &str, bytes: &[u8]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("zmem-cli-bad-input-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Four pages of text-like data.
+fn pages() -> Vec<u8> {
+    let text = b"zram stores compressed pages in a zsmalloc pool; ".repeat(400);
+    text[..4 * 4096].to_vec()
+}
+
+#[test]
+fn missing_files() {
+    let missing = "/nonexistent/zmem/pages.bin";
+    let msg = fails_cleanly(&["zram", missing], b"");
+    assert!(msg.contains(missing), "{msg}");
+    let msg = fails_cleanly(&["comp-bench", "--algo", "lz4", missing], b"");
+    assert!(msg.contains(missing), "{msg}");
+    let msg = fails_cleanly(&["compress", "--algo", "zstd", "--dict", missing], b"abc");
+    assert!(msg.contains(missing), "{msg}");
+}
+
+#[test]
+fn empty_and_truncated_files() {
+    let empty = file("empty", b"");
+    let msg = fails_cleanly(&["zram", s(&empty)], b"");
+    assert!(msg.contains("no pages"), "{msg}");
+    // A raw page file that ends inside a page is truncated.
+    let short = file("short", &pages()[..1000]);
+    let msg = fails_cleanly(&["zram", s(&short)], b"");
+    assert!(msg.contains("truncated"), "{msg}");
+    let cut = file("cut", &pages()[..3 * 4096 + 17]);
+    let msg = fails_cleanly(&["zram", s(&cut)], b"");
+    assert!(msg.contains("truncated"), "{msg}");
+    // Four 4 KiB pages are a quarter of one 64 KiB page.
+    let four = file("four", &pages());
+    let msg = fails_cleanly(&["zram", "--page-size", "65536", s(&four)], b"");
+    assert!(msg.contains("truncated"), "{msg}");
+    let msg = fails_cleanly(&["comp-bench", "--algo", "lz4", s(&cut)], b"");
+    assert!(msg.contains("truncated"), "{msg}");
+}
+
+#[test]
+fn wrong_page_sizes() {
+    let f = file("pages", &pages());
+    for ps in ["1000", "0", "8192"] {
+        let msg = fails_cleanly(&["zram", "--page-size", ps, s(&f)], b"");
+        assert!(msg.contains("page size"), "{ps}: {msg}");
+        let msg = fails_cleanly(&["compress", "--algo", "lz4", "--page-size", ps], b"abc");
+        assert!(msg.contains("page size"), "{ps}: {msg}");
+    }
+    let msg = fails_cleanly(&["comp-bench", "--algo", "lz4", "--page-size", "3000", s(&f)], b"");
+    assert!(msg.contains("3000"), "{msg}");
+}
+
+#[test]
+fn unknown_algorithms_and_allocators() {
+    let f = file("pages2", &pages());
+    let msg = fails_cleanly(&["zram", "--algo", "lzma", s(&f)], b"");
+    assert!(msg.contains("lzma"), "{msg}");
+    let msg = fails_cleanly(&["zram", "--recomp", "zstd,nope", s(&f)], b"");
+    assert!(msg.contains("nope"), "{msg}");
+    let msg = fails_cleanly(&["zram", "--pool", "slab", s(&f)], b"");
+    assert!(msg.contains("slab"), "{msg}");
+    let msg = fails_cleanly(&["compress", "--algo", "lzma"], b"abc");
+    assert!(msg.contains("lzma"), "{msg}");
+    let msg = fails_cleanly(&["decompress", "--algo", ""], b"abc");
+    assert!(!msg.is_empty());
+    let msg = fails_cleanly(&["comp-bench", "--algo", "nope", s(&f)], b"");
+    assert!(msg.contains("nope"), "{msg}");
+    let msg = fails_cleanly(&["comp-bench", "--algo", "zstd:abc", s(&f)], b"");
+    assert!(msg.contains("zstd:abc"), "{msg}");
+}
+
+#[test]
+fn malformed_parameters_and_attribute_strings() {
+    let f = file("pages3", &pages());
+    for params in ["level", "level=", "level=abc", "level=99", "priority=7 level=1", "dict="] {
+        let msg = fails_cleanly(&["zram", "--algo", "zstd", "--params", params, s(&f)], b"");
+        assert!(!msg.is_empty(), "{params}");
+    }
+    // A level for an algorithm that takes none fails when the stream is built (at disksize).
+    fails_cleanly(&["zram", "--algo", "lzo", "--params", "level=1", s(&f)], b"");
+    for recompress in ["max_pages=x", "threshold=-1", "priority=9", "algo=lz4", "threshold=5000"] {
+        let msg =
+            fails_cleanly(&["zram", "--recomp", "zstd", "--recompress", recompress, s(&f)], b"");
+        assert!(!msg.is_empty(), "{recompress}");
+    }
+    // recompress without a secondary algorithm.
+    fails_cleanly(&["zram", "--recompress", "type=huge", s(&f)], b"");
+    fails_cleanly(&["compress", "--algo", "zstd", "--level", "99"], b"abc");
+    fails_cleanly(&["compress", "--algo", "deflate", "--deflate-winbits", "3"], b"abc");
+    fails_cleanly(&["compress", "--algo", "lzo", "--level", "1"], b"abc");
+}
+
+#[test]
+fn oversized_input_to_compress_and_decompress() {
+    let big = vec![7u8; 3 * 4096];
+    let msg = fails_cleanly(&["compress", "--algo", "lz4"], &big);
+    assert!(msg.contains("larger than"), "{msg}");
+    let msg = fails_cleanly(&["decompress", "--algo", "lz4"], &vec![0u8; 64 * 1024]);
+    assert!(msg.contains("larger than"), "{msg}");
+}
+
+#[test]
+fn corrupt_input_to_decompress_fails_cleanly_in_every_codec() {
+    let page = &pages()[..4096];
+    for algo in zmem_comp::algorithms().iter().map(|a| a.name) {
+        let out = zmem(&["compress", "--algo", algo], page);
+        assert_eq!(out.status.code(), Some(0), "{algo}: {}", String::from_utf8_lossy(&out.stderr));
+        let stream = out.stdout;
+        // The stream itself decodes back to the page.
+        let back = zmem(&["decompress", "--algo", algo], &stream);
+        assert_eq!(back.status.code(), Some(0), "{algo}");
+        assert_eq!(back.stdout, page, "{algo}");
+        // Empty input is no page: an error, or (zstd: zero frames) empty output.
+        let empty = zmem(&["decompress", "--algo", algo], b"");
+        match empty.status.code() {
+            Some(0) => assert!(empty.stdout.is_empty(), "{algo}: output from empty input"),
+            _ => {
+                fails_cleanly(&["decompress", "--algo", algo], b"");
+            }
+        }
+        // A zeroed stream and a stream cut in half are not pages.
+        fails_cleanly(&["decompress", "--algo", algo], &vec![0u8; stream.len()]);
+        let half = &stream[..stream.len() / 2];
+        let cut = zmem(&["decompress", "--algo", algo], half);
+        let stderr = String::from_utf8_lossy(&cut.stderr);
+        assert!(!stderr.contains("panicked"), "{algo}: {stderr}");
+        // A decoder may stop cleanly at a block boundary; what it returns is then shorter.
+        match cut.status.code() {
+            Some(0) => assert!(cut.stdout.len() < page.len(), "{algo}: half a stream, a full page"),
+            Some(2) => assert!(stderr.starts_with("zmem: ") && stderr.lines().count() == 1),
+            other => panic!("{algo}: exit {other:?}: {stderr}"),
+        }
+        // Garbage: whatever it decodes to, the binary reports it without panicking.
+        let garbage: Vec<u8> =
+            (0..600u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+        let g = zmem(&["decompress", "--algo", algo], &garbage);
+        let stderr = String::from_utf8_lossy(&g.stderr);
+        assert!(!stderr.contains("panicked"), "{algo}: {stderr}");
+        assert!(matches!(g.status.code(), Some(0 | 2)), "{algo}: {stderr}");
+    }
+}
+
+#[test]
+fn usage_errors_exit_2_without_panicking() {
+    // clap's own usage errors keep clap's format (with a usage hint), but the same status.
+    for args in [&["zram"][..], &["frobnicate"], &["zram", "--threads", "x", "f"], &["compress"]] {
+        let out = zmem(args, b"");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}

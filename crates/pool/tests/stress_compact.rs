@@ -1,0 +1,84 @@
+//! Threads allocating, writing, reading back and freeing their own objects of every size while
+//! another thread compacts without pause: every read must return what its owner wrote.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use zmem_pool::{Handle, PoolConfig, ZPool};
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+fn fill(len: usize, seed: u64) -> Vec<u8> {
+    let mut r = Rng(seed | 1);
+    (0..len).map(|_| r.next() as u8).collect()
+}
+
+fn hammer(pool: &dyn ZPool, ops: u64) {
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                pool.compact();
+                std::thread::yield_now();
+            }
+        });
+        let workers: Vec<_> = (0..4u64)
+            .map(|t| {
+                s.spawn(move || {
+                    let mut rng = Rng(0x9e37 + t * 7919);
+                    let mut live: Vec<(Handle, Vec<u8>)> = Vec::new();
+                    let mut out = vec![0u8; pool.page_size()];
+                    for _ in 0..ops {
+                        match rng.next() % 10 {
+                            0..=3 => {
+                                let len = 1 + (rng.next() as usize % pool.max_alloc_size());
+                                let data = fill(len, rng.next());
+                                let h = pool.malloc(len).unwrap();
+                                std::thread::yield_now();
+                                pool.write(h, &data).unwrap();
+                                live.push((h, data));
+                            }
+                            4..=6 if !live.is_empty() => {
+                                let i = rng.next() as usize % live.len();
+                                let (h, data) = &live[i];
+                                let n = pool.read(*h, &mut out).unwrap();
+                                assert!(out[..n] == data[..], "thread {t}: object differs");
+                            }
+                            _ if !live.is_empty() => {
+                                let i = rng.next() as usize % live.len();
+                                let (h, _) = live.swap_remove(i);
+                                pool.free(h).unwrap();
+                            }
+                            _ => {}
+                        }
+                    }
+                    for (h, data) in &live {
+                        let n = pool.read(*h, &mut out).unwrap();
+                        assert!(out[..n] == data[..], "thread {t}: object differs at the end");
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join().unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+}
+
+#[test]
+fn zsmalloc_under_concurrent_compaction() {
+    let ops = std::env::var("ZMEM_POOL_STRESS_OPS").ok().and_then(|v| v.parse().ok());
+    for a in zmem_pool::allocators() {
+        let name = a.name;
+        let pool = zmem_pool::create(name, &PoolConfig::default()).unwrap();
+        hammer(&*pool, ops.unwrap_or(20_000));
+    }
+}
