@@ -75,7 +75,7 @@ fn sweep_ok(r: Result<(), ZramError>, counts: &Counts, what: &str) {
 
 fn page_for(rng: &mut Rng) -> Vec<u8> {
     match rng.next() % 8 {
-        0 => same_page(if rng.next() % 2 == 0 { 0 } else { rng.next() }),
+        0 => same_page(if rng.next().is_multiple_of(2) { 0 } else { rng.next() }),
         1 => random_page(rng),
         k => ordinary_page(rng, k as f64 * 0.08),
     }
@@ -214,7 +214,7 @@ fn run(setup: &Setup) {
                                     ["huge", "idle", "huge_idle", "incompressible", "type=idle"]
                                         [(rng.next() % 5) as usize]
                                         .to_string();
-                                let args = if rng.next() % 3 == 0 {
+                                let args = if rng.next().is_multiple_of(3) {
                                     let a = rng.next() % nr_pages;
                                     let b = (a + rng.next() % 64).min(nr_pages - 1);
                                     format!("page_indexes={a}-{b} {args}")
@@ -241,7 +241,7 @@ fn run(setup: &Setup) {
                                 bump(&counts.compactions);
                             }
                             _ => {
-                                let arg = if rng.next() % 2 == 0 { "all" } else { "0" };
+                                let arg = if rng.next().is_multiple_of(2) { "all" } else { "0" };
                                 z.store("idle", arg).unwrap();
                                 bump(&counts.idles);
                             }
@@ -307,7 +307,7 @@ fn run(setup: &Setup) {
         c(&counts.idles),
         bd.bd_writes,
         bd.bd_reads,
-        z.show("debug_stat").unwrap().split_whitespace().nth(3).unwrap_or("?").to_string(),
+        z.show("debug_stat").unwrap().split_whitespace().nth(3).unwrap_or("?"),
     );
     if let Some(path) = file {
         let _ = std::fs::remove_file(path);
