@@ -330,18 +330,7 @@ pub fn run(
     let (max_pool_bytes, disk_reads, disk_writes, counters) = match &backend {
         Backend::Zram(z) => {
             let mm = z.mm_stat();
-            let names = [
-                "orig_data_size",
-                "compr_data_size",
-                "mem_used_total",
-                "mem_limit",
-                "mem_used_max",
-                "same_pages",
-                "pages_compacted",
-                "huge_pages",
-                "huge_pages_since",
-            ];
-            let counters = names
+            let counters = zmem_zram::MmStat::FIELDS
                 .iter()
                 .zip(mm.values())
                 .map(|(n, v)| Counter { name: n.to_string(), value: v });
