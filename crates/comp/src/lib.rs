@@ -19,6 +19,7 @@ pub mod lzo;
 mod params;
 pub mod registry;
 mod sw842;
+mod wild;
 mod wkdm;
 mod zstd;
 

@@ -8,6 +8,9 @@ use zmem_lab::zram_speed;
 pub struct Args {
     #[arg(long, default_value = zmem_zram::DEFAULT_ALGORITHM)]
     algo: String,
+    /// Rounds of kernel, zmem and bare compressor, back to back; medians are reported.
+    #[arg(long, default_value_t = zram_speed::DEFAULT_ROUNDS as u16, value_parser = clap::value_parser!(u16).range(1..=100))]
+    rounds: u16,
     #[arg(long)]
     json: bool,
     /// Page file (raw pages or a page set).
@@ -16,7 +19,12 @@ pub struct Args {
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let inputs = super::pages::load(std::slice::from_ref(&args.file), 4096)?;
-    let r = zram_speed::run(&args.algo, inputs[0].bytes())?;
+    let r = zram_speed::run(
+        &args.algo,
+        inputs[0].bytes(),
+        usize::from(args.rounds),
+        &super::progress::Bar::new(),
+    )?;
     super::emit(args.json, &r, zram_speed::render)?;
     anyhow::ensure!(r.verified, "pages read back differ from the pages written");
     Ok(())

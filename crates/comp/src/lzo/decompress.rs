@@ -6,12 +6,15 @@
 //! the input offset, a too-small destination [`CompError::OutputTooSmall`]. A stream is complete
 //! only at its end marker, which must be the last three bytes of the input.
 //!
-//! Speed comes from copying in fixed-size blocks where both buffers have room past the exact
+//! This is the checked decoder: it finishes what the raw fast loop ([`super::decode_raw`])
+//! leaves near the end of the stream or at anything unusual, and is the whole decoder in
+//! [`decompress_checked`]. Its own speed comes from copying in fixed-size blocks where both buffers have room past the exact
 //! length (literal runs in 16-byte blocks, matches at distance 8 or more in 8-byte blocks) and
 //! from filling short-distance matches (zero runs under plain `lzo` are distance-1..8 matches
 //! thousands of bytes long) by doubling the copied period instead of byte by byte.
 
 use super::VERSION_MARKER;
+use super::decode_raw::decode_fast_raw;
 use crate::CompError;
 
 const NAME: &str = "lzo";
@@ -63,7 +66,19 @@ impl In<'_> {
 }
 
 /// Decodes an `lzo` or `lzo-rle` stream from `src` into `dst` and returns the decoded length.
+/// Bytes of `dst` past that length may have been written too (the fast loop's wild copies).
 pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<usize, CompError> {
+    decompress_with(src, dst, true)
+}
+
+/// [`decompress`] without the raw fast loop: every read and write bounds-checked. The
+/// reference the fast loop is tested against.
+pub fn decompress_checked(src: &[u8], dst: &mut [u8]) -> Result<usize, CompError> {
+    decompress_with(src, dst, false)
+}
+
+#[inline(always)]
+fn decompress_with(src: &[u8], dst: &mut [u8], fast: bool) -> Result<usize, CompError> {
     let mut input = In { buf: src, ip: 0 };
     let mut op = 0usize;
     // A versioned stream: 17, version. Version 0 streams shorter than 5 bytes may start with 17
@@ -82,6 +97,10 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<usize, CompError> {
         let t = first - 17;
         copy_literals(&mut input, dst, &mut op, t)?;
         state = t.min(4);
+    }
+    if fast {
+        let raw = if rle { decode_fast_raw::<true> } else { decode_fast_raw::<false> };
+        (input.ip, op, state) = raw(src, dst, input.ip, op, state);
     }
 
     loop {

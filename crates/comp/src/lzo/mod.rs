@@ -38,6 +38,7 @@
 //! choices exactly; see its module for the details.
 
 mod compress;
+mod decode_raw;
 mod decompress;
 
 use crate::{CompError, Compressor};
@@ -52,7 +53,7 @@ pub(crate) const VERSION_MARKER: u8 = 17;
 pub(crate) const RLE_VERSION: u8 = 1;
 
 pub use compress::compress;
-pub use decompress::decompress;
+pub use decompress::{decompress, decompress_checked};
 
 /// Which of the two bitstreams a stream writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
