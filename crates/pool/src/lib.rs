@@ -96,6 +96,20 @@ pub trait ZPool: Send + Sync + std::fmt::Debug {
     /// Copies the whole object into `out[..size]` (`out` at least the object's size); returns
     /// the size.
     fn read(&self, handle: Handle, out: &mut [u8]) -> Result<usize, PoolError>;
+    /// Runs `f` on the object's bytes, in place where the pool can hand them out without a
+    /// copy (zsmalloc's `zs_obj_read_begin`: an object inside one page), else copied into
+    /// `scratch` first (at least the object's size). `f` may run under the pool's lock, held
+    /// for reading, so it must not call back into the pool. The default copies, as `read`.
+    fn read_with(
+        &self,
+        handle: Handle,
+        scratch: &mut [u8],
+        f: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), PoolError> {
+        let n = self.read(handle, scratch)?;
+        f(&scratch[..n]);
+        Ok(())
+    }
     /// The size the object was allocated with.
     fn object_size(&self, handle: Handle) -> Result<usize, PoolError>;
     /// Pages the pool holds: the memory it uses.

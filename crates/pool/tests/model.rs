@@ -102,6 +102,15 @@ impl Under {
     }
 }
 
+/// The object as `read_with` hands it to its closure (in place or through `scratch`).
+fn read_with(pool: &dyn ZPool, h: Handle, len: usize) -> Result<Vec<u8>, TestCaseError> {
+    let mut scratch = vec![0u8; len];
+    let mut seen = None;
+    pool.read_with(h, &mut scratch, &mut |b| seen = Some(b.to_vec()))
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+    seen.ok_or_else(|| TestCaseError::fail("read_with never called its closure"))
+}
+
 fn run(under: Under, ops: Vec<Op>) -> Result<(), TestCaseError> {
     let pool = under.pool();
     let max = pool.max_alloc_size();
@@ -130,6 +139,7 @@ fn run(under: Under, ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Map { pick } if !live.is_empty() => {
                 let (h, data) = &live[pick % live.len()];
                 prop_assert_eq!(&under.read_back(*h, data.len()).unwrap(), data);
+                prop_assert_eq!(&read_with(pool, *h, data.len())?, data);
             }
             Op::Compact => {
                 let before = pool.total_pages();
@@ -145,6 +155,7 @@ fn run(under: Under, ops: Vec<Op>) -> Result<(), TestCaseError> {
     }
     for (h, data) in &live {
         prop_assert_eq!(&under.read_back(*h, data.len()).unwrap(), data);
+        prop_assert_eq!(&read_with(pool, *h, data.len())?, data);
     }
     for h in freed {
         prop_assert_eq!(pool.free(h), Err(PoolError::BadHandle(h.0)));
@@ -280,4 +291,34 @@ fn a_shared_pool_serves_many_threads() {
         .collect();
     let total: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
     assert_eq!(pool.objects(), total);
+}
+
+/// zsmalloc hands an object inside one page to `read_with`'s closure in place: with no scratch
+/// space at all, every object whose slot lies inside one page is read, and objects that cross
+/// a page boundary fail for want of scratch (a straddling slot whose object bytes end before the
+/// boundary, in the slot's padding, is still read in place).
+#[test]
+fn zsmalloc_reads_objects_inside_one_page_in_place() {
+    let pool = ZsPool::new(&cfg(4096)).unwrap();
+    let (mut in_place, mut copied) = (0, 0);
+    for k in 0..400usize {
+        let size = 200 + (k * 37) % 3000;
+        let data = bytes(size, k as u8);
+        let h = pool.store(&data).unwrap();
+        let mut seen = None;
+        let r = pool.read_with(h, &mut [], &mut |b| seen = Some(b.to_vec()));
+        match r {
+            Ok(()) => {
+                in_place += 1;
+                assert_eq!(seen.as_deref(), Some(&data[..]));
+            }
+            Err(e) => {
+                assert!(pool.is_straddling(h).unwrap(), "object {k} inside one page: {e}");
+                assert_eq!(e, PoolError::BadLength { len: 0, size });
+                assert!(seen.is_none());
+                copied += 1;
+            }
+        }
+    }
+    assert!(in_place > 50 && copied > 50, "{in_place} in place, {copied} needing a copy");
 }

@@ -22,7 +22,7 @@ use zmem_pool::{Handle, PoolConfig, ZPool};
 use crate::backing::{Backing, BackingStore};
 use crate::errno::{Errno, ZramError, err};
 use crate::slot::{Flag, SlotGuard, SlotTable};
-use crate::zcomp::Zcomp;
+use crate::zcomp::{Stream, Zcomp};
 use crate::{BdStat, IoStat, MmStat};
 
 /// The kernel's `ZRAM_MAX_COMPS` with multi-compression: the primary and three secondaries.
@@ -378,16 +378,16 @@ impl Zram {
             .ok_or_else(|| ZramError::new(Errno::EIO, "no primary compression stream"))?;
         let mut strm = primary.get()?;
         let result = (|| {
-            let len = strm
-                .comp
-                .compress(page, &mut strm.buffer)
+            let Stream { comp: codec, buffer, .. } = &mut *strm;
+            let len = codec
+                .compress(page, buffer)
                 .map_err(|e| ZramError::new(Errno::EIO, format!("compression failed: {e}")))?;
             let huge = len >= live.huge_class_size;
-            let object = if huge { page } else { &strm.buffer[..len] };
+            let object = if huge { page } else { &buffer[..len] };
             let handle = self.alloc_object(live, object)?;
             Ok((handle, object.len(), huge))
         })();
-        primary.put(strm);
+        drop(strm);
         let (handle, len, huge) = result?;
         let slot = live.table.lock(index);
         self.free_slot(live, &slot);
@@ -509,17 +509,20 @@ impl Zram {
             ZramError::new(Errno::EIO, format!("no stream for priority {}", slot.priority()))
         })?;
         let mut strm = comp.get()?;
-        let result = (|| {
-            let n = live.pool.read(handle, &mut strm.local_copy).map_err(pool_error)?;
-            let s = &mut strm;
-            match s.comp.decompress(&s.local_copy[..n], out) {
+        let Stream { comp: codec, local_copy, .. } = &mut *strm;
+        // Decompress straight from the pool where the object is contiguous there (zsmalloc:
+        // inside one page), else from `local_copy`, as the kernel's `zs_obj_read_begin`.
+        let mut decoded = None;
+        let read = live.pool.read_with(handle, local_copy, &mut |object| {
+            decoded = Some(match codec.decompress(object, out) {
                 Ok(len) if len == out.len() => Ok(()),
                 Ok(len) => err(Errno::EIO, format!("decompressed to {len} bytes, not a page")),
                 Err(e) => err(Errno::EIO, format!("decompression failed: {e}")),
-            }
-        })();
-        comp.put(strm);
-        result
+            });
+        });
+        drop(strm);
+        read.map_err(pool_error)?;
+        decoded.unwrap_or_else(|| err(Errno::EIO, "the pool never handed out the object"))
     }
 
     /// A discard or write-zeroes of `len` bytes at byte `offset`: a partial first page is

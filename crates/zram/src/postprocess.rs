@@ -13,6 +13,7 @@ use zmem_pool::Handle;
 use crate::device::{Live, Zram, pool_error};
 use crate::errno::{Errno, ZramError, err};
 use crate::slot::Flag;
+use crate::zcomp::Stream;
 
 const PP_BUCKET_SIZE_RANGE: usize = 64;
 
@@ -338,10 +339,11 @@ impl Zram {
         while prio < prio_max {
             if let Some(comp) = &live.comps[prio] {
                 let mut strm = comp.get()?;
-                let r = strm.comp.compress(page, &mut strm.buffer);
+                let Stream { comp: codec, buffer, .. } = &mut *strm;
+                let r = codec.compress(page, buffer);
                 match r {
                     Err(e) => {
-                        comp.put(strm);
+                        drop(strm);
                         *remaining = remaining.saturating_sub(1);
                         return err(Errno::EIO, format!("recompression failed: {e}"));
                     }
@@ -352,7 +354,7 @@ impl Zram {
                             found = Some((strm, len, prio));
                             break;
                         }
-                        comp.put(strm);
+                        drop(strm);
                     }
                 }
             }
@@ -366,10 +368,9 @@ impl Zram {
             }
             return Ok(());
         };
-        let comp = live.comps[new_prio].as_ref().expect("found on an existing stream");
         // Recompression allocates without the memory-limit check, as in the kernel.
         let stored = live.pool.store(&strm.buffer[..len]).map_err(pool_error);
-        comp.put(strm);
+        drop(strm);
         let handle: Handle = stored?;
         // As in the kernel, the slot comes out freshly set: not idle, access time 0.
         self.free_slot(live, slot);

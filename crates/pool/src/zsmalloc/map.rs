@@ -92,7 +92,7 @@ impl Span<'_> {
 impl ZsPool {
     /// Whether the object straddles two frames (so mapping it costs a copy or a window).
     pub fn is_straddling(&self, handle: Handle) -> Result<bool, PoolError> {
-        let g = self.lock();
+        let g = self.read_lock();
         let (loc, _) = g.handles.get(handle)?;
         let c = g.class(usize::from(g.zspage(loc.zspage).class));
         let in_page = loc.idx as usize * c.size % self.page_size;

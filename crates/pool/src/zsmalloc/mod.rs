@@ -31,7 +31,7 @@ pub mod map;
 pub mod zspage;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::arena::{ArenaKind, PageArena, Window};
 use crate::handle::{Handle, HandleTable};
@@ -78,7 +78,9 @@ pub struct ZsPool {
     table: ClassTable,
     page_size: usize,
     compaction_in_progress: AtomicBool,
-    inner: Mutex<Inner>,
+    /// Written by allocation, free, object writes and compaction; read (shared) by object
+    /// reads and the counters, so readers of different objects never wait for each other.
+    inner: RwLock<Inner>,
 }
 
 impl ZsPool {
@@ -91,7 +93,7 @@ impl ZsPool {
         Ok(Self {
             page_size: config.page_size,
             compaction_in_progress: AtomicBool::new(false),
-            inner: Mutex::new(Inner {
+            inner: RwLock::new(Inner {
                 table: table.clone(),
                 arena,
                 zspages: Vec::new(),
@@ -124,19 +126,24 @@ impl ZsPool {
 
     /// Which arena backs the pool.
     pub fn arena_kind(&self) -> ArenaKind {
-        self.lock().arena.kind()
+        self.read_lock().arena.kind()
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Inner> {
+    pub(crate) fn lock(&self) -> RwLockWriteGuard<'_, Inner> {
         // A panic while holding the lock cannot leave the state half-updated in a way that
         // breaks memory safety; keep serving rather than propagating the poison.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        self.inner.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The state, shared with other readers.
+    pub(crate) fn read_lock(&self) -> RwLockReadGuard<'_, Inner> {
+        self.inner.read().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Checks every internal invariant (free lists, counters, fullness lists, page count).
     /// For tests; O(pool size).
     pub fn audit(&self) -> Result<(), String> {
-        self.lock().audit()
+        self.read_lock().audit()
     }
 }
 
@@ -431,7 +438,7 @@ impl ZPool for ZsPool {
     }
 
     fn read(&self, handle: Handle, out: &mut [u8]) -> Result<usize, PoolError> {
-        let g = self.lock();
+        let g = self.read_lock();
         let (loc, size) = g.handles.get(handle)?;
         if out.len() < size {
             return Err(PoolError::BadLength { len: out.len(), size });
@@ -441,12 +448,36 @@ impl ZPool for ZsPool {
         Ok(size)
     }
 
+    fn read_with(
+        &self,
+        handle: Handle,
+        scratch: &mut [u8],
+        f: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), PoolError> {
+        let g = self.read_lock();
+        let (loc, size) = g.handles.get(handle)?;
+        let (off, frames, _) = g.data_span(loc);
+        let (page, in_page) = (off / self.page_size, off % self.page_size);
+        if in_page + size <= self.page_size {
+            // Inside one frame: in place, with the lock held so compaction cannot move it.
+            f(&g.arena.frame(frames[page])[in_page..in_page + size]);
+            return Ok(());
+        }
+        if scratch.len() < size {
+            return Err(PoolError::BadLength { len: scratch.len(), size });
+        }
+        g.arena.read_span(frames, off, &mut scratch[..size]);
+        drop(g);
+        f(&scratch[..size]);
+        Ok(())
+    }
+
     fn object_size(&self, handle: Handle) -> Result<usize, PoolError> {
-        Ok(self.lock().handles.get(handle)?.1)
+        Ok(self.read_lock().handles.get(handle)?.1)
     }
 
     fn total_pages(&self) -> u64 {
-        self.lock().arena.frames_in_use()
+        self.read_lock().arena.frames_in_use()
     }
 
     fn compact(&self) -> u64 {
@@ -459,15 +490,15 @@ impl ZPool for ZsPool {
     }
 
     fn pages_compacted(&self) -> u64 {
-        self.lock().pages_compacted
+        self.read_lock().pages_compacted
     }
 
     fn objects(&self) -> usize {
-        self.lock().handles.len()
+        self.read_lock().handles.len()
     }
 
     fn class_stats(&self) -> Vec<ClassStat> {
-        let g = self.lock();
+        let g = self.read_lock();
         self.table
             .classes()
             .iter()
@@ -494,7 +525,7 @@ impl ZPool for ZsPool {
     }
 
     fn metadata_bytes(&self) -> usize {
-        let g = self.lock();
+        let g = self.read_lock();
         let descriptors = g.zspages.capacity() * std::mem::size_of::<Option<ZsPage>>()
             + g.zspages.iter().flatten().map(|z| z.frames.len() * 4).sum::<usize>()
             + g.free_ids.capacity() * 4;
