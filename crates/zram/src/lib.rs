@@ -23,6 +23,7 @@ pub mod parse;
 mod postprocess;
 mod slot;
 mod stats;
+mod sync;
 mod zcomp;
 
 pub use backing::{BackingStore, FileStore, MemStore, StoreFault};
