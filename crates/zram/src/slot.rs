@@ -93,16 +93,32 @@ impl SlotTable {
         }
     }
 
-    /// Takes the lock only if it is free (`swap_slot_free_notify`'s trylock).
+    /// Takes the lock only if it is free (`swap_slot_free_notify`'s trylock): `None` means the
+    /// lock was seen held.
+    ///
+    /// A test, then a compare-and-swap, where the kernel uses `test_and_set_bit`: a failed
+    /// attempt writes nothing, so every write to a flags word is made by the thread that takes,
+    /// holds or releases its lock, and the lock orders them all. A `fetch_or` that found the lock
+    /// held wrote the word back unchanged under the holder's plain stores: correct in the memory
+    /// model, but loom 0.7 does not keep a read-modify-write atomic against a racing plain store
+    /// (tokio-rs/loom#254) and reported lost flag updates that cannot happen.
     pub fn try_lock(&self, index: usize) -> Option<SlotGuard<'_>> {
         let slot = &self.slots[index];
         let lock = self.bit(Flag::EntryLock);
-        let cur = slot.flags.fetch_or(lock, Ordering::Acquire);
-        // The guard must only be built when the lock was taken: `then_some(SlotGuard { .. })`
-        // builds it eagerly, and dropping the unused guard would release the lock of whoever
-        // holds the slot (found by tests/stress.rs: free_notify racing writeback/recompress let
-        // a discard and a recompression own one slot at once).
-        if cur & lock == 0 { Some(SlotGuard { table: self, slot }) } else { None }
+        let mut cur = slot.flags.load(Ordering::Relaxed);
+        // The guard is built only once the lock is taken: building it first and dropping it on
+        // failure released the holder's lock (found by tests/stress.rs: free_notify racing
+        // writeback/recompress let a discard and a recompression own one slot at once;
+        // tests/loom.rs fails if it comes back).
+        while cur & lock == 0 {
+            match slot.flags.compare_exchange(cur, cur | lock, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return Some(SlotGuard { table: self, slot }),
+                // The word changed while the lock looked free: look again.
+                Err(now) => cur = now,
+            }
+        }
+        None
     }
 }
 
