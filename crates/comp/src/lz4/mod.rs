@@ -16,7 +16,7 @@
 //! output is not liblz4's: since 1.8.2 liblz4 searches one position further at the end of the
 //! input (`mflimitPlusOne`), which changes about 3% of pages. zram's `compr_data_size` (and so
 //! every memory figure the project derives) depends on the exact compressed lengths, so
-//! [`compress`] reproduces v1.7.3: the same hash tables (a 13-bit table of 16-bit positions for
+//! [`compress()`] reproduces v1.7.3: the same hash tables (a 13-bit table of 16-bit positions for
 //! inputs under `LZ4_64Klimit` = 64 KiB + 11 bytes, else a 12-bit table of 32-bit positions
 //! hashed on 5 bytes), the same skip heuristic (`acceleration`), the same end-of-input bound
 //! (`forwardIp > iend - 12`) and the same dictionary handling.

@@ -12,33 +12,40 @@
 //! and, if so, measures the zero run (at most 2051 bytes, never past the 20-byte tail) and emits
 //! the RLE instruction without touching the dictionary.
 //!
-//! A destination that is too small gives [`CompError::OutputTooSmall`], as the kernel's
-//! `lzo1x_1_compress_safe` returns `LZO_E_OUTPUT_OVERRUN`. The room check is made once per
-//! sequence (literals and the match after them): where the sequence certainly fits, its bytes
-//! are written without bounds checks, literals in 16-byte blocks; near the end of a small
-//! destination each write is checked. `compress_checked` (tests) checks every load and write.
+//! Two paths give the same bytes. A destination of at least `fast_bound` bytes (the worst case;
+//! zram's two pages) takes `compress_fast`: no room checks, no bounds checks (a proof in
+//! `compress_chunk_fast`, asserted in debug builds), positions as offsets from the chunk start
+//! so the dictionary stores the probe position itself, literals in 16-byte blocks, and a probe
+//! loop whose step-to-step chain is a single add over the first 32 bytes of a literal run (the
+//! skip is 1 there) and otherwise works on `ip - ii` alone. A smaller destination takes
+//! `compress_chunk`, where too little room gives [`CompError::OutputTooSmall`], as the kernel's
+//! `lzo1x_1_compress_safe` returns `LZO_E_OUTPUT_OVERRUN`: the room check is made once per
+//! sequence (literals and the match after them); where the sequence certainly fits, its bytes
+//! are written without bounds checks, and near the end each write is checked.
+//! `compress_checked` (tests) checks every load and write.
 
+use super::compress_fast::{compress_fast, fast_bound};
 use super::{D_BITS, Dict, RLE_VERSION, VERSION_MARKER, Variant};
 use crate::CompError;
 
 const M2_MAX_LEN: usize = 8;
-const M3_MAX_LEN: usize = 33;
-const M4_MAX_LEN: usize = 9;
+pub(super) const M3_MAX_LEN: usize = 33;
+pub(super) const M4_MAX_LEN: usize = 9;
 const M2_MAX_OFFSET: usize = 0x0800;
-const M3_MAX_OFFSET: usize = 0x4000;
-const M4_MAX_OFFSET_V0: usize = 0xbfff;
-const M4_MAX_OFFSET_V1: usize = 0xbffe;
-const M3_MARKER: u8 = 32;
-const M4_MARKER: u8 = 16;
-const MIN_ZERO_RUN_LENGTH: usize = 4;
-const MAX_ZERO_RUN_LENGTH: usize = 2047 + MIN_ZERO_RUN_LENGTH;
+pub(super) const M3_MAX_OFFSET: usize = 0x4000;
+pub(super) const M4_MAX_OFFSET_V0: usize = 0xbfff;
+pub(super) const M4_MAX_OFFSET_V1: usize = 0xbffe;
+pub(super) const M3_MARKER: u8 = 32;
+pub(super) const M4_MARKER: u8 = 16;
+pub(super) const MIN_ZERO_RUN_LENGTH: usize = 4;
+pub(super) const MAX_ZERO_RUN_LENGTH: usize = 2047 + MIN_ZERO_RUN_LENGTH;
 /// Inputs (and chunks) of this many bytes or fewer are only literals; the last this many bytes
 /// of a chunk are never probed.
-const TAIL: usize = 20;
+pub(super) const TAIL: usize = 20;
 
 /// The multiplicative hash of the 4 probe bytes (`dv * 0x1824429d >> (32 - D_BITS)`).
 #[inline(always)]
-fn hash(dv: u32) -> usize {
+pub(super) fn hash(dv: u32) -> usize {
     (dv.wrapping_mul(0x1824_429d) >> (32 - D_BITS)) as usize
 }
 
@@ -123,7 +130,7 @@ fn extension(dst: &mut [u8], mut op: usize, mut len: usize) -> usize {
 /// Bytes before `t` literals: none (the count goes into the last instruction), one (`t - 3`), or
 /// a zero and the extension of `t - 18`. The tail's `17 + t` form is one byte as well.
 #[inline(always)]
-fn literal_header_len(t: usize) -> usize {
+pub(super) fn literal_header_len(t: usize) -> usize {
     match t {
         0..=3 => 0,
         4..=18 => 1,
@@ -259,7 +266,7 @@ unsafe fn literals_unchecked(
 /// The encoding of an M2 match or an M3 match without length extension, as a little-endian u32
 /// of which the first `n` bytes count, and `n`; `None` for the longer or farther ones.
 #[inline(always)]
-fn short_match(m_len: usize, m_off: usize) -> Option<(u32, usize)> {
+pub(super) fn short_match(m_len: usize, m_off: usize) -> Option<(u32, usize)> {
     let d = (m_off - 1) as u32;
     if m_len <= M2_MAX_LEN && m_off <= M2_MAX_OFFSET {
         Some(((((m_len as u32 - 1) << 5) | ((d & 7) << 2)) | ((d >> 3) << 8), 2))
@@ -341,6 +348,15 @@ fn compress_with<const CHECKED: bool>(
     dict: &mut Dict,
     variant: Variant,
 ) -> Result<usize, CompError> {
+    if !CHECKED && dst.len() >= fast_bound(variant, src.len()) {
+        // SAFETY: just checked.
+        return unsafe {
+            match variant {
+                Variant::Lzo => compress_fast::<false>(src, dst, dict),
+                Variant::LzoRle => compress_fast::<true>(src, dst, dict),
+            }
+        };
+    }
     let rle = variant == Variant::LzoRle;
     let mut op = 0;
     let m4_max_offset = if rle {
@@ -368,8 +384,20 @@ fn compress_with<const CHECKED: bool>(
         pos += len;
         left -= len;
     }
-    let t = pending + left;
+    finish(src, dst, op, back, data_start, pending + left)
+}
 
+/// Emits the last `t` literals of `src` (the first-instruction form `17 + t` if nothing else was
+/// written) and the end marker, every write checked; returns the compressed length.
+#[inline(always)]
+pub(super) fn finish(
+    src: &[u8],
+    dst: &mut [u8],
+    mut op: usize,
+    back: usize,
+    data_start: usize,
+    t: usize,
+) -> Result<usize, CompError> {
     if t > 0 {
         let from = src.len() - t;
         if op == data_start && t <= 238 {
@@ -386,10 +414,10 @@ fn compress_with<const CHECKED: bool>(
 
 /// One chunk: `src[base..base + len]`, with `carried` literals pending that end at `base`.
 #[derive(Clone, Copy)]
-struct Chunk {
-    base: usize,
-    len: usize,
-    carried: usize,
+pub(super) struct Chunk {
+    pub(super) base: usize,
+    pub(super) len: usize,
+    pub(super) carried: usize,
 }
 
 /// Compresses one chunk (`lzo1x_1_do_compress`), writing from `op` on. Returns the number of

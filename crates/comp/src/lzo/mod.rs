@@ -34,10 +34,11 @@
 //! zram's stored sizes depend on the exact bytes. The kernel hashes the next 4 bytes into a
 //! 13-bit dictionary of 16-bit offsets from the chunk start (liblzo2's `lzo1x_1` uses 14 bits;
 //! its `lzo1x_1_15` on x86 is the kernel's configuration), skips ahead faster the longer a literal
-//! run gets, and never looks for matches in the last 20 bytes. [`compress`] reproduces those
+//! run gets, and never looks for matches in the last 20 bytes. [`compress()`] reproduces those
 //! choices exactly; see its module for the details.
 
 mod compress;
+mod compress_fast;
 mod decode_raw;
 mod decompress;
 

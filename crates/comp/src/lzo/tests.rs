@@ -228,6 +228,10 @@ proptest! {
             let n = compress::compress_checked(&src, &mut dst, &mut dict, variant).unwrap();
             prop_assert_eq!(&dst[..n], &fast[..]);
             prop_assert_eq!(decompress_vec(&fast, src.len()).unwrap(), src.clone());
+            // The fast path's smallest destination.
+            let mut tight = vec![0u8; compress_fast::fast_bound(variant, src.len())];
+            prop_assert_eq!(compress(&src, &mut tight, &mut dict, variant), Ok(n));
+            prop_assert_eq!(&tight[..n], &fast[..]);
         }
     }
 }
@@ -254,6 +258,65 @@ proptest! {
                 compress(&src, &mut small, &mut dict, variant),
                 Err(CompError::OutputTooSmall { capacity: cap })
             );
+        }
+    }
+}
+
+/// Inputs that make the compressor expand as much as it can, to put the unchecked writes of the
+/// fast path near the end of a destination of exactly [`compress_fast::fast_bound`] bytes: random
+/// bytes (literals only, with long-run headers), 19 literals and a far 4-byte match (one byte of
+/// overhead per 23), 4 literals and a 4-byte zero run (lzo-rle: one per 8), each at page and
+/// multi-chunk sizes.
+fn expanding_inputs() -> Vec<Vec<u8>> {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut rand = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut out = Vec::new();
+    // Under Miri, a page and two chunks (the third size adds nothing Miri would see).
+    let lens: &[usize] =
+        if cfg!(miri) { &[4096, 0xc000 + 100] } else { &[4096, 0xc000 + 4096, 0x1_8000 + 100] };
+    for &len in lens {
+        let random: Vec<u8> = (0..len).map(|_| rand() as u8).collect();
+        let mut far = Vec::with_capacity(len + 32);
+        while far.len() < len {
+            far.extend((0..19).map(|_| rand() as u8));
+            let at = far.len().saturating_sub(3000);
+            let word: [u8; 4] = far[at..at + 4].try_into().unwrap();
+            far.extend(word);
+        }
+        far.truncate(len);
+        let mut zeros = Vec::with_capacity(len + 8);
+        while zeros.len() < len {
+            let r = rand().to_le_bytes();
+            zeros.extend([0, 0, 0, 0, r[0] | 1, r[1] | 1, r[2] | 1, r[3] | 1]);
+        }
+        zeros.truncate(len);
+        out.extend([random, far, zeros]);
+    }
+    out
+}
+
+/// The fast path (destination of at least `fast_bound` bytes, no room checks) on the inputs that
+/// expand most, at exactly that size: the checked path's bytes, and (debug builds) its
+/// invariant and room assertions hold. Under Miri this also proves no write leaves `dst`.
+#[test]
+fn fast_path_at_its_bound_equals_checked_path() {
+    for src in expanding_inputs() {
+        for variant in [Variant::Lzo, Variant::LzoRle] {
+            let bound = compress_fast::fast_bound(variant, src.len());
+            let mut dict = Box::new([0u16; D_SIZE]);
+            let mut big = vec![0u8; crate::compress_bound(src.len())];
+            let n = compress::compress_checked(&src, &mut big, &mut dict, variant).unwrap();
+            assert!(n <= bound, "{variant:?} {}: {n} > {bound}", src.len());
+            for cap in [bound, bound - 1] {
+                let mut dst = vec![0u8; cap];
+                assert_eq!(compress(&src, &mut dst, &mut dict, variant), Ok(n));
+                assert_eq!(dst[..n], big[..n], "{variant:?} {} cap {cap}", src.len());
+            }
         }
     }
 }
