@@ -59,6 +59,30 @@ pub(super) fn read32(s: &[u8], i: usize) -> u32 {
     u32::from_le_bytes(b)
 }
 
+/// [`read32`] without the bounds check, for the match finder's hot loads.
+///
+/// # Safety
+///
+/// `i + 4 <= s.len()`.
+#[inline(always)]
+unsafe fn read32_unchecked(s: &[u8], i: usize) -> u32 {
+    debug_assert!(i + 4 <= s.len());
+    // SAFETY: the caller's guarantee; `read_unaligned` has no alignment requirement.
+    u32::from_le(unsafe { s.as_ptr().add(i).cast::<u32>().read_unaligned() })
+}
+
+/// [`read64`] without the bounds check.
+///
+/// # Safety
+///
+/// `i + 8 <= s.len()`.
+#[inline(always)]
+unsafe fn read64_unchecked(s: &[u8], i: usize) -> u64 {
+    debug_assert!(i + 8 <= s.len());
+    // SAFETY: the caller's guarantee; `read_unaligned` has no alignment requirement.
+    u64::from_le(unsafe { s.as_ptr().add(i).cast::<u64>().read_unaligned() })
+}
+
 #[inline(always)]
 fn read64(s: &[u8], i: usize) -> u64 {
     let mut b = [0u8; 8];
@@ -72,6 +96,12 @@ trait Table {
     /// whose inputs are shorter than 64 KiB + 11).
     const CHECK_DISTANCE: bool;
     fn hash(src: &[u8], pos: usize) -> usize;
+    /// [`Table::hash`] without bounds checks.
+    ///
+    /// # Safety
+    ///
+    /// `pos + 8 <= src.len()` (the longest read, `LZ4_hash5`'s).
+    unsafe fn hash_unchecked(src: &[u8], pos: usize) -> usize;
     fn get(&self, h: usize) -> usize;
     fn put(&mut self, h: usize, idx: usize);
 }
@@ -83,7 +113,12 @@ impl Table for ByU16<'_> {
     const CHECK_DISTANCE: bool = false;
     #[inline(always)]
     fn hash(src: &[u8], pos: usize) -> usize {
-        (read32(src, pos).wrapping_mul(2_654_435_761) >> (32 - 13)) as usize
+        hash4(read32(src, pos))
+    }
+    #[inline(always)]
+    unsafe fn hash_unchecked(src: &[u8], pos: usize) -> usize {
+        // SAFETY: the caller's guarantee covers 4 bytes.
+        hash4(unsafe { read32_unchecked(src, pos) })
     }
     #[inline(always)]
     fn get(&self, h: usize) -> usize {
@@ -96,10 +131,21 @@ impl Table for ByU16<'_> {
     }
 }
 
+/// `LZ4_hash4` with the `byU16` table's hash log (13).
+#[inline(always)]
+fn hash4(v: u32) -> usize {
+    (v.wrapping_mul(2_654_435_761) >> (32 - 13)) as usize
+}
+
 /// `LZ4_hash5` for 64-bit little-endian machines: the low 5 bytes times a 5-byte prime.
 #[inline(always)]
 pub(super) fn hash5(src: &[u8], pos: usize) -> usize {
-    ((read64(src, pos) << 24).wrapping_mul(889_523_592_379) >> (64 - 12)) as usize
+    hash5_of(read64(src, pos))
+}
+
+#[inline(always)]
+fn hash5_of(v: u64) -> usize {
+    ((v << 24).wrapping_mul(889_523_592_379) >> (64 - 12)) as usize
 }
 
 impl Table for ByU32<'_> {
@@ -107,6 +153,11 @@ impl Table for ByU32<'_> {
     #[inline(always)]
     fn hash(src: &[u8], pos: usize) -> usize {
         hash5(src, pos)
+    }
+    #[inline(always)]
+    unsafe fn hash_unchecked(src: &[u8], pos: usize) -> usize {
+        // SAFETY: the caller's guarantee.
+        hash5_of(unsafe { read64_unchecked(src, pos) })
     }
     #[inline(always)]
     fn get(&self, h: usize) -> usize {
@@ -143,6 +194,32 @@ fn count(a: &[u8], mut i: usize, b: &[u8], mut j: usize, limit: usize) -> usize 
         j += 8;
     }
     while i < limit && a[i] == b[j] {
+        i += 1;
+        j += 1;
+    }
+    i - start
+}
+
+/// [`count`] within `src` alone, without bounds checks (the no-dictionary match extension).
+///
+/// # Safety
+///
+/// `j < i` and `limit <= src.len()`.
+#[inline(always)]
+unsafe fn count_unchecked(src: &[u8], mut i: usize, mut j: usize, limit: usize) -> usize {
+    debug_assert!(j < i && limit <= src.len());
+    let start = i;
+    while i + 8 <= limit {
+        // SAFETY: `j < i` and `i + 8 <= limit <= src.len()`.
+        let diff = unsafe { read64_unchecked(src, i) ^ read64_unchecked(src, j) };
+        if diff != 0 {
+            return i - start + (diff.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+        j += 8;
+    }
+    // SAFETY: as above, one byte at a time.
+    while i < limit && unsafe { src.get_unchecked(i) == src.get_unchecked(j) } {
         i += 1;
         j += 1;
     }
@@ -255,7 +332,8 @@ fn compress_generic<T: Table, const EXT: bool>(
                         break 'main;
                     }
                     m = table.get(h);
-                    forward_h = T::hash(src, forward_ip);
+                    // SAFETY: `forward_ip <= mf_limit`, 12 bytes before the end.
+                    forward_h = unsafe { T::hash_unchecked(src, forward_ip) };
                     table.put(h, cur + ip);
                     if EXT && w.dict_small && m < dict_start {
                         continue;
@@ -265,10 +343,16 @@ fn compress_generic<T: Table, const EXT: bool>(
                     }
                     let candidate = if EXT && m < cur {
                         read32(dict, m - dict_start)
-                    } else {
+                    } else if EXT {
                         read32(src, m - cur)
+                    } else {
+                        // SAFETY: without a dictionary the table was cleared for this input
+                        // and holds only 0 and positions this loop and the match loop put
+                        // there, all at most `mf_limit`.
+                        unsafe { read32_unchecked(src, m - cur) }
                     };
-                    if candidate == read32(src, ip) {
+                    // SAFETY: `ip < forward_ip <= mf_limit`.
+                    if candidate == unsafe { read32_unchecked(src, ip) } {
                         break;
                     }
                 }
@@ -308,14 +392,19 @@ fn compress_generic<T: Table, const EXT: bool>(
             } else {
                 dst[token_pos] = (lit << 4) as u8;
             }
-            if lit <= 16 && n - anchor >= 16 && cap - op >= 16 {
-                // Most runs are short: one 16-byte copy instead of a call to `memcpy`, as the
-                // kernel's `LZ4_wildCopy`. The bytes past the run are overwritten by what
-                // follows (or lie past the block's end, where `dst` holds nothing of ours).
-                dst[op..op + 16].copy_from_slice(&src[anchor..anchor + 16]);
-            } else if lit <= 32 && n - anchor >= 32 && cap - op >= 32 {
-                dst[op..op + 16].copy_from_slice(&src[anchor..anchor + 16]);
-                dst[op + 16..op + 32].copy_from_slice(&src[anchor + 16..anchor + 32]);
+            if lit <= 32 && n - anchor >= 32 && cap - op >= 32 {
+                // Most runs are short: one or two 16-byte copies instead of a call to `memcpy`,
+                // as the kernel's `LZ4_wildCopy`. The bytes past the run are overwritten by
+                // what follows (or lie past the block's end, where `dst` holds nothing of ours).
+                // SAFETY: 32 bytes are readable from `anchor` and writable from `op`, just
+                // checked; `src` and `dst` do not overlap (`&` and `&mut`).
+                unsafe {
+                    let (from, to) = (src.as_ptr().add(anchor), dst.as_mut_ptr().add(op));
+                    std::ptr::copy_nonoverlapping(from, to, 16);
+                    if lit > 16 {
+                        std::ptr::copy_nonoverlapping(from.add(16), to.add(16), 16);
+                    }
+                }
             } else {
                 dst[op..op + lit].copy_from_slice(&src[anchor..ip]);
             }
@@ -340,7 +429,10 @@ fn compress_generic<T: Table, const EXT: bool>(
                     }
                 } else {
                     let p = m - cur;
-                    ml = count(src, ip + MIN_MATCH, src, p + MIN_MATCH, match_limit);
+                    // SAFETY: `p < ip`: the table holds only positions put before this one
+                    // (a dictionary template's are below `cur`), and `match_limit < n`.
+                    ml =
+                        unsafe { count_unchecked(src, ip + MIN_MATCH, p + MIN_MATCH, match_limit) };
                     ip += MIN_MATCH + ml;
                 }
 
