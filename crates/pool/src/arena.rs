@@ -45,28 +45,6 @@ const CHUNK_BYTES: usize = 1 << 20;
 /// Virtual address space a memfd arena reserves when no frame limit is given.
 const MEMFD_DEFAULT_RESERVE: usize = 16 << 30;
 
-/// Faults a fresh chunk's pages in with one `madvise(MADV_POPULATE_WRITE)` (Linux 5.14+)
-/// instead of one page fault per page on first use. The kernel's zsmalloc takes pages that are
-/// already mapped; a fresh heap chunk is not, and faulting it in page by page on the write path
-/// measured ~8% of a fresh device's write time. Best effort: where the call is not supported the
-/// pages fault in on first use as before.
-fn populate(chunk: &mut [u8]) {
-    let page = 4096usize;
-    let start = chunk.as_mut_ptr() as usize;
-    let first = start.next_multiple_of(page);
-    let end = (start + chunk.len()) / page * page;
-    // Miri cannot call into the OS; the pages then fault in on use, as without the call.
-    if end <= first || cfg!(miri) {
-        return;
-    }
-    // SAFETY: `first..end` lies inside `chunk`, memory this arena owns and nothing else
-    // references; MADV_POPULATE_WRITE only faults the pages in (as a write would, without
-    // changing their contents) and never unmaps or replaces them.
-    unsafe {
-        libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_POPULATE_WRITE);
-    }
-}
-
 /// Hands out page-size frames and counts those in use.
 #[derive(Debug)]
 pub struct PageArena {
@@ -167,9 +145,7 @@ impl PageArena {
                     let chunk_bytes = per_chunk as usize * self.page_size;
                     match &mut self.backing {
                         Backing::Heap(chunks) => {
-                            let mut chunk = vec![0u8; chunk_bytes].into_boxed_slice();
-                            populate(&mut chunk);
-                            chunks.push(chunk);
+                            chunks.push(vec![0u8; chunk_bytes].into_boxed_slice());
                         }
                         Backing::Memfd(m) => m.grow_to(u64::from(id) + u64::from(per_chunk))?,
                     }
