@@ -31,6 +31,8 @@
 mod compress;
 mod decompress;
 mod dict;
+#[cfg(test)]
+mod tests;
 
 pub use compress::Tables;
 pub use decompress::{decompress_block, decompress_block_checked};
