@@ -455,7 +455,10 @@ impl Zram {
     pub(crate) fn accessed(&self, slot: &SlotGuard<'_>) {
         slot.clear(Flag::Idle);
         slot.clear(Flag::PpSlot);
-        slot.set_ac_time(self.clock.now_secs());
+        // As the kernel: only a CONFIG_ZRAM_TRACK_ENTRY_ACTIME build reads the clock here.
+        if self.config.features.track_actime {
+            slot.set_ac_time(self.clock.now_secs());
+        }
     }
 
     /// Reads one page at page index `index` into `out`. A page never written reads as zeros.

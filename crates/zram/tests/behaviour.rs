@@ -242,6 +242,30 @@ fn idle_marks_by_age_and_access_clears_it() {
     assert_eq!(flags(&z, 0).unwrap(), "......");
 }
 
+/// The access time column of `block_state` for one slot.
+fn ac_time(z: &Zram, index: u64) -> Option<String> {
+    z.block_state().lines().find_map(|l| {
+        let mut f = l.split_whitespace();
+        (f.next()?.parse::<u64>().ok()? == index).then(|| f.next().unwrap().to_string())
+    })
+}
+
+#[test]
+fn access_times_are_kept_only_by_an_actime_build() {
+    for track_actime in [true, false] {
+        let features = zmem_zram::Features { track_actime, ..Default::default() };
+        let config = ZramConfig { features, ..ZramConfig::default() };
+        let clock = std::sync::Arc::new(ManualClock(std::sync::atomic::AtomicU32::new(100)));
+        let z = Zram::with_clock(config, clock.clone()).unwrap();
+        z.store("disksize", &format!("{}", 8 * PS)).unwrap();
+        z.write_page(0, &ordinary_page(&mut Rng::new(3), 0.1)).unwrap();
+        clock.advance(7);
+        read(&z, 0);
+        let expect = if track_actime { "107.000000" } else { "0.000000" };
+        assert_eq!(ac_time(&z, 0).unwrap(), expect, "track_actime {track_actime}");
+    }
+}
+
 fn backing_file(name: &str, blocks: usize) -> PathBuf {
     let path = std::env::temp_dir().join(format!("zmem-wb-{}-{name}", std::process::id()));
     std::fs::write(&path, vec![0u8; blocks * PS]).unwrap();
