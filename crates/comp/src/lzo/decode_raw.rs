@@ -235,6 +235,7 @@ fn read_ext(src: &[u8], i: &mut usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::super::decompress::{decompress, decompress_checked};
+    use super::super::tests::page_like;
     use super::super::{D_SIZE, Variant, compress};
     use super::decode_fast_raw;
     use proptest::prelude::*;
@@ -258,24 +259,6 @@ mod tests {
         if let Ok(n) = ra {
             assert!(a[..n] == b[..n], "fast and checked decoders disagree");
         }
-    }
-
-    /// Memory-like inputs, with short periods (distances 1-7, the pattern copies) and long
-    /// repeats far back (M4, distance 16 KiB and more).
-    fn page_like() -> impl Strategy<Value = Vec<u8>> {
-        let piece = prop_oneof![
-            (1usize..3000).prop_map(|n| vec![0u8; n]),
-            (proptest::collection::vec(any::<u8>(), 1..8), 1usize..300)
-                .prop_map(|(w, n)| w.repeat(n)),
-            (any::<u32>(), 1usize..200).prop_map(|(w, n)| w.to_le_bytes().repeat(n)),
-            proptest::collection::vec(any::<u8>(), 1..400),
-            proptest::collection::vec(0u8..4, 1..400),
-        ];
-        proptest::collection::vec(piece, 0..40).prop_map(|parts| {
-            let mut v: Vec<u8> = parts.concat();
-            v.truncate(70_000);
-            v
-        })
     }
 
     /// Pseudo-random bytes (xorshift), so a test's input is incompressible where it must be.

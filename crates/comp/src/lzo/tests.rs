@@ -199,15 +199,18 @@ proptest! {
     }
 }
 
-/// Memory-like inputs: zero runs, repeated words, small values and random bytes mixed.
-fn page_like() -> impl Strategy<Value = Vec<u8>> {
+/// Memory-like inputs: zero runs, short periods (distances 1-7, the decoders' pattern copies),
+/// repeated words, small values and random bytes mixed, up to 70,000 bytes (several chunks, so
+/// long repeats land far back as M4 matches).
+pub(super) fn page_like() -> impl Strategy<Value = Vec<u8>> {
     let piece = prop_oneof![
         (1usize..3000).prop_map(|n| vec![0u8; n]),
+        (proptest::collection::vec(any::<u8>(), 1..8), 1usize..300).prop_map(|(w, n)| w.repeat(n)),
         (any::<u32>(), 1usize..200).prop_map(|(w, n)| w.to_le_bytes().repeat(n)),
         proptest::collection::vec(any::<u8>(), 1..400),
         proptest::collection::vec(0u8..4, 1..400),
     ];
-    proptest::collection::vec(piece, 0..30).prop_map(|parts| {
+    proptest::collection::vec(piece, 0..40).prop_map(|parts| {
         let mut v: Vec<u8> = parts.concat();
         v.truncate(70_000);
         v
