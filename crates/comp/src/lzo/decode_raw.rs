@@ -234,19 +234,11 @@ fn read_ext(src: &[u8], i: &mut usize) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::Variant;
     use super::super::decompress::{decompress, decompress_checked};
-    use super::super::tests::page_like;
-    use super::super::{D_SIZE, Variant, compress};
+    use super::super::tests::{compress_vec, page_like};
     use super::decode_fast_raw;
     use proptest::prelude::*;
-
-    fn compress_vec(variant: Variant, src: &[u8]) -> Vec<u8> {
-        let mut dict = Box::new([0u16; D_SIZE]);
-        let mut dst = vec![0u8; crate::compress_bound(src.len())];
-        let n = compress(src, &mut dst, &mut dict, variant).unwrap();
-        dst.truncate(n);
-        dst
-    }
 
     /// The fast path (raw loop, then the checked decoder) and the checked decoder alone give
     /// the same result, and the same bytes when they succeed.

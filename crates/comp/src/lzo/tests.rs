@@ -4,7 +4,7 @@
 use super::*;
 use proptest::prelude::*;
 
-fn compress_vec(variant: Variant, src: &[u8]) -> Vec<u8> {
+pub(super) fn compress_vec(variant: Variant, src: &[u8]) -> Vec<u8> {
     let mut dict = Box::new([0u16; D_SIZE]);
     let mut dst = vec![0u8; crate::compress_bound(src.len())];
     let n = compress(src, &mut dst, &mut dict, variant).unwrap();
