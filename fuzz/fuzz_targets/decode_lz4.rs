@@ -8,6 +8,7 @@ const DICT: &[u8] = b"zram lz4 dictionary: the quick brown fox jumps over the la
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     fuzz_codec("lz4", data);
+    fuzz_tight_destinations("lz4", data);
     // The same bytes against a dictionary: decoding must return, and a page must round-trip.
     let params = Params { dict: Some(DICT.into()), ..Params::default() };
     let mut stream = create("lz4", &params, 4096).expect("lz4 takes a dictionary");

@@ -4,6 +4,8 @@ include!("../common/codec.rs");
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     fuzz_codec("lzo", data);
     fuzz_codec("lzo-rle", data);
+    fuzz_tight_destinations("lzo", data);
+    fuzz_tight_destinations("lzo-rle", data);
     // The raw fast loop and the bounds-checked decoder agree on arbitrary input, for an output
     // of a page and for one too small for most streams.
     for cap in [4096, 64] {
