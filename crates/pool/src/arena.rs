@@ -10,8 +10,10 @@
 //! the allocators' bookkeeping is plain integers and safe code. Two backings exist:
 //!
 //! - **Heap** (default, no `unsafe`): frames are carved from 1 MiB chunks of zeroed heap memory.
-//!   Chunks are never returned; a freed frame goes on a LIFO free list and is reused first, as a
-//!   just-freed page is the hottest one the buddy allocator has.
+//!   Chunks are not returned while the arena lives; a freed frame goes on a LIFO free list and
+//!   is reused first, as a just-freed page is the hottest one the buddy allocator has. A dropped
+//!   arena parks its chunks for the next one (`chunk_cache`), as freed pages stay mapped on the
+//!   kernel's free lists.
 //! - **Memfd**: frames are pages of one `memfd`, all mapped once into a reserved virtual range
 //!   (grown with `ftruncate` as frames are first used). Because every frame is also a file
 //!   offset, two arbitrary frames can be mapped *side by side* into a 2-page virtual window with
@@ -23,7 +25,7 @@
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-use crate::PoolError;
+use crate::{PoolError, chunk_cache};
 
 /// A page frame of an arena: its index, the analogue of a page frame number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -63,6 +65,14 @@ pub struct PageArena {
 enum Backing {
     Heap(Vec<Box<[u8]>>),
     Memfd(MemfdFrames),
+}
+
+impl Drop for PageArena {
+    fn drop(&mut self) {
+        if let Backing::Heap(chunks) = &mut self.backing {
+            chunk_cache::give(std::mem::take(chunks));
+        }
+    }
 }
 
 impl PageArena {
@@ -144,9 +154,7 @@ impl PageArena {
                 if id.is_multiple_of(per_chunk) {
                     let chunk_bytes = per_chunk as usize * self.page_size;
                     match &mut self.backing {
-                        Backing::Heap(chunks) => {
-                            chunks.push(vec![0u8; chunk_bytes].into_boxed_slice());
-                        }
+                        Backing::Heap(chunks) => chunks.push(chunk_cache::take(chunk_bytes)),
                         Backing::Memfd(m) => m.grow_to(u64::from(id) + u64::from(per_chunk))?,
                     }
                 }
