@@ -11,7 +11,7 @@
 use std::sync::Mutex;
 
 /// The most bytes of chunks kept for later arenas.
-pub const MAX_CACHED_BYTES: usize = 256 << 20;
+pub(crate) const MAX_CACHED_BYTES: usize = 256 << 20;
 
 struct Cache {
     chunks: Vec<Box<[u8]>>,
@@ -55,11 +55,6 @@ pub(crate) fn give(chunks: Vec<Box<[u8]>>) {
         c.bytes += chunk.len();
         c.chunks.push(chunk);
     }
-}
-
-/// Bytes of chunks parked now.
-pub fn cached_bytes() -> usize {
-    cache().bytes
 }
 
 #[cfg(test)]

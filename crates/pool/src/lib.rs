@@ -12,7 +12,7 @@
 //! `zs_get_total_pages`; [`ZPool::metadata_bytes`] reports ours separately).
 
 pub mod arena;
-pub mod chunk_cache;
+mod chunk_cache;
 mod error;
 pub mod handle;
 mod list;
