@@ -213,6 +213,24 @@ impl PageArena {
         }
     }
 
+    /// Bytes `offset..offset + len` of the concatenation of `frames`, in place, when they lie in
+    /// consecutive frames of one heap chunk: what a zspage built from fresh frames looks like,
+    /// so most objects that cross a page boundary are read without a copy (the kernel's pages
+    /// are never adjacent in its mapping, so it always copies). `None` otherwise.
+    pub fn span(&self, frames: &[FrameId], offset: usize, len: usize) -> Option<&[u8]> {
+        let Backing::Heap(chunks) = &self.backing else { return None };
+        let ps = self.page_size;
+        let (first, last) = (offset / ps, (offset + len.max(1) - 1) / ps);
+        let base = frames.get(first)?.0;
+        let per = self.frames_per_chunk();
+        let in_order = frames.get(first..=last)?.iter().zip(base..).all(|(f, want)| f.0 == want);
+        if !in_order || base / per != (base + (last - first) as u32) / per {
+            return None;
+        }
+        let start = (base % per) as usize * ps + offset % ps;
+        chunks[(base / per) as usize].get(start..start + len)
+    }
+
     /// Writes `data` at byte `offset` of the concatenation of `frames` (copy-out on unmap).
     pub fn write_span(&mut self, frames: &[FrameId], offset: usize, data: &[u8]) {
         let ps = self.page_size;
@@ -491,6 +509,24 @@ mod tests {
         let mut back = vec![0; 100];
         a.read_span(&frames, 4056, &mut back);
         assert_eq!(back, data);
+    }
+
+    #[test]
+    fn spans_of_adjacent_frames_are_handed_out_in_place() {
+        let mut a = PageArena::new(ArenaKind::Heap, 4096, None).unwrap();
+        let frames: Vec<_> = (0..258).map(|_| a.alloc().unwrap()).collect();
+        let data: Vec<u8> = (0..=255u8).cycle().take(5000).collect();
+        a.write_span(&frames[10..12], 3000, &data[..2000]);
+        assert_eq!(a.span(&frames[10..12], 3000, 2000), Some(&data[..2000]));
+        // Inside one frame, and empty, too.
+        assert_eq!(a.span(&frames[10..12], 3000, 1000), Some(&data[..1000]));
+        assert_eq!(a.span(&frames[10..12], 3000, 0), Some(&[][..]));
+        // Not adjacent: reversed, or one 1 MiB chunk's last frame and the next chunk's first.
+        assert_eq!(a.span(&[frames[11], frames[10]], 3000, 2000), None);
+        assert_eq!(a.span(&frames[255..257], 3000, 2000), None);
+        assert!(a.span(&frames[255..257], 3000, 1000).is_some());
+        // Past the frames given.
+        assert_eq!(a.span(&frames[10..12], 7000, 2000), None);
     }
 
     #[test]

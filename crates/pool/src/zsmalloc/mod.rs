@@ -30,7 +30,7 @@ pub mod compact;
 pub mod map;
 pub mod zspage;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::arena::{ArenaKind, PageArena, Window};
@@ -72,12 +72,41 @@ pub(crate) struct Inner {
     pub scratch: Vec<u8>,
 }
 
+/// The write-locked state. Only it changes the arena, and dropping it publishes the frame count
+/// to `ZsPool::pages` before the lock is released.
+pub(crate) struct InnerMut<'a> {
+    guard: RwLockWriteGuard<'a, Inner>,
+    pages: &'a AtomicU64,
+}
+
+impl std::ops::Deref for InnerMut<'_> {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for InnerMut<'_> {
+    fn deref_mut(&mut self) -> &mut Inner {
+        &mut self.guard
+    }
+}
+
+impl Drop for InnerMut<'_> {
+    fn drop(&mut self) {
+        self.pages.store(self.guard.arena.frames_in_use(), Ordering::Relaxed);
+    }
+}
+
 /// A zsmalloc pool.
 #[derive(Debug)]
 pub struct ZsPool {
     table: ClassTable,
     page_size: usize,
     compaction_in_progress: AtomicBool,
+    /// The arena's frames in use, as of the last write-locked operation: the kernel's atomic
+    /// `pages_allocated`, which zram reads on every write without taking the pool lock.
+    pages: AtomicU64,
     /// Written by allocation, free, object writes and compaction; read (shared) by object
     /// reads and the counters, so readers of different objects never wait for each other.
     inner: RwLock<Inner>,
@@ -93,6 +122,7 @@ impl ZsPool {
         Ok(Self {
             page_size: config.page_size,
             compaction_in_progress: AtomicBool::new(false),
+            pages: AtomicU64::new(0),
             inner: RwLock::new(Inner {
                 table: table.clone(),
                 arena,
@@ -129,10 +159,13 @@ impl ZsPool {
         self.read_lock().arena.kind()
     }
 
-    pub(crate) fn lock(&self) -> RwLockWriteGuard<'_, Inner> {
+    pub(crate) fn lock(&self) -> InnerMut<'_> {
         // A panic while holding the lock cannot leave the state half-updated in a way that
         // breaks memory safety; keep serving rather than propagating the poison.
-        self.inner.write().unwrap_or_else(|e| e.into_inner())
+        InnerMut {
+            guard: self.inner.write().unwrap_or_else(|e| e.into_inner()),
+            pages: &self.pages,
+        }
     }
 
     /// The state, shared with other readers.
@@ -143,7 +176,12 @@ impl ZsPool {
     /// Checks every internal invariant (free lists, counters, fullness lists, page count).
     /// For tests; O(pool size).
     pub fn audit(&self) -> Result<(), String> {
-        self.read_lock().audit()
+        let g = self.read_lock();
+        let published = self.pages.load(Ordering::Relaxed);
+        if published != g.arena.frames_in_use() {
+            return Err(format!("{published} pages published, {} frames", g.arena.frames_in_use()));
+        }
+        g.audit()
     }
 }
 
@@ -321,6 +359,19 @@ impl Inner {
         Ok(())
     }
 
+    /// `zs_obj_write`: `data` at the start of the object.
+    fn write(&mut self, handle: Handle, data: &[u8]) -> Result<(), PoolError> {
+        let (loc, size) = self.handles.get(handle)?;
+        if data.len() > size {
+            return Err(PoolError::BadLength { len: data.len(), size });
+        }
+        let zs = self.zspages[loc.zspage as usize].as_ref().expect("live zspage");
+        let c = self.table.classes()[usize::from(zs.class)];
+        let hdr = if c.is_huge() { 0 } else { ZS_HANDLE_SIZE };
+        self.arena.write_span(&zs.frames, loc.idx as usize * c.size + hdr, data);
+        Ok(())
+    }
+
     /// Byte offset of the object's data within its zspage chain, and the chain's frames.
     pub(crate) fn data_span(&self, loc: ObjLoc) -> (usize, &[crate::arena::FrameId], SizeClass) {
         let zs = self.zspage(loc.zspage);
@@ -424,17 +475,27 @@ impl ZPool for ZsPool {
     }
 
     fn write(&self, handle: Handle, data: &[u8]) -> Result<(), PoolError> {
-        let mut g = self.lock();
-        let (loc, size) = g.handles.get(handle)?;
-        if data.len() > size {
-            return Err(PoolError::BadLength { len: data.len(), size });
+        self.lock().write(handle, data)
+    }
+
+    /// One lock for both halves: zram stores an object per page written.
+    fn store(&self, data: &[u8]) -> Result<Handle, PoolError> {
+        if data.is_empty() {
+            return Err(PoolError::ZeroSize);
         }
-        let inner = &mut *g;
-        let zs = inner.zspages[loc.zspage as usize].as_ref().expect("live zspage");
-        let c = inner.table.classes()[usize::from(zs.class)];
-        let hdr = if c.is_huge() { 0 } else { ZS_HANDLE_SIZE };
-        inner.arena.write_span(&zs.frames, loc.idx as usize * c.size + hdr, data);
-        Ok(())
+        if data.len() > self.page_size {
+            let size = data.len();
+            return Err(PoolError::TooLarge { allocator: "zsmalloc", size, max: self.page_size });
+        }
+        let slot = self.table.slot_for_request(data.len());
+        let mut g = self.lock();
+        let h = g.malloc(slot, data.len())?;
+        // Fails only on a length the allocation just ruled out; free rather than leak anyway.
+        if let Err(e) = g.write(h, data) {
+            let _ = g.free(h);
+            return Err(e);
+        }
+        Ok(h)
     }
 
     fn read(&self, handle: Handle, out: &mut [u8]) -> Result<usize, PoolError> {
@@ -463,6 +524,10 @@ impl ZPool for ZsPool {
             f(&g.arena.frame(frames[page])[in_page..in_page + size]);
             return Ok(());
         }
+        if let Some(bytes) = g.arena.span(frames, off, size) {
+            f(bytes);
+            return Ok(());
+        }
         if scratch.len() < size {
             return Err(PoolError::BadLength { len: scratch.len(), size });
         }
@@ -477,7 +542,7 @@ impl ZPool for ZsPool {
     }
 
     fn total_pages(&self) -> u64 {
-        self.read_lock().arena.frames_in_use()
+        self.pages.load(Ordering::Relaxed)
     }
 
     fn compact(&self) -> u64 {
