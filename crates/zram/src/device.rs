@@ -5,9 +5,9 @@
 //! configured priority (the "live" state); `reset` throws the live state away. I/O on a device
 //! without live state fails with EIO.
 //!
-//! Concurrency: the live state sits behind an `RwLock<Option<Arc<Live>>>`; a page I/O holds it
-//! read-locked ([`LiveRef`]), so pages contend only on their own slot lock, and `reset` waits
-//! for I/O in flight.
+//! Concurrency: the live state sits behind an `RwLock<Option<Arc<Live>>>`; page I/O and the
+//! other operations on it hold it read-locked ([`LiveRef`]), so pages contend only on their own
+//! slot lock, and `reset` waits for operations in flight.
 //! Compression runs outside the slot lock, as in the kernel: a write compresses into its stream's
 //! buffer, allocates and fills the object, and only then locks the slot to swap the old object
 //! for the new one.
@@ -218,10 +218,12 @@ pub struct Zram {
     pub(crate) wb_limit: Mutex<u64>,
 }
 
-/// The live state, read-locked for one page I/O. Holding the read lock is two atomic operations
-/// where cloning the `Arc` out of it is four, and `reset` and `disksize` wait for the I/O to
-/// finish, as the kernel's reset waits for the device's openers. The I/O paths take no other
-/// lock on `live`, so the lock is never read twice by one thread.
+/// The live state, read-locked for one operation on it. `reset` and `disksize` wait for the
+/// operations in flight, as the kernel's wait for `init_lock`, so no page I/O (or writeback,
+/// or recompression) finishes on a reset device and counts in its fresh stats. For page I/O it
+/// is also cheaper: holding the read lock is two atomic operations where cloning the `Arc` out
+/// of it is four. No code holding a `LiveRef` takes the lock again (a second read could wait
+/// behind a queued `reset` and deadlock).
 pub(crate) struct LiveRef<'a>(RwLockReadGuard<'a, Option<Arc<Live>>>);
 
 impl std::ops::Deref for LiveRef<'_> {
@@ -229,7 +231,7 @@ impl std::ops::Deref for LiveRef<'_> {
     fn deref(&self) -> &Live {
         match self.0.as_deref() {
             Some(live) => live,
-            // `check_io` builds a `LiveRef` only over live state, and the read lock keeps it.
+            // `live_or` builds a `LiveRef` only over live state, and the read lock keeps it.
             None => unreachable!("a LiveRef over an uninitialised device"),
         }
     }
@@ -290,8 +292,15 @@ impl Zram {
         self.live.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    pub(crate) fn live_or(&self, errno: Errno) -> Result<Arc<Live>, ZramError> {
-        self.live().ok_or_else(|| ZramError::new(errno, "device is not initialised"))
+    /// The live state, read-locked for one operation on it (page I/O, discard, compaction,
+    /// idle marking, writeback, recompression: what the kernel does under `init_lock` held for
+    /// reading), or `errno` on an uninitialised device.
+    pub(crate) fn live_or(&self, errno: Errno) -> Result<LiveRef<'_>, ZramError> {
+        let guard = self.live.read().unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() {
+            return err(errno, "device is not initialised");
+        }
+        Ok(LiveRef(guard))
     }
 
     pub fn is_initialised(&self) -> bool {
@@ -374,17 +383,14 @@ impl Zram {
     }
 
     fn check_io(&self, index: u64, len: usize) -> Result<LiveRef<'_>, ZramError> {
-        let guard = self.live.read().unwrap_or_else(|p| p.into_inner());
-        let Some(live) = guard.as_deref() else {
-            return err(Errno::EIO, "device is not initialised");
-        };
+        let live = self.live_or(Errno::EIO)?;
         if index >= live.table.len() as u64 {
             return err(Errno::EIO, format!("page {index} is beyond the disk"));
         }
         if len != self.config.page_size {
             return err(Errno::EINVAL, format!("buffer of {len} bytes is not one page"));
         }
-        Ok(LiveRef(guard))
+        Ok(live)
     }
 
     /// Writes one page at page index `index`.
@@ -594,7 +600,7 @@ impl Zram {
 
     /// `swap_slot_free_notify`: frees the slot unless its lock is busy (then `miss_free`).
     pub fn slot_free_notify(&self, index: u64) {
-        let Some(live) = self.live() else { return };
+        let Ok(live) = self.live_or(Errno::EIO) else { return };
         if index >= live.table.len() as u64 {
             return;
         }

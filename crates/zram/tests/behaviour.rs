@@ -5,7 +5,7 @@ mod common;
 use std::path::PathBuf;
 
 use common::*;
-use zmem_zram::{Errno, MmStat, Zram, ZramConfig};
+use zmem_zram::{Errno, IoStat, MmStat, Zram, ZramConfig};
 
 fn mm(z: &Zram) -> MmStat {
     z.show("mm_stat").unwrap().parse().unwrap()
@@ -495,4 +495,58 @@ fn many_threads_read_and_write_verified() {
     });
     let s = mm(&z);
     assert_eq!(s.orig_data_size / PS as u64, z.block_state().lines().count() as u64);
+}
+
+/// `reset` waits for the operations in flight on the device, and those that start after it fail
+/// at once: however busy its users, a reset device's stats read zero until it is set up again.
+/// (When I/O worked on a clone of the live state, a write in flight at the reset finished after
+/// it and counted its page in the fresh device's `mm_stat`.)
+#[test]
+fn reset_waits_for_io_in_flight() {
+    let z = device("lz4", 64);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let ok_or_eio = |r: Result<(), zmem_zram::ZramError>| {
+        if let Err(e) = r {
+            assert_eq!(e.errno, Errno::EIO, "{e}");
+        }
+    };
+    std::thread::scope(|s| {
+        for t in 0..2u64 {
+            let (z, stop) = (&z, &stop);
+            s.spawn(move || {
+                let mut rng = Rng::new(t);
+                let pages = [ordinary_page(&mut rng, 0.3), same_page(t), random_page(&mut rng)];
+                let mut out = vec![0u8; PS];
+                let mut i = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let index = (i * 2 + t) % 64;
+                    ok_or_eio(z.write_page(index, &pages[i as usize % 3]));
+                    ok_or_eio(z.read_page(index, &mut out));
+                    if i.is_multiple_of(7) {
+                        ok_or_eio(z.discard(index * PS as u64, PS as u64));
+                    }
+                    i += 1;
+                }
+            });
+        }
+        // Stops the users however this thread leaves, so a failed check fails the test
+        // instead of leaving the scope waiting for them.
+        struct StopOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
+        impl Drop for StopOnDrop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        let _stop = StopOnDrop(&stop);
+        for round in 0..300 {
+            z.store("reset", "1").unwrap();
+            assert_eq!(mm(&z), MmStat::default(), "round {round}");
+            let io: IoStat = z.show("io_stat").unwrap().parse().unwrap();
+            assert_eq!(io, IoStat::default(), "round {round}");
+            z.store("disksize", "256K").unwrap();
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
+    });
+    z.write_page(3, &same_page(7)).unwrap();
+    assert_eq!(read(&z, 3), same_page(7));
 }
