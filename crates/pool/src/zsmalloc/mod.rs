@@ -173,6 +173,17 @@ impl ZsPool {
         self.inner.read().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The size class slot an allocation of `size` bytes takes, or why it cannot be made.
+    fn class_slot(&self, size: usize) -> Result<usize, PoolError> {
+        if size == 0 {
+            return Err(PoolError::ZeroSize);
+        }
+        if size > self.page_size {
+            return Err(PoolError::TooLarge { allocator: "zsmalloc", size, max: self.page_size });
+        }
+        Ok(self.table.slot_for_request(size))
+    }
+
     /// Checks every internal invariant (free lists, counters, fullness lists, page count).
     /// For tests; O(pool size).
     pub fn audit(&self) -> Result<(), String> {
@@ -460,13 +471,7 @@ impl ZPool for ZsPool {
     }
 
     fn malloc(&self, size: usize) -> Result<Handle, PoolError> {
-        if size == 0 {
-            return Err(PoolError::ZeroSize);
-        }
-        if size > self.page_size {
-            return Err(PoolError::TooLarge { allocator: "zsmalloc", size, max: self.page_size });
-        }
-        let slot = self.table.slot_for_request(size);
+        let slot = self.class_slot(size)?;
         self.lock().malloc(slot, size)
     }
 
@@ -480,14 +485,7 @@ impl ZPool for ZsPool {
 
     /// One lock for both halves: zram stores an object per page written.
     fn store(&self, data: &[u8]) -> Result<Handle, PoolError> {
-        if data.is_empty() {
-            return Err(PoolError::ZeroSize);
-        }
-        if data.len() > self.page_size {
-            let size = data.len();
-            return Err(PoolError::TooLarge { allocator: "zsmalloc", size, max: self.page_size });
-        }
-        let slot = self.table.slot_for_request(data.len());
+        let slot = self.class_slot(data.len())?;
         let mut g = self.lock();
         let h = g.malloc(slot, data.len())?;
         // Fails only on a length the allocation just ruled out; free rather than leak anyway.
