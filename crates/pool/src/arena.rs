@@ -9,7 +9,8 @@
 //! Frames are named by a [`FrameId`] (an index, the analogue of a PFN), never by a pointer, so
 //! the allocators' bookkeeping is plain integers and safe code. Two backings exist:
 //!
-//! - **Heap** (default, no `unsafe`): frames are carved from 1 MiB chunks of zeroed heap memory.
+//! - **Heap** (default): frames are carved from 2 MiB chunks of heap memory on huge pages
+//!   (`chunk_cache`; its `madvise` is the only `unsafe` on this path).
 //!   Chunks are not returned while the arena lives; a freed frame goes on a LIFO free list and
 //!   is reused first, as a just-freed page is the hottest one the buddy allocator has. A dropped
 //!   arena parks its chunks for the next one (`chunk_cache`), as freed pages stay mapped on the
@@ -25,7 +26,8 @@
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-use crate::{PoolError, chunk_cache};
+use crate::PoolError;
+use crate::chunk_cache::{self, Chunk};
 
 /// A page frame of an arena: its index, the analogue of a page frame number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -41,8 +43,8 @@ pub enum ArenaKind {
     Memfd,
 }
 
-/// Bytes of one heap chunk (and of one memfd growth step).
-const CHUNK_BYTES: usize = 1 << 20;
+/// Bytes of one heap chunk (one huge page), and of one memfd growth step.
+const CHUNK_BYTES: usize = chunk_cache::HUGE_PAGE;
 
 /// Virtual address space a memfd arena reserves when no frame limit is given.
 const MEMFD_DEFAULT_RESERVE: usize = 16 << 30;
@@ -63,7 +65,7 @@ pub struct PageArena {
 
 #[derive(Debug)]
 enum Backing {
-    Heap(Vec<Box<[u8]>>),
+    Heap(Vec<Chunk>),
     Memfd(MemfdFrames),
 }
 
@@ -131,7 +133,7 @@ impl PageArena {
     /// Bytes of bookkeeping the arena itself holds (free list and chunk table), not frames.
     pub fn metadata_bytes(&self) -> usize {
         let chunks = match &self.backing {
-            Backing::Heap(c) => c.capacity() * std::mem::size_of::<Box<[u8]>>(),
+            Backing::Heap(c) => c.capacity() * std::mem::size_of::<Chunk>(),
             Backing::Memfd(_) => 0,
         };
         self.free.capacity() * 4 + chunks
@@ -514,17 +516,17 @@ mod tests {
     #[test]
     fn spans_of_adjacent_frames_are_handed_out_in_place() {
         let mut a = PageArena::new(ArenaKind::Heap, 4096, None).unwrap();
-        let frames: Vec<_> = (0..258).map(|_| a.alloc().unwrap()).collect();
+        let frames: Vec<_> = (0..514).map(|_| a.alloc().unwrap()).collect();
         let data: Vec<u8> = (0..=255u8).cycle().take(5000).collect();
         a.write_span(&frames[10..12], 3000, &data[..2000]);
         assert_eq!(a.span(&frames[10..12], 3000, 2000), Some(&data[..2000]));
         // Inside one frame, and empty, too.
         assert_eq!(a.span(&frames[10..12], 3000, 1000), Some(&data[..1000]));
         assert_eq!(a.span(&frames[10..12], 3000, 0), Some(&[][..]));
-        // Not adjacent: reversed, or one 1 MiB chunk's last frame and the next chunk's first.
+        // Not adjacent: reversed, or one 2 MiB chunk's last frame and the next chunk's first.
         assert_eq!(a.span(&[frames[11], frames[10]], 3000, 2000), None);
-        assert_eq!(a.span(&frames[255..257], 3000, 2000), None);
-        assert!(a.span(&frames[255..257], 3000, 1000).is_some());
+        assert_eq!(a.span(&frames[511..513], 3000, 2000), None);
+        assert!(a.span(&frames[511..513], 3000, 1000).is_some());
         // Past the frames given.
         assert_eq!(a.span(&frames[10..12], 7000, 2000), None);
     }

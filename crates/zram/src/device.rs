@@ -242,10 +242,6 @@ pub fn same_filled(page: &[u8]) -> Option<u64> {
     let (words, rest) = page.as_chunks::<8>();
     debug_assert!(rest.is_empty());
     let first = *words.first()?;
-    // The kernel compares with the last word first: most pages fail there at once.
-    if words[words.len() - 1] != first {
-        return None;
-    }
     words.iter().all(|w| *w == first).then(|| u64::from_ne_bytes(first))
 }
 
@@ -462,7 +458,9 @@ impl Zram {
     /// `zram_can_store_page`: tracks the maximum and applies the limit, after the allocation.
     fn can_store_page(&self, live: &Live) -> bool {
         let used = live.pool.total_pages();
-        self.stats.max_used_pages.fetch_max(used, Ordering::Relaxed);
+        if used > self.stats.max_used_pages.load(Ordering::Relaxed) {
+            self.stats.max_used_pages.fetch_max(used, Ordering::Relaxed);
+        }
         let limit = self.limit_pages.load(Ordering::Relaxed);
         limit == 0 || used <= limit
     }
