@@ -36,7 +36,7 @@ pub struct FrameId(pub u32);
 /// Which memory backs the arena's frames.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ArenaKind {
-    /// Heap chunks; safe code only. Cannot map two frames side by side.
+    /// Heap chunks (safe code, bar one `madvise` per chunk). Cannot map two frames side by side.
     #[default]
     Heap,
     /// A memfd mapped once; offers the side-by-side [`Window`].
