@@ -10,7 +10,7 @@
 //! compressor (same-filled pages, which zram stores as a single value, left out).
 //!
 //! freeing MB/s = compress MB/s x (1 - compressed/input): how fast reclaim turns CPU time into
-//! free memory (seed 004).
+//! free memory (seed 004, docs/REFERENCES.md [seed-004]).
 
 use std::time::Instant;
 use zmem_comp::{Compressor, Params, compress_bound, create};

@@ -1,6 +1,10 @@
 //! `zmem`: the command line. Thin by design: it parses arguments, calls the library crates and
 //! prints. Every failure ends as one line on stderr (`zmem: ...`) and exit status 2.
 
+// No `unsafe` but one: `cmd::pages::map`, which maps the page files the user names (allowed
+// there, with its contract stated). `deny` rather than `forbid` so that one can be allowed.
+#![deny(unsafe_code)]
+
 mod cmd;
 
 use std::process::ExitCode;

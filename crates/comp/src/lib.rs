@@ -30,7 +30,7 @@ pub use lz4hc::Lz4Hc;
 pub use lz4m::Lz4m;
 pub use lzo::Lzo;
 pub use params::Params;
-pub use registry::{Algorithm, algorithms, create, find};
+pub use registry::{Algorithm, algorithms, create, create_as_backend, find};
 pub use sw842::{Sw842, crc32_be};
 pub use wkdm::Wkdm;
 pub use zstd::Zstd;

@@ -1,5 +1,5 @@
 //! `lz4m`: LZ4 re-cut for memory pages (Kwon, Kim, Kim, Kim, ICCE 2017; the layout follows the
-//! Huawei kernel implementation described in shared/docs/compressors.md §3).
+//! Huawei kernel implementation; docs/REFERENCES.md [lz4m-paper], [lz4m-huawei]).
 //!
 //! Why it differs from LZ4: memory is made of aligned 32-bit and 64-bit values, so matches almost
 //! always start on a word boundary and cover whole words. Working in words lets the compressor

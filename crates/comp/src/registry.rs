@@ -62,6 +62,46 @@ impl Algorithm {
         }
         (self.build)(params, page_size)
     }
+
+    /// Builds a stream as Linux 6.18's zram backend builds it from `algorithm_params`: without
+    /// the checks of [`Algorithm::create`], which 6.18 does not have (they came after 7.0).
+    /// See [`Algorithm::backend_params`] for what each backend makes of the parameters; what
+    /// is left can still fail where the kernel's library fails too (a deflate level outside
+    /// -1..=9 or bad `deflate.winbits` make `zlib_deflateInit2` refuse).
+    pub fn create_as_backend(
+        &self,
+        params: &Params,
+        page_size: usize,
+    ) -> Result<Box<dyn Compressor>, CompError> {
+        self.create(&self.backend_params(params), page_size)
+    }
+
+    /// The parameters 6.18's backend actually uses: backends without a `setup_params` check
+    /// ignore what they do not take (a level on lzo, lzo-rle or 842; a dictionary on lzo,
+    /// lzo-rle, deflate or 842; `deflate.winbits` on anything but deflate), and levels go to
+    /// the library, which treats them as it does: lz4 acceleration below 1 is the default 1
+    /// (`LZ4_compress_fast`; above [`crate::lz4`]'s cap it is capped), an lz4hc level below 1
+    /// is the default 9 and above 16 is 16 (`LZ4_compress_HC`), zstd levels are clamped to
+    /// its range (`zstd_get_params`), deflate level -1 is `Z_DEFAULT_COMPRESSION`.
+    pub fn backend_params(&self, params: &Params) -> Params {
+        let mut p = params.clone();
+        if !self.takes_dict {
+            p.dict = None;
+        }
+        if !self.takes_winbits {
+            p.deflate_winbits = None;
+        }
+        p.level = match (self.levels, params.level) {
+            (None, _) | (_, None) => None,
+            (Some((lo, hi)), Some(level)) => match self.name {
+                "lz4" | "lz4hc" if level < 1 => None,
+                "lz4" | "lz4hc" | "zstd" => Some(level.clamp(lo, hi)),
+                "deflate" if level == -1 => None,
+                _ => Some(level),
+            },
+        };
+        p
+    }
 }
 
 static ALGORITHMS: &[Algorithm] = &[
@@ -170,7 +210,18 @@ pub fn find(name: &str) -> Result<&'static Algorithm, CompError> {
     })
 }
 
-/// Builds a stream of the named algorithm.
+/// Builds a stream of the named algorithm as 6.18's zram backend would
+/// ([`Algorithm::create_as_backend`]): what the kernel ignores is ignored, not refused.
+pub fn create_as_backend(
+    name: &str,
+    params: &Params,
+    page_size: usize,
+) -> Result<Box<dyn Compressor>, CompError> {
+    find(name)?.create_as_backend(params, page_size)
+}
+
+/// Builds a stream of the named algorithm, refusing parameters it does not take or levels out
+/// of its range (for user input: the CLI, the lab's `--algo`).
 pub fn create(
     name: &str,
     params: &Params,
@@ -182,6 +233,7 @@ pub fn create(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     #[test]
     fn names_are_unique() {
@@ -223,5 +275,44 @@ mod tests {
             }
             assert!(a.create(&Params::default(), 8192).is_err(), "{}", a.name);
         }
+    }
+
+    /// 6.18's backends (drivers/block/zram/backend_*.c, `*_setup_params`) check nothing but
+    /// fill in defaults: a level on lzo/lzo-rle/842, a dictionary on lzo/lzo-rle/deflate/842,
+    /// `deflate.winbits` on another algorithm, lz4 level 0 and deflate level -1 all build.
+    #[test]
+    fn backend_setup_params_of_6_18_ignore_what_they_do_not_use() {
+        let dict = || Some(Arc::<[u8]>::from(vec![7u8; 64]));
+        for name in ["lzo", "lzo-rle", "842"] {
+            let p = Params { level: Some(3), dict: dict(), deflate_winbits: Some(-11) };
+            assert!(create_as_backend(name, &p, 4096).is_ok(), "{name}");
+            assert!(create(name, &p, 4096).is_err(), "{name}: the strict path still refuses");
+        }
+        let deflate_dict = Params { dict: dict(), ..Params::default() };
+        assert!(create_as_backend("deflate", &deflate_dict, 4096).is_ok());
+        for name in ["lz4", "lz4hc", "zstd"] {
+            let wb = Params { deflate_winbits: Some(-11), ..Params::default() };
+            assert!(create_as_backend(name, &wb, 4096).is_ok(), "{name}");
+        }
+        for level in [0, -5] {
+            assert!(create_as_backend("lz4", &Params::with_level(level), 4096).is_ok());
+            assert!(create_as_backend("lz4hc", &Params::with_level(level), 4096).is_ok());
+        }
+        assert!(create_as_backend("lz4hc", &Params::with_level(99), 4096).is_ok());
+        assert!(create_as_backend("zstd", &Params::with_level(99), 4096).is_ok());
+        assert!(create_as_backend("deflate", &Params::with_level(-1), 4096).is_ok());
+        // zlib_deflateInit2 refuses a level past 9 (and so does the kernel's disksize).
+        assert!(create_as_backend("deflate", &Params::with_level(10), 4096).is_err());
+        // Ignored means unused: lz4 level 0 compresses as level 1, lzo with a level as without.
+        let page: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 251) as u8).collect();
+        let squeeze = |name: &str, p: &Params| {
+            let mut c = create_as_backend(name, p, 4096).unwrap();
+            let mut out = vec![0u8; 8192];
+            let n = c.compress(&page, &mut out).unwrap();
+            out.truncate(n);
+            out
+        };
+        assert_eq!(squeeze("lz4", &Params::with_level(0)), squeeze("lz4", &Params::default()));
+        assert_eq!(squeeze("lzo", &Params::with_level(5)), squeeze("lzo", &Params::default()));
     }
 }

@@ -1,5 +1,5 @@
 //! `842`: the kernel's software implementation of IBM's 842 format (lib/842, zram `842`;
-//! shared/docs/compressors.md §5).
+//! docs/REFERENCES.md [842-kernel]).
 //!
 //! Why it looks the way it does: 842 was designed for a hardware engine (POWER7+ NX) that works on
 //! 8-byte blocks and remembers recent data in three ring buffers of 2-, 4- and 8-byte entries.

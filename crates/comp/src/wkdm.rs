@@ -1,5 +1,5 @@
 //! `wkdm`: Wilson-Kaplan direct-mapped compression in the format of Apple xnu's "new" WKdm
-//! (shared/docs/compressors.md §4).
+//! (docs/REFERENCES.md [wkdm-xnu], [wkdm-paper]).
 //!
 //! Why it works on memory: pages are full of zero words and of words that share their high bits
 //! with a recent word (pointers into the same region, small integers, flags). WKdm classifies each

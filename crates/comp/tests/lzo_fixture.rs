@@ -1,6 +1,6 @@
 //! Byte equality with liblzo2 without needing it: `fixtures/lzo1x_1_15.bin.zst` holds varied
 //! inputs with the output of liblzo2 2.10's `lzo1x_1_15_compress` (the kernel's `lzo` bytes on
-//! x86-64, compressors.md §1.3), made by `bench/lzo-ref` (see fixtures/README.md).
+//! x86-64, docs/REFERENCES.md [lzo-liblzo2]), made by `bench/lzo-ref` (see fixtures/README.md).
 //!
 //! What it proves: our `lzo` output equals liblzo2's for every input (synthetic pages, 200 real
 //! memory pages, odd lengths up to 100,000 bytes, i.e. several chunks), and our decoder reads

@@ -8,8 +8,8 @@
 //! second in both directions, MB = 10^6 bytes, as lzbench reports them. Verification compares
 //! the decompressed batch with the input after the timed pass, so it costs nothing in the timing.
 //!
-//! The memory-freeing speed is seed 004's metric: how fast compression gives memory back,
-//! `comp_mbps * (1 - compressed/input)`.
+//! The memory-freeing speed is seed 004's metric (docs/REFERENCES.md [seed-004]): how fast
+//! compression gives memory back, `comp_mbps * (1 - compressed/input)`.
 
 use std::time::{Duration, Instant};
 

@@ -5,7 +5,7 @@ use serde::Serialize;
 use zmem_zram::MmStat;
 
 use crate::LabError;
-use crate::zram_run::{ZramRunConfig, build_device};
+use crate::zram_run::{OnRefusal, ZramRunConfig, build_device, write_pages};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ConformResult {
@@ -28,9 +28,7 @@ pub fn ours(algo: &str, pages: &[u8]) -> Result<MmStat, LabError> {
     let cfg = ZramRunConfig { algo: algo.into(), ..ZramRunConfig::default() };
     let ps = cfg.page_size;
     let z = build_device(&cfg, pages.len().div_ceil(ps) as u64)?;
-    for (i, page) in pages.chunks_exact(ps).enumerate() {
-        z.write_page(i as u64, page).map_err(|e| LabError::Zram(format!("page {i}: {e}")))?;
-    }
+    write_pages(&z, pages, ps, 0, OnRefusal::Fail, algo, &crate::NoProgress)?;
     Ok(z.mm_stat())
 }
 

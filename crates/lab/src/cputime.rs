@@ -1,4 +1,8 @@
-//! CPU time of the calling thread (user + system), for experiments that run on one thread.
+//! Time of one experiment: thread CPU time (user + system) beside the wall clock. A cost that a
+//! user pays in CPU (the recommendation's CPU seconds) is read from the first, never from the
+//! second: on a busy machine the two differ.
+
+use std::time::Instant;
 
 /// User + system CPU seconds the calling thread has used, or `None` if the system refuses.
 pub fn thread_cpu_secs() -> Option<f64> {
@@ -15,12 +19,67 @@ pub fn thread_cpu_secs() -> Option<f64> {
     Some(secs(ru.ru_utime) + secs(ru.ru_stime))
 }
 
+/// Both clocks of the calling thread, started together. Everything measured with one must run
+/// on the thread that started it.
+#[derive(Debug, Clone, Copy)]
+pub struct Stopwatch {
+    cpu0: Option<f64>,
+    wall0: Instant,
+}
+
+/// What a [`Stopwatch`] read.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Elapsed {
+    /// Thread CPU seconds (0 where the system does not report them).
+    pub cpu_secs: f64,
+    pub wall_secs: f64,
+}
+
+impl Stopwatch {
+    pub fn start() -> Self {
+        Self { cpu0: thread_cpu_secs(), wall0: Instant::now() }
+    }
+
+    pub fn elapsed(&self) -> Elapsed {
+        let wall_secs = self.wall0.elapsed().as_secs_f64();
+        let cpu_secs = match (self.cpu0, thread_cpu_secs()) {
+            (Some(a), Some(b)) => (b - a).max(0.0),
+            _ => 0.0,
+        };
+        Elapsed { cpu_secs, wall_secs }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn cpu_time_is_available_and_never_goes_back() {
-        let a = super::thread_cpu_secs().expect("getrusage(RUSAGE_THREAD)");
-        let b = super::thread_cpu_secs().expect("getrusage(RUSAGE_THREAD)");
+        let a = thread_cpu_secs().expect("getrusage(RUSAGE_THREAD)");
+        let b = thread_cpu_secs().expect("getrusage(RUSAGE_THREAD)");
         assert!(a >= 0.0 && b >= a, "{a} then {b}");
+    }
+
+    #[test]
+    fn a_sleeping_thread_uses_wall_time_but_almost_no_cpu() {
+        let sw = Stopwatch::start();
+        std::thread::sleep(std::time::Duration::from_millis(120));
+        let e = sw.elapsed();
+        assert!(e.wall_secs >= 0.12, "{e:?}");
+        assert!(e.cpu_secs < 0.06, "sleeping is not CPU time: {e:?}");
+    }
+
+    #[test]
+    fn a_busy_thread_uses_cpu_time_and_no_more_than_the_wall_clock() {
+        let sw = Stopwatch::start();
+        let mut x = 1u64;
+        for _ in 0..30_000_000 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        let e = sw.elapsed();
+        assert!(e.cpu_secs > 0.0, "{e:?}");
+        // One thread cannot use more CPU than time passed (rusage ticks are coarse: 10 ms).
+        assert!(e.cpu_secs <= e.wall_secs + 0.011, "{e:?}");
     }
 }

@@ -12,9 +12,15 @@ pub enum LabError {
     /// A page failed to compress (decompression failures are reported as `verified: false`).
     #[error("{algo}: page {page}: {err}")]
     Page { algo: String, page: u64, err: zmem_comp::CompError },
-    /// The zram engine refused an operation.
+    /// The zram engine refused to be set up or to answer.
     #[error("zram: {0}")]
-    Zram(String),
+    Zram(#[from] zmem_zram::ZramError),
+    /// A zram device refused one page.
+    #[error("zram ({config}): write of page {page}: {err}")]
+    ZramWrite { config: String, page: u64, err: zmem_zram::ZramError },
+    /// zswap, the swap layer or its swap device failed.
+    #[error("swap: {0}")]
+    Swap(#[from] zmem_zswap::ZswapError),
     /// The live kernel could not be used as the oracle.
     #[error("kernel oracle unavailable: {0}")]
     Oracle(String),
@@ -24,10 +30,26 @@ pub enum LabError {
     /// A pool could not be built or refused an operation.
     #[error(transparent)]
     Pool(#[from] zmem_pool::PoolError),
+    /// A page set or trace could not be read, generated or captured.
+    #[error(transparent)]
+    Workload(#[from] zmem_workload::WorkloadError),
     /// An experiment could not be set up as asked.
     #[error("{0}")]
     Setup(String),
+    /// Reclaim found nothing it could evict: every resident page was refused by zswap while
+    /// writeback is disabled. The kernel would invoke the OOM killer here.
+    #[error(
+        "out of memory after {accesses} accesses: zswap rejects every page reclaim picks and \
+         memory.zswap.writeback is 0, so nothing can leave RAM (the kernel would OOM-kill)"
+    )]
+    OutOfMemory { accesses: u64 },
+    /// No configuration read every page back correctly, so none can be recommended.
+    #[error("no configuration read every page back correctly; nothing to recommend")]
+    NothingVerified,
     /// The experiment was given nothing to work on.
     #[error("no pages to work on")]
     NoPages,
+    /// The experiment needs more pages than it was given.
+    #[error("{what} needs at least {need} pages, got {have}")]
+    TooFewPages { what: &'static str, need: u64, have: u64 },
 }

@@ -5,7 +5,7 @@
 //! bpftrace's `hist()` prints and, unlike a log2 histogram, percentiles as well. The printed
 //! form is bpftrace's: `[lo, hi)` with 1024-based K/M/G suffixes, left-aligned in 16 columns, the
 //! count right-aligned in 8, and a bar of `@` up to 52 wide scaled to the largest bucket, as in
-//! seed 001's `@load_ns` / `@store_ns` output.
+//! seed 001's `@load_ns` / `@store_ns` output (docs/REFERENCES.md [seed-001]).
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};

@@ -21,3 +21,7 @@ pub mod zram_speed;
 
 pub use error::LabError;
 pub use progress::{NoProgress, Progress};
+// What the command line needs of the engines, so that it depends on this crate, not on them.
+pub use zmem_zram::DEFAULT_ALGORITHM;
+pub use zmem_zram::parse::parse_size;
+pub use zmem_zswap::Incompressible;

@@ -1,4 +1,5 @@
-//! mapbench: the zsmapbench experiment (seed 000) in user space.
+//! mapbench: the zsmapbench experiment (seed 000, docs/REFERENCES.md [seed-000],
+//! [zsmapbench-module]) in user space.
 //!
 //! zsmapbench (a kernel module) starts one thread per CPU; each creates its own zsmalloc pool,
 //! allocates three 1632-byte objects so that the third straddles two pages, then maps and unmaps

@@ -1,10 +1,12 @@
-//! `zmem study allocators`: seed 001 (Yosry Ahmed, "Analyzing zpool allocators", linux-mm,
-//! Feb 2024) on zmem's engine. The same pages go through zswap on zsmalloc, zbud and z3fold in
-//! one run; for each: the maximum pool size, `zswap_store` / `zswap_load` latency histograms in
-//! bpftrace's log2 format, and the total time, each relative to zsmalloc as the seed reports.
+//! `zmem study allocators`: seed 001 (Yosry Ahmed, "Analyzing zpool allocators", linux-mm, Feb
+//! 2024; docs/REFERENCES.md [seed-001]) on zmem's engine. The same pages go through zswap on
+//! zsmalloc, zbud and z3fold in one run; for each: the maximum pool size, `zswap_store` /
+//! `zswap_load` latency histograms in bpftrace's log2 format, and the total time, each relative to
+//! zsmalloc as the seed reports.
 //!
 //! With a trace the pages go through [`crate::replay`] (zswap in front of a swap file). Without
-//! one every page is stored once and then loaded once, with the pool limit out of the way
+//! one every page is swapped out once and then in once through the swap layer
+//! ([`zmem_zswap::SwapLayer`], as the replay), with the pool limit out of the way
 //! (`max_pool_percent` 100 of twice the page count), so the pool size is the allocator's
 //! packing alone. Zero pages are the swap layer's (zeromap) and never reach zswap. The default
 //! incompressible policy is the seed's kernel's (6.8: rejected), so all three allocators see the
@@ -14,13 +16,13 @@
 //! keeps its fastest round; every other number is identical across rounds.
 
 use std::path::PathBuf;
-use std::time::Instant;
 
 use serde::Serialize;
-use zmem_zswap::{Incompressible, StoreOutcome};
+use zmem_zswap::{Incompressible, SwapLayer, SwapOut};
 
-use crate::latency::{LatencyHist, LatencyRecorder, render_hist};
-use crate::replay::{self, Access, ReplayConfig, SwapKind};
+use crate::cputime::Stopwatch;
+use crate::latency::{LatencyHist, render_hist};
+use crate::replay::{self, Access, ReplayConfig, SwapKind, SwapTimer};
 use crate::{LabError, Progress};
 
 /// The seed's allocators, in its order (zsmalloc is the base).
@@ -168,48 +170,30 @@ fn store_then_load(
         swap_dir: cfg.swap_dir.clone(),
         ..ReplayConfig::default()
     };
-    let z = replay::build_zswap(&rc, n as u64)?;
-    let err = |e: zmem_zswap::ZswapError| LabError::Setup(format!("zswap on {alloc}: {e}"));
-    let (mut store_rec, mut load_rec) = (LatencyRecorder::new(), LatencyRecorder::new());
+    let swap = SwapLayer::with_zswap(replay::build_zswap(&rc, n as u64)?);
+    let z = swap.zswap().expect("built with zswap");
+    let mut timer = SwapTimer::new(SwapKind::Zswap);
     let (mut stored, mut rejected) = (0, 0);
-    let nonzero: Vec<usize> =
-        (0..n).filter(|&i| pages[i * ps..(i + 1) * ps].iter().any(|&b| b != 0)).collect();
 
-    progress.start(alloc, 2 * nonzero.len() as u64);
-    let cpu0 = crate::cputime::thread_cpu_secs();
-    let start = Instant::now();
-    for &i in &nonzero {
-        let page = &pages[i * ps..(i + 1) * ps];
-        let t = Instant::now();
-        let outcome = z.store(i as u64, page).map_err(err)?;
-        store_rec.record(t.elapsed().as_nanos() as u64);
-        if let StoreOutcome::Stored { .. } = outcome {
-            stored += 1;
-        } else {
-            rejected += 1;
-            z.swap_file().write_page(i as u64, page).map_err(err)?;
+    progress.start(alloc, 2 * n as u64);
+    let clock = Stopwatch::start();
+    for (i, page) in pages.chunks_exact(ps).enumerate() {
+        match swap.swap_out(i as u64, page, &mut timer)? {
+            SwapOut::Zswap => stored += 1,
+            SwapOut::Device | SwapOut::KeptInRam => rejected += 1,
+            SwapOut::Zeromap => {}
         }
-        z.run_pending_work();
         progress.advance(1);
     }
     let max_pool_bytes = z.max_pool_pages() * ps as u64;
     let mut out = vec![0u8; ps];
     let mut verified = true;
-    for &i in &nonzero {
-        let t = Instant::now();
-        let hit = z.load(i as u64, &mut out).map_err(err)?;
-        load_rec.record(t.elapsed().as_nanos() as u64);
-        if !hit {
-            z.swap_file().read_page(i as u64, &mut out).map_err(err)?;
-        }
-        verified &= out == pages[i * ps..(i + 1) * ps];
+    for (i, page) in pages.chunks_exact(ps).enumerate() {
+        swap.swap_in(i as u64, &mut out, &mut timer)?;
+        verified &= out == page;
         progress.advance(1);
     }
-    let total_secs = start.elapsed().as_secs_f64();
-    let cpu_secs = match (cpu0, crate::cputime::thread_cpu_secs()) {
-        (Some(a), Some(b)) => b - a,
-        _ => 0.0,
-    };
+    let time = clock.elapsed();
     progress.finish();
     Ok(AllocatorRow {
         allocator: alloc.to_string(),
@@ -218,11 +202,11 @@ fn store_then_load(
         stored,
         rejected,
         written_back: z.stats().written_back_pages,
-        store_hist: store_rec.finish(),
-        load_hist: load_rec.finish(),
-        total_secs,
+        store_hist: timer.store.finish(),
+        load_hist: timer.load.finish(),
+        total_secs: time.wall_secs,
         time_vs_zsmalloc_pct: 0.0,
-        cpu_secs,
+        cpu_secs: time.cpu_secs,
         verified,
     })
 }

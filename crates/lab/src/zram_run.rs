@@ -55,13 +55,55 @@ pub struct ZramRunResult {
     pub verified: bool,
 }
 
-fn zram_err(e: zmem_zram::ZramError) -> LabError {
-    LabError::Zram(e.to_string())
+/// Bytes each reader reads at a time into its one buffer: dd's `bs=1M`, as
+/// `kernel-zram-speed` reads the kernel's device (docs/REFERENCES.md [live-zram-oracle]).
+const READ_BLOCK_BYTES: usize = 1 << 20;
+
+/// What [`write_pages`] does when the device refuses a page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnRefusal {
+    /// Stop with [`LabError::ZramWrite`].
+    Fail,
+    /// Count it and go on (an allocator that cannot hold some objects, such as zbud a whole
+    /// page, is measured with what it holds).
+    Count,
 }
 
-/// Bytes each reader reads at a time into its one buffer: dd's `bs=1M`, as
-/// shared/tools/kernel-zram-speed reads the kernel's device.
-const READ_BLOCK_BYTES: usize = 1 << 20;
+/// Writes `pages` (whole pages of `ps`) to slots `first`, `first + 1`, ... of `z`, in order,
+/// advancing `progress` by one per page. Returns the pages the device refused (always 0 with
+/// [`OnRefusal::Fail`]). `config` names the device in errors. This is the one loop every
+/// experiment that fills a device uses.
+pub fn write_pages(
+    z: &Zram,
+    pages: &[u8],
+    ps: usize,
+    first: u64,
+    on_refusal: OnRefusal,
+    config: &str,
+    progress: &dyn Progress,
+) -> Result<u64, LabError> {
+    const STEP: u64 = 256;
+    let mut refused = 0;
+    let mut done = 0;
+    for (k, page) in pages.chunks_exact(ps).enumerate() {
+        let index = first + k as u64;
+        if let Err(err) = z.write_page(index, page) {
+            match on_refusal {
+                OnRefusal::Fail => {
+                    return Err(LabError::ZramWrite { config: config.into(), page: index, err });
+                }
+                OnRefusal::Count => refused += 1,
+            }
+        }
+        done += 1;
+        if done == STEP {
+            progress.advance(STEP);
+            done = 0;
+        }
+    }
+    progress.advance(done);
+    Ok(refused)
+}
 
 /// Builds a device for `pages` pages with the run's configuration.
 pub fn build_device(cfg: &ZramRunConfig, nr_pages: u64) -> Result<Zram, LabError> {
@@ -69,18 +111,20 @@ pub fn build_device(cfg: &ZramRunConfig, nr_pages: u64) -> Result<Zram, LabError
         page_size: cfg.page_size,
         pool: cfg.pool.clone(),
         features: Features::default(),
+        // The lab runs the research codecs (lz4m, wkdm) too; a kernel device does not offer them.
+        research_codecs: true,
         ..ZramConfig::default()
     })
-    .map_err(zram_err)?;
-    z.store("comp_algorithm", &cfg.algo).map_err(zram_err)?;
+    ?;
+    z.store("comp_algorithm", &cfg.algo)?;
     if let Some(p) = &cfg.params {
-        z.store("algorithm_params", p).map_err(zram_err)?;
+        z.store("algorithm_params", p)?;
     }
     for (i, algo) in cfg.recomp.iter().enumerate() {
         z.store("recomp_algorithm", &format!("algo={algo} priority={}", i + 1))
-            .map_err(zram_err)?;
+            ?;
     }
-    z.store("disksize", &(nr_pages.max(1) * cfg.page_size as u64).to_string()).map_err(zram_err)?;
+    z.store("disksize", &(nr_pages.max(1) * cfg.page_size as u64).to_string())?;
     Ok(z)
 }
 
@@ -98,6 +142,7 @@ pub fn run(
     let z = build_device(cfg, n as u64)?;
     let threads = cfg.threads.clamp(1, n);
     let per = n.div_ceil(threads);
+    let label = &format!("{} on {}", cfg.algo, cfg.pool);
 
     progress.start("write", n as u64);
     let start = Instant::now();
@@ -106,14 +151,10 @@ pub fn run(
             .map(|t| {
                 let z = &z;
                 s.spawn(move || -> Result<(), LabError> {
-                    for i in t * per..((t + 1) * per).min(n) {
-                        z.write_page(i as u64, &pages[i * ps..(i + 1) * ps])
-                            .map_err(|e| LabError::Zram(format!("write of page {i}: {e}")))?;
-                        if i % 256 == 0 {
-                            progress.advance(256.min((n - i) as u64));
-                        }
-                    }
-                    Ok(())
+                    let (first, end) = (t * per, ((t + 1) * per).min(n));
+                    let mine = &pages[first.min(end) * ps..end * ps];
+                    write_pages(z, mine, ps, first as u64, OnRefusal::Fail, label, progress)
+                        .map(|_| ())
                 })
             })
             .collect();
@@ -124,7 +165,7 @@ pub fn run(
     write_result?;
 
     if let Some(args) = &cfg.recompress {
-        z.store("recompress", args).map_err(zram_err)?;
+        z.store("recompress", args)?;
     }
 
     // Read everything back as `dd bs=1M` reads the kernel's device: each thread reads 1 MiB
@@ -163,7 +204,7 @@ pub fn run(
     let read_secs = reads.iter().map(|r| r.1).fold(f64::MIN_POSITIVE, f64::max);
 
     let bytes = (n * ps) as f64;
-    let show = |attr: &str| z.show(attr).map(|s| s.trim_end().to_string()).map_err(zram_err);
+    let show = |attr: &str| z.show(attr).map(|s| s.trim_end().to_string());
     Ok(ZramRunResult {
         algo: cfg.algo.clone(),
         pool: cfg.pool.clone(),

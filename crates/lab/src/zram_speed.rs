@@ -91,7 +91,7 @@ impl ZramSpeed {
 }
 
 /// The kernel's write and read MB/s for `pages` (dd, 1 MiB blocks, direct I/O, as
-/// shared/tools/kernel-zram-speed does).
+/// `kernel-zram-speed` does, docs/REFERENCES.md [live-zram-oracle]).
 fn kernel_speed(algo: &str, pages: &[u8]) -> Result<(f64, f64), LabError> {
     use zmem_zram::kernel::KernelZram;
     let oracle = |e: std::io::Error| LabError::Oracle(e.to_string());
@@ -126,7 +126,8 @@ pub fn run(
 ) -> Result<ZramSpeed, LabError> {
     let whole = &pages[..pages.len() / 4096 * 4096];
     if whole.len() < 1 << 20 {
-        return Err(LabError::Zram("zram-speed needs at least 1 MiB of pages".into()));
+        let have = (whole.len() / 4096) as u64;
+        return Err(LabError::TooFewPages { what: "zram-speed (1 MiB)", need: 256, have });
     }
     let oracle = zmem_zram::kernel::unavailable_reason().is_none();
     let cfg = ZramRunConfig { algo: algo.into(), ..ZramRunConfig::default() };

@@ -1,27 +1,17 @@
 //! Replay and allocator study: determinism, integrity through every swap path, and the
 //! accounting identities between the simulator's counts and the engines' counters.
 
-use zmem_lab::NoProgress;
 use zmem_lab::replay::{self, Access, ReplayConfig, ReplayResult, SwapKind};
 use zmem_lab::study::{self, StudyConfig};
+use zmem_lab::{LabError, NoProgress};
+use zmem_workload::prng::SplitMix64;
 use zmem_zswap::Incompressible;
 
 const PS: usize = 4096;
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
-
 /// Pages of five kinds: zero, text-like, half noise, noise, small noise.
 fn pages(n: usize, seed: u64) -> Vec<u8> {
-    let mut r = Rng(seed);
+    let mut r = SplitMix64::new(seed);
     let mut v = vec![0u8; n * PS];
     for (i, p) in v.chunks_mut(PS).enumerate() {
         let noisy = match i % 5 {
@@ -37,7 +27,7 @@ fn pages(n: usize, seed: u64) -> Vec<u8> {
             _ => 500,
         };
         for b in &mut p[..noisy] {
-            *b = r.next() as u8;
+            *b = r.next_u64() as u8;
         }
     }
     v
@@ -45,10 +35,10 @@ fn pages(n: usize, seed: u64) -> Vec<u8> {
 
 /// Skewed accesses: half of them to the first eighth of the pages.
 fn trace(n: u64, len: usize, seed: u64) -> Vec<Access> {
-    let mut r = Rng(seed);
+    let mut r = SplitMix64::new(seed);
     (0..len)
         .map(|k| {
-            let x = r.next();
+            let x = r.next_u64();
             let page = if x & 1 == 0 { (x >> 8) % (n / 8).max(1) } else { (x >> 8) % n };
             Access { page, write: x & 2 != 0, time_ns: k as u64 * 1000 }
         })
@@ -184,8 +174,12 @@ fn allocator_study_matches_the_seed_shape() {
     for key in ["allocator", "max_pool_bytes", "store_hist", "load_hist"] {
         assert!(json[0].get(key).is_some(), "{key}");
     }
+    // The table prints the measured difference beside the seed's.
     let text = study::render(&rows);
-    assert!(text.contains("@load_ns:") && text.contains("+32.7%"), "{text}");
+    let zbud_line = text.lines().find(|l| l.starts_with("zbud")).expect("a zbud row");
+    let measured = format!("{:+.1}%", rows[1].pool_vs_zsmalloc_pct);
+    assert!(zbud_line.contains(&measured), "{measured} not in {zbud_line:?}");
+    assert!(text.contains("@load_ns:"), "{text}");
 }
 
 #[test]
@@ -201,4 +195,59 @@ fn study_with_as_is_storage_counts_zbud_rejections() {
     assert_eq!(rows[0].rejected, 0);
     assert_eq!(rows[1].rejected, 20);
     assert_eq!(rows[2].rejected, 0);
+}
+
+/// 6.18's `swap_writeout()`: with `memory.zswap.writeback=0` a page zswap rejects stays in RAM
+/// (activated) and nothing reaches the swap file; reclaim takes another victim.
+#[test]
+fn with_writeback_disabled_rejected_pages_stay_in_ram() {
+    const POOL_PCT: u32 = 100;
+    // A few noise pages: 6.18 rejects them whenever writeback is off (-EINVAL), so they stay
+    // in RAM; too many of them at once would be an OOM (the next test). The pool (100 % of
+    // RAM) holds everything else.
+    let p: Vec<u8> = pages(250, 12)
+        .chunks(PS)
+        .enumerate()
+        .filter(|(i, _)| i % 5 != 3 || (i / 5) % 5 == 0)
+        .flat_map(|(_, p)| p.iter().copied())
+        .collect();
+    let n = (p.len() / PS) as u64;
+    let t = trace(n, 8000, 13);
+    let cfg = ReplayConfig {
+        ram_pages: 64,
+        max_pool_percent: POOL_PCT,
+        writeback: false,
+        ..ReplayConfig::default()
+    };
+    let r = replay::run(&p, &t, &cfg, &NoProgress).unwrap();
+    assert!(r.verified);
+    assert!(r.kept_in_ram > 0, "the small pool must reject some pages");
+    assert_eq!(r.rejected, r.kept_in_ram, "every rejection stayed in RAM");
+    assert_eq!((r.disk_writes, r.disk_reads), (0, 0), "nothing went to the swap file");
+    assert_eq!(counter(&r, "written_back_pages"), 0);
+    assert_eq!(r.stored, counter(&r, "zswpout"));
+    assert_eq!(r.stored + r.zero_swap_outs, r.swap_outs);
+    // With writeback allowed, 6.18 stores the noise pages as-is: nothing is kept back.
+    let wb = replay::run(&p, &t, &ReplayConfig { writeback: true, ..cfg }, &NoProgress).unwrap();
+    assert!(wb.verified);
+    assert_eq!((wb.kept_in_ram, wb.rejected), (0, 0));
+}
+
+/// When zswap rejects everything and writeback is off, nothing can leave RAM: the replay stops
+/// with the error the kernel's OOM killer stands for, instead of looping.
+#[test]
+fn with_writeback_disabled_and_nothing_storable_the_replay_runs_out_of_memory() {
+    // Only noise pages (every fifth page is noise; take those), rejected as incompressible.
+    let all = pages(200, 14);
+    let noise: Vec<u8> = all.chunks(PS).skip(3).step_by(5).flatten().copied().collect();
+    let n = (noise.len() / PS) as u64;
+    let t = trace(n, 2000, 15);
+    let cfg = ReplayConfig {
+        ram_pages: 8,
+        incompressible: Incompressible::Reject,
+        writeback: false,
+        ..ReplayConfig::default()
+    };
+    let e = replay::run(&noise, &t, &cfg, &NoProgress).unwrap_err();
+    assert!(matches!(e, LabError::OutOfMemory { .. }), "{e}");
 }

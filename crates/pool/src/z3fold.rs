@@ -2,7 +2,8 @@
 //! objects.
 //!
 //! The kernel removed z3fold in 6.15 (and the zpool layer in 6.18); it is here as the seeds'
-//! baseline (seed 001: pool 1.8 % larger than zsmalloc's, the slowest of the three).
+//! baseline (seed 001, docs/REFERENCES.md [seed-001]: pool 1.8 % larger than zsmalloc's, the
+//! slowest of the three).
 //!
 //! Like zbud, a page is 64 chunks of `PAGE_SIZE / 64` bytes, objects never straddle pages, and
 //! the *first* object is left-justified after the header while the *last* is right-justified
@@ -537,7 +538,8 @@ mod tests {
 
     #[test]
     fn the_documented_examples() {
-        // allocators.md §3: 1000 B -> first, last, middle at chunk 18: 3 per page, 334 pages.
+        // docs/REFERENCES.md [z3fold-kernel]: 1000 B -> first, last, middle at chunk 18: 3 per
+        // page, 334 pages.
         let pool = Z3foldPool::new(&PoolConfig::default()).unwrap();
         for _ in 0..1000 {
             pool.malloc(1000).unwrap();

@@ -1,7 +1,8 @@
 //! zbud: at most two objects per page, one at each end ("buddies").
 //!
 //! The kernel removed zbud in 6.15 (and the zpool layer in 6.18); it is here as the seeds'
-//! baseline (seed 001 measured zswap's pool 32.7 % larger with zbud than with zsmalloc).
+//! baseline (seed 001, docs/REFERENCES.md [seed-001], measured zswap's pool 32.7 % larger with
+//! zbud than with zsmalloc).
 //!
 //! A page is cut into 64 chunks of `PAGE_SIZE / 64` bytes (64 B at 4 KiB). Chunk 0 holds the
 //! page header, so 63 chunks are usable. The *first* buddy is left-justified right after the
@@ -278,7 +279,8 @@ mod tests {
 
     #[test]
     fn the_documented_examples() {
-        // allocators.md §2: 1000 B -> 16 chunks, two per page; 3000 B -> one per page.
+        // docs/REFERENCES.md [zbud-kernel]: 1000 B -> 16 chunks, two per page; 3000 B -> one per
+        // page.
         let pool = ZbudPool::new(&PoolConfig::default()).unwrap();
         for _ in 0..1000 {
             pool.malloc(1000).unwrap();

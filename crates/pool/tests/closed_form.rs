@@ -1,5 +1,6 @@
 //! zsmalloc's page count for allocation-only streams against the closed-form model of
-//! kernel-oracle.md, written here independently of the pool's own class table.
+//! docs/REFERENCES.md [zsmalloc-accounting], written here independently of the pool's own class
+//! table.
 //!
 //! The model: add the 8-byte handle; raw index 0 if the size is at most 32, else
 //! ceil((size - 32) / delta), clamped to the last index; a run of neighbouring indices with equal
@@ -105,7 +106,7 @@ fn huge_class_size_matches_the_model_everywhere() {
 
 #[test]
 fn the_measured_live_kernel_workloads() {
-    // allocators.md §1.11, measured on Linux 6.18.44 through zram (4 KiB, chain 8).
+    // docs/REFERENCES.md [live-zsmalloc], measured on Linux 6.18.44 through zram (4 KiB, chain 8).
     let cases: &[(&[(usize, usize)], u64)] = &[
         (&[(982, 1)], 8),
         (&[(982, 33)], 8),

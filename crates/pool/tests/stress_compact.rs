@@ -4,20 +4,12 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use zmem_pool::{Handle, PoolConfig, ZPool};
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
+use zmem_workload::prng::SplitMix64 as Rng;
 
 fn fill(len: usize, seed: u64) -> Vec<u8> {
-    let mut r = Rng(seed | 1);
-    (0..len).map(|_| r.next() as u8).collect()
+    let mut data = vec![0u8; len];
+    Rng::new(seed).fill(&mut data);
+    data
 }
 
 fn hammer(pool: &dyn ZPool, ops: u64) {
@@ -32,27 +24,27 @@ fn hammer(pool: &dyn ZPool, ops: u64) {
         let workers: Vec<_> = (0..4u64)
             .map(|t| {
                 s.spawn(move || {
-                    let mut rng = Rng(0x9e37 + t * 7919);
+                    let mut rng = Rng::new(0x9e37 + t * 7919);
                     let mut live: Vec<(Handle, Vec<u8>)> = Vec::new();
                     let mut out = vec![0u8; pool.page_size()];
                     for _ in 0..ops {
-                        match rng.next() % 10 {
+                        match rng.next_u64() % 10 {
                             0..=3 => {
-                                let len = 1 + (rng.next() as usize % pool.max_alloc_size());
-                                let data = fill(len, rng.next());
+                                let len = 1 + (rng.next_u64() as usize % pool.max_alloc_size());
+                                let data = fill(len, rng.next_u64());
                                 let h = pool.malloc(len).unwrap();
                                 std::thread::yield_now();
                                 pool.write(h, &data).unwrap();
                                 live.push((h, data));
                             }
                             4..=6 if !live.is_empty() => {
-                                let i = rng.next() as usize % live.len();
+                                let i = rng.next_u64() as usize % live.len();
                                 let (h, data) = &live[i];
                                 let n = pool.read(*h, &mut out).unwrap();
                                 assert!(out[..n] == data[..], "thread {t}: object differs");
                             }
                             _ if !live.is_empty() => {
-                                let i = rng.next() as usize % live.len();
+                                let i = rng.next_u64() as usize % live.len();
                                 let (h, _) = live.swap_remove(i);
                                 pool.free(h).unwrap();
                             }

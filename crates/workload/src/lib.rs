@@ -6,8 +6,8 @@
 //!   of bare pages; in memory, streamed ([`PageReader`]) or mapped ([`PageSet::map`]).
 //! - **Capture** ([`capture`]): the resident anonymous pages of live processes, through
 //!   /proc/PID/maps, pagemap and mem.
-//! - **Generators** ([`generate`]): seed 004's zram-perf pattern, and a calibrated mix of typical
-//!   anonymous memory; [`builtin::default_set`] is the set used when no file is given.
+//! - **Generators** ([`generate`]): seed 004's zram-perf pattern (docs/REFERENCES.md [seed-004]),
+//!   and a calibrated mix of typical anonymous memory; [`builtin::default_set`] is the set used when no file is given.
 //! - **Traces** ([`trace`]): sequences of page accesses over time, their file format, and a
 //!   generator of Zipf-popular working sets with phases and idle periods.
 //!

@@ -81,14 +81,24 @@ impl PageSet {
     ///
     /// Why `unsafe` mmap exists next to the safe [`open`](Self::open): on the 44 MB real-memory
     /// sample as a page set, `open` took 58-61 ms and `map` 9-12 ms (checksums included; release
-    /// build, 3 rounds interleaved), and a mapped set costs no heap. Tests check that both give
-    /// the same pages.
-    pub fn map(path: &Path, opts: &ReadOptions) -> Result<Self, WorkloadError> {
+    /// build, 3 rounds interleaved), and a mapped set costs no heap: a page file larger than the
+    /// memory left can still be walked, the kernel paging it in and out. Tests check that both
+    /// give the same pages.
+    ///
+    /// # Safety
+    ///
+    /// As [`memmap2::Mmap::map`]: the file must not be modified or truncated, by this process or
+    /// any other, while the returned set (which owns the mapping) is alive. The pages are checked
+    /// once, here, and then read in place: a file rewritten meanwhile gives pages that change
+    /// under the caller's `&[u8]` (undefined behaviour, in practice other bytes than were
+    /// checked), and a file truncated meanwhile makes the next read of a page past the new end
+    /// raise `SIGBUS`, which kills the process. Callers that cannot rule this out, for instance
+    /// because the file is the user's, either accept that outcome and say so, or use
+    /// [`open_with`](Self::open_with), which copies the pages into memory.
+    pub unsafe fn map(path: &Path, opts: &ReadOptions) -> Result<Self, WorkloadError> {
         let file = std::fs::File::open(path).map_err(|e| WorkloadError::io(path, e))?;
-        // SAFETY: the mapping is read-only and private to this process. The remaining hazard is
-        // another process truncating or rewriting the file while it is mapped (SIGBUS or changed
-        // bytes); page-set files are written once and then only read, which is the contract
-        // documented on this function's callers (the lab maps its own inputs).
+        // SAFETY: the mapping is read-only, but shared with the file (`MAP_SHARED`): that the
+        // file stays as it is while mapped is this function's contract, passed on to the caller.
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| WorkloadError::io(path, e))?;
         Self::from_map(map, opts, path)
     }

@@ -8,6 +8,13 @@ use zmem_workload::{
     Compression, MappingKind, PageMeta, PageReader, PageSet, ReadOptions, WorkloadError, format,
 };
 
+/// [`PageSet::map`] on a file this test wrote into its own temporary directory.
+fn map(path: &std::path::Path, opts: &ReadOptions) -> Result<PageSet, WorkloadError> {
+    // SAFETY: the file is in a temporary directory of this test's own, written before the call
+    // and never written or truncated again while the set lives (the directory outlives it).
+    unsafe { PageSet::map(path, opts) }
+}
+
 fn sample(pages: usize, page_size: usize, with_meta: bool) -> PageSet {
     let mut rng = zmem_workload::prng::SplitMix64::new(pages as u64 * 31 + page_size as u64);
     let mut bytes = vec![0u8; pages * page_size];
@@ -103,7 +110,7 @@ fn round_trips_through_files_plain_zstd_mapped_and_streamed() {
 
     for path in [&plain, &packed] {
         assert_same(&set, &PageSet::open(path).unwrap());
-        let mapped = PageSet::map(path, &ReadOptions::default()).unwrap();
+        let mapped = map(path, &ReadOptions::default()).unwrap();
         assert_same(&set, &mapped);
         assert_eq!(mapped.is_mapped(), path == &plain);
 
@@ -129,7 +136,7 @@ fn raw_files_plain_and_zstd_are_pages() {
     set.save_raw(&raw).unwrap();
     assert_eq!(std::fs::read(&raw).unwrap(), set.bytes());
     assert_same(&set, &PageSet::open(&raw).unwrap());
-    let mapped = PageSet::map(&raw, &ReadOptions::default()).unwrap();
+    let mapped = map(&raw, &ReadOptions::default()).unwrap();
     assert!(mapped.is_mapped());
     assert_same(&set, &mapped);
     // The same bytes as 16 KiB pages: 36 KiB is not a whole number of them.
@@ -137,7 +144,7 @@ fn raw_files_plain_and_zstd_are_pages() {
     let err = PageSet::open_with(&raw, &opts).unwrap_err();
     assert_eq!(err.offset(), Some(9 * 4096));
     assert!(err.to_string().contains("partial"), "{err}");
-    let err = PageSet::map(&raw, &opts).unwrap_err();
+    let err = map(&raw, &opts).unwrap_err();
     assert_eq!(err.offset(), Some(9 * 4096));
     // zstd-compressed raw pages.
     let zraw = dir.path().join("pages.bin.zst");
@@ -187,10 +194,8 @@ fn a_flipped_bit_in_a_page_names_that_page() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.zmp");
     std::fs::write(&path, &bytes).unwrap();
-    for err in [
-        PageSet::open(&path).unwrap_err(),
-        PageSet::map(&path, &ReadOptions::default()).unwrap_err(),
-    ] {
+    for err in [PageSet::open(&path).unwrap_err(), map(&path, &ReadOptions::default()).unwrap_err()]
+    {
         assert_eq!(err.offset(), Some((data + 2 * 4096) as u64));
         assert!(err.to_string().contains("bad.zmp"), "{err}");
     }

@@ -94,6 +94,12 @@ impl Zram {
                 Ok(())
             }
             "mem_limit" => {
+                // `mem_limit_store`: memparse must consume something, a number (text that
+                // starts with a decimal digit) or a bare size suffix (`K` reads as 0 KiB),
+                // else EINVAL and the old limit stays.
+                if !text.starts_with(|c: char| c.is_ascii_digit() || "KMGTPEkmgtpe".contains(c)) {
+                    return err(Errno::EINVAL, format!("bad mem_limit {:?}", strip_newline(text)));
+                }
                 let ps = self.page_size() as u64;
                 let limit = memparse(text);
                 self.limit_pages.store(limit.div_ceil(ps), Ordering::Relaxed);
@@ -120,13 +126,17 @@ impl Zram {
                 };
                 self.mark_idle(age)
             }
-            "comp_algorithm" => self.set_algorithm(0, strip_newline(text)),
+            "comp_algorithm" => self.set_algorithm(0, text),
             "recomp_algorithm" => {
                 let (mut algo, mut prio) = (None, 1i64);
                 for a in parse::args(text) {
-                    match (a.param, a.val) {
-                        ("algo", Some(v)) => algo = Some(v),
-                        ("priority", Some(v)) => prio = kstrto::<i64>(v, 10)?,
+                    let val = match a.val {
+                        Some(v) if !v.is_empty() => v,
+                        _ => return err(Errno::EINVAL, format!("{} needs a value", a.param)),
+                    };
+                    match a.param {
+                        "algo" => algo = Some(val),
+                        "priority" => prio = kstrto::<i32>(val, 10)? as i64,
                         _ => {}
                     }
                 }
@@ -211,9 +221,15 @@ impl Zram {
         })
     }
 
-    /// `comp_algorithm` / `recomp_algorithm`: a known name, before init.
-    fn set_algorithm(&self, prio: usize, name: &str) -> Result<(), ZramError> {
-        if name.len() > 127 || !self.config.offers(name) {
+    /// `__comp_algorithm_store`: E2BIG for text of `ZRAM_MAX_ALGO_NAME_SZ` (128) bytes or
+    /// more (its trailing newline counted), EINVAL for a name that is not offered, EBUSY
+    /// after init.
+    fn set_algorithm(&self, prio: usize, text: &str) -> Result<(), ZramError> {
+        if text.len() >= 128 {
+            return err(Errno::E2BIG, "algorithm name too long");
+        }
+        let name = strip_newline(text);
+        if !self.config.offers(name) {
             return err(Errno::EINVAL, format!("unknown compression algorithm {name:?}"));
         }
         let mut control = self.control();
@@ -272,12 +288,13 @@ impl Zram {
                 _ => return err(Errno::EINVAL, format!("{} needs a value", a.param)),
             };
             match a.param {
+                // An unknown type leaves the mode as it was (6.18 `recompress_store`).
                 "type" => {
                     req.mode = match val {
                         "idle" => RecompMode { idle: true, huge: false },
                         "huge" => RecompMode { idle: false, huge: true },
                         "huge_idle" => RecompMode { idle: true, huge: true },
-                        _ => RecompMode::default(),
+                        _ => req.mode,
                     }
                 }
                 "max_pages" => req.max_pages = kstrtoull(val, 10)?,

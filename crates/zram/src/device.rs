@@ -60,8 +60,12 @@ pub struct ZramConfig {
     pub chain_size: usize,
     pub features: Features,
     /// The algorithms `comp_algorithm` offers (the kernel's CONFIG_ZRAM_BACKEND_* choice);
-    /// empty means every algorithm of the registry.
+    /// empty means every kernel backend of the registry.
     pub backends: Vec<String>,
+    /// Also offer the registry's research codecs (`lz4m`, `wkdm`), which no kernel has. Off by
+    /// default, so a default device lists and accepts exactly 6.18's backends; the lab turns
+    /// it on to run them.
+    pub research_codecs: bool,
     /// Most page frames the pool's arena may hold (`None`: as many as the system gives). The
     /// kernel has no such knob (zsmalloc takes pages until the system refuses); it stands in for
     /// a machine out of memory, so tests can drive the allocation-failure paths.
@@ -71,7 +75,7 @@ pub struct ZramConfig {
 impl ZramConfig {
     /// Whether `name` is an offered backend.
     pub fn offers(&self, name: &str) -> bool {
-        zmem_comp::find(name).is_ok()
+        zmem_comp::find(name).is_ok_and(|a| a.in_kernel || self.research_codecs)
             && (self.backends.is_empty() || self.backends.iter().any(|b| b == name))
     }
 
@@ -89,48 +93,39 @@ impl Default for ZramConfig {
             chain_size: 8,
             features: Features::default(),
             backends: Vec::new(),
+            research_codecs: false,
             pool_max_pages: None,
         }
     }
 }
 
-/// Seconds for slot access times. The kernel uses boot time; tests use a clock they can move.
+/// Nanoseconds for slot access times. The kernel uses boot time; tests use a clock they can
+/// move.
 pub trait Clock: Send + Sync + std::fmt::Debug {
-    fn now_secs(&self) -> u32;
+    fn now_ns(&self) -> u64;
 }
 
-/// Seconds since the device was created, starting at 1 so that no access time is 0 (0 means
-/// "never accessed" in the slot table).
+/// Boot time in nanoseconds, as 6.18's `ktime_get_boottime()` stamps `ac_time`: `idle=<age>`
+/// then compares to the nanosecond, so a slot touched a moment before the `idle` write is
+/// older than a cutoff of "now" (7.0 keeps whole seconds and would not mark it).
 ///
-/// Read from `CLOCK_MONOTONIC_COARSE`, the time of the last timer tick: access times are whole
-/// seconds, and the coarse clock is read from the vDSO without a cycle-counter read. With
-/// `Instant::now()` the clock was a third of a page read's bookkeeping (about 60 ns of 200 on
-/// this VM's paravirtual clock, docs/BENCHMARKS.md).
-#[derive(Debug)]
-pub struct MonotonicClock {
-    start: i64,
-}
-
-impl Default for MonotonicClock {
-    fn default() -> Self {
-        Self { start: coarse_secs() }
-    }
-}
+/// Read from `CLOCK_BOOTTIME` through the vDSO: one full-resolution clock read per page I/O,
+/// as the kernel's, and only on devices that track access times.
+#[derive(Debug, Default)]
+pub struct MonotonicClock;
 
 impl Clock for MonotonicClock {
-    fn now_secs(&self) -> u32 {
-        1 + (coarse_secs() - self.start).max(0) as u32
+    fn now_ns(&self) -> u64 {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: `ts` is a live, writable timespec, the only memory clock_gettime writes.
+        let rc = unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
+        // CLOCK_BOOTTIME exists since Linux 2.6.39; should it fail, time stands still, which
+        // only makes every slot look freshly accessed.
+        if rc != 0 {
+            return 0;
+        }
+        (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64)
     }
-}
-
-/// Whole seconds of `CLOCK_MONOTONIC_COARSE`.
-fn coarse_secs() -> i64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a live, writable timespec, the only memory clock_gettime writes.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
-    // The coarse clock exists since Linux 2.6.32; should it fail, time stands still, which
-    // only makes every slot look freshly accessed.
-    if rc == 0 { ts.tv_sec } else { 0 }
 }
 
 /// Counters behind the stat files (`struct zram_stats`).
@@ -248,7 +243,7 @@ pub fn same_filled(page: &[u8]) -> Option<u64> {
 impl Zram {
     /// A fresh, uninitialised device.
     pub fn new(config: ZramConfig) -> Result<Self, ZramError> {
-        Self::with_clock(config, Arc::new(MonotonicClock::default()))
+        Self::with_clock(config, Arc::new(MonotonicClock))
     }
 
     /// A fresh device whose access times come from `clock`.
@@ -357,7 +352,11 @@ impl Zram {
         };
         *live = Some(Arc::new(Live {
             disksize,
-            table: SlotTable::new(nr_pages, self.config.page_size),
+            table: SlotTable::with_actime(
+                nr_pages,
+                self.config.page_size,
+                self.config.features.track_actime,
+            ),
             huge_class_size: pool.huge_class_size(),
             pool,
             comps,
@@ -367,7 +366,8 @@ impl Zram {
         Ok(())
     }
 
-    /// `reset`: frees everything and returns to the fresh state (§1.14).
+    /// `reset`: frees everything and returns to the fresh state (the kernel's `zram_reset_device`,
+    /// docs/REFERENCES.md [zram-drv]).
     pub(crate) fn reset(&self) {
         let mut control = self.control();
         let mut live = self.live.write().unwrap_or_else(|p| p.into_inner());
@@ -496,24 +496,27 @@ impl Zram {
         slot.clear(Flag::PpSlot);
         // As the kernel: only a CONFIG_ZRAM_TRACK_ENTRY_ACTIME build reads the clock here.
         if self.config.features.track_actime {
-            slot.set_ac_time(self.clock.now_secs());
+            slot.set_ac_time(self.clock.now_ns());
         }
     }
 
     /// Reads one page at page index `index` into `out`. A page never written reads as zeros.
+    ///
+    /// A written-back page is read as 6.18's `zram_bio_read` reads it: `read_from_bdev` counts
+    /// `bd_reads` before the I/O and chains an asynchronous bio to the caller's, so the read
+    /// "succeeds" for zram (the slot is marked accessed) and a device error reaches only the
+    /// caller, never `failed_reads`.
     pub fn read_page(&self, index: u64, out: &mut [u8]) -> Result<(), ZramError> {
         let live = self.check_io(index, out.len())?;
         let slot = live.table.lock(index as usize);
-        match self.read_slot(&live, &slot, out) {
-            Ok(()) => {
-                self.accessed(&slot);
-                Ok(())
-            }
-            Err(e) => {
-                inc(&self.stats.failed_reads);
-                Err(e)
-            }
+        let from_backing = slot.test(Flag::Wb);
+        let r = self.read_slot(&live, &slot, out);
+        if r.is_ok() || from_backing {
+            self.accessed(&slot);
+        } else {
+            inc(&self.stats.failed_reads);
         }
+        r
     }
 
     /// Reads a locked slot's page. Unlike 6.18, a WB slot is read with its lock held, so a
@@ -525,13 +528,14 @@ impl Zram {
         out: &mut [u8],
     ) -> Result<(), ZramError> {
         if slot.test(Flag::Wb) {
+            // `read_from_bdev`: counted before the I/O, whatever its outcome.
+            inc(&self.stats.bd_reads);
             let backing = live.backing.as_ref().ok_or_else(|| {
                 ZramError::new(Errno::EIO, "written-back slot without a backing device")
             })?;
             backing
                 .read_block(slot.handle(), out)
                 .map_err(|e| ZramError::new(Errno::EIO, format!("backing device read: {e}")))?;
-            inc(&self.stats.bd_reads);
             return Ok(());
         }
         let size = slot.size();
@@ -650,7 +654,9 @@ impl Zram {
 
     /// The debugfs `block_state` file (CONFIG_ZRAM_MEMORY_TRACKING): one line per allocated
     /// slot, `index ac_time flags`, the flags `s`ame `w`b `h`uge `i`dle `r`ecompressed
-    /// i`n`compressible, `.` when unset. Access times are whole seconds (as in 7.0).
+    /// i`n`compressible, `.` when unset. The access time is printed as 6.18 prints its
+    /// nanosecond `ktime_t`: seconds, a dot, six digits of microseconds (7.0 keeps seconds
+    /// and always prints `.000000`).
     pub fn block_state(&self) -> String {
         let Some(live) = self.live() else { return String::new() };
         let mut out = String::new();
@@ -660,10 +666,11 @@ impl Zram {
                 continue;
             }
             let flag = |f: Flag, c: char| if slot.test(f) { c } else { '.' };
+            let ns = slot.ac_time();
             out += &format!(
                 "{index:12} {:12}.{:06} {}{}{}{}{}{}\n",
-                slot.ac_time(),
-                0,
+                ns / 1_000_000_000,
+                ns % 1_000_000_000 / 1_000,
                 flag(Flag::Same, 's'),
                 flag(Flag::Wb, 'w'),
                 flag(Flag::Huge, 'h'),
@@ -721,14 +728,16 @@ pub(crate) fn pool_error(e: zmem_pool::PoolError) -> ZramError {
 mod tests {
     use super::*;
 
+    /// 6.18's `zram_accessed` stamps `ktime_get_boottime()`: nanoseconds of boot time, which
+    /// advance between two reads a moment apart (whole seconds would not).
     #[test]
-    fn the_device_clock_starts_at_one_and_counts_whole_seconds() {
-        let clock = MonotonicClock::default();
-        let first = clock.now_secs();
-        // 1, or 2 if a second boundary passed since the clock was made.
-        assert!((1..=2).contains(&first), "{first}");
-        std::thread::sleep(std::time::Duration::from_millis(1100));
-        let later = clock.now_secs();
-        assert!((first + 1..=first + 2).contains(&later), "{first} then {later}");
+    fn the_device_clock_is_boot_time_in_nanoseconds() {
+        let clock = MonotonicClock;
+        let first = clock.now_ns();
+        assert!(first > 0);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let later = clock.now_ns();
+        assert!(later >= first + 2_000_000, "{first} then {later}");
+        assert!(later - first < 1_000_000_000, "{first} then {later}");
     }
 }

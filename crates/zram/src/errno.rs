@@ -26,6 +26,8 @@ pub enum Errno {
     ENOSPC,
     /// Result out of range (a bad `page_indexes=` range, an index past the disk).
     ERANGE,
+    /// Argument list too long (an algorithm name of 128 bytes or more).
+    E2BIG,
 }
 
 impl Errno {
@@ -34,6 +36,7 @@ impl Errno {
         match self {
             Errno::ENOENT => 2,
             Errno::EIO => 5,
+            Errno::E2BIG => 7,
             Errno::EAGAIN => 11,
             Errno::ENOMEM => 12,
             Errno::ENODEV => 19,
@@ -58,6 +61,7 @@ impl Errno {
             Errno::EINVAL,
             Errno::ENOSPC,
             Errno::ERANGE,
+            Errno::E2BIG,
         ]
         .into_iter()
         .find(|e| e.code() == code)

@@ -3,7 +3,8 @@
 //! removed when dropped. Never touches devices it did not create.
 //!
 //! Writes go through `dd ... oflag=direct` in 1 MiB blocks, exactly as the project's reference
-//! scripts (`shared/tools/kernel-zram-mmstat`) do, so results compare with theirs.
+//! scripts (`kernel-zram-mmstat`, docs/REFERENCES.md [live-zram-oracle]) do, so results compare
+//! with theirs.
 
 use std::io;
 use std::path::{Path, PathBuf};

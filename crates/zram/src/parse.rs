@@ -38,22 +38,60 @@ fn parse_digits(s: &str, base: u32) -> (u64, usize, bool) {
     (value, n, overflow)
 }
 
+/// The shift of one of `memparse`'s binary suffixes (K, M, G, T, P, E, either case).
+fn suffix_shift(c: char) -> Option<u32> {
+    match c.to_ascii_uppercase() {
+        'K' => Some(10),
+        'M' => Some(20),
+        'G' => Some(30),
+        'T' => Some(40),
+        'P' => Some(50),
+        'E' => Some(60),
+        _ => None,
+    }
+}
+
 /// `memparse`: a number (base from its prefix) with an optional binary suffix. Never fails; what
 /// cannot be read reads as 0, as in the kernel, and callers decide what 0 means.
 pub fn memparse(s: &str) -> u64 {
     let (digits, base) = fixup_radix(s, 0);
     let (value, n, _) = parse_digits(digits, base);
-    let shift = match digits[n..].chars().next().map(|c| c.to_ascii_uppercase()) {
-        Some('K') => 10,
-        Some('M') => 20,
-        Some('G') => 30,
-        Some('T') => 40,
-        Some('P') => 50,
-        Some('E') => 60,
-        _ => 0,
-    };
+    let shift = digits[n..].chars().next().and_then(suffix_shift).unwrap_or(0);
     // Bits shifted out of 64 are lost, as in the kernel's repeated `ret <<= 10`.
     value << shift
+}
+
+/// A size as `memparse` reads it, strictly, for sizes given on a command line: the same number
+/// (decimal, `0x` hex or `0` octal) and K/M/G/T/P/E suffix (1024-based, either case), but text
+/// that is not a whole size is an error instead of 0 or ignored garbage, and so is a size past
+/// 64 bits. Surrounding whitespace, a leading `+` and spaces before the suffix are allowed.
+pub fn parse_size(s: &str) -> Result<u64, ZramError> {
+    let t = s.trim();
+    let t = t.strip_prefix('+').unwrap_or(t);
+    let (digits, base) = fixup_radix(t, 0);
+    let (value, n, overflow) = parse_digits(digits, base);
+    if n == 0 {
+        return err(Errno::EINVAL, format!("{s:?} is not a size (a number with K, M, G or T)"));
+    }
+    let rest = digits[n..].trim_start();
+    let mut chars = rest.chars();
+    let shift = match (chars.next(), chars.next()) {
+        (None, _) => 0,
+        (Some(c), None) => match suffix_shift(c) {
+            Some(shift) => shift,
+            None => {
+                return err(
+                    Errno::EINVAL,
+                    format!("{s:?}: unknown suffix {c:?} (use K, M, G, T, P or E)"),
+                );
+            }
+        },
+        _ => return err(Errno::EINVAL, format!("{s:?}: trailing {rest:?} after the size")),
+    };
+    match value.checked_mul(1 << shift) {
+        Some(v) if !overflow => Ok(v),
+        _ => err(Errno::ERANGE, format!("size {s:?} does not fit in 64 bits")),
+    }
 }
 
 /// `kstrtoull(s, base)`: strict unsigned parse.
@@ -165,6 +203,35 @@ mod tests {
         assert_eq!(memparse("abc"), 0);
         assert_eq!(memparse(""), 0);
         assert_eq!(memparse("-5"), 0);
+    }
+
+    #[test]
+    fn parse_size_is_memparse_without_the_leniency() {
+        for (text, want) in [
+            ("4096", 4096),
+            ("64K", 64 << 10),
+            ("256m", 256 << 20),
+            ("2G", 2 << 30),
+            ("1t", 1 << 40),
+            ("1P", 1 << 50),
+            ("0x10M", 16 << 20),
+            ("010", 8),
+            ("0", 0),
+            (" 64 K\n", 64 << 10),
+            ("+5", 5),
+            ("15E", 15 << 60),
+        ] {
+            assert_eq!(parse_size(text).unwrap(), want, "{text:?}");
+            if !text.trim().contains(' ') {
+                assert_eq!(memparse(text.trim().trim_start_matches('+')), want, "{text:?}");
+            }
+        }
+        for bad in ["", " ", "M", "12Q", "12KB", "12abc", "-5", "0x", "1.5G", "4 4"] {
+            assert_eq!(parse_size(bad).unwrap_err().errno, Errno::EINVAL, "{bad:?}");
+        }
+        for big in ["99999999999T", "16E", "18446744073709551616"] {
+            assert_eq!(parse_size(big).unwrap_err().errno, Errno::ERANGE, "{big:?}");
+        }
     }
 
     #[test]

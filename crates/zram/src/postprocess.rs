@@ -4,7 +4,10 @@
 //! Writeback and recompression share the kernel's two-phase shape: a scan marks candidate slots
 //! PP_SLOT and sorts them into 64-byte size buckets; the work then takes slots largest bucket
 //! first (within a bucket, the last one scanned first, as the kernel's `list_add`). Any access
-//! to a slot between the two phases clears PP_SLOT and the slot is skipped.
+//! to a slot between the two phases clears PP_SLOT and the slot is skipped. As 6.18's
+//! `release_pp_ctl`, every slot a scan marked has PP_SLOT cleared when the operation ends,
+//! whether it finished, failed or stopped parsing half-way; and, as 6.18's scans, a scan does
+//! not look at PP_SLOT (only one post-processing runs at a time).
 
 use std::sync::atomic::Ordering;
 
@@ -78,20 +81,28 @@ pub struct RecompressRequest {
 }
 
 impl Zram {
-    /// `idle`: `None` marks every slot; `Some(age)` marks slots not accessed for `age` seconds
-    /// and clears IDLE on the others.
+    /// `idle` (6.18 `idle_store` + `mark_idle`): `None` marks every slot; `Some(age)` takes
+    /// the cutoff `boottime - age` in nanoseconds (`ktime_t` arithmetic) and marks the slots
+    /// whose access time is strictly before it, clearing IDLE on the others. A cutoff of
+    /// exactly 0 is "all", as in the kernel.
     pub(crate) fn mark_idle(&self, age_secs: Option<u64>) -> Result<(), ZramError> {
+        let cutoff = match age_secs {
+            None => 0,
+            Some(age) => {
+                let now = self.clock.now_ns() as i64;
+                now.wrapping_sub(age.wrapping_mul(1_000_000_000) as i64)
+            }
+        };
         let live = self.live_or(Errno::EINVAL)?;
-        let cutoff =
-            age_secs.map(|age| self.clock.now_secs() as i64 - age.min(i64::MAX as u64) as i64);
         for index in 0..live.table.len() {
             let slot = live.table.lock(index);
             if !slot.allocated() || slot.test(Flag::Wb) || slot.test(Flag::Same) {
                 continue;
             }
-            match cutoff {
-                Some(c) if c <= slot.ac_time() as i64 => slot.clear(Flag::Idle),
-                _ => slot.set(Flag::Idle),
+            if cutoff == 0 || cutoff > slot.ac_time() as i64 {
+                slot.set(Flag::Idle);
+            } else {
+                slot.clear(Flag::Idle);
             }
         }
         Ok(())
@@ -116,15 +127,24 @@ impl Zram {
             if live.backing.is_none() {
                 return err(Errno::ENODEV, "no backing device");
             }
-            let nr_pages = live.table.len() as u64;
             let mut ctl = PpCtl::new(self.config.page_size);
+            let r = self.writeback_ctl(&live, args, &mut ctl);
+            release_all(&live, &mut ctl);
+            r
+        })
+    }
+
+    /// `writeback_store`'s parse and work on `ctl`; the caller releases what is left in it.
+    fn writeback_ctl(&self, live: &Live, args: &str, ctl: &mut PpCtl) -> Result<(), ZramError> {
+        {
+            let nr_pages = live.table.len() as u64;
             let (mut lo, mut hi) = (0u64, nr_pages);
             let mut mode = WbMode::default();
             for arg in crate::parse::args(args) {
                 match (arg.param, arg.val) {
                     (m, None) | ("type", Some(m)) => {
                         mode = WbMode::parse(m)?;
-                        self.scan_for_writeback(&live, mode, lo, hi, &mut ctl);
+                        self.scan_for_writeback(live, mode, lo, hi, ctl);
                         break;
                     }
                     ("page_index", Some(v)) => {
@@ -136,25 +156,30 @@ impl Zram {
                             );
                         }
                         hi = lo + 1;
-                        self.scan_for_writeback(&live, mode, lo, hi, &mut ctl);
+                        self.scan_for_writeback(live, mode, lo, hi, ctl);
                     }
                     ("page_indexes", Some(v)) => {
+                        // `parse_page_indexes`: no '-' is EINVAL; then LO is parsed and
+                        // range-checked before HI is read.
                         let (a, b) = v.split_once('-').ok_or_else(|| {
-                            ZramError::new(Errno::ERANGE, "page_indexes needs LO-HI")
+                            ZramError::new(Errno::EINVAL, "page_indexes needs LO-HI")
                         })?;
-                        let (a, b) =
-                            (crate::parse::kstrtoull(a, 10)?, crate::parse::kstrtoull(b, 10)?);
-                        if a >= nr_pages || b >= nr_pages || a > b {
+                        let a = crate::parse::kstrtoull(a, 10)?;
+                        if a >= nr_pages {
+                            return err(Errno::ERANGE, format!("bad page_indexes range {v:?}"));
+                        }
+                        let b = crate::parse::kstrtoull(b, 10)?;
+                        if b >= nr_pages || a > b {
                             return err(Errno::ERANGE, format!("bad page_indexes range {v:?}"));
                         }
                         (lo, hi) = (a, b + 1);
-                        self.scan_for_writeback(&live, mode, lo, hi, &mut ctl);
+                        self.scan_for_writeback(live, mode, lo, hi, ctl);
                     }
                     _ => {}
                 }
             }
-            self.writeback_slots(&live, &mut ctl)
-        })
+            self.writeback_slots(live, ctl)
+        }
     }
 
     fn scan_for_writeback(&self, live: &Live, mode: WbMode, lo: u64, hi: u64, ctl: &mut PpCtl) {
@@ -163,7 +188,6 @@ impl Zram {
             if !slot.allocated()
                 || slot.test(Flag::Wb)
                 || slot.test(Flag::Same)
-                || slot.test(Flag::PpSlot)
                 || (mode.idle && !slot.test(Flag::Idle))
                 || (mode.huge && !slot.test(Flag::Huge))
                 || (mode.incompressible && !slot.test(Flag::Incompressible))
@@ -240,32 +264,54 @@ impl Zram {
     }
 
     /// `recompress`.
+    /// `recompress` in 6.18's order: (arguments parsed by the caller), the threshold, then
+    /// the device, then `pp_in_progress` (EAGAIN) before the algorithm and priority are
+    /// resolved against the device.
     pub(crate) fn recompress(&self, req: &RecompressRequest) -> Result<(), ZramError> {
         let live = self.live_or(Errno::EINVAL)?;
         if req.threshold >= live.huge_class_size {
             return err(Errno::EINVAL, format!("threshold must be below {}", live.huge_class_size));
         }
-        let (mut prio, mut prio_max) = (1usize, crate::device::MAX_COMPS);
-        if let Some(p) = req.priority {
-            prio = p.max(1);
-            prio_max = prio + 1;
-        }
-        if let Some(algo) = &req.algo {
-            let found = (prio..crate::device::MAX_COMPS)
-                .find(|&p| live.comps[p].as_ref().is_some_and(|c| c.name() == algo));
-            match found {
-                Some(p) => (prio, prio_max) = (p, p + 1),
-                None => {
-                    return err(Errno::EINVAL, format!("{algo} is not a recompression algorithm"));
+        self.exclusive(|| {
+            let (mut prio, mut prio_max) = (1usize, crate::device::MAX_COMPS);
+            if let Some(p) = req.priority {
+                prio = p.max(1);
+                prio_max = prio + 1;
+            }
+            if let Some(algo) = &req.algo {
+                let found = (prio..crate::device::MAX_COMPS)
+                    .find(|&p| live.comps[p].as_ref().is_some_and(|c| c.name() == algo));
+                match found {
+                    Some(p) => (prio, prio_max) = (p, p + 1),
+                    None => {
+                        return err(
+                            Errno::EINVAL,
+                            format!("{algo} is not a recompression algorithm"),
+                        );
+                    }
                 }
             }
-        }
-        prio_max = prio_max.min(live.num_active_comps);
-        if prio >= prio_max {
-            return err(Errno::EINVAL, "no recompression algorithm at that priority");
-        }
-        self.exclusive(|| {
+            prio_max = prio_max.min(live.num_active_comps);
+            if prio >= prio_max {
+                return err(Errno::EINVAL, "no recompression algorithm at that priority");
+            }
             let mut ctl = PpCtl::new(self.config.page_size);
+            let r = self.recompress_ctl(&live, req, prio, prio_max, &mut ctl);
+            release_all(&live, &mut ctl);
+            r
+        })
+    }
+
+    /// The scan and the work of `recompress`; the caller releases what is left in `ctl`.
+    fn recompress_ctl(
+        &self,
+        live: &Live,
+        req: &RecompressRequest,
+        prio: usize,
+        prio_max: usize,
+        ctl: &mut PpCtl,
+    ) -> Result<(), ZramError> {
+        {
             for index in 0..live.table.len() {
                 let slot = live.table.lock(index);
                 if !slot.allocated()
@@ -274,7 +320,6 @@ impl Zram {
                     || slot.test(Flag::Wb)
                     || slot.test(Flag::Same)
                     || slot.test(Flag::Incompressible)
-                    || slot.test(Flag::PpSlot)
                     || slot.priority() + 1 >= prio_max
                 {
                     continue;
@@ -296,7 +341,7 @@ impl Zram {
                 }
                 slot.clear(Flag::PpSlot);
                 if let Err(e) = self.recompress_slot(
-                    &live,
+                    live,
                     &slot,
                     &mut page,
                     &mut remaining,
@@ -308,7 +353,7 @@ impl Zram {
                 }
             }
             result
-        })
+        }
     }
 
     /// `recompress_slot`: tries the secondaries from `max(prio, current + 1)` up and keeps the
@@ -386,7 +431,39 @@ impl Zram {
 /// Clears PP_SLOT on the slot that stopped the work and on every slot not reached.
 fn release_remaining(live: &Live, index: usize, ctl: &mut PpCtl) {
     live.table.lock(index).clear(Flag::PpSlot);
+    release_all(live, ctl);
+}
+
+/// `release_pp_ctl`: clears PP_SLOT on every slot still in `ctl`.
+fn release_all(live: &Live, ctl: &mut PpCtl) {
     while let Some(i) = ctl.select() {
         live.table.lock(i).clear(Flag::PpSlot);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ZramConfig;
+
+    /// `recompress_store` (6.18) checks `pp_in_progress` right after the device, before the
+    /// `algo=` / `priority=` it parsed are resolved against the device's algorithms: while
+    /// another post-processing runs, even a request naming an unknown algorithm is EAGAIN.
+    #[test]
+    fn recompress_store_checks_pp_in_progress_before_resolving_the_algorithm() {
+        let z = Zram::new(ZramConfig::default()).unwrap();
+        z.store("recomp_algorithm", "algo=zstd").unwrap();
+        z.store("disksize", "1M").unwrap();
+        z.pp_in_progress.store(true, Ordering::Relaxed);
+        for args in ["algo=nosuch", "priority=3", "algo=zstd"] {
+            let e = z.store("recompress", args).unwrap_err();
+            assert_eq!(e.errno, Errno::EAGAIN, "{args}");
+        }
+        // Arguments are parsed first, and the threshold is checked before the flag.
+        assert_eq!(z.store("recompress", "algo").unwrap_err().errno, Errno::EINVAL);
+        assert_eq!(z.store("recompress", "threshold=4096").unwrap_err().errno, Errno::EINVAL);
+        z.pp_in_progress.store(false, Ordering::Relaxed);
+        assert_eq!(z.store("recompress", "algo=nosuch").unwrap_err().errno, Errno::EINVAL);
+        z.store("recompress", "algo=zstd").unwrap();
     }
 }

@@ -1,6 +1,9 @@
-//! The slot table: one 16-byte entry per page of the disk, as the kernel's `zram_table_entry`
-//! (7.0 layout): the allocator handle (or the fill word of a SAME slot, or the block index of a
-//! WB slot), a 32-bit word of object size plus flags, and a 32-bit access time in seconds.
+//! The slot table: one 16-byte entry per page of the disk, as the kernel's `zram_table_entry`:
+//! the allocator handle (or the fill word of a SAME slot, or the block index of a WB slot) and a
+//! 32-bit word of object size plus flags. With CONFIG_ZRAM_TRACK_ENTRY_ACTIME each entry also has
+//! its access time, in nanoseconds as 6.18's `ktime_t ac_time` (7.0 cut it to 32-bit seconds);
+//! those live in a parallel array that exists only when tracking is on, so an entry costs 16
+//! bytes without it and 24 with it, as in 6.18.
 //!
 //! The flags word keeps the object size in its low `PAGE_SHIFT + 1` bits and the kernel's
 //! `zram_pageflags` above, in the kernel's order. One of them, ENTRY_LOCK, is the per-slot lock:
@@ -35,12 +38,11 @@ pub enum Flag {
     Prio2 = 8,
 }
 
-/// One entry. 16 bytes: the kernel's budget.
+/// One entry. 16 bytes: the kernel's budget (the access time, when tracked, is beside it).
 #[derive(Debug, Default)]
 pub struct Slot {
     handle: AtomicU64,
     flags: AtomicU32,
-    ac_time: AtomicU32,
 }
 
 // loom's atomics carry model state and are larger; the budget holds for the real build.
@@ -51,14 +53,30 @@ const _: () = assert!(std::mem::size_of::<Slot>() == 16);
 #[derive(Debug)]
 pub struct SlotTable {
     slots: Box<[Slot]>,
+    /// Access times in nanoseconds, one per slot; empty when access times are not tracked.
+    /// Read and written only under the slot's lock.
+    ac_times: Box<[AtomicU64]>,
     /// Bits below this hold the object size (PAGE_SHIFT + 1).
     flag_shift: u32,
 }
 
 impl SlotTable {
+    /// A table that tracks access times (the tests' and the loom models' table).
+    #[cfg(any(test, loom))]
     pub fn new(nr_pages: usize, page_size: usize) -> Self {
+        Self::with_actime(nr_pages, page_size, true)
+    }
+
+    /// A table that tracks access times only if `track_actime`
+    /// (CONFIG_ZRAM_TRACK_ENTRY_ACTIME); without, `ac_time` reads 0 and setting it does nothing.
+    pub fn with_actime(nr_pages: usize, page_size: usize, track_actime: bool) -> Self {
         let slots = (0..nr_pages).map(|_| Slot::default()).collect();
-        Self { slots, flag_shift: page_size.trailing_zeros() + 1 }
+        let ac_times = if track_actime {
+            (0..nr_pages).map(|_| AtomicU64::new(0)).collect()
+        } else {
+            [].into()
+        };
+        Self { slots, ac_times, flag_shift: page_size.trailing_zeros() + 1 }
     }
 
     pub fn len(&self) -> usize {
@@ -82,7 +100,7 @@ impl SlotTable {
                     .compare_exchange_weak(cur, cur | lock, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
             {
-                return SlotGuard { table: self, slot };
+                return SlotGuard { table: self, slot, index };
             }
             spins += 1;
             if spins < 64 {
@@ -113,7 +131,7 @@ impl SlotTable {
         while cur & lock == 0 {
             match slot.flags.compare_exchange(cur, cur | lock, Ordering::Acquire, Ordering::Relaxed)
             {
-                Ok(_) => return Some(SlotGuard { table: self, slot }),
+                Ok(_) => return Some(SlotGuard { table: self, slot, index }),
                 // The word changed while the lock looked free: look again.
                 Err(now) => cur = now,
             }
@@ -127,6 +145,7 @@ impl SlotTable {
 pub struct SlotGuard<'a> {
     table: &'a SlotTable,
     slot: &'a Slot,
+    index: usize,
 }
 
 impl SlotGuard<'_> {
@@ -186,12 +205,15 @@ impl SlotGuard<'_> {
         }
     }
 
-    pub fn ac_time(&self) -> u32 {
-        self.slot.ac_time.load(Ordering::Relaxed)
+    /// Access time in nanoseconds (0: never accessed, or not tracked).
+    pub fn ac_time(&self) -> u64 {
+        self.table.ac_times.get(self.index).map_or(0, |t| t.load(Ordering::Relaxed))
     }
 
-    pub fn set_ac_time(&self, t: u32) {
-        self.slot.ac_time.store(t, Ordering::Relaxed);
+    pub fn set_ac_time(&self, t: u64) {
+        if let Some(a) = self.table.ac_times.get(self.index) {
+            a.store(t, Ordering::Relaxed);
+        }
     }
 
     /// A slot holds something when it has a size, or is SAME or WB (`zram_allocated`).
@@ -241,6 +263,23 @@ mod tests {
             drop(g);
             assert!(t.try_lock(1).is_some());
         }
+    }
+
+    /// 6.18's `zram_table_entry.ac_time` is a `ktime_t` (nanoseconds of boot time), kept only
+    /// with CONFIG_ZRAM_TRACK_ENTRY_ACTIME; the entry itself stays 16 bytes.
+    #[test]
+    fn ac_time_is_nanoseconds_and_only_kept_when_tracked() {
+        assert_eq!(std::mem::size_of::<Slot>(), 16);
+        let ns = 5_000_000_123_456u64; // past u32 and past u32 seconds' resolution
+        let t = SlotTable::with_actime(2, 4096, true);
+        t.lock(1).set_ac_time(ns);
+        assert_eq!(t.lock(1).ac_time(), ns);
+        assert_eq!(t.lock(0).ac_time(), 0);
+        t.lock(1).reset();
+        assert_eq!(t.lock(1).ac_time(), 0, "reset clears the access time");
+        let untracked = SlotTable::with_actime(2, 4096, false);
+        untracked.lock(1).set_ac_time(ns);
+        assert_eq!(untracked.lock(1).ac_time(), 0);
     }
 
     #[test]

@@ -121,7 +121,8 @@ impl Zcomp {
     }
 
     fn new_stream(&self) -> Result<Stream, ZramError> {
-        let comp = zmem_comp::create(&self.name, &self.params, self.page_size)
+        // As 6.18's backends: parameters they do not use are ignored, not refused.
+        let comp = zmem_comp::create_as_backend(&self.name, &self.params, self.page_size)
             .map_err(|e| ZramError::new(Errno::EINVAL, e.to_string()))?;
         Ok(Stream {
             comp,

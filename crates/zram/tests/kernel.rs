@@ -130,7 +130,16 @@ fn attribute_errors_match_the_kernel() {
     })
     .unwrap();
     let k = KernelZram::hot_add().unwrap();
+    // Names of 127 and 128 bytes: `__comp_algorithm_store` gives E2BIG from 128 on.
+    let (name127, name128) = ("x".repeat(127), "x".repeat(128));
     let pre = [
+        ("mem_limit", "abc"),
+        ("mem_limit", "-1"),
+        ("mem_limit", "K"),
+        ("mem_limit", "0x10"),
+        ("comp_algorithm", name127.as_str()),
+        ("comp_algorithm", name128.as_str()),
+        ("comp_algorithm", "lz4m"),
         ("disksize", "0"),
         ("disksize", "abc"),
         ("compact", "1"),
@@ -160,7 +169,8 @@ fn attribute_errors_match_the_kernel() {
     ];
     for (attr, text) in pre {
         let theirs = k.store(attr, text).err().map(|e| e.raw_os_error().and_then(Errno::from_code));
-        let mine = ours.store(attr, text).err().map(|e| Some(e.errno));
+        // What the kernel gets: `echo`'s text, newline included.
+        let mine = ours.store(attr, &format!("{text}\n")).err().map(|e| Some(e.errno));
         assert_eq!(mine, theirs, "{attr} <- {text:?}");
     }
     for attr in ["mm_stat", "io_stat", "debug_stat", "comp_algorithm", "disksize", "initstate"] {

@@ -21,14 +21,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use common::*;
-use zmem_zram::{Errno, MemStore, MmStat, StoreFault, Zram, ZramConfig, ZramError};
+use zmem_zram::{Errno, MemStore, StoreFault, Zram, ZramConfig, ZramError};
 
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-fn mm(z: &Zram) -> MmStat {
-    z.show("mm_stat").unwrap().parse().unwrap()
 }
 
 /// What one run does besides the basic I/O.
@@ -54,10 +50,19 @@ struct Counts {
     sweeps_refused: AtomicU64,
     compactions: AtomicU64,
     idles: AtomicU64,
+    /// Reads during the run that returned something other than the page last written.
+    mismatches: AtomicU64,
 }
 
 fn bump(c: &AtomicU64) {
     c.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Counts a read that returned the wrong page, describing the first few on stderr.
+fn mismatch(counts: &Counts, what: std::fmt::Arguments<'_>) {
+    if counts.mismatches.fetch_add(1, Ordering::Relaxed) < 10 {
+        eprintln!("mismatch: {what}");
+    }
 }
 
 /// Errors a sweep may legitimately end with: another sweep running (EAGAIN), the backing
@@ -74,8 +79,8 @@ fn sweep_ok(r: Result<(), ZramError>, counts: &Counts, what: &str) {
 }
 
 fn page_for(rng: &mut Rng) -> Vec<u8> {
-    match rng.next() % 8 {
-        0 => same_page(if rng.next().is_multiple_of(2) { 0 } else { rng.next() }),
+    match rng.next_u64() % 8 {
+        0 => same_page(if rng.next_u64().is_multiple_of(2) { 0 } else { rng.next_u64() }),
         1 => random_page(rng),
         k => ordinary_page(rng, k as f64 * 0.08),
     }
@@ -139,8 +144,8 @@ fn run(setup: &Setup) {
                     let own = |k: u64| k * threads + t;
                     for _ in 0..total_ops / threads {
                         bump(&counts.ops);
-                        let index = own(rng.next() % per_thread_pages);
-                        let mut op = rng.next() % 1000;
+                        let index = own(rng.next_u64() % per_thread_pages);
+                        let mut op = rng.next_u64() % 1000;
                         if (no_notify && (910..960).contains(&op))
                             || (no_wb && (960..975).contains(&op))
                             || (no_recomp && (975..987).contains(&op))
@@ -176,11 +181,14 @@ fn run(setup: &Setup) {
                                     let line = state.lines().find(|l| {
                                         l.split_whitespace().next() == Some(&index.to_string())
                                     });
-                                    panic!(
-                                        "thread {t}: page {index} differs (slot {line:?}, read \
-                                         zeros: {}, expected a stored page: {})",
-                                        out.iter().all(|&b| b == 0),
-                                        shadow.contains_key(&index)
+                                    mismatch(
+                                        counts,
+                                        format_args!(
+                                            "thread {t}: page {index} differs (slot {line:?}, \
+                                             read zeros: {}, expected a stored page: {})",
+                                            out.iter().all(|&b| b == 0),
+                                            shadow.contains_key(&index)
+                                        ),
                                     );
                                 }
                                 bump(&counts.reads);
@@ -199,7 +207,10 @@ fn run(setup: &Setup) {
                                     _ if out == zero => {
                                         shadow.remove(&index);
                                     }
-                                    _ => panic!("thread {t}: page {index} after free_notify"),
+                                    _ => mismatch(
+                                        counts,
+                                        format_args!("thread {t}: page {index} after free_notify"),
+                                    ),
                                 }
                                 bump(&counts.notifies);
                             }
@@ -212,11 +223,11 @@ fn run(setup: &Setup) {
                             960..=974 => {
                                 let args =
                                     ["huge", "idle", "huge_idle", "incompressible", "type=idle"]
-                                        [(rng.next() % 5) as usize]
+                                        [(rng.next_u64() % 5) as usize]
                                         .to_string();
-                                let args = if rng.next().is_multiple_of(3) {
-                                    let a = rng.next() % nr_pages;
-                                    let b = (a + rng.next() % 64).min(nr_pages - 1);
+                                let args = if rng.next_u64().is_multiple_of(3) {
+                                    let a = rng.next_u64() % nr_pages;
+                                    let b = (a + rng.next_u64() % 64).min(nr_pages - 1);
                                     format!("page_indexes={a}-{b} {args}")
                                 } else {
                                     args
@@ -232,7 +243,7 @@ fn run(setup: &Setup) {
                                     "algo=zstd",
                                     "priority=2 threshold=1000",
                                     "type=huge_idle",
-                                ][(rng.next() % 6) as usize];
+                                ][(rng.next_u64() % 6) as usize];
                                 sweep_ok(z.store("recompress", args), counts, args);
                                 bump(&counts.recompressions);
                             }
@@ -241,7 +252,8 @@ fn run(setup: &Setup) {
                                 bump(&counts.compactions);
                             }
                             _ => {
-                                let arg = if rng.next().is_multiple_of(2) { "all" } else { "0" };
+                                let arg =
+                                    if rng.next_u64().is_multiple_of(2) { "all" } else { "0" };
                                 z.store("idle", arg).unwrap();
                                 bump(&counts.idles);
                             }
@@ -257,14 +269,23 @@ fn run(setup: &Setup) {
 
     // Everything the threads left behind reads back, and the accounting agrees with it.
     let mut out = vec![0u8; PS];
-    let mut stored = 0u64;
+    let (mut stored, mut lost) = (0u64, 0u64);
     for shadow in &shadows {
         for (index, page) in shadow {
-            z.read_page(*index, &mut out).unwrap();
-            assert!(out == *page, "page {index} differs after the run");
+            let read = z.read_page(*index, &mut out);
+            if read.is_err() || out != *page {
+                eprintln!("page {index} lost after the run: {read:?}");
+                lost += 1;
+            }
             stored += 1;
         }
     }
+    let mismatches = counts.mismatches.load(Ordering::Relaxed);
+    assert_eq!(
+        (mismatches, lost),
+        (0, 0),
+        "(reads that returned a wrong page, pages that did not read back at the end)"
+    );
     let s = mm(&z);
     assert_eq!(s.orig_data_size, stored * PS as u64, "pages_stored matches the shadow");
     assert_eq!(z.io_stat().failed_reads, 0);
@@ -291,7 +312,7 @@ fn run(setup: &Setup) {
         "stress {}: {} threads, {} ops in {secs:.1}s: {} writes ({} refused ENOMEM), {} reads \
          verified, {} discards, {} free_notify, {} writebacks, {} recompressions ({} sweeps \
          refused), {} compactions, {} idle; bd_writes {}, bd_reads {}, backing write faults \
-         injected {faults}, miss_free {}; mismatches 0, pages lost 0",
+         injected {faults}, miss_free {}; mismatches {mismatches}, pages lost {lost}",
         setup.name,
         threads,
         c(&counts.ops),

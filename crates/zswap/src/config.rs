@@ -64,19 +64,77 @@ impl Default for ZswapConfig {
     }
 }
 
-/// Parses a kernel bool parameter (`param_set_bool`: y/Y/1/n/N/0, also on/off).
+/// Parses a kernel bool parameter as `param_set_bool` does with 6.18's `kstrtobool`: only the
+/// first character counts (`y Y t T e E 1` true, `n N f F d D 0` false), or the first two for
+/// `o`: `on`/`off` in either case. "yes", "true", "enable", "disable" all work; nothing else.
 pub(crate) fn parse_bool(v: &str) -> Option<bool> {
-    match v.trim() {
-        "1" | "y" | "Y" | "on" => Some(true),
-        "0" | "n" | "N" | "off" => Some(false),
+    let mut c = v.bytes();
+    match c.next()? {
+        b'y' | b'Y' | b't' | b'T' | b'e' | b'E' | b'1' => Some(true),
+        b'n' | b'N' | b'f' | b'F' | b'd' | b'D' | b'0' => Some(false),
+        b'o' | b'O' => match c.next()? {
+            b'n' | b'N' => Some(true),
+            b'f' | b'F' => Some(false),
+            _ => None,
+        },
         _ => None,
     }
 }
 
-/// Parses a percentage parameter with the kernel's bounds.
-pub(crate) fn parse_percent(name: &str, v: &str, min: u32) -> Result<u32, crate::ZswapError> {
-    match v.trim().parse::<u32>() {
-        Ok(p) if (min..=100).contains(&p) => Ok(p),
-        _ => Err(crate::ZswapError::Config(format!("{name}={v:?} (want {min}..=100)"))),
+/// Parses a percentage parameter. 6.18 declares `max_pool_percent` and
+/// `accept_threshold_percent` as plain `uint` parameters (`param_set_uint`, `kstrtouint` in
+/// base 0): any 32-bit value is taken, 150 included, in decimal, `0x` hex or `0` octal, with
+/// an optional `+` and one trailing newline.
+pub(crate) fn parse_percent(name: &str, v: &str) -> Result<u32, crate::ZswapError> {
+    kstrtouint(v).ok_or_else(|| crate::ZswapError::Config(format!("{name}={v:?} (want a uint)")))
+}
+
+/// `kstrtouint(s, 0)`.
+fn kstrtouint(v: &str) -> Option<u32> {
+    let s = v.strip_suffix('\n').unwrap_or(v);
+    let s = s.strip_prefix('+').unwrap_or(s);
+    let (digits, radix) = if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        (h, 16)
+    } else if s.len() > 1 && s.starts_with('0') {
+        (&s[1..], 8)
+    } else {
+        (s, 10)
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    u32::from_str_radix(digits, radix).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// lib/kstrtox.c `kstrtobool` as 6.18 has it (checked on a live 6.18.44 kernel's
+    /// `/sys/module/zswap/parameters/shrinker_enabled`).
+    #[test]
+    fn kstrtobool_takes_the_6_18_spellings() {
+        for t in ["y", "Y", "yes", "1", "t", "true", "T", "e", "enable", "E", "on", "ON", "oN\n"] {
+            assert_eq!(parse_bool(t), Some(true), "{t:?}");
+        }
+        for f in ["n", "N", "no", "0", "f", "false", "F", "d", "disable", "D", "off", "OfF"] {
+            assert_eq!(parse_bool(f), Some(false), "{f:?}");
+        }
+        for bad in ["", "x", "o", "ox", " y", "2", "-1"] {
+            assert_eq!(parse_bool(bad), None, "{bad:?}");
+        }
+    }
+
+    /// `param_set_uint`: 6.18 bounds neither percentage (a live 6.18.44 kernel takes 150).
+    #[test]
+    fn percentages_are_plain_uints_as_param_set_uint() {
+        for (text, want) in [("150", 150), ("100", 100), ("0", 0), ("0x20", 32), ("010", 8)] {
+            assert_eq!(parse_percent("p", text).unwrap(), want, "{text:?}");
+        }
+        assert_eq!(parse_percent("p", "20\n").unwrap(), 20);
+        assert_eq!(parse_percent("p", "4294967295").unwrap(), u32::MAX);
+        for bad in ["4294967296", "-1", "abc", " 20", "", "0x", "20\n\n", "1.5"] {
+            assert!(parse_percent("p", bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -15,7 +15,7 @@
 //!
 //! The shrink worker, which the kernel queues on a workqueue when a store is rejected while the
 //! pool is full, runs here when the caller asks ([`Zswap::run_pending_work`], called by
-//! [`Zswap::swap_out`] after the store), so store latency does not include it, as in the kernel.
+//! [`crate::SwapLayer::swap_out`] after the store), so store latency does not include it, as in the kernel.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -56,13 +56,6 @@ pub enum StoreOutcome {
         length: usize,
     },
     Rejected(Reject),
-}
-
-/// Where a page went on swap-out or came from on swap-in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Where {
-    Zswap,
-    Disk,
 }
 
 /// `/proc/meminfo`'s zswap lines, in bytes.
@@ -126,11 +119,19 @@ pub struct Zswap {
     shrink_pending: AtomicBool,
     nr_disk_swapins: AtomicU64,
     max_pool_pages: AtomicU64,
+    /// Compressed bytes of the stored entries: the memcg's `MEMCG_ZSWAP_B`, which
+    /// `obj_cgroup_charge_zswap` charges with each entry's length.
+    compressed_bytes: AtomicU64,
     counters: Counters,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// `mult_frac(x, n, d)`: x * n / d without overflowing the product, saturated to u64.
+fn mult_frac(x: u64, n: u32, d: u64) -> u64 {
+    u64::try_from(u128::from(x) * u128::from(n) / u128::from(d)).unwrap_or(u64::MAX)
 }
 
 impl Zswap {
@@ -153,9 +154,8 @@ impl Zswap {
                 config.page_size
             )));
         }
-        let max_pct = parse_percent("max_pool_percent", &config.max_pool_percent.to_string(), 0)?;
-        let acc = config.accept_threshold_percent.to_string();
-        let accept_pct = parse_percent("accept_threshold_percent", &acc, 0)?;
+        // Both are plain `uint` parameters in 6.18: every u32 is a valid value.
+        let (max_pct, accept_pct) = (config.max_pool_percent, config.accept_threshold_percent);
         let pool_config = PoolConfig {
             page_size: config.page_size,
             chain_size: config.chain_size,
@@ -182,6 +182,7 @@ impl Zswap {
             shrink_pending: AtomicBool::new(false),
             nr_disk_swapins: AtomicU64::new(0),
             max_pool_pages: AtomicU64::new(0),
+            compressed_bytes: AtomicU64::new(0),
             counters: Counters::default(),
         })
     }
@@ -195,6 +196,12 @@ impl Zswap {
         &self.swap
     }
 
+    /// The memcg's `memory.zswap.writeback`: whether entries may be written back, and (in the
+    /// swap layer) whether a rejected page may go to the device.
+    pub fn writeback_enabled(&self) -> bool {
+        self.writeback
+    }
+
     // ---- module parameters ----
 
     /// Writes a module parameter (`/sys/module/zswap/parameters/<name>`).
@@ -206,21 +213,33 @@ impl Zswap {
                 self.shrinker_enabled.store(parse_bool(value).ok_or_else(bad)?, Ordering::Relaxed)
             }
             "max_pool_percent" => {
-                self.max_pool_percent.store(parse_percent(name, value, 0)?, Ordering::Relaxed)
+                self.max_pool_percent.store(parse_percent(name, value)?, Ordering::Relaxed)
             }
-            "accept_threshold_percent" => self
-                .accept_threshold_percent
-                .store(parse_percent(name, value, 0)?, Ordering::Relaxed),
+            "accept_threshold_percent" => {
+                self.accept_threshold_percent.store(parse_percent(name, value)?, Ordering::Relaxed)
+            }
             "compressor" => {
                 let name = value.trim();
                 let mut pools = lock(&self.pools);
                 if pools.last().is_some_and(|p| p.compressor == name) {
                     return Ok(());
                 }
-                // The kernel's parameter names only the algorithm: a new pool gets its defaults.
-                let params = zmem_comp::Params::default();
-                let p = ZswapPool::new(name, &params, &self.zpool, &self.pool_config)?;
-                pools.push(p);
+                // `__zswap_param_set`: a pool of that compressor that still holds entries
+                // (`zswap_pool_find_get`) becomes current again; only without one is a new
+                // pool made. The kernel's parameter names only the algorithm: a new pool gets
+                // its defaults.
+                Self::drop_unused_pools(&mut pools);
+                match pools.iter().position(|p| p.compressor == name) {
+                    Some(i) => {
+                        let p = pools.remove(i);
+                        pools.push(p);
+                    }
+                    None => {
+                        let params = zmem_comp::Params::default();
+                        let p = ZswapPool::new(name, &params, &self.zpool, &self.pool_config)?;
+                        pools.push(p);
+                    }
+                }
                 Self::drop_unused_pools(&mut pools);
             }
             _ => return Err(ZswapError::UnknownParam(name.to_string())),
@@ -272,14 +291,14 @@ impl Zswap {
         lock(&self.pools).iter().map(|p| p.zpool.total_pages()).sum()
     }
 
-    /// `zswap_max_pages()`: the pool cap.
+    /// `zswap_max_pages()`: the pool cap (`mult_frac`, so no overflow for any percentage).
     pub fn max_pages(&self) -> u64 {
-        self.total_ram_pages * u64::from(self.max_pool_percent.load(Ordering::Relaxed)) / 100
+        mult_frac(self.total_ram_pages, self.max_pool_percent.load(Ordering::Relaxed), 100)
     }
 
     /// `zswap_accept_thr_pages()`: below this a full pool accepts stores again.
     pub fn accept_thr_pages(&self) -> u64 {
-        self.max_pages() * u64::from(self.accept_threshold_percent.load(Ordering::Relaxed)) / 100
+        mult_frac(self.max_pages(), self.accept_threshold_percent.load(Ordering::Relaxed), 100)
     }
 
     /// Whether the pool is in the "reached full" state of the hysteresis.
@@ -317,7 +336,7 @@ impl Zswap {
     }
 
     /// `zswap_store()`: tries to keep `page` for swap offset `offset`. A rejection is not an
-    /// error: the caller writes the page to the swap device (see [`Zswap::swap_out`]). Any
+    /// error: the caller writes the page to the swap device (see [`crate::SwapLayer::swap_out`]). Any
     /// older entry for the offset is replaced on success and dropped on rejection, so it can
     /// never shadow the newer page on the device.
     pub fn store(&self, offset: u64, page: &[u8]) -> Result<StoreOutcome, ZswapError> {
@@ -388,6 +407,7 @@ impl Zswap {
             self.free_entry(old);
         }
         inc(&self.counters.stored_pages);
+        self.compressed_bytes.fetch_add(length as u64, Ordering::Relaxed);
         if length == ps {
             inc(&self.counters.stored_incompressible_pages);
         }
@@ -401,6 +421,7 @@ impl Zswap {
         // allocator, and the entry is gone either way.
         let _ = e.pool.zpool.free(e.handle);
         dec(&self.counters.stored_pages);
+        self.compressed_bytes.fetch_sub(e.length as u64, Ordering::Relaxed);
         if e.length == self.page_size {
             dec(&self.counters.stored_incompressible_pages);
         }
@@ -473,32 +494,6 @@ impl Zswap {
         lock(&self.tree).index.len()
     }
 
-    // ---- the swap layer around the cache ----
-
-    /// `swap_writeout()`: zswap first, the swap device if zswap rejects; then any reclaim work
-    /// the store queued.
-    pub fn swap_out(&self, offset: u64, page: &[u8]) -> Result<Where, ZswapError> {
-        let w = match self.store(offset, page)? {
-            StoreOutcome::Stored { .. } => Where::Zswap,
-            StoreOutcome::Rejected(_) => {
-                self.swap.write_page(offset, page)?;
-                Where::Disk
-            }
-        };
-        self.run_pending_work();
-        Ok(w)
-    }
-
-    /// `swap_read_folio()`: zswap first, then the swap device.
-    pub fn swap_in(&self, offset: u64, out: &mut [u8]) -> Result<Where, ZswapError> {
-        if self.load(offset, out)? {
-            return Ok(Where::Zswap);
-        }
-        self.swap.read_page(offset, out)?;
-        self.note_disk_swapin();
-        Ok(Where::Disk)
-    }
-
     /// `zswap_folio_swapin()`: a page came from the swap device, so zswap wrote back something
     /// that was still in use; the shrinker's count is reduced by such swap-ins.
     pub fn note_disk_swapin(&self) {
@@ -567,15 +562,18 @@ impl Zswap {
     }
 
     /// `shrink_worker()`: writes back one LRU entry per step until the pool is at or below the
-    /// accept threshold; a step that only rotates or fails counts as a failure, and the worker
-    /// gives up after [`MAX_RECLAIM_RETRIES`] of them or on an empty LRU. Returns the pages
-    /// written back.
+    /// accept threshold (taken once, at the start); a step that only rotates or fails counts
+    /// as a failure, and the worker gives up after [`MAX_RECLAIM_RETRIES`] of them or on an
+    /// empty LRU. As 6.18's `do { ... } while (zswap_total_pages() > thr)`, the first step is
+    /// taken before the pool is measured, so a worker that finds the pool already below the
+    /// threshold still writes one entry back (or rotates one). Returns the pages written back.
     pub fn shrink_worker(&self) -> u64 {
         if !self.writeback {
             return 0;
         }
+        let thr = self.accept_thr_pages();
         let (mut failures, mut written) = (0, 0);
-        while self.total_pages() > self.accept_thr_pages() {
+        loop {
             match self.shrink_one() {
                 Step::Empty => break,
                 Step::WrittenBack => written += 1,
@@ -586,13 +584,18 @@ impl Zswap {
                     }
                 }
             }
+            if self.total_pages() <= thr {
+                break;
+            }
         }
         written
     }
 
     /// `zswap_shrinker_count()`: the LRU length less the disk swap-ins since the last count
-    /// (consumed), scaled by the pool's pages per stored page. 0 when the shrinker or writeback
-    /// is disabled.
+    /// (consumed), scaled by the memcg's compressed pages per stored page. 0 when the shrinker
+    /// or writeback is disabled. With memcg (6.18's usual build, and the kernel this models),
+    /// the "backing" pages are `MEMCG_ZSWAP_B >> PAGE_SHIFT`, the entries' compressed bytes in
+    /// whole pages, not the pool's pages (that is the `!memcg` branch).
     pub fn shrinker_count(&self) -> u64 {
         if !self.shrinker_enabled.load(Ordering::Relaxed) || !self.writeback {
             return 0;
@@ -606,7 +609,9 @@ impl Zswap {
         let used = swapins.min(freeable);
         self.nr_disk_swapins.fetch_sub(used, Ordering::Relaxed);
         freeable -= used;
-        (u128::from(freeable) * u128::from(self.total_pages()) / u128::from(stored)) as u64
+        let backing =
+            self.compressed_bytes.load(Ordering::Relaxed) >> self.page_size.trailing_zeros();
+        (u128::from(freeable) * u128::from(backing) / u128::from(stored)) as u64
     }
 
     /// `zswap_shrinker_scan()`: walks up to `nr_to_scan` LRU entries with the second chance and

@@ -32,4 +32,7 @@ pub enum ZswapError {
     /// Reading or writing the swap device failed.
     #[error("swap device {op} at offset {offset}: {err}")]
     Io { op: &'static str, offset: u64, err: std::io::Error },
+    /// A swap device the caller supplied (such as a zram device) failed.
+    #[error("swap device {op} at offset {offset}: {err}")]
+    Device { op: &'static str, offset: u64, err: Box<dyn std::error::Error + Send + Sync> },
 }

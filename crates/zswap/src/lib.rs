@@ -10,8 +10,11 @@
 //! debugfs counters by their names; [`Incompressible::Reject`] and the zbud/z3fold allocators
 //! give the behaviour of older kernels.
 //!
-//! What it is not: a swap layer. Swap offsets are given by the caller; [`Zswap::swap_out`] and
-//! [`Zswap::swap_in`] are the minimal "zswap, else the device" paths around the cache.
+//! [`SwapLayer`] is the swap layer around the cache (the zeromap, "zswap, else the device",
+//! the memcg's writeback switch, vmscan's shrinker batching): the one way pages enter and leave
+//! zswap or a swap device. Swap offsets are the caller's: there is no slot allocator.
+
+#![forbid(unsafe_code)]
 
 mod config;
 mod engine;
@@ -19,10 +22,12 @@ mod error;
 mod lru;
 mod pool;
 mod stats;
+mod swap;
 mod swapfile;
 
 pub use config::{Incompressible, ZswapConfig};
-pub use engine::{MAX_RECLAIM_RETRIES, Meminfo, Reject, StoreOutcome, Where, Zswap};
+pub use engine::{MAX_RECLAIM_RETRIES, Meminfo, Reject, StoreOutcome, Zswap};
 pub use error::ZswapError;
 pub use stats::ZswapStats;
+pub use swap::{ShrinkBatch, Stage, SwapDevice, SwapHook, SwapIn, SwapLayer, SwapOut};
 pub use swapfile::{FileSlots, MemSlots, SlotStore, SwapFile};

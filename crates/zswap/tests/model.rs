@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use common::*;
 use proptest::prelude::*;
-use zmem_zswap::{Incompressible, Where, ZswapConfig};
+use zmem_zswap::{Incompressible, SwapOut, ZswapConfig};
 
 const SLOTS: u64 = 24;
 
@@ -57,23 +57,23 @@ proptest! {
             shrinker_enabled: true,
             ..config(zpool, 100, max_pct, accept)
         };
-        let z = build(&cfg, SLOTS);
+        let s = build_layer(&cfg, SLOTS);
+        let z = s.zswap().unwrap();
         let mut model: HashMap<u64, Vec<u8>> = HashMap::new();
         let mut out = vec![0u8; PS];
         for op in ops {
             match op {
                 Op::SwapOut { offset, kind, seed } => {
                     let p = page(kind, seed);
-                    let w = z.swap_out(offset, &p).unwrap();
-                    prop_assert_eq!(w == Where::Zswap, z.contains(offset));
+                    let w = s.swap_out(offset, &p, &mut ()).unwrap();
+                    prop_assert_eq!(w == SwapOut::Zswap, z.contains(offset));
                     model.insert(offset, p);
                 }
                 Op::SwapIn { offset } => {
                     let Some(want) = model.remove(&offset) else { continue };
-                    let w = z.swap_in(offset, &mut out).unwrap();
+                    let w = s.swap_in(offset, &mut out, &mut ()).unwrap();
                     prop_assert_eq!(&out, &want, "offset {} from {:?}", offset, w);
-                    prop_assert!(!z.contains(offset), "loads are exclusive");
-                    z.invalidate(offset);
+                    prop_assert!(!z.contains(offset), "the slot was freed");
                 }
                 Op::Invalidate { offset } => {
                     let had = z.contains(offset);
@@ -97,7 +97,7 @@ proptest! {
         }
         // Everything still swapped comes back intact, from wherever it is.
         for (offset, want) in model {
-            z.swap_in(offset, &mut out).unwrap();
+            s.read(offset, &mut out, &mut ()).unwrap();
             prop_assert_eq!(out.as_slice(), want.as_slice(), "offset {}", offset);
         }
         prop_assert_eq!(z.stats().stored_pages, 0);

@@ -16,36 +16,24 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use zmem_zswap::{SwapFile, Where, Zswap, ZswapConfig};
+use zmem_workload::prng::SplitMix64 as Rng;
+use zmem_zswap::{SwapFile, SwapIn, SwapLayer, SwapOut, Zswap, ZswapConfig};
 
 const PS: usize = 4096;
 
-struct Rng(u64);
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Self(seed.wrapping_mul(0x9e3779b97f4a7c15) | 1)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545f4914f6cdd1d)
-    }
-}
-
 /// Same-filled, incompressible (stored as-is) or text-like pages of varied compressibility.
 fn page_for(rng: &mut Rng) -> Vec<u8> {
-    match rng.next() % 8 {
-        0 => rng.next().to_ne_bytes().repeat(PS / 8),
-        1 => (0..PS / 8).flat_map(|_| rng.next().to_le_bytes()).collect(),
+    match rng.next_u64() % 8 {
+        0 => rng.next_u64().to_ne_bytes().repeat(PS / 8),
+        1 => (0..PS / 8).flat_map(|_| rng.next_u64().to_le_bytes()).collect(),
         k => {
             let words: [&[u8]; 6] = [b"swap ", b"entry ", b"lru ", b"pool ", b"zswap ", b"slot "];
             let mut p = Vec::with_capacity(PS + 8);
             while p.len() < PS {
-                if rng.next() % 100 < k * 6 {
-                    p.push(rng.next() as u8);
+                if rng.next_u64() % 100 < k * 6 {
+                    p.push(rng.next_u64() as u8);
                 } else {
-                    p.extend_from_slice(words[(rng.next() % 6) as usize]);
+                    p.extend_from_slice(words[(rng.next_u64() % 6) as usize]);
                 }
             }
             p.truncate(PS);
@@ -74,10 +62,19 @@ struct Counts {
     shrinks: AtomicU64,
     written_back: AtomicU64,
     switches: AtomicU64,
+    /// Swap-ins during the run that failed or returned another page than the one swapped out.
+    mismatches: AtomicU64,
 }
 
 fn bump(c: &AtomicU64, n: u64) {
     c.fetch_add(n, Ordering::Relaxed);
+}
+
+/// Counts a swap-in that did not return its page, describing the first few on stderr.
+fn mismatch(counts: &Counts, what: std::fmt::Arguments<'_>) {
+    if counts.mismatches.fetch_add(1, Ordering::Relaxed) < 10 {
+        eprintln!("mismatch: {what}");
+    }
 }
 
 fn run(name: &str, zpool: &str, alloc_limit: Option<u64>) {
@@ -95,34 +92,49 @@ fn run(name: &str, zpool: &str, alloc_limit: Option<u64>) {
         ..ZswapConfig::default()
     };
     let swap = Arc::new(SwapFile::in_memory(PS, slots));
-    let z = Zswap::with_alloc_limit(&config, swap, alloc_limit).unwrap();
+    let swap = SwapLayer::with_zswap(Zswap::with_alloc_limit(&config, swap, alloc_limit).unwrap());
+    let z = swap.zswap().expect("zswap");
     let counts = Counts::default();
     let start = Instant::now();
     let states: Vec<HashMap<u64, State>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
-                let (z, counts) = (&z, &counts);
+                let (z, swap, counts) = (z, &swap, &counts);
                 s.spawn(move || {
                     let mut rng = Rng::new(0xabc + t);
                     let mut state: HashMap<u64, State> = HashMap::new();
                     let mut out = vec![0u8; PS];
                     for _ in 0..total_ops / threads {
-                        let offset = (rng.next() % per_thread) * threads + t;
-                        match rng.next() % 1000 {
+                        let offset = (rng.next_u64() % per_thread) * threads + t;
+                        match rng.next_u64() % 1000 {
                             0..=449 => match state.remove(&offset) {
                                 // Swap in what is out; swap out what is in memory or new.
                                 Some(State::InSwap(page)) => {
-                                    let w = z.swap_in(offset, &mut out).unwrap();
-                                    assert!(out == page, "thread {t}: offset {offset} ({w:?})");
+                                    match swap.read(offset, &mut out, &mut ()) {
+                                        Ok(w) => {
+                                            if out != page {
+                                                mismatch(
+                                                    counts,
+                                                    format_args!(
+                                                        "thread {t}: offset {offset} ({w:?})"
+                                                    ),
+                                                );
+                                            }
+                                            bump(&counts.from_disk, (w == SwapIn::Device) as u64);
+                                        }
+                                        Err(e) => mismatch(
+                                            counts,
+                                            format_args!("thread {t}: offset {offset}: {e:?}"),
+                                        ),
+                                    }
                                     bump(&counts.swap_ins, 1);
-                                    bump(&counts.from_disk, (w == Where::Disk) as u64);
                                     state.insert(offset, State::InMemory);
                                 }
                                 _ => {
                                     let page = page_for(&mut rng);
-                                    let w = z.swap_out(offset, &page).unwrap();
+                                    let w = swap.swap_out(offset, &page, &mut ()).unwrap();
                                     bump(&counts.swap_outs, 1);
-                                    bump(&counts.to_disk, (w == Where::Disk) as u64);
+                                    bump(&counts.to_disk, (w == SwapOut::Device) as u64);
                                     state.insert(offset, State::InSwap(page));
                                 }
                             },
@@ -132,9 +144,9 @@ fn run(name: &str, zpool: &str, alloc_limit: Option<u64>) {
                                 if matches!(state.get(&offset), Some(State::InSwap(_))) {
                                     z.invalidate(offset);
                                 }
-                                let w = z.swap_out(offset, &page).unwrap();
+                                let w = swap.swap_out(offset, &page, &mut ()).unwrap();
                                 bump(&counts.swap_outs, 1);
-                                bump(&counts.to_disk, (w == Where::Disk) as u64);
+                                bump(&counts.to_disk, (w == SwapOut::Device) as u64);
                                 state.insert(offset, State::InSwap(page));
                             }
                             900..=959 => {
@@ -146,8 +158,8 @@ fn run(name: &str, zpool: &str, alloc_limit: Option<u64>) {
                                 }
                             }
                             960..=979 => {
-                                let n = match rng.next() % 3 {
-                                    0 => z.shrinker_scan(1 + rng.next() % 64),
+                                let n = match rng.next_u64() % 3 {
+                                    0 => z.shrinker_scan(1 + rng.next_u64() % 64),
                                     1 => z.shrink_worker(),
                                     _ => z.writeback_one() as u64,
                                 };
@@ -155,8 +167,8 @@ fn run(name: &str, zpool: &str, alloc_limit: Option<u64>) {
                                 bump(&counts.written_back, n);
                             }
                             980..=981 => {
-                                let algo =
-                                    ["lzo", "lz4", "zstd", "lzo-rle"][(rng.next() % 4) as usize];
+                                let algo = ["lzo", "lz4", "zstd", "lzo-rle"]
+                                    [(rng.next_u64() % 4) as usize];
                                 z.set_param("compressor", algo).unwrap();
                                 bump(&counts.switches, 1);
                             }
@@ -176,17 +188,26 @@ fn run(name: &str, zpool: &str, alloc_limit: Option<u64>) {
 
     // Every page still swapped out comes back; then the cache is empty and its pools too.
     let mut out = vec![0u8; PS];
-    let mut in_swap = 0;
+    let (mut in_swap, mut lost) = (0u64, 0u64);
     for state in &states {
         for (offset, s) in state {
             if let State::InSwap(page) = s {
-                z.swap_in(*offset, &mut out).unwrap();
-                assert!(out == *page, "offset {offset} after the run");
+                let read = swap.read(*offset, &mut out, &mut ());
+                if read.is_err() || out != *page {
+                    eprintln!("offset {offset} lost after the run: {read:?}");
+                    lost += 1;
+                }
                 in_swap += 1;
                 z.invalidate(*offset);
             }
         }
     }
+    let mismatches = counts.mismatches.load(Ordering::Relaxed);
+    assert_eq!(
+        (mismatches, lost),
+        (0, 0),
+        "(swap-ins that did not return their page, pages that did not come back at the end)"
+    );
     let st = z.stats();
     assert_eq!(st.decompress_fail, 0);
     assert_eq!((st.stored_pages, st.stored_incompressible_pages), (0, 0), "entries left");
@@ -200,7 +221,7 @@ fn run(name: &str, zpool: &str, alloc_limit: Option<u64>) {
          ({} to disk), {} swap-ins verified ({} from disk), {} invalidates, {} reclaim calls \
          writing back {} (zswpwb {}), {} compressor switches; pool_limit_hit {}, \
          reject_alloc_fail {}, reject_reclaim_fail {}; {in_swap} \
-         pages verified at the end; mismatches 0, pages lost 0",
+         pages verified at the end; mismatches {mismatches}, pages lost {lost}",
         c(&counts.swap_outs),
         c(&counts.to_disk),
         c(&counts.swap_ins),

@@ -8,7 +8,7 @@
 use lzo_ref::{read_pages, same_filled, synthetic_pages};
 use zmem_comp::{Params, create};
 
-/// zram's huge_class_size with zsmalloc chain size 8 (kernel-oracle.md).
+/// zram's huge_class_size with zsmalloc chain size 8 (docs/REFERENCES.md [zsmalloc-accounting]).
 const HUGE: usize = 3625;
 
 fn main() {

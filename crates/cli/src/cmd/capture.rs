@@ -3,8 +3,10 @@
 use std::path::PathBuf;
 
 use anyhow::bail;
-use indicatif::{ProgressBar, ProgressStyle};
+use zmem_lab::Progress;
 use zmem_workload::capture::{self, Event};
+
+use super::progress::Bar;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -42,26 +44,21 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     pids.sort_unstable();
     pids.dedup();
 
-    // indicatif draws only when stderr is a terminal.
-    let bar = ProgressBar::new(pids.len() as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{prefix:>8} [{bar:40}] {pos}/{len} processes {msg}")
-            .expect("static template")
-            .progress_chars("=> "),
-    );
-    bar.set_prefix("capture");
+    let bar = Bar::counting("processes");
+    bar.start("capture", pids.len() as u64);
     let mut pages = 0usize;
     let (set, summary) = capture::capture(&pids, &mut |e| match e {
         Event::Start { .. } => {}
         Event::Captured { pages: n, .. } => {
             pages += n;
-            bar.set_message(format!("{pages} pages"));
-            bar.inc(1);
+            bar.message(format!("{pages} pages"));
+            bar.advance(1);
         }
-        Event::Skipped { .. } => bar.inc(1),
+        Event::Skipped { .. } => bar.advance(1),
     })?;
-    bar.finish_and_clear();
-    let compression = super::generate::compression(&args.output, args.zstd);
+    // Cleared before anything else is printed.
+    drop(bar);
+    let compression = super::pages::compression(&args.output, args.zstd);
     set.save(&args.output, compression)?;
     if args.verbose {
         for (pid, why) in &summary.skipped {

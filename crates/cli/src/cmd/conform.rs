@@ -7,7 +7,7 @@ use zmem_lab::conform;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Algorithm (one the running kernel's zram offers: see /sys/block/zram0/comp_algorithm).
-    #[arg(long, default_value = zmem_zram::DEFAULT_ALGORITHM)]
+    #[arg(long, default_value = zmem_lab::DEFAULT_ALGORITHM)]
     algo: String,
     /// Print a JSON object instead of the report.
     #[arg(long)]

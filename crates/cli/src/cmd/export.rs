@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use zmem_workload::{PageSet, ReadOptions};
+use zmem_workload::ReadOptions;
 
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("to").required(true).args(["raw", "page_set"])))]
@@ -28,11 +28,11 @@ pub struct Args {
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let opts = ReadOptions { page_size: args.page_size, ..ReadOptions::default() };
-    let set = PageSet::map(&args.file, &opts)?;
+    let set = super::pages::map(&args.file, &opts)?;
     let written = if args.raw {
         set.save_raw(&args.output)
     } else {
-        set.save(&args.output, super::generate::compression(&args.output, args.zstd))
+        set.save(&args.output, super::pages::compression(&args.output, args.zstd))
     };
     written?;
     eprintln!(

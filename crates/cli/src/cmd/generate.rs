@@ -1,9 +1,11 @@
-//! `zmem gen`: generated page sets (seed 004's zram-perf pattern, or typical anonymous memory).
+//! `zmem gen`: generated page sets (seed 004's zram-perf pattern, docs/REFERENCES.md [seed-004],
+//! or typical anonymous memory).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use zmem_workload::Compression;
 use zmem_workload::generate::{self, Kind};
+
+use super::pages::compression;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -28,15 +30,6 @@ pub struct Args {
     /// Output file.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: PathBuf,
-}
-
-/// The compression for an output: `--zstd LEVEL`, else zstd level 3 for a name ending `.zst`.
-pub fn compression(output: &Path, level: Option<i32>) -> Compression {
-    match level {
-        Some(l) => Compression::Zstd(l),
-        None if output.extension().is_some_and(|e| e == "zst") => Compression::Zstd(3),
-        None => Compression::None,
-    }
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {

@@ -4,10 +4,8 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use zmem_lab::lab::{self, LabOptions, Source};
+use zmem_lab::lab::{self, Input, LabOptions, evidence};
 use zmem_lab::report;
-use zmem_workload::PageSet;
-use zmem_workload::capture;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -27,65 +25,21 @@ pub struct Args {
     pages: Option<PathBuf>,
 }
 
-/// Fewer captured pages than this say little about a machine: use the built-in set instead.
-const MIN_CAPTURE_PAGES: usize = 1024;
-
-/// Every `len / max`-th page, so a sample spans all processes of a capture.
-fn sample(set: &PageSet, max: usize) -> Vec<u8> {
-    let n = set.len();
-    if n <= max {
-        return set.bytes().to_vec();
-    }
-    (0..max).flat_map(|k| set.page(k * n / max).iter().copied()).collect()
-}
-
-fn pages(args: &Args) -> anyhow::Result<(Vec<u8>, Source)> {
-    let source = |kind: &str, detail: String, set: &PageSet, bytes: &[u8]| Source {
-        kind: kind.into(),
-        detail,
-        pages: (bytes.len() / set.page_size()) as u64,
-        page_size: set.page_size(),
-    };
+/// What the user asked for: a page file, the built-in set, or this machine (the lab decides
+/// the fallback).
+fn input(args: &Args) -> anyhow::Result<Input> {
     if let Some(path) = &args.pages {
         let set = super::pages::load(std::slice::from_ref(path), 4096)?.remove(0);
-        let bytes = sample(&set, args.max_pages);
-        let detail =
-            format!("{} ({} pages, {} used)", path.display(), set.len(), bytes.len() / 4096);
-        let src = source("file", detail, &set, &bytes);
-        return Ok((bytes, src));
+        return Ok(Input::Pages { set, label: path.display().to_string() });
     }
-    let why_builtin = if args.no_capture {
-        "capture not requested (--no-capture)".to_string()
-    } else {
-        // all_pids leaves zmem itself out.
-        let pids = capture::all_pids()?;
-        eprintln!("zmem lab: capturing the anonymous memory of {} processes...", pids.len());
-        match capture::capture(&pids, &mut |_| {}) {
-            Ok((set, summary)) if set.len() >= MIN_CAPTURE_PAGES => {
-                let bytes = sample(&set, args.max_pages);
-                let detail = format!(
-                    "this machine: {summary}; {} pages sampled",
-                    bytes.len() / set.page_size()
-                );
-                let src = source("captured", detail, &set, &bytes);
-                return Ok((bytes, src));
-            }
-            Ok((set, summary)) => {
-                format!("capture gave only {} pages ({summary})", set.len())
-            }
-            Err(e) => format!("capture failed: {e}"),
-        }
-    };
-    let set = zmem_workload::builtin::default_set_with(4096)?;
-    let bytes = sample(&set, args.max_pages);
-    let src = source("builtin", format!("built-in generated set; {why_builtin}"), &set, &bytes);
-    Ok((bytes, src))
+    Ok(if args.no_capture { Input::Builtin } else { Input::Capture })
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
-    let (bytes, source) = pages(args)?;
-    eprintln!("zmem lab: {} pages ({}: {})", source.pages, source.kind, source.detail);
-    let r = lab::run(&bytes, source, &LabOptions::default(), &super::progress::Bar::new())?;
+    let bar = super::progress::Bar::new();
+    let e = evidence::gather(input(args)?, args.max_pages, &bar)?;
+    eprintln!("zmem lab: {} pages ({}: {})", e.source.pages, e.source.kind, e.source.detail);
+    let r = lab::run(&e.pages, e.source, &LabOptions::default(), &bar)?;
     let json = serde_json::to_string_pretty(&r).context("encoding JSON")?;
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;

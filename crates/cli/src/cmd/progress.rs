@@ -9,15 +9,28 @@ pub struct Bar {
 }
 
 impl Bar {
+    /// A bar counting pages.
     pub fn new() -> Self {
+        Self::counting("pages")
+    }
+
+    /// A bar counting `unit` (pages, processes), followed by the latest [`Bar::message`].
+    pub fn counting(unit: &str) -> Self {
         // indicatif hides itself when stderr is not a terminal, so pipes and CI stay clean.
         let bar = ProgressBar::new(0);
+        let template =
+            format!("{{prefix:>12}} [{{bar:40}}] {{pos}}/{{len}} {unit} {{msg}} {{eta}}");
         bar.set_style(
-            ProgressStyle::with_template("{prefix:>12} [{bar:40}] {pos}/{len} pages {eta}")
-                .expect("static template")
+            ProgressStyle::with_template(&template)
+                .expect("the template is valid for any unit")
                 .progress_chars("=> "),
         );
         Self { bar }
+    }
+
+    /// Text shown after the count (`12345 pages` while capturing processes).
+    pub fn message(&self, text: String) {
+        self.bar.set_message(text);
     }
 }
 

@@ -1,10 +1,9 @@
 //! `zmem replay`: a trace over a page set under a RAM budget, with zram or zswap as swap.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{Context, bail};
-use zmem_lab::replay::{self, Access, ReplayConfig, SwapKind};
-use zmem_zswap::Incompressible;
+use zmem_lab::Incompressible;
+use zmem_lab::replay::{self, ReplayConfig, SwapKind};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -34,6 +33,10 @@ pub struct Args {
     /// Reject incompressible pages as kernels before 6.18 did (default: store them as-is).
     #[arg(long)]
     reject_incompressible: bool,
+    /// The memcg's memory.zswap.writeback=0: zswap never writes back, and a page it rejects
+    /// stays in RAM (reclaim takes another).
+    #[arg(long)]
+    no_writeback: bool,
     /// Directory for zswap's swap file (default: the system's temporary directory).
     #[arg(long)]
     swap_dir: Option<PathBuf>,
@@ -49,46 +52,12 @@ pub struct Args {
     trace: PathBuf,
 }
 
-/// Parses `4096`, `64K`, `256M`, `2G` (1024-based) into bytes.
-pub fn parse_size(s: &str) -> anyhow::Result<u64> {
-    let s = s.trim();
-    let (num, mult) = match s.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => {
-            let m = match c.to_ascii_uppercase() {
-                'K' => 1 << 10,
-                'M' => 1 << 20,
-                'G' => 1 << 30,
-                'T' => 1 << 40,
-                _ => bail!("bad size {s:?}: unknown suffix {c:?} (use K, M, G or T)"),
-            };
-            (&s[..i], m)
-        }
-        _ => (s, 1u64),
-    };
-    let n: u64 = num.trim().parse().with_context(|| format!("bad size {s:?}"))?;
-    n.checked_mul(mult).with_context(|| format!("size {s:?} overflows"))
-}
-
-/// Reads a trace file into the replay's accesses.
-pub fn load_trace(path: &Path) -> anyhow::Result<Vec<Access>> {
-    let t = zmem_workload::trace::Trace::open(path)
-        .with_context(|| format!("reading trace {}", path.display()))?;
-    Ok(t.accesses
-        .iter()
-        .map(|a| Access {
-            page: u64::from(a.page),
-            write: a.op == zmem_workload::trace::Op::Write,
-            time_ns: a.time_ns,
-        })
-        .collect())
-}
-
 pub fn run(args: &Args) -> anyhow::Result<()> {
-    let ram = parse_size(&args.ram)?;
+    let ram = super::args::size("--ram", &args.ram)?;
     let ram_pages = ram / args.page_size as u64;
     anyhow::ensure!(ram_pages > 0, "--ram {} is less than one page", args.ram);
     let inputs = super::pages::load(std::slice::from_ref(&args.pages), args.page_size)?;
-    let trace = load_trace(&args.trace)?;
+    let trace = super::pages::load_trace(&args.trace)?;
     let cfg = ReplayConfig {
         ram_pages,
         swap: args.swap,
@@ -103,6 +72,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         } else {
             Incompressible::StoreAsIs
         },
+        writeback: !args.no_writeback,
         swap_dir: if args.swap_in_memory {
             None
         } else {
@@ -113,19 +83,4 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     super::emit(args.json, &r, replay::render)?;
     anyhow::ensure!(r.verified, "pages swapped in differ from the pages swapped out");
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_size;
-
-    #[test]
-    fn sizes_take_1024_based_suffixes() {
-        assert_eq!(parse_size("4096").unwrap(), 4096);
-        assert_eq!(parse_size("64K").unwrap(), 65536);
-        assert_eq!(parse_size("256m").unwrap(), 256 << 20);
-        assert_eq!(parse_size("2G").unwrap(), 2 << 30);
-        assert!(parse_size("12Q").is_err() && parse_size("M").is_err() && parse_size("").is_err());
-        assert!(parse_size("99999999999T").is_err());
-    }
 }

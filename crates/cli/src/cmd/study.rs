@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
+use zmem_lab::Incompressible;
 use zmem_lab::study::{self, StudyConfig};
-use zmem_zswap::Incompressible;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Study {
@@ -48,9 +48,9 @@ pub fn run(cmd: &Study) -> anyhow::Result<()> {
 
 fn allocators(args: &AllocatorsArgs) -> anyhow::Result<()> {
     let inputs = super::pages::load(std::slice::from_ref(&args.pages), args.page_size)?;
-    let trace = args.trace.as_deref().map(super::replay::load_trace).transpose()?;
+    let trace = args.trace.as_deref().map(super::pages::load_trace).transpose()?;
     let ram_pages = match &args.ram {
-        Some(s) => Some(super::replay::parse_size(s)? / args.page_size as u64),
+        Some(s) => Some(super::args::size("--ram", s)? / args.page_size as u64),
         None => None,
     };
     let cfg = StudyConfig {

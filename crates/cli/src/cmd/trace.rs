@@ -3,7 +3,10 @@
 use std::path::PathBuf;
 
 use zmem_workload::trace::generate::{self, Options};
-use zmem_workload::trace::{Op, Trace};
+use zmem_workload::trace::{Summary, Trace};
+
+/// How many of the most accessed pages `trace info` lists.
+const HOTTEST: usize = 5;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -17,6 +20,9 @@ enum Sub {
     Gen(GenArgs),
     /// Print a trace's size, span, write share and hottest pages.
     Info {
+        /// Print a JSON object instead of the text.
+        #[arg(long)]
+        json: bool,
         /// Trace file.
         file: PathBuf,
     },
@@ -77,25 +83,24 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             let t = generate::generate(&o)?;
             Ok(t.save(&g.output)?)
         }
-        Sub::Info { file } => {
-            let t = Trace::open(file)?;
-            let n = t.accesses.len();
-            let writes = t.accesses.iter().filter(|a| a.op == Op::Write).count();
-            let span = t.accesses.last().map_or(0, |a| a.time_ns);
-            let mut counts = std::collections::HashMap::<u32, u64>::new();
-            for a in &t.accesses {
-                *counts.entry(a.page).or_default() += 1;
-            }
-            let mut hot: Vec<(u32, u64)> = counts.iter().map(|(&p, &c)| (p, c)).collect();
-            hot.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-            println!("accesses     {n}");
-            println!("page count   {}", t.page_count);
-            println!("pages used   {}", counts.len());
-            println!("writes       {writes} ({:.1} %)", 100.0 * writes as f64 / n.max(1) as f64);
-            println!("span         {:.3} s", span as f64 / 1e9);
-            let top: Vec<String> = hot.iter().take(5).map(|(p, c)| format!("{p}:{c}")).collect();
-            println!("hottest      {}", top.join(" "));
-            Ok(())
+        Sub::Info { json, file } => {
+            let summary = Trace::open(file)?.summary(HOTTEST);
+            super::emit(*json, &summary, render_summary)
         }
     }
+}
+
+fn render_summary(s: &Summary) -> String {
+    let top: Vec<String> = s.hottest.iter().map(|h| format!("{}:{}", h.page, h.accesses)).collect();
+    format!(
+        "accesses     {}\npage count   {}\npages used   {}\nwrites       {} ({:.1} %)\n\
+         span         {:.3} s\nhottest      {}\n",
+        s.accesses,
+        s.page_count,
+        s.pages_used,
+        s.writes,
+        100.0 * s.write_fraction,
+        s.span_ns as f64 / 1e9,
+        top.join(" ")
+    )
 }

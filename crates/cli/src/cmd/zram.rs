@@ -7,7 +7,7 @@ use zmem_lab::zram_run::{self, ZramRunConfig};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Primary compression algorithm.
-    #[arg(long, default_value = zmem_zram::DEFAULT_ALGORITHM)]
+    #[arg(long, default_value = zmem_lab::DEFAULT_ALGORITHM)]
     algo: String,
     /// `algorithm_params` for the primary, e.g. "level=3".
     #[arg(long)]

@@ -6,7 +6,7 @@ use zmem_lab::zram_speed;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    #[arg(long, default_value = zmem_zram::DEFAULT_ALGORITHM)]
+    #[arg(long, default_value = zmem_lab::DEFAULT_ALGORITHM)]
     algo: String,
     /// Rounds of kernel, zmem and bare compressor, back to back; medians are reported.
     #[arg(long, default_value_t = zram_speed::DEFAULT_ROUNDS as u16, value_parser = clap::value_parser!(u16).range(1..=100))]

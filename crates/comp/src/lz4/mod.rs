@@ -12,14 +12,14 @@
 //! overlap its own output (offset < length), which is how runs are encoded.
 //!
 //! # Why a port and not liblz4
-//! The kernel's compressor is LZ4 v1.7.3 (lib/lz4/lz4_compress.c, see compressors.md §2). Its
-//! output is not liblz4's: since 1.8.2 liblz4 searches one position further at the end of the
-//! input (`mflimitPlusOne`), which changes about 3% of pages. zram's `compr_data_size` (and so
-//! every memory figure the project derives) depends on the exact compressed lengths, so
-//! [`compress()`] reproduces v1.7.3: the same hash tables (a 13-bit table of 16-bit positions for
-//! inputs under `LZ4_64Klimit` = 64 KiB + 11 bytes, else a 12-bit table of 32-bit positions
-//! hashed on 5 bytes), the same skip heuristic (`acceleration`), the same end-of-input bound
-//! (`forwardIp > iend - 12`) and the same dictionary handling.
+//! The kernel's compressor is LZ4 v1.7.3 (lib/lz4/lz4_compress.c, docs/REFERENCES.md [lz4-kernel],
+//! [lz4-pr476]). Its output is not liblz4's: since 1.8.2 liblz4 searches one position further at
+//! the end of the input (`mflimitPlusOne`), which changes about 3% of pages. zram's
+//! `compr_data_size` (and so every memory figure the project derives) depends on the exact
+//! compressed lengths, so [`compress()`] reproduces v1.7.3: the same hash tables (a 13-bit table
+//! of 16-bit positions for inputs under `LZ4_64Klimit` = 64 KiB + 11 bytes, else a 12-bit table of
+//! 32-bit positions hashed on 5 bytes), the same skip heuristic (`acceleration`), the same
+//! end-of-input bound (`forwardIp > iend - 12`) and the same dictionary handling.
 //!
 //! # Dictionaries
 //! zram loads a dictionary once into a template stream (`LZ4_loadDict`: the last 64 KiB,

@@ -1,9 +1,11 @@
 //! The worst-case-destination path of the LZO1X-1 compressor: a destination of at least
 //! [`fast_bound`] bytes (zram's two pages always are) is written with no room checks and no
 //! bounds checks. Why no write leaves the destination is proved on [`compress_chunk_fast`] and
-//! asserted in debug builds; the bytes are the per-sequence path's (tests compare them).
+//! asserted in debug builds; the bytes are those of the safe, every-access-checked
+//! [`compress_checked`](mod@super::compress_checked) path, its checked twin (tests and fuzz
+//! targets compare them).
 
-use super::compress::{
+use super::encode::{
     Chunk, M3_MARKER, M3_MAX_LEN, M3_MAX_OFFSET, M4_MARKER, M4_MAX_LEN, M4_MAX_OFFSET_V0,
     M4_MAX_OFFSET_V1, MAX_ZERO_RUN_LENGTH, MIN_ZERO_RUN_LENGTH, TAIL, finish, hash,
     literal_header_len, short_match,
@@ -11,12 +13,12 @@ use super::compress::{
 use super::{Dict, RLE_VERSION, VERSION_MARKER, Variant};
 use crate::CompError;
 
-/// The destination size from which `compress::compress` writes without any room check: a worst case for
-/// `n` input bytes that [`compress_chunk_fast`] proves no write passes. For `lzo` it is the
-/// kernel's `lzo1x_worst_compress` (`n + n/16 + 64 + 3`). For `lzo-rle` the same accounting only
-/// gives `n + n/8` (a 4-byte zero run costs its 4 bytes, so 4 literals and a zero run are 9 bytes
-/// for 8), hence `n + n/8 + 64 + 3` plus the 2-byte header; real inputs stay far below (the `x000`
-/// probes before such runs find matches), and zram's two-page destination exceeds both.
+/// The destination size from which [`super::compress()`] writes without any room check: a worst
+/// case for `n` input bytes that [`compress_chunk_fast`] proves no write passes. For `lzo` it is
+/// the kernel's `lzo1x_worst_compress` (`n + n/16 + 64 + 3`). For `lzo-rle` the same accounting
+/// only gives `n + n/8` (a 4-byte zero run costs its 4 bytes, so 4 literals and a zero run are 9
+/// bytes for 8), hence `n + n/8 + 64 + 3` plus the 2-byte header; real inputs stay far below (the
+/// `x000` probes before such runs find matches), and zram's two-page destination exceeds both.
 pub(super) const fn fast_bound(variant: Variant, n: usize) -> usize {
     match variant {
         Variant::Lzo => n + n / 16 + 64 + 3,
@@ -24,8 +26,8 @@ pub(super) const fn fast_bound(variant: Variant, n: usize) -> usize {
     }
 }
 
-/// `compress::compress_with` for a destination of at least [`fast_bound`] bytes: the chunks go through
-/// [`compress_chunk_fast`], the short tail through [`finish`].
+/// `compress_checked::compress_checked` for a destination of at least [`fast_bound`] bytes: the
+/// chunks go through [`compress_chunk_fast`], the short tail through [`finish`].
 ///
 /// # Safety
 ///
@@ -72,9 +74,9 @@ struct Bounds {
     end: *mut u8,
 }
 
-/// `compress::compress_chunk` for a destination of at least [`fast_bound`] bytes: no room checks, no
-/// bounds checks, positions as offsets from the chunk start (so the dictionary stores the probe
-/// position itself) and the output position as a pointer.
+/// `compress_checked::compress_chunk` for a destination of at least [`fast_bound`] bytes: no room
+/// checks, no bounds checks, positions as offsets from the chunk start (so the dictionary stores
+/// the probe position itself) and the output position as a pointer.
 ///
 /// # Why every write stays inside `dst`
 ///
@@ -270,8 +272,9 @@ unsafe fn probe<const RLE: bool>(
     }
 }
 
-/// `compress::literals_unchecked` on pointers: `t` literals from `lits` with their header at `op`;
-/// returns the new `op`.
+/// `encode::literals_checked` on pointers, unchecked: `t` literals from `lits` with their header
+/// at `op`, copied in 16-byte blocks as the kernel's `COPY8` pairs (the overshoot is overwritten
+/// by what follows or lies past the returned length); returns the new `op`.
 ///
 /// # Safety
 ///
@@ -308,7 +311,7 @@ unsafe fn literals_fast(mut op: *mut u8, back: usize, lits: *const u8, t: usize)
     }
 }
 
-/// `compress::extension` on a pointer (`len` = 0 writes one zero byte).
+/// `encode::extension` on a pointer (`len` = 0 writes one zero byte).
 ///
 /// # Safety
 ///
@@ -339,7 +342,7 @@ unsafe fn long_extension(op: *mut u8, len: usize) -> *mut u8 {
     unsafe { extension_fast(op, len) }
 }
 
-/// `compress::long_match` on a pointer, without room checks.
+/// `compress_checked::long_match` on a pointer, without room checks.
 ///
 /// # Safety
 ///
@@ -378,14 +381,19 @@ unsafe fn long_match_fast<const RLE: bool>(
     }
 }
 
-/// `compress::match_len` on a pointer, unchecked.
+/// `compress_checked::match_len` on a pointer, unchecked.
 ///
 /// # Safety
 ///
 /// `m_pos < ip < ip_end`, `ip_end + 20` bytes readable from `in_`, and the 4 bytes at `ip` and at
 /// `m_pos` equal. The returned length keeps `ip + m_len <= ip_end + 11`.
 #[inline(always)]
-unsafe fn match_len_fast(in_: *const u8, ip: usize, m_pos: usize, ip_end: usize) -> usize {
+pub(super) unsafe fn match_len_fast(
+    in_: *const u8,
+    ip: usize,
+    m_pos: usize,
+    ip_end: usize,
+) -> usize {
     let mut m_len = 4;
     loop {
         // SAFETY: `ip + m_len < ip_end + 4` here (the test below runs after every 8 bytes), so
@@ -404,7 +412,8 @@ unsafe fn match_len_fast(in_: *const u8, ip: usize, m_pos: usize, ip_end: usize)
     }
 }
 
-/// `compress::zero_run` on a pointer, unchecked, 32 bytes at a time as the kernel's 64-bit path.
+/// `compress_checked::zero_run` on a pointer, unchecked, 32 bytes at a time as the kernel's 64-bit
+/// path.
 ///
 /// # Safety
 ///

@@ -35,12 +35,41 @@
 //! 13-bit dictionary of 16-bit offsets from the chunk start (liblzo2's `lzo1x_1` uses 14 bits;
 //! its `lzo1x_1_15` on x86 is the kernel's configuration), skips ahead faster the longer a literal
 //! run gets, and never looks for matches in the last 20 bytes. [`compress()`] reproduces those
-//! choices exactly; see its module for the details.
+//! choices exactly.
+//!
+//! # The compressor
+//!
+//! Input is cut into chunks of at most 0xc000 bytes (v0) or 0xbfff (v1) so every distance fits
+//! an M4 offset; a 4 KiB page is one chunk. Within a chunk the compressor walks a probe position
+//! `ip`, hashes the 4 bytes there into a 13-bit dictionary of u16 offsets (cleared per chunk, so
+//! an empty slot points at the chunk start) and stores `ip` there *before* checking the candidate.
+//! A candidate whose 4 bytes equal the probe's is a match; there is no distance check. Without a
+//! match, `ip` advances by 1 + (literals pending / 32), so incompressible data is skimmed.
+//! Matches are extended 8 bytes at a time (the kernel's `ctz` path); the end test is made only
+//! after each 8 equal bytes, so a match may run up to 7 bytes into the 20-byte tail that is
+//! otherwise always emitted as literals. lzo-rle first checks whether the 4 probe bytes are zero
+//! and, if so, measures the zero run (at most 2051 bytes, never past the 20-byte tail) and emits
+//! the RLE instruction without touching the dictionary.
+//!
+//! Two paths give the same bytes, and [`compress()`] picks one by the destination's size, as
+//! `lz4/` does. Both take their vocabulary from `encode` (the markers, the chunk, the hash, the
+//! short-match encodings, and `finish`, which writes the stream's end).
+//! - A destination of at least `compress_fast::fast_bound` bytes (the worst case; zram's and
+//!   zswap's two-page buffers always are) takes `compress_fast`: no room checks, no bounds
+//!   checks (a proof on `compress_chunk_fast`, asserted in debug builds), positions as offsets
+//!   from the chunk start so the dictionary stores the probe position itself, literals in
+//!   16-byte blocks, and a probe loop whose step-to-step chain is a single add over the first 32
+//!   bytes of a literal run (the skip is 1 there).
+//! - A smaller destination takes `compress_checked`, safe code in which every load and write is
+//!   bounds-checked and too little room gives [`CompError::OutputTooSmall`], as the kernel's
+//!   `lzo1x_1_compress_safe` returns `LZO_E_OUTPUT_OVERRUN`. It is the checked twin the fast path
+//!   is tested (`tests`, Miri) and fuzzed (`fuzz/`'s tight destinations) against.
 
-mod compress;
+mod compress_checked;
 mod compress_fast;
 mod decode_raw;
 mod decompress;
+mod encode;
 
 use crate::{CompError, Compressor};
 
@@ -53,8 +82,34 @@ pub(crate) type Dict = [u16; D_SIZE];
 pub(crate) const VERSION_MARKER: u8 = 17;
 pub(crate) const RLE_VERSION: u8 = 1;
 
-pub use compress::compress;
 pub use decompress::{decompress, decompress_checked};
+
+use compress_checked::compress_checked;
+use compress_fast::{compress_fast, fast_bound};
+
+/// Compresses `src` into `dst` as the kernel does and returns the compressed length.
+///
+/// `dict` is the stream's work memory; its content on entry does not matter. A destination
+/// shorter than the worst case is written by the checked path and fails with
+/// [`CompError::OutputTooSmall`] where the stream does not fit; the bytes are the same either way.
+pub fn compress(
+    src: &[u8],
+    dst: &mut [u8],
+    dict: &mut Dict,
+    variant: Variant,
+) -> Result<usize, CompError> {
+    if dst.len() < fast_bound(variant, src.len()) {
+        return compress_checked(src, dst, dict, variant);
+    }
+    // SAFETY: `dst.len() >= fast_bound(variant, src.len())`, just checked, for the variant that
+    // selects the monomorphization.
+    unsafe {
+        match variant {
+            Variant::Lzo => compress_fast::<false>(src, dst, dict),
+            Variant::LzoRle => compress_fast::<true>(src, dst, dict),
+        }
+    }
+}
 
 /// Which of the two bitstreams a stream writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,5 +1,5 @@
-//! Byte-level vectors from compressors.md §1.4 (output of the kernel algorithm), the decoder on
-//! hand-made streams, and the compressor's output-space checks.
+//! Byte-level vectors (docs/REFERENCES.md [lzo-vectors]: output of the kernel algorithm), the
+//! decoder on hand-made streams, and the compressor's output-space checks.
 
 use super::*;
 use proptest::prelude::*;
@@ -185,7 +185,8 @@ proptest! {
 
     #[test]
     fn ctz_match_length_equals_byte_scan(a in proptest::collection::vec(0u8..3, 64..400), shift in 1usize..40) {
-        // Where a 4-byte prefix matches, the 8-byte xor/ctz extension must agree with a byte scan.
+        // Where a 4-byte prefix matches, the 8-byte xor/ctz extension must agree with a byte scan,
+        // in both compress paths.
         let src: Vec<u8> = a.iter().chain(a.iter()).copied().collect();
         let ip_end = src.len() - 20;
         for ip in shift..ip_end {
@@ -193,8 +194,12 @@ proptest! {
             if src[ip..ip + 4] != src[m_pos..m_pos + 4] {
                 continue;
             }
-            let m_len = compress::match_len::<false>(&src, ip, m_pos, ip_end);
-            prop_assert_eq!(m_len, slow_match_len(&src, ip, m_pos, ip_end));
+            let want = slow_match_len(&src, ip, m_pos, ip_end);
+            prop_assert_eq!(compress_checked::match_len(&src, ip, m_pos, ip_end), want);
+            // SAFETY: `m_pos < ip < ip_end`, `ip_end + 20` bytes are readable from the start of
+            // `src`, and the 4 bytes at `ip` and `m_pos` are equal (just checked).
+            let fast = unsafe { compress_fast::match_len_fast(src.as_ptr(), ip, m_pos, ip_end) };
+            prop_assert_eq!(fast, want);
         }
     }
 }
@@ -220,15 +225,15 @@ pub(super) fn page_like() -> impl Strategy<Value = Vec<u8>> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
-    /// The unchecked loads of the compressor's probe loop and match extension give exactly the
-    /// output of the bounds-checked path, for both variants, up to and past one chunk.
+    /// The fast path (unchecked loads and writes) gives exactly the output of the safe,
+    /// bounds-checked path, for both variants, up to and past one chunk.
     #[test]
     fn unchecked_loads_equal_checked_path(src in page_like()) {
         for variant in [Variant::Lzo, Variant::LzoRle] {
             let fast = compress_vec(variant, &src);
             let mut dict = Box::new([0u16; D_SIZE]);
             let mut dst = vec![0u8; crate::compress_bound(src.len())];
-            let n = compress::compress_checked(&src, &mut dst, &mut dict, variant).unwrap();
+            let n = compress_checked(&src, &mut dst, &mut dict, variant).unwrap();
             prop_assert_eq!(&dst[..n], &fast[..]);
             prop_assert_eq!(decompress_vec(&fast, src.len()).unwrap(), src.clone());
             // The fast path's smallest destination.
@@ -242,16 +247,15 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
-    /// Destinations around the exact size: the compressor switches per sequence between unchecked
-    /// writes (where the sequence certainly fits) and checked ones (near the end), and must give
-    /// the checked path's bytes whenever they fit and `OutputTooSmall` whenever they do not.
+    /// Destinations around the exact size (below the fast path's bound but for the shortest
+    /// inputs, so `compress` takes the checked path): the fast path's bytes whenever they fit,
+    /// `OutputTooSmall` whenever they do not.
     #[test]
     fn tight_destinations_equal_checked_path(src in page_like(), slack in 0usize..48, short in 1usize..48) {
         for variant in [Variant::Lzo, Variant::LzoRle] {
             let mut dict = Box::new([0u16; D_SIZE]);
-            let mut big = vec![0u8; crate::compress_bound(src.len())];
-            let n = compress::compress_checked(&src, &mut big, &mut dict, variant).unwrap();
-            let want = &big[..n];
+            let want = &compress_vec(variant, &src)[..];
+            let n = want.len();
             let mut dst = vec![0u8; n + slack];
             prop_assert_eq!(compress(&src, &mut dst, &mut dict, variant), Ok(n));
             prop_assert_eq!(&dst[..n], want);
@@ -313,7 +317,7 @@ fn fast_path_at_its_bound_equals_checked_path() {
             let bound = compress_fast::fast_bound(variant, src.len());
             let mut dict = Box::new([0u16; D_SIZE]);
             let mut big = vec![0u8; crate::compress_bound(src.len())];
-            let n = compress::compress_checked(&src, &mut big, &mut dict, variant).unwrap();
+            let n = compress_checked(&src, &mut big, &mut dict, variant).unwrap();
             assert!(n <= bound, "{variant:?} {}: {n} > {bound}", src.len());
             for cap in [bound, bound - 1] {
                 let mut dst = vec![0u8; cap];

@@ -2,9 +2,24 @@
 //! measures every compressor, every allocator and a set of zram multi-compression policies on
 //! those pages, then recommends a configuration with the numbers behind it.
 //!
-//! Measuring is here; [`crate::report`] turns a [`LabReport`] into the terminal summary, JSON and
-//! the HTML report. The report's JSON shape is documented by `docs/lab-report.schema.json`.
+//! The flow, one module per step, each a function from what the step before gave:
+//!
+//! 1. [`evidence`]: where the pages (and the access trace) come from: a page set the user
+//!    named, this machine's processes, or the built-in set, sampled to size; a [`Source`]
+//!    says which and why.
+//! 2. [`measure`]: what is measured on those pages: the compressor table
+//!    ([`crate::comp_bench`]), the allocators under zram, each zram [`Policy`] ([`policy`]),
+//!    zram against zswap under memory pressure ([`crate::replay`]).
+//! 3. [`recommend`]: how candidates are judged: the rule that picks a policy from the
+//!    measurements, stated in the report.
+//! 4. [`crate::report`]: how results are rendered: the terminal summary, the HTML report; the
+//!    [`LabReport`] itself is the JSON (schema: `docs/lab-report.schema.json`).
+//!
+//! [`run`] is steps 2 and 3 on pages step 1 gave; the CLI (and any other front end) calls
+//! [`evidence::gather`], then [`run`], then a renderer. Nothing here prints.
 
+pub mod evidence;
+mod measure;
 mod policy;
 mod recommend;
 
@@ -15,26 +30,16 @@ use serde::{Deserialize, Serialize};
 use crate::comp_bench::{self, AlgoSpec, Options};
 use crate::{LabError, Progress};
 
+pub use evidence::{Evidence, Input, Source};
 pub use policy::{Policy, PolicyRow, default_policies};
 pub use recommend::{Recommendation, recommend};
 
 /// Bumped whenever a field changes meaning or disappears.
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// Where the pages came from, for the report's first line.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Source {
-    /// `captured`, `file` or `builtin`.
-    pub kind: String,
-    /// Human description: what was captured, which file, or why the built-in set was used.
-    pub detail: String,
-    pub pages: u64,
-    pub page_size: usize,
-}
-
 /// One allocator holding the pages zram stored with the default algorithm.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct AllocatorRow {
+pub struct PoolRow {
     pub allocator: String,
     /// Pages the pool holds after every page was written, in bytes (mm_stat mem_used_total).
     pub pool_bytes: u64,
@@ -74,7 +79,7 @@ pub struct LabReport {
     pub zmem_version: String,
     pub source: Source,
     pub compressors: Vec<comp_bench::Row>,
-    pub allocators: Vec<AllocatorRow>,
+    pub allocators: Vec<PoolRow>,
     pub policies: Vec<PolicyRow>,
     /// zram against zswap under memory pressure, at a few RAM budgets.
     pub swap: Vec<SwapRow>,
@@ -111,13 +116,13 @@ pub fn run(
     let bench =
         Options { page_size: ps, min_time: opts.min_time, max_passes: 20, ..Options::default() };
     let compressors = comp_bench::run(&[pages], &AlgoSpec::all(), &bench, progress)?;
-    let allocators = allocator_table(pages, ps, progress)?;
+    let allocators = measure::pools(pages, ps, progress)?;
     let policies = opts
         .policies
         .iter()
         .map(|p| policy::measure(p, pages, ps, progress))
         .collect::<Result<Vec<_>, _>>()?;
-    let swap = swap_table(pages, ps, progress)?;
+    let swap = measure::swap(pages, ps, progress)?;
     let recommendation = recommend(&policies)?;
     Ok(LabReport {
         schema_version: SCHEMA_VERSION,
@@ -129,103 +134,4 @@ pub fn run(
         swap,
         recommendation,
     })
-}
-
-/// zram and zswap (default algorithm, zsmalloc) replaying one generated trace at RAM budgets of
-/// a quarter and a half of the page set.
-fn swap_table(pages: &[u8], ps: usize, progress: &dyn Progress) -> Result<Vec<SwapRow>, LabError> {
-    use crate::replay::{self, Access, ReplayConfig, SwapKind};
-    let n = (pages.len() / ps) as u64;
-    let opts = zmem_workload::trace::generate::Options {
-        pages: n,
-        accesses: (8 * n).clamp(1, 100_000),
-        working_set: (n / 2).max(1),
-        phases: 3,
-        seed: 1,
-        ..Default::default()
-    };
-    let trace = zmem_workload::trace::generate::generate(&opts)
-        .map_err(|e| LabError::Setup(format!("trace generator: {e}")))?;
-    let accesses: Vec<Access> = trace
-        .accesses
-        .iter()
-        .map(|a| Access {
-            page: u64::from(a.page),
-            write: a.op == zmem_workload::trace::Op::Write,
-            time_ns: a.time_ns,
-        })
-        .collect();
-    let mut rows = Vec::new();
-    for fraction in [4, 2] {
-        for swap in [SwapKind::Zram, SwapKind::Zswap] {
-            let cfg = ReplayConfig {
-                ram_pages: (n / fraction).max(1),
-                swap,
-                algo: zmem_zram::DEFAULT_ALGORITHM.into(),
-                page_size: ps,
-                ..ReplayConfig::default()
-            };
-            let r = replay::run(pages, &accesses, &cfg, progress)?;
-            rows.push(SwapRow {
-                swap: format!("{swap:?}").to_lowercase(),
-                ram_pages: r.ram_pages,
-                pages: r.pages,
-                accesses: r.accesses,
-                swap_outs: r.swap_outs,
-                swap_ins: r.swap_ins,
-                max_pool_bytes: r.max_pool_bytes,
-                disk_reads: r.disk_reads,
-                disk_writes: r.disk_writes,
-                store_p99_ns: r.store_hist.p99_ns,
-                load_p50_ns: r.load_hist.p50_ns,
-                load_p99_ns: r.load_hist.p99_ns,
-                cpu_seconds: r.cpu_secs,
-                verified: r.verified,
-            });
-        }
-    }
-    Ok(rows)
-}
-
-/// zram with the default algorithm over each allocator: the pool each needs for the same pages.
-fn allocator_table(
-    pages: &[u8],
-    ps: usize,
-    progress: &dyn Progress,
-) -> Result<Vec<AllocatorRow>, LabError> {
-    let mut rows = Vec::new();
-    for alloc in zmem_pool::allocators() {
-        let cfg = crate::zram_run::ZramRunConfig {
-            pool: alloc.name.into(),
-            page_size: ps,
-            ..Default::default()
-        };
-        let n = pages.len() / ps;
-        let z = crate::zram_run::build_device(&cfg, n as u64)?;
-        progress.start(&format!("pool {}", alloc.name), n as u64);
-        let start = std::time::Instant::now();
-        let mut rejected = 0;
-        for (i, page) in pages.chunks_exact(ps).enumerate() {
-            if z.write_page(i as u64, page).is_err() {
-                rejected += 1;
-            }
-            if i % 256 == 255 {
-                progress.advance(256);
-            }
-        }
-        let secs = start.elapsed().as_secs_f64();
-        progress.finish();
-        rows.push(AllocatorRow {
-            allocator: alloc.name.into(),
-            pool_bytes: z.mm_stat().mem_used_total,
-            relative_to_zsmalloc: 0.0,
-            rejected_pages: rejected,
-            write_mbps: pages.len() as f64 / secs / 1e6,
-        });
-    }
-    let base = rows.iter().find(|r| r.allocator == "zsmalloc").map_or(0, |r| r.pool_bytes);
-    for r in &mut rows {
-        r.relative_to_zsmalloc = if base == 0 { 0.0 } else { r.pool_bytes as f64 / base as f64 };
-    }
-    Ok(rows)
 }

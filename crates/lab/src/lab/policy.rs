@@ -1,12 +1,14 @@
 //! zram configurations compared end to end: a primary algorithm, optional secondaries and the
-//! `recompress` calls a policy makes (seed 004's multi-compression), measured on the same pages.
+//! `recompress` calls a policy makes (seed 004's multi-compression, docs/REFERENCES.md
+//! [seed-004]), measured on the same pages.
 
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
 use crate::latency::{LatencyHist, LatencyRecorder};
-use crate::zram_run::{ZramRunConfig, build_device};
+use crate::cputime::{Elapsed, Stopwatch};
+use crate::zram_run::{OnRefusal, ZramRunConfig, build_device, write_pages};
 use crate::{LabError, Progress};
 
 /// A zram configuration and what it does after the pages are written.
@@ -89,19 +91,16 @@ pub struct PolicyRow {
     pub memory_saved_bytes: i64,
     /// Pool bytes before recompression (equal to pool_bytes without it).
     pub pool_bytes_before_recompress: u64,
-    /// Seconds of one thread writing every page.
+    /// Wall seconds of one thread writing every page.
     pub write_seconds: f64,
-    /// Seconds of the recompress call.
+    /// Wall seconds of the recompress (and compact) calls.
     pub recompress_seconds: f64,
-    /// Seconds of CPU per GB of pages stored: (write + recompress) / GB.
+    /// CPU seconds (thread user + system time, not the wall clock) per GB of pages stored:
+    /// (write + recompress) / GB.
     pub cpu_seconds_per_gb: f64,
     /// One read of every page, timed.
     pub load_latency: LatencyHist,
     pub verified: bool,
-}
-
-fn zerr(e: zmem_zram::ZramError) -> LabError {
-    LabError::Zram(e.to_string())
 }
 
 /// Runs one policy on a fresh device.
@@ -120,28 +119,21 @@ pub fn measure(
     };
     let z = build_device(&cfg, n as u64)?;
     progress.start(&p.name, 2 * n as u64);
-    let start = Instant::now();
-    for (i, page) in pages.chunks_exact(ps).enumerate() {
-        z.write_page(i as u64, page)
-            .map_err(|e| LabError::Zram(format!("{}: page {i}: {e}", p.name)))?;
-        if i % 256 == 255 {
-            progress.advance(256);
-        }
-    }
-    let write_seconds = start.elapsed().as_secs_f64();
+    let write = Stopwatch::start();
+    write_pages(&z, pages, ps, 0, OnRefusal::Fail, &p.name, progress)?;
+    let write = write.elapsed();
     let before = z.mm_stat().mem_used_total;
-    let start = Instant::now();
+    let post = Stopwatch::start();
     if p.mark_idle {
-        z.store("idle", "all").map_err(zerr)?;
+        z.store("idle", "all")?;
     }
     if let Some(args) = &p.recompress {
-        z.store("recompress", args).map_err(zerr)?;
+        z.store("recompress", args)?;
         // Recompression frees objects all over the zspages; a policy that recompresses also
         // compacts (as the kernel's zsmalloc shrinker would), or it pays in fragmentation.
-        z.store("compact", "1").map_err(zerr)?;
+        z.store("compact", "1")?;
     }
-    let recompress_seconds =
-        if p.recompress.is_some() { start.elapsed().as_secs_f64() } else { 0.0 };
+    let post = if p.recompress.is_some() { post.elapsed() } else { Elapsed::default() };
     let stat = z.mm_stat();
     let mut rec = LatencyRecorder::new();
     let mut buf = vec![0u8; ps];
@@ -167,9 +159,9 @@ pub fn measure(
         effective_ratio: orig as f64 / stat.mem_used_total.max(1) as f64,
         memory_saved_bytes: orig as i64 - stat.mem_used_total as i64,
         pool_bytes_before_recompress: before,
-        write_seconds,
-        recompress_seconds,
-        cpu_seconds_per_gb: (write_seconds + recompress_seconds) / gb,
+        write_seconds: write.wall_secs,
+        recompress_seconds: post.wall_secs,
+        cpu_seconds_per_gb: (write.cpu_secs + post.cpu_secs) / gb,
         load_latency: rec.finish(),
         verified,
     })

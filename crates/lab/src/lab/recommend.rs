@@ -38,7 +38,7 @@ const CPU_LIMIT: f64 = 3.0;
 pub fn recommend(rows: &[PolicyRow]) -> Result<Recommendation, LabError> {
     let ok: Vec<&PolicyRow> = rows.iter().filter(|r| r.verified).collect();
     if ok.is_empty() {
-        return Err(LabError::Zram("no policy read every page back correctly".into()));
+        return Err(LabError::NothingVerified);
     }
     let best_p99 = ok.iter().map(|r| r.load_latency.p99_ns).min().unwrap_or(1).max(1) as f64;
     let best_cpu = ok.iter().map(|r| r.cpu_seconds_per_gb).fold(f64::INFINITY, f64::min);

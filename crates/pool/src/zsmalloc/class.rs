@@ -180,9 +180,13 @@ impl ClassTable {
         usize::from(self.slot_of_index[self.raw_index(size + ZS_HANDLE_SIZE)])
     }
 
-    /// `zs_lookup_class_index`: the class index a raw (header-less) size lands in.
+    /// `zs_lookup_class_index` as in Linux 6.18: the index of the (merged) class that
+    /// `get_size_class_index` picks for `size` itself, *without* the handle header that
+    /// `zs_malloc` adds. zram's recompression compares these indices, so a candidate is judged
+    /// by its bare length even though it is then allocated with the header. (A later mm patch
+    /// adds `ZS_HANDLE_SIZE` here too; 6.18 does not.)
     pub fn lookup_class_index(&self, size: usize) -> usize {
-        self.classes[self.slot_for_request(size)].index
+        self.classes[usize::from(self.slot_of_index[self.raw_index(size)])].index
     }
 }
 
@@ -197,20 +201,46 @@ mod tests {
         assert_eq!(t.classes().len(), 119);
         assert_eq!(t.huge_class_size(), 3625);
         let c = |i: usize| *t.classes().iter().find(|c| c.index == i).unwrap();
-        // A few rows of allocators.md appendix A.
+        // A few rows of the class table (docs/REFERENCES.md [zsmalloc-accounting]).
         assert_eq!((c(1).size, c(1).pages_per_zspage, c(1).objs_per_zspage), (48, 3, 256));
         assert_eq!((c(11).pages_per_zspage, c(11).objs_per_zspage), (3, 59));
         assert_eq!((c(103).size, c(103).pages_per_zspage, c(103).objs_per_zspage), (1680, 7, 17));
         assert_eq!((c(225).size, c(225).pages_per_zspage, c(225).objs_per_zspage), (3632, 8, 9));
         assert!(c(254).is_huge());
-        // Merges: 1000 B (+8 -> raw 61) lives in the 1024-B class; 1632 B in 1680.
-        assert_eq!(t.lookup_class_index(1000), 62);
-        assert_eq!(t.lookup_class_index(1632), 103);
-        assert_eq!(t.lookup_class_index(3624), 225);
-        assert_eq!(t.lookup_class_index(3625), 254);
-        assert_eq!(t.lookup_class_index(4096), 254);
-        assert_eq!(t.lookup_class_index(24), 0);
-        assert_eq!(t.lookup_class_index(25), 1);
+        // Merges: a 1000-B request (+8 -> raw 61) lives in the 1024-B class; 1632 B in 1680.
+        assert_eq!(t.classes()[t.slot_for_request(1000)].index, 62);
+        assert_eq!(t.classes()[t.slot_for_request(1632)].index, 103);
+        assert_eq!(t.classes()[t.slot_for_request(3624)].index, 225);
+        assert_eq!(t.classes()[t.slot_for_request(3625)].index, 254);
+        assert_eq!(t.classes()[t.slot_for_request(24)].index, 0);
+        assert_eq!(t.classes()[t.slot_for_request(25)].index, 1);
+    }
+
+    /// `zs_lookup_class_index` (mm/zsmalloc.c, 6.18) takes `get_size_class_index(size)` of the
+    /// bare length: no `ZS_HANDLE_SIZE`, unlike `zs_malloc`. zram's `recompress_slot` compares
+    /// these, so the cases below are the ones where 6.18 keeps or drops a different candidate
+    /// than a lookup with the handle added would.
+    #[test]
+    fn zs_lookup_class_index_uses_the_bare_size_as_6_18() {
+        let t = ClassTable::new(4096, 8).unwrap();
+        let idx = |s: usize| t.lookup_class_index(s);
+        assert_eq!(idx(32), 0);
+        assert_eq!(idx(33), 1);
+        assert_eq!(idx(1000), 62);
+        // 3625..=3632 bytes land in the 3632-B class (225), below the huge class (254), so a
+        // huge page recompressed to that size is kept; 3633 is past it.
+        assert_eq!(idx(3625), 225);
+        assert_eq!(idx(3632), 225);
+        assert_eq!(idx(3633), 254);
+        assert_eq!(idx(4096), 254);
+        // 114 -> 107 is a smaller class by bare size (kept by 6.18) ...
+        assert!(idx(107) < idx(114));
+        // ... and 112 -> 100 is not (dropped by 6.18), the other way round from lookups that
+        // add the handle.
+        assert_eq!(idx(100), idx(112));
+        let with_handle = |s: usize| t.classes()[t.slot_for_request(s)].index;
+        assert_eq!(with_handle(107), with_handle(114));
+        assert!(with_handle(100) < with_handle(112));
     }
 
     #[test]

@@ -118,8 +118,8 @@ mod tests {
 
     #[test]
     fn the_documented_1000_byte_example() {
-        // allocators.md §1.10: 1000 objects of 1000 B -> 250 pages; free every second one ->
-        // still 250; compact -> 125 pages, pages_compacted 125.
+        // docs/REFERENCES.md [zsmalloc-accounting]: 1000 objects of 1000 B -> 250 pages; free
+        // every second one -> still 250; compact -> 125 pages, pages_compacted 125.
         let pool = ZsPool::new(&PoolConfig::default()).unwrap();
         let hs: Vec<_> = (0..1000).map(|_| pool.malloc(1000).unwrap()).collect();
         assert_eq!(pool.total_pages(), 250);
@@ -135,7 +135,8 @@ mod tests {
 
     #[test]
     fn the_measured_40_object_example() {
-        // allocators.md §1.11: 40 x L=1000, zero every 2nd, compact: 10 -> 10 -> 5, +5.
+        // docs/REFERENCES.md [live-zsmalloc]: 40 x L=1000, zero every 2nd, compact: 10 -> 10 -> 5,
+        // +5.
         let pool = ZsPool::new(&PoolConfig::default()).unwrap();
         let hs: Vec<_> = (0..40).map(|_| pool.malloc(1000).unwrap()).collect();
         assert_eq!(pool.total_pages(), 10);

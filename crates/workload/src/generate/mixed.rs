@@ -1,7 +1,7 @@
 //! "Typical anonymous memory": a mix of the page kinds found in dumps of live processes, with
 //! proportions calibrated against the live kernel so that lzo and lz4 ratios land where real
 //! memory does (2.5-3x; the project's 408 MB capture of Python, Node and JVM processes gave
-//! lzo 2.93, lzo-rle 2.87, lz4 2.65, see docs/shared kernel-oracle.md).
+//! lzo 2.93, lzo-rle 2.87, lz4 2.65, docs/REFERENCES.md [live-zram-oracle]).
 //!
 //! Why these kinds: a resident anonymous page is almost never all random and rarely all zero.
 //! Real dumps hold (1) a few same-filled pages (zram's SAME pages, ~1 % in the capture),

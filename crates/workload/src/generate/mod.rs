@@ -1,6 +1,7 @@
 //! Page generators: deterministic for a seed, so a generated set is a stable benchmark input.
 //!
-//! - [`perf`]: seed 004's `zram-perf` pattern, highly compressible and unlike real memory.
+//! - [`perf`]: seed 004's `zram-perf` pattern (docs/REFERENCES.md [seed-004]), highly
+//!   compressible and unlike real memory.
 //! - [`mixed`]: "typical anonymous memory", a calibrated mix of the page kinds real dumps hold.
 
 pub mod mixed;

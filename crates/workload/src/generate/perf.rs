@@ -1,4 +1,5 @@
-//! Seed 004's `zram-perf` synthetic pattern: `uint32_t val = rand() & 0xffff; pattern[i] = val + i;`
+//! Seed 004's `zram-perf` synthetic pattern (docs/REFERENCES.md [seed-004]):
+//! `uint32_t val = rand() & 0xffff; pattern[i] = val + i;`
 //!
 //! Each page is 32-bit little-endian words counting up from a random 16-bit start: page `p` draws
 //! its own `val` (the seed's `rand()` is SplitMix64 here) and word `i` of the page is

@@ -1,4 +1,5 @@
-//! Access traces: which page is read or written when. The file format, a reader and a writer.
+//! Access traces: which page is read or written when. The file format, a reader, a writer and a
+//! summary ([`Summary`]).
 //!
 //! Why this format: a replay needs the accesses in time order and nothing else; a fixed 16-byte
 //! record keeps reading trivial and seekable, and times as absolute nanoseconds from the start of
@@ -24,12 +25,15 @@
 //! All integers little-endian; the file ends after the last record.
 
 pub mod generate;
+mod summary;
 
 use std::io::{Read, Write};
 use std::path::Path;
 
 use crate::WorkloadError;
 use crate::format::Parser;
+
+pub use summary::{PageAccesses, Summary};
 
 /// The first eight bytes of a trace file.
 pub const MAGIC: [u8; 8] = *b"ZMEMTRCE";

@@ -3,25 +3,17 @@
 #![allow(dead_code)]
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use zmem_zram::{Clock, Zram, ZramConfig};
+/// The tests' random numbers: zmem-workload's generator, the one every zmem test draws from.
+pub use zmem_workload::prng::SplitMix64 as Rng;
+use zmem_zram::{Clock, MmStat, Zram, ZramConfig};
 
 pub const PS: usize = 4096;
 
-/// xorshift64*: small, deterministic, good enough to make incompressible bytes.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Self(seed.wrapping_mul(0x9e3779b97f4a7c15) | 1)
-    }
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545f4914f6cdd1d)
-    }
+/// The device's `mm_stat`, parsed.
+pub fn mm(z: &Zram) -> MmStat {
+    z.show("mm_stat").unwrap().parse().unwrap()
 }
 
 pub fn same_page(word: u64) -> Vec<u8> {
@@ -29,7 +21,7 @@ pub fn same_page(word: u64) -> Vec<u8> {
 }
 
 pub fn random_page(rng: &mut Rng) -> Vec<u8> {
-    (0..PS / 8).flat_map(|_| rng.next().to_le_bytes()).collect()
+    (0..PS / 8).flat_map(|_| rng.next_u64().to_le_bytes()).collect()
 }
 
 /// Text-like data with a tunable share of random bytes: compresses to roughly `noise` of the
@@ -39,10 +31,10 @@ pub fn ordinary_page(rng: &mut Rng, noise: f64) -> Vec<u8> {
         [b"page ", b"zram ", b"slot ", b"handle ", b"class ", b"zspage ", b"stream ", b"idle "];
     let mut p = Vec::with_capacity(PS);
     while p.len() < PS {
-        if (rng.next() % 1000) as f64 / 1000.0 < noise {
-            p.push(rng.next() as u8);
+        if (rng.next_u64() % 1000) as f64 / 1000.0 < noise {
+            p.push(rng.next_u64() as u8);
         } else {
-            p.extend_from_slice(words[(rng.next() % 8) as usize]);
+            p.extend_from_slice(words[(rng.next_u64() % 8) as usize]);
         }
     }
     p.truncate(PS);
@@ -54,39 +46,50 @@ pub fn mixed_pages(n: usize, seed: u64) -> Vec<Vec<u8>> {
     let mut rng = Rng::new(seed);
     (0..n)
         .map(|i| match i % 10 {
-            0 => same_page(if i % 20 == 0 { 0 } else { rng.next() }),
+            0 => same_page(if i % 20 == 0 { 0 } else { rng.next_u64() }),
             5 => random_page(&mut rng),
             k => ordinary_page(&mut rng, k as f64 * 0.07),
         })
         .collect()
 }
 
-/// A clock tests move by hand.
+/// A clock tests move by hand, in nanoseconds as the kernel's `ktime_t`.
 #[derive(Debug, Default)]
-pub struct ManualClock(pub AtomicU32);
+pub struct ManualClock(pub AtomicU64);
 
 impl ManualClock {
+    /// A clock standing at `secs` seconds.
+    pub fn at_secs(secs: u64) -> Self {
+        Self(AtomicU64::new(secs * 1_000_000_000))
+    }
+
     pub fn advance(&self, secs: u32) {
-        self.0.fetch_add(secs, Ordering::Relaxed);
+        self.advance_ns(u64::from(secs) * 1_000_000_000);
+    }
+
+    pub fn advance_ns(&self, ns: u64) {
+        self.0.fetch_add(ns, Ordering::Relaxed);
     }
 }
 
 impl Clock for ManualClock {
-    fn now_secs(&self) -> u32 {
+    fn now_ns(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
     }
 }
 
-/// An initialised device of `pages` pages with `algo`.
+/// An initialised device of `pages` pages with `algo` (a research codec gets a device that
+/// offers them).
 pub fn device(algo: &str, pages: usize) -> Zram {
-    let z = Zram::new(ZramConfig::default()).unwrap();
+    let research_codecs = !zmem_comp::find(algo).is_ok_and(|a| a.in_kernel);
+    let z = Zram::new(ZramConfig { research_codecs, ..ZramConfig::default() }).unwrap();
     z.store("comp_algorithm", algo).unwrap();
     z.store("disksize", &format!("{}", pages * PS)).unwrap();
     z
 }
 
 pub fn device_with_clock(algo: &str, pages: usize) -> (Zram, Arc<ManualClock>) {
-    let clock = Arc::new(ManualClock(AtomicU32::new(100)));
+    let clock = Arc::new(ManualClock::at_secs(100));
     let z = Zram::with_clock(ZramConfig::default(), clock.clone()).unwrap();
     z.store("comp_algorithm", algo).unwrap();
     z.store("disksize", &format!("{}", pages * PS)).unwrap();

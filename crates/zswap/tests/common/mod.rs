@@ -4,24 +4,15 @@
 
 use std::sync::Arc;
 
-use zmem_zswap::{Incompressible, SwapFile, Zswap, ZswapConfig};
+use zmem_workload::prng::SplitMix64;
+use zmem_zswap::{Incompressible, SwapFile, SwapLayer, Zswap, ZswapConfig};
 
 pub const PS: usize = 4096;
 
-fn xorshift(state: &mut u64) -> u64 {
-    *state ^= *state << 13;
-    *state ^= *state >> 7;
-    *state ^= *state << 17;
-    *state
-}
-
 /// `random` bytes of noise, then zeros: compresses to a little more than `random` bytes.
 pub fn page_with_noise(seed: u64, random: usize) -> Vec<u8> {
-    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     let mut p = vec![0u8; PS];
-    for b in &mut p[..random] {
-        *b = xorshift(&mut s) as u8;
-    }
+    SplitMix64::new(seed).fill(&mut p[..random]);
     p
 }
 
@@ -54,4 +45,9 @@ pub fn config(zpool: &str, ram_pages: u64, max_pct: u32, accept_pct: u32) -> Zsw
 
 pub fn build(cfg: &ZswapConfig, slots: u64) -> Zswap {
     Zswap::new(cfg, Arc::new(SwapFile::in_memory(PS, slots))).unwrap()
+}
+
+/// zswap in front of an in-memory swap file, behind the swap layer.
+pub fn build_layer(cfg: &ZswapConfig, slots: u64) -> SwapLayer {
+    SwapLayer::with_zswap(build(cfg, slots))
 }

@@ -1,0 +1,284 @@
+//! `zmem replay`: a memory-pressure simulator. An access trace touches pages of a page set; RAM
+//! holds at most `ram_pages` of them, and what does not fit goes to swap: a zram device, or
+//! zswap in front of a swap file. Touching a swapped page brings it back.
+//!
+//! Model: RAM is a CLOCK of frames ([`ram`]), the classic approximation of the kernel's
+//! active/inactive LRU. A victim is swapped out at its page id as swap offset through zmem's
+//! swap layer ([`zmem_zswap::SwapLayer`], the same path for zram and zswap): an all-zero page
+//! only sets a bit in the zeromap (Linux 6.12+); any other page goes to zswap, else the device
+//! (zram's device is the zram device); a page zswap rejects while `memory.zswap.writeback` is
+//! 0 stays in RAM, activated. A swap-in reads the page back (zswap's loads are exclusive) and
+//! frees the slot (a zram slot is freed, as `swap_slot_free_notify` does), and checks it is the
+//! page that went out. RAM is only the resident budget; the swap pool is reported separately
+//! (its maximum), not charged against it. Not modelled yet: zsmalloc's own shrinker, which in
+//! the kernel compacts the pool under memory pressure (so zsmalloc's maximum here includes the
+//! fragmentation that loads leave behind).
+//!
+//! The flow: [`run`] checks the trace, builds a [`Simulator`], feeds it every access and times
+//! the whole; [`Simulator::access`] is one step, for callers that interleave their own work.
+//!
+//! What is timed: each zram page write / read, and each `zswap_store` / `zswap_load` (the
+//! functions seed 001, docs/REFERENCES.md [seed-001], traced with bpftrace); a rejected store's
+//! write to the swap file, a miss's read from it and the shrink worker run outside the timed
+//! part, as the kernel's do.
+//! Everything else is deterministic: the same pages and trace give the same counters.
+
+mod ram;
+mod sim;
+
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use serde::Serialize;
+use zmem_zswap::{FileSlots, Incompressible, SwapFile, Zswap, ZswapConfig};
+
+use crate::cputime::Stopwatch;
+use crate::latency::{LatencyHist, render_hist};
+use crate::{LabError, Progress};
+
+pub use sim::Simulator;
+pub(crate) use sim::SwapTimer;
+
+/// One access of a trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Access {
+    /// Page id: an index into the page set.
+    pub page: u64,
+    pub write: bool,
+    /// Nanoseconds since the trace start.
+    pub time_ns: u64,
+}
+
+impl From<&zmem_workload::trace::Access> for Access {
+    fn from(a: &zmem_workload::trace::Access) -> Self {
+        Self {
+            page: u64::from(a.page),
+            write: a.op == zmem_workload::trace::Op::Write,
+            time_ns: a.time_ns,
+        }
+    }
+}
+
+/// The accesses of a trace (file or generated) as the replay takes them.
+pub fn accesses(trace: &zmem_workload::trace::Trace) -> Vec<Access> {
+    trace.accesses.iter().map(Access::from).collect()
+}
+
+/// The swap behind RAM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SwapKind {
+    Zram,
+    Zswap,
+}
+
+impl FromStr for SwapKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "zram" => Ok(Self::Zram),
+            "zswap" => Ok(Self::Zswap),
+            _ => Err(format!("unknown swap {s:?} (zram or zswap)")),
+        }
+    }
+}
+
+/// How to replay.
+#[derive(Debug, Clone)]
+pub struct ReplayConfig {
+    /// Resident pages.
+    pub ram_pages: u64,
+    pub swap: SwapKind,
+    pub algo: String,
+    /// Allocator of the zram device or the zswap pool.
+    pub pool: String,
+    pub page_size: usize,
+    /// zswap's `max_pool_percent` (of `ram_pages`).
+    pub max_pool_percent: u32,
+    pub accept_threshold_percent: u32,
+    /// zswap's `shrinker_enabled`: reclaim also runs the zswap shrinker.
+    pub shrinker: bool,
+    pub incompressible: Incompressible,
+    /// `memory.zswap.writeback` of the memcg: with it off, zswap never writes back and a page
+    /// it rejects stays in RAM.
+    pub writeback: bool,
+    /// Directory for zswap's swap file (an unlinked temporary file); `None` keeps it in memory.
+    pub swap_dir: Option<PathBuf>,
+}
+
+impl Default for ReplayConfig {
+    fn default() -> Self {
+        Self {
+            ram_pages: 1024,
+            swap: SwapKind::Zswap,
+            algo: "lzo".into(),
+            pool: "zsmalloc".into(),
+            page_size: 4096,
+            max_pool_percent: 20,
+            accept_threshold_percent: 90,
+            shrinker: false,
+            incompressible: Incompressible::StoreAsIs,
+            writeback: true,
+            swap_dir: None,
+        }
+    }
+}
+
+/// What a replay measured. All fields but `store_hist`, `load_hist`, `cpu_secs` and
+/// `wall_secs` are deterministic.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplayResult {
+    pub swap: SwapKind,
+    pub algo: String,
+    pub pool: String,
+    pub ram_pages: u64,
+    pub pages: u64,
+    pub accesses: u64,
+    pub reads: u64,
+    pub writes: u64,
+    /// First touches (faults that read nothing from swap).
+    pub first_touches: u64,
+    /// Pages evicted from RAM.
+    pub swap_outs: u64,
+    /// Of those, zero pages caught by the zeromap.
+    pub zero_swap_outs: u64,
+    /// Pages brought back from swap.
+    pub swap_ins: u64,
+    /// Stores the swap kept (zswap: zswpout; zram: every non-zero swap-out).
+    pub stored: u64,
+    /// zswap stores rejected (written to the swap file instead, or kept in RAM).
+    pub rejected: u64,
+    /// Of those, pages kept in RAM because writeback is disabled (reclaim moved on).
+    pub kept_in_ram: u64,
+    pub max_pool_bytes: u64,
+    pub disk_reads: u64,
+    pub disk_writes: u64,
+    /// zswap's debugfs counters and vmstat events, or zram's mm_stat fields, by name.
+    pub counters: Vec<Counter>,
+    pub store_hist: LatencyHist,
+    pub load_hist: LatencyHist,
+    pub cpu_secs: f64,
+    pub wall_secs: f64,
+    /// Every swapped-in page equalled the page that went out.
+    pub verified: bool,
+}
+
+/// The zswap engine a replay or study uses, in front of a swap file of `nr_slots` pages.
+pub fn build_zswap(cfg: &ReplayConfig, nr_slots: u64) -> Result<Zswap, LabError> {
+    let store: Box<dyn zmem_zswap::SlotStore> = match &cfg.swap_dir {
+        Some(dir) => Box::new(
+            FileSlots::temporary(dir, nr_slots * cfg.page_size as u64)
+                .map_err(|e| LabError::Setup(format!("swap file in {}: {e}", dir.display())))?,
+        ),
+        None => Box::new(zmem_zswap::MemSlots::default()),
+    };
+    let swap = Arc::new(SwapFile::new(store, cfg.page_size, nr_slots));
+    let zcfg = ZswapConfig {
+        page_size: cfg.page_size,
+        compressor: cfg.algo.clone(),
+        zpool: cfg.pool.clone(),
+        total_ram_pages: cfg.ram_pages,
+        max_pool_percent: cfg.max_pool_percent,
+        accept_threshold_percent: cfg.accept_threshold_percent,
+        shrinker_enabled: cfg.shrinker,
+        incompressible: cfg.incompressible,
+        writeback: cfg.writeback,
+        ..ZswapConfig::default()
+    };
+    Ok(Zswap::new(&zcfg, swap)?)
+}
+
+/// Replays `trace` over `pages` (whole pages of `cfg.page_size`).
+pub fn run(
+    pages: &[u8],
+    trace: &[Access],
+    cfg: &ReplayConfig,
+    progress: &dyn Progress,
+) -> Result<ReplayResult, LabError> {
+    if trace.is_empty() {
+        return Err(LabError::NoPages);
+    }
+    let mut sim = Simulator::new(pages, cfg)?;
+    // A trace that leaves the page set fails before any work, not part-way through.
+    if let Some(a) = trace.iter().find(|a| a.page >= sim.pages()) {
+        return Err(LabError::Setup(format!(
+            "trace touches page {} but the page set has {} pages",
+            a.page,
+            sim.pages()
+        )));
+    }
+    progress.start("replay", trace.len() as u64);
+    let clock = Stopwatch::start();
+    for chunk in trace.chunks(4096) {
+        for &a in chunk {
+            sim.access(a)?;
+        }
+        progress.advance(chunk.len() as u64);
+    }
+    let time = clock.elapsed();
+    progress.finish();
+    Ok(sim.finish(time))
+}
+
+/// One named counter.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Counter {
+    pub name: String,
+    pub value: u64,
+}
+
+impl ReplayResult {
+    /// A counter by name (0 if the swap kind has no such counter).
+    pub fn counter(&self, name: &str) -> u64 {
+        self.counters.iter().find(|c| c.name == name).map_or(0, |c| c.value)
+    }
+}
+
+/// Human-readable report.
+pub fn render(r: &ReplayResult) -> String {
+    let mut s = format!(
+        "replay: {} accesses ({} reads, {} writes) over {} pages, RAM {} pages, swap {} ({}, {})\n",
+        r.accesses,
+        r.reads,
+        r.writes,
+        r.pages,
+        r.ram_pages,
+        match r.swap {
+            SwapKind::Zram => "zram",
+            SwapKind::Zswap => "zswap",
+        },
+        r.algo,
+        r.pool
+    );
+    s += &format!(
+        "first touches {}, swap-outs {} ({} zero pages to the zeromap), swap-ins {}\n\
+         stored {}, rejected {} ({} kept in RAM), max pool {} bytes, swap file reads {} writes {}\n",
+        r.first_touches,
+        r.swap_outs,
+        r.zero_swap_outs,
+        r.swap_ins,
+        r.stored,
+        r.rejected,
+        r.kept_in_ram,
+        r.max_pool_bytes,
+        r.disk_reads,
+        r.disk_writes
+    );
+    s += &r
+        .counters
+        .iter()
+        .map(|c| format!("{} {}", c.name, c.value))
+        .collect::<Vec<_>>()
+        .join(", ");
+    s += "\n";
+    s += &format!(
+        "CPU {:.3} s, wall {:.3} s, verified: {}\n",
+        r.cpu_secs,
+        r.wall_secs,
+        if r.verified { "yes" } else { "NO" }
+    );
+    s += &render_hist("store_ns", &r.store_hist);
+    s += &render_hist("load_ns", &r.load_hist);
+    s
+}

@@ -1,0 +1,464 @@
+//! The swap layer around the cache: what happens to a page between reclaim choosing it and
+//! the swap device, and back. This is the one path into zswap and the device for everything
+//! that swaps (the lab's replay and allocator study, tests, library users).
+//!
+//! Out (`swap_writeout()`, mm/page_io.c, 6.18): an all-zero page only sets its bit in the swap
+//! area's zeromap (6.12+) and reaches neither zswap nor the device; any other page clears the
+//! bit and is offered to `zswap_store()`; a page zswap rejects is written to the device, unless
+//! the memcg has `memory.zswap.writeback` at 0, in which case it stays in RAM
+//! (`folio_mark_dirty` + `AOP_WRITEPAGE_ACTIVATE`: reclaim activates it and moves on). After the
+//! store, the shrink worker the store may have queued runs, and vmscan's `do_shrink_slab()`
+//! asks the zswap shrinker for its share (the batching is [`ShrinkBatch`]).
+//!
+//! In (`swap_read_folio()`): the zeromap, else `zswap_load()`, else the device; a page read
+//! from the device is counted for the shrinker (`zswap_folio_swapin()`). The slot is then
+//! freed, as when the swap entry's last reference goes (`swap_entry_free()`: the zeromap bit is
+//! cleared, `zswap_invalidate()`, and the device's `swap_slot_free_notify`, which frees a zram
+//! slot).
+//!
+//! The device is anything that stores pages by offset ([`SwapDevice`]): a [`SwapFile`], or a
+//! zram device (the lab implements the trait for it, so zram swap gets the same zeromap). zswap
+//! is optional, as in the kernel, where it is a frontswap in front of whatever swap device.
+//!
+//! What is timed is the caller's business: [`SwapHook::around`] wraps each store, load and
+//! device I/O, so the lab can time `zswap_store`/`zswap_load` as seed 001's bpftrace did
+//! (docs/REFERENCES.md [seed-001]; and leave the device out), or charge device I/O with a latency.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::{StoreOutcome, SwapFile, Zswap, ZswapError};
+
+/// The block device behind a swap area, by page offset.
+pub trait SwapDevice: Send + Sync {
+    fn write_page(&self, offset: u64, page: &[u8]) -> Result<(), ZswapError>;
+    fn read_page(&self, offset: u64, out: &mut [u8]) -> Result<(), ZswapError>;
+    /// `swap_slot_free_notify`: the swap entry at `offset` is gone. A file ignores it; zram
+    /// frees the slot.
+    fn free_slot(&self, _offset: u64) {}
+}
+
+impl SwapDevice for SwapFile {
+    fn write_page(&self, offset: u64, page: &[u8]) -> Result<(), ZswapError> {
+        SwapFile::write_page(self, offset, page)
+    }
+    fn read_page(&self, offset: u64, out: &mut [u8]) -> Result<(), ZswapError> {
+        SwapFile::read_page(self, offset, out)
+    }
+}
+
+impl<D: SwapDevice + ?Sized> SwapDevice for Arc<D> {
+    fn write_page(&self, offset: u64, page: &[u8]) -> Result<(), ZswapError> {
+        (**self).write_page(offset, page)
+    }
+    fn read_page(&self, offset: u64, out: &mut [u8]) -> Result<(), ZswapError> {
+        (**self).read_page(offset, out)
+    }
+    fn free_slot(&self, offset: u64) {
+        (**self).free_slot(offset)
+    }
+}
+
+/// The steps a [`SwapHook`] sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// `zswap_store()`.
+    ZswapStore,
+    /// `zswap_load()`.
+    ZswapLoad,
+    /// A page written to the swap device.
+    DeviceWrite,
+    /// A page read from the swap device.
+    DeviceRead,
+}
+
+/// Sees each stage of a swap-out or swap-in, around the call that does it.
+pub trait SwapHook {
+    fn around<R>(&mut self, _stage: Stage, f: impl FnOnce() -> R) -> R {
+        f()
+    }
+}
+
+/// No hook.
+impl SwapHook for () {}
+
+/// Where a page went on swap-out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SwapOut {
+    /// All zeros: only the zeromap bit.
+    Zeromap,
+    /// Kept by zswap.
+    Zswap,
+    /// Written to the swap device (rejected by zswap, or no zswap).
+    Device,
+    /// zswap rejected it and the memcg forbids writeback: the page stays in RAM, activated.
+    KeptInRam,
+}
+
+/// Where a page came from on swap-in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SwapIn {
+    Zeromap,
+    Zswap,
+    Device,
+}
+
+/// `SHRINK_BATCH` and the arithmetic of vmscan's `do_shrink_slab()` at the reclaim priority
+/// the kernel starts at (`DEF_PRIORITY` 12) with zswap's `DEFAULT_SEEKS` (2): each call adds
+/// `count * 4 / seeks >> priority` objects of work, scanned in batches of 128 once a batch has
+/// accumulated (the work is kept in units of `1 << priority` to stay exact).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ShrinkBatch {
+    work: u64,
+}
+
+impl ShrinkBatch {
+    pub const SHRINK_BATCH: u64 = 128;
+    const PRIORITY: u32 = 12;
+    const SEEKS: u64 = 2;
+
+    /// One reclaim pass over the zswap shrinker; returns the pages it wrote back.
+    pub fn shrink(&mut self, z: &Zswap) -> u64 {
+        self.work += z.shrinker_count() * 4 / Self::SEEKS;
+        let mut freed = 0;
+        while self.work >= Self::SHRINK_BATCH << Self::PRIORITY {
+            freed += z.shrinker_scan(Self::SHRINK_BATCH);
+            self.work -= Self::SHRINK_BATCH << Self::PRIORITY;
+        }
+        freed
+    }
+}
+
+/// A swap area: its zeromap, zswap (optional) and the device. Shared by threads as the
+/// kernel's is: the zeromap's bits are atomic, zswap and the device lock themselves.
+pub struct SwapLayer {
+    page_size: usize,
+    nr_slots: u64,
+    zeromap: Box<[AtomicU64]>,
+    zswap: Option<Zswap>,
+    device: Box<dyn SwapDevice>,
+    writeback: bool,
+    shrink: Mutex<ShrinkBatch>,
+}
+
+impl std::fmt::Debug for SwapLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SwapLayer")
+            .field("page_size", &self.page_size)
+            .field("nr_slots", &self.nr_slots)
+            .field("zswap", &self.zswap.is_some())
+            .field("writeback", &self.writeback)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SwapLayer {
+    /// A swap area of `nr_slots` pages on `device`, with no zswap in front (zram swap).
+    pub fn new(device: Box<dyn SwapDevice>, page_size: usize, nr_slots: u64) -> Self {
+        Self {
+            page_size,
+            nr_slots,
+            zeromap: (0..nr_slots.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
+            zswap: None,
+            device,
+            writeback: true,
+            shrink: Mutex::new(ShrinkBatch::default()),
+        }
+    }
+
+    /// zswap in front of its own swap file, with zswap's `memory.zswap.writeback` setting
+    /// (which also decides what happens to a page zswap rejects).
+    pub fn with_zswap(zswap: Zswap) -> Self {
+        let file: Arc<SwapFile> = Arc::clone(zswap.swap_file());
+        let mut s = Self::new(Box::new(file.clone()), zswap.page_size(), file.nr_slots());
+        s.writeback = zswap.writeback_enabled();
+        s.zswap = Some(zswap);
+        s
+    }
+
+    pub fn zswap(&self) -> Option<&Zswap> {
+        self.zswap.as_ref()
+    }
+
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    fn check(&self, offset: u64, len: usize) -> Result<(), ZswapError> {
+        if len != self.page_size {
+            return Err(ZswapError::BadLength { len, page_size: self.page_size });
+        }
+        if offset >= self.nr_slots {
+            return Err(ZswapError::OffsetOutOfRange { offset, slots: self.nr_slots });
+        }
+        Ok(())
+    }
+
+    fn zero_bit(&self, offset: u64) -> bool {
+        self.zeromap[(offset / 64) as usize].load(Ordering::Relaxed) & (1 << (offset % 64)) != 0
+    }
+
+    fn set_zero_bit(&self, offset: u64, on: bool) {
+        let (word, bit) = (&self.zeromap[(offset / 64) as usize], 1u64 << (offset % 64));
+        if on {
+            word.fetch_or(bit, Ordering::Relaxed);
+        } else {
+            word.fetch_and(!bit, Ordering::Relaxed);
+        }
+    }
+
+    /// `swap_writeout()`: `page` leaves RAM for swap slot `offset`.
+    pub fn swap_out(
+        &self,
+        offset: u64,
+        page: &[u8],
+        hook: &mut impl SwapHook,
+    ) -> Result<SwapOut, ZswapError> {
+        self.check(offset, page.len())?;
+        if page.iter().all(|&b| b == 0) {
+            // A zero page replaces whatever the slot held before.
+            if let Some(z) = &self.zswap {
+                z.invalidate(offset);
+            }
+            self.set_zero_bit(offset, true);
+            return Ok(SwapOut::Zeromap);
+        }
+        self.set_zero_bit(offset, false);
+        let Some(z) = &self.zswap else {
+            hook.around(Stage::DeviceWrite, || self.device.write_page(offset, page))?;
+            return Ok(SwapOut::Device);
+        };
+        let outcome = hook.around(Stage::ZswapStore, || z.store(offset, page))?;
+        let out = match outcome {
+            StoreOutcome::Stored { .. } => SwapOut::Zswap,
+            StoreOutcome::Rejected(_) if !self.writeback => SwapOut::KeptInRam,
+            StoreOutcome::Rejected(_) => {
+                hook.around(Stage::DeviceWrite, || self.device.write_page(offset, page))?;
+                SwapOut::Device
+            }
+        };
+        z.run_pending_work();
+        self.shrink.lock().unwrap_or_else(std::sync::PoisonError::into_inner).shrink(z);
+        Ok(out)
+    }
+
+    /// `swap_read_folio()` and then the slot's release: the page at `offset` comes back into
+    /// `out`, and the swap slot is free again.
+    pub fn swap_in(
+        &self,
+        offset: u64,
+        out: &mut [u8],
+        hook: &mut impl SwapHook,
+    ) -> Result<SwapIn, ZswapError> {
+        let from = self.read(offset, out, hook)?;
+        self.free(offset);
+        Ok(from)
+    }
+
+    /// `swap_read_folio()`: reads slot `offset` without freeing it (zswap's loads are
+    /// exclusive all the same: the entry is gone afterwards).
+    pub fn read(
+        &self,
+        offset: u64,
+        out: &mut [u8],
+        hook: &mut impl SwapHook,
+    ) -> Result<SwapIn, ZswapError> {
+        self.check(offset, out.len())?;
+        if self.zero_bit(offset) {
+            out.fill(0);
+            return Ok(SwapIn::Zeromap);
+        }
+        if let Some(z) = &self.zswap {
+            if hook.around(Stage::ZswapLoad, || z.load(offset, out))? {
+                return Ok(SwapIn::Zswap);
+            }
+            hook.around(Stage::DeviceRead, || self.device.read_page(offset, out))?;
+            z.note_disk_swapin();
+            return Ok(SwapIn::Device);
+        }
+        hook.around(Stage::DeviceRead, || self.device.read_page(offset, out))?;
+        Ok(SwapIn::Device)
+    }
+
+    /// `swap_entry_free()`: slot `offset` holds nothing any more.
+    pub fn free(&self, offset: u64) {
+        if offset >= self.nr_slots {
+            return;
+        }
+        self.set_zero_bit(offset, false);
+        if let Some(z) = &self.zswap {
+            z.invalidate(offset);
+        }
+        self.device.free_slot(offset);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ZswapConfig;
+
+    fn layer(cfg: ZswapConfig, slots: u64) -> SwapLayer {
+        let file = Arc::new(SwapFile::in_memory(cfg.page_size, slots));
+        SwapLayer::with_zswap(Zswap::new(&cfg, file).unwrap())
+    }
+
+    fn text_page(seed: u8) -> Vec<u8> {
+        (0..4096u32).map(|i| (i / 64) as u8 ^ seed).collect()
+    }
+
+    /// Bytes no compressor can shrink (an xorshift stream).
+    fn noise_page(seed: u64) -> Vec<u8> {
+        let mut x = seed | 1;
+        (0..4096)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+
+    #[derive(Default)]
+    struct Seen(Vec<Stage>);
+    impl SwapHook for Seen {
+        fn around<R>(&mut self, stage: Stage, f: impl FnOnce() -> R) -> R {
+            self.0.push(stage);
+            f()
+        }
+    }
+
+    #[test]
+    fn zero_pages_go_to_the_zeromap_and_reach_neither_zswap_nor_the_device() {
+        let s = layer(ZswapConfig::default(), 8);
+        let mut seen = Seen::default();
+        assert_eq!(s.swap_out(3, &[0u8; 4096], &mut seen).unwrap(), SwapOut::Zeromap);
+        assert!(seen.0.is_empty(), "{:?}", seen.0);
+        let z = s.zswap().unwrap();
+        assert_eq!((z.nr_entries(), z.stats().zswpout, z.swap_file().writes()), (0, 0, 0));
+        let mut out = vec![1u8; 4096];
+        assert_eq!(s.swap_in(3, &mut out, &mut seen).unwrap(), SwapIn::Zeromap);
+        assert!(out.iter().all(|&b| b == 0));
+        // The slot was freed: a non-zero page stored there later is not read as zeros.
+        let p = text_page(9);
+        assert_eq!(s.swap_out(3, &p, &mut ()).unwrap(), SwapOut::Zswap);
+        assert_eq!(s.swap_in(3, &mut out, &mut ()).unwrap(), SwapIn::Zswap);
+        assert_eq!(out, p);
+    }
+
+    #[test]
+    fn a_page_zswap_keeps_comes_back_from_zswap_and_the_slot_is_freed() {
+        let s = layer(ZswapConfig::default(), 8);
+        let p = text_page(1);
+        let mut seen = Seen::default();
+        assert_eq!(s.swap_out(2, &p, &mut seen).unwrap(), SwapOut::Zswap);
+        let mut out = vec![0u8; 4096];
+        assert_eq!(s.swap_in(2, &mut out, &mut seen).unwrap(), SwapIn::Zswap);
+        assert_eq!(out, p);
+        assert_eq!(seen.0, [Stage::ZswapStore, Stage::ZswapLoad]);
+        assert_eq!(s.zswap().unwrap().nr_entries(), 0);
+    }
+
+    /// 6.18 `swap_writeout()`: a page zswap rejects goes to the device only when the memcg
+    /// allows writeback; with `memory.zswap.writeback=0` it is activated and stays in RAM.
+    #[test]
+    fn a_rejected_page_stays_in_ram_when_writeback_is_disabled() {
+        // zswap off: every store is rejected.
+        let cfg = ZswapConfig { enabled: false, writeback: false, ..ZswapConfig::default() };
+        let s = layer(cfg, 8);
+        let mut seen = Seen::default();
+        assert_eq!(s.swap_out(1, &text_page(2), &mut seen).unwrap(), SwapOut::KeptInRam);
+        assert_eq!(seen.0, [Stage::ZswapStore], "nothing was written to the device");
+        assert_eq!(s.zswap().unwrap().swap_file().writes(), 0);
+
+        let cfg = ZswapConfig { enabled: false, ..ZswapConfig::default() };
+        let s = layer(cfg, 8);
+        let mut seen = Seen::default();
+        assert_eq!(s.swap_out(1, &text_page(2), &mut seen).unwrap(), SwapOut::Device);
+        assert_eq!(seen.0, [Stage::ZswapStore, Stage::DeviceWrite]);
+        let mut out = vec![0u8; 4096];
+        assert_eq!(s.swap_in(1, &mut out, &mut ()).unwrap(), SwapIn::Device);
+        assert_eq!(out, text_page(2));
+    }
+
+    #[test]
+    fn an_incompressible_page_rejected_by_old_kernels_goes_to_the_device() {
+        let cfg = ZswapConfig {
+            incompressible: crate::Incompressible::Reject,
+            ..ZswapConfig::default()
+        };
+        let s = layer(cfg, 8);
+        let p = noise_page(7);
+        let mut seen = Seen::default();
+        assert_eq!(s.swap_out(5, &p, &mut seen).unwrap(), SwapOut::Device);
+        let mut out = vec![0u8; 4096];
+        assert_eq!(s.swap_in(5, &mut out, &mut seen).unwrap(), SwapIn::Device);
+        assert_eq!(out, p);
+        assert_eq!(
+            seen.0,
+            [Stage::ZswapStore, Stage::DeviceWrite, Stage::ZswapLoad, Stage::DeviceRead]
+        );
+    }
+
+    #[test]
+    fn without_zswap_pages_go_straight_to_the_device_and_are_freed_there() {
+        struct Counting(SwapFile, std::sync::atomic::AtomicU64);
+        impl SwapDevice for Counting {
+            fn write_page(&self, o: u64, p: &[u8]) -> Result<(), ZswapError> {
+                self.0.write_page(o, p)
+            }
+            fn read_page(&self, o: u64, out: &mut [u8]) -> Result<(), ZswapError> {
+                self.0.read_page(o, out)
+            }
+            fn free_slot(&self, _: u64) {
+                self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        let dev = Arc::new(Counting(SwapFile::in_memory(4096, 4), Default::default()));
+        let s = SwapLayer::new(Box::new(Arc::clone(&dev)), 4096, 4);
+        let p = text_page(3);
+        assert_eq!(s.swap_out(0, &p, &mut ()).unwrap(), SwapOut::Device);
+        let mut out = vec![0u8; 4096];
+        assert_eq!(s.swap_in(0, &mut out, &mut ()).unwrap(), SwapIn::Device);
+        assert_eq!(out, p);
+        assert_eq!(dev.1.load(std::sync::atomic::Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn bad_offsets_and_lengths_are_errors() {
+        let s = layer(ZswapConfig::default(), 2);
+        assert!(matches!(
+            s.swap_out(2, &text_page(0), &mut ()),
+            Err(ZswapError::OffsetOutOfRange { offset: 2, slots: 2 })
+        ));
+        assert!(matches!(s.swap_out(0, &[1u8; 10], &mut ()), Err(ZswapError::BadLength { .. })));
+        let mut out = vec![0u8; 4096];
+        assert!(s.swap_in(9, &mut out, &mut ()).is_err());
+    }
+
+    /// vmscan's `do_shrink_slab()`: the shrinker is asked to scan only once `count * 4 / 2`
+    /// per pass has added up to a batch of 128 << 12; the first batch only rotates (every
+    /// entry is referenced at store), the second writes back.
+    #[test]
+    fn the_shrinker_runs_in_do_shrink_slab_batches() {
+        let cfg = ZswapConfig { shrinker_enabled: true, ..ZswapConfig::default() };
+        let mut s = layer(cfg, 256);
+        for i in 0..200 {
+            assert_eq!(s.swap_out(i, &text_page(i as u8), &mut ()).unwrap(), SwapOut::Zswap);
+        }
+        let z = s.zswap.take().unwrap();
+        let count = z.shrinker_count();
+        assert!(count > 0);
+        // Work adds up across passes: the second batch starts once 2 x (128 << 12) is reached.
+        let second_batch = (2 * (128u64 << 12)).div_ceil(count * 4 / 2);
+        let mut b = ShrinkBatch::default();
+        let mut pass = 0;
+        while z.stats().written_back_pages == 0 {
+            pass += 1;
+            b.shrink(&z);
+            assert!(pass <= second_batch, "no writeback after {pass} passes");
+        }
+        assert_eq!(pass, second_batch);
+    }
+}
