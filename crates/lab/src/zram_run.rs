@@ -114,15 +114,13 @@ pub fn build_device(cfg: &ZramRunConfig, nr_pages: u64) -> Result<Zram, LabError
         // The lab runs the research codecs (lz4m, wkdm) too; a kernel device does not offer them.
         research_codecs: true,
         ..ZramConfig::default()
-    })
-    ?;
+    })?;
     z.store("comp_algorithm", &cfg.algo)?;
     if let Some(p) = &cfg.params {
         z.store("algorithm_params", p)?;
     }
     for (i, algo) in cfg.recomp.iter().enumerate() {
-        z.store("recomp_algorithm", &format!("algo={algo} priority={}", i + 1))
-            ?;
+        z.store("recomp_algorithm", &format!("algo={algo} priority={}", i + 1))?;
     }
     z.store("disksize", &(nr_pages.max(1) * cfg.page_size as u64).to_string())?;
     Ok(z)

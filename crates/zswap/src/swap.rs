@@ -307,17 +307,11 @@ mod tests {
         (0..4096u32).map(|i| (i / 64) as u8 ^ seed).collect()
     }
 
-    /// Bytes no compressor can shrink (an xorshift stream).
+    /// Bytes no compressor can shrink.
     fn noise_page(seed: u64) -> Vec<u8> {
-        let mut x = seed | 1;
-        (0..4096)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
+        let mut p = vec![0u8; 4096];
+        zmem_workload::prng::SplitMix64::new(seed).fill(&mut p);
+        p
     }
 
     #[derive(Default)]
@@ -384,10 +378,8 @@ mod tests {
 
     #[test]
     fn an_incompressible_page_rejected_by_old_kernels_goes_to_the_device() {
-        let cfg = ZswapConfig {
-            incompressible: crate::Incompressible::Reject,
-            ..ZswapConfig::default()
-        };
+        let cfg =
+            ZswapConfig { incompressible: crate::Incompressible::Reject, ..ZswapConfig::default() };
         let s = layer(cfg, 8);
         let p = noise_page(7);
         let mut seen = Seen::default();

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use common::*;
 use zmem_zswap::{
-    Incompressible, MAX_RECLAIM_RETRIES, Reject, SlotStore, StoreOutcome, SwapFile, SwapIn, SwapOut, Zswap,
-    ZswapConfig, ZswapError,
+    Incompressible, MAX_RECLAIM_RETRIES, Reject, SlotStore, StoreOutcome, SwapFile, SwapIn,
+    SwapOut, Zswap, ZswapConfig, ZswapError,
 };
 
 fn stored(z: &Zswap, offset: u64, page: &[u8]) -> bool {

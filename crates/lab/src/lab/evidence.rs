@@ -97,9 +97,7 @@ pub fn gather(
 }
 
 /// The resident anonymous pages of every process but zmem itself.
-fn capture_processes(
-    progress: &dyn Progress,
-) -> Result<(PageSet, capture::Summary), LabError> {
+fn capture_processes(progress: &dyn Progress) -> Result<(PageSet, capture::Summary), LabError> {
     let pids = capture::all_pids()?;
     progress.start("capture", pids.len() as u64);
     let result = capture::capture(&pids, &mut |event| {

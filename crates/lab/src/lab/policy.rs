@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::latency::{LatencyHist, LatencyRecorder};
 use crate::cputime::{Elapsed, Stopwatch};
+use crate::latency::{LatencyHist, LatencyRecorder};
 use crate::zram_run::{OnRefusal, ZramRunConfig, build_device, write_pages};
 use crate::{LabError, Progress};
 

@@ -239,30 +239,31 @@ impl<'p> Simulator<'p> {
     /// The result, with the time the caller measured around the accesses.
     pub fn finish(self, time: Elapsed) -> ReplayResult {
         let ps = self.page_size as u64;
-        let (max_pool_bytes, disk_reads, disk_writes, counters) = match (&self.zram, self.swap.zswap())
-        {
-            (Some(z), _) => {
-                let mm = z.mm_stat();
-                let counters = zmem_zram::MmStat::FIELDS
-                    .iter()
-                    .zip(mm.values())
-                    .map(|(n, v)| Counter { name: n.to_string(), value: v });
-                (mm.mem_used_max, 0, 0, counters.collect())
-            }
-            (None, Some(z)) => {
-                let s = z.stats();
-                let vmstat = [("zswpin", s.zswpin), ("zswpout", s.zswpout), ("zswpwb", s.zswpwb)];
-                let c: Vec<Counter> = s
-                    .debugfs()
-                    .into_iter()
-                    .chain(vmstat)
-                    .map(|(n, v)| Counter { name: n.to_string(), value: v })
-                    .collect();
-                let f = z.swap_file();
-                (z.max_pool_pages() * ps, f.reads(), f.writes(), c)
-            }
-            (None, None) => (0, 0, 0, Vec::new()),
-        };
+        let (max_pool_bytes, disk_reads, disk_writes, counters) =
+            match (&self.zram, self.swap.zswap()) {
+                (Some(z), _) => {
+                    let mm = z.mm_stat();
+                    let counters = zmem_zram::MmStat::FIELDS
+                        .iter()
+                        .zip(mm.values())
+                        .map(|(n, v)| Counter { name: n.to_string(), value: v });
+                    (mm.mem_used_max, 0, 0, counters.collect())
+                }
+                (None, Some(z)) => {
+                    let s = z.stats();
+                    let vmstat =
+                        [("zswpin", s.zswpin), ("zswpout", s.zswpout), ("zswpwb", s.zswpwb)];
+                    let c: Vec<Counter> = s
+                        .debugfs()
+                        .into_iter()
+                        .chain(vmstat)
+                        .map(|(n, v)| Counter { name: n.to_string(), value: v })
+                        .collect();
+                    let f = z.swap_file();
+                    (z.max_pool_pages() * ps, f.reads(), f.writes(), c)
+                }
+                (None, None) => (0, 0, 0, Vec::new()),
+            };
         let c = self.counts;
         ReplayResult {
             swap: self.cfg.swap,
