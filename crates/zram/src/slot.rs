@@ -61,8 +61,8 @@ pub struct SlotTable {
 }
 
 impl SlotTable {
-    /// A table that tracks access times (the tests' and the loom models' table).
-    #[cfg(any(test, loom))]
+    /// A table that tracks access times (the unit tests' table).
+    #[cfg(test)]
     pub fn new(nr_pages: usize, page_size: usize) -> Self {
         Self::with_actime(nr_pages, page_size, true)
     }

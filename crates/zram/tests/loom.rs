@@ -66,7 +66,7 @@ type Job<R> = Box<dyn FnOnce(&SlotTable) -> R + Send>;
 /// on the model's own thread, loom 0.7 did not catch a `lock` without Acquire in
 /// `unlock_publishes` (it explored no stale read of the handle there); spawned, it does.
 fn run<R: Send + 'static>(fs: Vec<Job<R>>) -> (Arc<SlotTable>, Vec<R>) {
-    let t = Arc::new(SlotTable::new(1, PAGE_SIZE));
+    let t = Arc::new(SlotTable::with_actime(1, PAGE_SIZE, true));
     let handles: Vec<_> = fs
         .into_iter()
         .map(|f| {
