@@ -20,6 +20,8 @@ pub(super) fn swap(
 ) -> Result<Vec<SwapRow>, LabError> {
     let n = (pages.len() / ps) as u64;
     let accesses = trace_for(n)?;
+    // The trace's span: what its swap-ins and swap-outs are per second of.
+    let trace_secs = accesses.last().map_or(0.0, |a| a.time_ns as f64 / 1e9);
     let mut rows = Vec::new();
     for fraction in [4, 2] {
         for swap in [SwapKind::Zram, SwapKind::Zswap] {
@@ -45,6 +47,7 @@ pub(super) fn swap(
                 load_p50_ns: r.load_hist.p50_ns,
                 load_p99_ns: r.load_hist.p99_ns,
                 cpu_seconds: r.cpu_secs,
+                trace_secs,
                 verified: r.verified,
             });
         }

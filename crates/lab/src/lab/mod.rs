@@ -20,6 +20,7 @@
 
 pub mod evidence;
 mod measure;
+pub mod now;
 mod policy;
 mod recommend;
 
@@ -31,6 +32,7 @@ use crate::comp_bench::{self, AlgoSpec, Options};
 use crate::{LabError, Progress};
 
 pub use evidence::{Evidence, Input, Source};
+pub use now::{FieldComparison, LiveConfig, Now, Rates};
 pub use policy::{Policy, PolicyRow, default_policies};
 pub use recommend::{Recommendation, recommend};
 
@@ -69,6 +71,8 @@ pub struct SwapRow {
     pub load_p50_ns: u64,
     pub load_p99_ns: u64,
     pub cpu_seconds: f64,
+    /// Seconds the trace spans (its last access's time): swap-ins / trace_secs is a rate.
+    pub trace_secs: f64,
     pub verified: bool,
 }
 
@@ -83,6 +87,10 @@ pub struct LabReport {
     pub policies: Vec<PolicyRow>,
     /// zram against zswap under memory pressure, at a few RAM budgets.
     pub swap: Vec<SwapRow>,
+    /// The live zram swap device the pages came from (source kind `zram`), else none.
+    pub now: Option<Now>,
+    /// The swap rates CPU costs are projected with.
+    pub rates: Rates,
     pub recommendation: Recommendation,
 }
 
@@ -93,11 +101,20 @@ pub struct LabOptions {
     pub min_time: Duration,
     /// Policies to compare; [`default_policies`] unless set.
     pub policies: Vec<Policy>,
+    /// The live device the pages were captured from ([`now`]), if they were.
+    pub now: Option<Now>,
+    /// Rates observed on the live system; `None`: the trace replay's.
+    pub rates: Option<Rates>,
 }
 
 impl Default for LabOptions {
     fn default() -> Self {
-        Self { min_time: Duration::from_millis(50), policies: default_policies() }
+        Self {
+            min_time: Duration::from_millis(50),
+            policies: default_policies(),
+            now: None,
+            rates: None,
+        }
     }
 }
 
@@ -123,6 +140,10 @@ pub fn run(
         .map(|p| policy::measure(p, pages, ps, progress))
         .collect::<Result<Vec<_>, _>>()?;
     let swap = measure::swap(pages, ps, progress)?;
+    let rates = match &opts.rates {
+        Some(r) => r.clone(),
+        None => now::replay_rates(&swap),
+    };
     let recommendation = recommend(&policies)?;
     Ok(LabReport {
         schema_version: SCHEMA_VERSION,
@@ -132,6 +153,8 @@ pub fn run(
         allocators,
         policies,
         swap,
+        now: opts.now.clone(),
+        rates,
         recommendation,
     })
 }
