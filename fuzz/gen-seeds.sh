@@ -54,6 +54,8 @@ rm -rf "$dir" && mkdir -p "$dir"
 "$zmem" gen --kind mixed --pages 6 --page-size 4096 --seed 1 -o "$dir/mixed-4k.zpages"
 "$zmem" gen --kind perf --pages 4 --page-size 4096 --seed 2 --zstd 3 -o "$dir/perf-4k.zpages.zst"
 head -c 2048 "$tmp/text" >"$dir/raw-512x4"
+# Format version 2 (set metadata, zram-slot pages): the committed fixture that pins its bytes.
+cp crates/workload/tests/fixtures/setmeta-v2.zpages "$dir/"
 dir=fuzz/seeds/parse_trace
 rm -rf "$dir" && mkdir -p "$dir"
 "$zmem" trace gen --pages 64 --accesses 40 -o "$dir/small.trace"

@@ -7,6 +7,9 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let whole = PageSet::from_bytes(data, &opts);
     // The streaming reader hands out the same pages, or fails too.
     if let Ok(mut r) = PageReader::new(data, &opts) {
+        if let Ok(set) = &whole {
+            assert_eq!(r.set_meta(), set.set_meta(), "streaming disagrees on set metadata");
+        }
         let mut streamed = Vec::new();
         let mut ok = true;
         loop {
@@ -32,9 +35,11 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
             let back = PageSet::from_bytes(&out, &opts).expect("re-reading what was written");
             assert_eq!(back.bytes(), set.bytes());
             assert_eq!(back.metas(), set.metas());
+            assert_eq!(back.set_meta(), set.set_meta());
         }
         Err(e) => {
-            let named = e.offset().is_some() || matches!(e, zmem_workload::WorkloadError::TooLarge { .. });
+            let named =
+                e.offset().is_some() || matches!(e, zmem_workload::WorkloadError::TooLarge { .. });
             assert!(named, "error without an offset: {e}");
         }
     }

@@ -55,6 +55,9 @@ enum Command {
     /// Studies that reproduce the seeds on zmem's engines.
     #[command(subcommand)]
     Study(cmd::study::Study),
+    /// Dictionaries for zram's `algorithm_params dict=` (zstd, lz4): train and measure.
+    #[command(subcommand)]
+    Dict(cmd::dict::Dict),
 }
 
 fn main() -> ExitCode {
@@ -70,6 +73,7 @@ fn main() -> ExitCode {
         Command::Mapbench(args) => cmd::mapbench::run(&args),
         Command::Replay(args) => cmd::replay::run(&args),
         Command::Study(study) => cmd::study::run(&study),
+        Command::Dict(dict) => cmd::dict::run(&dict),
         Command::Capture(args) => cmd::capture::run(&args),
         Command::Export(args) => cmd::export::run(&args),
         Command::Gen(args) => cmd::generate::run(&args),

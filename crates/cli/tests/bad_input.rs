@@ -201,3 +201,12 @@ fn usage_errors_exit_2_without_panicking() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn capture_zram_of_something_else() {
+    let out = file("capture-out.zpages", b"");
+    let msg = fails_cleanly(&["capture", "--zram", "/dev/null", "-o", s(&out)], b"");
+    assert!(msg.contains("not a block device"), "{msg}");
+    let msg = fails_cleanly(&["capture", "--zram", "/nonexistent/zram9", "-o", s(&out)], b"");
+    assert!(msg.contains("/nonexistent/zram9"), "{msg}");
+}

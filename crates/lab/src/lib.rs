@@ -8,9 +8,11 @@
 pub mod comp_bench;
 pub mod conform;
 mod cputime;
+pub mod dict;
 mod error;
 pub mod lab;
 pub mod latency;
+pub mod live;
 pub mod mapbench;
 mod progress;
 pub mod replay;

@@ -1,6 +1,7 @@
 //! The lab report end to end on a small page set: the JSON validates against
 //! docs/lab-report.schema.json, and the HTML report, rendered by headless Chromium, shows every
-//! plot (each plot draws in its own colour; the screenshot must contain each colour).
+//! plot, the trade-off chart of memory saved against CPU first (each plot draws in its own
+//! colour; the screenshot must contain each colour).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -41,9 +42,36 @@ fn json_validates_against_the_schema() {
     broken = json.clone();
     broken["source"]["kind"] = "guessed".into();
     assert!(!validator.is_valid(&broken));
+    broken = json.clone();
+    broken["candidates"][0].as_object_mut().unwrap().remove("cpu_secs_per_sec");
+    assert!(!validator.is_valid(&broken));
     // Every policy read every page back.
     assert!(r.policies.iter().all(|p| p.verified));
     assert!(r.compressors.iter().all(|c| c.verified));
+}
+
+#[test]
+fn every_candidate_is_projected_and_one_is_now() {
+    let r = small_report();
+    assert_eq!(r.candidates.len(), r.policies.len());
+    for (c, p) in r.candidates.iter().zip(&r.policies) {
+        assert_eq!(c.name, p.policy.name);
+    }
+    let now: Vec<_> = r.candidates.iter().filter(|c| c.is_current).collect();
+    assert_eq!(now.len(), 1);
+    assert_eq!(now[0].name, "lzo-rle");
+    assert_eq!(now[0].memory_saved_bytes_vs_now, 0);
+    assert_eq!(r.recommendation.now_config, "lzo-rle");
+    // The kernel's seven, four recompressing policies and the dictionary.
+    assert_eq!(r.candidates.len(), 12);
+    assert!(r.candidates.iter().any(|c| c.name == "zstd + dict"));
+    let chosen = r.candidates.iter().find(|c| c.name == r.recommendation.config).unwrap();
+    assert_eq!(chosen.within_budgets, r.recommendation.within_budgets);
+    let summary = report::render_summary(&r);
+    assert!(summary.contains("Change from now") && summary.contains("saved MiB"), "{summary}");
+    let script = report::render_apply_script(&r);
+    assert!(script.starts_with("#!/bin/sh\n") && script.contains("zram-generator.conf.d"));
+    assert_eq!(script.contains(".timer"), r.recommendation.apply.timer.is_some());
 }
 
 fn chromium() -> Option<PathBuf> {
@@ -66,7 +94,9 @@ fn rgb(hex: &str) -> [u8; 3] {
 fn html_report_shows_every_plot_in_chromium() {
     let r = small_report();
     let html = report::render_html(&r);
-    assert_eq!(html.matches("<svg").count(), 4 + r.policies.len());
+    // The trade-off chart, four plots and a latency histogram per policy.
+    assert_eq!(html.matches("<svg").count(), 5 + r.policies.len());
+    assert!(html.contains("Memory saved against CPU") && html.contains("Change from now"));
     let Some(browser) = chromium() else {
         eprintln!(
             "SKIPPED: no chromium binary (apt-get install chromium); the HTML was checked only as text"

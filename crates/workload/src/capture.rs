@@ -20,6 +20,8 @@ use std::sync::Arc;
 
 use crate::meta::{MappingKind, PageMeta};
 use crate::pageset::PageSetBuilder;
+
+pub mod zram;
 use crate::{PageSet, WorkloadError};
 
 /// pagemap entry bit: the page is present in RAM.

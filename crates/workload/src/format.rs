@@ -1,5 +1,5 @@
-//! The page-set file format, version 1: encoding, and a parser over any `Read` that reports the
-//! byte offset of every failure.
+//! The page-set file format, versions 1 and 2: encoding, and a parser over any `Read` that
+//! reports the byte offset of every failure.
 //!
 //! Why this layout: a page set is read three ways. The lab maps it and wants the pages
 //! contiguous and page-aligned in the file, so that `bytes()` is one slice of the mapping. Replay
@@ -12,19 +12,23 @@
 //! ```text
 //! offset  size  field
 //!      0     8  magic "ZMEMPAGE"
-//!      8     2  version (1)
-//!     10     2  flags: bit 0 = per-page metadata present; other bits must be 0
+//!      8     2  version (1 or 2)
+//!     10     2  flags: bit 0 = per-page metadata present; bit 1 = set metadata present
+//!               (version 2 only); other bits must be 0
 //!     12     4  page size in bytes: a power of two, 512 ..= 1 MiB
 //!     16     8  page count
 //!     24     8  name table length in bytes
 //!     32     8  data offset: where page 0 starts (see below)
 //!     40     4  CRC32 of the tables, bytes 64 .. tables end
-//!     44    16  reserved, must be 0
+//!     44     8  set metadata length in bytes (version 2 with flag 1; otherwise 0), at most 1 MiB
+//!     52     8  reserved, must be 0
 //!     60     4  CRC32 of bytes 0 .. 60
 //!     64        name table: entries of { u16 length, UTF-8 bytes }, exactly `name table length`
+//!               set metadata (if flag 1): UTF-8 lines "key=value\n", keys strictly ascending
+//!                   (see [`encode_set_meta`])
 //!               metadata (if flag 0): page count x 24-byte records
 //!                   { u64 vaddr, u32 pid, u32 name index (0xffffffff: none), u8 kind, 7 x 0 }
-//!                   kind: 0 other, 1 heap, 2 stack, 3 anon
+//!                   kind: 0 other, 1 heap, 2 stack, 3 anon, 4 zram slot (vaddr = slot index)
 //!               page checksums: page count x u32 CRC32 of each page
 //!               zero padding up to the data offset
 //!    data offset = round_up(tables end, page size)
@@ -32,24 +36,34 @@
 //! ```
 //! All integers are little-endian. A zstd-compressed page set is this byte stream inside a zstd
 //! frame (what `zstd FILE` makes of it); offsets in errors then count decompressed bytes.
+//!
+//! Versions: the writer writes version 1, byte for byte as before version 2 existed, unless the
+//! set has set metadata or a page of kind 4 (zram slot); then it writes version 2, which older
+//! readers refuse by its version number. Readers read both.
 
 use std::io::{Read, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::WorkloadError;
-use crate::meta::{MappingKind, PageMeta};
+use crate::meta::{MappingKind, PageMeta, SetMeta};
 
 /// The first eight bytes of a page-set file.
 pub const MAGIC: [u8; 8] = *b"ZMEMPAGE";
-/// The format version this crate writes and reads.
-pub const VERSION: u16 = 1;
+/// The newest format version this crate writes and reads (it reads every version from 1).
+pub const VERSION: u16 = 2;
+/// The version written for sets without set metadata and without zram-slot pages.
+pub const VERSION_1: u16 = 1;
 /// Header length in bytes.
 pub const HEADER_LEN: usize = 64;
 /// Length of one metadata record.
 pub const META_RECORD_LEN: usize = 24;
 /// Header flag: per-page metadata is present.
 pub const FLAG_META: u16 = 1;
+/// Header flag (version 2): set-level metadata is present.
+pub const FLAG_SET_META: u16 = 2;
+/// Longest set-metadata section accepted, in bytes.
+pub const MAX_SET_META_LEN: u64 = 1 << 20;
 /// The zstd frame magic (little-endian 0xFD2FB528).
 pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 /// Name index meaning "no name".
@@ -100,13 +114,25 @@ pub(crate) struct Header {
     pub data_offset: u64,
     pub tables_crc: u32,
     pub has_meta: bool,
+    /// 1 or 2.
+    pub version: u16,
+    /// Set metadata length in bytes, when present (version 2, flag 1).
+    pub set_meta_len: Option<u64>,
 }
 
 impl Header {
     /// Where the tables end, or `None` on overflow.
-    fn tables_end(page_count: u64, names_len: u64, has_meta: bool) -> Option<u64> {
+    fn tables_end(
+        page_count: u64,
+        names_len: u64,
+        set_meta_len: u64,
+        has_meta: bool,
+    ) -> Option<u64> {
         let per_page = 4 + if has_meta { META_RECORD_LEN as u64 } else { 0 };
-        (HEADER_LEN as u64).checked_add(names_len)?.checked_add(page_count.checked_mul(per_page)?)
+        (HEADER_LEN as u64)
+            .checked_add(names_len)?
+            .checked_add(set_meta_len)?
+            .checked_add(page_count.checked_mul(per_page)?)
     }
 
     /// The data offset the layout prescribes.
@@ -114,9 +140,10 @@ impl Header {
         page_size: usize,
         page_count: u64,
         names_len: u64,
+        set_meta_len: u64,
         has_meta: bool,
     ) -> Option<u64> {
-        let end = Self::tables_end(page_count, names_len, has_meta)?;
+        let end = Self::tables_end(page_count, names_len, set_meta_len, has_meta)?;
         let ps = page_size as u64;
         end.checked_add(ps - 1).map(|x| x / ps * ps)
     }
@@ -130,8 +157,12 @@ impl Header {
     pub fn encode(&self) -> [u8; HEADER_LEN] {
         let mut h = [0u8; HEADER_LEN];
         h[0..8].copy_from_slice(&MAGIC);
-        h[8..10].copy_from_slice(&VERSION.to_le_bytes());
-        let flags = if self.has_meta { FLAG_META } else { 0 };
+        h[8..10].copy_from_slice(&self.version.to_le_bytes());
+        let mut flags = if self.has_meta { FLAG_META } else { 0 };
+        if let Some(len) = self.set_meta_len {
+            flags |= FLAG_SET_META;
+            h[44..52].copy_from_slice(&len.to_le_bytes());
+        }
         h[10..12].copy_from_slice(&flags.to_le_bytes());
         h[12..16].copy_from_slice(&(self.page_size as u32).to_le_bytes());
         h[16..24].copy_from_slice(&self.page_count.to_le_bytes());
@@ -167,21 +198,35 @@ impl Header {
             ));
         }
         let version = u16_at(8);
-        if version != VERSION {
+        if !(VERSION_1..=VERSION).contains(&version) {
             return Err(bad(
                 8,
-                format!("unsupported page-set version {version} (this reads {VERSION})"),
+                format!("unsupported page-set version {version} (this reads 1 to {VERSION})"),
             ));
         }
         let flags = u16_at(10);
-        if flags & !FLAG_META != 0 {
-            return Err(bad(10, format!("unknown flags {flags:#06x}")));
+        let known = if version >= 2 { FLAG_META | FLAG_SET_META } else { FLAG_META };
+        if flags & !known != 0 {
+            return Err(bad(10, format!("unknown flags {flags:#06x} for version {version}")));
         }
         let page_size = u32_at(12) as usize;
         if check_page_size(page_size).is_err() {
             return Err(bad(12, format!("invalid page size {page_size}")));
         }
-        if let Some(i) = (44..60).find(|&i| h[i] != 0) {
+        let set_meta_len = if flags & FLAG_SET_META != 0 {
+            let len = u64_at(44);
+            if len > MAX_SET_META_LEN {
+                return Err(bad(
+                    44,
+                    format!("set metadata of {len} bytes, more than {MAX_SET_META_LEN}"),
+                ));
+            }
+            Some(len)
+        } else {
+            None
+        };
+        let reserved = if set_meta_len.is_some() { 52 } else { 44 };
+        if let Some(i) = (reserved..60).find(|&i| h[i] != 0) {
             return Err(bad(i as u64, "reserved header bytes are not zero".into()));
         }
         let page_count = u64_at(16);
@@ -191,8 +236,14 @@ impl Header {
         let names_len = u64_at(24);
         let has_meta = flags & FLAG_META != 0;
         let data_offset = u64_at(32);
-        let expected = Self::layout_data_offset(page_size, page_count, names_len, has_meta)
-            .filter(|d| d.checked_add(page_count * page_size as u64).is_some());
+        let expected = Self::layout_data_offset(
+            page_size,
+            page_count,
+            names_len,
+            set_meta_len.unwrap_or(0),
+            has_meta,
+        )
+        .filter(|d| d.checked_add(page_count * page_size as u64).is_some());
         match expected {
             None => return Err(bad(24, "table sizes overflow".into())),
             Some(e) if e != data_offset => {
@@ -200,13 +251,23 @@ impl Header {
             }
             Some(_) => {}
         }
-        Ok(Self { page_size, page_count, names_len, data_offset, tables_crc: u32_at(40), has_meta })
+        Ok(Self {
+            page_size,
+            page_count,
+            names_len,
+            data_offset,
+            tables_crc: u32_at(40),
+            has_meta,
+            version,
+            set_meta_len,
+        })
     }
 }
 
 /// Everything between the header and the pages.
 #[derive(Debug)]
 pub(crate) struct Tables {
+    pub set_meta: Option<SetMeta>,
     pub meta: Option<Vec<PageMeta>>,
     pub crcs: Vec<u32>,
 }
@@ -329,6 +390,20 @@ impl<R: Read> Parser<R> {
             })?;
             names.push(name.into());
         }
+        let set_meta = match h.set_meta_len {
+            None => None,
+            Some(len) => {
+                let at = self.offset;
+                // At most MAX_SET_META_LEN (checked with the header): a small allocation.
+                let mut bytes = vec![0u8; len as usize];
+                self.read_exact(&mut bytes, || "set metadata".into())?;
+                crc.update(&bytes);
+                Some(
+                    decode_set_meta(&bytes)
+                        .map_err(|(pos, msg)| self.corrupt(at + pos as u64, msg))?,
+                )
+            }
+        };
         // Never trust a count from the file for an up-front allocation.
         let cap = h.page_count.min(1 << 16) as usize;
         let meta = if h.has_meta {
@@ -397,7 +472,7 @@ impl<R: Read> Parser<R> {
                 self.corrupt(pad_at + j as u64, "padding before the pages is not zero".into())
             );
         }
-        Ok(Tables { meta, crcs })
+        Ok(Tables { set_meta, meta, crcs })
     }
 
     /// Reads page `index` into `buf` (one page long) and checks it against `crc`.
@@ -446,11 +521,16 @@ pub(crate) fn write<W: Write>(
     page_size: usize,
     data: &[u8],
     meta: Option<&[PageMeta]>,
+    set_meta: Option<&SetMeta>,
 ) -> std::io::Result<()> {
     let page_count = (data.len() / page_size) as u64;
     let mut tables = Vec::new();
     let mut names_len = 0u64;
     let mut records = Vec::new();
+    let set_meta = set_meta
+        .map(encode_set_meta)
+        .transpose()
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
     if let Some(meta) = meta {
         let mut index: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
         for m in meta {
@@ -473,14 +553,31 @@ pub(crate) fn write<W: Write>(
             records.extend_from_slice(&[0u8; 7]);
         }
         names_len = tables.len() as u64;
-        tables.extend_from_slice(&records);
     }
+    if let Some(s) = &set_meta {
+        tables.extend_from_slice(s);
+    }
+    tables.extend_from_slice(&records);
     for page in data.chunks_exact(page_size) {
         tables.extend_from_slice(&crc32fast::hash(page).to_le_bytes());
     }
     let has_meta = meta.is_some();
-    let data_offset = Header::layout_data_offset(page_size, page_count, names_len, has_meta)
-        .ok_or_else(|| std::io::Error::other("page set too large"))?;
+    let set_meta_len = set_meta.as_ref().map(|s| s.len() as u64);
+    let version = if set_meta.is_some()
+        || meta.is_some_and(|m| m.iter().any(|m| m.kind.code() > MappingKind::Anon.code()))
+    {
+        VERSION
+    } else {
+        VERSION_1
+    };
+    let data_offset = Header::layout_data_offset(
+        page_size,
+        page_count,
+        names_len,
+        set_meta_len.unwrap_or(0),
+        has_meta,
+    )
+    .ok_or_else(|| std::io::Error::other("page set too large"))?;
     let h = Header {
         page_size,
         page_count,
@@ -488,6 +585,8 @@ pub(crate) fn write<W: Write>(
         data_offset,
         tables_crc: crc32fast::hash(&tables),
         has_meta,
+        version,
+        set_meta_len,
     };
     w.write_all(&h.encode())?;
     w.write_all(&tables)?;
@@ -505,4 +604,87 @@ fn truncate_utf8(s: &str, max: usize) -> &str {
         end -= 1;
     }
     &s[..end]
+}
+
+/// Whether `key` may name a set-metadata entry: 1 to 255 bytes of printable ASCII other than
+/// `=` and `\`.
+pub fn valid_set_meta_key(key: &str) -> bool {
+    (1..=255).contains(&key.len())
+        && key.bytes().all(|b| b.is_ascii_graphic() && b != b'=' && b != b'\\')
+}
+
+/// Encodes set metadata as the file stores it: one line `key=value\n` per entry in key order
+/// (the map's order); in values a backslash is written `\\` and a newline `\n`.
+/// Fails for an invalid key ([`valid_set_meta_key`]) or a section over [`MAX_SET_META_LEN`].
+pub fn encode_set_meta(meta: &SetMeta) -> Result<Vec<u8>, WorkloadError> {
+    let mut out = Vec::new();
+    for (k, v) in meta {
+        if !valid_set_meta_key(k) {
+            return Err(WorkloadError::Invalid(format!("invalid set metadata key {k:?}")));
+        }
+        out.extend_from_slice(k.as_bytes());
+        out.push(b'=');
+        for &b in v.as_bytes() {
+            match b {
+                b'\\' => out.extend_from_slice(b"\\\\"),
+                b'\n' => out.extend_from_slice(b"\\n"),
+                b => out.push(b),
+            }
+        }
+        out.push(b'\n');
+    }
+    if out.len() as u64 > MAX_SET_META_LEN {
+        return Err(WorkloadError::Invalid(format!(
+            "set metadata of {} bytes, more than {MAX_SET_META_LEN}",
+            out.len()
+        )));
+    }
+    Ok(out)
+}
+
+/// Decodes a set-metadata section; on failure, the byte position in the section and why.
+pub fn decode_set_meta(bytes: &[u8]) -> Result<SetMeta, (usize, String)> {
+    let mut meta = SetMeta::new();
+    let mut pos = 0;
+    while pos < bytes.len() {
+        let line_end = match bytes[pos..].iter().position(|&b| b == b'\n') {
+            Some(n) => pos + n,
+            None => return Err((pos, "set metadata line without a newline".into())),
+        };
+        let line = &bytes[pos..line_end];
+        let eq = line
+            .iter()
+            .position(|&b| b == b'=')
+            .ok_or_else(|| (pos, "set metadata line without '='".into()))?;
+        let key = std::str::from_utf8(&line[..eq])
+            .ok()
+            .filter(|k| valid_set_meta_key(k))
+            .ok_or_else(|| (pos, "invalid set metadata key".into()))?;
+        if meta.last_key_value().is_some_and(|(last, _)| last.as_str() >= key) {
+            return Err((pos, format!("set metadata key {key:?} out of order or repeated")));
+        }
+        let mut value = Vec::with_capacity(line.len() - eq - 1);
+        let mut i = eq + 1;
+        while i < line.len() {
+            match line[i] {
+                b'\\' => {
+                    match line.get(i + 1) {
+                        Some(b'\\') => value.push(b'\\'),
+                        Some(b'n') => value.push(b'\n'),
+                        _ => return Err((pos + i, "bad escape in set metadata value".into())),
+                    }
+                    i += 2;
+                }
+                b => {
+                    value.push(b);
+                    i += 1;
+                }
+            }
+        }
+        let value = String::from_utf8(value)
+            .map_err(|_| (pos + eq + 1, "set metadata value is not UTF-8".into()))?;
+        meta.insert(key.to_string(), value);
+        pos = line_end + 1;
+    }
+    Ok(meta)
 }

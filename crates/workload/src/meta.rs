@@ -1,6 +1,14 @@
-//! Per-page metadata: where a captured page came from.
+//! Per-page metadata (where a captured page came from) and set-level metadata (what the whole
+//! set was taken from).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
+
+/// Set-level metadata: key/value pairs about the whole set (for a capture of a zram device: its
+/// algorithm, `mm_stat`, disk size, the kernel version, the time; see
+/// [`crate::capture::zram`]). Keys are printable ASCII without `=` or `\`
+/// ([`crate::format::valid_set_meta_key`]); values any UTF-8.
+pub type SetMeta = BTreeMap<String, String>;
 
 /// What kind of mapping a page was found in, from the pathname column of /proc/PID/maps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -13,6 +21,10 @@ pub enum MappingKind {
     Stack,
     /// A private anonymous mapping: no pathname, or `[anon:NAME]` (named with prctl).
     Anon,
+    /// A slot of a zram device (`zmem capture --zram`): the page's `vaddr` is the slot index
+    /// (the byte offset on the device divided by the page size), `pid` is 0 and `comm` the
+    /// device's name (`zram1`). Written in format version 2.
+    ZramSlot,
 }
 
 impl MappingKind {
@@ -23,6 +35,7 @@ impl MappingKind {
             Self::Heap => 1,
             Self::Stack => 2,
             Self::Anon => 3,
+            Self::ZramSlot => 4,
         }
     }
 
@@ -33,17 +46,19 @@ impl MappingKind {
             1 => Some(Self::Heap),
             2 => Some(Self::Stack),
             3 => Some(Self::Anon),
+            4 => Some(Self::ZramSlot),
             _ => None,
         }
     }
 
-    /// A short lowercase name (`heap`, `stack`, `anon`, `other`).
+    /// A short lowercase name (`heap`, `stack`, `anon`, `other`, `zram-slot`).
     pub fn name(self) -> &'static str {
         match self {
             Self::Other => "other",
             Self::Heap => "heap",
             Self::Stack => "stack",
             Self::Anon => "anon",
+            Self::ZramSlot => "zram-slot",
         }
     }
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crate::WorkloadError;
 use crate::format::{self, FileKind, Parser};
-use crate::meta::PageMeta;
+use crate::meta::{PageMeta, SetMeta};
 use crate::stream::{PageReader, ReadOptions};
 
 /// How [`PageSet::save`] writes a page set.
@@ -30,6 +30,7 @@ pub struct PageSet {
     page_size: usize,
     data: Data,
     meta: Option<Vec<PageMeta>>,
+    set_meta: Option<SetMeta>,
 }
 
 impl PageSet {
@@ -68,11 +69,12 @@ impl PageSet {
         let declared = reader.page_count().map(|n| n.saturating_mul(page_size as u64));
         let reserve = declared.unwrap_or(hint).min(hint).min(isize::MAX as u64) as usize;
         let meta = reader.metas().map(<[PageMeta]>::to_vec);
+        let set_meta = reader.set_meta().cloned();
         let mut data = Vec::with_capacity(reserve);
         while let Some(page) = reader.next_page()? {
             data.extend_from_slice(page.data);
         }
-        Ok(Self { page_size, data: Data::Owned(data), meta })
+        Ok(Self { page_size, data: Data::Owned(data), meta, set_meta })
     }
 
     /// Maps an uncompressed page-set file or raw page file instead of reading it, after checking
@@ -130,6 +132,7 @@ impl PageSet {
                     page_size: opts.page_size,
                     data: Data::Mapped { map, offset: 0, len },
                     meta: None,
+                    set_meta: None,
                 })
             }
             FileKind::PageSet => {
@@ -177,6 +180,7 @@ impl PageSet {
                     page_size: header.page_size,
                     data: Data::Mapped { map, offset, len },
                     meta: tables.meta,
+                    set_meta: tables.set_meta,
                 })
             }
         }
@@ -191,7 +195,7 @@ impl PageSet {
                 bytes.len()
             )));
         }
-        Ok(Self { page_size, data: Data::Owned(bytes), meta: None })
+        Ok(Self { page_size, data: Data::Owned(bytes), meta: None, set_meta: None })
     }
 
     /// Attaches metadata, one record per page.
@@ -205,6 +209,19 @@ impl PageSet {
         }
         self.meta = Some(meta);
         Ok(self)
+    }
+
+    /// Attaches set-level metadata (replacing any). Fails for a key the format cannot hold or a
+    /// section over [`format::MAX_SET_META_LEN`] bytes.
+    pub fn with_set_meta(mut self, set_meta: SetMeta) -> Result<Self, WorkloadError> {
+        format::encode_set_meta(&set_meta)?;
+        self.set_meta = Some(set_meta);
+        Ok(self)
+    }
+
+    /// Set-level metadata, if the set has it (format version 2).
+    pub fn set_meta(&self) -> Option<&SetMeta> {
+        self.set_meta.as_ref()
     }
 
     /// Bytes per page.
@@ -265,7 +282,8 @@ impl PageSet {
 
     /// Writes the page-set format (uncompressed) to `w`.
     pub fn write_to<W: Write>(&self, w: &mut W) -> Result<(), WorkloadError> {
-        format::write(w, self.page_size, self.bytes(), self.metas()).map_err(WorkloadError::Stream)
+        format::write(w, self.page_size, self.bytes(), self.metas(), self.set_meta())
+            .map_err(WorkloadError::Stream)
     }
 
     /// Writes the page set to `path`.
@@ -275,11 +293,13 @@ impl PageSet {
         let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
         match compression {
             Compression::None => {
-                format::write(&mut out, self.page_size, self.bytes(), self.metas()).map_err(io)?;
+                let (meta, set) = (self.metas(), self.set_meta());
+                format::write(&mut out, self.page_size, self.bytes(), meta, set).map_err(io)?;
             }
             Compression::Zstd(level) => {
                 let mut enc = zstd::stream::write::Encoder::new(&mut out, level).map_err(io)?;
-                format::write(&mut enc, self.page_size, self.bytes(), self.metas()).map_err(io)?;
+                let (meta, set) = (self.metas(), self.set_meta());
+                format::write(&mut enc, self.page_size, self.bytes(), meta, set).map_err(io)?;
                 enc.finish().map_err(io)?;
             }
         }
@@ -359,6 +379,11 @@ impl PageSetBuilder {
 
     /// The finished set.
     pub fn finish(self) -> PageSet {
-        PageSet { page_size: self.page_size, data: Data::Owned(self.data), meta: self.meta }
+        PageSet {
+            page_size: self.page_size,
+            data: Data::Owned(self.data),
+            meta: self.meta,
+            set_meta: None,
+        }
     }
 }

@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicU64;
 
 use crate::WorkloadError;
 use crate::format::{self, Counting, FileKind, Header, Parser, Tables};
-use crate::meta::PageMeta;
+use crate::meta::{PageMeta, SetMeta};
 
 /// How to read files: the page size of raw files (page sets carry their own), and a ceiling on
 /// the page bytes a file may declare (for untrusted input; a zstd frame of a few bytes can expand
@@ -181,6 +181,14 @@ impl<'a> PageReader<'a> {
     pub fn metas(&self) -> Option<&[PageMeta]> {
         match &self.mode {
             Mode::Set { tables, .. } => tables.meta.as_deref(),
+            Mode::Raw => None,
+        }
+    }
+
+    /// Set-level metadata, if the file has it (format version 2).
+    pub fn set_meta(&self) -> Option<&SetMeta> {
+        match &self.mode {
+            Mode::Set { tables, .. } => tables.set_meta.as_ref(),
             Mode::Raw => None,
         }
     }

@@ -1,4 +1,5 @@
-//! `zmem capture`: the resident anonymous pages of live processes, into a page set.
+//! `zmem capture`: the resident anonymous pages of live processes, or the pages a zram device
+//! stores (`--zram`), into a page set.
 
 use std::path::PathBuf;
 
@@ -19,6 +20,10 @@ pub struct Args {
     /// Capture the processes of this cgroup (v2 directory, absolute or under /sys/fs/cgroup).
     #[arg(long, value_name = "PATH")]
     cgroup: Option<PathBuf>,
+    /// Capture the pages a zram device stores (/dev/zramN, read with O_DIRECT): page 0 and
+    /// every slot that is not all zeros, with slot indices and the device's state.
+    #[arg(long, value_name = "DEV", conflicts_with_all = ["pids", "all", "cgroup"])]
+    zram: Option<PathBuf>,
     /// Compress the page set with zstd at this level (also chosen by an output name ending .zst).
     #[arg(long, value_name = "LEVEL")]
     zstd: Option<i32>,
@@ -31,6 +36,9 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    if let Some(dev) = &args.zram {
+        return run_zram(args, dev);
+    }
     let mut pids = args.pids.clone();
     if args.all {
         pids.extend(capture::all_pids()?);
@@ -39,7 +47,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         pids.extend(capture::cgroup_pids(cg)?);
     }
     if pids.is_empty() {
-        bail!("nothing to capture: give --pid P, --all or --cgroup PATH");
+        bail!("nothing to capture: give --pid P, --all, --cgroup PATH or --zram DEV");
     }
     pids.sort_unstable();
     pids.dedup();
@@ -65,6 +73,24 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             eprintln!("skipped {pid}: {why}");
         }
     }
+    eprintln!("{summary}");
+    Ok(())
+}
+
+fn run_zram(args: &Args, dev: &std::path::Path) -> anyhow::Result<()> {
+    let bar = Bar::counting("MiB");
+    let mut shown = None;
+    let (set, summary) = capture::zram::capture_device(dev, &mut |done, total| {
+        let last = *shown.get_or_insert_with(|| {
+            bar.start("capture", total >> 20);
+            0
+        });
+        bar.advance((done >> 20) - last);
+        shown = Some(done >> 20);
+    })?;
+    drop(bar);
+    let compression = super::pages::compression(&args.output, args.zstd);
+    set.save(&args.output, compression)?;
     eprintln!("{summary}");
     Ok(())
 }

@@ -21,6 +21,17 @@ pub struct Args {
     /// Most pages to run on (a capture or file is sampled evenly down to this).
     #[arg(long, default_value_t = 6144)]
     max_pages: usize,
+    /// CPU the recommended configuration may use, in percent of one core (compression of the
+    /// swap-outs, decompression of the swap-ins, background recompression).
+    #[arg(long, default_value_t = 1.0, value_name = "PERCENT")]
+    cpu_budget: f64,
+    /// Most the recommended configuration may add to the p99 swap-in latency, in microseconds.
+    #[arg(long, default_value_t = 50.0, value_name = "MICROSECONDS")]
+    latency_budget: f64,
+    /// Write a shell script that applies the recommendation (sysfs, zram-generator, systemd
+    /// timer) for you to review; zmem runs none of it.
+    #[arg(long, value_name = "FILE")]
+    apply_script: Option<PathBuf>,
     /// Page file (raw pages or a page set); none: capture this machine, else the built-in set.
     pages: Option<PathBuf>,
 }
@@ -36,10 +47,24 @@ fn input(args: &Args) -> anyhow::Result<Input> {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    if !(args.cpu_budget >= 0.0 && args.latency_budget >= 0.0) {
+        anyhow::bail!("--cpu-budget and --latency-budget must be numbers >= 0");
+    }
     let bar = super::progress::Bar::new();
     let e = evidence::gather(input(args)?, args.max_pages, &bar)?;
     eprintln!("zmem lab: {} pages ({}: {})", e.source.pages, e.source.kind, e.source.detail);
-    let r = lab::run(&e.pages, e.source, &LabOptions::default(), &bar)?;
+    let budgets = lab::Budgets {
+        cpu_percent_of_core: args.cpu_budget,
+        added_load_p99_us: args.latency_budget,
+        ..lab::Budgets::default()
+    };
+    let opts = LabOptions { budgets, ..LabOptions::default() };
+    let r = lab::run(&e.pages, e.source, &opts, &bar)?;
+    if let Some(path) = &args.apply_script {
+        std::fs::write(path, report::render_apply_script(&r))
+            .with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("zmem lab: wrote {} (review it; nothing was run)", path.display());
+    }
     let json = serde_json::to_string_pretty(&r).context("encoding JSON")?;
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;

@@ -6,6 +6,7 @@ pub mod capture;
 pub mod codec;
 pub mod comp_bench;
 pub mod conform;
+pub mod dict;
 pub mod export;
 pub mod generate;
 pub mod lab;

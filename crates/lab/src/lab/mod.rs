@@ -18,6 +18,8 @@
 //! [`run`] is steps 2 and 3 on pages step 1 gave; the CLI (and any other front end) calls
 //! [`evidence::gather`], then [`run`], then a renderer. Nothing here prints.
 
+pub mod apply;
+pub mod cost;
 pub mod evidence;
 mod measure;
 pub mod now;
@@ -31,9 +33,11 @@ use serde::{Deserialize, Serialize};
 use crate::comp_bench::{self, AlgoSpec, Options};
 use crate::{LabError, Progress};
 
+pub use apply::Apply;
+pub use cost::{Budgets, Candidate};
 pub use evidence::{Evidence, Input, Source};
 pub use now::{FieldComparison, LiveConfig, Now, Rates};
-pub use policy::{Policy, PolicyRow, default_policies};
+pub use policy::{Policy, PolicyRow, candidates, default_policies};
 pub use recommend::{Recommendation, recommend};
 
 /// Bumped whenever a field changes meaning or disappears.
@@ -91,6 +95,10 @@ pub struct LabReport {
     pub now: Option<Now>,
     /// The swap rates CPU costs are projected with.
     pub rates: Rates,
+    /// Every policy projected onto the device in the user's units ([`cost`]).
+    pub candidates: Vec<Candidate>,
+    /// The budgets and the recompression period the candidates were judged with.
+    pub budgets: Budgets,
     pub recommendation: Recommendation,
 }
 
@@ -99,8 +107,10 @@ pub struct LabReport {
 pub struct LabOptions {
     /// Minimum time per compressor pass (the comp-bench `min_time`).
     pub min_time: Duration,
-    /// Policies to compare; [`default_policies`] unless set.
+    /// Policies to compare; empty (the default): [`candidates`] for the current primary.
     pub policies: Vec<Policy>,
+    /// The CPU and latency budgets, and the background recompression period.
+    pub budgets: Budgets,
     /// The live device the pages were captured from ([`now`]), if they were.
     pub now: Option<Now>,
     /// Rates observed on the live system; `None`: the trace replay's.
@@ -111,7 +121,8 @@ impl Default for LabOptions {
     fn default() -> Self {
         Self {
             min_time: Duration::from_millis(50),
-            policies: default_policies(),
+            policies: Vec::new(),
+            budgets: Budgets::default(),
             now: None,
             rates: None,
         }
@@ -134,8 +145,10 @@ pub fn run(
         Options { page_size: ps, min_time: opts.min_time, max_passes: 20, ..Options::default() };
     let compressors = comp_bench::run(&[pages], &AlgoSpec::all(), &bench, progress)?;
     let allocators = measure::pools(pages, ps, progress)?;
-    let policies = opts
-        .policies
+    let current =
+        opts.now.as_ref().map_or(zmem_zram::DEFAULT_ALGORITHM, |n| &n.config.comp_algorithm);
+    let list = if opts.policies.is_empty() { candidates(current) } else { opts.policies.clone() };
+    let policies = list
         .iter()
         .map(|p| policy::measure(p, pages, ps, progress))
         .collect::<Result<Vec<_>, _>>()?;
@@ -144,7 +157,8 @@ pub fn run(
         Some(r) => r.clone(),
         None => now::replay_rates(&swap),
     };
-    let recommendation = recommend(&policies)?;
+    let (candidates, recommendation) =
+        recommend(&policies, opts.now.as_ref(), &rates, &opts.budgets)?;
     Ok(LabReport {
         schema_version: SCHEMA_VERSION,
         zmem_version: env!("CARGO_PKG_VERSION").into(),
@@ -155,6 +169,8 @@ pub fn run(
         swap,
         now: opts.now.clone(),
         rates,
+        candidates,
+        budgets: opts.budgets,
         recommendation,
     })
 }

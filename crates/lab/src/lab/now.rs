@@ -3,8 +3,12 @@
 //! fragmentation) and the swap rates the candidates' CPU cost is projected with.
 
 use serde::{Deserialize, Serialize};
+use zmem_workload::live;
+use zmem_zram::MmStat;
 
 use super::SwapRow;
+use crate::zram_run::{OnRefusal, ZramRunConfig, build_device, write_pages};
+use crate::{LabError, Progress};
 
 /// A live zram swap device's configuration, as read from sysfs and /proc/swaps.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -69,6 +73,162 @@ pub struct Rates {
     pub note: String,
 }
 
+/// The mm_stat fields that depend only on the pages and the algorithm: equal between the live
+/// device and zmem's prediction when nothing moved during the read.
+const EXACT_FIELDS: [&str; 3] = ["orig_data_size", "compr_data_size", "huge_pages"];
+/// Shown beside them: same-filled slots, and the pool (which fragmentation makes differ).
+const SHOWN_FIELDS: [&str; 2] = ["same_pages", "mem_used_total"];
+
+/// Compares the live device with zmem's prediction: `pages` (the device's stored pages in slot
+/// order, page 0 included, as captured) written to a fresh zmem device configured as the live
+/// one (its primary algorithm; recompressed slots cannot be told apart in a capture, so a
+/// device that recompressed shows it as drift).
+pub fn assess(
+    pages: &[u8],
+    page_size: usize,
+    config: LiveConfig,
+    live_mm_stat: &str,
+    progress: &dyn Progress,
+) -> Result<Now, LabError> {
+    let live: MmStat = live_mm_stat.parse().map_err(|e| {
+        LabError::Setup(format!("{}: mm_stat {live_mm_stat:?}: {e}", config.device))
+    })?;
+    let n = pages.len() / page_size;
+    if n == 0 {
+        return Err(LabError::NoPages);
+    }
+    let cfg = ZramRunConfig {
+        algo: config.comp_algorithm.clone(),
+        params: config.algorithm_params.clone().filter(|p| !p.trim().is_empty()),
+        page_size,
+        ..ZramRunConfig::default()
+    };
+    let z = build_device(&cfg, n as u64)?;
+    progress.start("predict", n as u64);
+    let label = format!("{} as {}", config.comp_algorithm, config.device);
+    write_pages(&z, pages, page_size, 0, OnRefusal::Fail, &label, progress)?;
+    progress.finish();
+    let predicted = z.mm_stat();
+    Ok(compare(config, &live, &predicted, page_size))
+}
+
+/// The "Now" section from the two mm_stats.
+fn compare(config: LiveConfig, live: &MmStat, predicted: &MmStat, page_size: usize) -> Now {
+    let value = |m: &MmStat, f: &str| {
+        MmStat::FIELDS.iter().zip(m.values()).find(|(name, _)| **name == f).map_or(0, |(_, v)| v)
+    };
+    let fields: Vec<FieldComparison> = EXACT_FIELDS
+        .iter()
+        .chain(&SHOWN_FIELDS)
+        .map(|f| FieldComparison {
+            field: f.to_string(),
+            live: value(live, f),
+            predicted: value(predicted, f),
+        })
+        .collect();
+    let differing: Vec<String> = fields
+        .iter()
+        .filter(|f| EXACT_FIELDS.contains(&f.field.as_str()) && f.live != f.predicted)
+        .map(|f| {
+            format!(
+                "{} live {} vs predicted {} ({:+})",
+                f.field,
+                f.live,
+                f.predicted,
+                f.live as i64 - f.predicted as i64
+            )
+        })
+        .collect();
+    let exact = differing.is_empty();
+    let drift = (!exact).then(|| {
+        format!(
+            "the device changed while it was read (pages swapped in or out), or it holds \
+             recompressed or written-back slots: {}",
+            differing.join("; ")
+        )
+    });
+    let fragmentation_bytes = live.mem_used_total as i64 - predicted.mem_used_total as i64;
+    Now {
+        config,
+        live_mm_stat: live.to_string().trim_end().to_string(),
+        predicted_mm_stat: predicted.to_string().trim_end().to_string(),
+        fields,
+        exact,
+        drift,
+        fragmentation_bytes,
+        // zs_compact can at best bring the live pool down to a fresh packing of the same
+        // objects: the fragmentation is its upper bound.
+        compact_gain_bytes: fragmentation_bytes.max(0) as u64,
+        stored_pages: live.orig_data_size / page_size as u64,
+    }
+}
+
+/// Swap traffic counted at one moment: the system's and the zram devices'.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SwapSample {
+    /// `/proc/vmstat` pswpin / pswpout.
+    pub system: live::SwapCounters,
+    /// Pages read from and written to the zram devices (`stat` sectors / sectors per page).
+    pub zram_reads: u64,
+    pub zram_writes: u64,
+}
+
+/// Takes a [`SwapSample`] of the system and of zram devices `ids`.
+pub fn sample(ids: &[u32], page_size: usize) -> Result<SwapSample, LabError> {
+    let per_page = (page_size / 512).max(1) as u64;
+    let mut s = SwapSample { system: live::swap_counters()?, ..SwapSample::default() };
+    for &id in ids {
+        let b = live::zram_block_stat(id)?;
+        s.zram_reads += b.read_sectors / per_page;
+        s.zram_writes += b.write_sectors / per_page;
+    }
+    Ok(s)
+}
+
+/// Rates from two samples `secs` apart. With zram devices watched their own page counts are
+/// the rates (swap to other devices is not zram's); the system's pswpin/pswpout are in the
+/// note beside them.
+pub fn rates_between(a: &SwapSample, b: &SwapSample, secs: f64, zram: bool) -> Rates {
+    let per_sec = |x: u64, y: u64| y.saturating_sub(x) as f64 / secs.max(1e-9);
+    let (ins, outs) =
+        (per_sec(a.system.pswpin, b.system.pswpin), per_sec(a.system.pswpout, b.system.pswpout));
+    let (zins, zouts) =
+        (per_sec(a.zram_reads, b.zram_reads), per_sec(a.zram_writes, b.zram_writes));
+    let (swap_ins_per_sec, swap_outs_per_sec, whose) = if zram {
+        (zins, zouts, "the zram devices' reads and writes")
+    } else {
+        (ins, outs, "pswpin/pswpout")
+    };
+    Rates {
+        swap_ins_per_sec,
+        swap_outs_per_sec,
+        observed_secs: secs,
+        source: "observed".into(),
+        note: format!(
+            "observed for {secs:.1} s: {whose}; system-wide pswpin {ins:.1}/s, pswpout {outs:.1}/s"
+        ),
+    }
+}
+
+/// Watches the live system for `secs` seconds (progress in seconds) and gives its swap rates.
+pub fn observe(
+    ids: &[u32],
+    secs: u64,
+    page_size: usize,
+    progress: &dyn Progress,
+) -> Result<Rates, LabError> {
+    let first = sample(ids, page_size)?;
+    let start = std::time::Instant::now();
+    progress.start("observe (s)", secs);
+    for _ in 0..secs {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        progress.advance(1);
+    }
+    progress.finish();
+    let last = sample(ids, page_size)?;
+    Ok(rates_between(&first, &last, start.elapsed().as_secs_f64(), !ids.is_empty()))
+}
+
 /// The rates of the lab's own replay, for a system with nothing to observe: zram's swap-ins and
 /// swap-outs at the tightest RAM budget, per second of the generated trace.
 pub fn replay_rates(rows: &[SwapRow]) -> Rates {
@@ -99,6 +259,89 @@ pub fn replay_rates(rows: &[SwapRow]) -> Rates {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::NoProgress;
+
+    fn config(algo: &str) -> LiveConfig {
+        LiveConfig {
+            device: "/dev/zram7".into(),
+            comp_algorithm: algo.into(),
+            recomp_algorithm: None,
+            algorithm_params: None,
+            disksize_bytes: 1 << 30,
+            mem_limit_bytes: 0,
+            swap_priority: Some(100),
+        }
+    }
+
+    fn pages() -> Vec<u8> {
+        zmem_workload::builtin::default_set_with(4096).unwrap().bytes()[..300 * 4096].to_vec()
+    }
+
+    #[test]
+    fn a_device_that_holds_exactly_these_pages_is_predicted_exactly() {
+        let p = pages();
+        // What the kernel would show: zmem's own mm_stat for the pages, plus a fragmented pool.
+        let mut live = crate::conform::ours("lzo-rle", &p).unwrap();
+        live.mem_used_total += 5 * 4096;
+        let now = assess(&p, 4096, config("lzo-rle"), &live.to_string(), &NoProgress).unwrap();
+        assert!(now.exact, "{:?}", now.drift);
+        assert_eq!(now.fragmentation_bytes, 5 * 4096);
+        assert_eq!(now.compact_gain_bytes, 5 * 4096);
+        assert_eq!(now.stored_pages, live.orig_data_size / 4096);
+        let orig = now.fields.iter().find(|f| f.field == "orig_data_size").unwrap();
+        assert_eq!((orig.live, orig.predicted), (300 * 4096, 300 * 4096));
+        assert_eq!(now.live_mm_stat.split_whitespace().count(), 9);
+    }
+
+    #[test]
+    fn a_device_that_moved_shows_the_drift_field_by_field() {
+        let p = pages();
+        let mut live = crate::conform::ours("lzo-rle", &p).unwrap();
+        live.compr_data_size += 100;
+        let now = assess(&p, 4096, config("lzo-rle"), &live.to_string(), &NoProgress).unwrap();
+        assert!(!now.exact);
+        let drift = now.drift.unwrap();
+        assert!(drift.contains("compr_data_size") && drift.contains("+100"), "{drift}");
+        assert!(!drift.contains("orig_data_size"), "{drift}");
+    }
+
+    #[test]
+    fn observed_rates_are_the_zram_devices_page_counts_per_second() {
+        let a = SwapSample {
+            system: live::SwapCounters { pswpin: 100, pswpout: 1000 },
+            zram_reads: 50,
+            zram_writes: 500,
+        };
+        let b = SwapSample {
+            system: live::SwapCounters { pswpin: 300, pswpout: 1400 },
+            zram_reads: 150,
+            zram_writes: 700,
+        };
+        let r = rates_between(&a, &b, 4.0, true);
+        assert_eq!((r.swap_ins_per_sec, r.swap_outs_per_sec), (25.0, 50.0));
+        assert_eq!((r.observed_secs, r.source.as_str()), (4.0, "observed"));
+        assert!(
+            r.note.contains("pswpin 50.0/s") && r.note.contains("pswpout 100.0/s"),
+            "{}",
+            r.note
+        );
+        // No zram device watched: the system's counters.
+        let r = rates_between(&a, &b, 4.0, false);
+        assert_eq!((r.swap_ins_per_sec, r.swap_outs_per_sec), (50.0, 100.0));
+    }
+
+    #[test]
+    fn a_live_sample_reads_the_system_counters() {
+        // /proc/vmstat exists on every Linux: the sample must succeed with no device.
+        let s = sample(&[], 4096).unwrap();
+        assert_eq!((s.zram_reads, s.zram_writes), (0, 0));
+    }
+
+    #[test]
+    fn a_bad_mm_stat_line_is_an_error_naming_the_device() {
+        let e = assess(&pages(), 4096, config("lzo-rle"), "1 2 3", &NoProgress).unwrap_err();
+        assert!(e.to_string().contains("/dev/zram7"), "{e}");
+    }
 
     fn row(swap: &str, ram_pages: u64, swap_ins: u64, swap_outs: u64, secs: f64) -> SwapRow {
         SwapRow {

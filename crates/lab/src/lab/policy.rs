@@ -1,15 +1,35 @@
 //! zram configurations compared end to end: a primary algorithm, optional secondaries and the
 //! `recompress` calls a policy makes (seed 004's multi-compression, docs/REFERENCES.md
-//! [seed-004]), measured on the same pages.
+//! [seed-004]), or a trained dictionary, measured on the same pages.
+//!
+//! The candidates ([`candidates`]): every primary algorithm of the kernel's list alone; the
+//! current primary with each denser, slower secondary ([`SECONDARIES`]: zstd, deflate)
+//! recompressing huge pages and idle pages; and zstd with a dictionary trained on the pages
+//! ([`crate::dict`]; trained on the same pages it is measured on, so its gain is an upper bound).
+//!
+//! Each measurement gives the thread CPU time per page (not wall time) of the writes (compress
+//! and store), of the reads (load and decompress) and of the recompression, which the cost model
+//! ([`super::cost`]) projects onto the user's device.
 
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
 use crate::cputime::{Elapsed, Stopwatch};
+use crate::dict;
 use crate::latency::{LatencyHist, LatencyRecorder};
 use crate::zram_run::{OnRefusal, ZramRunConfig, build_device, write_pages};
 use crate::{LabError, Progress};
+
+/// The kernel's primary algorithms, in its backend order.
+pub const KERNEL_ALGORITHMS: [&str; 7] =
+    ["lzo-rle", "lzo", "lz4", "lz4hc", "zstd", "deflate", "842"];
+
+/// Secondary algorithms tried for recompression: denser and slower than the fast primaries.
+pub const SECONDARIES: [&str; 2] = ["zstd", "deflate"];
+
+/// Most pages the dictionary is trained on (sampled evenly).
+const DICT_TRAIN_PAGES: usize = 2048;
 
 /// A zram configuration and what it does after the pages are written.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -24,6 +44,9 @@ pub struct Policy {
     pub mark_idle: bool,
     /// Text written to `recompress` (`type=huge`, `type=idle`, ...), if any.
     pub recompress: Option<String>,
+    /// The primary uses a dictionary trained on the page set (`algorithm_params dict=`).
+    #[serde(default)]
+    pub dict: bool,
 }
 
 impl Policy {
@@ -34,7 +57,12 @@ impl Policy {
             recomp: Vec::new(),
             mark_idle: false,
             recompress: None,
+            dict: false,
         }
+    }
+
+    fn with_dict(algo: &str) -> Self {
+        Self { name: format!("{algo} + dict"), dict: true, ..Self::single(algo) }
     }
 
     fn recompressing(name: &str, algo: &str, secondary: &str, mark_idle: bool, args: &str) -> Self {
@@ -44,12 +72,24 @@ impl Policy {
             recomp: vec![secondary.into()],
             mark_idle,
             recompress: Some(args.into()),
+            dict: false,
         }
+    }
+
+    /// Whether it recompresses in the background (needs a periodic `recompress`).
+    pub fn recompresses(&self) -> bool {
+        self.recompress.is_some()
     }
 
     /// The configuration as zram attribute writes, for the report.
     pub fn as_attributes(&self) -> Vec<String> {
         let mut v = vec![format!("echo {} > comp_algorithm", self.algo)];
+        if self.dict {
+            v.push(format!(
+                "echo 'algo={} dict=/path/to/dictionary' > algorithm_params",
+                self.algo
+            ));
+        }
         for (i, a) in self.recomp.iter().enumerate() {
             v.push(format!("echo 'algo={a} priority={}' > recomp_algorithm", i + 1));
         }
@@ -63,16 +103,26 @@ impl Policy {
     }
 }
 
-/// The policies `zmem lab` compares by default.
+/// The candidates for a device whose primary is `primary` (see the module documentation):
+/// `primary` first (the current configuration), then every other kernel algorithm, then
+/// `primary` with each secondary on huge and on idle pages, then zstd with a dictionary.
+pub fn candidates(primary: &str) -> Vec<Policy> {
+    let mut v = vec![Policy::single(primary)];
+    v.extend(KERNEL_ALGORITHMS.iter().filter(|a| **a != primary).map(|a| Policy::single(a)));
+    for s in SECONDARIES.iter().filter(|s| **s != primary) {
+        for (kind, idle) in [("huge", false), ("idle", true)] {
+            let name = format!("{primary} + {s}({kind})");
+            v.push(Policy::recompressing(&name, primary, s, idle, &format!("type={kind}")));
+        }
+    }
+    v.push(Policy::with_dict("zstd"));
+    v
+}
+
+/// The policies `zmem lab` compares by default: the candidates for the kernel's default
+/// primary.
 pub fn default_policies() -> Vec<Policy> {
-    vec![
-        Policy::single("lzo-rle"),
-        Policy::single("lz4"),
-        Policy::single("zstd"),
-        Policy::recompressing("lzo-rle + zstd(huge)", "lzo-rle", "zstd", false, "type=huge"),
-        Policy::recompressing("lzo-rle + zstd(idle)", "lzo-rle", "zstd", true, "type=idle"),
-        Policy::recompressing("lz4m + lz4(idle)", "lz4m", "lz4", true, "type=idle"),
-    ]
+    candidates(zmem_zram::DEFAULT_ALGORITHM)
 }
 
 /// What a policy cost and saved on the page set.
@@ -101,6 +151,22 @@ pub struct PolicyRow {
     /// One read of every page, timed.
     pub load_latency: LatencyHist,
     pub verified: bool,
+    /// Thread CPU nanoseconds per page of the writes (compress and store).
+    #[serde(default)]
+    pub compress_cpu_ns_per_page: f64,
+    /// Thread CPU nanoseconds per page of the reads (load and decompress).
+    #[serde(default)]
+    pub decompress_cpu_ns_per_page: f64,
+    /// Thread CPU nanoseconds per page stored of the idle marking, recompression and
+    /// compaction (0 for a policy that does not recompress).
+    #[serde(default)]
+    pub recompress_cpu_ns_per_page: f64,
+    /// Bytes of the trained dictionary (0 without one).
+    #[serde(default)]
+    pub dict_bytes: u64,
+    /// The trained dictionary itself (for the apply script; not in the JSON).
+    #[serde(skip)]
+    pub dict: Option<Vec<u8>>,
 }
 
 /// Runs one policy on a fresh device.
@@ -111,11 +177,21 @@ pub fn measure(
     progress: &dyn Progress,
 ) -> Result<PolicyRow, LabError> {
     let n = pages.len() / ps;
-    let cfg = ZramRunConfig {
+    let mut cfg = ZramRunConfig {
         algo: p.algo.clone(),
         page_size: ps,
         recomp: p.recomp.clone(),
         ..ZramRunConfig::default()
+    };
+    // The device reads the dictionary from the file when the parameters are stored; the file
+    // goes when `_file` does.
+    let (trained, _file) = if p.dict {
+        let d = dict::train(pages, ps, &p.algo, dict::DEFAULT_DICT_SIZE, DICT_TRAIN_PAGES)?;
+        let file = dict::DictFile::write(&d)?;
+        cfg.params = Some(format!("algo={} {}", p.algo, file.params_line(None)?));
+        (Some(d), Some(file))
+    } else {
+        (None, None)
     };
     let z = build_device(&cfg, n as u64)?;
     progress.start(&p.name, 2 * n as u64);
@@ -136,18 +212,24 @@ pub fn measure(
     let post = if p.recompress.is_some() { post.elapsed() } else { Elapsed::default() };
     let stat = z.mm_stat();
     let mut rec = LatencyRecorder::new();
-    let mut buf = vec![0u8; ps];
-    let mut verified = true;
-    for (i, page) in pages.chunks_exact(ps).enumerate() {
+    // Every page is read into its place first and compared afterwards, so the CPU time of the
+    // reads is that of loading and decompressing alone.
+    // Touched before the clock starts: a fresh allocation's first write to each page faults,
+    // and that is no cost of zram's.
+    let mut back = vec![0xa5u8; pages.len()];
+    let mut read_ok = true;
+    let read = Stopwatch::start();
+    for (i, out) in back.chunks_exact_mut(ps).enumerate() {
         let t = Instant::now();
-        let ok = z.read_page(i as u64, &mut buf).is_ok();
+        read_ok &= z.read_page(i as u64, out).is_ok();
         rec.record(t.elapsed().as_nanos() as u64);
-        verified &= ok && buf == page;
         if i % 256 == 255 {
             progress.advance(256);
         }
     }
+    let read = read.elapsed();
     progress.finish();
+    let verified = read_ok && back == pages;
     let orig = pages.len() as u64;
     let gb = orig as f64 / 1e9;
     Ok(PolicyRow {
@@ -164,5 +246,53 @@ pub fn measure(
         cpu_seconds_per_gb: (write.cpu_secs + post.cpu_secs) / gb,
         load_latency: rec.finish(),
         verified,
+        compress_cpu_ns_per_page: 1e9 * write.cpu_secs / n.max(1) as f64,
+        decompress_cpu_ns_per_page: 1e9 * read.cpu_secs / n.max(1) as f64,
+        recompress_cpu_ns_per_page: 1e9 * post.cpu_secs / n.max(1) as f64,
+        dict_bytes: trained.as_ref().map_or(0, |d| d.len() as u64),
+        dict: trained,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::NoProgress;
+
+    #[test]
+    fn the_candidates_cover_the_kernel_list_recompression_and_a_dictionary() {
+        let c = candidates("lzo-rle");
+        let names: Vec<&str> = c.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names[..7], KERNEL_ALGORITHMS);
+        for n in [
+            "lzo-rle + zstd(huge)",
+            "lzo-rle + zstd(idle)",
+            "lzo-rle + deflate(huge)",
+            "lzo-rle + deflate(idle)",
+            "zstd + dict",
+        ] {
+            assert!(names.contains(&n), "{n} missing from {names:?}");
+        }
+        // The current primary comes first, and is not its own secondary.
+        let z = candidates("zstd");
+        assert_eq!(z[0].name, "zstd");
+        assert!(z.iter().all(|p| !p.recomp.contains(&"zstd".to_string())));
+        assert_eq!(z.iter().filter(|p| p.name == "zstd").count(), 1);
+    }
+
+    #[test]
+    fn a_measurement_gives_cpu_per_page_and_the_dictionary() {
+        let set = zmem_workload::builtin::default_set_with(4096).unwrap();
+        let pages = &set.bytes()[..256 * 4096];
+        let idle = &candidates("lzo-rle")[8];
+        assert_eq!(idle.name, "lzo-rle + zstd(idle)");
+        let r = measure(idle, pages, 4096, &NoProgress).unwrap();
+        assert!(r.verified);
+        assert!(r.compress_cpu_ns_per_page >= 0.0 && r.decompress_cpu_ns_per_page >= 0.0);
+        assert!(r.pool_bytes <= r.pool_bytes_before_recompress);
+        let d = measure(&Policy::with_dict("zstd"), pages, 4096, &NoProgress).unwrap();
+        assert!(d.verified);
+        assert!(d.dict_bytes > 0 && d.dict.as_ref().map(Vec::len) == Some(d.dict_bytes as usize));
+        assert_eq!(d.recompress_cpu_ns_per_page, 0.0);
+    }
 }

@@ -1,25 +1,30 @@
-//! The advisor: which measured policy to use, and the runner-up.
+//! The advisor: which measured configuration to use, in the user's units, and how to apply it.
 //!
-//! The rule, stated in every report: among policies that read every page back correctly, take
-//! those whose load p99 is within 2x of the fastest and whose CPU cost is within 3x of the
-//! cheapest (a page-fault path and a reclaim budget are what such limits protect), and choose
-//! the one that saves the most memory. The runner-up is the next best by memory saved among all
-//! verified policies, with why it lost. If no policy passes both limits, the one saving the most
-//! memory per CPU second wins.
+//! Every measured policy becomes a [`Candidate`] projected onto the user's device by the cost
+//! model ([`super::cost`]: memory saved against now, CPU seconds per second at the swap rates,
+//! added swap-in latency), and the rule of [`cost::choose`] picks one within the user's budgets
+//! (`--cpu-budget`, `--latency-budget`); the rule is stated in every report. "Now" is the live
+//! device's configuration (its primary algorithm, no recompression) when there is a live device,
+//! else the kernel's default (lzo-rle). The runner-up is the next candidate by the same rule.
 
 use serde::{Deserialize, Serialize};
 
+use super::apply::{self, Apply};
+use super::cost::{self, Budgets, Candidate, Measured, Projection, Traffic};
+use super::now::{Now, Rates};
 use super::policy::PolicyRow;
 use crate::LabError;
 
 /// The recommended configuration and what it is expected to give.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Recommendation {
-    /// Policy name.
+    /// Policy name (a candidate's name).
     pub config: String,
-    /// The zram attribute writes that set it up.
+    /// The zram attribute writes that set it up (on the device named in `apply`).
     pub attributes: Vec<String>,
+    /// On the measured pages: orig / pool.
     pub expected_ratio: f64,
+    /// On the measured pages: orig - pool.
     pub memory_saved_bytes: i64,
     pub memory_saved_percent: f64,
     pub cpu_seconds_per_gb: f64,
@@ -30,71 +35,163 @@ pub struct Recommendation {
     pub why: String,
     /// The rule applied (so the report says how it decided).
     pub rule: String,
+    /// The configuration "now" is: the live device's primary, or the kernel default.
+    pub now_config: String,
+    /// What now costs in RAM: the live mem_used_total, or the projected pool of now's
+    /// configuration without a live device.
+    pub now_bytes: u64,
+    /// Where now_bytes comes from, in words.
+    pub now_source: String,
+    /// Pages the projection is for (the live device's stored pages, else the pages measured).
+    pub projected_pages: u64,
+    /// The chosen candidate is the current configuration: keep it.
+    pub keep_current: bool,
+    /// Whether the choice fits the budgets (false: nothing fitted, the fallback chose).
+    pub within_budgets: bool,
+    pub memory_saved_bytes_vs_now: i64,
+    pub cpu_secs_per_sec: f64,
+    pub added_load_p99_ns: i64,
+    /// How to set it up: sysfs, zram-generator, systemd units.
+    pub apply: Apply,
 }
 
-const P99_LIMIT: f64 = 2.0;
-const CPU_LIMIT: f64 = 3.0;
+/// Whether `r` is the configuration named by `algo` alone (no secondary, no dictionary).
+fn is_plain(r: &PolicyRow, algo: &str) -> bool {
+    r.policy.algo == algo && r.policy.recomp.is_empty() && !r.policy.dict
+}
 
-pub fn recommend(rows: &[PolicyRow]) -> Result<Recommendation, LabError> {
-    let ok: Vec<&PolicyRow> = rows.iter().filter(|r| r.verified).collect();
-    if ok.is_empty() {
+/// Projects every policy row, applies the rule, and says why. Returns the candidates (in the
+/// rows' order) and the recommendation.
+pub fn recommend(
+    rows: &[PolicyRow],
+    now: Option<&Now>,
+    rates: &Rates,
+    budgets: &Budgets,
+) -> Result<(Vec<Candidate>, Recommendation), LabError> {
+    if !rows.iter().any(|r| r.verified) {
         return Err(LabError::NothingVerified);
     }
-    let best_p99 = ok.iter().map(|r| r.load_latency.p99_ns).min().unwrap_or(1).max(1) as f64;
-    let best_cpu = ok.iter().map(|r| r.cpu_seconds_per_gb).fold(f64::INFINITY, f64::min);
-    let within = |r: &&PolicyRow| {
-        r.load_latency.p99_ns as f64 <= P99_LIMIT * best_p99
-            && r.cpu_seconds_per_gb <= CPU_LIMIT * best_cpu
+    let now_algo = now.map_or(zmem_zram::DEFAULT_ALGORITHM, |n| n.config.comp_algorithm.as_str());
+    let cur = rows.iter().position(|r| is_plain(r, now_algo)).unwrap_or(0);
+    let measured: Vec<Measured> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| Measured {
+            name: r.policy.name.clone(),
+            is_current: i == cur,
+            verified: r.verified,
+            recompresses: r.policy.recompresses(),
+            pages: r.pages,
+            pool_bytes: r.pool_bytes,
+            extra_bytes: r.dict_bytes,
+            compress_ns: r.compress_cpu_ns_per_page,
+            decompress_ns: r.decompress_cpu_ns_per_page,
+            recompress_ns: r.recompress_cpu_ns_per_page,
+            load_p50_ns: r.load_latency.p50_ns,
+            load_p99_ns: r.load_latency.p99_ns,
+        })
+        .collect();
+    let live_bytes =
+        now.and_then(|n| n.fields.iter().find(|f| f.field == "mem_used_total").map(|f| f.live));
+    let measured_pages = rows[cur].pages;
+    let proj =
+        Projection { pages: now.map_or(measured_pages, |n| n.stored_pages).max(1), live_bytes };
+    let traffic = Traffic {
+        swap_ins_per_sec: rates.swap_ins_per_sec,
+        swap_outs_per_sec: rates.swap_outs_per_sec,
     };
-    let mut ranked = ok.clone();
-    ranked.sort_by_key(|r| std::cmp::Reverse(r.memory_saved_bytes));
-    let efficiency = |r: &PolicyRow| r.memory_saved_bytes as f64 / r.cpu_seconds_per_gb.max(1e-9);
-    let chosen = match ranked.iter().find(|r| within(r)) {
-        Some(r) => *r,
-        None => *ok
-            .iter()
-            .max_by(|a, b| efficiency(a).total_cmp(&efficiency(b)))
-            .expect("ok is not empty"),
-    };
-    let runner = ranked.iter().find(|r| r.policy.name != chosen.policy.name).copied();
+    let cands = cost::project(&measured, proj, traffic, budgets);
+    let choice = cost::choose(&cands).ok_or(LabError::NothingVerified)?;
+    let (c, r) = (&cands[choice.index], &rows[choice.index]);
+    let now_bytes = (c.memory_saved_bytes_vs_now + c.pool_bytes as i64).max(0) as u64;
+
+    // The runner-up: the best of the others by the same rule.
+    let others: Vec<Candidate> = cands
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != choice.index)
+        .map(|(_, x)| x.clone())
+        .collect();
+    let runner = cost::choose(&others).map(|ch| &others[ch.index]);
+
     let mib = |b: i64| b as f64 / (1 << 20) as f64;
-    let mut why = format!(
-        "{} saves {:.1} MiB of {:.1} MiB ({:.1} %) at {:.2} CPU s/GB, load p99 {} ns",
-        chosen.policy.name,
-        mib(chosen.memory_saved_bytes),
-        mib(chosen.orig_bytes as i64),
-        100.0 * chosen.memory_saved_bytes as f64 / chosen.orig_bytes as f64,
-        chosen.cpu_seconds_per_gb,
-        chosen.load_latency.p99_ns
+    let mut why = if !choice.fits {
+        format!(
+            "no configuration fits the budgets ({} % of a core, +{} us p99); {} is the cheapest \
+             in CPU that saves at least as much memory as now",
+            budgets.cpu_percent_of_core, budgets.added_load_p99_us, c.name
+        )
+    } else if c.is_current {
+        format!("keep {}: no configuration within the budgets saves more memory", c.name)
+    } else {
+        format!("{} saves the most memory within the budgets", c.name)
+    };
+    why += &format!(
+        ": {:+.1} MiB against now ({:.1} MiB of {} pages), {:.3} % of a core ({:+.3} % against \
+         now), p99 swap-in {:.1} us ({:+.1} us)",
+        mib(c.memory_saved_bytes_vs_now),
+        mib(c.pool_bytes as i64),
+        proj.pages,
+        100.0 * c.cpu_secs_per_sec,
+        100.0 * c.added_cpu_secs_per_sec,
+        c.load_p99_ns as f64 / 1000.0,
+        c.added_load_p99_ns as f64 / 1000.0,
     );
-    if let Some(r) = runner {
-        let reason = if !within(&r) {
+    if let Some(x) = runner {
+        let reason = if !x.within_budgets {
+            format!("outside the budgets ({})", x.over_budget.join("; "))
+        } else if choice.fits && x.memory_saved_bytes_vs_now < c.memory_saved_bytes_vs_now {
             format!(
-                "outside the limits (p99 {:.1}x the fastest, CPU {:.1}x the cheapest)",
-                r.load_latency.p99_ns as f64 / best_p99,
-                r.cpu_seconds_per_gb / best_cpu
+                "saves {:.2} MiB less",
+                mib(c.memory_saved_bytes_vs_now - x.memory_saved_bytes_vs_now)
             )
+        } else if choice.fits && x.cpu_secs_per_sec > c.cpu_secs_per_sec {
+            "saves as much and costs more CPU".to_string()
+        } else if choice.fits {
+            "saves as much; the current configuration is kept".to_string()
         } else {
-            format!("saves {:.1} MiB less", mib(chosen.memory_saved_bytes - r.memory_saved_bytes))
+            "costs more CPU".to_string()
         };
-        why += &format!("; runner-up {}: {reason}", r.policy.name);
+        why += &format!("; runner-up {}: {reason}", x.name);
     }
-    Ok(Recommendation {
-        config: chosen.policy.name.clone(),
-        attributes: chosen.policy.as_attributes(),
-        expected_ratio: chosen.effective_ratio,
-        memory_saved_bytes: chosen.memory_saved_bytes,
-        memory_saved_percent: 100.0 * chosen.memory_saved_bytes as f64 / chosen.orig_bytes as f64,
-        cpu_seconds_per_gb: chosen.cpu_seconds_per_gb,
-        load_latency_p50_ns: chosen.load_latency.p50_ns,
-        load_latency_p99_ns: chosen.load_latency.p99_ns,
-        runner_up: runner.map(|r| r.policy.name.clone()),
-        why,
-        rule: format!(
-            "among verified policies with load p99 <= {P99_LIMIT}x the fastest and CPU <= \
-             {CPU_LIMIT}x the cheapest, the one saving the most memory"
+    let how = apply::build(&r.policy, now, budgets.recompress_period_secs);
+    let now_source = match live_bytes {
+        Some(_) => format!(
+            "the live device's mem_used_total ({} pages stored; its fragmentation included, so \
+             the current configuration's row shows what a fresh pool would give back)",
+            proj.pages
         ),
-    })
+        None => format!(
+            "no live device: the kernel default {now_algo} on the {} pages measured",
+            proj.pages
+        ),
+    };
+    Ok((
+        cands.clone(),
+        Recommendation {
+            config: r.policy.name.clone(),
+            attributes: how.sysfs.clone(),
+            expected_ratio: r.effective_ratio,
+            memory_saved_bytes: r.memory_saved_bytes,
+            memory_saved_percent: 100.0 * r.memory_saved_bytes as f64 / r.orig_bytes.max(1) as f64,
+            cpu_seconds_per_gb: r.cpu_seconds_per_gb,
+            load_latency_p50_ns: r.load_latency.p50_ns,
+            load_latency_p99_ns: r.load_latency.p99_ns,
+            runner_up: runner.map(|x| x.name.clone()),
+            why,
+            rule: cost::rule(budgets),
+            now_config: rows[cur].policy.name.clone(),
+            now_bytes,
+            now_source,
+            projected_pages: proj.pages,
+            keep_current: c.is_current,
+            within_budgets: choice.fits,
+            memory_saved_bytes_vs_now: c.memory_saved_bytes_vs_now,
+            cpu_secs_per_sec: c.cpu_secs_per_sec,
+            added_load_p99_ns: c.added_load_p99_ns,
+            apply: how,
+        },
+    ))
 }
 
 #[cfg(test)]
@@ -103,14 +200,22 @@ mod tests {
     use crate::lab::policy::{Policy, PolicyRow};
     use crate::latency::LatencyHist;
 
-    fn row(name: &str, saved: i64, cpu: f64, p99: u64, verified: bool) -> PolicyRow {
+    fn row(
+        name: &str,
+        algo: &str,
+        saved: i64,
+        comp_ns: f64,
+        p99: u64,
+        verified: bool,
+    ) -> PolicyRow {
         PolicyRow {
             policy: Policy {
                 name: name.into(),
-                algo: "lz4".into(),
+                algo: algo.into(),
                 recomp: vec![],
                 mark_idle: false,
                 recompress: None,
+                dict: false,
             },
             pages: 100,
             orig_bytes: 409600,
@@ -121,28 +226,67 @@ mod tests {
             pool_bytes_before_recompress: 0,
             write_seconds: 0.0,
             recompress_seconds: 0.0,
-            cpu_seconds_per_gb: cpu,
+            cpu_seconds_per_gb: comp_ns / 4096.0,
             load_latency: LatencyHist { p99_ns: p99, ..Default::default() },
             verified,
+            compress_cpu_ns_per_page: comp_ns,
+            decompress_cpu_ns_per_page: comp_ns / 4.0,
+            recompress_cpu_ns_per_page: 0.0,
+            dict_bytes: 0,
+            dict: None,
+        }
+    }
+
+    fn rates() -> Rates {
+        Rates {
+            swap_ins_per_sec: 100.0,
+            swap_outs_per_sec: 100.0,
+            observed_secs: 0.0,
+            source: "replay".into(),
+            note: String::new(),
         }
     }
 
     #[test]
-    fn most_memory_within_the_limits_wins() {
+    fn most_memory_within_the_budgets_wins_and_the_default_is_now() {
         let rows = [
-            row("fast", 200_000, 1.0, 1000, true),
-            row("dense", 260_000, 2.5, 1800, true),
-            row("densest-but-slow", 300_000, 9.0, 1500, true),
-            row("broken", 400_000, 1.0, 100, false),
+            row("lz4", "lz4", 150_000, 3000.0, 1000, true),
+            row("lzo-rle", "lzo-rle", 200_000, 5000.0, 1000, true),
+            row("zstd", "zstd", 260_000, 20_000.0, 1800, true),
+            // 100 x 120 us + 100 x 30 us = 15 ms/s: 1.5 % of a core.
+            row("deflate", "deflate", 300_000, 120_000.0, 1500, true),
+            row("broken", "lz4hc", 400_000, 1.0, 100, false),
         ];
-        let r = recommend(&rows).unwrap();
-        assert_eq!(r.config, "dense");
-        assert_eq!(r.runner_up.as_deref(), Some("densest-but-slow"));
-        assert!(r.why.contains("outside the limits"), "{}", r.why);
+        let (c, r) = recommend(&rows, None, &rates(), &Budgets::default()).unwrap();
+        assert_eq!(c.len(), 5);
+        assert!(c[1].is_current && !c[0].is_current);
+        assert_eq!(r.now_config, "lzo-rle");
+        assert_eq!(r.now_bytes, 409_600 - 200_000);
+        assert_eq!(r.config, "zstd");
+        assert_eq!(r.memory_saved_bytes_vs_now, 60_000);
+        assert!(r.within_budgets && !r.keep_current);
+        assert_eq!(r.runner_up.as_deref(), Some("lzo-rle"));
+        assert!(r.why.contains("saves the most memory within the budgets"), "{}", r.why);
+        assert!(r.rule.contains("1 % of one core"), "{}", r.rule);
+        assert!(r.attributes.iter().any(|a| a == "echo zstd > /sys/block/zram0/comp_algorithm"));
+    }
+
+    #[test]
+    fn nothing_fits_is_said() {
+        let rows = [
+            row("lzo-rle", "lzo-rle", 200_000, 5000.0, 1000, true),
+            row("zstd", "zstd", 260_000, 20_000.0, 1800, true),
+        ];
+        let b = Budgets { cpu_percent_of_core: 0.001, ..Budgets::default() };
+        let (_, r) = recommend(&rows, None, &rates(), &b).unwrap();
+        assert_eq!(r.config, "lzo-rle");
+        assert!(r.keep_current && !r.within_budgets);
+        assert!(r.why.starts_with("no configuration fits the budgets"), "{}", r.why);
     }
 
     #[test]
     fn nothing_verified_is_an_error() {
-        assert!(recommend(&[row("x", 1, 1.0, 1, false)]).is_err());
+        let rows = [row("x", "lz4", 1, 1.0, 1, false)];
+        assert!(recommend(&rows, None, &rates(), &Budgets::default()).is_err());
     }
 }

@@ -4,7 +4,8 @@ use super::svg;
 use crate::lab::LabReport;
 
 /// The accent colour of each plot, in page order; the screenshot test looks for them.
-pub const PLOT_COLORS: [(&str, &str); 5] = [
+pub const PLOT_COLORS: [(&str, &str); 6] = [
+    ("memory saved vs CPU", "#17becf"),
     ("ratio vs compress speed", "#1f77b4"),
     ("memory-freeing speed", "#2ca02c"),
     ("pool size per allocator", "#d62728"),
@@ -17,7 +18,14 @@ fn esc(s: &str) -> String {
 }
 
 pub fn render_html(r: &LabReport) -> String {
-    let c = |i: usize| PLOT_COLORS[i].1;
+    let c = |i: usize| PLOT_COLORS[i + 1].1;
+    let trade = svg::tradeoff(
+        "Memory saved against CPU, per candidate (projected onto the device)",
+        &super::trade_points(r),
+        r.budgets.cpu_percent_of_core,
+        PLOT_COLORS[0].1,
+    );
+    let change = change_section(r);
     let algos: Vec<_> = r.compressors.iter().filter(|x| x.algo != "memcpy").collect();
     let scatter = svg::scatter(
         "Compression ratio against compress speed",
@@ -96,6 +104,7 @@ pub fn render_html(r: &LabReport) -> String {
          <div class=\"rec\"><h2>Recommendation: {}</h2>\
          <p>Expected ratio {:.2}; memory saved {:.1} %; {:.2} CPU s per GB compressed; load p50 {} ns, p99 {} ns.</p>\
          <p>{}</p><p><small>Rule: {}</small></p><pre>{}</pre></div>\
+         {}\n{}\
          <h2>Compressors</h2><table><tr><th>algo</th><th>ratio</th><th>comp MB/s</th><th>decomp MB/s</th><th>freeing MB/s</th><th>verified</th></tr>{}</table>\
          {}\n{}\n<h2>Allocators</h2>{}\n<h2>zram policies</h2>{}\n{}\n\
          <h2>zram vs zswap under memory pressure</h2><table><tr><th>swap</th><th>RAM pages</th>\
@@ -115,6 +124,8 @@ pub fn render_html(r: &LabReport) -> String {
         esc(&rec.why),
         esc(&rec.rule),
         esc(&rec.attributes.join("\n")),
+        trade,
+        change,
         rows,
         scatter,
         freeing,
@@ -124,5 +135,86 @@ pub fn render_html(r: &LabReport) -> String {
         swap_rows,
         esc(&r.zmem_version),
         r.schema_version,
+    )
+}
+
+/// The trade-off's table (the change from now for every candidate), what each number means, and
+/// how to apply the recommendation.
+fn change_section(r: &LabReport) -> String {
+    let rec = &r.recommendation;
+    let mib = |b: i64| b as f64 / (1 << 20) as f64;
+    let rows: String = r
+        .candidates
+        .iter()
+        .map(|c| {
+            let mark = match (c.name == rec.config, c.is_current) {
+                (true, true) => " (now, recommended)",
+                (true, false) => " (recommended)",
+                (false, true) => " (now)",
+                _ => "",
+            };
+            format!(
+                "<tr><td>{}{}</td><td>{:.2}</td><td>{:.3}</td><td>{:+.3}</td><td>{:.2}</td>\
+                 <td>{:.2}</td><td>{:+.2}</td><td>{:.2}</td><td>{}</td></tr>",
+                esc(&c.name),
+                mark,
+                mib(c.memory_saved_bytes_vs_now),
+                100.0 * c.cpu_secs_per_sec,
+                100.0 * c.added_cpu_secs_per_sec,
+                c.load_p50_ns as f64 / 1000.0,
+                c.load_p99_ns as f64 / 1000.0,
+                c.added_load_p99_ns as f64 / 1000.0,
+                c.first_pass_cpu_secs,
+                if c.within_budgets { "yes".to_string() } else { esc(&c.over_budget.join("; ")) }
+            )
+        })
+        .collect();
+    let meanings: String = super::CHANGE_MEANINGS
+        .iter()
+        .map(|(k, v)| format!("<li><b>{}</b>: {}</li>", esc(k), esc(v)))
+        .collect();
+    let a = &rec.apply;
+    let mut apply = format!(
+        "<h3>How to apply it</h3><p>Device: {}. zmem changed nothing; \
+         <code>zmem lab --apply-script FILE</code> writes all of this as one script to review.</p>\
+         <p>Through sysfs, now:</p><pre>{}</pre>\
+         <p>With zram-generator, at every boot \
+         (<code>/etc/systemd/zram-generator.conf.d/60-zmem.conf</code>):</p><pre>{}</pre><ul>{}</ul>",
+        esc(&a.device_note),
+        esc(&a.sysfs.join("\n")),
+        esc(&a.generator_conf),
+        a.generator_versions.iter().map(|v| format!("<li>{}</li>", esc(v))).collect::<String>()
+    );
+    if let (Some(service), Some(timer)) = (&a.service, &a.timer) {
+        apply += &format!(
+            "<p>And the periodic recompression, which zram-generator cannot express \
+             (<code>/etc/systemd/system/{u}.service</code> and <code>.timer</code>):</p>\
+             <pre>{}</pre><pre>{}</pre>",
+            esc(service),
+            esc(timer),
+            u = crate::lab::apply::UNIT
+        );
+    }
+    format!(
+        "<h2>Change from now</h2>\
+         <p>Now is {} ({}). Projected onto {} pages at {:.1} swap-ins/s and {:.1} swap-outs/s \
+         ({}: {}); background recompression every {:.0} s. Budgets: {} % of one core, \
+         +{} &micro;s p99 swap-in.</p>\
+         <table><tr><th>candidate</th><th>saved MiB</th><th>CPU %</th><th>&Delta;CPU %</th>\
+         <th>p50 &micro;s</th><th>p99 &micro;s</th><th>&Delta;p99 &micro;s</th><th>1st pass s</th>\
+         <th>fits</th></tr>{}</table><ul>{}</ul>{}",
+        esc(&rec.now_config),
+        esc(&rec.now_source),
+        rec.projected_pages,
+        r.rates.swap_ins_per_sec,
+        r.rates.swap_outs_per_sec,
+        esc(&r.rates.source),
+        esc(&r.rates.note),
+        r.budgets.recompress_period_secs,
+        r.budgets.cpu_percent_of_core,
+        r.budgets.added_load_p99_us,
+        rows,
+        meanings,
+        apply
     )
 }

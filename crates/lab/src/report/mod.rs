@@ -77,6 +77,7 @@ pub fn render_summary(r: &LabReport) -> String {
             if w.verified { "yes" } else { "NO" }
         );
     }
+    s += &change_table(r);
     let rec = &r.recommendation;
     s += &format!(
         "\nRecommendation: {}\n  expected ratio {:.2}, memory saved {:.1} %, {:.2} CPU s per GB compressed, load p50 {} ns / p99 {} ns\n  {}\n  rule: {}\n  set it up with:\n",
@@ -92,5 +93,127 @@ pub fn render_summary(r: &LabReport) -> String {
     for a in &rec.attributes {
         s += &format!("    {a}\n");
     }
+    s += &format!(
+        "  or with zram-generator (/etc/systemd/zram-generator.conf.d/60-zmem.conf):\n{}",
+        indent(&rec.apply.generator_conf, "    ")
+    );
+    for v in &rec.apply.generator_versions {
+        s += &format!("    # {v}\n");
+    }
+    if let (Some(service), Some(timer)) = (&rec.apply.service, &rec.apply.timer) {
+        s += &format!(
+            "  and a systemd timer for the periodic recompression:\n    # {u}.service\n{}    # {u}.timer\n{}",
+            indent(service, "    "),
+            indent(timer, "    "),
+            u = crate::lab::apply::UNIT
+        );
+    }
+    s += "  (zmem lab --apply-script FILE writes all of it as one script to review; nothing is run)\n";
     s
+}
+
+fn indent(text: &str, by: &str) -> String {
+    text.lines().map(|l| format!("{by}{l}\n")).collect()
+}
+
+/// What every column of the change-from-now table means (terminal and HTML).
+pub const CHANGE_MEANINGS: [(&str, &str); 7] = [
+    (
+        "saved MiB",
+        "memory saved against now on the whole device: now's bytes less the candidate's pool, \
+         measured on the sampled pages and scaled to the pages the device stores (a \
+         dictionary's own bytes added once)",
+    ),
+    (
+        "CPU %",
+        "CPU time per second, in % of one core: swap-outs/s x compress CPU per page + \
+         swap-ins/s x decompress CPU per page + recompressed pages/s x recompress CPU per page \
+         (thread CPU time measured on the pages, not wall time)",
+    ),
+    ("dCPU %", "CPU % less now's"),
+    ("p50 us / p99 us", "swap-in (read and decompress one page) latency measured on the pages"),
+    ("dp99 us", "p99 less now's: what the candidate adds to a major fault"),
+    ("1st pass s", "CPU seconds of the first recompression pass over what the device holds"),
+    ("fits", "yes: read every page back, within the CPU budget and within the added-p99 budget"),
+];
+
+/// The candidates as changes from now, for the terminal.
+fn change_table(r: &LabReport) -> String {
+    let rec = &r.recommendation;
+    let mib = |b: i64| b as f64 / (1 << 20) as f64;
+    let mut s = format!(
+        "\nChange from now ({}; now = {}: {}), at {:.1} swap-ins/s and {:.1} swap-outs/s ({}), \
+         recompression every {:.0} s; budgets: {} % of one core, +{} us p99\n",
+        if rec.keep_current { "keep now" } else { "change" },
+        rec.now_config,
+        rec.now_source,
+        r.rates.swap_ins_per_sec,
+        r.rates.swap_outs_per_sec,
+        r.rates.source,
+        r.budgets.recompress_period_secs,
+        r.budgets.cpu_percent_of_core,
+        r.budgets.added_load_p99_us,
+    );
+    s += &format!(
+        "  {:<26} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>10} {:>5}\n",
+        "candidate",
+        "saved MiB",
+        "CPU %",
+        "dCPU %",
+        "p50 us",
+        "p99 us",
+        "dp99 us",
+        "1st pass s",
+        "fits"
+    );
+    for c in &r.candidates {
+        let mark = match (c.name == rec.config, c.is_current) {
+            (true, true) => "*>",
+            (true, false) => " >",
+            (false, true) => "* ",
+            _ => "  ",
+        };
+        s += &format!(
+            "{mark}{:<26} {:>10.2} {:>8.3} {:>+8.3} {:>8.2} {:>8.2} {:>+8.2} {:>10.2} {:>5}\n",
+            c.name,
+            mib(c.memory_saved_bytes_vs_now),
+            100.0 * c.cpu_secs_per_sec,
+            100.0 * c.added_cpu_secs_per_sec,
+            c.load_p50_ns as f64 / 1000.0,
+            c.load_p99_ns as f64 / 1000.0,
+            c.added_load_p99_ns as f64 / 1000.0,
+            c.first_pass_cpu_secs,
+            if c.within_budgets { "yes" } else { "no" }
+        );
+    }
+    s += "  * now  > recommended\n";
+    for (k, v) in CHANGE_MEANINGS {
+        s += &format!("  {k}: {v}\n");
+    }
+    s
+}
+
+/// The trade-off chart's points: one per candidate.
+pub(crate) fn trade_points(r: &LabReport) -> Vec<svg::TradePoint> {
+    r.candidates
+        .iter()
+        .map(|c| svg::TradePoint {
+            label: c.name.clone(),
+            cpu_percent: 100.0 * c.cpu_secs_per_sec,
+            saved_mib: c.memory_saved_bytes_vs_now as f64 / (1 << 20) as f64,
+            is_current: c.is_current,
+            is_chosen: c.name == r.recommendation.config,
+            within_budgets: c.within_budgets,
+        })
+        .collect()
+}
+
+/// The shell script that applies the recommendation (`zmem lab --apply-script FILE`): the
+/// zram-generator section, the recompression timer where needed, and the sysfs lines; for the
+/// user to review, nothing is run.
+pub fn render_apply_script(r: &LabReport) -> String {
+    let rec = &r.recommendation;
+    let dict =
+        r.policies.iter().find(|p| p.policy.name == rec.config).and_then(|p| p.dict.as_deref());
+    crate::lab::apply::script(&rec.config, &rec.apply, dict)
 }

@@ -125,6 +125,127 @@ pub fn scatter(
     s + "</svg>"
 }
 
+/// One point of [`tradeoff`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct TradePoint {
+    pub label: String,
+    /// CPU, percent of one core.
+    pub cpu_percent: f64,
+    /// Memory saved against now, MiB (negative: more than now).
+    pub saved_mib: f64,
+    pub is_current: bool,
+    pub is_chosen: bool,
+    pub within_budgets: bool,
+}
+
+/// Memory saved against CPU per second: one labelled point per candidate (filled in `color`
+/// within the budgets, hollow outside), a dashed vertical line at the CPU budget, a ring around
+/// the current configuration, a larger square on the chosen one, and the zero line (now).
+pub fn tradeoff(title: &str, points: &[TradePoint], budget_percent: f64, color: &str) -> String {
+    let mut s = open(title, H);
+    let (l, r, b, t) = (70.0, W - RIGHT - 110.0, H - BOTTOM, TOP);
+    let x1 = points.iter().map(|p| p.cpu_percent).fold(budget_percent, f64::max).max(1e-6) * 1.08;
+    let (ymin, ymax) =
+        points.iter().fold((0.0f64, 0.0f64), |(a, z), p| (a.min(p.saved_mib), z.max(p.saved_mib)));
+    let pad = ((ymax - ymin) * 0.08).max(0.01);
+    let (y0, y1) = (ymin - pad, ymax + pad);
+    let px = |x: f64| l + x.max(0.0) / x1 * (r - l);
+    let py = |y: f64| b - (y - y0) / (y1 - y0) * (b - t);
+    let bx = px(budget_percent);
+    let _ = write!(
+        s,
+        "<line x1=\"{l}\" y1=\"{b}\" x2=\"{r}\" y2=\"{b}\" stroke=\"#333\"/>\
+         <line x1=\"{l}\" y1=\"{t}\" x2=\"{l}\" y2=\"{b}\" stroke=\"#333\"/>\
+         <line x1=\"{l}\" y1=\"{z:.1}\" x2=\"{r}\" y2=\"{z:.1}\" stroke=\"#999\"/>\
+         <text x=\"{}\" y=\"{:.1}\" fill=\"#555\">now</text>\
+         <line x1=\"{bx:.1}\" y1=\"{t}\" x2=\"{bx:.1}\" y2=\"{b}\" stroke=\"{color}\" \
+         stroke-width=\"3\" stroke-dasharray=\"8 5\"/>\
+         <text x=\"{:.1}\" y=\"{}\" fill=\"#555\">CPU budget {} %</text>\
+         <text x=\"{cx}\" y=\"{}\" text-anchor=\"middle\">CPU, % of one core (at the swap rates)</text>\
+         <text x=\"14\" y=\"{cy}\" transform=\"rotate(-90 14 {cy})\" \
+         text-anchor=\"middle\">memory saved against now, MiB</text>",
+        r + 4.0,
+        py(0.0) + 4.0,
+        bx + 4.0,
+        t - 4.0,
+        fmt_num(budget_percent),
+        H - 12.0,
+        z = py(0.0),
+        cx = (l + r) / 2.0,
+        cy = (b + t) / 2.0,
+    );
+    for v in [0.0, x1 / 2.0, x1] {
+        let _ = write!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#555\">{}</text>",
+            px(v),
+            b + 16.0,
+            fmt_num(v)
+        );
+    }
+    for v in [y0, (y0 + y1) / 2.0, y1] {
+        let _ = write!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" fill=\"#555\">{}</text>",
+            l - 6.0,
+            py(v) + 4.0,
+            fmt_num(v)
+        );
+    }
+    // Labels: right of each point, moved down where they would overlap one placed before.
+    let mut placed: Vec<(f64, f64, f64)> = Vec::new();
+    let mut label_y = vec![0.0; points.len()];
+    let mut order: Vec<usize> = (0..points.len()).collect();
+    order.sort_by(|&i, &j| py(points[i].saved_mib).total_cmp(&py(points[j].saved_mib)));
+    for i in order {
+        let x = px(points[i].cpu_percent);
+        let width = 6.5 * (points[i].label.len() + 14) as f64;
+        let mut y = py(points[i].saved_mib) - 4.0;
+        while placed
+            .iter()
+            .any(|&(px0, px1, py0)| (y - py0).abs() < 12.0 && x < px1 && px0 < x + width)
+        {
+            y += 12.0;
+        }
+        placed.push((x, x + width, y));
+        label_y[i] = y;
+    }
+    for (k, p) in points.iter().enumerate() {
+        let (x, y) = (px(p.cpu_percent), py(p.saved_mib));
+        let half = if p.is_chosen { 8.0 } else { 5.0 };
+        let fill = if p.within_budgets { color } else { "#ffffff" };
+        let _ = write!(
+            s,
+            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{w}\" height=\"{w}\" fill=\"{fill}\" \
+             stroke=\"{color}\" stroke-width=\"2\"/>",
+            x - half,
+            y - half,
+            w = 2.0 * half
+        );
+        if p.is_current {
+            let _ = write!(
+                s,
+                "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"12\" fill=\"none\" stroke=\"#333\" \
+                 stroke-width=\"2\"/>"
+            );
+        }
+        let mark = match (p.is_chosen, p.is_current) {
+            (true, true) => " (now, chosen)",
+            (true, false) => " (chosen)",
+            (false, true) => " (now)",
+            _ => "",
+        };
+        let _ = write!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\">{}{mark}</text>",
+            x + half + 4.0,
+            label_y[k],
+            esc(&p.label)
+        );
+    }
+    s + "</svg>"
+}
+
 /// bpftrace-style log2 histogram: one bar per power-of-two bucket.
 pub fn log2_histogram(title: &str, buckets: &[(u64, u64)], color: &str) -> String {
     let items: Vec<(String, f64)> = buckets
@@ -166,6 +287,33 @@ mod tests {
             "#abcdef",
         );
         assert_eq!(s.matches("fill=\"#abcdef\"").count(), 2);
+        let pt =
+            |label: &str, cpu: f64, saved: f64, cur: bool, chosen: bool, within: bool| TradePoint {
+                label: label.into(),
+                cpu_percent: cpu,
+                saved_mib: saved,
+                is_current: cur,
+                is_chosen: chosen,
+                within_budgets: within,
+            };
+        let t = tradeoff(
+            "trade-off",
+            &[
+                pt("lzo-rle", 0.1, 0.0, true, false, true),
+                pt("zstd", 0.3, 2.5, false, true, true),
+                pt("lz4", 0.05, -0.5, false, false, true),
+                pt("deflate", 2.0, 3.0, false, false, false),
+            ],
+            1.0,
+            "#17becf",
+        );
+        assert!(t.starts_with("<svg") && t.ends_with("</svg>"));
+        // Three filled points, the budget line, four outlines.
+        assert_eq!(t.matches("fill=\"#17becf\"").count(), 3);
+        assert_eq!(t.matches("stroke=\"#17becf\"").count(), 5);
+        assert!(t.contains("lzo-rle (now)") && t.contains("zstd (chosen)"));
+        assert!(t.contains("CPU budget 1.00 %"));
+        assert_eq!(t.matches("<circle").count(), 1);
         let h = log2_histogram("h", &[(512, 3), (1024, 7)], "#00ff00");
         assert!(h.contains("[512, 1K)") && h.contains("[1K, 2K)"));
     }

@@ -1,0 +1,121 @@
+//! `zmem dict train`: trains on a generated page file and writes a dictionary zram can load;
+//! bad input fails with one line `zmem: ...` and exit status 2.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn zmem(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zmem")).args(args).output().expect("the zmem binary runs")
+}
+
+/// A fresh directory for one test.
+fn dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("zmem-cli-dict-{test}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn s(p: &std::path::Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[track_caller]
+fn fails_cleanly(args: &[&str]) -> String {
+    let out = zmem(args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{args:?} panicked:\n{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{args:?}: exit status; stderr:\n{stderr}");
+    assert!(stderr.starts_with("zmem: "), "{args:?}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{args:?}: more than one line:\n{stderr}");
+    stderr["zmem: ".len()..].trim_end().to_string()
+}
+
+#[test]
+fn trains_writes_and_reports() {
+    let d = dir("train");
+    let pages = d.join("mixed.pages");
+    let out = zmem(&["gen", "--kind", "mixed", "--pages", "400", "-o", s(&pages)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for algo in ["zstd", "lz4"] {
+        let dict = d.join(format!("{algo}.dict"));
+        let out = zmem(&[
+            "dict",
+            "train",
+            "--algo",
+            algo,
+            "--size",
+            "16K",
+            "--holdout",
+            "--json",
+            s(&pages),
+            "-o",
+            s(&dict),
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{algo}: {stderr}");
+        let bytes = std::fs::read(&dict).unwrap();
+        assert!(!bytes.is_empty() && bytes.len() <= 16 << 10, "{algo}: {} bytes", bytes.len());
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let e = &report["effect"];
+        assert_eq!(e["algo"], algo);
+        assert_eq!(e["dict_bytes"], bytes.len());
+        assert_eq!(e["pages"], 200);
+        assert_eq!(e["verified"], true);
+        assert!(e["ratio_without"].as_f64().unwrap() > 1.0, "{report}");
+        assert!(e["ratio_with"].as_f64().unwrap() > 1.0, "{report}");
+        assert_eq!(report["trained_on_pages"], 200);
+        assert_eq!(report["measured_on"], "other half");
+        let params = report["algorithm_params"].as_str().unwrap();
+        assert!(params.starts_with(&format!("algo={algo} dict=/")), "{params}");
+    }
+    // The text report names the file, both ratios and the line for zram.
+    let dict = d.join("text.dict");
+    let out = zmem(&["dict", "train", "--algo", "lz4", "--level", "2", s(&pages), "-o", s(&dict)]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("without:") && stdout.contains("with:"), "{stdout}");
+    assert!(stdout.contains("algo=lz4 level=2 dict=/"), "{stdout}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn bad_input_fails_with_one_line() {
+    let d = dir("bad");
+    let pages = d.join("mixed.pages");
+    assert!(zmem(&["gen", "--kind", "mixed", "--pages", "40", "-o", s(&pages)]).status.success());
+    let dict = d.join("out.dict");
+    let msg = fails_cleanly(&["dict", "train", "--algo", "lzo", s(&pages), "-o", s(&dict)]);
+    assert!(msg.contains("unknown algorithm \"lzo\""), "{msg}");
+    let empty = d.join("empty.pages");
+    std::fs::write(&empty, b"").unwrap();
+    let msg = fails_cleanly(&["dict", "train", "--algo", "zstd", s(&empty), "-o", s(&dict)]);
+    assert!(msg.contains("at least 16 pages, got 0"), "{msg}");
+    let msg = fails_cleanly(&[
+        "dict",
+        "train",
+        "--algo",
+        "zstd",
+        "--size",
+        "lots",
+        s(&pages),
+        "-o",
+        s(&dict),
+    ]);
+    assert!(msg.starts_with("--size: "), "{msg}");
+    let msg = fails_cleanly(&[
+        "dict",
+        "train",
+        "--algo",
+        "zstd",
+        "--size",
+        "64K",
+        "--samples",
+        "2",
+        s(&pages),
+        "-o",
+        s(&dict),
+    ]);
+    assert!(msg.contains("too few"), "{msg}");
+    assert!(!dict.exists(), "no dictionary is written on failure");
+    std::fs::remove_dir_all(&d).unwrap();
+}

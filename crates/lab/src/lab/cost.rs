@@ -1,0 +1,409 @@
+//! The cost model: what a measured zram configuration would cost and save on the user's whole
+//! device, in the user's units (bytes of RAM, CPU seconds per second, microseconds of swap-in
+//! latency), and which one to choose within the user's budgets. Pure arithmetic: the measured
+//! per-page costs come in ([`Measured`]), projected [`Candidate`]s and a [`Choice`] come out.
+//!
+//! **Projection.** The lab measures `n` pages; the live device stores `N`
+//! (`Now::stored_pages`; without a live device `N = n`). Every size scales by `N / n`:
+//! `pool = pool_measured x N / n + extra` (`extra`: bytes a configuration keeps besides the
+//! pool, e.g. a dictionary, counted once).
+//!
+//! **Memory saved against now**: `now_bytes - pool`, where `now_bytes` is the live device's
+//! `mem_used_total` when there is one (fragmentation included, so the current configuration's
+//! own row shows what re-packing the pool would give), else the projected pool of the current
+//! configuration (which then saves exactly 0).
+//!
+//! **CPU seconds per second**:
+//! `swap_outs/s x compress + swap_ins/s x decompress + recompressed/s x recompress`, each cost the
+//! thread CPU time per page measured, and `recompressed/s = min(swap_outs/s, N / period)`: a
+//! background pass every `period` seconds recompresses each page at most once (the kernel skips
+//! slots already recompressed with the last priority, and marks those that failed
+//! INCOMPRESSIBLE), so it can do no more than the pages swapped out since the last pass and no
+//! more than the pages stored. The first pass over what the device holds already costs
+//! `N x recompress` once (reported apart).
+//!
+//! **Latency**: the candidate's read p50/p99 less the current configuration's, both measured.
+//!
+//! **The rule** ([`choose`]): among candidates that read every page back, that use at most the
+//! CPU budget (CPU seconds per second <= budget % / 100) and add at most the latency budget to
+//! the p99 swap-in, the one saving the most memory (ties: less CPU, then the current one). If
+//! none fits, the report says so and chooses the cheapest in CPU among those that save at least
+//! as much as the current configuration (the current one among them): the budgets cannot be met
+//! without giving memory back, so spend as little CPU as keeps the memory.
+
+use serde::{Deserialize, Serialize};
+
+/// The limits the user sets.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct Budgets {
+    /// Most CPU the configuration may use, in percent of one core (`--cpu-budget`).
+    pub cpu_percent_of_core: f64,
+    /// Most the configuration may add to the p99 swap-in latency, in microseconds
+    /// (`--latency-budget`).
+    pub added_load_p99_us: f64,
+    /// Seconds between two background recompression passes (the timer's period).
+    pub recompress_period_secs: f64,
+}
+
+impl Default for Budgets {
+    fn default() -> Self {
+        Self { cpu_percent_of_core: 1.0, added_load_p99_us: 50.0, recompress_period_secs: 3600.0 }
+    }
+}
+
+/// What was measured of one configuration on `pages` pages.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measured {
+    pub name: String,
+    pub is_current: bool,
+    pub verified: bool,
+    /// Whether it recompresses in the background.
+    pub recompresses: bool,
+    pub pages: u64,
+    /// Pool after every page was written (and recompressed), bytes.
+    pub pool_bytes: u64,
+    /// Bytes kept besides the pool, not scaled (a dictionary).
+    pub extra_bytes: u64,
+    /// Thread CPU ns per page: write (compress + store), read (load + decompress),
+    /// recompression (idle marking, recompress, compact; per page stored).
+    pub compress_ns: f64,
+    pub decompress_ns: f64,
+    pub recompress_ns: f64,
+    pub load_p50_ns: u64,
+    pub load_p99_ns: u64,
+}
+
+/// Swap traffic the CPU cost is projected with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Traffic {
+    pub swap_ins_per_sec: f64,
+    pub swap_outs_per_sec: f64,
+}
+
+/// One configuration projected onto the device.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Candidate {
+    /// Policy name (as in `policies`).
+    pub name: String,
+    /// The configuration the device runs now (or the kernel default, without a live device).
+    pub is_current: bool,
+    pub verified: bool,
+    /// Projected pool: measured pool x projected pages / measured pages, plus extra bytes.
+    pub pool_bytes: u64,
+    /// Now's bytes less `pool_bytes` (negative: it needs more memory than now).
+    pub memory_saved_bytes_vs_now: i64,
+    /// Thread CPU nanoseconds per page measured: compress + store, load + decompress, and
+    /// background recompression per page stored (0 without).
+    pub compress_cpu_ns_per_page: f64,
+    pub decompress_cpu_ns_per_page: f64,
+    pub recompress_cpu_ns_per_page: f64,
+    /// CPU seconds per second of wall time at the swap rates (1.0 = one core busy).
+    pub cpu_secs_per_sec: f64,
+    /// cpu_secs_per_sec less the current configuration's.
+    pub added_cpu_secs_per_sec: f64,
+    /// CPU seconds of the first recompression pass over the pages stored now (0 without).
+    pub first_pass_cpu_secs: f64,
+    pub load_p50_ns: u64,
+    pub load_p99_ns: u64,
+    /// Load p50 / p99 less the current configuration's (negative: faster).
+    pub added_load_p50_ns: i64,
+    pub added_load_p99_ns: i64,
+    /// Verified, within the CPU budget and within the latency budget.
+    pub within_budgets: bool,
+    /// Why not within budgets, in words (empty when within).
+    pub over_budget: Vec<String>,
+}
+
+/// The scale of the projection and the baseline.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Projection {
+    /// Pages the device stores (N).
+    pub pages: u64,
+    /// The live device's mem_used_total, if there is one.
+    pub live_bytes: Option<u64>,
+}
+
+/// Projects every measured configuration. `m` must hold exactly one current configuration
+/// (if it holds none, the first one is taken as now).
+pub fn project(
+    m: &[Measured],
+    proj: Projection,
+    traffic: Traffic,
+    budgets: &Budgets,
+) -> Vec<Candidate> {
+    let cur = m.iter().position(|x| x.is_current).unwrap_or(0);
+    let pool = |x: &Measured| -> u64 {
+        let scaled = x.pool_bytes as f64 * proj.pages as f64 / x.pages.max(1) as f64;
+        scaled.round() as u64 + x.extra_bytes
+    };
+    let recompressed_per_sec = |x: &Measured| {
+        if x.recompresses {
+            let per_pass = proj.pages as f64 / budgets.recompress_period_secs.max(1e-9);
+            traffic.swap_outs_per_sec.min(per_pass)
+        } else {
+            0.0
+        }
+    };
+    let cpu = |x: &Measured| {
+        (traffic.swap_outs_per_sec * x.compress_ns
+            + traffic.swap_ins_per_sec * x.decompress_ns
+            + recompressed_per_sec(x) * x.recompress_ns)
+            / 1e9
+    };
+    let Some(now) = m.get(cur) else { return Vec::new() };
+    let now_bytes = proj.live_bytes.unwrap_or_else(|| pool(now));
+    let (now_cpu, now_p50, now_p99) = (cpu(now), now.load_p50_ns, now.load_p99_ns);
+    m.iter()
+        .enumerate()
+        .map(|(i, x)| {
+            let cpu_secs_per_sec = cpu(x);
+            let added_load_p99_ns = x.load_p99_ns as i64 - now_p99 as i64;
+            let mut over = Vec::new();
+            if !x.verified {
+                over.push("did not read every page back".to_string());
+            }
+            if cpu_secs_per_sec > budgets.cpu_percent_of_core / 100.0 {
+                over.push(format!(
+                    "CPU {:.3} % of a core > {} %",
+                    100.0 * cpu_secs_per_sec,
+                    budgets.cpu_percent_of_core
+                ));
+            }
+            if added_load_p99_ns as f64 > budgets.added_load_p99_us * 1000.0 {
+                over.push(format!(
+                    "adds {:.1} us to the p99 swap-in > {} us",
+                    added_load_p99_ns as f64 / 1000.0,
+                    budgets.added_load_p99_us
+                ));
+            }
+            Candidate {
+                name: x.name.clone(),
+                is_current: i == cur,
+                verified: x.verified,
+                pool_bytes: pool(x),
+                memory_saved_bytes_vs_now: now_bytes as i64 - pool(x) as i64,
+                compress_cpu_ns_per_page: x.compress_ns,
+                decompress_cpu_ns_per_page: x.decompress_ns,
+                recompress_cpu_ns_per_page: x.recompress_ns,
+                cpu_secs_per_sec,
+                added_cpu_secs_per_sec: cpu_secs_per_sec - now_cpu,
+                first_pass_cpu_secs: if x.recompresses {
+                    proj.pages as f64 * x.recompress_ns / 1e9
+                } else {
+                    0.0
+                },
+                load_p50_ns: x.load_p50_ns,
+                load_p99_ns: x.load_p99_ns,
+                added_load_p50_ns: x.load_p50_ns as i64 - now_p50 as i64,
+                added_load_p99_ns,
+                within_budgets: over.is_empty(),
+                over_budget: over,
+            }
+        })
+        .collect()
+}
+
+/// What [`choose`] picked, and under which branch of the rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Choice {
+    /// Index into the candidates.
+    pub index: usize,
+    /// Whether some candidate fitted the budgets (false: the fallback branch).
+    pub fits: bool,
+}
+
+/// The rule, in words, for the report.
+pub fn rule(b: &Budgets) -> String {
+    format!(
+        "among configurations that read every page back, use at most {} % of one core \
+         (CPU seconds per second at the swap rates, background recompression every {:.0} s \
+         included) and add at most {} us to the p99 swap-in latency, the one saving the most \
+         memory against now (ties: less CPU, then the current one); if none fits, the cheapest \
+         in CPU among those saving at least as much as the current configuration",
+        b.cpu_percent_of_core, b.recompress_period_secs, b.added_load_p99_us
+    )
+}
+
+/// Applies the rule. `None` when no candidate read every page back.
+pub fn choose(c: &[Candidate]) -> Option<Choice> {
+    let better_fit = |a: &Candidate, b: &Candidate| {
+        // Is `a` preferred over `b` within the budgets?
+        (a.memory_saved_bytes_vs_now, -a.cpu_secs_per_sec, a.is_current)
+            .partial_cmp(&(b.memory_saved_bytes_vs_now, -b.cpu_secs_per_sec, b.is_current))
+            .is_some_and(|o| o.is_gt())
+    };
+    let mut best: Option<usize> = None;
+    for (i, x) in c.iter().enumerate().filter(|(_, x)| x.within_budgets) {
+        if best.is_none_or(|b| better_fit(x, &c[b])) {
+            best = Some(i);
+        }
+    }
+    if let Some(index) = best {
+        return Some(Choice { index, fits: true });
+    }
+    let floor = c
+        .iter()
+        .find(|x| x.is_current && x.verified)
+        .map_or(i64::MIN, |x| x.memory_saved_bytes_vs_now);
+    let cheaper = |a: &Candidate, b: &Candidate| {
+        (-a.cpu_secs_per_sec, a.memory_saved_bytes_vs_now, a.is_current)
+            .partial_cmp(&(-b.cpu_secs_per_sec, b.memory_saved_bytes_vs_now, b.is_current))
+            .is_some_and(|o| o.is_gt())
+    };
+    let mut best: Option<usize> = None;
+    for (i, x) in
+        c.iter().enumerate().filter(|(_, x)| x.verified && x.memory_saved_bytes_vs_now >= floor)
+    {
+        if best.is_none_or(|b| cheaper(x, &c[b])) {
+            best = Some(i);
+        }
+    }
+    best.map(|index| Choice { index, fits: false })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(name: &str, pool: u64, comp: f64, decomp: f64, recomp: f64, p99: u64) -> Measured {
+        Measured {
+            name: name.into(),
+            is_current: false,
+            verified: true,
+            recompresses: recomp > 0.0,
+            pages: 1000,
+            pool_bytes: pool,
+            extra_bytes: 0,
+            compress_ns: comp,
+            decompress_ns: decomp,
+            recompress_ns: recomp,
+            load_p50_ns: p99 / 2,
+            load_p99_ns: p99,
+        }
+    }
+
+    const TRAFFIC: Traffic = Traffic { swap_ins_per_sec: 100.0, swap_outs_per_sec: 200.0 };
+
+    #[test]
+    fn cpu_and_memory_by_hand() {
+        let mut now = m("lzo-rle", 1_500_000, 5000.0, 2000.0, 0.0, 4000);
+        now.is_current = true;
+        let mut dict = m("zstd + dict", 1_000_000, 20_000.0, 6000.0, 0.0, 9000);
+        dict.extra_bytes = 65536;
+        let idle = m("lzo-rle + zstd(idle)", 1_100_000, 5000.0, 5000.0, 30_000.0, 12_000);
+        let b = Budgets::default();
+        // 10x the pages: N = 10,000, no live device.
+        let c = project(
+            &[now, dict, idle],
+            Projection { pages: 10_000, live_bytes: None },
+            TRAFFIC,
+            &b,
+        );
+        // now: pool 15,000,000; CPU (200 x 5000 + 100 x 2000) ns/s = 1.2 ms/s.
+        assert_eq!(c[0].pool_bytes, 15_000_000);
+        assert_eq!(c[0].memory_saved_bytes_vs_now, 0);
+        assert!((c[0].cpu_secs_per_sec - 0.0012).abs() < 1e-12);
+        assert!(c[0].is_current && c[0].within_budgets);
+        // dict: 10,000,000 + 65,536; CPU 200 x 20 us + 100 x 6 us = 4.6 ms/s.
+        assert_eq!(c[1].pool_bytes, 10_065_536);
+        assert_eq!(c[1].memory_saved_bytes_vs_now, 4_934_464);
+        assert!((c[1].cpu_secs_per_sec - 0.0046).abs() < 1e-12);
+        assert!((c[1].added_cpu_secs_per_sec - 0.0034).abs() < 1e-12);
+        assert_eq!((c[1].added_load_p50_ns, c[1].added_load_p99_ns), (2500, 5000));
+        // idle: recompressed/s = min(200, 10,000 / 3600) = 2.777..; CPU = 200 x 5 us + 100 x
+        // 5 us + 2.777.. x 30 us = 1.5 ms + 83.33 us.
+        let want = 0.0015 + 10_000.0 / 3600.0 * 30e-6;
+        assert!((c[2].cpu_secs_per_sec - want).abs() < 1e-12, "{}", c[2].cpu_secs_per_sec);
+        assert!((c[2].first_pass_cpu_secs - 0.3).abs() < 1e-12);
+        assert_eq!(c[2].memory_saved_bytes_vs_now, 4_000_000);
+        // All within 1 % and 50 us: the most memory wins.
+        let ch = choose(&c).unwrap();
+        assert_eq!((ch.index, ch.fits), (1, true));
+    }
+
+    #[test]
+    fn a_live_device_is_the_baseline_and_its_fragmentation_shows_on_the_current_row() {
+        let mut now = m("lzo-rle", 1_500_000, 5000.0, 2000.0, 0.0, 4000);
+        now.is_current = true;
+        let c = project(
+            &[now],
+            Projection { pages: 2000, live_bytes: Some(3_100_000) },
+            TRAFFIC,
+            &Budgets::default(),
+        );
+        assert_eq!(c[0].pool_bytes, 3_000_000);
+        assert_eq!(c[0].memory_saved_bytes_vs_now, 100_000);
+    }
+
+    #[test]
+    fn slow_recompression_is_bounded_by_the_swap_outs() {
+        // Few swap-outs, many pages: a pass recompresses only what came in since the last one.
+        let x = m("idle", 1000, 0.0, 0.0, 1e6, 1);
+        let t = Traffic { swap_ins_per_sec: 0.0, swap_outs_per_sec: 0.5 };
+        let c = project(
+            &[x],
+            Projection { pages: 1_000_000, live_bytes: None },
+            t,
+            &Budgets { recompress_period_secs: 60.0, ..Budgets::default() },
+        );
+        assert!((c[0].cpu_secs_per_sec - 0.5e-3).abs() < 1e-12);
+    }
+
+    #[test]
+    fn budgets_exclude_and_say_why() {
+        let mut now = m("lzo-rle", 1_500_000, 5000.0, 2000.0, 0.0, 4000);
+        now.is_current = true;
+        // 200 x 60 us = 12 ms/s = 1.2 % of a core: over a 1 % budget.
+        let hungry = m("deflate", 900_000, 60_000.0, 2000.0, 0.0, 4000);
+        // Adds 60 us to p99: over 50 us.
+        let slow = m("842", 1_000_000, 5000.0, 2000.0, 0.0, 64_000);
+        let mid = m("lz4hc", 1_200_000, 30_000.0, 2000.0, 0.0, 5000);
+        let c = project(
+            &[now, hungry, slow, mid],
+            Projection { pages: 1000, live_bytes: None },
+            TRAFFIC,
+            &Budgets::default(),
+        );
+        assert!(!c[1].within_budgets && c[1].over_budget[0].contains("CPU 1.220 %"));
+        assert!(!c[2].within_budgets && c[2].over_budget[0].contains("adds 60.0 us"));
+        assert_eq!(choose(&c), Some(Choice { index: 3, fits: true }));
+    }
+
+    #[test]
+    fn nothing_fits_takes_the_cheapest_that_keeps_the_memory() {
+        let b = Budgets { cpu_percent_of_core: 0.01, ..Budgets::default() };
+        let mut now = m("lzo-rle", 1_500_000, 5000.0, 2000.0, 0.0, 4000);
+        now.is_current = true;
+        // Cheaper than now but needs more memory: not taken.
+        let lz4 = m("lz4", 1_600_000, 3000.0, 1000.0, 0.0, 3000);
+        // Saves memory and is cheaper than now: taken.
+        let lzo = m("lzo", 1_400_000, 4000.0, 2000.0, 0.0, 4000);
+        let zstd = m("zstd", 1_000_000, 20_000.0, 6000.0, 0.0, 9000);
+        let c = project(
+            &[now.clone(), lz4.clone(), lzo, zstd],
+            Projection { pages: 1000, live_bytes: None },
+            TRAFFIC,
+            &b,
+        );
+        assert!(c.iter().all(|x| !x.within_budgets));
+        assert_eq!(choose(&c), Some(Choice { index: 2, fits: false }));
+        // Without the cheaper saver, now stays.
+        let c = project(&[now, lz4], Projection { pages: 1000, live_bytes: None }, TRAFFIC, &b);
+        assert_eq!(choose(&c), Some(Choice { index: 0, fits: false }));
+    }
+
+    #[test]
+    fn ties_go_to_less_cpu_then_to_now_and_unverified_never_wins() {
+        let mut now = m("now", 1000, 5000.0, 0.0, 0.0, 10);
+        now.is_current = true;
+        let same = m("same", 1000, 5000.0, 0.0, 0.0, 10);
+        let mut broken = m("broken", 10, 1.0, 0.0, 0.0, 1);
+        broken.verified = false;
+        let t = Traffic { swap_ins_per_sec: 1.0, swap_outs_per_sec: 1.0 };
+        let p = Projection { pages: 1000, live_bytes: None };
+        let c = project(&[same, now, broken.clone()], p, t, &Budgets::default());
+        assert_eq!(choose(&c), Some(Choice { index: 1, fits: true }));
+        let c = project(&[broken], p, t, &Budgets::default());
+        assert_eq!(choose(&c), None);
+    }
+}

@@ -1,0 +1,114 @@
+//! The live kernel's swap set-up, written once for every experiment that runs real programs
+//! against the kernel's zram (the live-kernel tests, `zmem validate replay`): a fresh zram
+//! device as swap ([`ZramSwapDevice`]), a memory cgroup with a limit ([`MemCgroup`]), and a
+//! program started inside it ([`CgroupChild`]), each an RAII guard that undoes what it did when
+//! dropped, on panic too. [`Harness`] holds the three in the order they must go (program, then
+//! cgroup, then swap device).
+//!
+//! Each guard touches only what it made: the device it hot-added (never `/dev/zram0` or another
+//! existing one), the cgroup directory it created under a unique name, the process it spawned.
+//! [`unavailable_reason`] says, in one line, why this machine cannot run it (not root, no kernel
+//! zram, no memory cgroup); [`other_swaps`] lists the swap areas that are not ours, which share
+//! the swap traffic with ours by priority.
+//!
+//! Kernel facts this relies on (docs/live-system.md): `hot_add` / `hot_remove` in
+//! `/sys/class/zram-control`; a swap header is one page (`SWAPSPACE2` at `PAGE_SIZE - 10`,
+//! `union swap_header` in include/linux/swap.h); writing `0` to `cgroup.procs` moves the writer
+//! itself (cgroup v1 and v2 alike), which is how a program enters its cgroup before it allocates.
+
+mod cgroup;
+mod child;
+mod swap;
+
+use std::path::Path;
+
+pub use cgroup::{CgroupVersion, MemCgroup};
+pub use child::CgroupChild;
+pub use swap::{ZramSwapConfig, ZramSwapDevice, swap_header};
+pub use zmem_workload::live::SwapArea;
+
+use crate::LabError;
+
+/// Why the live set-up cannot run here, in one line, or `None` when it can.
+pub fn unavailable_reason() -> Option<String> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root (the live zram set-up needs swapon, hot_add and cgroups)".into());
+    }
+    if let Some(why) = zmem_zram::kernel::unavailable_reason() {
+        return Some(why);
+    }
+    if let Err(why) = cgroup::find_memory_controller() {
+        return Some(why);
+    }
+    None
+}
+
+/// Fails with [`LabError::Setup`] and the reason where [`unavailable_reason`] gives one.
+pub fn check_available() -> Result<(), LabError> {
+    match unavailable_reason() {
+        Some(why) => Err(LabError::Setup(format!("live kernel set-up unavailable: {why}"))),
+        None => Ok(()),
+    }
+}
+
+/// The active swap areas other than `mine` (paths as /proc/swaps shows them), from /proc/swaps.
+pub fn other_swaps(mine: &[&Path]) -> Result<Vec<SwapArea>, LabError> {
+    let areas = zmem_workload::live::swaps()?;
+    Ok(areas.into_iter().filter(|a| !mine.iter().any(|m| Path::new(&a.filename) == *m)).collect())
+}
+
+/// `mm_stat` of zram device `id` (any device, ours or not: reading is harmless), parsed.
+pub fn zram_mm_stat(id: u32) -> Result<zmem_zram::MmStat, LabError> {
+    let line = zmem_workload::live::read_zram_attr(id, "mm_stat")?;
+    line.parse().map_err(|e| LabError::Setup(format!("zram{id} mm_stat {line:?}: {e}")))
+}
+
+/// What a [`Harness`] makes.
+#[derive(Debug, Clone)]
+pub struct HarnessConfig {
+    /// The swap device.
+    pub swap: ZramSwapConfig,
+    /// The cgroup's memory limit in bytes.
+    pub memory_limit: u64,
+}
+
+/// A zram swap device, a memory cgroup and (once [`spawn`](Self::spawn)ed) a program in it.
+/// Dropped in field order: the program is killed, then the cgroup removed, then the device
+/// swapped off, reset and removed.
+#[derive(Debug)]
+pub struct Harness {
+    /// The program, once spawned.
+    pub child: Option<CgroupChild>,
+    /// The memory cgroup the program runs in.
+    pub cgroup: MemCgroup,
+    /// The zram swap device.
+    pub swap: ZramSwapDevice,
+}
+
+impl Harness {
+    /// Checks [`unavailable_reason`], then makes the swap device and the cgroup.
+    pub fn new(cfg: &HarnessConfig) -> Result<Self, LabError> {
+        check_available()?;
+        let swap = ZramSwapDevice::create(&cfg.swap)?;
+        let cgroup = MemCgroup::create(cfg.memory_limit)?;
+        Ok(Self { child: None, cgroup, swap })
+    }
+
+    /// Starts `cmd` inside the cgroup (replacing and killing any program started before).
+    pub fn spawn(&mut self, cmd: std::process::Command) -> Result<&mut CgroupChild, LabError> {
+        self.child = None;
+        Ok(self.child.insert(CgroupChild::spawn(cmd, &self.cgroup)?))
+    }
+}
+
+fn setup(what: impl std::fmt::Display, e: impl std::fmt::Display) -> LabError {
+    LabError::Setup(format!("{what}: {e}"))
+}
+
+/// A name no other live set-up on this machine uses at the same time: pid and a counter.
+fn unique_name(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    format!("{prefix}-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+}

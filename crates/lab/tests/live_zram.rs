@@ -1,0 +1,197 @@
+//! The live kernel end to end: a real program swaps into a zram device of ours, and zmem's zram,
+//! given the pages captured from that device, stores them exactly as the kernel did.
+//!
+//! A fresh zram swap device (lzo-rle, the highest priority), a memory cgroup with a 48 MiB limit,
+//! and in it this test binary re-executed in child mode (`live_child` below), which fills three
+//! times the limit with pages of zmem's `mixed` kinds (heap, text, integers, floats, sparse,
+//! random, same-filled) and then waits. Once the device holds enough, the child is frozen, the
+//! device captured with O_DIRECT (`capture::zram::capture_device`), and the captured pages, swap
+//! header included, written in slot order to a zmem zram device with the same algorithm:
+//! `orig_data_size`, `compr_data_size` and `huge_pages` must equal the live `mm_stat`.
+//!
+//! Skips, printing why, without root, kernel zram or a memory cgroup. Everything it makes
+//! (program, cgroup, swap device) is undone by guards, on failure too.
+
+use std::io::{BufRead, Write};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use zmem_lab::live::{self, Harness, HarnessConfig, ZramSwapConfig};
+use zmem_workload::capture::zram::capture_device;
+use zmem_workload::generate::mixed::{self, WEIGHTS};
+use zmem_workload::prng::SplitMix64;
+use zmem_workload::{MappingKind, PageSet};
+use zmem_zram::MmStat;
+
+const CHILD_ENV: &str = "ZMEM_LIVE_CHILD_MIB";
+const READY: &str = "zmem-live-child ready";
+const ALGO: &str = "lzo-rle";
+const LIMIT: u64 = 48 << 20;
+const CHILD_MIB: usize = 144;
+/// Stored bytes the device must reach before the capture.
+const ENOUGH: u64 = 48 << 20;
+
+/// Child mode: does nothing unless re-executed by `live_swap_matches_zmem_zram` with the
+/// environment variable set.
+#[test]
+fn live_child() {
+    let Some(mib) = std::env::var(CHILD_ENV).ok().and_then(|v| v.parse::<usize>().ok()) else {
+        return;
+    };
+    let page = 4096;
+    // calloc'd: untouched pages (the `zero` kind) never become resident. malloc's header puts
+    // the buffer 16 bytes into its first page: align, so each generated page is a real page
+    // (same-filled pages stay same-filled).
+    let mut backing = vec![0u8; (mib << 20) + page];
+    let skip = backing.as_ptr().align_offset(page);
+    let mem = &mut backing[skip..skip + (mib << 20)];
+    let mut rng = SplitMix64::new(42);
+    let total: u64 = WEIGHTS.iter().map(|w| u64::from(w.1)).sum();
+    for p in mem.chunks_exact_mut(page) {
+        let mut x = rng.below(total);
+        let kind = WEIGHTS
+            .iter()
+            .find(|w| {
+                let hit = x < u64::from(w.1);
+                x = x.saturating_sub(u64::from(w.1));
+                hit
+            })
+            .map_or(WEIGHTS[0].0, |w| w.0);
+        mixed::fill(kind, &mut rng, p);
+    }
+    let mut out = std::io::stdout();
+    writeln!(out, "{READY}").unwrap();
+    out.flush().unwrap();
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+        std::hint::black_box(&backing);
+    }
+}
+
+#[test]
+fn live_swap_matches_zmem_zram() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        return;
+    }
+    if let Some(why) = live::unavailable_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let started = Instant::now();
+    let cfg = HarnessConfig {
+        swap: ZramSwapConfig {
+            algorithm: ALGO.into(),
+            disksize: 512 << 20,
+            priority: 32000,
+            mem_limit: None,
+        },
+        memory_limit: LIMIT,
+    };
+    let mut h = Harness::new(&cfg).expect("live set-up");
+    let others = live::other_swaps(&[h.swap.path()]).unwrap();
+    if !others.is_empty() {
+        eprintln!("note: other swap areas are active and share the traffic: {others:?}");
+    }
+
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", "live_child", "--nocapture", "--test-threads", "1"])
+        .env(CHILD_ENV, CHILD_MIB.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let child = h.spawn(cmd).expect("spawn the child");
+    let pid = child.pid();
+    let stdout = child.child_mut().stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            match line {
+                Ok(l) if l.contains(READY) => {
+                    let _ = tx.send(());
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+    });
+    assert!(h.cgroup.procs().unwrap().contains(&pid), "the child is in its cgroup");
+
+    // Filled, and swapped enough.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut ready = false;
+    loop {
+        let child = h.child.as_mut().unwrap();
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the child exited before it was ready: {status} (OOM-killed? see dmesg)");
+        }
+        ready |= rx.try_recv().is_ok();
+        let stored = h.swap.mm_stat().unwrap().orig_data_size;
+        if ready && stored >= ENOUGH {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "after 20 s: ready {ready}, {stored} bytes stored (want {ENOUGH})"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    h.child.as_mut().unwrap().freeze().unwrap();
+
+    // Other processes may still swap (the kdamond pages out cold memory): capture until mm_stat
+    // is the same before and after the read.
+    let mut attempt = 0;
+    let (set, summary) = loop {
+        attempt += 1;
+        std::thread::sleep(Duration::from_millis(200));
+        let (set, summary) = capture_device(h.swap.path(), &mut |_, _| {}).unwrap();
+        if summary.stable() || attempt == 8 {
+            break (set, summary);
+        }
+        eprintln!("mm_stat changed during capture {attempt}; again");
+    };
+    assert!(summary.stable(), "mm_stat never held still for a capture");
+    let live: MmStat = summary.mm_stat_before.parse().unwrap();
+    check_capture(&set, &h);
+
+    let ours = zmem_lab::conform::ours(ALGO, set.bytes()).unwrap();
+    let pages = set.len() as u64;
+    eprintln!(
+        "live zram{}: {pages} pages captured ({} slots, {} zero slots dropped) in {attempt} \
+         attempt(s); live   {}",
+        h.swap.id(),
+        summary.slots,
+        summary.zero_slots,
+        summary.mm_stat_before.trim()
+    );
+    eprintln!("zmem: {}", ours.to_string().trim());
+
+    assert_eq!(live.orig_data_size, pages * 4096, "every stored slot was captured");
+    assert_eq!(ours.orig_data_size, live.orig_data_size, "orig_data_size");
+    assert_eq!(ours.compr_data_size, live.compr_data_size, "compr_data_size");
+    assert_eq!(ours.huge_pages, live.huge_pages, "huge_pages");
+    assert_eq!(ours.same_pages, live.same_pages, "same_pages");
+    eprintln!("live test took {:.1} s", started.elapsed().as_secs_f64());
+    drop(h);
+}
+
+/// The capture's metadata: slot 0 is the swap header, slots ascend, the device's state is there.
+fn check_capture(set: &PageSet, h: &Harness) {
+    let page0 = set.page(0);
+    assert_eq!(&page0[4096 - 10..], b"SWAPSPACE2");
+    let metas = set.metas().unwrap();
+    assert_eq!(metas[0].vaddr, 0);
+    assert!(metas.iter().all(|m| m.kind == MappingKind::ZramSlot));
+    assert!(metas.windows(2).all(|w| w[0].vaddr < w[1].vaddr));
+    let m = set.set_meta().unwrap();
+    assert_eq!(m["source"], "zram");
+    assert_eq!(m["zram.algorithm"], ALGO);
+    assert_eq!(m["zram.device"], format!("zram{}", h.swap.id()));
+    assert_eq!(m["swap.priority"], "32000");
+    assert_eq!(m["zram.disksize"], (512u64 << 20).to_string());
+    assert_eq!(m["capture.pages"], set.len().to_string());
+    for key in ["zram.mm_stat", "zram.io_stat", "zram.mem_limit", "kernel.release", "capture.time"]
+    {
+        assert!(m.contains_key(key), "{key} missing from {m:?}");
+    }
+}

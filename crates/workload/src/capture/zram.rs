@@ -1,0 +1,245 @@
+//! Capture of a zram device's contents (`zmem capture --zram /dev/zramN`): the pages it stores,
+//! each with its slot index, and the device's state as set metadata.
+//!
+//! The device is read from start to end with `O_DIRECT`, 1 MiB at a time into a page-aligned
+//! buffer. A buffered read would not do: swap I/O bypasses the block device's page cache, so a
+//! buffered read returns whatever that cache held from an earlier read (zeros where data has been
+//! written since).
+//!
+//! Which slots are kept: page 0, always (on a swap device it is the swap header, itself a page
+//! that zram stores: `mkswap` wrote it), and every slot whose page is not all zeros. Since Linux
+//! 6.12 the swap layer's zeromap keeps all-zero pages out of the swap device altogether (it marks
+//! the slot in a bitmap and writes nothing), so on a swap device an all-zero page read back is a
+//! slot never written or already freed, and is dropped. Same-filled pages with a non-zero pattern
+//! do reach zram and are kept; `same_pages` in `mm_stat` counts those only. The kept pages,
+//! written in slot order to a fresh device with the same algorithm, give the live device's
+//! `orig_data_size`, `compr_data_size` and `huge_pages` exactly (while nothing swaps meanwhile:
+//! freeze the programs using it first). On a zram device that is not swap (a file system, a
+//! device written by hand), zero pages that were written are stored as same-filled pages and
+//! are dropped here all the same: the capture then holds fewer pages than `mm_stat` counts.
+//!
+//! Every kept page carries [`MappingKind::ZramSlot`] metadata: `vaddr` = slot index, `pid` 0,
+//! `comm` the device name. The set metadata (keys below) records the device's state before the
+//! read and `mm_stat` after it, so a reader can tell whether the device changed meanwhile:
+//!
+//! | key | value |
+//! |---|---|
+//! | `source` | `zram` |
+//! | `zram.device`, `zram.path` | `zram1`, the path given |
+//! | `zram.comp_algorithm` | the whole `comp_algorithm` line (`lzo [lzo-rle] lz4`) |
+//! | `zram.algorithm` | the selected one (`lzo-rle`) |
+//! | `zram.recomp_algorithm`, `zram.algorithm_params` | those attributes, where readable |
+//! | `zram.mm_stat`, `zram.io_stat`, `zram.bd_stat`, `zram.stat` | the lines, before the read (`bd_stat` where present) |
+//! | `zram.mm_stat.after` | `mm_stat` after the read |
+//! | `zram.disksize` | bytes |
+//! | `zram.mem_limit` | bytes (the attribute where readable, else `mm_stat`'s fourth field) |
+//! | `swap.priority`, `swap.size_kib`, `swap.used_kib` | from /proc/swaps, when the device is active swap |
+//! | `kernel.release` | `uname -r` |
+//! | `capture.time`, `capture.unix_time` | RFC 3339 UTC, seconds since the epoch |
+//! | `capture.page_size`, `capture.slots`, `capture.pages`, `capture.zero_slots` | page size, slots read, pages kept, all-zero slots dropped |
+//! | `capture.zmem_version` | the zmem version that captured |
+
+use std::fs::File;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::live;
+use crate::meta::{MappingKind, PageMeta, SetMeta};
+use crate::pageset::PageSetBuilder;
+use crate::{PageSet, WorkloadError};
+
+/// Bytes read per `pread`.
+const CHUNK: usize = 1 << 20;
+
+/// What [`capture_device`] found besides the pages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZramSummary {
+    /// `zram1`.
+    pub device: String,
+    /// Slots read (disksize / page size).
+    pub slots: u64,
+    /// Pages kept (page 0 and every slot that is not all zeros).
+    pub pages: u64,
+    /// All-zero slots dropped.
+    pub zero_slots: u64,
+    /// `mm_stat` before and after the read; they differ when the device changed meanwhile.
+    pub mm_stat_before: String,
+    pub mm_stat_after: String,
+}
+
+impl ZramSummary {
+    /// Whether `mm_stat` was the same before and after the read.
+    pub fn stable(&self) -> bool {
+        self.mm_stat_before == self.mm_stat_after
+    }
+}
+
+impl std::fmt::Display for ZramSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "captured {} pages from {} ({} slots, {} all-zero slots dropped){}",
+            self.pages,
+            self.device,
+            self.slots,
+            self.zero_slots,
+            if self.stable() { "" } else { "; mm_stat changed during the read" }
+        )
+    }
+}
+
+/// Reads zram device `path` (`/dev/zramN`) into a page set with slot metadata and set
+/// metadata (see the module documentation). `progress(done, total)` is called in bytes after
+/// every chunk.
+///
+/// Fails for a path that is not a zram device, a device that is not initialised (disksize 0),
+/// and a device that cannot be read (not root).
+pub fn capture_device(
+    path: &Path,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<(PageSet, ZramSummary), WorkloadError> {
+    let id = live::zram_id_of(path)?;
+    let device = format!("zram{id}");
+    let attr = |name: &str| live::read_zram_attr(id, name);
+    let disksize: u64 = attr("disksize")?
+        .trim()
+        .parse()
+        .map_err(|_| WorkloadError::Invalid(format!("{device}: unreadable disksize")))?;
+    if disksize == 0 {
+        return Err(WorkloadError::Invalid(format!(
+            "{} ({device}) is not initialised (disksize 0): nothing to capture",
+            path.display()
+        )));
+    }
+    let page_size = super::system_page_size();
+    let comp_algorithm = attr("comp_algorithm")?;
+    let mm_stat_before = attr("mm_stat")?;
+
+    let mut set_meta = SetMeta::new();
+    let mut put = |k: &str, v: String| {
+        set_meta.insert(k.to_string(), v);
+    };
+    put("source", "zram".into());
+    put("zram.device", device.clone());
+    put("zram.path", path.display().to_string());
+    if let Some(sel) = live::selected_algorithm(&comp_algorithm) {
+        put("zram.algorithm", sel.to_string());
+    }
+    put("zram.comp_algorithm", comp_algorithm);
+    for name in ["recomp_algorithm", "algorithm_params", "io_stat", "bd_stat", "stat"] {
+        if let Ok(v) = attr(name) {
+            put(&format!("zram.{name}"), v);
+        }
+    }
+    put("zram.disksize", disksize.to_string());
+    let mem_limit = attr("mem_limit")
+        .ok()
+        .map(|v| v.trim().to_string())
+        .or_else(|| live::stat_field(&mm_stat_before, 3).map(|v| v.to_string()));
+    if let Some(limit) = mem_limit {
+        put("zram.mem_limit", limit);
+    }
+    put("zram.mm_stat", mm_stat_before.clone());
+    if let Ok(swaps) = live::swaps()
+        && let Some(area) = swaps.iter().find(|a| a.zram_id() == Some(id))
+    {
+        put("swap.priority", area.priority.to_string());
+        put("swap.size_kib", area.size_kib.to_string());
+        put("swap.used_kib", area.used_kib.to_string());
+    }
+    if let Ok(release) = live::kernel_release() {
+        put("kernel.release", release);
+    }
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    put("capture.time", live::rfc3339_utc(now));
+    put("capture.unix_time", now.to_string());
+    put("capture.page_size", page_size.to_string());
+    put("capture.zmem_version", env!("CARGO_PKG_VERSION").to_string());
+
+    let file = File::options()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+        .map_err(|e| WorkloadError::io(path, e))?;
+    let comm: Arc<str> = Arc::from(device.as_str());
+    let mut builder = PageSetBuilder::new(page_size, true)?;
+    // A page-aligned window into a slightly larger buffer: O_DIRECT needs the alignment.
+    let mut backing = vec![0u8; CHUNK + page_size];
+    let skip = backing.as_ptr().align_offset(page_size);
+    let buf = &mut backing[skip..skip + CHUNK];
+    let slots = disksize / page_size as u64;
+    let total = slots * page_size as u64;
+    let mut zero_slots = 0u64;
+    let mut pos = 0u64;
+    while pos < total {
+        let want = (total - pos).min(CHUNK as u64) as usize;
+        let chunk = &mut buf[..want];
+        let mut got = 0;
+        while got < want {
+            match file.read_at(&mut chunk[got..], pos + got as u64) {
+                Ok(0) => {
+                    return Err(WorkloadError::Invalid(format!(
+                        "{}: device ended at byte {} before its disksize {disksize}",
+                        path.display(),
+                        pos + got as u64
+                    )));
+                }
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(WorkloadError::io(path, e)),
+            }
+        }
+        for (i, page) in chunk.chunks_exact(page_size).enumerate() {
+            let slot = pos / page_size as u64 + i as u64;
+            if slot != 0 && is_zero(page) {
+                zero_slots += 1;
+                continue;
+            }
+            let meta =
+                PageMeta { pid: 0, comm: comm.clone(), vaddr: slot, kind: MappingKind::ZramSlot };
+            builder.push(page, Some(meta))?;
+        }
+        pos += want as u64;
+        progress(pos, total);
+    }
+    let mm_stat_after = attr("mm_stat")?;
+    let pages = builder.len() as u64;
+    set_meta.insert("zram.mm_stat.after".into(), mm_stat_after.clone());
+    set_meta.insert("capture.slots".into(), slots.to_string());
+    set_meta.insert("capture.pages".into(), pages.to_string());
+    set_meta.insert("capture.zero_slots".into(), zero_slots.to_string());
+    let set = builder.finish().with_set_meta(set_meta)?;
+    Ok((set, ZramSummary { device, slots, pages, zero_slots, mm_stat_before, mm_stat_after }))
+}
+
+/// Whether every byte of `page` is zero (64 bytes at a time, so it vectorises).
+fn is_zero(page: &[u8]) -> bool {
+    let mut chunks = page.chunks_exact(64);
+    chunks.all(|c| c.iter().fold(0u8, |a, &b| a | b) == 0)
+        && chunks.remainder().iter().all(|&b| b == 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_pages_are_recognised() {
+        let mut p = vec![0u8; 4096];
+        assert!(is_zero(&p));
+        p[4095] = 1;
+        assert!(!is_zero(&p));
+        p[4095] = 0;
+        p[0] = 0x80;
+        assert!(!is_zero(&p));
+        assert!(!is_zero(&[0, 0, 1]));
+    }
+
+    #[test]
+    fn a_path_that_is_not_zram_is_refused() {
+        let e = capture_device(Path::new("/proc/self/status"), &mut |_, _| {}).unwrap_err();
+        assert!(e.to_string().contains("not a block device"), "{e}");
+    }
+}

@@ -1,0 +1,390 @@
+//! Reading the live system's swap and zram state: parsers for `/proc/swaps`, `/proc/vmstat`,
+//! `/sys/block/NAME/stat` and zram's sysfs attributes, each a pure function over the file's text
+//! (unit-tested on fixture text), with a reader beside it that opens the live file.
+//!
+//! zram's `mm_stat` is returned as its raw line here: this crate does not depend on the zram
+//! engine, whose `MmStat` parses it (`line.parse::<zmem_zram::MmStat>()`).
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use crate::WorkloadError;
+
+/// One line of `/proc/swaps`: an active swap area.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SwapArea {
+    /// The device or file (octal escapes such as `\040` undone).
+    pub filename: String,
+    /// `partition` or `file`.
+    pub kind: String,
+    /// Size in KiB (the usable pages, without the header page).
+    pub size_kib: u64,
+    /// Used in KiB.
+    pub used_kib: u64,
+    /// Priority: higher is used first; negative ones are the kernel's defaults.
+    pub priority: i32,
+}
+
+impl SwapArea {
+    /// The zram device number when this area is `/dev/zramN`.
+    pub fn zram_id(&self) -> Option<u32> {
+        let name = self.filename.strip_prefix("/dev/")?;
+        name.strip_prefix("zram")?.parse().ok()
+    }
+}
+
+/// An active zram swap device (see [`active_zram_swaps`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZramSwap {
+    /// N of `/dev/zramN`.
+    pub id: u32,
+    /// `/dev/zramN`.
+    pub path: PathBuf,
+    /// Swap priority.
+    pub priority: i32,
+    /// Swap area size in bytes.
+    pub size_bytes: u64,
+    /// Bytes of the area in use.
+    pub used_bytes: u64,
+}
+
+/// Parses the text of `/proc/swaps`: a header line, then one line per area
+/// (`Filename Type Size Used Priority`, whitespace-separated, sizes in KiB).
+pub fn parse_proc_swaps(text: &str) -> Result<Vec<SwapArea>, WorkloadError> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if n == 0 && line.starts_with("Filename") || line.trim().is_empty() {
+            continue;
+        }
+        let bad = || WorkloadError::Invalid(format!("/proc/swaps line {}: {line:?}", n + 1));
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() != 5 {
+            return Err(bad());
+        }
+        out.push(SwapArea {
+            filename: unescape_octal(f[0]),
+            kind: f[1].to_string(),
+            size_kib: f[2].parse().map_err(|_| bad())?,
+            used_kib: f[3].parse().map_err(|_| bad())?,
+            priority: f[4].parse().map_err(|_| bad())?,
+        });
+    }
+    Ok(out)
+}
+
+/// Undoes the kernel's `\ooo` escapes of space, tab, newline and backslash in a path.
+fn unescape_octal(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..=i + 3].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            let v = (b[i + 1] - b'0') as u32 * 64
+                + (b[i + 2] - b'0') as u32 * 8
+                + (b[i + 3] - b'0') as u32;
+            if let Ok(v) = u8::try_from(v) {
+                out.push(v);
+                i += 4;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The active swap areas, from `/proc/swaps`.
+pub fn swaps() -> Result<Vec<SwapArea>, WorkloadError> {
+    let path = "/proc/swaps";
+    let text = std::fs::read_to_string(path).map_err(|e| WorkloadError::io(path, e))?;
+    parse_proc_swaps(&text)
+}
+
+/// The zram devices among `areas`, in their `/proc/swaps` order.
+pub fn zram_swaps_in(areas: &[SwapArea]) -> Vec<ZramSwap> {
+    areas
+        .iter()
+        .filter_map(|a| {
+            Some(ZramSwap {
+                id: a.zram_id()?,
+                path: PathBuf::from(&a.filename),
+                priority: a.priority,
+                size_bytes: a.size_kib * 1024,
+                used_bytes: a.used_kib * 1024,
+            })
+        })
+        .collect()
+}
+
+/// The active zram swap devices of this system, with their priority and used size.
+pub fn active_zram_swaps() -> Result<Vec<ZramSwap>, WorkloadError> {
+    Ok(zram_swaps_in(&swaps()?))
+}
+
+/// The system-wide swap counters of `/proc/vmstat` (pages since boot).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SwapCounters {
+    /// Pages swapped in.
+    pub pswpin: u64,
+    /// Pages swapped out.
+    pub pswpout: u64,
+}
+
+/// Parses `/proc/vmstat` (`name value` lines) into a map.
+pub fn parse_vmstat(text: &str) -> Result<BTreeMap<String, u64>, WorkloadError> {
+    let mut out = BTreeMap::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let bad = || WorkloadError::Invalid(format!("/proc/vmstat line {}: {line:?}", n + 1));
+        let (k, v) = line.split_once(' ').ok_or_else(bad)?;
+        out.insert(k.to_string(), v.trim().parse().map_err(|_| bad())?);
+    }
+    Ok(out)
+}
+
+/// `pswpin` and `pswpout` from the text of `/proc/vmstat`.
+pub fn parse_swap_counters(text: &str) -> Result<SwapCounters, WorkloadError> {
+    let map = parse_vmstat(text)?;
+    let get = |k: &str| {
+        map.get(k)
+            .copied()
+            .ok_or_else(|| WorkloadError::Invalid(format!("/proc/vmstat has no {k}")))
+    };
+    Ok(SwapCounters { pswpin: get("pswpin")?, pswpout: get("pswpout")? })
+}
+
+/// The live swap counters from `/proc/vmstat`.
+pub fn swap_counters() -> Result<SwapCounters, WorkloadError> {
+    let path = "/proc/vmstat";
+    let text = std::fs::read_to_string(path).map_err(|e| WorkloadError::io(path, e))?;
+    parse_swap_counters(&text)
+}
+
+/// `/sys/block/NAME/stat`, the block layer's counters (Documentation/block/stat.rst). Sectors
+/// are 512 bytes; times are milliseconds. Kernels before 4.18 have no discard fields and before
+/// 5.5 no flush fields: those read 0.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BlockStat {
+    pub read_ios: u64,
+    pub read_merges: u64,
+    pub read_sectors: u64,
+    pub read_ticks: u64,
+    pub write_ios: u64,
+    pub write_merges: u64,
+    pub write_sectors: u64,
+    pub write_ticks: u64,
+    pub in_flight: u64,
+    pub io_ticks: u64,
+    pub time_in_queue: u64,
+    pub discard_ios: u64,
+    pub discard_merges: u64,
+    pub discard_sectors: u64,
+    pub discard_ticks: u64,
+    pub flush_ios: u64,
+    pub flush_ticks: u64,
+}
+
+/// Parses the one line of a block device's `stat` file (11, 15 or 17 numbers).
+pub fn parse_block_stat(text: &str) -> Result<BlockStat, WorkloadError> {
+    let bad = || WorkloadError::Invalid(format!("block stat: {:?}", text.trim()));
+    let v: Vec<u64> =
+        text.split_whitespace().map(|f| f.parse().map_err(|_| bad())).collect::<Result<_, _>>()?;
+    if !matches!(v.len(), 11 | 15 | 17) {
+        return Err(bad());
+    }
+    let at = |i: usize| v.get(i).copied().unwrap_or(0);
+    Ok(BlockStat {
+        read_ios: at(0),
+        read_merges: at(1),
+        read_sectors: at(2),
+        read_ticks: at(3),
+        write_ios: at(4),
+        write_merges: at(5),
+        write_sectors: at(6),
+        write_ticks: at(7),
+        in_flight: at(8),
+        io_ticks: at(9),
+        time_in_queue: at(10),
+        discard_ios: at(11),
+        discard_merges: at(12),
+        discard_sectors: at(13),
+        discard_ticks: at(14),
+        flush_ios: at(15),
+        flush_ticks: at(16),
+    })
+}
+
+/// `/sys/block/zramN/stat` of a live device.
+pub fn zram_block_stat(id: u32) -> Result<BlockStat, WorkloadError> {
+    parse_block_stat(&read_zram_attr(id, "stat")?)
+}
+
+/// The sysfs directory of zram device `id`.
+pub fn zram_sysfs(id: u32) -> PathBuf {
+    PathBuf::from(format!("/sys/block/zram{id}"))
+}
+
+/// Reads one sysfs attribute of zram device `id` (`mm_stat`, `io_stat`, `comp_algorithm`,
+/// `disksize`, ...), its text with the trailing newline removed.
+pub fn read_zram_attr(id: u32, attr: &str) -> Result<String, WorkloadError> {
+    let path = zram_sysfs(id).join(attr);
+    let text = std::fs::read_to_string(&path).map_err(|e| WorkloadError::io(&path, e))?;
+    Ok(text.trim_end_matches('\n').to_string())
+}
+
+/// The selected algorithm of a `comp_algorithm` line (`lzo [lzo-rle] lz4` gives `lzo-rle`).
+pub fn selected_algorithm(line: &str) -> Option<&str> {
+    line.split_whitespace().find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))
+}
+
+/// Field `i` (0-based) of a whitespace-separated stat line such as `mm_stat`.
+pub fn stat_field(line: &str, i: usize) -> Option<u64> {
+    line.split_whitespace().nth(i)?.parse().ok()
+}
+
+/// Which zram device a path names: the block device's number, through `/sys/dev/block/MAJ:MIN`
+/// (so `/dev/zram1` and any link to it both work). Fails, saying why, for a path that is not a
+/// block device or a block device that is not zram.
+pub fn zram_id_of(path: &Path) -> Result<u32, WorkloadError> {
+    let md = std::fs::metadata(path).map_err(|e| WorkloadError::io(path, e))?;
+    if !md.file_type().is_block_device() {
+        return Err(WorkloadError::Invalid(format!(
+            "{} is not a block device (give /dev/zramN)",
+            path.display()
+        )));
+    }
+    let rdev = md.rdev();
+    let (major, minor) = (libc::major(rdev), libc::minor(rdev));
+    let link = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    let target = std::fs::read_link(&link).map_err(|e| WorkloadError::io(&link, e))?;
+    let name = target.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let id = name.strip_prefix("zram").and_then(|n| n.parse().ok());
+    match id {
+        Some(id) if zram_sysfs(id).join("mm_stat").exists() => Ok(id),
+        _ => Err(WorkloadError::Invalid(format!(
+            "{} is not a zram device (it is {name:?}, block device {major}:{minor})",
+            path.display()
+        ))),
+    }
+}
+
+/// The running kernel's release (`uname -r`).
+pub fn kernel_release() -> Result<String, WorkloadError> {
+    let path = "/proc/sys/kernel/osrelease";
+    let text = std::fs::read_to_string(path).map_err(|e| WorkloadError::io(path, e))?;
+    Ok(text.trim().to_string())
+}
+
+/// A Unix time as RFC 3339 UTC (`2026-11-24T10:31:07Z`).
+pub fn rfc3339_utc(unix_secs: u64) -> String {
+    let days = (unix_secs / 86_400) as i64;
+    let secs = unix_secs % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SWAPS: &str = "\
+Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
+/dev/zram1                              partition\t1048572\t\t262144\t\t32000
+/swap\\040file                           file\t\t2097148\t\t0\t\t-2
+/dev/zram12                             partition\t524284\t\t4\t\t100
+";
+
+    #[test]
+    fn proc_swaps_parses_with_priorities_and_escapes() {
+        let areas = parse_proc_swaps(SWAPS).unwrap();
+        assert_eq!(areas.len(), 3);
+        assert_eq!(
+            areas[0],
+            SwapArea {
+                filename: "/dev/zram1".into(),
+                kind: "partition".into(),
+                size_kib: 1_048_572,
+                used_kib: 262_144,
+                priority: 32000,
+            }
+        );
+        assert_eq!(areas[1].filename, "/swap file");
+        assert_eq!(areas[1].priority, -2);
+        assert_eq!(areas[1].zram_id(), None);
+        let z = zram_swaps_in(&areas);
+        assert_eq!(z.len(), 2);
+        assert_eq!((z[0].id, z[0].priority, z[0].used_bytes), (1, 32000, 262_144 * 1024));
+        assert_eq!((z[1].id, z[1].path.to_str().unwrap()), (12, "/dev/zram12"));
+        // Only the header: no swap.
+        assert!(parse_proc_swaps(SWAPS.lines().next().unwrap()).unwrap().is_empty());
+        assert!(parse_proc_swaps("Filename\n/dev/x partition 1 2\n").is_err());
+    }
+
+    #[test]
+    fn vmstat_parses_swap_counters() {
+        let text = "nr_free_pages 12345\npswpin 17\npswpout 4242\nswap_ra 3\n";
+        assert_eq!(parse_swap_counters(text).unwrap(), SwapCounters { pswpin: 17, pswpout: 4242 });
+        assert_eq!(parse_vmstat(text).unwrap()["nr_free_pages"], 12345);
+        assert!(parse_swap_counters("pswpin 1\n").is_err());
+        assert!(parse_vmstat("pswpin x\n").is_err());
+    }
+
+    #[test]
+    fn block_stat_parses_every_field() {
+        let text = "    1234        0     9872       15    56789        0   454312      200        0      300      215        0        0        0        0        0        0\n";
+        let s = parse_block_stat(text).unwrap();
+        assert_eq!((s.read_ios, s.read_sectors, s.read_ticks), (1234, 9872, 15));
+        assert_eq!((s.write_ios, s.write_sectors, s.write_ticks), (56789, 454_312, 200));
+        assert_eq!((s.io_ticks, s.time_in_queue, s.flush_ios), (300, 215, 0));
+        let old = parse_block_stat("1 2 3 4 5 6 7 8 9 10 11").unwrap();
+        assert_eq!((old.time_in_queue, old.discard_ios), (11, 0));
+        assert!(parse_block_stat("1 2 3").is_err());
+        assert!(parse_block_stat("").is_err());
+    }
+
+    #[test]
+    fn attribute_helpers() {
+        assert_eq!(selected_algorithm("lzo [lzo-rle] lz4 zstd"), Some("lzo-rle"));
+        assert_eq!(selected_algorithm("lzo lz4"), None);
+        let mm =
+            "  159350784 54726144 56344576        0 56344576     1034        0     1200      1300";
+        assert_eq!(stat_field(mm, 0), Some(159_350_784));
+        assert_eq!(stat_field(mm, 3), Some(0));
+        assert_eq!(stat_field(mm, 9), None);
+    }
+
+    #[test]
+    fn rfc3339_dates() {
+        assert_eq!(rfc3339_utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339_utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339_utc(1_795_000_000), "2026-11-18T11:06:40Z");
+    }
+
+    #[test]
+    fn not_a_zram_device_is_refused() {
+        let e = zram_id_of(Path::new("/proc/swaps")).unwrap_err();
+        assert!(e.to_string().contains("not a block device"), "{e}");
+        assert!(zram_id_of(Path::new("/nonexistent/zram9")).is_err());
+    }
+}
