@@ -171,6 +171,7 @@ fn live_swap_matches_zmem_zram() {
     assert_eq!(ours.compr_data_size, live.compr_data_size, "compr_data_size");
     assert_eq!(ours.huge_pages, live.huge_pages, "huge_pages");
     assert_eq!(ours.same_pages, live.same_pages, "same_pages");
+    lab_reads_the_live_device(&h);
     eprintln!("live test took {:.1} s", started.elapsed().as_secs_f64());
     drop(h);
 }
@@ -194,4 +195,26 @@ fn check_capture(set: &PageSet, h: &Harness) {
     {
         assert!(m.contains_key(key), "{key} missing from {m:?}");
     }
+}
+
+/// `zmem lab --source zram`'s evidence: the live device is found in /proc/swaps, captured, and
+/// its "Now" predicted exactly; its traffic can be watched.
+fn lab_reads_the_live_device(h: &Harness) {
+    use zmem_lab::NoProgress;
+    use zmem_lab::lab::{Input, evidence, now};
+    let e = evidence::gather(Input::Zram, 2048, &NoProgress).expect("zram evidence");
+    assert_eq!(e.source.kind, "zram");
+    assert!(e.source.detail.contains(&h.swap.path().display().to_string()), "{}", e.source.detail);
+    assert!(e.zram_ids.contains(&h.swap.id()));
+    assert_eq!(e.source.pages, 2048, "sampled down to --max-pages");
+    let n = e.now.expect("a Now section");
+    if n.config.device == h.swap.path().display().to_string() {
+        assert!(n.exact, "{:?}", n.drift);
+        assert_eq!(n.config.comp_algorithm, ALGO);
+        assert_eq!(n.config.swap_priority, Some(32000));
+        assert!(n.fragmentation_bytes.unsigned_abs() < 1 << 20, "{}", n.fragmentation_bytes);
+    }
+    let rates = now::watch(&e.zram_ids, 1, 4096, &NoProgress).unwrap().expect("swap is active");
+    assert_eq!(rates.source, "observed");
+    assert!(rates.observed_secs >= 1.0);
 }

@@ -15,9 +15,19 @@ pub struct Args {
     /// Also write report.html and report.json into this directory.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-    /// Use the built-in generated page set instead of capturing this machine's processes.
-    #[arg(long)]
+    /// Where the pages come from: `zram` (the active zram swap devices: what the kernel
+    /// compresses now), `processes` (this machine's processes' anonymous memory) or `builtin`
+    /// (a generated set). Default: zram if any is active and readable, else processes, else
+    /// builtin, and the report says which and why.
+    #[arg(long, value_name = "SOURCE", value_parser = ["zram", "processes", "builtin"])]
+    source: Option<String>,
+    /// Same as `--source builtin`.
+    #[arg(long, conflicts_with = "source")]
     no_capture: bool,
+    /// Seconds to watch the live system's swap traffic for the CPU cost projection (0 skips;
+    /// with no swap active there is nothing to watch and the trace replay's rates are used).
+    #[arg(long, default_value_t = 10, value_name = "SECONDS")]
+    observe: u64,
     /// Most pages to run on (a capture or file is sampled evenly down to this).
     #[arg(long, default_value_t = 6144)]
     max_pages: usize,
@@ -32,7 +42,8 @@ pub struct Args {
     /// timer) for you to review; zmem runs none of it.
     #[arg(long, value_name = "FILE")]
     apply_script: Option<PathBuf>,
-    /// Page file (raw pages or a page set); none: capture this machine, else the built-in set.
+    /// Page file (raw pages or a page set, such as `zmem capture --zram`'s); none: see --source.
+    #[arg(conflicts_with_all = ["source", "no_capture"])]
     pages: Option<PathBuf>,
 }
 
@@ -43,7 +54,12 @@ fn input(args: &Args) -> anyhow::Result<Input> {
         let set = super::pages::load(std::slice::from_ref(path), 4096)?.remove(0);
         return Ok(Input::Pages { set, label: path.display().to_string() });
     }
-    Ok(if args.no_capture { Input::Builtin } else { Input::Capture })
+    Ok(match (args.source.as_deref(), args.no_capture) {
+        (Some("builtin"), _) | (_, true) => Input::Builtin,
+        (Some("zram"), _) => Input::Zram,
+        (Some("processes"), _) => Input::Processes,
+        _ => Input::Auto,
+    })
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
@@ -53,12 +69,13 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let bar = super::progress::Bar::new();
     let e = evidence::gather(input(args)?, args.max_pages, &bar)?;
     eprintln!("zmem lab: {} pages ({}: {})", e.source.pages, e.source.kind, e.source.detail);
+    let rates = lab::now::watch(&e.zram_ids, args.observe, e.source.page_size, &bar)?;
     let budgets = lab::Budgets {
         cpu_percent_of_core: args.cpu_budget,
         added_load_p99_us: args.latency_budget,
         ..lab::Budgets::default()
     };
-    let opts = LabOptions { budgets, ..LabOptions::default() };
+    let opts = LabOptions { budgets, now: e.now, rates, ..LabOptions::default() };
     let r = lab::run(&e.pages, e.source, &opts, &bar)?;
     if let Some(path) = &args.apply_script {
         std::fs::write(path, report::render_apply_script(&r))

@@ -85,6 +85,9 @@ pub struct Traffic {
 pub struct Candidate {
     /// Policy name (as in `policies`).
     pub name: String,
+    /// Whether the live kernel can run it (its algorithms offered, recompression built in);
+    /// an unavailable candidate is never chosen. Always true without a live device.
+    pub available: bool,
     /// The configuration the device runs now (or the kernel default, without a live device).
     pub is_current: bool,
     pub verified: bool,
@@ -178,6 +181,7 @@ pub fn project(
             }
             Candidate {
                 name: x.name.clone(),
+                available: true,
                 is_current: i == cur,
                 verified: x.verified,
                 pool_bytes: pool(x),
@@ -233,7 +237,7 @@ pub fn choose(c: &[Candidate]) -> Option<Choice> {
             .is_some_and(|o| o.is_gt())
     };
     let mut best: Option<usize> = None;
-    for (i, x) in c.iter().enumerate().filter(|(_, x)| x.within_budgets) {
+    for (i, x) in c.iter().enumerate().filter(|(_, x)| x.within_budgets && x.available) {
         if best.is_none_or(|b| better_fit(x, &c[b])) {
             best = Some(i);
         }
@@ -251,8 +255,10 @@ pub fn choose(c: &[Candidate]) -> Option<Choice> {
             .is_some_and(|o| o.is_gt())
     };
     let mut best: Option<usize> = None;
-    for (i, x) in
-        c.iter().enumerate().filter(|(_, x)| x.verified && x.memory_saved_bytes_vs_now >= floor)
+    for (i, x) in c
+        .iter()
+        .enumerate()
+        .filter(|(_, x)| x.available && x.verified && x.memory_saved_bytes_vs_now >= floor)
     {
         if best.is_none_or(|b| cheaper(x, &c[b])) {
             best = Some(i);

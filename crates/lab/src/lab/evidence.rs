@@ -1,27 +1,34 @@
 //! Step 1 of the lab: where the evidence comes from.
 //!
-//! Takes what the user asked for ([`Input`]) and gives the pages the lab measures with a
-//! [`Source`] that says what they are and why they were chosen, and the access trace the
-//! replay runs ([`trace_for`]).
+//! Takes what the user asked for ([`Input`]) and gives the pages the lab measures, with a
+//! [`Source`] that says what they are and why they were chosen, the live device's "Now" when
+//! the pages are a zram swap device's, and the zram devices whose traffic is worth watching;
+//! and the access trace the replay runs ([`trace_for`]).
 //!
-//! The order, when nothing is named: this machine's processes (their resident anonymous
-//! pages, where zmem may read them), else the built-in generated set, saying why (capture not
-//! requested, failed, or too small to say anything about the machine). A capture or file larger
-//! than `max_pages` is sampled evenly (every `len / max`-th page), so the sample spans every
-//! process of a capture.
+//! The order, when nothing is named ([`Input::Auto`]): every active zram swap device (from
+//! /proc/swaps; what the kernel compresses right now), else this machine's processes (their
+//! resident anonymous pages, where zmem may read them), else the built-in generated set, saying
+//! at each step why the one before was not used (no zram swap, not root, device unreadable,
+//! capture too small). A page set captured from a zram device (`zmem capture --zram`) carries
+//! the device's configuration and mm_stat, so it gets its "Now" too. A set larger than
+//! `max_pages` is sampled evenly (every `len / max`-th page) for the measurements, so the
+//! sample spans every process of a capture; the "Now" prediction uses every page.
 
 use serde::{Deserialize, Serialize};
-use zmem_workload::{PageSet, builtin, capture};
+use zmem_workload::capture::zram::capture_device;
+use zmem_workload::{PageSet, SetMeta, builtin, capture, live};
 
+use super::now::{self, LiveConfig, Now};
 use crate::replay::{self, Access};
 use crate::{LabError, Progress};
 
 /// Where the pages came from, for the report's first line.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Source {
-    /// `captured`, `file` or `builtin`.
+    /// `zram`, `captured`, `file` or `builtin`.
     pub kind: String,
-    /// Human description: what was captured, which file, or why the built-in set was used.
+    /// Human description: which device or file, what was captured, or why the built-in set was
+    /// used.
     pub detail: String,
     pub pages: u64,
     pub page_size: usize,
@@ -32,8 +39,12 @@ pub struct Source {
 pub enum Input {
     /// A page set they named (already opened; `label` names it, usually the path).
     Pages { set: PageSet, label: String },
-    /// This machine's processes, falling back to the built-in set.
-    Capture,
+    /// The live zram swap devices, else the processes, else the built-in set.
+    Auto,
+    /// The live zram swap devices only (`--source zram`): none is an error.
+    Zram,
+    /// This machine's processes (`--source processes`), else the built-in set.
+    Processes,
     /// The built-in generated set.
     Builtin,
 }
@@ -47,6 +58,10 @@ pub struct Evidence {
     /// Whole pages of `source.page_size`.
     pub pages: Vec<u8>,
     pub source: Source,
+    /// The live zram device the pages are, or were captured from.
+    pub now: Option<Now>,
+    /// zram devices whose reads and writes give the swap rates (`/dev/zramN` numbers).
+    pub zram_ids: Vec<u32>,
 }
 
 /// Every `len / max`-th page of `set`, at most `max` pages (all of them if it has no more).
@@ -66,7 +81,7 @@ fn evidence(kind: &str, detail: String, set: &PageSet, max_pages: usize) -> Evid
         pages: (pages.len() / set.page_size()) as u64,
         page_size: set.page_size(),
     };
-    Evidence { pages, source }
+    Evidence { pages, source, now: None, zram_ids: Vec::new() }
 }
 
 /// Gathers the pages for `input`, at most `max_pages` of them.
@@ -75,25 +90,142 @@ pub fn gather(
     max_pages: usize,
     progress: &dyn Progress,
 ) -> Result<Evidence, LabError> {
-    let why_builtin = match input {
-        Input::Pages { set, label } => {
-            let used = set.len().min(max_pages);
-            let detail = format!("{label} ({} pages, {used} used)", set.len());
-            return Ok(evidence("file", detail, &set, max_pages));
+    let mut why_not = Vec::new();
+    let try_processes = match input {
+        Input::Pages { set, label } => return from_file(set, &label, max_pages, progress),
+        Input::Builtin => {
+            why_not.push("the built-in set was asked for".to_string());
+            false
         }
-        Input::Builtin => "capture not requested (--no-capture)".to_string(),
-        Input::Capture => match capture_processes(progress) {
+        Input::Zram => return from_zram(max_pages, progress)?.map_err(LabError::Setup),
+        Input::Auto => match from_zram(max_pages, progress)? {
+            Ok(e) => return Ok(e),
+            Err(why) => {
+                why_not.push(why);
+                true
+            }
+        },
+        Input::Processes => true,
+    };
+    if try_processes {
+        match capture_processes(progress) {
             Ok((set, summary)) if set.len() >= MIN_CAPTURE_PAGES => {
                 let used = set.len().min(max_pages);
-                let detail = format!("this machine: {summary}; {used} pages sampled");
+                let mut detail = format!("this machine: {summary}; {used} pages sampled");
+                if !why_not.is_empty() {
+                    detail += &format!(" ({})", why_not.join("; "));
+                }
                 return Ok(evidence("captured", detail, &set, max_pages));
             }
-            Ok((set, summary)) => format!("capture gave only {} pages ({summary})", set.len()),
-            Err(e) => format!("capture failed: {e}"),
-        },
-    };
+            Ok((set, summary)) => {
+                why_not.push(format!("capture gave only {} pages ({summary})", set.len()))
+            }
+            Err(e) => why_not.push(format!("capture failed: {e}")),
+        }
+    }
     let set = builtin::default_set_with(4096)?;
-    Ok(evidence("builtin", format!("built-in generated set; {why_builtin}"), &set, max_pages))
+    let detail = format!("built-in generated set; {}", why_not.join("; "));
+    Ok(evidence("builtin", detail, &set, max_pages))
+}
+
+/// A page set the user named; one captured from a zram device also gives its "Now".
+fn from_file(
+    set: PageSet,
+    label: &str,
+    max_pages: usize,
+    progress: &dyn Progress,
+) -> Result<Evidence, LabError> {
+    let used = set.len().min(max_pages);
+    let detail = format!("{label} ({} pages, {used} used)", set.len());
+    let mut e = evidence("file", detail, &set, max_pages);
+    if let Some(meta) = set.set_meta().filter(|m| m.get("source").is_some_and(|s| s == "zram")) {
+        let config = live_config(meta, None)?;
+        let mm_stat = meta_get(meta, "zram.mm_stat")?;
+        e.now = Some(now::assess(set.bytes(), set.page_size(), config, mm_stat, progress)?);
+        e.source.detail += " (a capture of a zram device: its mm_stat is compared below)";
+    }
+    Ok(e)
+}
+
+/// Every active zram swap device, captured; `Ok(Err(why))` when there is none to use.
+fn from_zram(
+    max_pages: usize,
+    progress: &dyn Progress,
+) -> Result<Result<Evidence, String>, LabError> {
+    let mut devices = match live::active_zram_swaps() {
+        Ok(d) if d.is_empty() => return Ok(Err("no active zram swap (/proc/swaps)".into())),
+        Ok(d) => d,
+        Err(e) => return Ok(Err(format!("cannot read the active swaps: {e}"))),
+    };
+    // The one the kernel fills first is the one "Now" describes.
+    devices.sort_by_key(|d| std::cmp::Reverse(d.priority));
+    let mut sets = Vec::new();
+    for d in &devices {
+        let mut read = 0;
+        let got = capture_device(&d.path, &mut |done, total| {
+            if read == 0 {
+                progress.start(&format!("read {}", d.path.display()), total / 4096);
+            }
+            progress.advance((done - read) / 4096);
+            read = done;
+        });
+        progress.finish();
+        match got {
+            Ok((set, summary)) => sets.push((d, set, summary)),
+            Err(e) => return Ok(Err(format!("{} unreadable: {e}", d.path.display()))),
+        }
+    }
+    let (first, set, summary) = &sets[0];
+    let meta = set.set_meta().cloned().unwrap_or_default();
+    let config = live_config(&meta, Some(first.priority))?;
+    let now = now::assess(set.bytes(), set.page_size(), config, &summary.mm_stat_after, progress)?;
+    let page_size = set.page_size();
+    let all: Vec<u8> = sets.iter().flat_map(|(_, s, _)| s.bytes().iter().copied()).collect();
+    let merged = PageSet::from_raw(all, page_size)?;
+    let names: Vec<String> = sets
+        .iter()
+        .map(|(d, s, _)| {
+            format!("{} ({} pages, priority {})", d.path.display(), s.len(), d.priority)
+        })
+        .collect();
+    let used = merged.len().min(max_pages);
+    let mut detail = format!("live zram swap: {}; {used} pages sampled", names.join(", "));
+    if !summary.stable() {
+        detail += "; the device changed while it was read";
+    }
+    let mut e = evidence("zram", detail, &merged, max_pages);
+    e.now = Some(now);
+    e.zram_ids = devices.iter().map(|d| d.id).collect();
+    Ok(Ok(e))
+}
+
+fn meta_get<'m>(meta: &'m SetMeta, key: &str) -> Result<&'m str, LabError> {
+    meta.get(key)
+        .map(String::as_str)
+        .ok_or_else(|| LabError::Setup(format!("zram capture without {key} in its metadata")))
+}
+
+/// The live configuration recorded in a zram capture's metadata.
+pub fn live_config(meta: &SetMeta, priority: Option<i32>) -> Result<LiveConfig, LabError> {
+    let num = |key: &str| meta.get(key).and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(0);
+    let text = |key: &str| meta.get(key).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+    Ok(LiveConfig {
+        device: format!("/dev/{}", meta_get(meta, "zram.device")?),
+        comp_algorithm: meta_get(meta, "zram.algorithm")?.to_string(),
+        recomp_algorithm: text("zram.recomp_algorithm"),
+        algorithm_params: text("zram.algorithm_params"),
+        disksize_bytes: num("zram.disksize"),
+        mem_limit_bytes: num("zram.mem_limit"),
+        swap_priority: priority.or_else(|| meta.get("swap.priority")?.parse().ok()),
+        offered: meta
+            .get("zram.comp_algorithm")
+            .map(|line| {
+                line.split_whitespace().map(|a| a.trim_matches(['[', ']']).to_string()).collect()
+            })
+            .unwrap_or_default(),
+        // The capture records recomp_algorithm only where the attribute exists.
+        recompress: meta.contains_key("zram.recomp_algorithm"),
+    })
 }
 
 /// The resident anonymous pages of every process but zmem itself.
@@ -158,7 +290,40 @@ mod tests {
         let e = gather(Input::Builtin, 64, &NoProgress).unwrap();
         assert_eq!(e.source.kind, "builtin");
         assert_eq!(e.source.pages, 64);
-        assert!(e.source.detail.contains("--no-capture"), "{}", e.source.detail);
+        assert!(e.source.detail.contains("asked for"), "{}", e.source.detail);
+        assert!(e.now.is_none() && e.zram_ids.is_empty());
+    }
+
+    /// A page set saved by `zmem capture --zram` carries the device's configuration and
+    /// mm_stat: the lab compares them with its prediction from the file's pages.
+    #[test]
+    fn a_zram_capture_file_gets_its_now() {
+        let set = zmem_workload::builtin::default_set_with(4096).unwrap();
+        let pages = set.bytes()[..200 * 4096].to_vec();
+        let live = crate::conform::ours("lz4", &pages).unwrap();
+        let meta: SetMeta = [
+            ("source", "zram".to_string()),
+            ("zram.device", "zram3".into()),
+            ("zram.algorithm", "lz4".into()),
+            ("zram.comp_algorithm", "lzo-rle lzo [lz4]".into()),
+            ("zram.disksize", "1073741824".into()),
+            ("zram.mm_stat", live.to_string().trim_end().to_string()),
+            ("swap.priority", "100".into()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let set = PageSet::from_raw(pages, 4096).unwrap().with_set_meta(meta).unwrap();
+        let e = gather(Input::Pages { set, label: "z.zpages".into() }, 64, &NoProgress).unwrap();
+        assert_eq!((e.source.kind.as_str(), e.source.pages), ("file", 64));
+        let now = e.now.expect("a Now section");
+        assert!(now.exact, "{:?}", now.drift);
+        assert_eq!(now.config.device, "/dev/zram3");
+        assert_eq!(now.config.comp_algorithm, "lz4");
+        assert_eq!(now.config.swap_priority, Some(100));
+        assert_eq!(now.stored_pages, 200);
+        assert_eq!(now.config.offered, ["lzo-rle", "lzo", "lz4"]);
+        assert!(!now.config.recompress, "no recomp_algorithm recorded");
     }
 
     #[test]

@@ -113,8 +113,9 @@ pub struct LabOptions {
     pub budgets: Budgets,
     /// The live device the pages were captured from ([`now`]), if they were.
     pub now: Option<Now>,
-    /// Rates observed on the live system; `None`: the trace replay's.
-    pub rates: Option<Rates>,
+    /// Rates observed on the live system, or why there are none (then the trace replay's are
+    /// used, saying why).
+    pub rates: Result<Rates, String>,
 }
 
 impl Default for LabOptions {
@@ -124,7 +125,7 @@ impl Default for LabOptions {
             policies: Vec::new(),
             budgets: Budgets::default(),
             now: None,
-            rates: None,
+            rates: Err("not observed".into()),
         }
     }
 }
@@ -154,8 +155,8 @@ pub fn run(
         .collect::<Result<Vec<_>, _>>()?;
     let swap = measure::swap(pages, ps, progress)?;
     let rates = match &opts.rates {
-        Some(r) => r.clone(),
-        None => now::replay_rates(&swap),
+        Ok(r) => r.clone(),
+        Err(why) => now::replay_rates(&swap, why),
     };
     let (candidates, recommendation) =
         recommend(&policies, opts.now.as_ref(), &rates, &opts.budgets)?;

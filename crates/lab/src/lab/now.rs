@@ -26,6 +26,10 @@ pub struct LiveConfig {
     pub mem_limit_bytes: u64,
     /// Priority in /proc/swaps.
     pub swap_priority: Option<i32>,
+    /// The algorithms the kernel offers (`comp_algorithm`'s list); empty when unknown.
+    pub offered: Vec<String>,
+    /// Whether the kernel has recompression (`recompress` exists: CONFIG_ZRAM_MULTI_COMP).
+    pub recompress: bool,
 }
 
 /// One mm_stat field, live against predicted.
@@ -204,9 +208,7 @@ pub fn rates_between(a: &SwapSample, b: &SwapSample, secs: f64, zram: bool) -> R
         swap_outs_per_sec,
         observed_secs: secs,
         source: "observed".into(),
-        note: format!(
-            "observed for {secs:.1} s: {whose}; system-wide pswpin {ins:.1}/s, pswpout {outs:.1}/s"
-        ),
+        note: format!("{secs:.1} s of {whose}; system-wide pswpin {ins:.1}/s, pswpout {outs:.1}/s"),
     }
 }
 
@@ -229,9 +231,26 @@ pub fn observe(
     Ok(rates_between(&first, &last, start.elapsed().as_secs_f64(), !ids.is_empty()))
 }
 
+/// The live rates over `secs` seconds, or why there is nothing to watch (`Ok(Err(why))`): a
+/// window of 0, or no swap active (then nothing swaps, and waiting would only show zeros).
+pub fn watch(
+    zram_ids: &[u32],
+    secs: u64,
+    page_size: usize,
+    progress: &dyn Progress,
+) -> Result<Result<Rates, String>, LabError> {
+    if secs == 0 {
+        return Ok(Err("not observed (--observe 0)".into()));
+    }
+    if live::swaps()?.is_empty() {
+        return Ok(Err("no swap active, nothing to observe".into()));
+    }
+    Ok(Ok(observe(zram_ids, secs, page_size, progress)?))
+}
+
 /// The rates of the lab's own replay, for a system with nothing to observe: zram's swap-ins and
 /// swap-outs at the tightest RAM budget, per second of the generated trace.
-pub fn replay_rates(rows: &[SwapRow]) -> Rates {
+pub fn replay_rates(rows: &[SwapRow], why: &str) -> Rates {
     let row =
         rows.iter().filter(|r| r.swap == "zram" && r.trace_secs > 0.0).min_by_key(|r| r.ram_pages);
     match row {
@@ -241,8 +260,8 @@ pub fn replay_rates(rows: &[SwapRow]) -> Rates {
             observed_secs: 0.0,
             source: "replay".into(),
             note: format!(
-                "no live swap to observe: the generated trace's replay with zram and RAM for {} \
-                 of {} pages ({} swap-ins, {} swap-outs in {:.3} s of trace)",
+                "{why}: the generated trace's replay with zram and RAM for {} of {} pages ({} \
+                 swap-ins, {} swap-outs in {:.3} s of trace)",
                 r.ram_pages, r.pages, r.swap_ins, r.swap_outs, r.trace_secs
             ),
         },
@@ -251,7 +270,7 @@ pub fn replay_rates(rows: &[SwapRow]) -> Rates {
             swap_outs_per_sec: 0.0,
             observed_secs: 0.0,
             source: "replay".into(),
-            note: "no live swap to observe and no replay with a timed trace".into(),
+            note: format!("{why}, and no replay with a timed trace"),
         },
     }
 }
@@ -270,6 +289,8 @@ mod tests {
             disksize_bytes: 1 << 30,
             mem_limit_bytes: 0,
             swap_priority: Some(100),
+            offered: Vec::new(),
+            recompress: false,
         }
     }
 
@@ -370,10 +391,11 @@ mod tests {
             row("zswap", 250, 999, 999, 2.0),
             row("zram", 500, 100, 150, 2.0),
         ];
-        let r = replay_rates(&rows);
+        let r = replay_rates(&rows, "no live swap to observe");
         assert_eq!((r.swap_ins_per_sec, r.swap_outs_per_sec), (200.0, 250.0));
         assert_eq!(r.source, "replay");
         assert!(r.note.contains("250 of 1000 pages"), "{}", r.note);
-        assert_eq!(replay_rates(&[]).swap_ins_per_sec, 0.0);
+        assert!(r.note.starts_with("no live swap to observe: "), "{}", r.note);
+        assert_eq!(replay_rates(&[], "x").swap_ins_per_sec, 0.0);
     }
 }

@@ -62,6 +62,27 @@ fn is_plain(r: &PolicyRow, algo: &str) -> bool {
 
 /// Projects every policy row, applies the rule, and says why. Returns the candidates (in the
 /// rows' order) and the recommendation.
+/// Why the live kernel cannot run `p`, if it cannot: an algorithm its `comp_algorithm` does not
+/// offer, or recompression where it has none (CONFIG_ZRAM_MULTI_COMP off).
+fn unavailable(p: &super::Policy, live: &super::LiveConfig) -> Option<String> {
+    if live.offered.is_empty() {
+        return None;
+    }
+    let missing: Vec<&str> = std::iter::once(p.algo.as_str())
+        .chain(p.recomp.iter().map(String::as_str))
+        .filter(|a| !live.offered.iter().any(|o| o == a))
+        .collect();
+    if !missing.is_empty() {
+        return Some(format!(
+            "this kernel offers no {} (comp_algorithm: {})",
+            missing.join(", "),
+            live.offered.join(" ")
+        ));
+    }
+    (p.recompresses() && !live.recompress)
+        .then(|| "this kernel has no recompression (CONFIG_ZRAM_MULTI_COMP off)".to_string())
+}
+
 pub fn recommend(
     rows: &[PolicyRow],
     now: Option<&Now>,
@@ -100,7 +121,16 @@ pub fn recommend(
         swap_ins_per_sec: rates.swap_ins_per_sec,
         swap_outs_per_sec: rates.swap_outs_per_sec,
     };
-    let cands = cost::project(&measured, proj, traffic, budgets);
+    let mut cands = cost::project(&measured, proj, traffic, budgets);
+    if let Some(n) = now {
+        for (c, r) in cands.iter_mut().zip(rows) {
+            if let Some(why) = unavailable(&r.policy, &n.config) {
+                c.available = false;
+                c.within_budgets = false;
+                c.over_budget.push(why);
+            }
+        }
+    }
     let choice = cost::choose(&cands).ok_or(LabError::NothingVerified)?;
     let (c, r) = (&cands[choice.index], &rows[choice.index]);
     let now_bytes = (c.memory_saved_bytes_vs_now + c.pool_bytes as i64).max(0) as u64;
@@ -282,6 +312,48 @@ mod tests {
         assert_eq!(r.config, "lzo-rle");
         assert!(r.keep_current && !r.within_budgets);
         assert!(r.why.starts_with("no configuration fits the budgets"), "{}", r.why);
+    }
+
+    /// A live kernel that offers only lzo-rle, lzo and lz4 and has no recompression: zstd
+    /// saves more but cannot be applied there, so lz4's saving wins among what can.
+    #[test]
+    fn what_the_live_kernel_cannot_run_is_never_chosen() {
+        let rows = [
+            row("lzo-rle", "lzo-rle", 200_000, 5000.0, 1000, true),
+            row("lzo", "lzo", 210_000, 5000.0, 1000, true),
+            row("zstd", "zstd", 260_000, 20_000.0, 1800, true),
+        ];
+        let live = super::super::LiveConfig {
+            device: "/dev/zram1".into(),
+            comp_algorithm: "lzo-rle".into(),
+            recomp_algorithm: None,
+            algorithm_params: None,
+            disksize_bytes: 1 << 30,
+            mem_limit_bytes: 0,
+            swap_priority: Some(100),
+            offered: vec!["lzo-rle".into(), "lzo".into(), "lz4".into()],
+            recompress: false,
+        };
+        let now = Now {
+            config: live,
+            live_mm_stat: String::new(),
+            predicted_mm_stat: String::new(),
+            fields: Vec::new(),
+            exact: true,
+            drift: None,
+            fragmentation_bytes: 0,
+            compact_gain_bytes: 0,
+            stored_pages: 100,
+        };
+        let (c, r) = recommend(&rows, Some(&now), &rates(), &Budgets::default()).unwrap();
+        assert_eq!(r.config, "lzo");
+        assert!(!c[2].available && !c[2].within_budgets);
+        assert!(c[2].over_budget.iter().any(|w| w.contains("offers no zstd")), "{:?}", c[2]);
+        let mut p = rows[0].policy.clone();
+        p.recomp = vec!["lzo".into()];
+        p.recompress = Some("type=huge".into());
+        let why = unavailable(&p, &now.config).unwrap();
+        assert!(why.contains("no recompression"), "{why}");
     }
 
     #[test]

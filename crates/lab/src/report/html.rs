@@ -100,7 +100,7 @@ pub fn render_html(r: &LabReport) -> String {
          td:first-child{{text-align:left}}.rec{{background:#f4f8ff;border:1px solid #9bd;padding:1em}}\
          svg{{display:block;margin:1em 0}}</style></head><body>\
          <h1>zmem lab report</h1>\
-         <p>{} pages of {} bytes &mdash; {}: {}</p>\
+         <p>{} pages of {} bytes &mdash; {}: {}</p>{}\
          <div class=\"rec\"><h2>Recommendation: {}</h2>\
          <p>Expected ratio {:.2}; memory saved {:.1} %; {:.2} CPU s per GB compressed; load p50 {} ns, p99 {} ns.</p>\
          <p>{}</p><p><small>Rule: {}</small></p><pre>{}</pre></div>\
@@ -115,6 +115,7 @@ pub fn render_html(r: &LabReport) -> String {
         r.source.page_size,
         esc(&r.source.kind),
         esc(&r.source.detail),
+        now_section(r),
         esc(&rec.config),
         rec.expected_ratio,
         rec.memory_saved_percent,
@@ -217,4 +218,53 @@ fn change_section(r: &LabReport) -> String {
         meanings,
         apply
     )
+}
+
+/// The live device beside zmem's prediction, and the rates.
+fn now_section(r: &LabReport) -> String {
+    let mut s = String::new();
+    if let Some(n) = &r.now {
+        let c = &n.config;
+        let rows: String = n
+            .fields
+            .iter()
+            .map(|f| {
+                let mark = if f.live == f.predicted { "" } else { " style=\"color:#b00\"" };
+                format!(
+                    "<tr><td>{}</td><td>{}</td><td{mark}>{}</td></tr>",
+                    esc(&f.field),
+                    f.live,
+                    f.predicted
+                )
+            })
+            .collect();
+        s += &format!(
+            "<h2>Now: {} with {}</h2><p>Swap priority {}; disksize {} bytes; mem_limit {}.</p>\
+             <table><tr><th>mm_stat field</th><th>live</th><th>zmem predicts</th></tr>{rows}</table>\
+             <p>{}</p><p>Pool fragmentation: {} bytes (the live <code>mem_used_total</code> less \
+             zmem's freshly packed pool); <code>echo 1 &gt; compact</code> gives back at most {} \
+             bytes.</p>",
+            esc(&c.device),
+            esc(&c.comp_algorithm),
+            c.swap_priority.map_or("-".into(), |p| p.to_string()),
+            c.disksize_bytes,
+            if c.mem_limit_bytes == 0 { "none".into() } else { c.mem_limit_bytes.to_string() },
+            match &n.drift {
+                None => "orig_data_size, compr_data_size and huge_pages agree exactly: the device \
+                         was quiet while it was read."
+                    .to_string(),
+                Some(d) => format!("Drift: {}", esc(d)),
+            },
+            n.fragmentation_bytes,
+            n.compact_gain_bytes
+        );
+    }
+    s += &format!(
+        "<p>Rates: {:.1} swap-ins/s, {:.1} swap-outs/s ({}: {}).</p>",
+        r.rates.swap_ins_per_sec,
+        r.rates.swap_outs_per_sec,
+        esc(&r.rates.source),
+        esc(&r.rates.note)
+    );
+    s
 }

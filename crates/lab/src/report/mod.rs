@@ -16,6 +16,7 @@ pub fn render_summary(r: &LabReport) -> String {
         "zmem lab: {} pages of {} bytes ({}: {})\n\n",
         r.source.pages, r.source.page_size, r.source.kind, r.source.detail
     );
+    s += &now_text(r);
     s += "Compressors (one stream, one thread; freeing = compress speed x share of memory freed)\n";
     s += &render_table(&r.compressors);
     s += "\nAllocators (zram, default algorithm, same pages; rejected pages are not in the pool)\n";
@@ -109,6 +110,49 @@ pub fn render_summary(r: &LabReport) -> String {
         );
     }
     s += "  (zmem lab --apply-script FILE writes all of it as one script to review; nothing is run)\n";
+    s
+}
+
+/// The "Now" section (the live zram device, when the pages are one's) and the rates.
+fn now_text(r: &LabReport) -> String {
+    let mib = |b: f64| b / (1 << 20) as f64;
+    let mut s = String::new();
+    if let Some(n) = &r.now {
+        let c = &n.config;
+        s += &format!(
+            "Now: {} with {}{} (swap priority {}, disksize {:.0} MiB, mem_limit {})\n",
+            c.device,
+            c.comp_algorithm,
+            c.recomp_algorithm
+                .as_deref()
+                .map(|a| format!(", recompression {a}"))
+                .unwrap_or_default(),
+            c.swap_priority.map_or("-".into(), |p| p.to_string()),
+            mib(c.disksize_bytes as f64),
+            if c.mem_limit_bytes == 0 { "none".into() } else { format!("{} B", c.mem_limit_bytes) }
+        );
+        s += &format!("  {:<16} {:>14} {:>14}\n", "mm_stat field", "live", "zmem predicts");
+        for f in &n.fields {
+            s += &format!("  {:<16} {:>14} {:>14}\n", f.field, f.live, f.predicted);
+        }
+        s += &match &n.drift {
+            None => {
+                "  orig, compr and huge agree exactly: the device was quiet while it was read\n"
+                    .to_string()
+            }
+            Some(d) => format!("  drift: {d}\n"),
+        };
+        s += &format!(
+            "  pool fragmentation {:.2} MiB (live mem_used_total less zmem's packed pool); \
+             `echo 1 > compact` gives back at most {:.2} MiB\n",
+            mib(n.fragmentation_bytes as f64),
+            mib(n.compact_gain_bytes as f64)
+        );
+    }
+    s += &format!(
+        "Rates: {:.1} swap-ins/s, {:.1} swap-outs/s ({}: {})\n\n",
+        r.rates.swap_ins_per_sec, r.rates.swap_outs_per_sec, r.rates.source, r.rates.note
+    );
     s
 }
 
