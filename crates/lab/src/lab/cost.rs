@@ -124,6 +124,11 @@ pub struct Projection {
     pub pages: u64,
     /// The live device's mem_used_total, if there is one.
     pub live_bytes: Option<u64>,
+    /// zmem's pool for every page of the live device in the current configuration (the
+    /// prediction of "Now"), if there is one. Then pools are projected as ratios to the current
+    /// configuration's on the same sample (a ratio estimator: the sample's bias cancels, and the
+    /// current configuration's projection is exactly the prediction) rather than by page count.
+    pub current_pool: Option<u64>,
 }
 
 /// Projects every measured configuration. `m` must hold exactly one current configuration
@@ -135,8 +140,12 @@ pub fn project(
     budgets: &Budgets,
 ) -> Vec<Candidate> {
     let cur = m.iter().position(|x| x.is_current).unwrap_or(0);
+    let scale = |x: &Measured| match (proj.current_pool, m.get(cur)) {
+        (Some(whole), Some(now)) if now.pool_bytes > 0 => whole as f64 / now.pool_bytes as f64,
+        _ => proj.pages as f64 / x.pages.max(1) as f64,
+    };
     let pool = |x: &Measured| -> u64 {
-        let scaled = x.pool_bytes as f64 * proj.pages as f64 / x.pages.max(1) as f64;
+        let scaled = x.pool_bytes as f64 * scale(x);
         scaled.round() as u64 + x.extra_bytes
     };
     let recompressed_per_sec = |x: &Measured| {
@@ -301,7 +310,7 @@ mod tests {
         // 10x the pages: N = 10,000, no live device.
         let c = project(
             &[now, dict, idle],
-            Projection { pages: 10_000, live_bytes: None },
+            Projection { pages: 10_000, live_bytes: None, current_pool: None },
             TRAFFIC,
             &b,
         );
@@ -333,12 +342,31 @@ mod tests {
         now.is_current = true;
         let c = project(
             &[now],
-            Projection { pages: 2000, live_bytes: Some(3_100_000) },
+            Projection { pages: 2000, live_bytes: Some(3_100_000), current_pool: None },
             TRAFFIC,
             &Budgets::default(),
         );
         assert_eq!(c[0].pool_bytes, 3_000_000);
         assert_eq!(c[0].memory_saved_bytes_vs_now, 100_000);
+    }
+
+    /// With the whole device's predicted pool known, pools scale as ratios to the current
+    /// configuration's on the sample: a sample that packs 10 % better than the whole device
+    /// does not make every candidate look 10 % better than now.
+    #[test]
+    fn a_predicted_whole_device_pool_projects_by_ratio_to_the_current() {
+        let mut now = m("lzo-rle", 1_000_000, 5000.0, 2000.0, 0.0, 4000);
+        now.is_current = true;
+        let zstd = m("zstd", 800_000, 20_000.0, 6000.0, 0.0, 9000);
+        // 1000 pages measured; the device stores 2000, and zmem packed all of them into
+        // 2,200,000 bytes (not the 2,000,000 page scaling would say); the live pool is 2,300,000.
+        let p =
+            Projection { pages: 2000, live_bytes: Some(2_300_000), current_pool: Some(2_200_000) };
+        let c = project(&[now, zstd], p, TRAFFIC, &Budgets::default());
+        assert_eq!(c[0].pool_bytes, 2_200_000, "the current one is the prediction");
+        assert_eq!(c[0].memory_saved_bytes_vs_now, 100_000, "the live fragmentation");
+        assert_eq!(c[1].pool_bytes, 1_760_000, "0.8 of the current one");
+        assert_eq!(c[1].memory_saved_bytes_vs_now, 540_000);
     }
 
     #[test]
@@ -348,7 +376,7 @@ mod tests {
         let t = Traffic { swap_ins_per_sec: 0.0, swap_outs_per_sec: 0.5 };
         let c = project(
             &[x],
-            Projection { pages: 1_000_000, live_bytes: None },
+            Projection { pages: 1_000_000, live_bytes: None, current_pool: None },
             t,
             &Budgets { recompress_period_secs: 60.0, ..Budgets::default() },
         );
@@ -366,7 +394,7 @@ mod tests {
         let mid = m("lz4hc", 1_200_000, 30_000.0, 2000.0, 0.0, 5000);
         let c = project(
             &[now, hungry, slow, mid],
-            Projection { pages: 1000, live_bytes: None },
+            Projection { pages: 1000, live_bytes: None, current_pool: None },
             TRAFFIC,
             &Budgets::default(),
         );
@@ -387,14 +415,19 @@ mod tests {
         let zstd = m("zstd", 1_000_000, 20_000.0, 6000.0, 0.0, 9000);
         let c = project(
             &[now.clone(), lz4.clone(), lzo, zstd],
-            Projection { pages: 1000, live_bytes: None },
+            Projection { pages: 1000, live_bytes: None, current_pool: None },
             TRAFFIC,
             &b,
         );
         assert!(c.iter().all(|x| !x.within_budgets));
         assert_eq!(choose(&c), Some(Choice { index: 2, fits: false }));
         // Without the cheaper saver, now stays.
-        let c = project(&[now, lz4], Projection { pages: 1000, live_bytes: None }, TRAFFIC, &b);
+        let c = project(
+            &[now, lz4],
+            Projection { pages: 1000, live_bytes: None, current_pool: None },
+            TRAFFIC,
+            &b,
+        );
         assert_eq!(choose(&c), Some(Choice { index: 0, fits: false }));
     }
 
@@ -406,7 +439,7 @@ mod tests {
         let mut broken = m("broken", 10, 1.0, 0.0, 0.0, 1);
         broken.verified = false;
         let t = Traffic { swap_ins_per_sec: 1.0, swap_outs_per_sec: 1.0 };
-        let p = Projection { pages: 1000, live_bytes: None };
+        let p = Projection { pages: 1000, live_bytes: None, current_pool: None };
         let c = project(&[same, now, broken.clone()], p, t, &Budgets::default());
         assert_eq!(choose(&c), Some(Choice { index: 1, fits: true }));
         let c = project(&[broken], p, t, &Budgets::default());

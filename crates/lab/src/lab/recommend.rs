@@ -115,8 +115,13 @@ pub fn recommend(
     let live_bytes =
         now.and_then(|n| n.fields.iter().find(|f| f.field == "mem_used_total").map(|f| f.live));
     let measured_pages = rows[cur].pages;
-    let proj =
-        Projection { pages: now.map_or(measured_pages, |n| n.stored_pages).max(1), live_bytes };
+    let proj = Projection {
+        pages: now.map_or(measured_pages, |n| n.stored_pages).max(1),
+        live_bytes,
+        current_pool: now.and_then(|n| {
+            n.fields.iter().find(|f| f.field == "mem_used_total").map(|f| f.predicted)
+        }),
+    };
     let traffic = Traffic {
         swap_ins_per_sec: rates.swap_ins_per_sec,
         swap_outs_per_sec: rates.swap_outs_per_sec,
