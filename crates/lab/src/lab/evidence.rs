@@ -179,21 +179,24 @@ fn from_zram(
     let meta = set.set_meta().cloned().unwrap_or_default();
     let config = live_config(&meta, Some(first.priority))?;
     let now = now::assess(set.bytes(), set.page_size(), config, &summary.mm_stat_after, progress)?;
-    let page_size = set.page_size();
-    let all: Vec<u8> = sets.iter().flat_map(|(_, s, _)| s.bytes().iter().copied()).collect();
-    let merged = PageSet::from_raw(all, page_size)?;
     let names: Vec<String> = sets
         .iter()
         .map(|(d, s, _)| {
             format!("{} ({} pages, priority {})", d.path.display(), s.len(), d.priority)
         })
         .collect();
-    let used = merged.len().min(max_pages);
+    let used = sets.iter().map(|(_, s, _)| s.len()).sum::<usize>().min(max_pages);
     let mut detail = format!("live zram swap: {}; {used} pages sampled", names.join(", "));
     if !summary.stable() {
         detail += "; the device changed while it was read";
     }
-    let mut e = evidence("zram", detail, &merged, max_pages);
+    // One device (the usual case) is sampled as it is; several are joined first.
+    let mut e = if sets.len() == 1 {
+        evidence("zram", detail, set, max_pages)
+    } else {
+        let all: Vec<u8> = sets.iter().flat_map(|(_, s, _)| s.bytes().iter().copied()).collect();
+        evidence("zram", detail, &PageSet::from_raw(all, set.page_size())?, max_pages)
+    };
     e.now = Some(now);
     e.zram_ids = devices.iter().map(|d| d.id).collect();
     Ok(Ok(e))
