@@ -210,3 +210,38 @@ fn capture_zram_of_something_else() {
     let msg = fails_cleanly(&["capture", "--zram", "/nonexistent/zram9", "-o", s(&out)], b"");
     assert!(msg.contains("/nonexistent/zram9"), "{msg}");
 }
+
+/// A zram device that exists but was never given a disksize holds nothing to capture: one line,
+/// exit 2. Needs root and kernel zram (a device of our own, removed afterwards).
+#[test]
+fn capture_zram_of_an_uninitialised_device() {
+    const CONTROL: &str = "/sys/class/zram-control";
+    struct Device(String);
+    impl Drop for Device {
+        fn drop(&mut self) {
+            let _ = std::fs::write(format!("{CONTROL}/hot_remove"), &self.0);
+        }
+    }
+    let Ok(id) = std::fs::read_to_string(format!("{CONTROL}/hot_add")) else {
+        eprintln!("skipped: no kernel zram to make a device with ({CONTROL}/hot_add unreadable)");
+        return;
+    };
+    let dev = Device(id.trim().to_string());
+    let out = file("capture-uninit.zpages", b"");
+    let path = format!("/dev/zram{}", dev.0);
+    let msg = fails_cleanly(&["capture", "--zram", &path, "-o", s(&out)], b"");
+    assert!(msg.contains("not initialised"), "{msg}");
+}
+
+/// `zmem lab --source zram` with no zram swap active says so and stops (the default source
+/// falls back instead).
+#[test]
+fn lab_source_zram_without_a_zram_swap() {
+    let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
+    if swaps.lines().any(|l| l.starts_with("/dev/zram")) {
+        eprintln!("skipped: a zram swap is active on this machine, so the lab would use it");
+        return;
+    }
+    let msg = fails_cleanly(&["lab", "--source", "zram", "--observe", "0"], b"");
+    assert!(msg.contains("no active zram swap"), "{msg}");
+}
