@@ -1,8 +1,9 @@
 //! zmem-workload: the inputs of every zmem experiment.
 //!
 //! - **Page sets** ([`PageSet`]): pages plus optional per-page metadata (pid, process name,
-//!   virtual address, mapping kind or zram slot) and optional set-level metadata ([`SetMeta`]). Read from the versioned, checksummed page-set format
-//!   ([`format`], documented in docs/FORMATS.md), optionally zstd-compressed, or from plain files
+//!   virtual address, mapping kind or zram slot) and optional set-level metadata
+//!   ([`SetMeta`]). Read from the versioned, checksummed page-set format ([`mod@format`],
+//!   documented in docs/FORMATS.md), optionally zstd-compressed, or from plain files
 //!   of bare pages; in memory, streamed ([`PageReader`]) or mapped ([`PageSet::map`]).
 //! - **Capture** ([`capture`]): the resident anonymous pages of live processes, through
 //!   /proc/PID/maps, pagemap and mem; and the pages a zram device stores, each with its slot

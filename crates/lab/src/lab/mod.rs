@@ -1,22 +1,25 @@
-//! `zmem lab`: the main job. Given a page set (this machine's memory, or the built-in one), it
-//! measures every compressor, every allocator and a set of zram multi-compression policies on
-//! those pages, then recommends a configuration with the numbers behind it.
+//! `zmem lab`: the main job. Given a page set (what the kernel holds in zram now, this
+//! machine's processes, a file, or the built-in set), it measures every compressor, every
+//! allocator and every candidate zram configuration on those pages, projects each onto the
+//! user's device, and recommends one with the numbers behind it.
 //!
 //! The flow, one module per step, each a function from what the step before gave:
 //!
 //! 1. [`evidence`]: where the pages (and the access trace) come from: a page set the user
-//!    named, this machine's processes, or the built-in set, sampled to size; a [`Source`]
-//!    says which and why.
-//! 2. [`measure`]: what is measured on those pages: the compressor table
-//!    ([`crate::comp_bench`]), the allocators under zram, each zram [`Policy`] ([`policy`]),
-//!    zram against zswap under memory pressure ([`crate::replay`]).
-//! 3. [`recommend`]: how candidates are judged: the rule that picks a policy from the
-//!    measurements, stated in the report.
+//!    named, the active zram swap devices, this machine's processes, or the built-in set,
+//!    sampled to size; a [`Source`] says which and why. [`now`]: the live device beside zmem's
+//!    prediction, and the swap rates.
+//! 2. `measure` and `policy`: what is measured on those pages: the compressor table
+//!    ([`crate::comp_bench`]), the allocators under zram, each candidate [`Policy`], zram
+//!    against zswap under memory pressure ([`crate::replay`]).
+//! 3. `recommend`, with [`cost`]: how candidates are judged: the projection onto the user's
+//!    device and the rule that picks one within the budgets, stated in the report; [`apply`]
+//!    turns the choice into the lines that set it up.
 //! 4. [`crate::report`]: how results are rendered: the terminal summary, the HTML report; the
 //!    [`LabReport`] itself is the JSON (schema: `docs/lab-report.schema.json`).
 //!
-//! [`run`] is steps 2 and 3 on pages step 1 gave; the CLI (and any other front end) calls
-//! [`evidence::gather`], then [`run`], then a renderer. Nothing here prints.
+//! [`run`] is steps 2 and 3 on what step 1 gave; the CLI (and any other front end) calls
+//! [`evidence::gather`], [`now::watch`], then [`run`], then a renderer. Nothing here prints.
 
 pub mod apply;
 pub mod cost;

@@ -2,7 +2,7 @@
 //! holds at most `ram_pages` of them, and what does not fit goes to swap: a zram device, or
 //! zswap in front of a swap file. Touching a swapped page brings it back.
 //!
-//! Model: RAM is a CLOCK of frames ([`ram`]), the classic approximation of the kernel's
+//! Model: RAM is a CLOCK of frames (`ram.rs`), the classic approximation of the kernel's
 //! active/inactive LRU. A victim is swapped out at its page id as swap offset through zmem's
 //! swap layer ([`zmem_zswap::SwapLayer`], the same path for zram and zswap): an all-zero page
 //! only sets a bit in the zeromap (Linux 6.12+); any other page goes to zswap, else the device
