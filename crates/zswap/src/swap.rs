@@ -268,15 +268,16 @@ impl SwapLayer {
             out.fill(0);
             return Ok(SwapIn::Zeromap);
         }
-        if let Some(z) = &self.zswap {
-            if hook.around(Stage::ZswapLoad, || z.load(offset, out))? {
-                return Ok(SwapIn::Zswap);
-            }
-            hook.around(Stage::DeviceRead, || self.device.read_page(offset, out))?;
-            z.note_disk_swapin();
-            return Ok(SwapIn::Device);
+        if let Some(z) = &self.zswap
+            && hook.around(Stage::ZswapLoad, || z.load(offset, out))?
+        {
+            return Ok(SwapIn::Zswap);
         }
         hook.around(Stage::DeviceRead, || self.device.read_page(offset, out))?;
+        if let Some(z) = &self.zswap {
+            // `zswap_folio_swapin()`: a page zswap wrote back was still in use.
+            z.note_disk_swapin();
+        }
         Ok(SwapIn::Device)
     }
 
