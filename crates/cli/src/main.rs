@@ -52,6 +52,9 @@ enum Command {
     /// Replay an access trace under a RAM budget with zram or zswap as swap: latency
     /// histograms, pool size, swap file I/O, CPU time.
     Replay(cmd::replay::Args),
+    /// zmem's models checked against the live kernel: `validate replay`.
+    #[command(subcommand)]
+    Validate(cmd::validate::Validate),
     /// Studies that reproduce the seeds on zmem's engines.
     #[command(subcommand)]
     Study(cmd::study::Study),
@@ -72,6 +75,7 @@ fn main() -> ExitCode {
         Command::ZramSpeed(args) => cmd::zram_speed::run(&args),
         Command::Mapbench(args) => cmd::mapbench::run(&args),
         Command::Replay(args) => cmd::replay::run(&args),
+        Command::Validate(v) => cmd::validate::run(&v),
         Command::Study(study) => cmd::study::run(&study),
         Command::Dict(dict) => cmd::dict::run(&dict),
         Command::Capture(args) => cmd::capture::run(&args),

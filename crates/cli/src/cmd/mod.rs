@@ -16,6 +16,7 @@ mod progress;
 pub mod replay;
 pub mod study;
 pub mod trace;
+pub mod validate;
 pub mod zram;
 pub mod zram_speed;
 

@@ -2,8 +2,11 @@
 //! holds at most `ram_pages` of them, and what does not fit goes to swap: a zram device, or
 //! zswap in front of a swap file. Touching a swapped page brings it back.
 //!
-//! Model: RAM is a CLOCK of frames (`ram.rs`), the classic approximation of the kernel's
-//! active/inactive LRU. A victim is swapped out at its page id as swap offset through zmem's
+//! Model: RAM is the kernel's two anonymous LRU lists with accessed bits (`lru.rs`: the
+//! classic, non-MGLRU reclaim of Linux 6.18, as a memory cgroup at its limit runs it), reclaimed
+//! in batches of 32 pages (`SWAP_CLUSTER_MAX`) when a fault finds RAM full. Checked against the
+//! live kernel by `zmem validate replay` (docs/BENCHMARKS.md); it replaced a CLOCK, which swapped
+//! up to 45 % less than the kernel. A victim is swapped out at its page id as swap offset through zmem's
 //! swap layer ([`zmem_zswap::SwapLayer`], the same path for zram and zswap): an all-zero page
 //! only sets a bit in the zeromap (Linux 6.12+); any other page goes to zswap, else the device
 //! (zram's device is the zram device); a page zswap rejects while `memory.zswap.writeback` is
@@ -23,7 +26,7 @@
 //! part, as the kernel's do.
 //! Everything else is deterministic: the same pages and trace give the same counters.
 
-mod ram;
+mod lru;
 mod sim;
 
 use std::path::PathBuf;
@@ -145,6 +148,8 @@ pub struct ReplayResult {
     pub zero_swap_outs: u64,
     /// Pages brought back from swap.
     pub swap_ins: u64,
+    /// Of those, zero pages (the zeromap's: no device read).
+    pub zero_swap_ins: u64,
     /// Stores the swap kept (zswap: zswpout; zram: every non-zero swap-out).
     pub stored: u64,
     /// zswap stores rejected (written to the swap file instead, or kept in RAM).

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use zmem_zram::Zram;
-use zmem_zswap::{Stage, SwapDevice, SwapHook, SwapLayer, SwapOut, ZswapError};
+use zmem_zswap::{Stage, SwapDevice, SwapHook, SwapIn, SwapLayer, SwapOut, ZswapError};
 
-use super::ram::Ram;
+use super::lru::{Lru, SWAP_CLUSTER_MAX};
 use super::{Access, Counter, ReplayConfig, ReplayResult, SwapKind, build_zswap};
 use crate::LabError;
 use crate::cputime::Elapsed;
@@ -85,6 +85,7 @@ struct Counts {
     swap_outs: u64,
     zero_swap_outs: u64,
     swap_ins: u64,
+    zero_swap_ins: u64,
     stored: u64,
     rejected: u64,
     kept_in_ram: u64,
@@ -97,7 +98,7 @@ pub struct Simulator<'p> {
     cfg: ReplayConfig,
     swap: SwapLayer,
     zram: Option<Arc<Zram>>,
-    ram: Ram,
+    ram: Lru,
     touched: Vec<bool>,
     timer: SwapTimer,
     counts: Counts,
@@ -150,7 +151,7 @@ impl<'p> Simulator<'p> {
             cfg: cfg.clone(),
             swap,
             zram,
-            ram: Ram::new(cfg.ram_pages.min(n as u64) as usize, n),
+            ram: Lru::new(cfg.ram_pages.min(n as u64) as usize, n),
             touched: vec![false; n],
             timer: SwapTimer::new(cfg.swap),
             counts: Counts::default(),
@@ -188,37 +189,43 @@ impl<'p> Simulator<'p> {
             self.ram.touch(p);
             return Ok(());
         }
-        let frame = match self.ram.free_frame() {
-            Some(f) => f,
-            None => self.reclaim()?,
-        };
+        if self.ram.len() >= self.ram.capacity() {
+            self.reclaim()?;
+        }
         let i = p as usize;
+        let refault = self.touched[i];
         if !self.touched[i] {
             self.touched[i] = true;
             self.counts.first_touches += 1;
         } else {
             self.counts.swap_ins += 1;
-            self.swap.swap_in(a.page, &mut self.buf, &mut self.timer)?;
+            if self.swap.swap_in(a.page, &mut self.buf, &mut self.timer)? == SwapIn::Zeromap {
+                self.counts.zero_swap_ins += 1;
+            }
             self.verified &= self.buf == self.page(i);
         }
-        self.ram.install(frame, p);
+        self.ram.install(p, refault);
         Ok(())
     }
 
-    /// Frees a frame: swaps the CLOCK's victim out. A victim the swap layer keeps in RAM is
-    /// activated and the CLOCK moves on; when a whole sweep and more keeps everything, nothing
-    /// can leave RAM and the replay stops as the kernel would OOM.
-    fn reclaim(&mut self) -> Result<usize, LabError> {
+    /// A memcg charge that finds RAM full: reclaim swaps out up to a batch of victims
+    /// (`try_to_free_mem_cgroup_pages()` asks for `SWAP_CLUSTER_MAX` pages), as the LRU picks
+    /// them. A victim the swap layer keeps in RAM is activated and reclaim moves on; when more
+    /// than twice RAM's worth in a row is kept, nothing can leave RAM and the replay stops as
+    /// the kernel would OOM.
+    fn reclaim(&mut self) -> Result<(), LabError> {
+        let want = SWAP_CLUSTER_MAX.min(self.ram.len());
+        let mut freed = 0;
         let mut kept_in_a_row = 0;
-        loop {
-            let (frame, victim) = self.ram.victim();
+        while freed < want {
+            let victim = self.ram.victim();
             let data = self.page(victim as usize);
             let out = self.swap.swap_out(u64::from(victim), data, &mut self.timer)?;
             match out {
                 SwapOut::KeptInRam => {
                     self.counts.kept_in_ram += 1;
                     self.counts.rejected += 1;
-                    self.ram.activate(frame);
+                    self.ram.activate(victim);
                     kept_in_a_row += 1;
                     if kept_in_a_row > 2 * self.ram.capacity() {
                         return Err(LabError::OutOfMemory { accesses: self.counts.accesses });
@@ -230,10 +237,12 @@ impl<'p> Simulator<'p> {
                 SwapOut::Device if self.swap.zswap().is_some() => self.counts.rejected += 1,
                 SwapOut::Device => self.counts.stored += 1,
             }
+            kept_in_a_row = 0;
             self.counts.swap_outs += 1;
-            self.ram.evict(frame);
-            return Ok(frame);
+            self.ram.evict(victim);
+            freed += 1;
         }
+        Ok(())
     }
 
     /// The result, with the time the caller measured around the accesses.
@@ -278,6 +287,7 @@ impl<'p> Simulator<'p> {
             swap_outs: c.swap_outs,
             zero_swap_outs: c.zero_swap_outs,
             swap_ins: c.swap_ins,
+            zero_swap_ins: c.zero_swap_ins,
             stored: c.stored,
             rejected: c.rejected,
             kept_in_ram: c.kept_in_ram,

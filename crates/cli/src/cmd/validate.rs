@@ -1,0 +1,79 @@
+//! `zmem validate`: zmem's models checked against the live kernel. `replay` runs a trace in real
+//! memory under a memory cgroup with a kernel zram swap and compares with `zmem replay`; `play`
+//! (hidden) is the player process it starts, this same binary.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::bail;
+use zmem_lab::validate::{self, ValidateConfig};
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Validate {
+    /// Replay a trace against the live kernel (memory cgroup + fresh zram swap) and compare
+    /// swap-outs, swap-ins and the zram pool with `zmem replay`. Needs root.
+    Replay(ReplayArgs),
+    /// The player process of `validate replay` (reads its work on stdin).
+    #[command(hide = true)]
+    Play,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReplayArgs {
+    /// RAM budget (the memory cgroup's limit): bytes with an optional K, M or G suffix
+    /// (1024-based). Default: half the pages the trace touches.
+    #[arg(long)]
+    ram: Option<String>,
+    /// zram compression algorithm, on both sides (one the kernel's zram offers).
+    #[arg(long, default_value = "lzo-rle")]
+    algo: String,
+    /// The longest the kernel's run may take, in seconds.
+    #[arg(long, default_value_t = 600)]
+    timeout: u64,
+    /// Print a JSON object `{"kernel": .., "zmem": .., "error": .., ...}` instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Page set.
+    pages: PathBuf,
+    /// Access trace (`zmem trace gen`).
+    trace: PathBuf,
+}
+
+pub fn run(v: &Validate) -> anyhow::Result<()> {
+    match v {
+        Validate::Replay(args) => replay(args),
+        Validate::Play => Ok(validate::player::run_stdio()?),
+    }
+}
+
+fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
+    let page_size = 4096;
+    let ram = args.ram.as_deref().map(|r| super::args::size("--ram", r)).transpose()?;
+    if ram.is_some_and(|r| r < page_size as u64) {
+        bail!("--ram {} is less than one page", args.ram.as_deref().unwrap_or_default());
+    }
+    let inputs = super::pages::load(std::slice::from_ref(&args.pages), page_size)?;
+    let trace = super::pages::load_trace(&args.trace)?;
+    let ram = match ram {
+        Some(r) => r,
+        None => {
+            let mut seen = std::collections::HashSet::new();
+            let touched = trace.iter().filter(|a| seen.insert(a.page)).count() as u64;
+            (touched / 2).max(1) * page_size as u64
+        }
+    };
+    let cfg = ValidateConfig {
+        ram_bytes: ram,
+        algorithm: args.algo.clone(),
+        page_size,
+        timeout: Duration::from_secs(args.timeout),
+    };
+    // The library checks the trace against the page set, then refuses (one line) where this
+    // machine cannot run the live set-up: not root, no kernel zram, no memory cgroup.
+    let mut player = std::process::Command::new(std::env::current_exe()?);
+    player.args(["validate", "play"]);
+    let v = validate::run(inputs[0].bytes(), &trace, &cfg, player, &super::progress::Bar::new())?;
+    super::emit(args.json, &v, validate::render)?;
+    anyhow::ensure!(v.verified, "pages swapped in differ from the pages swapped out");
+    Ok(())
+}

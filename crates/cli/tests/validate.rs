@@ -1,0 +1,116 @@
+//! Bad input to `zmem validate replay`: missing files, a bad `--ram`, a trace that leaves the page
+//! set, and (where `setpriv` can drop root) a user who cannot run the live kernel set-up. Each
+//! must end with one line on stderr starting `zmem: `, exit status 2, no panic, and nothing
+//! made on the machine (each fails before the live set-up, or in its first check).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zmem")).args(args).output().expect("the zmem binary runs")
+}
+
+#[track_caller]
+fn fails_cleanly_with(out: Output, what: &str) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{what} panicked:\n{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{what}: exit status; stderr:\n{stderr}");
+    assert!(stderr.starts_with("zmem: "), "{what}: stderr:\n{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{what}: more than one line:\n{stderr}");
+    stderr["zmem: ".len()..].trim_end().to_string()
+}
+
+#[track_caller]
+fn fails_cleanly(args: &[&str]) -> String {
+    fails_cleanly_with(run(args), &format!("{args:?}"))
+}
+
+/// A directory of this test's files, readable by every user.
+fn dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("zmem-cli-validate-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Eight pages, and a trace of `trace_pages` pages made by `zmem trace gen`.
+fn inputs(trace_pages: u64) -> (PathBuf, PathBuf) {
+    let d = dir();
+    let pages = d.join("pages.bin");
+    std::fs::write(
+        &pages,
+        b"validate the replay against the kernel ".repeat(900)[..8 * 4096].to_vec(),
+    )
+    .unwrap();
+    let trace = d.join(format!("trace-{trace_pages}.trc"));
+    let out = run(&[
+        "trace",
+        "gen",
+        "--pages",
+        &trace_pages.to_string(),
+        "--accesses",
+        "100",
+        "--idle-ms",
+        "0",
+        "-o",
+        s(&trace),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    (pages, trace)
+}
+
+#[test]
+fn missing_files() {
+    let (pages, trace) = inputs(8);
+    let missing = "/nonexistent/zmem/validate.bin";
+    let msg = fails_cleanly(&["validate", "replay", missing, s(&trace)]);
+    assert!(msg.contains(missing), "{msg}");
+    let msg = fails_cleanly(&["validate", "replay", s(&pages), missing]);
+    assert!(msg.contains(missing), "{msg}");
+}
+
+#[test]
+fn bad_ram() {
+    let (pages, trace) = inputs(8);
+    for bad in ["12Q", "", "lots"] {
+        let msg = fails_cleanly(&["validate", "replay", "--ram", bad, s(&pages), s(&trace)]);
+        assert!(msg.starts_with("--ram: "), "{bad:?}: {msg}");
+    }
+    let msg = fails_cleanly(&["validate", "replay", "--ram", "100", s(&pages), s(&trace)]);
+    assert!(msg.contains("less than one page"), "{msg}");
+}
+
+#[test]
+fn a_trace_beyond_the_page_set() {
+    let (pages, trace) = inputs(64);
+    let msg = fails_cleanly(&["validate", "replay", "--ram", "16K", s(&pages), s(&trace)]);
+    assert!(msg.contains("page set has 8 pages"), "{msg}");
+}
+
+/// Without root the command refuses before it makes anything.
+#[test]
+fn refuses_without_root() {
+    let (pages, trace) = inputs(8);
+    let probe = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "true"])
+        .output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: setpriv cannot drop to user 65534 here (not root, or not installed)");
+        return;
+    }
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_zmem"))
+        .args(["validate", "replay", "--ram", "16K", s(&pages), s(&trace)])
+        .output()
+        .unwrap();
+    if String::from_utf8_lossy(&out.stderr).contains("Permission denied") {
+        eprintln!("skipped: user 65534 cannot read the binary or the test files here");
+        return;
+    }
+    let msg = fails_cleanly_with(out, "validate replay as nobody");
+    assert!(msg.contains("not root"), "{msg}");
+}

@@ -1,0 +1,309 @@
+//! RAM as the kernel's two anonymous LRU lists (the classic, non-MGLRU reclaim of Linux 6.18,
+//! mm/vmscan.c), with the accessed bit of each page's PTE and the folio's `PG_referenced`:
+//!
+//! - A faulted-in page (first touch or swap-in) goes to the head of the inactive list with its
+//!   accessed bit set (the fault's access), `lru_cache_add()` for anonymous folios since Linux 5.9.
+//!   A swap-in whose refault distance (evictions and activations since its eviction,
+//!   `workingset_refault()`) is at most the active list's size goes to the active list instead.
+//! - An access to a resident page sets its accessed bit.
+//! - Reclaim (`shrink_lruvec()`) scans the inactive tail (`shrink_folio_list()` with
+//!   `folio_check_references()`): an accessed page has its bit cleared and, if it was accessed
+//!   before (`PG_referenced`), is activated, else marked referenced and rotated to the inactive
+//!   head; a page not accessed is evicted. Each batch of [`SWAP_CLUSTER_MAX`] inactive pages
+//!   scanned, when the inactive list is smaller than the active one (`inactive_is_low()`: ratio 1
+//!   below 1 GiB), as many pages move from the active tail to the inactive head with their bits
+//!   cleared (`shrink_active_list()`: anonymous pages are deactivated, accessed or not).
+//!
+//! Lists are index-linked over page ids, so every step is O(1).
+
+/// vmscan's batch: pages isolated per scan and reclaimed per memcg charge failure.
+pub(crate) const SWAP_CLUSTER_MAX: usize = 32;
+
+const NONE: u32 = u32::MAX;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Where {
+    Out,
+    Inactive,
+    Active,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct List {
+    head: u32,
+    tail: u32,
+    len: usize,
+}
+
+/// Resident pages on two LRU lists.
+#[derive(Debug)]
+pub(crate) struct Lru {
+    prev: Vec<u32>,
+    next: Vec<u32>,
+    on: Vec<Where>,
+    accessed: Vec<bool>,
+    referenced: Vec<bool>,
+    /// `nonresident_age` when the page was evicted (its shadow entry).
+    shadow: Vec<u64>,
+    nonresident_age: u64,
+    inactive: List,
+    active: List,
+    /// Inactive pages scanned since the last rebalance.
+    scanned: usize,
+    capacity: usize,
+}
+
+impl Lru {
+    /// Room for `capacity` resident pages of a page set of `pages`.
+    pub(crate) fn new(capacity: usize, pages: usize) -> Self {
+        let empty = List { head: NONE, tail: NONE, len: 0 };
+        Self {
+            prev: vec![NONE; pages],
+            next: vec![NONE; pages],
+            on: vec![Where::Out; pages],
+            accessed: vec![false; pages],
+            referenced: vec![false; pages],
+            shadow: vec![0; pages],
+            nonresident_age: 0,
+            inactive: empty,
+            active: empty,
+            scanned: 0,
+            capacity,
+        }
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Resident pages.
+    pub(crate) fn len(&self) -> usize {
+        self.inactive.len + self.active.len
+    }
+
+    pub(crate) fn is_resident(&self, page: u32) -> bool {
+        self.on[page as usize] != Where::Out
+    }
+
+    /// Whether the page is on the active list.
+    #[cfg(test)]
+    fn is_active(&self, page: u32) -> bool {
+        self.on[page as usize] == Where::Active
+    }
+
+    fn list(&mut self, w: Where) -> &mut List {
+        match w {
+            Where::Inactive => &mut self.inactive,
+            Where::Active => &mut self.active,
+            Where::Out => unreachable!("pages out of RAM are on no list"),
+        }
+    }
+
+    fn unlink(&mut self, p: u32) {
+        let w = self.on[p as usize];
+        let (pr, nx) = (self.prev[p as usize], self.next[p as usize]);
+        if pr != NONE {
+            self.next[pr as usize] = nx;
+        } else {
+            self.list(w).head = nx;
+        }
+        if nx != NONE {
+            self.prev[nx as usize] = pr;
+        } else {
+            self.list(w).tail = pr;
+        }
+        self.list(w).len -= 1;
+        self.on[p as usize] = Where::Out;
+    }
+
+    fn push_head(&mut self, p: u32, w: Where) {
+        let head = self.list(w).head;
+        self.prev[p as usize] = NONE;
+        self.next[p as usize] = head;
+        if head != NONE {
+            self.prev[head as usize] = p;
+        }
+        let l = self.list(w);
+        l.head = p;
+        if l.tail == NONE {
+            l.tail = p;
+        }
+        l.len += 1;
+        self.on[p as usize] = w;
+    }
+
+    /// An access to a resident page: the hardware sets its PTE's accessed bit.
+    pub(crate) fn touch(&mut self, page: u32) {
+        self.accessed[page as usize] = true;
+    }
+
+    /// A page faulted in: onto the inactive head, accessed; a swap-in (`refault`) whose refault
+    /// distance is within the active list goes onto the active list.
+    pub(crate) fn install(&mut self, page: u32, refault: bool) {
+        let i = page as usize;
+        self.accessed[i] = true;
+        self.referenced[i] = false;
+        let activate = refault && {
+            let distance = self.nonresident_age.wrapping_sub(self.shadow[i]);
+            distance <= self.active.len as u64
+        };
+        if activate {
+            self.nonresident_age += 1;
+            self.push_head(page, Where::Active);
+        } else {
+            self.push_head(page, Where::Inactive);
+        }
+    }
+
+    /// `shrink_active_list()`: moves up to a batch from the active tail to the inactive head,
+    /// accessed bits cleared.
+    fn deactivate_batch(&mut self) {
+        for _ in 0..SWAP_CLUSTER_MAX {
+            let t = self.active.tail;
+            if t == NONE {
+                break;
+            }
+            self.unlink(t);
+            self.accessed[t as usize] = false;
+            self.push_head(t, Where::Inactive);
+        }
+    }
+
+    /// The next page reclaim evicts (RAM full): scans as `shrink_folio_list()` does until an
+    /// inactive page not accessed since the last scan is at the tail. The page stays resident
+    /// until [`Lru::evict`] (reclaim may fail to write it out and keep it).
+    pub(crate) fn victim(&mut self) -> u32 {
+        loop {
+            if self.scanned >= SWAP_CLUSTER_MAX || self.inactive.len == 0 {
+                self.scanned = 0;
+                if self.inactive.len < self.active.len {
+                    self.deactivate_batch();
+                }
+            }
+            let t = self.inactive.tail;
+            assert!(t != NONE, "victim() of an empty RAM");
+            self.scanned += 1;
+            let i = t as usize;
+            if !self.accessed[i] {
+                return t;
+            }
+            self.accessed[i] = false;
+            self.unlink(t);
+            if std::mem::replace(&mut self.referenced[i], true) {
+                self.nonresident_age += 1;
+                self.push_head(t, Where::Active);
+            } else {
+                self.push_head(t, Where::Inactive);
+            }
+        }
+    }
+
+    /// The victim has left RAM; its shadow remembers when.
+    pub(crate) fn evict(&mut self, page: u32) {
+        self.unlink(page);
+        self.shadow[page as usize] = self.nonresident_age;
+        self.nonresident_age += 1;
+    }
+
+    /// Reclaim could not write the victim out: it is activated, as the kernel activates a folio
+    /// that `swap_writeout()` hands back.
+    pub(crate) fn activate(&mut self, page: u32) {
+        self.unlink(page);
+        self.nonresident_age += 1;
+        self.push_head(page, Where::Active);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zmem_workload::prng::SplitMix64;
+
+    fn walk(l: &Lru, list: &List) -> Vec<u32> {
+        let mut v = Vec::new();
+        let mut p = list.head;
+        while p != NONE {
+            v.push(p);
+            p = l.next[p as usize];
+        }
+        v
+    }
+
+    #[test]
+    fn an_unaccessed_inactive_page_goes_first() {
+        let mut l = Lru::new(4, 8);
+        for p in 0..4 {
+            l.install(p, false);
+        }
+        // Every page carries its fault's access: the first scan clears bits and rotates.
+        // Then 0 is accessed again: it is marked referenced on the first pass, so the second
+        // access activates it.
+        l.touch(0);
+        let v = l.victim();
+        assert_eq!(v, 0, "all four were accessed once: one rotation each, then the oldest");
+        l.touch(0);
+        l.touch(1);
+        let v = l.victim();
+        assert_eq!(v, 2, "0 and 1 were accessed again since their scan");
+        assert!(l.is_active(0) && l.is_active(1), "a second access activates");
+        l.evict(v);
+        assert!(!l.is_resident(2));
+        assert_eq!(l.len(), 3);
+    }
+
+    #[test]
+    fn the_lists_stay_consistent_under_random_work() {
+        let mut rng = SplitMix64::new(3);
+        let n = 200;
+        let cap = 50;
+        let mut l = Lru::new(cap, n);
+        let mut evicted_once = vec![false; n];
+        for _ in 0..20_000 {
+            let p = rng.below(n as u64) as u32;
+            if l.is_resident(p) {
+                l.touch(p);
+                continue;
+            }
+            if l.len() == l.capacity() {
+                let v = l.victim();
+                if rng.below(10) == 0 {
+                    l.activate(v);
+                    continue;
+                }
+                l.evict(v);
+                evicted_once[v as usize] = true;
+            }
+            l.install(p, evicted_once[p as usize]);
+            assert!(l.len() <= cap);
+        }
+        let ina = walk(&l, &l.inactive);
+        let act = walk(&l, &l.active);
+        assert_eq!(ina.len(), l.inactive.len);
+        assert_eq!(act.len(), l.active.len);
+        assert!(ina.iter().all(|&p| l.on[p as usize] == Where::Inactive));
+        assert!(act.iter().all(|&p| l.on[p as usize] == Where::Active));
+        let resident = (0..n as u32).filter(|&p| l.is_resident(p)).count();
+        assert_eq!(resident, ina.len() + act.len());
+    }
+
+    #[test]
+    fn deactivation_keeps_the_inactive_list_from_running_dry() {
+        let mut l = Lru::new(64, 64);
+        for p in 0..64 {
+            l.install(p, false);
+        }
+        // Two rounds of accesses activate everything scanned.
+        for _ in 0..2 {
+            for p in 0..64 {
+                l.touch(p);
+            }
+            for _ in 0..64 {
+                let v = l.victim();
+                l.touch(v);
+            }
+        }
+        let v = l.victim();
+        assert!(l.is_resident(v));
+        assert!(l.inactive.len > 0);
+    }
+}

@@ -1,0 +1,285 @@
+//! The kernel's side of a validation: the player (`player.rs`) performs the trace in a memory
+//! cgroup limited to the RAM budget, with a fresh kernel zram device of the highest swap priority
+//! as its swap, while this side streams the work to it and samples the device.
+//!
+//! What is counted, and where from (per device and per cgroup, never system-wide, because other
+//! programs swap on the same machine at the same time):
+//! - swap-outs: the device's completed write I/Os (`/sys/block/zramN/stat`), less the swap
+//!   header's; each is one page (`swap_writepage` -> `zram_submit_bio`, one 4 KiB bio). Zero
+//!   pages never reach the device (the swap layer's zeromap, Linux 6.12+), so this is
+//!   `pswpout`'s meaning: pages written to swap.
+//! - swap-ins: the device's completed read I/Os (`pswpin`'s meaning: pages read from swap).
+//! - pool: `mm_stat`'s `mem_used_total`, sampled every few milliseconds while the player runs
+//!   (the peak is the larger of the samples' and the device's own `mem_used_max`) and read once
+//!   the player has done its last access (final), each less the pool the swap header alone
+//!   occupied before the run.
+//! - the cgroup's `pgmajfault` (every swap-in fault, zero pages included) and `swap` (pages in
+//!   swap at the end), a cross-check that the device's traffic is the player's.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::player::{self, DONE, READY};
+use crate::LabError;
+use crate::live::{self, Harness, HarnessConfig, ZramSwapConfig};
+use crate::replay::Access;
+
+/// How the kernel's run is set up.
+#[derive(Debug, Clone)]
+pub struct KernelRunConfig {
+    /// The cgroup's memory limit in bytes.
+    pub memory_limit: u64,
+    /// The zram device's `comp_algorithm`.
+    pub algorithm: String,
+    pub page_size: usize,
+    /// The longest the player may take.
+    pub timeout: Duration,
+}
+
+/// What the kernel did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct KernelRun {
+    /// The zram device it made (`/dev/zramN`; removed since).
+    pub device: String,
+    /// The memory cgroup it made (removed since).
+    pub cgroup: String,
+    /// Pages written to the zram device.
+    pub swap_outs: u64,
+    /// Pages read from the zram device.
+    pub swap_ins: u64,
+    /// Largest pool during the run, less the header's pool.
+    pub peak_pool_bytes: u64,
+    /// Pool after the last access, less the header's pool.
+    pub final_pool_bytes: u64,
+    /// Pool the swap header alone took before the run (subtracted above).
+    pub header_pool_bytes: u64,
+    /// `mm_stat` samples taken during the run.
+    pub pool_samples: u64,
+    /// The cgroup's charge once the player had mapped its region, before its first access: the
+    /// player's own memory (binary, stack, heap, page tables so far).
+    pub player_overhead_bytes: u64,
+    /// Pages of the player's region in RAM after the last access (`mincore`).
+    pub resident_pages: u64,
+    /// The cgroup's `pgmajfault` during the accesses (swap-in faults, zero pages included).
+    pub cgroup_major_faults: u64,
+    /// The cgroup's pages in swap after the last access (zeromap slots included).
+    pub cgroup_swap_pages: u64,
+    /// `mm_stat` after the last access.
+    pub mm_stat: String,
+    /// Other active swap areas seen during the run (they share the system's swap traffic).
+    pub other_swaps: Vec<String>,
+    /// Seconds the player took for the accesses.
+    pub play_secs: f64,
+}
+
+/// One memory.stat counter of the cgroup (v1 names; v2 has the same for these two).
+fn cgroup_stat(h: &Harness, key: &str) -> Result<u64, LabError> {
+    let text = h.cgroup.read("memory.stat")?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(' ')?.trim().parse().ok())
+        .ok_or_else(|| LabError::Setup(format!("memory.stat has no {key}")))
+}
+
+fn note_other_swaps(h: &Harness, seen: &mut Vec<String>) -> Result<(), LabError> {
+    for a in live::other_swaps(&[h.swap.path()])? {
+        let s = format!("{} (priority {})", a.filename, a.priority);
+        if !seen.contains(&s) {
+            seen.push(s);
+        }
+    }
+    Ok(())
+}
+
+/// Runs `trace` over `pages` in the player that `player_cmd` starts (its stdin, stdout and
+/// stderr are set here), and measures the kernel. The caller checked every page id is in range.
+pub fn run(
+    pages: &[u8],
+    trace: &[Access],
+    cfg: &KernelRunConfig,
+    mut player_cmd: Command,
+) -> Result<KernelRun, LabError> {
+    let n = (pages.len() / cfg.page_size) as u64;
+    let hcfg = HarnessConfig {
+        swap: ZramSwapConfig {
+            algorithm: cfg.algorithm.clone(),
+            // Every page can be in swap at once, with room for the header and slack for the
+            // swap allocator's clusters.
+            disksize: (n + 1024) * cfg.page_size as u64,
+            // The highest priority: the player's pages go to this device, whatever else is on.
+            priority: 32767,
+            mem_limit: None,
+        },
+        memory_limit: cfg.memory_limit,
+    };
+    let mut h = Harness::new(&hcfg)?;
+    let mut out = KernelRun {
+        device: h.swap.path().display().to_string(),
+        cgroup: h.cgroup.path().display().to_string(),
+        ..KernelRun::default()
+    };
+    note_other_swaps(&h, &mut out.other_swaps)?;
+    let mm0 = h.swap.mm_stat()?;
+    out.header_pool_bytes = mm0.mem_used_total;
+
+    player_cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+    let child = h.spawn(player_cmd)?;
+    let stdin = child.child_mut().stdin.take().expect("piped");
+    let stdout = child.child_mut().stdout.take().expect("piped");
+    let (tx, rx) = mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(l) = line else { break };
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+
+    let result = std::thread::scope(|s| {
+        let r = measure(s, &mut h, stdin, &rx, Work { pages, trace, cfg }, &mut out);
+        if r.is_err() {
+            // Killing the player breaks the pipe, so the writer thread ends before the scope.
+            h.child = None;
+        }
+        r
+    });
+    // The player exits once stdin is closed; the guards kill it otherwise.
+    if let Some(c) = h.child.as_mut() {
+        let until = Instant::now() + Duration::from_secs(2);
+        while c.try_wait()?.is_none() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    drop(h);
+    let _ = reader.join();
+    result.map(|()| out)
+}
+
+/// The pages and trace the player performs, and how.
+#[derive(Clone, Copy)]
+struct Work<'a> {
+    pages: &'a [u8],
+    trace: &'a [Access],
+    cfg: &'a KernelRunConfig,
+}
+
+/// Streams the work to the player (from a thread of `s`) while sampling the device, and reads the
+/// counters once the player has done its last access.
+fn measure<'scope, 'env>(
+    s: &'scope std::thread::Scope<'scope, 'env>,
+    h: &mut Harness,
+    mut stdin: std::process::ChildStdin,
+    rx: &mpsc::Receiver<String>,
+    work: Work<'env>,
+    out: &mut KernelRun,
+) -> Result<(), LabError> {
+    let Work { pages, trace, cfg } = work;
+    let ps = cfg.page_size;
+    let n = (pages.len() / ps) as u64;
+    let id = h.swap.id();
+    let stat0 = zmem_workload::live::zram_block_stat(id)?;
+    let header = player::Header { page_size: ps, pages: n, records: trace.len() as u64 };
+    std::io::Write::write_all(&mut stdin, &header.encode())
+        .map_err(|e| LabError::Setup(format!("player: {e}")))?;
+    let deadline = Instant::now() + cfg.timeout;
+    let wait_line = |h: &mut Harness, want: &str| -> Result<String, LabError> {
+        loop {
+            match rx.recv_timeout(Duration::from_millis(5)) {
+                Ok(l) if l.starts_with(want) => return Ok(l),
+                Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    // Its stdout can close a moment before its exit can be reaped.
+                    let until = Instant::now() + Duration::from_secs(1);
+                    let status = loop {
+                        let st = h.child.as_mut().and_then(|c| c.try_wait().ok().flatten());
+                        if st.is_some() || Instant::now() > until {
+                            break st;
+                        }
+                        std::thread::sleep(Duration::from_millis(10));
+                    };
+                    return Err(LabError::Setup(format!(
+                        "the player ended before {want:?} ({}; OOM-killed? see dmesg)",
+                        status.map_or("still running".into(), |s| s.to_string())
+                    )));
+                }
+            }
+            if Instant::now() > deadline {
+                return Err(LabError::Setup(format!(
+                    "the player took more than {} s",
+                    cfg.timeout.as_secs()
+                )));
+            }
+        }
+    };
+    wait_line(h, READY)?;
+    out.player_overhead_bytes = h.cgroup.usage()?;
+    let faults0 = cgroup_stat(h, "pgmajfault")?;
+    let started = Instant::now();
+    // The player's stdin is written from a thread while this one samples the device.
+    let writer = s.spawn(move || {
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, stdin);
+        player::write_stream_records(&mut w, pages, ps, trace)
+            .and_then(|()| w.into_inner().map_err(|e| e.into_error()))
+    });
+    let mut peak = 0;
+    let sample = |h: &Harness, peak: &mut u64, n: &mut u64| -> Result<(), LabError> {
+        *peak = (*peak).max(h.swap.mm_stat()?.mem_used_total);
+        *n += 1;
+        Ok(())
+    };
+    let mut samples = 0;
+    let mut last_swaps = Instant::now();
+    let done = loop {
+        sample(h, &mut peak, &mut samples)?;
+        if last_swaps.elapsed() > Duration::from_millis(200) {
+            note_other_swaps(h, &mut out.other_swaps)?;
+            last_swaps = Instant::now();
+        }
+        match rx.recv_timeout(Duration::from_millis(2)) {
+            Ok(l) if l.starts_with(DONE) => break l,
+            Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                // Surface the writer's error (a broken pipe says little) or the exit.
+                drop(wait_line(h, DONE)?);
+            }
+        }
+        if Instant::now() > deadline {
+            return Err(LabError::Setup(format!(
+                "the player took more than {} s",
+                cfg.timeout.as_secs()
+            )));
+        }
+    };
+    out.play_secs = started.elapsed().as_secs_f64();
+    let stdin = writer
+        .join()
+        .map_err(|_| LabError::Panicked)?
+        .map_err(|e| LabError::Setup(format!("writing to the player: {e}")))?;
+    let mut said = done.split_whitespace().skip(1).map(str::parse::<u64>);
+    match (said.next(), said.next()) {
+        (Some(Ok(accesses)), Some(Ok(resident))) if accesses == trace.len() as u64 => {
+            out.resident_pages = resident;
+        }
+        _ => return Err(LabError::Setup(format!("the player said {done:?}"))),
+    }
+    // The player now holds every page and waits for stdin's end: read the counters.
+    let mm = h.swap.mm_stat()?;
+    let stat = zmem_workload::live::zram_block_stat(id)?;
+    sample(h, &mut peak, &mut samples)?;
+    peak = peak.max(mm.mem_used_max);
+    out.cgroup_major_faults = cgroup_stat(h, "pgmajfault")?.saturating_sub(faults0);
+    out.cgroup_swap_pages = cgroup_stat(h, "swap")? / ps as u64;
+    note_other_swaps(h, &mut out.other_swaps)?;
+    out.swap_outs = stat.write_ios - stat0.write_ios;
+    out.swap_ins = stat.read_ios - stat0.read_ios;
+    out.peak_pool_bytes = peak.saturating_sub(out.header_pool_bytes);
+    out.final_pool_bytes = mm.mem_used_total.saturating_sub(out.header_pool_bytes);
+    out.pool_samples = samples;
+    out.mm_stat = mm.to_string().trim().to_string();
+    drop(stdin);
+    Ok(())
+}

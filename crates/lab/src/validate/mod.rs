@@ -1,0 +1,295 @@
+//! `zmem validate replay`: the replay checked against the live kernel on the same pages and
+//! accesses. The kernel's side ([`kernel`]) runs a player process ([`player`]) that performs the
+//! trace in real memory inside a memory cgroup limited to the RAM budget, with a fresh kernel
+//! zram device as its swap; zmem's side is [`crate::replay`] with zram, the same algorithm, the
+//! same pages and trace, and the RAM the cgroup leaves the player's pages. Both give swap-outs,
+//! swap-ins, and the zram pool's peak and final size; [`Errors`] is zmem's relative error on each.
+//!
+//! The two sides count the same things: swap-outs are pages written to the zram device (zero
+//! pages stop at the swap layer's zeromap on both sides), swap-ins pages read from it, the pool
+//! is `mm_stat`'s `mem_used_total` (the kernel's less what the swap header alone took).
+//!
+//! The replay's RAM is the limit less what the player itself is charged before its first access
+//! (its binary's pages, stack, heap: `player_overhead_bytes`) and less one page-table page per
+//! 512 pages of the region (x86-64's page tables, charged to the cgroup as the region fills).
+
+mod kernel;
+pub mod player;
+
+use std::process::Command;
+use std::time::Duration;
+
+use serde::Serialize;
+
+pub use kernel::{KernelRun, KernelRunConfig};
+
+use crate::replay::{self, Access, ReplayConfig, SwapKind};
+use crate::{LabError, Progress};
+
+/// How to validate.
+#[derive(Debug, Clone)]
+pub struct ValidateConfig {
+    /// The memory cgroup's limit (the RAM budget) in bytes.
+    pub ram_bytes: u64,
+    /// The zram algorithm, on both sides.
+    pub algorithm: String,
+    pub page_size: usize,
+    /// The longest the player may take.
+    pub timeout: Duration,
+}
+
+/// One side's figures: the keys of `--json`'s `kernel` and `zmem` objects.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Side {
+    pub swap_outs: u64,
+    pub swap_ins: u64,
+    pub peak_pool_bytes: u64,
+    pub final_pool_bytes: u64,
+}
+
+/// zmem's relative error on each figure, `(zmem - kernel) / kernel`; `None` (JSON `null`) where
+/// the kernel's figure is 0 and zmem's is not.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Errors {
+    pub swap_outs: Option<f64>,
+    pub swap_ins: Option<f64>,
+    pub peak_pool_bytes: Option<f64>,
+    pub final_pool_bytes: Option<f64>,
+}
+
+/// `(ours - theirs) / theirs`: 0 when both are 0, `None` when only the reference is 0.
+pub fn relative_error(ours: u64, theirs: u64) -> Option<f64> {
+    match (ours, theirs) {
+        (0, 0) => Some(0.0),
+        (_, 0) => None,
+        _ => Some((ours as f64 - theirs as f64) / theirs as f64),
+    }
+}
+
+impl Errors {
+    /// zmem's error against the kernel on each figure.
+    pub fn between(zmem: &Side, kernel: &Side) -> Self {
+        Self {
+            swap_outs: relative_error(zmem.swap_outs, kernel.swap_outs),
+            swap_ins: relative_error(zmem.swap_ins, kernel.swap_ins),
+            peak_pool_bytes: relative_error(zmem.peak_pool_bytes, kernel.peak_pool_bytes),
+            final_pool_bytes: relative_error(zmem.final_pool_bytes, kernel.final_pool_bytes),
+        }
+    }
+}
+
+/// The run's circumstances: what was replayed and how each side was set up.
+#[derive(Debug, Clone, Serialize)]
+pub struct Setup {
+    pub algorithm: String,
+    pub pages: u64,
+    /// Distinct pages the trace touches.
+    pub touched_pages: u64,
+    pub accesses: u64,
+    pub ram_bytes: u64,
+    /// The replay's resident pages (the limit less the player's own charge and page tables).
+    pub replay_ram_pages: u64,
+}
+
+/// `zmem validate replay`'s result: `kernel`, `zmem` and `error` are the comparison; the rest
+/// says how it was obtained.
+#[derive(Debug, Clone, Serialize)]
+pub struct Validation {
+    pub kernel: Side,
+    pub zmem: Side,
+    pub error: Errors,
+    pub setup: Setup,
+    /// The kernel run's details (cross-checks, other swap areas seen).
+    pub kernel_run: KernelRun,
+    /// Every page the replay swapped in equalled the page that went out.
+    pub verified: bool,
+}
+
+/// Pages of the region `pages` span that the kernel needs page-table pages for: one per 512
+/// (a 4 KiB page of 8-byte PTEs on x86-64 and arm64 with 4 KiB pages), counted over the touched
+/// range.
+fn page_table_pages(touched_pages: u64, page_size: usize) -> u64 {
+    let per_table = (page_size / 8) as u64;
+    touched_pages.div_ceil(per_table)
+}
+
+/// The replay's resident pages for a cgroup limit: the limit less the player's own charge and
+/// its page tables, in whole pages (at least one).
+pub fn replay_ram_pages(limit: u64, overhead: u64, touched_pages: u64, page_size: usize) -> u64 {
+    let pages = limit.saturating_sub(overhead) / page_size as u64;
+    pages.saturating_sub(page_table_pages(touched_pages, page_size)).max(1)
+}
+
+/// Validates the replay of `trace` over `pages` against the kernel. `player` starts the player
+/// (the caller's binary in its player mode); it is run inside the cgroup.
+pub fn run(
+    pages: &[u8],
+    trace: &[Access],
+    cfg: &ValidateConfig,
+    player: Command,
+    progress: &dyn Progress,
+) -> Result<Validation, LabError> {
+    let ps = cfg.page_size;
+    let n = (pages.len() / ps) as u64;
+    if n == 0 || trace.is_empty() {
+        return Err(LabError::NoPages);
+    }
+    if let Some(a) = trace.iter().find(|a| a.page >= n) {
+        return Err(LabError::Setup(format!(
+            "trace touches page {} but the page set has {n} pages",
+            a.page
+        )));
+    }
+    let mut seen = vec![false; n as usize];
+    let touched = trace.iter().filter(|a| !std::mem::replace(&mut seen[a.page as usize], true));
+    let touched_pages = touched.count() as u64;
+
+    progress.start("kernel", 1);
+    let kcfg = KernelRunConfig {
+        memory_limit: cfg.ram_bytes,
+        algorithm: cfg.algorithm.clone(),
+        page_size: ps,
+        timeout: cfg.timeout,
+    };
+    let k = kernel::run(pages, trace, &kcfg, player)?;
+    progress.finish();
+
+    let ram_pages = replay_ram_pages(cfg.ram_bytes, k.player_overhead_bytes, touched_pages, ps);
+    let rcfg = ReplayConfig {
+        ram_pages,
+        swap: SwapKind::Zram,
+        algo: cfg.algorithm.clone(),
+        pool: "zsmalloc".into(),
+        page_size: ps,
+        ..ReplayConfig::default()
+    };
+    let r = replay::run(pages, trace, &rcfg, progress)?;
+    let kernel = Side {
+        swap_outs: k.swap_outs,
+        swap_ins: k.swap_ins,
+        peak_pool_bytes: k.peak_pool_bytes,
+        final_pool_bytes: k.final_pool_bytes,
+    };
+    let zmem = Side {
+        swap_outs: r.swap_outs - r.zero_swap_outs,
+        swap_ins: r.swap_ins - r.zero_swap_ins,
+        peak_pool_bytes: r.max_pool_bytes,
+        final_pool_bytes: r.counter("mem_used_total"),
+    };
+    Ok(Validation {
+        kernel,
+        zmem,
+        error: Errors::between(&zmem, &kernel),
+        setup: Setup {
+            algorithm: cfg.algorithm.clone(),
+            pages: n,
+            touched_pages,
+            accesses: trace.len() as u64,
+            ram_bytes: cfg.ram_bytes,
+            replay_ram_pages: ram_pages,
+        },
+        kernel_run: k,
+        verified: r.verified,
+    })
+}
+
+fn percent(e: Option<f64>) -> String {
+    e.map_or_else(|| "n/a".into(), |e| format!("{:+.1} %", e * 100.0))
+}
+
+/// The side-by-side report.
+pub fn render(v: &Validation) -> String {
+    let s = &v.setup;
+    let mut out = format!(
+        "validate replay: {} accesses over {} pages ({} touched), RAM {} bytes, zram {}\n",
+        s.accesses, s.pages, s.touched_pages, s.ram_bytes, s.algorithm
+    );
+    out += &format!("{:<18} {:>14} {:>14} {:>9}\n", "", "kernel", "zmem", "error");
+    let rows = [
+        ("swap-outs", v.kernel.swap_outs, v.zmem.swap_outs, v.error.swap_outs),
+        ("swap-ins", v.kernel.swap_ins, v.zmem.swap_ins, v.error.swap_ins),
+        (
+            "peak pool bytes",
+            v.kernel.peak_pool_bytes,
+            v.zmem.peak_pool_bytes,
+            v.error.peak_pool_bytes,
+        ),
+        (
+            "final pool bytes",
+            v.kernel.final_pool_bytes,
+            v.zmem.final_pool_bytes,
+            v.error.final_pool_bytes,
+        ),
+    ];
+    for (name, k, z, e) in rows {
+        out += &format!("{name:<18} {k:>14} {z:>14} {:>9}\n", percent(e));
+    }
+    let k = &v.kernel_run;
+    out += &format!(
+        "kernel: player overhead {} bytes (replay RAM {} pages), {} major faults, {} pages in \
+         swap at the end, {} pool samples, {:.2} s\n",
+        k.player_overhead_bytes,
+        s.replay_ram_pages,
+        k.cgroup_major_faults,
+        k.cgroup_swap_pages,
+        k.pool_samples,
+        k.play_secs
+    );
+    if !k.other_swaps.is_empty() {
+        out += &format!(
+            "note: other swap areas were active and may have shared the device: {}\n",
+            k.other_swaps.join(", ")
+        );
+    }
+    if !v.verified {
+        out += "replay: pages swapped in differ from the pages swapped out\n";
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_errors_are_against_the_kernel() {
+        assert_eq!(relative_error(110, 100), Some(0.1));
+        assert_eq!(relative_error(75, 100), Some(-0.25));
+        assert_eq!(relative_error(0, 0), Some(0.0));
+        assert_eq!(relative_error(5, 0), None);
+        assert_eq!(relative_error(0, 8), Some(-1.0));
+        let k = Side { swap_outs: 200, swap_ins: 50, peak_pool_bytes: 4096, final_pool_bytes: 0 };
+        let z = Side { swap_outs: 210, swap_ins: 40, peak_pool_bytes: 4096, final_pool_bytes: 0 };
+        let e = Errors::between(&z, &k);
+        assert_eq!(e.swap_outs, Some(0.05));
+        assert_eq!(e.swap_ins, Some(-0.2));
+        assert_eq!(e.peak_pool_bytes, Some(0.0));
+        assert_eq!(e.final_pool_bytes, Some(0.0));
+    }
+
+    #[test]
+    fn the_replay_gets_the_limit_less_the_player_and_its_page_tables() {
+        // 4 MiB limit, 256 KiB of player, 1000 pages touched: two page-table pages.
+        assert_eq!(replay_ram_pages(4 << 20, 256 << 10, 1000, 4096), 1024 - 64 - 2);
+        assert_eq!(replay_ram_pages(4 << 20, 0, 512, 4096), 1023);
+        // Never below one page.
+        assert_eq!(replay_ram_pages(4096, 1 << 20, 10, 4096), 1);
+    }
+
+    #[test]
+    fn bad_input_fails_before_the_kernel_is_touched() {
+        let pages = vec![1u8; 4 * 4096];
+        let cfg = ValidateConfig {
+            ram_bytes: 8192,
+            algorithm: "lzo-rle".into(),
+            page_size: 4096,
+            timeout: Duration::from_secs(1),
+        };
+        let cmd = || Command::new("/nonexistent/zmem-player");
+        let far = [Access { page: 9, write: false, time_ns: 0 }];
+        let e = run(&pages, &far, &cfg, cmd(), &crate::NoProgress).unwrap_err().to_string();
+        assert!(e.contains("page 9"), "{e}");
+        let e = run(&pages, &[], &cfg, cmd(), &crate::NoProgress).unwrap_err();
+        assert!(matches!(e, LabError::NoPages), "{e}");
+    }
+}

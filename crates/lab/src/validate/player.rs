@@ -1,0 +1,344 @@
+//! The player: the child process of `zmem validate replay` that performs a trace's accesses in
+//! real memory, inside the memory cgroup, so that the kernel's reclaim sees what the replay sees.
+//!
+//! The parent streams the work over the player's stdin (a pipe): a header, then one record per
+//! access. A page's first access carries the page's bytes, which the player copies into its
+//! region (the page's first fault, as the replay's first touch); later accesses carry nothing: a
+//! read loads a word of the page, a write loads it and stores it back (the page is dirtied, its
+//! content stays the page set's, so the replay's pages and the kernel's are the same bytes).
+//! Streaming keeps the player's own memory small and free of the page set: the pipe's buffers are
+//! charged to the writer (the parent, outside the cgroup), and nothing is read from a file (whose
+//! page cache would be charged to the cgroup and reclaimed before anonymous pages).
+//!
+//! ```text
+//! header  8 bytes magic "ZMPLAY01", u32 page size, u64 region pages, u64 record count
+//! record  u32 page id, u8 flags (bit 0: write, bit 1: first touch: page_size bytes follow)
+//! ```
+//! Integers little-endian. The player answers on stdout: `ready` once its region is mapped,
+//! `done N R` after the N-th and last record (R: pages of its region in RAM then), then waits
+//! until stdin is closed and exits.
+
+use std::io::{BufRead, Read, Write};
+
+use super::super::replay::Access;
+use crate::LabError;
+
+/// The stream's first eight bytes.
+pub const MAGIC: [u8; 8] = *b"ZMPLAY01";
+/// What the player prints once its region is mapped.
+pub const READY: &str = "ready";
+/// What the player prints after the last access (followed by the access count and the pages of
+/// its region resident).
+pub const DONE: &str = "done";
+
+const WRITE: u8 = 1;
+const FIRST_TOUCH: u8 = 2;
+const HEADER_LEN: usize = 8 + 4 + 8 + 8;
+const RECORD_LEN: usize = 5;
+
+fn bad(what: impl std::fmt::Display) -> LabError {
+    LabError::Setup(format!("player stream: {what}"))
+}
+
+/// The stream's header: page size, region pages, record count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    pub page_size: usize,
+    pub pages: u64,
+    pub records: u64,
+}
+
+impl Header {
+    /// The header's bytes.
+    pub fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut h = [0u8; HEADER_LEN];
+        h[..8].copy_from_slice(&MAGIC);
+        h[8..12].copy_from_slice(&(self.page_size as u32).to_le_bytes());
+        h[12..20].copy_from_slice(&self.pages.to_le_bytes());
+        h[20..28].copy_from_slice(&self.records.to_le_bytes());
+        h
+    }
+
+    /// Reads and checks a header.
+    pub fn read(r: &mut impl Read) -> Result<Self, LabError> {
+        let mut h = [0u8; HEADER_LEN];
+        r.read_exact(&mut h).map_err(|e| bad(format!("header: {e}")))?;
+        if h[..8] != MAGIC {
+            return Err(bad("bad magic"));
+        }
+        let page_size = u32::from_le_bytes(h[8..12].try_into().expect("4 bytes")) as usize;
+        if !page_size.is_power_of_two() || page_size < 512 {
+            return Err(bad(format!("page size {page_size}")));
+        }
+        let pages = u64::from_le_bytes(h[12..20].try_into().expect("8 bytes"));
+        let records = u64::from_le_bytes(h[20..28].try_into().expect("8 bytes"));
+        Ok(Self { page_size, pages, records })
+    }
+}
+
+/// Writes the records of `trace` over `pages` (whole pages of `page_size`) after their header:
+/// the first access of each page carries its bytes. The caller checked every id is in range.
+pub fn write_stream(
+    out: &mut impl Write,
+    pages: &[u8],
+    page_size: usize,
+    trace: &[Access],
+) -> std::io::Result<()> {
+    let n = pages.len() / page_size;
+    let header = Header { page_size, pages: n as u64, records: trace.len() as u64 };
+    out.write_all(&header.encode())?;
+    write_stream_records(out, pages, page_size, trace)
+}
+
+/// The records of [`write_stream`] without the header.
+pub fn write_stream_records(
+    out: &mut impl Write,
+    pages: &[u8],
+    page_size: usize,
+    trace: &[Access],
+) -> std::io::Result<()> {
+    let mut touched = vec![false; pages.len() / page_size];
+    for a in trace {
+        let i = a.page as usize;
+        let first = !std::mem::replace(&mut touched[i], true);
+        let flags = (if a.write { WRITE } else { 0 }) | (if first { FIRST_TOUCH } else { 0 });
+        let mut rec = [0u8; RECORD_LEN];
+        rec[..4].copy_from_slice(&(a.page as u32).to_le_bytes());
+        rec[4] = flags;
+        out.write_all(&rec)?;
+        if first {
+            out.write_all(&pages[i * page_size..(i + 1) * page_size])?;
+        }
+    }
+    out.flush()
+}
+
+/// What [`play`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Played {
+    pub accesses: u64,
+    pub first_touches: u64,
+    pub reads: u64,
+    pub writes: u64,
+}
+
+/// Performs `records` records from `input` on `region` (pages of `page_size`). Each record
+/// touches real memory: the kernel faults a page in (or back from swap) at the access that
+/// faults it in the replay.
+pub fn play(
+    input: &mut impl Read,
+    region: &mut [u8],
+    page_size: usize,
+    records: u64,
+) -> Result<Played, LabError> {
+    let pages = (region.len() / page_size) as u64;
+    let mut done = Played::default();
+    let mut rec = [0u8; RECORD_LEN];
+    for _ in 0..records {
+        input.read_exact(&mut rec).map_err(|e| bad(format!("record {}: {e}", done.accesses)))?;
+        let page = u64::from(u32::from_le_bytes(rec[..4].try_into().expect("4 bytes")));
+        if page >= pages {
+            return Err(bad(format!("page {page} outside a region of {pages} pages")));
+        }
+        let at = page as usize * page_size;
+        let flags = rec[4];
+        if flags & FIRST_TOUCH != 0 {
+            input
+                .read_exact(&mut region[at..at + page_size])
+                .map_err(|e| bad(format!("page {page}'s bytes: {e}")))?;
+            done.first_touches += 1;
+        }
+        if flags & WRITE != 0 {
+            // The value passes through black_box, so the store cannot be proven redundant and
+            // is made: the page is written (dirty) with the bytes it already holds.
+            region[at] = std::hint::black_box(region[at]);
+            done.writes += 1;
+        } else {
+            std::hint::black_box(region[at]);
+            done.reads += 1;
+        }
+        done.accesses += 1;
+    }
+    Ok(done)
+}
+
+/// An anonymous private mapping of whole pages, with transparent huge pages off (the kernel must
+/// reclaim and swap the same 4 KiB pages the replay does); unmapped when dropped.
+#[derive(Debug)]
+pub struct Region {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Region {
+    /// Maps `len` bytes (a multiple of the page size), untouched (nothing charged yet).
+    pub fn map(len: usize) -> Result<Self, LabError> {
+        let len = len.max(1);
+        // SAFETY: an anonymous mapping at an address of the kernel's choice aliases nothing.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(LabError::Setup(format!(
+                "mmap of {len} bytes: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        // SAFETY: `ptr..ptr+len` is the mapping just made. Advice only; failure (a kernel
+        // without THP) changes nothing for us.
+        unsafe { libc::madvise(ptr, len, libc::MADV_NOHUGEPAGE) };
+        Ok(Self { ptr: ptr.cast(), len })
+    }
+
+    /// Pages of the mapping in RAM now (`mincore(2)`; a swapped-out page is not).
+    pub fn resident_pages(&self, page_size: usize) -> Result<u64, LabError> {
+        let mut vec = vec![0u8; self.len.div_ceil(page_size)];
+        // SAFETY: `ptr..ptr+len` is our mapping (page-aligned, as mmap returns it) and `vec` has
+        // one byte per page of it, as mincore writes.
+        let rc = unsafe { libc::mincore(self.ptr.cast(), self.len, vec.as_mut_ptr()) };
+        if rc != 0 {
+            return Err(LabError::Setup(format!("mincore: {}", std::io::Error::last_os_error())));
+        }
+        Ok(vec.iter().filter(|&&b| b & 1 != 0).count() as u64)
+    }
+
+    /// The mapping's bytes.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: the mapping is `len` readable and writable bytes (zero-filled on first touch),
+        // owned by this value for its lifetime, and `&mut self` makes the borrow unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping `map` made; no borrow of it outlives `self`.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+/// The player's whole life over stdin and stdout (the `zmem validate play` entry point, and the
+/// live tests' child mode): header, map, `ready`, the records, `done N`, wait for stdin's end.
+pub fn run_stdio() -> Result<(), LabError> {
+    let mut input = std::io::BufReader::with_capacity(1 << 16, std::io::stdin().lock());
+    let h = Header::read(&mut input)?;
+    let len = usize::try_from(h.pages)
+        .ok()
+        .and_then(|p| p.checked_mul(h.page_size))
+        .ok_or_else(|| bad(format!("{} pages do not fit the address space", h.pages)))?;
+    let mut region = Region::map(len)?;
+    let mut out = std::io::stdout().lock();
+    let say = |out: &mut std::io::StdoutLock, s: &str| {
+        writeln!(out, "{s}").and_then(|()| out.flush()).map_err(|e| bad(format!("stdout: {e}")))
+    };
+    say(&mut out, READY)?;
+    let played = play(&mut input, region.bytes_mut(), h.page_size, h.records)?;
+    let resident = region.resident_pages(h.page_size)?;
+    say(&mut out, &format!("{DONE} {} {resident}", played.accesses))?;
+    // Keep every page mapped until the parent has read the kernel's counters.
+    loop {
+        let buf = input.fill_buf().map_err(|e| bad(format!("stdin: {e}")))?;
+        if buf.is_empty() {
+            break;
+        }
+        let n = buf.len();
+        input.consume(n);
+    }
+    drop(region);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zmem_workload::prng::SplitMix64;
+
+    fn acc(page: u64, write: bool) -> Access {
+        Access { page, write, time_ns: 0 }
+    }
+
+    #[test]
+    fn the_header_round_trips_and_is_checked() {
+        let h = Header { page_size: 4096, pages: 77, records: 1 << 40 };
+        assert_eq!(Header::read(&mut &h.encode()[..]).unwrap(), h);
+        let mut b = h.encode();
+        b[0] = b'X';
+        assert!(Header::read(&mut &b[..]).is_err());
+        let odd = Header { page_size: 3000, ..h }.encode();
+        assert!(Header::read(&mut &odd[..]).is_err());
+        assert!(Header::read(&mut &h.encode()[..10]).is_err());
+    }
+
+    /// The player fills each page at its first access with the page set's bytes, leaves the
+    /// pages the trace never touches untouched, and counts reads and writes as the trace says.
+    #[test]
+    fn playing_a_stream_fills_touched_pages_only() {
+        let ps = 512;
+        let n = 40;
+        let mut rng = SplitMix64::new(7);
+        let pages: Vec<u8> = (0..n * ps).map(|_| (rng.next_u64() | 1) as u8).collect();
+        let trace: Vec<Access> = (0..500).map(|_| acc(rng.below(30), rng.below(3) == 0)).collect();
+        let mut stream = Vec::new();
+        write_stream(&mut stream, &pages, ps, &trace).unwrap();
+        let mut input = &stream[..];
+        let h = Header::read(&mut input).unwrap();
+        assert_eq!(h, Header { page_size: ps, pages: n as u64, records: 500 });
+        let mut region = vec![0u8; n * ps];
+        let played = play(&mut input, &mut region, ps, h.records).unwrap();
+        assert!(input.is_empty(), "every byte of the stream was consumed");
+        let mut touched: Vec<u64> = trace.iter().map(|a| a.page).collect();
+        touched.sort_unstable();
+        touched.dedup();
+        assert_eq!(played.first_touches, touched.len() as u64);
+        assert_eq!(played.accesses, 500);
+        assert_eq!(played.writes, trace.iter().filter(|a| a.write).count() as u64);
+        assert_eq!(played.reads + played.writes, 500);
+        for i in 0..n {
+            let got = &region[i * ps..(i + 1) * ps];
+            if touched.contains(&(i as u64)) {
+                assert_eq!(got, &pages[i * ps..(i + 1) * ps], "page {i}");
+            } else {
+                assert!(got.iter().all(|&b| b == 0), "page {i} was never touched");
+            }
+        }
+        // Only first accesses carry bytes.
+        assert_eq!(stream.len(), HEADER_LEN + 500 * RECORD_LEN + touched.len() * ps);
+    }
+
+    #[test]
+    fn a_bad_or_short_stream_is_an_error() {
+        let ps = 512;
+        let pages = vec![1u8; 4 * ps];
+        let mut stream = Vec::new();
+        write_stream(&mut stream, &pages, ps, &[acc(3, false), acc(3, true)]).unwrap();
+        let body = &stream[HEADER_LEN..];
+        let mut region = vec![0u8; 4 * ps];
+        // Cut inside the page's bytes.
+        assert!(play(&mut &body[..100], &mut region, ps, 2).is_err());
+        // More records announced than sent.
+        assert!(play(&mut &body[..], &mut region, ps, 3).is_err());
+        // A page outside the region.
+        let mut small = vec![0u8; 2 * ps];
+        let e = play(&mut &body[..], &mut small, ps, 2).unwrap_err().to_string();
+        assert!(e.contains("page 3 outside"), "{e}");
+    }
+
+    #[test]
+    fn a_region_is_zeroed_writable_memory() {
+        let mut r = Region::map(3 * 4096).unwrap();
+        let b = r.bytes_mut();
+        assert_eq!(b.len(), 3 * 4096);
+        assert!(b.iter().all(|&x| x == 0));
+        assert_eq!(r.resident_pages(4096).unwrap(), 0, "nothing touched yet");
+        b[5000] = 9;
+        assert_eq!(r.bytes_mut()[5000], 9);
+        assert_eq!(r.resident_pages(4096).unwrap(), 1);
+    }
+}

@@ -1,0 +1,104 @@
+//! `validate replay` end to end on the live kernel: a small page set (8 MiB of zmem's `mixed`
+//! pages) and a Zipf trace, played by this test binary re-executed in player mode inside a
+//! memory cgroup of half the touched pages, with a fresh kernel zram swap; then the replay.
+//!
+//! Asserts what must hold whatever the model's accuracy: the kernel really swapped (swap-outs
+//! and a pool), the errors are the two sides' relative differences, the JSON has the keys the
+//! command documents, the replay read back every page it wrote out, and nothing was left behind
+//! (our cgroup and device are gone). Skips, printing why, without root, kernel zram or a memory
+//! cgroup.
+
+use std::process::Command;
+use std::time::Duration;
+
+use zmem_lab::NoProgress;
+use zmem_lab::live;
+use zmem_lab::replay::accesses;
+use zmem_lab::validate::{self, ValidateConfig, relative_error};
+use zmem_workload::generate::mixed;
+use zmem_workload::trace::generate::{Options, generate};
+
+const PLAYER_ENV: &str = "ZMEM_VALIDATE_PLAYER";
+
+/// Player mode: does nothing unless re-executed by `validate_replay_on_the_live_kernel`.
+#[test]
+fn player() {
+    if std::env::var_os(PLAYER_ENV).is_none() {
+        return;
+    }
+    if let Err(e) = validate::player::run_stdio() {
+        eprintln!("player: {e}");
+        std::process::exit(2);
+    }
+    std::process::exit(0);
+}
+
+#[test]
+fn validate_replay_on_the_live_kernel() {
+    if std::env::var_os(PLAYER_ENV).is_some() {
+        return;
+    }
+    if let Some(why) = live::unavailable_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let n = 2048;
+    let set = mixed::generate(n, 4096, 11).unwrap();
+    let trace = generate(&Options {
+        pages: n as u64,
+        accesses: 40_000,
+        working_set: 1024,
+        phases: 2,
+        zipf: 0.9,
+        write_fraction: 0.3,
+        mean_gap_ns: 1000,
+        bursts_per_phase: 1,
+        idle_ns: 0,
+        seed: 5,
+    })
+    .unwrap();
+    let trace = accesses(&trace);
+    let mut seen = std::collections::HashSet::new();
+    let touched = trace.iter().filter(|a| seen.insert(a.page)).count() as u64;
+    let cfg = ValidateConfig {
+        ram_bytes: touched / 2 * 4096,
+        algorithm: "lzo-rle".into(),
+        page_size: 4096,
+        timeout: Duration::from_secs(120),
+    };
+    let mut player = Command::new(std::env::current_exe().unwrap());
+    player.args(["--exact", "player", "--nocapture", "--test-threads", "1"]).env(PLAYER_ENV, "1");
+    let v = validate::run(set.bytes(), &trace, &cfg, player, &NoProgress).expect("validate");
+    eprintln!("{}", validate::render(&v));
+
+    assert_eq!(v.setup.touched_pages, touched);
+    assert!(v.kernel.swap_outs > 0, "the kernel swapped nothing out: {:?}", v.kernel_run);
+    assert!(v.kernel.peak_pool_bytes > 0);
+    assert!(v.kernel.peak_pool_bytes >= v.kernel.final_pool_bytes);
+    assert!(v.zmem.swap_outs > 0 && v.zmem.peak_pool_bytes > 0);
+    assert!(v.verified);
+    assert_eq!(v.error.swap_outs, relative_error(v.zmem.swap_outs, v.kernel.swap_outs));
+    assert_eq!(v.error.swap_ins, relative_error(v.zmem.swap_ins, v.kernel.swap_ins));
+    assert_eq!(
+        v.error.peak_pool_bytes,
+        relative_error(v.zmem.peak_pool_bytes, v.kernel.peak_pool_bytes)
+    );
+    assert_eq!(
+        v.error.final_pool_bytes,
+        relative_error(v.zmem.final_pool_bytes, v.kernel.final_pool_bytes)
+    );
+
+    let json = serde_json::to_value(&v).unwrap();
+    for side in ["kernel", "zmem", "error"] {
+        for key in ["swap_outs", "swap_ins", "peak_pool_bytes", "final_pool_bytes"] {
+            assert!(json[side].get(key).is_some(), "{side}.{key} missing: {json}");
+        }
+    }
+    assert_eq!(json["kernel"]["swap_outs"], v.kernel.swap_outs);
+
+    // Nothing of ours is left: the cgroup directory is gone, the device is not swapped on.
+    assert!(!std::path::Path::new(&v.kernel_run.cgroup).exists(), "{} left", v.kernel_run.cgroup);
+    let swaps = std::fs::read_to_string("/proc/swaps").unwrap();
+    let dev = format!("{} ", v.kernel_run.device);
+    assert!(!swaps.lines().any(|l| l.starts_with(&dev)), "{dev} left swapped on");
+}
