@@ -5,12 +5,12 @@
 //! Model: RAM is the kernel's two anonymous LRU lists with accessed bits (`lru.rs`: the
 //! classic, non-MGLRU reclaim of Linux 6.18, as a memory cgroup at its limit runs it), reclaimed
 //! in batches of 32 pages (`SWAP_CLUSTER_MAX`) when a fault finds RAM full. Checked against the
-//! live kernel by `zmem validate replay` (docs/BENCHMARKS.md); it replaced a CLOCK, which swapped
-//! up to 45 % less than the kernel. A victim is swapped out at its page id as swap offset through zmem's
-//! swap layer ([`zmem_zswap::SwapLayer`], the same path for zram and zswap): an all-zero page
-//! only sets a bit in the zeromap (Linux 6.12+); any other page goes to zswap, else the device
-//! (zram's device is the zram device); a page zswap rejects while `memory.zswap.writeback` is
-//! 0 stays in RAM, activated. A swap-in reads the page back (zswap's loads are exclusive) and
+//! live kernel by `zmem validate replay` (docs/BENCHMARKS.md); it replaced a CLOCK, which
+//! swapped 2-6 % less at tight budgets. A victim is swapped out at its page id as swap offset
+//! through zmem's swap layer ([`zmem_zswap::SwapLayer`], the same path for zram and zswap): an
+//! all-zero page only sets a bit in the zeromap (Linux 6.12+); any other page goes to zswap, else
+//! the device (zram's device is the zram device); a page zswap rejects while
+//! `memory.zswap.writeback` is 0 stays in RAM, activated. A swap-in reads the page back (zswap's loads are exclusive) and
 //! frees the slot (a zram slot is freed, as `swap_slot_free_notify` does), and checks it is the
 //! page that went out. RAM is only the resident budget; the swap pool is reported separately
 //! (its maximum), not charged against it. Not modelled yet: zsmalloc's own shrinker, which in
