@@ -189,7 +189,8 @@ fn measure<'scope, 'env>(
     let wait_line = |h: &mut Harness, want: &str| -> Result<String, LabError> {
         loop {
             match rx.recv_timeout(Duration::from_millis(5)) {
-                Ok(l) if l.starts_with(want) => return Ok(l),
+                // From the word on: a test harness may print its own text before it.
+                Ok(l) if l.contains(want) => return Ok(l[l.find(want).unwrap_or(0)..].to_string()),
                 Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
                     // Its stdout can close a moment before its exit can be reaped.
@@ -240,7 +241,7 @@ fn measure<'scope, 'env>(
             last_swaps = Instant::now();
         }
         match rx.recv_timeout(Duration::from_millis(2)) {
-            Ok(l) if l.starts_with(DONE) => break l,
+            Ok(l) if l.contains(DONE) => break l[l.find(DONE).unwrap_or(0)..].to_string(),
             Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 // Surface the writer's error (a broken pipe says little) or the exit.
