@@ -40,11 +40,8 @@ fn s(p: &Path) -> &str {
 fn inputs(trace_pages: u64) -> (PathBuf, PathBuf) {
     let d = dir();
     let pages = d.join("pages.bin");
-    std::fs::write(
-        &pages,
-        b"validate the replay against the kernel ".repeat(900)[..8 * 4096].to_vec(),
-    )
-    .unwrap();
+    let text = b"validate the replay against the kernel ".repeat(900);
+    std::fs::write(&pages, &text[..8 * 4096]).unwrap();
     let trace = d.join(format!("trace-{trace_pages}.trc"));
     let out = run(&[
         "trace",
