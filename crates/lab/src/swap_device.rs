@@ -166,8 +166,8 @@ impl SwapDevice {
             name: p.name.into(),
             kind: "profile".into(),
             note: format!(
-                "{}: published 4 KiB QD1 random read/write latencies (docs/REFERENCES.md \
-                 [swap-device-latency])",
+                "{}: medians from published 4 KiB QD1 random read/write latencies, p99 \
+                 estimated (docs/REFERENCES.md [swap-device-latency])",
                 p.description
             ),
             read: LatencySummary { p50_ns: p.read_p50_ns, p99_ns: p.read_p99_ns },
@@ -237,7 +237,7 @@ pub const MEASURE_FILE_BYTES: u64 = 32 << 20;
 const PAGE: usize = 4096;
 
 /// `statfs`'s `f_type` of tmpfs (linux/magic.h `TMPFS_MAGIC`).
-const TMPFS_MAGIC: i64 = 0x0102_1994;
+const TMPFS_MAGIC: u64 = 0x0102_1994;
 
 /// Measures the device under `path` (a directory on it, or a file whose directory is on it):
 /// lays down a temporary file of [`MEASURE_FILE_BYTES`] with `O_DIRECT`, then for half of
@@ -304,7 +304,7 @@ fn quantile(v: &[u64], q: f64) -> u64 {
     v[rank - 1]
 }
 
-fn fs_type(dir: &Path) -> std::io::Result<i64> {
+fn fs_type(dir: &Path) -> std::io::Result<u64> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "NUL in path"))?;
@@ -317,7 +317,8 @@ fn fs_type(dir: &Path) -> std::io::Result<i64> {
     }
     // SAFETY: statfs returned 0, so it wrote the whole struct.
     let st = unsafe { st.assume_init() };
-    Ok(st.f_type as i64)
+    // `f_type` is a signed word whose width depends on the architecture; magics are positive.
+    Ok(st.f_type as u64)
 }
 
 /// The measurement's file, unlinked when dropped.
@@ -438,8 +439,10 @@ mod tests {
 
     #[test]
     fn a_measured_device_is_sampled_from_its_samples() {
-        let mut d = SwapDevice::default();
-        d.samples = Some(Arc::new(Samples { read: vec![10, 20, 30], write: vec![5] }));
+        let d = SwapDevice {
+            samples: Some(Arc::new(Samples { read: vec![10, 20, 30], write: vec![5] })),
+            ..SwapDevice::default()
+        };
         let mut s = d.sampler(1);
         let mut seen = [false; 3];
         for _ in 0..200 {
