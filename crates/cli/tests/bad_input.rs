@@ -192,6 +192,27 @@ fn corrupt_input_to_decompress_fails_cleanly_in_every_codec() {
 }
 
 #[test]
+fn bad_swap_devices() {
+    for cmd in [&["replay", "--ram", "1M"][..], &["lab", "--observe", "0"]] {
+        let mut args = cmd.to_vec();
+        args.extend(["--swap-device", "nvm3", "pages", "trace"]);
+        args.truncate(cmd.len() + 2 + if cmd[0] == "replay" { 2 } else { 0 });
+        let msg = fails_cleanly(&args, b"");
+        assert!(msg.contains("--swap-device") && msg.contains("\"nvm3\""), "{msg}");
+        assert!(msg.contains("nvme, ssd, emmc, hdd"), "{msg}");
+    }
+    // tmpfs is memory, not a swap device: refused before anything is measured.
+    if std::fs::read_to_string("/proc/self/mounts")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("tmpfs /dev/shm "))
+    {
+        let msg = fails_cleanly(&["lab", "--swap-device", "/dev/shm"], b"");
+        assert!(msg.contains("tmpfs"), "{msg}");
+    }
+}
+
+#[test]
 fn usage_errors_exit_2_without_panicking() {
     // clap's own usage errors keep clap's format (with a usage hint), but the same status.
     for args in [&["zram"][..], &["frobnicate"], &["zram", "--threads", "x", "f"], &["compress"]] {

@@ -18,6 +18,7 @@ mod progress;
 pub mod replay;
 pub mod report;
 pub mod study;
+pub mod swap_device;
 pub mod validate;
 pub mod zram_run;
 pub mod zram_speed;

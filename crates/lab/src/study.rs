@@ -172,7 +172,7 @@ fn store_then_load(
     };
     let swap = SwapLayer::with_zswap(replay::build_zswap(&rc, n as u64)?);
     let z = swap.zswap().expect("built with zswap");
-    let mut timer = SwapTimer::new(SwapKind::Zswap);
+    let mut timer = SwapTimer::new(SwapKind::Zswap, &rc.device, None);
     let (mut stored, mut rejected) = (0, 0);
 
     progress.start(alloc, 2 * n as u64);

@@ -107,6 +107,16 @@ pub fn write_pages(
 
 /// Builds a device for `pages` pages with the run's configuration.
 pub fn build_device(cfg: &ZramRunConfig, nr_pages: u64) -> Result<Zram, LabError> {
+    build_device_with_backing(cfg, nr_pages, None)
+}
+
+/// [`build_device`] with a backing device (`backing_dev`, set before `disksize` as the kernel
+/// requires), so `writeback` can move slots to it.
+pub fn build_device_with_backing(
+    cfg: &ZramRunConfig,
+    nr_pages: u64,
+    backing: Option<(std::path::PathBuf, Box<dyn zmem_zram::BackingStore>)>,
+) -> Result<Zram, LabError> {
     let z = Zram::new(ZramConfig {
         page_size: cfg.page_size,
         pool: cfg.pool.clone(),
@@ -121,6 +131,9 @@ pub fn build_device(cfg: &ZramRunConfig, nr_pages: u64) -> Result<Zram, LabError
     }
     for (i, algo) in cfg.recomp.iter().enumerate() {
         z.store("recomp_algorithm", &format!("algo={algo} priority={}", i + 1))?;
+    }
+    if let Some((path, store)) = backing {
+        z.set_backing_store(path, store)?;
     }
     z.store("disksize", &(nr_pages.max(1) * cfg.page_size as u64).to_string())?;
     Ok(z)

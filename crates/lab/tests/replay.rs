@@ -251,3 +251,85 @@ fn with_writeback_disabled_and_nothing_storable_the_replay_runs_out_of_memory() 
     let e = replay::run(&noise, &t, &cfg, &NoProgress).unwrap_err();
     assert!(matches!(e, LabError::OutOfMemory { .. }), "{e}");
 }
+
+/// The device behind the swap file changes what swap-ins cost, never what happens: with a disk
+/// every zswap miss costs milliseconds, with NVMe tens of microseconds, and every count, counter
+/// and charge tally is the same.
+#[test]
+fn a_slow_swap_device_makes_misses_slower_and_changes_no_count() {
+    use zmem_lab::swap_device::{SwapDevice, profile};
+    let p = pages(400, 3);
+    let t = trace(400, 8000, 4);
+    let run = |name: &str| {
+        let cfg = ReplayConfig {
+            ram_pages: 64,
+            max_pool_percent: 10,
+            device: SwapDevice::from_profile(profile(name).unwrap()),
+            ..ReplayConfig::default()
+        };
+        replay::run(&p, &t, &cfg, &NoProgress).unwrap()
+    };
+    let (fast, slow) = (run("nvme"), run("hdd"));
+    assert_eq!(counts(&fast), counts(&slow));
+    assert_eq!(slow.device.name, "hdd");
+    let (fm, sm) = (&fast.swap_in_hists.zswap_miss, &slow.swap_in_hists.zswap_miss);
+    assert!(fm.count > 10, "the trace must miss zswap");
+    assert_eq!((fm.count, fast.disk_reads), (sm.count, slow.disk_reads));
+    assert_eq!(fm.count, fast.disk_reads, "every device read is a miss");
+    assert!(sm.p50_ns > 10 * fm.p50_ns, "miss p50 {} (hdd) vs {} (nvme)", sm.p50_ns, fm.p50_ns);
+    // A miss costs at least a device read: the nvme profile's p50 is 60 us.
+    assert!(fm.p50_ns > 20_000, "{}", fm.p50_ns);
+    // Hits never touch the device: they stay in the microseconds either way.
+    let (fh, sh) = (&fast.swap_in_hists.zswap_hit, &slow.swap_in_hists.zswap_hit);
+    assert_eq!(fh.count, sh.count);
+    assert_eq!(fh.count + fm.count, fast.load_hist.count);
+    assert!(sh.p50_ns < 1_000_000, "a hit p50 of {} ns", sh.p50_ns);
+    // Every device read and write is charged, writebacks included.
+    for r in [&fast, &slow] {
+        assert_eq!(r.device_reads_charged, r.disk_reads);
+        assert_eq!(r.device_writes_charged, r.disk_writes);
+        assert_eq!(r.device_write_hist.count, r.disk_writes);
+    }
+    assert!(slow.device_secs > 10.0 * fast.device_secs);
+    // The same device charges the same latencies on every run.
+    let again = run("hdd");
+    assert_eq!(again.swap_in_hists.zswap_miss.buckets.len(), sm.buckets.len());
+    assert_eq!(again.device_secs, slow.device_secs);
+    assert!(replay::render(&slow).contains("zswap miss + device"));
+}
+
+/// zram's slots written back to its backing device cost a device read when swapped in: the
+/// swap-in is reported apart, end to end, and the writeback's writes are charged.
+#[test]
+fn zram_written_back_slots_are_charged_a_device_read() {
+    let p = pages(64, 9);
+    let cfg = ReplayConfig {
+        ram_pages: 8,
+        swap: SwapKind::Zram,
+        zram_backing: true,
+        ..ReplayConfig::default()
+    };
+    let mut sim = replay::Simulator::new(&p, &cfg).unwrap();
+    // Touch every page once, so most are swapped out to zram.
+    for page in 0..64 {
+        sim.access(Access { page, write: false, time_ns: page }).unwrap();
+    }
+    let written = sim.zram_writeback_idle().unwrap();
+    assert!(written > 0, "some slots were written back");
+    // Back from the backing device; then once more, from zram's memory (RAM holds 8 pages, so
+    // the second pass swapped them out again, and nothing wrote them back this time).
+    for pass in 1..3 {
+        for page in 0..64 {
+            sim.access(Access { page, write: false, time_ns: pass * 100 + page }).unwrap();
+        }
+    }
+    let r = sim.finish(Default::default());
+    assert!(r.verified);
+    let h = &r.swap_in_hists;
+    assert!(h.zram_written_back.count > 0 && h.zram.count > 0);
+    assert_eq!(h.zram.count + h.zram_written_back.count, r.load_hist.count);
+    // The nvme profile's read p50 is 60 us; an in-memory zram read is far below it.
+    assert!(h.zram_written_back.p50_ns > 20_000 && h.zram.p50_ns < h.zram_written_back.p50_ns);
+    assert_eq!(r.device_reads_charged, h.zram_written_back.count);
+    assert_eq!(r.device_writes_charged, written);
+}

@@ -77,6 +77,10 @@ pub trait SwapHook {
     fn around<R>(&mut self, _stage: Stage, f: impl FnOnce() -> R) -> R {
         f()
     }
+
+    /// A swap-in finished, from `from`: a hook that times swap-ins end to end learns here
+    /// whether a `zswap_load()` it saw was a hit or a miss that went on to the device.
+    fn swapped_in(&mut self, _from: SwapIn) {}
 }
 
 /// No hook.
@@ -266,11 +270,13 @@ impl SwapLayer {
         self.check(offset, out.len())?;
         if self.zero_bit(offset) {
             out.fill(0);
+            hook.swapped_in(SwapIn::Zeromap);
             return Ok(SwapIn::Zeromap);
         }
         if let Some(z) = &self.zswap
             && hook.around(Stage::ZswapLoad, || z.load(offset, out))?
         {
+            hook.swapped_in(SwapIn::Zswap);
             return Ok(SwapIn::Zswap);
         }
         hook.around(Stage::DeviceRead, || self.device.read_page(offset, out))?;
@@ -278,6 +284,7 @@ impl SwapLayer {
             // `zswap_folio_swapin()`: a page zswap wrote back was still in use.
             z.note_disk_swapin();
         }
+        hook.swapped_in(SwapIn::Device);
         Ok(SwapIn::Device)
     }
 
@@ -316,11 +323,14 @@ mod tests {
     }
 
     #[derive(Default)]
-    struct Seen(Vec<Stage>);
+    struct Seen(Vec<Stage>, Vec<SwapIn>);
     impl SwapHook for Seen {
         fn around<R>(&mut self, stage: Stage, f: impl FnOnce() -> R) -> R {
             self.0.push(stage);
             f()
+        }
+        fn swapped_in(&mut self, from: SwapIn) {
+            self.1.push(from);
         }
     }
 
@@ -334,6 +344,7 @@ mod tests {
         assert_eq!((z.nr_entries(), z.stats().zswpout, z.swap_file().writes()), (0, 0, 0));
         let mut out = vec![1u8; 4096];
         assert_eq!(s.swap_in(3, &mut out, &mut seen).unwrap(), SwapIn::Zeromap);
+        assert_eq!(seen.1, [SwapIn::Zeromap]);
         assert!(out.iter().all(|&b| b == 0));
         // The slot was freed: a non-zero page stored there later is not read as zeros.
         let p = text_page(9);
@@ -352,6 +363,7 @@ mod tests {
         assert_eq!(s.swap_in(2, &mut out, &mut seen).unwrap(), SwapIn::Zswap);
         assert_eq!(out, p);
         assert_eq!(seen.0, [Stage::ZswapStore, Stage::ZswapLoad]);
+        assert_eq!(seen.1, [SwapIn::Zswap], "the hook learns the load was a hit");
         assert_eq!(s.zswap().unwrap().nr_entries(), 0);
     }
 
@@ -392,6 +404,7 @@ mod tests {
             seen.0,
             [Stage::ZswapStore, Stage::DeviceWrite, Stage::ZswapLoad, Stage::DeviceRead]
         );
+        assert_eq!(seen.1, [SwapIn::Device], "the hook learns the load missed");
     }
 
     #[test]

@@ -7,6 +7,24 @@ pub fn size(flag: &str, text: &str) -> anyhow::Result<u64> {
     zmem_lab::parse_size(text).map_err(|e| anyhow::anyhow!("{flag}: {}", e.msg))
 }
 
+/// `--swap-device`: a profile as it is, or a path on the device, measured for about a second
+/// (the measured figures go to stderr, as the lab's other steps report).
+pub fn swap_device(text: &str) -> anyhow::Result<zmem_lab::swap_device::SwapDevice> {
+    use zmem_lab::swap_device::{DeviceSpec, SwapDevice};
+    let spec: DeviceSpec = text.parse().map_err(|e| anyhow::anyhow!("--swap-device: {e}"))?;
+    let d = SwapDevice::resolve(&spec, std::time::Duration::from_secs(1))?;
+    if d.kind == "measured" {
+        eprintln!(
+            "zmem: swap device: 4 KiB read p50 {} us p99 {} us, write p50 {} us p99 {} us",
+            d.read.p50_ns / 1000,
+            d.read.p99_ns / 1000,
+            d.write.p50_ns / 1000,
+            d.write.p99_ns / 1000
+        );
+    }
+    Ok(d)
+}
+
 #[cfg(test)]
 mod tests {
     use super::size;

@@ -38,6 +38,11 @@ pub struct Args {
     /// Most the recommended configuration may add to the p99 swap-in latency, in microseconds.
     #[arg(long, default_value_t = 50.0, value_name = "MICROSECONDS")]
     latency_budget: f64,
+    /// The block device behind a swap file, whose 4 KiB latency the zram-vs-zswap replays
+    /// charge to every device read and write: a profile (nvme, ssd, emmc, hdd) or a path on the
+    /// device to measure for about a second with O_DIRECT.
+    #[arg(long, default_value = "nvme", value_name = "PATH|nvme|ssd|emmc|hdd")]
+    swap_device: String,
     /// Write a shell script that applies the recommendation (sysfs, zram-generator, systemd
     /// timer) for you to review; zmem runs none of it.
     #[arg(long, value_name = "FILE")]
@@ -66,6 +71,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     if !(args.cpu_budget >= 0.0 && args.latency_budget >= 0.0) {
         anyhow::bail!("--cpu-budget and --latency-budget must be numbers >= 0");
     }
+    let device = super::args::swap_device(&args.swap_device)?;
     let bar = super::progress::Bar::new();
     let e = evidence::gather(input(args)?, args.max_pages, &bar)?;
     eprintln!("zmem lab: {} pages ({}: {})", e.source.pages, e.source.kind, e.source.detail);
@@ -75,7 +81,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         added_load_p99_us: args.latency_budget,
         ..lab::Budgets::default()
     };
-    let opts = LabOptions { budgets, now: e.now, rates, ..LabOptions::default() };
+    let opts = LabOptions { budgets, now: e.now, rates, device, ..LabOptions::default() };
     let r = lab::run(&e.pages, e.source, &opts, &bar)?;
     if let Some(path) = &args.apply_script {
         std::fs::write(path, report::render_apply_script(&r))

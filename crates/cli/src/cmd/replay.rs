@@ -43,6 +43,11 @@ pub struct Args {
     /// Keep zswap's swap file in memory instead of on disk.
     #[arg(long, conflicts_with = "swap_dir")]
     swap_in_memory: bool,
+    /// The block device behind the swap file, whose 4 KiB latency every device read and
+    /// write is charged: a profile (nvme, ssd, emmc, hdd) or a path on the device (a directory,
+    /// or a file path whose directory is on it) to measure for about a second with O_DIRECT.
+    #[arg(long, default_value = "nvme", value_name = "PATH|nvme|ssd|emmc|hdd")]
+    swap_device: String,
     /// Print a JSON object instead of the report.
     #[arg(long)]
     json: bool,
@@ -56,6 +61,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let ram = super::args::size("--ram", &args.ram)?;
     let ram_pages = ram / args.page_size as u64;
     anyhow::ensure!(ram_pages > 0, "--ram {} is less than one page", args.ram);
+    let device = super::args::swap_device(&args.swap_device)?;
     let inputs = super::pages::load(std::slice::from_ref(&args.pages), args.page_size)?;
     let trace = super::pages::load_trace(&args.trace)?;
     let cfg = ReplayConfig {
@@ -78,6 +84,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         } else {
             Some(args.swap_dir.clone().unwrap_or_else(std::env::temp_dir))
         },
+        device,
+        zram_backing: false,
     };
     let r = replay::run(inputs[0].bytes(), &trace, &cfg, &super::progress::Bar::new())?;
     super::emit(args.json, &r, replay::render)?;

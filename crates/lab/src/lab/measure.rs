@@ -5,6 +5,7 @@
 
 use crate::cputime::Stopwatch;
 use crate::replay::{self, ReplayConfig, SwapKind};
+use crate::swap_device::SwapDevice;
 use crate::zram_run::{OnRefusal, ZramRunConfig, build_device, write_pages};
 use crate::{LabError, Progress};
 
@@ -12,10 +13,11 @@ use super::evidence::trace_for;
 use super::{PoolRow, SwapRow};
 
 /// zram and zswap (default algorithm, zsmalloc) replaying one generated trace at RAM budgets of
-/// a quarter and a half of the page set.
+/// a quarter and a half of the page set, zswap's swap file charged with `device`'s latencies.
 pub(super) fn swap(
     pages: &[u8],
     ps: usize,
+    device: &SwapDevice,
     progress: &dyn Progress,
 ) -> Result<Vec<SwapRow>, LabError> {
     let n = (pages.len() / ps) as u64;
@@ -30,9 +32,16 @@ pub(super) fn swap(
                 swap,
                 algo: zmem_zram::DEFAULT_ALGORITHM.into(),
                 page_size: ps,
+                device: device.clone(),
                 ..ReplayConfig::default()
             };
             let r = replay::run(pages, &accesses, &cfg, progress)?;
+            let h = &r.swap_in_hists;
+            // Served from memory, and from the device: one kind of each per swap.
+            let (hit, dev) = match swap {
+                SwapKind::Zram => (&h.zram, &h.zram_written_back),
+                SwapKind::Zswap => (&h.zswap_hit, &h.zswap_miss),
+            };
             rows.push(SwapRow {
                 swap: format!("{swap:?}").to_lowercase(),
                 ram_pages: r.ram_pages,
@@ -46,6 +55,13 @@ pub(super) fn swap(
                 store_p99_ns: r.store_hist.p99_ns,
                 load_p50_ns: r.load_hist.p50_ns,
                 load_p99_ns: r.load_hist.p99_ns,
+                hit_swap_ins: hit.count,
+                hit_p50_ns: hit.p50_ns,
+                hit_p99_ns: hit.p99_ns,
+                device_swap_ins: dev.count,
+                device_p50_ns: dev.p50_ns,
+                device_p99_ns: dev.p99_ns,
+                device_seconds: r.device_secs,
                 cpu_seconds: r.cpu_secs,
                 trace_secs,
                 verified: r.verified,

@@ -34,6 +34,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::comp_bench::{self, AlgoSpec, Options};
+use crate::swap_device::SwapDevice;
 use crate::{LabError, Progress};
 
 pub use apply::Apply;
@@ -44,7 +45,7 @@ pub use policy::{Policy, PolicyRow, candidates, default_policies};
 pub use recommend::{Recommendation, recommend};
 
 /// Bumped whenever a field changes meaning or disappears.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// One allocator holding the pages zram stored with the default algorithm.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -75,8 +76,26 @@ pub struct SwapRow {
     pub disk_reads: u64,
     pub disk_writes: u64,
     pub store_p99_ns: u64,
+    /// Every swap-in, end to end (a zswap miss includes its device read).
     pub load_p50_ns: u64,
     pub load_p99_ns: u64,
+    /// Swap-ins served from memory (a zswap hit; zram's read) and their latency.
+    #[serde(default)]
+    pub hit_swap_ins: u64,
+    #[serde(default)]
+    pub hit_p50_ns: u64,
+    #[serde(default)]
+    pub hit_p99_ns: u64,
+    /// Swap-ins that read the device (a zswap miss; a zram slot written back), end to end.
+    #[serde(default)]
+    pub device_swap_ins: u64,
+    #[serde(default)]
+    pub device_p50_ns: u64,
+    #[serde(default)]
+    pub device_p99_ns: u64,
+    /// Seconds the swap device is busy with the replay's reads and writes (charged latencies).
+    #[serde(default)]
+    pub device_seconds: f64,
     pub cpu_seconds: f64,
     /// Seconds the trace spans (its last access's time): swap-ins / trace_secs is a rate.
     pub trace_secs: f64,
@@ -94,6 +113,9 @@ pub struct LabReport {
     pub policies: Vec<PolicyRow>,
     /// zram against zswap under memory pressure, at a few RAM budgets.
     pub swap: Vec<SwapRow>,
+    /// The block device behind the swap file whose latency the replays charge
+    /// (`--swap-device`).
+    pub swap_device: SwapDevice,
     /// The live zram swap device the pages came from (source kind `zram`), else none.
     pub now: Option<Now>,
     /// The swap rates CPU costs are projected with.
@@ -119,6 +141,8 @@ pub struct LabOptions {
     /// Rates observed on the live system, or why there are none (then the trace replay's are
     /// used, saying why).
     pub rates: Result<Rates, String>,
+    /// The device behind the swap file (a profile or a measurement).
+    pub device: SwapDevice,
 }
 
 impl Default for LabOptions {
@@ -129,6 +153,7 @@ impl Default for LabOptions {
             budgets: Budgets::default(),
             now: None,
             rates: Err("not observed".into()),
+            device: SwapDevice::default(),
         }
     }
 }
@@ -156,7 +181,7 @@ pub fn run(
         .iter()
         .map(|p| policy::measure(p, pages, ps, progress))
         .collect::<Result<Vec<_>, _>>()?;
-    let swap = measure::swap(pages, ps, progress)?;
+    let swap = measure::swap(pages, ps, &opts.device, progress)?;
     let rates = match &opts.rates {
         Ok(r) => r.clone(),
         Err(why) => now::replay_rates(&swap, why),
@@ -171,6 +196,7 @@ pub fn run(
         allocators,
         policies,
         swap,
+        swap_device: opts.device.clone(),
         now: opts.now.clone(),
         rates,
         candidates,

@@ -21,10 +21,16 @@
 //! the whole; [`Simulator::access`] is one step, for callers that interleave their own work.
 //!
 //! What is timed: each zram page write / read, and each `zswap_store` / `zswap_load` (the
-//! functions seed 001, docs/REFERENCES.md [seed-001], traced with bpftrace); a rejected store's
-//! write to the swap file, a miss's read from it and the shrink worker run outside the timed
-//! part, as the kernel's do.
-//! Everything else is deterministic: the same pages and trace give the same counters.
+//! functions seed 001, docs/REFERENCES.md [seed-001], traced with bpftrace). The swap file
+//! stands for a block device ([`ReplayConfig::device`], `--swap-device`: a profile or a
+//! measured device, [`crate::swap_device`]): each of its reads and writes (a zswap miss, a page
+//! zswap rejects, zswap's writeback; a read of a slot zram wrote back, zram's writeback) is
+//! charged one latency drawn from the device's distribution, added to the time, never slept.
+//! Swap-ins are end to end and also reported by where the page came from ([`SwapInHists`]:
+//! zswap hit, zswap miss + device read, zram, zram written back + device read); device writes
+//! go to their own histogram, as the kernel does not make reclaim wait for them.
+//! Everything else is deterministic: the same pages, trace and device give the same counters
+//! and the same charges.
 
 mod lru;
 mod sim;
@@ -38,6 +44,7 @@ use zmem_zswap::{FileSlots, Incompressible, SwapFile, Zswap, ZswapConfig};
 
 use crate::cputime::Stopwatch;
 use crate::latency::{LatencyHist, render_hist};
+use crate::swap_device::SwapDevice;
 use crate::{LabError, Progress};
 
 pub use sim::Simulator;
@@ -108,6 +115,11 @@ pub struct ReplayConfig {
     pub writeback: bool,
     /// Directory for zswap's swap file (an unlinked temporary file); `None` keeps it in memory.
     pub swap_dir: Option<PathBuf>,
+    /// The block device behind the swap file, whose latency every device I/O is charged.
+    pub device: SwapDevice,
+    /// zram only: give the device a backing device (`backing_dev`; held in memory, charged
+    /// as `device`), so [`Simulator::zram_writeback_idle`] can write slots back to it.
+    pub zram_backing: bool,
 }
 
 impl Default for ReplayConfig {
@@ -124,12 +136,27 @@ impl Default for ReplayConfig {
             incompressible: Incompressible::StoreAsIs,
             writeback: true,
             swap_dir: None,
+            device: SwapDevice::default(),
+            zram_backing: false,
         }
     }
 }
 
-/// What a replay measured. All fields but `store_hist`, `load_hist`, `cpu_secs` and
-/// `wall_secs` are deterministic.
+/// Swap-in latencies, end to end, by where the page came from.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SwapInHists {
+    /// `zswap_load` that found the page.
+    pub zswap_hit: LatencyHist,
+    /// `zswap_load` that did not, plus the device read.
+    pub zswap_miss: LatencyHist,
+    /// zram's page read from memory.
+    pub zram: LatencyHist,
+    /// zram's read of a slot written back to its backing device, plus the device read.
+    pub zram_written_back: LatencyHist,
+}
+
+/// What a replay measured. All fields but the histograms of measured times, `cpu_secs` and
+/// `wall_secs` are deterministic (the device's charges are seeded).
 #[derive(Debug, Clone, Serialize)]
 pub struct ReplayResult {
     pub swap: SwapKind,
@@ -161,8 +188,21 @@ pub struct ReplayResult {
     pub disk_writes: u64,
     /// zswap's debugfs counters and vmstat events, or zram's mm_stat fields, by name.
     pub counters: Vec<Counter>,
+    /// `zswap_store`, or zram's page write (device writes are in `device_write_hist`).
     pub store_hist: LatencyHist,
+    /// Every swap-in from zswap or the device, end to end (zero pages are not timed).
     pub load_hist: LatencyHist,
+    /// The same swap-ins by where the page came from.
+    pub swap_in_hists: SwapInHists,
+    /// The device the swap file stands for.
+    pub device: SwapDevice,
+    /// Latency charged to each device write (rejected stores, writeback).
+    pub device_write_hist: LatencyHist,
+    /// Device reads and writes charged (for zswap, `disk_reads` and `disk_writes`).
+    pub device_reads_charged: u64,
+    pub device_writes_charged: u64,
+    /// Sum of every latency charged: the seconds the device is busy with the replay's swap.
+    pub device_secs: f64,
     pub cpu_secs: f64,
     pub wall_secs: f64,
     /// Every swapped-in page equalled the page that went out.
@@ -283,7 +323,41 @@ pub fn render(r: &ReplayResult) -> String {
         r.wall_secs,
         if r.verified { "yes" } else { "NO" }
     );
+    s += &format!(
+        "swap device {} ({}): read p50 {} us p99 {} us, write p50 {} us p99 {} us; charged {} \
+         reads, {} writes, {:.3} s busy\n",
+        r.device.name,
+        r.device.kind,
+        us(r.device.read.p50_ns),
+        us(r.device.read.p99_ns),
+        us(r.device.write.p50_ns),
+        us(r.device.write.p99_ns),
+        r.device_reads_charged,
+        r.device_writes_charged,
+        r.device_secs
+    );
+    let h = &r.swap_in_hists;
+    s += "swap-in, end to end:      count     p50 ns     p99 ns\n";
+    for (name, x) in [
+        ("zswap hit", &h.zswap_hit),
+        ("zswap miss + device", &h.zswap_miss),
+        ("zram", &h.zram),
+        ("zram written back + device", &h.zram_written_back),
+        ("all", &r.load_hist),
+    ] {
+        if x.count > 0 || name == "all" {
+            s += &format!("  {name:<26} {:>8} {:>10} {:>10}\n", x.count, x.p50_ns, x.p99_ns);
+        }
+    }
     s += &render_hist("store_ns", &r.store_hist);
     s += &render_hist("load_ns", &r.load_hist);
+    if r.device_write_hist.count > 0 {
+        s += &render_hist("device_write_ns", &r.device_write_hist);
+    }
     s
+}
+
+/// Nanoseconds as microseconds for text, one decimal below 10 us.
+fn us(ns: u64) -> String {
+    if ns < 10_000 { format!("{:.1}", ns as f64 / 1e3) } else { format!("{}", ns / 1000) }
 }

@@ -13,11 +13,12 @@ use zmem_zram::Zram;
 use zmem_zswap::{Stage, SwapDevice, SwapHook, SwapIn, SwapLayer, SwapOut, ZswapError};
 
 use super::lru::{Lru, SWAP_CLUSTER_MAX};
-use super::{Access, Counter, ReplayConfig, ReplayResult, SwapKind, build_zswap};
+use super::{Access, Counter, ReplayConfig, ReplayResult, SwapInHists, SwapKind, build_zswap};
 use crate::LabError;
 use crate::cputime::Elapsed;
 use crate::latency::LatencyRecorder;
-use crate::zram_run::{ZramRunConfig, build_device};
+use crate::swap_device::{DeviceSampler, SwapDevice as DeviceCost};
+use crate::zram_run::{ZramRunConfig, build_device_with_backing};
 
 /// A zram device as the swap layer's device: zram swap (`swapon /dev/zram0`).
 struct ZramSwap(Arc<Zram>);
@@ -42,37 +43,140 @@ impl SwapDevice for ZramSwap {
     }
 }
 
-/// Times what seed 001 traced with bpftrace: `zswap_store` / `zswap_load`, or with zram as the
-/// swap device, zram's page write and read. A zswap miss's device I/O is not timed.
+/// Times each swap stage as seed 001 traced it with bpftrace (`zswap_store` / `zswap_load`, or
+/// with zram as the swap device, zram's page write and read) and charges every I/O of the
+/// device behind the swap file with a latency drawn from [`DeviceCost`] (the swap file itself
+/// is memory or page cache here, so its own time is not what a swap-in would wait for and is
+/// left out). Swap-ins are end to end, by where the page came from: a zswap hit is
+/// `zswap_load`; a miss is `zswap_load` plus one device read; a zram read is the read; a read
+/// of a slot zram had written back is the read plus one device read. Device writes (a page
+/// zswap rejects, zswap's and zram's writeback) are charged to their own histogram, not to the
+/// store: the kernel submits them asynchronously and reclaim does not wait for them.
 pub(crate) struct SwapTimer {
     time_device: bool,
+    device: DeviceSampler,
+    /// The zram device, whose backing-device read counter tells a written-back slot's read.
+    zram: Option<Arc<Zram>>,
+    /// `zswap_load`'s time, until the swap-in says whether it hit.
+    pending_load_ns: Option<u64>,
     pub(crate) store: LatencyRecorder,
+    /// Every timed swap-in, end to end.
     pub(crate) load: LatencyRecorder,
+    pub(crate) zswap_hit: LatencyRecorder,
+    pub(crate) zswap_miss: LatencyRecorder,
+    pub(crate) zram_read: LatencyRecorder,
+    pub(crate) zram_written_back: LatencyRecorder,
+    pub(crate) device_write: LatencyRecorder,
+    /// Device I/Os charged, and their total charge.
+    pub(crate) device_reads: u64,
+    pub(crate) device_writes: u64,
+    pub(crate) device_ns: u64,
 }
 
+/// The device sampler's seed: the same replay charges the same latencies.
+const DEVICE_SEED: u64 = 0x0022_de71_ce00_0002;
+
 impl SwapTimer {
-    pub(crate) fn new(kind: SwapKind) -> Self {
+    pub(crate) fn new(kind: SwapKind, device: &DeviceCost, zram: Option<Arc<Zram>>) -> Self {
         Self {
             time_device: kind == SwapKind::Zram,
+            device: device.sampler(DEVICE_SEED),
+            zram,
+            pending_load_ns: None,
             store: LatencyRecorder::new(),
             load: LatencyRecorder::new(),
+            zswap_hit: LatencyRecorder::new(),
+            zswap_miss: LatencyRecorder::new(),
+            zram_read: LatencyRecorder::new(),
+            zram_written_back: LatencyRecorder::new(),
+            device_write: LatencyRecorder::new(),
+            device_reads: 0,
+            device_writes: 0,
+            device_ns: 0,
         }
     }
+
+    fn charge_read(&mut self) -> u64 {
+        let ns = self.device.read_ns();
+        self.device_reads += 1;
+        self.device_ns += ns;
+        ns
+    }
+
+    /// Charges `n` device writes that happened outside any stage (writeback).
+    pub(crate) fn charge_writes(&mut self, n: u64) {
+        for _ in 0..n {
+            let ns = self.device.write_ns();
+            self.device_write.record(ns);
+            self.device_writes += 1;
+            self.device_ns += ns;
+        }
+    }
+
+    fn backing_reads(&self) -> u64 {
+        self.zram.as_ref().map_or(0, |z| z.bd_stat().bd_reads)
+    }
+}
+
+fn timed<R>(f: impl FnOnce() -> R) -> (R, u64) {
+    let t = Instant::now();
+    let r = f();
+    (r, t.elapsed().as_nanos() as u64)
 }
 
 impl SwapHook for SwapTimer {
     fn around<R>(&mut self, stage: Stage, f: impl FnOnce() -> R) -> R {
-        let rec = match stage {
-            Stage::ZswapStore => &mut self.store,
-            Stage::ZswapLoad => &mut self.load,
-            Stage::DeviceWrite if self.time_device => &mut self.store,
-            Stage::DeviceRead if self.time_device => &mut self.load,
-            Stage::DeviceWrite | Stage::DeviceRead => return f(),
-        };
-        let t = Instant::now();
-        let r = f();
-        rec.record(t.elapsed().as_nanos() as u64);
-        r
+        match stage {
+            Stage::ZswapStore => {
+                let (r, ns) = timed(f);
+                self.store.record(ns);
+                r
+            }
+            Stage::DeviceWrite if self.time_device => {
+                let (r, ns) = timed(f);
+                self.store.record(ns);
+                r
+            }
+            Stage::DeviceWrite => {
+                let r = f();
+                self.charge_writes(1);
+                r
+            }
+            Stage::ZswapLoad => {
+                let (r, ns) = timed(f);
+                self.pending_load_ns = Some(ns);
+                r
+            }
+            Stage::DeviceRead if self.time_device => {
+                let before = self.backing_reads();
+                let (r, ns) = timed(f);
+                if self.backing_reads() > before {
+                    let total = ns + self.charge_read();
+                    self.zram_written_back.record(total);
+                    self.load.record(total);
+                } else {
+                    self.zram_read.record(ns);
+                    self.load.record(ns);
+                }
+                r
+            }
+            Stage::DeviceRead => {
+                let r = f();
+                let total = self.pending_load_ns.take().unwrap_or(0) + self.charge_read();
+                self.zswap_miss.record(total);
+                self.load.record(total);
+                r
+            }
+        }
+    }
+
+    fn swapped_in(&mut self, from: SwapIn) {
+        if from == SwapIn::Zswap
+            && let Some(ns) = self.pending_load_ns.take()
+        {
+            self.zswap_hit.record(ns);
+            self.load.record(ns);
+        }
     }
 }
 
@@ -139,12 +243,18 @@ impl<'p> Simulator<'p> {
                     page_size: ps,
                     ..ZramRunConfig::default()
                 };
-                let z = Arc::new(build_device(&zc, n as u64)?);
+                let backing = cfg.zram_backing.then(|| {
+                    let store: Box<dyn zmem_zram::BackingStore> =
+                        Box::new(zmem_zram::MemStore::new(n * ps));
+                    (std::path::PathBuf::from("(memory)"), store)
+                });
+                let z = Arc::new(build_device_with_backing(&zc, n as u64, backing)?);
                 let dev = Box::new(ZramSwap(Arc::clone(&z)));
                 (SwapLayer::new(dev, ps, n as u64), Some(z))
             }
             SwapKind::Zswap => (SwapLayer::with_zswap(build_zswap(cfg, n as u64)?), None),
         };
+        let timer = SwapTimer::new(cfg.swap, &cfg.device, zram.clone());
         Ok(Self {
             pages: &pages[..n * ps],
             page_size: ps,
@@ -153,11 +263,25 @@ impl<'p> Simulator<'p> {
             zram,
             ram: Lru::new(cfg.ram_pages.min(n as u64) as usize, n),
             touched: vec![false; n],
-            timer: SwapTimer::new(cfg.swap),
+            timer,
             counts: Counts::default(),
             buf: vec![0u8; ps],
             verified: true,
         })
+    }
+
+    /// zram's `idle=all` then `writeback=idle`, as a periodic writeback would after the pages
+    /// aged: every slot zram holds moves to the backing device (needs
+    /// [`ReplayConfig::zram_backing`]). Returns the pages written; each is charged a device
+    /// write when the replay finishes, and each later swap-in of one a device read.
+    pub fn zram_writeback_idle(&self) -> Result<u64, LabError> {
+        let Some(z) = &self.zram else {
+            return Err(LabError::Setup("zram writeback needs zram as the swap".into()));
+        };
+        let before = z.bd_stat().bd_writes;
+        z.store("idle", "all")?;
+        z.store("writeback", "idle")?;
+        Ok(z.bd_stat().bd_writes - before)
     }
 
     /// Pages in the page set.
@@ -246,8 +370,16 @@ impl<'p> Simulator<'p> {
     }
 
     /// The result, with the time the caller measured around the accesses.
-    pub fn finish(self, time: Elapsed) -> ReplayResult {
+    pub fn finish(mut self, time: Elapsed) -> ReplayResult {
         let ps = self.page_size as u64;
+        // Device writes no stage saw: zswap's writeback (the shrink worker and the shrinker
+        // write straight to the swap file) and zram's writeback to its backing device.
+        let unseen = match (&self.zram, self.swap.zswap()) {
+            (Some(z), _) => z.bd_stat().bd_writes,
+            (None, Some(z)) => z.swap_file().writes().saturating_sub(self.timer.device_writes),
+            (None, None) => 0,
+        };
+        self.timer.charge_writes(unseen);
         let (max_pool_bytes, disk_reads, disk_writes, counters) =
             match (&self.zram, self.swap.zswap()) {
                 (Some(z), _) => {
@@ -297,6 +429,17 @@ impl<'p> Simulator<'p> {
             counters,
             store_hist: self.timer.store.finish(),
             load_hist: self.timer.load.finish(),
+            swap_in_hists: SwapInHists {
+                zswap_hit: self.timer.zswap_hit.finish(),
+                zswap_miss: self.timer.zswap_miss.finish(),
+                zram: self.timer.zram_read.finish(),
+                zram_written_back: self.timer.zram_written_back.finish(),
+            },
+            device: self.cfg.device.clone(),
+            device_write_hist: self.timer.device_write.finish(),
+            device_reads_charged: self.timer.device_reads,
+            device_writes_charged: self.timer.device_writes,
+            device_secs: self.timer.device_ns as f64 / 1e9,
             cpu_secs: time.cpu_secs,
             wall_secs: time.wall_secs,
             verified: self.verified,

@@ -76,9 +76,10 @@ pub fn render_html(r: &LabReport) -> String {
         .iter()
         .map(|w| {
             format!(
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td></tr>",
                 w.swap, w.ram_pages, w.swap_ins, w.max_pool_bytes as f64 / (1 << 20) as f64,
-                w.disk_reads, w.disk_writes, w.load_p50_ns, w.load_p99_ns
+                w.disk_reads, w.disk_writes, w.load_p50_ns, w.load_p99_ns, w.hit_p50_ns,
+                w.hit_p99_ns, w.device_p50_ns, w.device_p99_ns, w.device_seconds
             )
         })
         .collect();
@@ -107,9 +108,14 @@ pub fn render_html(r: &LabReport) -> String {
          {}\n{}\
          <h2>Compressors</h2><table><tr><th>algo</th><th>ratio</th><th>comp MB/s</th><th>decomp MB/s</th><th>freeing MB/s</th><th>verified</th></tr>{}</table>\
          {}\n{}\n<h2>Allocators</h2>{}\n<h2>zram policies</h2>{}\n{}\n\
-         <h2>zram vs zswap under memory pressure</h2><table><tr><th>swap</th><th>RAM pages</th>\
+         <h2>zram vs zswap under memory pressure</h2>\
+         <p>Swap device: {} ({}): 4 KiB read p50 {} &micro;s, p99 {} &micro;s; write p50 {} &micro;s, \
+         p99 {} &micro;s. {}. Swap-in latencies are end to end: from memory (zswap hit, zram) and \
+         from the device (zswap miss, zram written back).</p>\
+         <table><tr><th>swap</th><th>RAM pages</th>\
          <th>swap-ins</th><th>max pool MiB</th><th>disk reads</th><th>disk writes</th><th>load p50 ns</th>\
-         <th>load p99 ns</th></tr>{}</table>\
+         <th>load p99 ns</th><th>memory p50 ns</th><th>memory p99 ns</th><th>device p50 ns</th>\
+         <th>device p99 ns</th><th>device busy s</th></tr>{}</table>\
          <p><small>zmem {} &middot; schema {}</small></p></body></html>\n",
         r.source.pages,
         r.source.page_size,
@@ -133,6 +139,13 @@ pub fn render_html(r: &LabReport) -> String {
         pools,
         gains,
         hists,
+        esc(&r.swap_device.name),
+        esc(&r.swap_device.kind),
+        r.swap_device.read.p50_ns / 1000,
+        r.swap_device.read.p99_ns / 1000,
+        r.swap_device.write.p50_ns / 1000,
+        r.swap_device.write.p99_ns / 1000,
+        esc(&r.swap_device.note),
         swap_rows,
         esc(&r.zmem_version),
         r.schema_version,

@@ -52,21 +52,39 @@ pub fn render_summary(r: &LabReport) -> String {
         );
     }
     s += "\nzram vs zswap under memory pressure (generated trace; zswap: 20 % pool cap, swap file)\n";
+    let d = &r.swap_device;
     s += &format!(
-        "{:<6} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9}\n",
+        "swap device: {} ({}), 4 KiB read p50 {} / p99 {} us, write p50 {} / p99 {} us; {}\n",
+        d.name,
+        d.kind,
+        d.read.p50_ns / 1000,
+        d.read.p99_ns / 1000,
+        d.write.p50_ns / 1000,
+        d.write.p99_ns / 1000,
+        d.note
+    );
+    s += "swap-in latency end to end, ns: all; from memory (zswap hit, zram); from the device \
+          (zswap miss, zram written back)\n";
+    s += &format!(
+        "{:<6} {:>9} {:>9} {:>9} {:>8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}\n",
         "swap",
         "RAM pages",
         "swap-ins",
         "pool MiB",
         "disk rd",
         "disk wr",
-        "load p50",
-        "load p99",
+        "all p50",
+        "all p99",
+        "mem p50",
+        "mem p99",
+        "dev p50",
+        "dev p99",
+        "dev s",
         "verified"
     );
     for w in &r.swap {
         s += &format!(
-            "{:<6} {:>9} {:>9} {:>9.2} {:>10} {:>10} {:>10} {:>10} {:>9}\n",
+            "{:<6} {:>9} {:>9} {:>9.2} {:>8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8.3} {:>8}\n",
             w.swap,
             w.ram_pages,
             w.swap_ins,
@@ -75,6 +93,11 @@ pub fn render_summary(r: &LabReport) -> String {
             w.disk_writes,
             w.load_p50_ns,
             w.load_p99_ns,
+            w.hit_p50_ns,
+            w.hit_p99_ns,
+            dash(w.device_swap_ins, w.device_p50_ns),
+            dash(w.device_swap_ins, w.device_p99_ns),
+            w.device_seconds,
             if w.verified { "yes" } else { "NO" }
         );
     }
@@ -260,4 +283,9 @@ pub fn render_apply_script(r: &LabReport) -> String {
     let dict =
         r.policies.iter().find(|p| p.policy.name == rec.config).and_then(|p| p.dict.as_deref());
     crate::lab::apply::script(&rec.config, &rec.apply, dict)
+}
+
+/// A latency, or `-` where nothing was measured.
+fn dash(count: u64, ns: u64) -> String {
+    if count == 0 { "-".into() } else { ns.to_string() }
 }
