@@ -30,7 +30,8 @@
 //! suites) fill reused chunks with a pattern instead of zeros, so a reader that relied on
 //! zeroed frames would fail there.
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex, Once};
 
 /// The most bytes of chunks kept for later arenas.
 pub(crate) const MAX_CACHED_BYTES: usize = 256 << 20;
@@ -132,27 +133,21 @@ pub(crate) fn take(len: usize) -> Chunk {
     }
 }
 
-/// Requests for [`prepare`], served in order by the helper thread.
+/// Requests for [`prepare`] (chunk lengths), served newest first by the helper thread.
 static REQUESTS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
-static REQUESTED: std::sync::Condvar = std::sync::Condvar::new();
-static HELPER: std::sync::Once = std::sync::Once::new();
+static REQUESTED: Condvar = Condvar::new();
+static HELPER: Once = Once::new();
 
 /// Asks the helper thread to [`prepare`] a chunk of `len` bytes, and returns at once. Where no
 /// thread can be started (or under Miri), prepares it on the caller's thread instead.
 pub(crate) fn prepare_in_background(len: usize) {
-    let mut started = false;
     HELPER.call_once(|| {
-        started = cfg!(not(miri))
-            && std::thread::Builder::new()
-                .name("zmem-chunk-prep".into())
-                .spawn(helper)
-                .is_ok();
-        // Mark "no helper" so that later calls prepare synchronously.
-        if !started {
-            NO_HELPER.store(true, std::sync::atomic::Ordering::Relaxed);
-        }
+        let started = cfg!(not(miri))
+            && std::thread::Builder::new().name("zmem-chunk-prep".into()).spawn(helper).is_ok();
+        // No helper: later calls prepare on their own thread.
+        NO_HELPER.store(!started, Ordering::Relaxed);
     });
-    if NO_HELPER.load(std::sync::atomic::Ordering::Relaxed) {
+    if NO_HELPER.load(Ordering::Relaxed) {
         prepare(len);
         return;
     }
@@ -160,7 +155,7 @@ pub(crate) fn prepare_in_background(len: usize) {
     REQUESTED.notify_one();
 }
 
-static NO_HELPER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static NO_HELPER: AtomicBool = AtomicBool::new(false);
 
 /// The helper thread: prepares each requested chunk, for the life of the process (it holds
 /// nothing but the chunks it parks, which the cache owns).
