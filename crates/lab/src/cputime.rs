@@ -19,6 +19,20 @@ pub fn thread_cpu_secs() -> Option<f64> {
     Some(secs(ru.ru_utime) + secs(ru.ru_stime))
 }
 
+/// Minor page faults the calling thread has taken (`ru_minflt`), or `None` if the system
+/// refuses: a count that, unlike a time, other processes on the machine do not move.
+pub fn thread_minor_faults() -> Option<u64> {
+    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: as in `thread_cpu_secs`: getrusage only writes into `ru`, read after a 0 return.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, ru.as_mut_ptr()) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: getrusage returned 0, so it initialised the whole struct (it was also zeroed).
+    let ru = unsafe { ru.assume_init() };
+    u64::try_from(ru.ru_minflt).ok()
+}
+
 /// Both clocks of the calling thread, started together. Everything measured with one must run
 /// on the thread that started it.
 #[derive(Debug, Clone, Copy)]
@@ -53,6 +67,19 @@ impl Stopwatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn touching_fresh_memory_counts_minor_faults() {
+        let before = thread_minor_faults().expect("getrusage(RUSAGE_THREAD)");
+        // 64 fresh pages from the OS (a large allocation is its own mapping), each written once.
+        let mut v = vec![0u8; 64 << 12].into_boxed_slice();
+        for i in (0..v.len()).step_by(4096) {
+            v[i] = std::hint::black_box(1);
+        }
+        std::hint::black_box(&v);
+        let after = thread_minor_faults().unwrap();
+        assert!(after > before, "{before} -> {after}");
+    }
 
     #[test]
     fn cpu_time_is_available_and_never_goes_back() {

@@ -2,11 +2,13 @@
 //! optionally recompresses, reads everything back and compares, and returns the stat files in
 //! the kernel's formats with the write and read throughput.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use serde::Serialize;
 use zmem_zram::{Features, Zram, ZramConfig};
 
+use crate::cputime::{Stopwatch, thread_minor_faults};
 use crate::{LabError, Progress};
 
 /// How to build and drive the device.
@@ -52,12 +54,16 @@ pub struct ZramRunResult {
     pub debug_stat: String,
     pub write_mbps: f64,
     pub read_mbps: f64,
+    /// CPU seconds (user + system) the writer threads used, summed: unlike the MB/s, not
+    /// moved by other processes competing for the CPUs.
+    pub write_cpu_secs: f64,
+    /// CPU seconds the reader threads used in their reads, summed.
+    pub read_cpu_secs: f64,
+    /// Minor page faults the writer threads took, summed: fresh pool memory faulted in on the
+    /// write path (the input is faulted in before the timer).
+    pub write_faults: u64,
     pub verified: bool,
 }
-
-/// Bytes each reader reads at a time into its one buffer: dd's `bs=1M`, as
-/// `kernel-zram-speed` reads the kernel's device (docs/REFERENCES.md [live-zram-oracle]).
-const READ_BLOCK_BYTES: usize = 1 << 20;
 
 /// What [`write_pages`] does when the device refuses a page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,6 +145,40 @@ pub fn build_device_with_backing(
     Ok(z)
 }
 
+/// Pages a thread claims at a time, writing or reading: dd's `bs=1M` of 4 KiB pages.
+const BATCH_BYTES: usize = 1 << 20;
+
+/// Hands out consecutive batches of `0..n` to whichever thread asks next: threads share the
+/// work by what each gets done, not by a fixed half of the input, which a page file of
+/// contiguous processes (one zero-filled, one dense) splits unevenly.
+struct Batches {
+    next: AtomicUsize,
+    n: usize,
+    size: usize,
+}
+
+impl Batches {
+    fn new(n: usize, size: usize) -> Self {
+        Self { next: AtomicUsize::new(0), n, size: size.max(1) }
+    }
+
+    /// The next unclaimed range of page indices, or `None` when all are claimed.
+    fn claim(&self) -> Option<std::ops::Range<usize>> {
+        let first = self.next.fetch_add(self.size, Ordering::Relaxed);
+        (first < self.n).then(|| first..(first + self.size).min(self.n))
+    }
+}
+
+/// Maps every page of `pages` in before a timer starts, reading one byte of each. A page file
+/// is mapped, not read, so its first pass would otherwise pay a page fault per page (or per
+/// fault-around block) inside the timed write: a cost of loading the input, not of the device,
+/// whose pages in the kernel are resident in the writer's memory (and which `dd` reads from a
+/// page cache `kernel-zram-speed` has already filled). Returns a value derived from every byte
+/// read, so the reads cannot be optimised away.
+fn fault_in(pages: &[u8], ps: usize) -> u8 {
+    pages.iter().step_by(ps).fold(0u8, |acc, &b| acc ^ std::hint::black_box(b))
+}
+
 /// Runs the page set (whole pages; a short tail is ignored) through a fresh device.
 pub fn run(
     pages: &[u8],
@@ -152,67 +192,82 @@ pub fn run(
     }
     let z = build_device(cfg, n as u64)?;
     let threads = cfg.threads.clamp(1, n);
-    let per = n.div_ceil(threads);
+    let batch = (BATCH_BYTES / ps).max(1);
     let label = &format!("{} on {}", cfg.algo, cfg.pool);
+    std::hint::black_box(fault_in(&pages[..n * ps], ps));
 
+    // Each thread claims 1 MiB batches until none are left; the write time is the wall time
+    // until the last thread is done, the CPU time the sum of the writers' own.
     progress.start("write", n as u64);
+    let work = Batches::new(n, batch);
     let start = Instant::now();
-    let write_result: Result<(), LabError> = std::thread::scope(|s| {
+    let writes: Vec<Result<(f64, u64), LabError>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let z = &z;
-                s.spawn(move || -> Result<(), LabError> {
-                    let (first, end) = (t * per, ((t + 1) * per).min(n));
-                    let mine = &pages[first.min(end) * ps..end * ps];
-                    write_pages(z, mine, ps, first as u64, OnRefusal::Fail, label, progress)
-                        .map(|_| ())
+            .map(|_| {
+                let (z, work) = (&z, &work);
+                s.spawn(move || -> Result<(f64, u64), LabError> {
+                    let cpu = Stopwatch::start();
+                    let faults = thread_minor_faults().unwrap_or(0);
+                    while let Some(r) = work.claim() {
+                        let mine = &pages[r.start * ps..r.end * ps];
+                        write_pages(z, mine, ps, r.start as u64, OnRefusal::Fail, label, progress)?;
+                    }
+                    let faults = thread_minor_faults().unwrap_or(0).saturating_sub(faults);
+                    Ok((cpu.elapsed().cpu_secs, faults))
                 })
             })
             .collect();
-        handles.into_iter().try_for_each(|h| h.join().unwrap_or(Err(LabError::Panicked)))
+        handles.into_iter().map(|h| h.join().unwrap_or(Err(LabError::Panicked))).collect()
     });
     let write_secs = start.elapsed().as_secs_f64();
     progress.finish();
-    write_result?;
+    let writes = writes.into_iter().collect::<Result<Vec<_>, LabError>>()?;
+    let write_cpu_secs = writes.iter().map(|w| w.0).sum();
+    let write_faults = writes.iter().map(|w| w.1).sum();
 
     if let Some(args) = &cfg.recompress {
         z.store("recompress", args)?;
     }
 
-    // Read everything back as `dd bs=1M` reads the kernel's device: each thread reads 1 MiB
-    // at a time into one reused buffer. Only the reads are timed; each block is compared with
-    // the pages written between reads, so the comparison costs nothing in the read speed.
+    // Read everything back as `dd bs=1M` reads the kernel's device: each thread claims 1 MiB
+    // at a time and reads it into one reused buffer. Only the reads are timed; each block is
+    // compared with the pages written between reads, so the comparison costs nothing in the
+    // read speed.
     progress.start("read", n as u64);
-    let block_pages = (READ_BLOCK_BYTES / ps).max(1);
-    let reads: Vec<(bool, f64)> = std::thread::scope(|s| {
+    let work = Batches::new(n, batch);
+    let reads: Vec<Read> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let z = &z;
+            .map(|_| {
+                let (z, work) = (&z, &work);
                 s.spawn(move || {
-                    let (first, end) = (t * per, ((t + 1) * per).min(n));
-                    let mut buf = vec![0u8; block_pages * ps];
-                    let (mut ok, mut secs) = (true, 0.0);
-                    for block in (first..end).step_by(block_pages) {
-                        let count = block_pages.min(end - block);
-                        let dst = &mut buf[..count * ps];
+                    let mut buf = vec![0u8; batch * ps];
+                    let mut me = Read { ok: true, secs: 0.0, cpu_secs: 0.0 };
+                    while let Some(r) = work.claim() {
+                        let dst = &mut buf[..r.len() * ps];
                         let start = Instant::now();
+                        let cpu = Stopwatch::start();
                         for (k, page) in dst.chunks_mut(ps).enumerate() {
-                            ok &= z.read_page((block + k) as u64, page).is_ok();
+                            me.ok &= z.read_page((r.start + k) as u64, page).is_ok();
                         }
-                        secs += start.elapsed().as_secs_f64();
-                        ok &= *dst == pages[block * ps..(block + count) * ps];
-                        progress.advance(count as u64);
+                        me.cpu_secs += cpu.elapsed().cpu_secs;
+                        me.secs += start.elapsed().as_secs_f64();
+                        me.ok &= *dst == pages[r.start * ps..r.end * ps];
+                        progress.advance(r.len() as u64);
                     }
-                    (ok, secs)
+                    me
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or((false, 0.0))).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(Read { ok: false, secs: 0.0, cpu_secs: 0.0 }))
+            .collect()
     });
     progress.finish();
-    let verified = reads.iter().all(|r| r.0);
+    let verified = reads.iter().all(|r| r.ok);
+    let read_cpu_secs = reads.iter().map(|r| r.cpu_secs).sum();
     // The slowest reader's time: the threads read at once, as `--threads` writers do.
-    let read_secs = reads.iter().map(|r| r.1).fold(f64::MIN_POSITIVE, f64::max);
+    let read_secs = reads.iter().map(|r| r.secs).fold(f64::MIN_POSITIVE, f64::max);
 
     let bytes = (n * ps) as f64;
     let show = |attr: &str| z.show(attr).map(|s| s.trim_end().to_string());
@@ -227,8 +282,21 @@ pub fn run(
         debug_stat: show("debug_stat")?.replace('\n', " | "),
         write_mbps: bytes / write_secs / 1e6,
         read_mbps: bytes / read_secs / 1e6,
+        write_cpu_secs,
+        read_cpu_secs,
+        write_faults,
         verified,
     })
+}
+
+/// What one reader thread measured.
+#[derive(Debug, Clone, Copy)]
+struct Read {
+    ok: bool,
+    /// Wall seconds spent in reads (comparisons excluded).
+    secs: f64,
+    /// CPU seconds spent in reads.
+    cpu_secs: f64,
 }
 
 /// Human-readable report of a run.
@@ -236,7 +304,8 @@ pub fn render(r: &ZramRunResult) -> String {
     format!(
         "zram: {} pages, algo {}, pool {}, {} thread(s)\n\
          mm_stat    {}\nio_stat    {}\nbd_stat    {}\ndebug_stat {}\n\
-         write {:.0} MB/s, read {:.0} MB/s, verified: {}\n",
+         write {:.0} MB/s ({:.3} CPU s, {} page faults), read {:.0} MB/s ({:.3} CPU s), \
+         verified: {}\n",
         r.pages,
         r.algo,
         r.pool,
@@ -246,7 +315,60 @@ pub fn render(r: &ZramRunResult) -> String {
         r.bd_stat,
         r.debug_stat,
         r.write_mbps,
+        r.write_cpu_secs,
+        r.write_faults,
         r.read_mbps,
+        r.read_cpu_secs,
         if r.verified { "yes" } else { "NO" }
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::NoProgress;
+    use zmem_workload::generate::mixed;
+
+    #[test]
+    fn batches_hand_out_every_page_once_across_threads() {
+        for (n, size) in [(0, 256), (1, 256), (255, 256), (256, 256), (1000, 7), (4097, 256)] {
+            let work = Batches::new(n, size);
+            let mut seen: Vec<usize> = std::thread::scope(|s| {
+                let hs: Vec<_> = (0..3)
+                    .map(|_| {
+                        s.spawn(|| {
+                            let mut mine = Vec::new();
+                            while let Some(r) = work.claim() {
+                                assert!(!r.is_empty() && r.len() <= size, "{r:?}");
+                                mine.extend(r);
+                            }
+                            mine
+                        })
+                    })
+                    .collect();
+                hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+            });
+            seen.sort_unstable();
+            assert_eq!(seen, (0..n).collect::<Vec<_>>(), "n {n}, batch {size}");
+        }
+    }
+
+    #[test]
+    fn any_thread_count_stores_the_same_device() {
+        // 700 pages: not a multiple of the 256-page batch, so threads get unequal shares.
+        let set = mixed::generate(700, 4096, 11).unwrap();
+        let one = run(set.bytes(), &ZramRunConfig::default(), &NoProgress).unwrap();
+        assert!(one.verified);
+        assert_eq!(one.pages, 700);
+        assert!(one.write_cpu_secs > 0.0 && one.read_cpu_secs >= 0.0, "{one:?}");
+        for threads in [2, 3] {
+            let cfg = ZramRunConfig { threads, ..ZramRunConfig::default() };
+            let r = run(set.bytes(), &cfg, &NoProgress).unwrap();
+            assert!(r.verified, "{threads} threads");
+            assert_eq!(r.threads, threads);
+            // Without frees, zsmalloc's pages depend only on which objects were stored, not on
+            // the order: the accounting is the same whoever wrote which page.
+            assert_eq!(r.mm_stat, one.mm_stat, "{threads} threads");
+        }
+    }
 }

@@ -10,7 +10,7 @@
 //! the allocators' bookkeeping is plain integers and safe code. Two backings exist:
 //!
 //! - **Heap** (default): frames are carved from 2 MiB chunks of heap memory on huge pages
-//!   (`chunk_cache`; its `madvise` is the only `unsafe` on this path).
+//!   (`chunk_cache`; its two `madvise` calls are the only `unsafe` on this path).
 //!   Chunks are not returned while the arena lives; a freed frame goes on a LIFO free list and
 //!   is reused first, as a just-freed page is the hottest one the buddy allocator has. A dropped
 //!   arena parks its chunks for the next one (`chunk_cache`), as freed pages stay mapped on the
@@ -141,6 +141,39 @@ impl PageArena {
 
     fn frames_per_chunk(&self) -> u32 {
         (CHUNK_BYTES / self.page_size).max(1) as u32
+    }
+
+    /// Frames this arena can hand out without taking a new chunk: its free list plus the unused
+    /// rest of its last chunk (`u64::MAX` for a memfd arena, which never takes chunks).
+    pub fn frames_before_new_chunk(&self) -> u64 {
+        match &self.backing {
+            Backing::Heap(chunks) => {
+                let mapped = chunks.len() as u64 * u64::from(self.frames_per_chunk());
+                self.free.len() as u64 + mapped - u64::from(self.high_water)
+            }
+            Backing::Memfd(_) => u64::MAX,
+        }
+    }
+
+    /// Frames of one heap chunk for an arena of `page_size` frames.
+    pub fn frames_per_heap_chunk(page_size: usize) -> u64 {
+        (CHUNK_BYTES / page_size).max(1) as u64
+    }
+
+    /// Heap chunks this arena holds (0 for a memfd arena).
+    pub fn chunks(&self) -> u64 {
+        match &self.backing {
+            Backing::Heap(chunks) => chunks.len() as u64,
+            Backing::Memfd(_) => 0,
+        }
+    }
+
+    /// Asks for a heap chunk for an arena of `page_size` frames to be made and faulted in off
+    /// the caller's path, so that the arena's next new chunk costs no page faults
+    /// (`chunk_cache::prepare_in_background`). Returns at once.
+    pub fn prepare_chunk(page_size: usize) {
+        let len = Self::frames_per_heap_chunk(page_size) as usize * page_size;
+        chunk_cache::prepare_in_background(len);
     }
 
     /// Takes a frame: the most recently freed one if any, else a fresh one.

@@ -16,12 +16,22 @@
 //! new one takes them first. At most [`MAX_CACHED_BYTES`] wait here; beyond that chunks go back
 //! to the OS as before.
 //!
+//! **Faulting ahead, off the writer's path.** A fresh chunk's memory is faulted in (and zeroed
+//! by the kernel, one huge page at a time) on its first write, and that write is an object
+//! copy made under the pool's write lock: the writer paid the zeroing inside its write, and
+//! every other writer waited for it. The kernel's zsmalloc takes pages that are already mapped
+//! and are not zeroed. So a pool that will soon need a fresh chunk asks for one with
+//! [`prepare_in_background`]: a helper thread (one per process, started on the first request)
+//! makes the chunk, faults all its pages in and parks it here, where the arena takes it; a
+//! chunk not ready in time is faulted in by its first writes, as before.
+//!
 //! A parked chunk comes back holding what its last arena wrote, as a page from the buddy
 //! allocator does: no allocator reads bytes it has not written. Debug builds (so the test
 //! suites) fill reused chunks with a pattern instead of zeros, so a reader that relied on
 //! zeroed frames would fail there.
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex, Once};
 
 /// The most bytes of chunks kept for later arenas.
 pub(crate) const MAX_CACHED_BYTES: usize = 256 << 20;
@@ -123,6 +133,77 @@ pub(crate) fn take(len: usize) -> Chunk {
     }
 }
 
+/// Requests for [`prepare`] (chunk lengths), served newest first by the helper thread.
+static REQUESTS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+static REQUESTED: Condvar = Condvar::new();
+static HELPER: Once = Once::new();
+
+/// Asks the helper thread to [`prepare`] a chunk of `len` bytes, and returns at once. Where no
+/// thread can be started (or under Miri), prepares it on the caller's thread instead.
+pub(crate) fn prepare_in_background(len: usize) {
+    HELPER.call_once(|| {
+        let started = cfg!(not(miri))
+            && std::thread::Builder::new().name("zmem-chunk-prep".into()).spawn(helper).is_ok();
+        // No helper: later calls prepare on their own thread.
+        NO_HELPER.store(!started, Ordering::Relaxed);
+    });
+    if NO_HELPER.load(Ordering::Relaxed) {
+        prepare(len);
+        return;
+    }
+    REQUESTS.lock().unwrap_or_else(|p| p.into_inner()).push(len);
+    REQUESTED.notify_one();
+}
+
+static NO_HELPER: AtomicBool = AtomicBool::new(false);
+
+/// The helper thread: prepares each requested chunk, for the life of the process (it holds
+/// nothing but the chunks it parks, which the cache owns).
+fn helper() {
+    loop {
+        let len = {
+            let mut q = REQUESTS.lock().unwrap_or_else(|p| p.into_inner());
+            loop {
+                if let Some(len) = q.pop() {
+                    break len;
+                }
+                q = REQUESTED.wait(q).unwrap_or_else(|p| p.into_inner());
+            }
+        };
+        prepare(len);
+    }
+}
+
+/// Makes sure a chunk of `len` bytes is parked, making one and faulting all its pages in if none
+/// is (see the module's "Faulting ahead"). Two callers may both make one; the second waits here
+/// for the next arena or goes back to the OS at the cap.
+pub(crate) fn prepare(len: usize) {
+    {
+        let c = cache();
+        // One waits already, or a new one could not be parked (the arena will fault its own).
+        if c.chunks.iter().any(|ch| ch.len() == len) || c.bytes + len > MAX_CACHED_BYTES {
+            return;
+        }
+    }
+    let chunk = Chunk::new(len);
+    populate(&chunk);
+    give(vec![chunk]);
+}
+
+#[cfg(all(target_os = "linux", not(miri)))]
+fn populate(region: &[u8]) {
+    // SAFETY: `madvise` reads and writes no memory of ours: MADV_POPULATE_WRITE (Linux 5.14)
+    // faults the range's pages in as a write would, leaving their contents (zeros, as the
+    // allocation was zeroed) unchanged. The range is one allocation this chunk owns. A failure
+    // (an older kernel) only leaves the faults to the first writes, as before.
+    unsafe {
+        libc::madvise(region.as_ptr().cast_mut().cast(), region.len(), libc::MADV_POPULATE_WRITE);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", not(miri))))]
+fn populate(_region: &[u8]) {}
+
 /// Parks the chunks of a dropped arena, as many as fit under [`MAX_CACHED_BYTES`].
 pub(crate) fn give(chunks: Vec<Chunk>) {
     let mut c = cache();
@@ -166,6 +247,40 @@ mod tests {
         if !cfg!(miri) {
             assert_eq!(chunk.as_ptr() as usize % HUGE_PAGE, 0);
         }
+    }
+
+    #[test]
+    fn a_prepared_chunk_is_parked_zeroed_and_taken_next() {
+        // Another length no other test uses.
+        const LEN: usize = 3 * 4096 + 17;
+        prepare(LEN);
+        let parked = cache().chunks.iter().filter(|ch| ch.len() == LEN).count();
+        assert_eq!(parked, 1, "one chunk of the length is parked");
+        let ptr = cache().chunks.iter().find(|ch| ch.len() == LEN).map(|ch| ch.as_ptr());
+        // Preparing again while one waits makes no second chunk.
+        prepare(LEN);
+        assert_eq!(cache().chunks.iter().filter(|ch| ch.len() == LEN).count(), 1);
+        let chunk = take(LEN);
+        assert_eq!(Some(chunk.as_ptr()), ptr, "the prepared chunk is the one taken");
+        let expect = if cfg!(debug_assertions) { POISON } else { 0 };
+        assert!(chunk.iter().all(|&b| b == expect));
+    }
+
+    #[test]
+    fn a_background_request_parks_a_chunk() {
+        const LEN: usize = 5 * 4096 + 29;
+        prepare_in_background(LEN);
+        // The helper serves it soon; wait for it (no timing is asserted, only the outcome).
+        let parked = (0..2000).any(|_| {
+            let found = cache().chunks.iter().any(|ch| ch.len() == LEN);
+            if !found {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            found
+        });
+        assert!(parked, "the requested chunk was parked");
+        let chunk = take(LEN);
+        assert_eq!(chunk.len(), LEN);
     }
 
     #[test]

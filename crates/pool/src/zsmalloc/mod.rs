@@ -77,6 +77,8 @@ pub(crate) struct Inner {
 pub(crate) struct InnerMut<'a> {
     guard: RwLockWriteGuard<'a, Inner>,
     pages: &'a AtomicU64,
+    headroom: &'a AtomicU64,
+    chunks: &'a AtomicU64,
 }
 
 impl std::ops::Deref for InnerMut<'_> {
@@ -95,6 +97,8 @@ impl std::ops::DerefMut for InnerMut<'_> {
 impl Drop for InnerMut<'_> {
     fn drop(&mut self) {
         self.pages.store(self.guard.arena.frames_in_use(), Ordering::Relaxed);
+        self.headroom.store(self.guard.arena.frames_before_new_chunk(), Ordering::Relaxed);
+        self.chunks.store(self.guard.arena.chunks(), Ordering::Relaxed);
     }
 }
 
@@ -107,6 +111,14 @@ pub struct ZsPool {
     /// The arena's frames in use, as of the last write-locked operation: the kernel's atomic
     /// `pages_allocated`, which zram reads on every write without taking the pool lock.
     pages: AtomicU64,
+    /// The arena's `frames_before_new_chunk` and chunk count, as of the last write-locked
+    /// operation: a writer that sees the headroom low asks for the next chunk to be faulted in
+    /// ahead (`store`), once per chunk (`prepared`: the chunk count asked for so far).
+    headroom: AtomicU64,
+    chunks: AtomicU64,
+    prepared: AtomicU64,
+    /// Headroom at which to ask: half a chunk.
+    prepare_ahead: u64,
     /// Written by allocation, free, object writes and compaction; read (shared) by object
     /// reads and the counters, so readers of different objects never wait for each other.
     inner: RwLock<Inner>,
@@ -118,11 +130,16 @@ impl ZsPool {
     pub fn new(config: &PoolConfig) -> Result<Self, PoolError> {
         let table = ClassTable::new(config.page_size, config.chain_size)?;
         let arena = PageArena::new(config.arena, config.page_size, config.max_pages)?;
+        let headroom = AtomicU64::new(arena.frames_before_new_chunk());
         let n = table.classes().len();
         Ok(Self {
             page_size: config.page_size,
             compaction_in_progress: AtomicBool::new(false),
             pages: AtomicU64::new(0),
+            headroom,
+            chunks: AtomicU64::new(0),
+            prepared: AtomicU64::new(0),
+            prepare_ahead: PageArena::frames_per_heap_chunk(config.page_size) / 2,
             inner: RwLock::new(Inner {
                 table: table.clone(),
                 arena,
@@ -165,6 +182,8 @@ impl ZsPool {
         InnerMut {
             guard: self.inner.write().unwrap_or_else(|e| e.into_inner()),
             pages: &self.pages,
+            headroom: &self.headroom,
+            chunks: &self.chunks,
         }
     }
 
@@ -486,6 +505,14 @@ impl ZPool for ZsPool {
     /// One lock for both halves: zram stores an object per page written.
     fn store(&self, data: &[u8]) -> Result<Handle, PoolError> {
         let slot = self.class_slot(data.len())?;
+        // Half way through the arena's last chunk, have the next one faulted in off this path,
+        // rather than in an object copy under the lock, where every other writer would wait.
+        if self.headroom.load(Ordering::Relaxed) < self.prepare_ahead {
+            let next = self.chunks.load(Ordering::Relaxed) + 1;
+            if self.prepared.fetch_max(next, Ordering::Relaxed) < next {
+                PageArena::prepare_chunk(self.page_size);
+            }
+        }
         let mut g = self.lock();
         let h = g.malloc(slot, data.len())?;
         // Fails only on a length the allocation just ruled out; free rather than leak anyway.
