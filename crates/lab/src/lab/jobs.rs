@@ -58,7 +58,8 @@ enum Job {
 enum Done {
     Compressor(usize, Row),
     Allocator(usize, PoolRow),
-    Policy(usize, PolicyRow),
+    // Boxed: a policy's row (its latency histogram) is much the largest.
+    Policy(usize, Box<PolicyRow>),
     Swap(usize, SwapRow),
 }
 
@@ -123,7 +124,9 @@ fn run_job(plan: &Plan, allocators: &[&str], job: Job, p: &dyn Progress) -> Resu
             Done::Compressor(i + 1, comp_bench::algo_row(&[pages], &plan.specs[i], &plan.bench, p)?)
         }
         Job::Allocator(i) => Done::Allocator(i, measure::pool(allocators[i], pages, ps, p)?),
-        Job::Policy(i) => Done::Policy(i, policy::measure(&plan.policies[i], pages, ps, p)?),
+        Job::Policy(i) => {
+            Done::Policy(i, Box::new(policy::measure(&plan.policies[i], pages, ps, p)?))
+        }
         Job::Swap(i) => {
             let (fraction, kind) = SWAP_CASES[i];
             Done::Swap(i, measure::swap_row(pages, ps, plan.accesses, fraction, kind, p)?)
@@ -179,7 +182,7 @@ pub(super) fn run(plan: &Plan, progress: &dyn Progress) -> Result<Measured, LabE
         match r? {
             Done::Compressor(i, row) => compressors[i] = Some(row),
             Done::Allocator(i, row) => pools[i] = Some(row),
-            Done::Policy(i, row) => policies[i] = Some(row),
+            Done::Policy(i, row) => policies[i] = Some(*row),
             Done::Swap(i, row) => swap[i] = Some(row),
         }
     }
