@@ -156,65 +156,106 @@ pub fn run(
     opts: &Options,
     progress: &dyn Progress,
 ) -> Result<Vec<Row>, LabError> {
-    let ps = opts.page_size;
-    let total_pages: u64 = inputs.iter().map(|i| i.len().div_ceil(ps) as u64).sum();
-    if total_pages == 0 {
-        return Err(LabError::NoPages);
-    }
+    total_pages(inputs, opts.page_size)?;
     // Build every stream first so a bad name or parameter fails before any measuring.
     let mut streams = specs
         .iter()
-        .map(|s| Ok((s.label(), zmem_comp::create(&s.name, &s.params, ps)?)))
+        .map(|s| Ok((s.label(), zmem_comp::create(&s.name, &s.params, opts.page_size)?)))
         .collect::<Result<Vec<_>, LabError>>()?;
-    let batch = (opts.batch_bytes / ps).max(1) * ps;
-    let mut out = vec![0u8; batch];
-
     let mut rows = Vec::with_capacity(specs.len() + 1);
-    progress.start("memcpy", total_pages);
-    rows.push(Row::new("memcpy".into(), &memcpy(inputs, batch, &mut out, opts, progress)));
-    progress.finish();
+    rows.push(memcpy_row(inputs, opts, progress)?);
+    for (label, stream) in &mut streams {
+        rows.push(measure(inputs, label, stream.as_mut(), opts, progress)?);
+    }
+    Ok(rows)
+}
 
+/// The `memcpy` row alone (the ceiling every algorithm is compared with).
+pub fn memcpy_row(
+    inputs: &[&[u8]],
+    opts: &Options,
+    progress: &dyn Progress,
+) -> Result<Row, LabError> {
+    let total_pages = total_pages(inputs, opts.page_size)?;
+    let batch = batch_len(opts);
+    let mut out = vec![0u8; batch];
+    progress.start("memcpy", total_pages);
+    let acc = memcpy(inputs, batch, &mut out, opts, progress);
+    progress.finish();
+    Ok(Row::new("memcpy".into(), &acc))
+}
+
+/// One algorithm's row alone, on a stream of its own: rows of different algorithms may be
+/// measured on different threads at once.
+pub fn algo_row(
+    inputs: &[&[u8]],
+    spec: &AlgoSpec,
+    opts: &Options,
+    progress: &dyn Progress,
+) -> Result<Row, LabError> {
+    let mut stream = zmem_comp::create(&spec.name, &spec.params, opts.page_size)?;
+    measure(inputs, &spec.label(), stream.as_mut(), opts, progress)
+}
+
+fn total_pages(inputs: &[&[u8]], ps: usize) -> Result<u64, LabError> {
+    let total: u64 = inputs.iter().map(|i| i.len().div_ceil(ps) as u64).sum();
+    if total == 0 { Err(LabError::NoPages) } else { Ok(total) }
+}
+
+fn batch_len(opts: &Options) -> usize {
+    (opts.batch_bytes / opts.page_size).max(1) * opts.page_size
+}
+
+/// Every page through `stream`, compressed and then decompressed batch by batch.
+fn measure(
+    inputs: &[&[u8]],
+    label: &str,
+    stream: &mut dyn zmem_comp::Compressor,
+    opts: &Options,
+    progress: &dyn Progress,
+) -> Result<Row, LabError> {
+    let ps = opts.page_size;
+    let total_pages = total_pages(inputs, ps)?;
+    let batch = batch_len(opts);
+    let mut out = vec![0u8; batch];
     let bound = compress_bound(ps);
     let mut slots = vec![0u8; batch / ps * bound];
     let mut lens = vec![0usize; batch / ps];
-    for (label, stream) in &mut streams {
-        progress.start(label, total_pages);
-        let mut acc = Accumulated::default();
-        for chunk in inputs.iter().flat_map(|input| input.chunks(batch)) {
-            let pages = || chunk.chunks(ps).enumerate();
-            let first_page = acc.pages;
-            acc.comp_time += best_pass(opts, || {
-                for (i, page) in pages() {
-                    let slot = &mut slots[i * bound..(i + 1) * bound];
-                    lens[i] = stream.compress(page, slot).map_err(|err| LabError::Page {
-                        algo: label.clone(),
-                        page: first_page + i as u64,
-                        err,
-                    })?;
-                }
-                Ok(())
-            })?;
-            let mut all_ok = true;
-            acc.decomp_time += best_pass(opts, || {
-                all_ok = true;
-                for (i, page) in pages() {
-                    let src = &slots[i * bound..i * bound + lens[i]];
-                    let dst = &mut out[i * ps..i * ps + page.len()];
-                    all_ok &= matches!(stream.decompress(src, dst), Ok(n) if n == page.len());
-                }
-                Ok(())
-            })?;
-            acc.verified &= all_ok && out[..chunk.len()] == *chunk;
-            let n = chunk.len().div_ceil(ps);
-            acc.pages += n as u64;
-            acc.input_bytes += chunk.len() as u64;
-            acc.compressed_bytes += lens[..n].iter().map(|&l| l as u64).sum::<u64>();
-            progress.advance(n as u64);
-        }
-        progress.finish();
-        rows.push(Row::new(label.clone(), &acc));
+    progress.start(label, total_pages);
+    let mut acc = Accumulated::default();
+    for chunk in inputs.iter().flat_map(|input| input.chunks(batch)) {
+        let pages = || chunk.chunks(ps).enumerate();
+        let first_page = acc.pages;
+        acc.comp_time += best_pass(opts, || {
+            for (i, page) in pages() {
+                let slot = &mut slots[i * bound..(i + 1) * bound];
+                lens[i] = stream.compress(page, slot).map_err(|err| LabError::Page {
+                    algo: label.to_string(),
+                    page: first_page + i as u64,
+                    err,
+                })?;
+            }
+            Ok(())
+        })?;
+        let mut all_ok = true;
+        acc.decomp_time += best_pass(opts, || {
+            all_ok = true;
+            for (i, page) in pages() {
+                let src = &slots[i * bound..i * bound + lens[i]];
+                let dst = &mut out[i * ps..i * ps + page.len()];
+                all_ok &= matches!(stream.decompress(src, dst), Ok(n) if n == page.len());
+            }
+            Ok(())
+        })?;
+        acc.verified &= all_ok && out[..chunk.len()] == *chunk;
+        let n = chunk.len().div_ceil(ps);
+        acc.pages += n as u64;
+        acc.input_bytes += chunk.len() as u64;
+        acc.compressed_bytes += lens[..n].iter().map(|&l| l as u64).sum::<u64>();
+        progress.advance(n as u64);
     }
-    Ok(rows)
+    progress.finish();
+    Ok(Row::new(label.to_string(), &acc))
 }
 
 /// The ceiling: copying the pages costs what compressing them never can beat.

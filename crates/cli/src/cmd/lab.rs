@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use zmem_lab::lab::{self, Input, LabOptions, evidence};
+use zmem_lab::lab::{self, Coverage, Input, LabOptions, evidence};
 use zmem_lab::report;
 
 #[derive(Debug, clap::Args)]
@@ -28,9 +28,16 @@ pub struct Args {
     /// with no swap active there is nothing to watch and the trace replay's rates are used).
     #[arg(long, default_value_t = 10, value_name = "SECONDS")]
     observe: u64,
-    /// Most pages to run on (a capture or file is sampled evenly down to this).
-    #[arg(long, default_value_t = 6144)]
-    max_pages: usize,
+    /// Most pages to run on: a number (a larger capture or file is sampled evenly down to it)
+    /// or `all` (every page). Without it (and without --sample) a larger input is sampled at
+    /// random as by `--sample 6144`.
+    #[arg(long, value_name = "N|all", value_parser = max_pages, conflicts_with = "sample")]
+    max_pages: Option<Coverage>,
+    /// Run on a stratified random sample of N pages and estimate the pool, ratio and memory
+    /// saved of every page of the input, with 95 % confidence intervals (docs/BENCHMARKS.md,
+    /// "Sampling"). Default for inputs of more than 6144 pages: 6144.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(2..))]
+    sample: Option<u64>,
     /// CPU the recommended configuration may use, in percent of one core (compression of the
     /// swap-outs, decompression of the swap-ins, background recompression).
     #[arg(long, default_value_t = 1.0, value_name = "PERCENT")]
@@ -50,6 +57,20 @@ pub struct Args {
     /// Page file (raw pages or a page set, such as `zmem capture --zram`'s); none: see --source.
     #[arg(conflicts_with_all = ["source", "no_capture"])]
     pages: Option<PathBuf>,
+}
+
+/// Pages sampled at random when neither --max-pages nor --sample is given.
+const DEFAULT_SAMPLE: usize = 6144;
+
+/// `--max-pages`: a positive number of pages, or `all`.
+fn max_pages(text: &str) -> Result<Coverage, String> {
+    if text == "all" {
+        return Ok(Coverage::All);
+    }
+    match text.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(Coverage::Even(n)),
+        _ => Err(format!("{text:?} is neither a number of pages (1 or more) nor `all`")),
+    }
 }
 
 /// What the user asked for: a page file, the built-in set, or this machine (the lab decides
@@ -73,7 +94,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     }
     let device = super::args::swap_device(&args.swap_device)?;
     let bar = super::progress::Bar::new();
-    let e = evidence::gather(input(args)?, args.max_pages, &bar)?;
+    let coverage = match (args.max_pages, args.sample) {
+        (Some(c), _) => c,
+        (None, Some(n)) => Coverage::Sample(usize::try_from(n).unwrap_or(usize::MAX)),
+        (None, None) => Coverage::Sample(DEFAULT_SAMPLE),
+    };
+    let e = evidence::gather(input(args)?, coverage, &bar)?;
     eprintln!("zmem lab: {} pages ({}: {})", e.source.pages, e.source.kind, e.source.detail);
     let rates = lab::now::watch(&e.zram_ids, args.observe, e.source.page_size, &bar)?;
     let budgets = lab::Budgets {
@@ -81,7 +107,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         added_load_p99_us: args.latency_budget,
         ..lab::Budgets::default()
     };
-    let opts = LabOptions { budgets, now: e.now, rates, device, ..LabOptions::default() };
+    let opts = LabOptions {
+        budgets,
+        now: e.now,
+        rates,
+        device,
+        sample: e.sample,
+        ..LabOptions::default()
+    };
     let r = lab::run(&e.pages, e.source, &opts, &bar)?;
     if let Some(path) = &args.apply_script {
         std::fs::write(path, report::render_apply_script(&r))
@@ -104,4 +137,19 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         print!("{}", report::render_summary(&r));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_pages_is_a_positive_count_or_all() {
+        assert_eq!(max_pages("all"), Ok(Coverage::All));
+        assert_eq!(max_pages("6144"), Ok(Coverage::Even(6144)));
+        for bad in ["0", "-1", "ALL", "", "1e6", "many"] {
+            let e = max_pages(bad).unwrap_err();
+            assert!(e.contains(&format!("{bad:?}")), "{bad:?}: {e}");
+        }
+    }
 }

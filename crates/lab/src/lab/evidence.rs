@@ -10,15 +10,18 @@
 //! resident anonymous pages, where zmem may read them), else the built-in generated set, saying
 //! at each step why the one before was not used (no zram swap, not root, device unreadable,
 //! capture too small). A page set captured from a zram device (`zmem capture --zram`) carries
-//! the device's configuration and mm_stat, so it gets its "Now" too. A set larger than
-//! `max_pages` is sampled evenly (every `len / max`-th page) for the measurements, so the
-//! sample spans every process of a capture; the "Now" prediction uses every page.
+//! the device's configuration and mm_stat, so it gets its "Now" too. How many pages are measured
+//! is the [`Coverage`]: every page, at most `max` sampled evenly (every `len / max`-th page, so
+//! the sample spans every process of a capture), or a stratified random sample whose estimates
+//! for the whole input carry confidence intervals ([`super::sample`]); the "Now" prediction uses
+//! every page.
 
 use serde::{Deserialize, Serialize};
 use zmem_workload::capture::zram::capture_device;
 use zmem_workload::{PageSet, SetMeta, builtin, capture, live};
 
 use super::now::{self, LiveConfig, Now};
+use super::sample::{self, Design};
 use crate::replay::{self, Access};
 use crate::{LabError, Progress};
 
@@ -62,6 +65,37 @@ pub struct Evidence {
     pub now: Option<Now>,
     /// zram devices whose reads and writes give the swap rates (`/dev/zramN` numbers).
     pub zram_ids: Vec<u32>,
+    /// How the pages were sampled at random from the input, when they were
+    /// ([`Coverage::Sample`] of fewer pages than the input has).
+    pub sample: Option<Design>,
+}
+
+/// How many of the input's pages the lab measures, and how they are chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Coverage {
+    /// Every page (`--max-pages all`).
+    All,
+    /// At most this many, evenly spaced (`--max-pages N`).
+    Even(usize),
+    /// A stratified random sample of this many ([`sample::draw`]; `--sample N`), every page if
+    /// the input has no more.
+    Sample(usize),
+}
+
+impl From<usize> for Coverage {
+    fn from(max: usize) -> Self {
+        Self::Even(max)
+    }
+}
+
+impl Coverage {
+    /// Pages measured of an input of `total`.
+    pub fn used(self, total: usize) -> usize {
+        match self {
+            Self::All => total,
+            Self::Even(n) | Self::Sample(n) => total.min(n),
+        }
+    }
 }
 
 /// Every `len / max`-th page of `set`, at most `max` pages (all of them if it has no more).
@@ -73,23 +107,33 @@ pub fn sample(set: &PageSet, max: usize) -> Vec<u8> {
     (0..max).flat_map(|k| set.page(k * n / max).iter().copied()).collect()
 }
 
-fn evidence(kind: &str, detail: String, set: &PageSet, max_pages: usize) -> Evidence {
-    let pages = sample(set, max_pages);
+fn evidence(kind: &str, detail: String, set: &PageSet, coverage: Coverage) -> Evidence {
+    let (pages, design) = match coverage {
+        Coverage::All => (set.bytes().to_vec(), None),
+        Coverage::Even(max) => (sample(set, max), None),
+        Coverage::Sample(n) if n < set.len() => {
+            let (pages, design) = sample::draw(set, n, sample::DEFAULT_SEED);
+            (pages, Some(design))
+        }
+        Coverage::Sample(_) => (set.bytes().to_vec(), None),
+    };
     let source = Source {
         kind: kind.into(),
         detail,
         pages: (pages.len() / set.page_size()) as u64,
         page_size: set.page_size(),
     };
-    Evidence { pages, source, now: None, zram_ids: Vec::new() }
+    Evidence { pages, source, now: None, zram_ids: Vec::new(), sample: design }
 }
 
-/// Gathers the pages for `input`, at most `max_pages` of them.
+/// Gathers the pages for `input`, as many as `coverage` says (a number: at most that many,
+/// evenly spaced).
 pub fn gather(
     input: Input,
-    max_pages: usize,
+    coverage: impl Into<Coverage>,
     progress: &dyn Progress,
 ) -> Result<Evidence, LabError> {
+    let max_pages = coverage.into();
     let mut why_not = Vec::new();
     let try_processes = match input {
         Input::Pages { set, label } => return from_file(set, &label, max_pages, progress),
@@ -110,7 +154,7 @@ pub fn gather(
     if try_processes {
         match capture_processes(progress) {
             Ok((set, summary)) if set.len() >= MIN_CAPTURE_PAGES => {
-                let used = set.len().min(max_pages);
+                let used = max_pages.used(set.len());
                 let mut detail = format!("this machine: {summary}; {used} pages sampled");
                 if !why_not.is_empty() {
                     detail += &format!(" ({})", why_not.join("; "));
@@ -132,10 +176,10 @@ pub fn gather(
 fn from_file(
     set: PageSet,
     label: &str,
-    max_pages: usize,
+    max_pages: Coverage,
     progress: &dyn Progress,
 ) -> Result<Evidence, LabError> {
-    let used = set.len().min(max_pages);
+    let used = max_pages.used(set.len());
     let detail = format!("{label} ({} pages, {used} used)", set.len());
     let mut e = evidence("file", detail, &set, max_pages);
     if let Some(meta) = set.set_meta().filter(|m| m.get("source").is_some_and(|s| s == "zram")) {
@@ -149,7 +193,7 @@ fn from_file(
 
 /// Every active zram swap device, captured; `Ok(Err(why))` when there is none to use.
 fn from_zram(
-    max_pages: usize,
+    max_pages: Coverage,
     progress: &dyn Progress,
 ) -> Result<Result<Evidence, String>, LabError> {
     let mut devices = match live::active_zram_swaps() {
@@ -185,7 +229,7 @@ fn from_zram(
             format!("{} ({} pages, priority {})", d.path.display(), s.len(), d.priority)
         })
         .collect();
-    let used = sets.iter().map(|(_, s, _)| s.len()).sum::<usize>().min(max_pages);
+    let used = max_pages.used(sets.iter().map(|(_, s, _)| s.len()).sum::<usize>());
     let mut detail = format!("live zram swap: {}; {used} pages sampled", names.join(", "));
     if !summary.stable() {
         detail += "; the device changed while it was read";
@@ -286,6 +330,21 @@ mod tests {
         assert_eq!(e.source.pages, 4);
         assert_eq!(e.pages.len(), 4 * 4096);
         assert!(e.source.detail.contains("x.pages (10 pages, 4 used)"), "{}", e.source.detail);
+    }
+
+    #[test]
+    fn every_page_or_a_random_sample_with_its_design() {
+        let file = || Input::Pages { set: numbered(10), label: "x.pages".into() };
+        let e = gather(file(), Coverage::All, &NoProgress).unwrap();
+        assert_eq!((e.source.pages, e.pages.len()), (10, 10 * 4096));
+        assert!(e.sample.is_none());
+        let e = gather(file(), Coverage::Sample(4), &NoProgress).unwrap();
+        assert_eq!((e.source.pages, e.pages.len()), (4, 4 * 4096));
+        let d = e.sample.expect("a random sample has a design");
+        assert_eq!((d.population_pages, d.population_same_filled, d.sample_pages), (10, 10, 4));
+        // A sample as large as the input is the input, with nothing to estimate.
+        let e = gather(file(), Coverage::Sample(10), &NoProgress).unwrap();
+        assert_eq!((e.pages.as_slice(), e.sample), (numbered(10).bytes(), None));
     }
 
     #[test]

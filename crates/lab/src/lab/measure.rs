@@ -4,101 +4,145 @@
 //! Takes the pages of step 1; gives [`PoolRow`]s and [`SwapRow`]s.
 
 use crate::cputime::Stopwatch;
-use crate::replay::{self, ReplayConfig, SwapKind};
+use crate::replay::{self, Access, ReplayConfig, SwapKind};
 use crate::swap_device::SwapDevice;
 use crate::zram_run::{OnRefusal, ZramRunConfig, build_device, write_pages};
 use crate::{LabError, Progress};
 
+#[cfg(test)]
 use super::evidence::trace_for;
+use super::policy::{Policy, PolicyRow};
 use super::{PoolRow, SwapRow};
 
+/// The replays of [`swap`]: RAM of a quarter, then a half of the page set, zram then zswap.
+pub(super) const SWAP_CASES: [(u64, SwapKind); 4] =
+    [(4, SwapKind::Zram), (4, SwapKind::Zswap), (2, SwapKind::Zram), (2, SwapKind::Zswap)];
+
 /// zram and zswap (default algorithm, zsmalloc) replaying one generated trace at RAM budgets of
-/// a quarter and a half of the page set, zswap's swap file charged with `device`'s latencies.
+/// a quarter and a half of the page set ([`SWAP_CASES`], one [`swap_row`] each), zswap's swap
+/// file charged with `device`'s latencies.
+#[cfg(test)]
 pub(super) fn swap(
     pages: &[u8],
     ps: usize,
     device: &SwapDevice,
     progress: &dyn Progress,
 ) -> Result<Vec<SwapRow>, LabError> {
-    let n = (pages.len() / ps) as u64;
-    let accesses = trace_for(n)?;
-    // The trace's span: what its swap-ins and swap-outs are per second of.
-    let trace_secs = accesses.last().map_or(0.0, |a| a.time_ns as f64 / 1e9);
-    let mut rows = Vec::new();
-    for fraction in [4, 2] {
-        for swap in [SwapKind::Zram, SwapKind::Zswap] {
-            let cfg = ReplayConfig {
-                ram_pages: (n / fraction).max(1),
-                swap,
-                algo: zmem_zram::DEFAULT_ALGORITHM.into(),
-                page_size: ps,
-                device: device.clone(),
-                ..ReplayConfig::default()
-            };
-            let r = replay::run(pages, &accesses, &cfg, progress)?;
-            let h = &r.swap_in_hists;
-            // Served from memory, and from the device: one kind of each per swap.
-            let (hit, dev) = match swap {
-                SwapKind::Zram => (&h.zram, &h.zram_written_back),
-                SwapKind::Zswap => (&h.zswap_hit, &h.zswap_miss),
-            };
-            rows.push(SwapRow {
-                swap: format!("{swap:?}").to_lowercase(),
-                ram_pages: r.ram_pages,
-                pages: r.pages,
-                accesses: r.accesses,
-                swap_outs: r.swap_outs,
-                swap_ins: r.swap_ins,
-                max_pool_bytes: r.max_pool_bytes,
-                disk_reads: r.disk_reads,
-                disk_writes: r.disk_writes,
-                store_p99_ns: r.store_hist.p99_ns,
-                load_p50_ns: r.load_hist.p50_ns,
-                load_p99_ns: r.load_hist.p99_ns,
-                hit_swap_ins: hit.count,
-                hit_p50_ns: hit.p50_ns,
-                hit_p99_ns: hit.p99_ns,
-                device_swap_ins: dev.count,
-                device_p50_ns: dev.p50_ns,
-                device_p99_ns: dev.p99_ns,
-                device_seconds: r.device_secs,
-                cpu_seconds: r.cpu_secs,
-                trace_secs,
-                verified: r.verified,
-            });
-        }
-    }
-    Ok(rows)
+    let accesses = trace_for((pages.len() / ps) as u64)?;
+    SWAP_CASES
+        .iter()
+        .map(|&(fraction, kind)| swap_row(pages, ps, &accesses, fraction, kind, device, progress))
+        .collect()
 }
 
-/// zram with the default algorithm over each allocator: the pool each needs for the same pages.
-pub(super) fn pools(
+/// One replay of `accesses` ([`super::evidence::trace_for`] of the page set) with RAM of `1 / fraction` of the pages.
+pub(super) fn swap_row(
+    pages: &[u8],
+    ps: usize,
+    accesses: &[Access],
+    fraction: u64,
+    swap: SwapKind,
+    device: &SwapDevice,
+    progress: &dyn Progress,
+) -> Result<SwapRow, LabError> {
+    let n = (pages.len() / ps) as u64;
+    // The trace's span: what its swap-ins and swap-outs are per second of.
+    let trace_secs = accesses.last().map_or(0.0, |a| a.time_ns as f64 / 1e9);
+    let cfg = ReplayConfig {
+        ram_pages: (n / fraction).max(1),
+        swap,
+        algo: zmem_zram::DEFAULT_ALGORITHM.into(),
+        page_size: ps,
+        device: device.clone(),
+        ..ReplayConfig::default()
+    };
+    let r = replay::run(pages, accesses, &cfg, progress)?;
+    let h = &r.swap_in_hists;
+    // Served from memory, and from the device: one kind of each per swap.
+    let (hit, dev) = match swap {
+        SwapKind::Zram => (&h.zram, &h.zram_written_back),
+        SwapKind::Zswap => (&h.zswap_hit, &h.zswap_miss),
+    };
+    Ok(SwapRow {
+        swap: format!("{swap:?}").to_lowercase(),
+        ram_pages: r.ram_pages,
+        pages: r.pages,
+        accesses: r.accesses,
+        swap_outs: r.swap_outs,
+        swap_ins: r.swap_ins,
+        max_pool_bytes: r.max_pool_bytes,
+        disk_reads: r.disk_reads,
+        disk_writes: r.disk_writes,
+        store_p99_ns: r.store_hist.p99_ns,
+        load_p50_ns: r.load_hist.p50_ns,
+        load_p99_ns: r.load_hist.p99_ns,
+        hit_swap_ins: hit.count,
+        hit_p50_ns: hit.p50_ns,
+        hit_p99_ns: hit.p99_ns,
+        device_swap_ins: dev.count,
+        device_p50_ns: dev.p50_ns,
+        device_p99_ns: dev.p99_ns,
+        device_seconds: r.device_secs,
+        cpu_seconds: r.cpu_secs,
+        trace_secs,
+        verified: r.verified,
+    })
+}
+
+/// zram with the default algorithm over one allocator: the pool it needs for the pages.
+pub(super) fn pool(
+    alloc: &str,
     pages: &[u8],
     ps: usize,
     progress: &dyn Progress,
-) -> Result<Vec<PoolRow>, LabError> {
-    let mut rows = Vec::new();
-    for alloc in zmem_pool::allocators() {
-        let cfg = ZramRunConfig { pool: alloc.name.into(), page_size: ps, ..Default::default() };
-        let n = pages.len() / ps;
-        let z = build_device(&cfg, n as u64)?;
-        progress.start(&format!("pool {}", alloc.name), n as u64);
-        let clock = Stopwatch::start();
-        let label = format!("{} on {}", cfg.algo, alloc.name);
-        let rejected = write_pages(&z, pages, ps, 0, OnRefusal::Count, &label, progress)?;
-        let secs = clock.elapsed().wall_secs;
-        progress.finish();
-        rows.push(PoolRow {
-            allocator: alloc.name.into(),
-            pool_bytes: z.mm_stat().mem_used_total,
-            relative_to_zsmalloc: 0.0,
-            rejected_pages: rejected,
-            write_mbps: pages.len() as f64 / secs / 1e6,
-        });
+) -> Result<PoolRow, LabError> {
+    let cfg = ZramRunConfig { pool: alloc.into(), page_size: ps, ..Default::default() };
+    let n = pages.len() / ps;
+    let z = build_device(&cfg, n as u64)?;
+    progress.start(&format!("pool {alloc}"), n as u64);
+    let clock = Stopwatch::start();
+    let label = format!("{} on {alloc}", cfg.algo);
+    let rejected = write_pages(&z, pages, ps, 0, OnRefusal::Count, &label, progress)?;
+    let secs = clock.elapsed().wall_secs;
+    progress.finish();
+    Ok(PoolRow {
+        allocator: alloc.into(),
+        pool_bytes: z.mm_stat().mem_used_total,
+        relative_to_zsmalloc: 0.0,
+        rejected_pages: rejected,
+        write_mbps: pages.len() as f64 / secs / 1e6,
+    })
+}
+
+/// Whether `p`'s device is the one [`pool`] builds for `alloc`: the default algorithm alone on
+/// the default allocator, so its measurement gives that row without writing the pages again.
+pub(super) fn is_pool_run(p: &Policy, alloc: &str) -> bool {
+    let d = ZramRunConfig::default();
+    alloc == d.pool
+        && p.algo == d.algo
+        && p.recomp.is_empty()
+        && !p.mark_idle
+        && p.recompress.is_none()
+        && !p.dict
+}
+
+/// The row [`pool`] would give, from a policy that wrote the same pages to the same device
+/// ([`is_pool_run`]): the pool is the policy's before any recompression, the write speed its
+/// write's. A policy that refuses a page fails, so none was rejected.
+pub(super) fn pool_from_policy(alloc: &str, p: &PolicyRow) -> PoolRow {
+    PoolRow {
+        allocator: alloc.into(),
+        pool_bytes: p.pool_bytes_before_recompress,
+        relative_to_zsmalloc: 0.0,
+        rejected_pages: 0,
+        write_mbps: p.orig_bytes as f64 / p.write_seconds / 1e6,
     }
+}
+
+/// Fills in each row's pool relative to zsmalloc's.
+pub(super) fn relate_to_zsmalloc(rows: &mut [PoolRow]) {
     let base = rows.iter().find(|r| r.allocator == "zsmalloc").map_or(0, |r| r.pool_bytes);
-    for r in &mut rows {
+    for r in rows {
         r.relative_to_zsmalloc = if base == 0 { 0.0 } else { r.pool_bytes as f64 / base as f64 };
     }
-    Ok(rows)
 }

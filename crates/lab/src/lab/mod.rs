@@ -24,10 +24,12 @@
 pub mod apply;
 pub mod cost;
 pub mod evidence;
+mod jobs;
 mod measure;
 pub mod now;
 mod policy;
 mod recommend;
+pub mod sample;
 
 use std::time::Duration;
 
@@ -39,7 +41,7 @@ use crate::{LabError, Progress};
 
 pub use apply::Apply;
 pub use cost::{Budgets, Candidate};
-pub use evidence::{Evidence, Input, Source};
+pub use evidence::{Coverage, Evidence, Input, Source};
 pub use now::{FieldComparison, LiveConfig, Now, Rates};
 pub use policy::{Policy, PolicyRow, candidates, default_policies};
 pub use recommend::{Recommendation, recommend};
@@ -125,6 +127,10 @@ pub struct LabReport {
     /// The budgets and the recompression period the candidates were judged with.
     pub budgets: Budgets,
     pub recommendation: Recommendation,
+    /// Estimates for every page of the input, with 95 % confidence intervals, when the pages
+    /// measured are a random sample of it ([`sample`]); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimates: Option<sample::Estimates>,
 }
 
 /// Knobs of a lab run.
@@ -143,6 +149,11 @@ pub struct LabOptions {
     pub rates: Result<Rates, String>,
     /// The device behind the swap file (a profile or a measurement).
     pub device: SwapDevice,
+    /// Threads the measurements run on (each row on one of them); 0: one per core.
+    pub threads: usize,
+    /// How the pages were sampled from the input, when at random ([`Evidence::sample`]): the
+    /// report then estimates every page's pool with confidence intervals.
+    pub sample: Option<sample::Design>,
 }
 
 impl Default for LabOptions {
@@ -154,8 +165,18 @@ impl Default for LabOptions {
             now: None,
             rates: Err("not observed".into()),
             device: SwapDevice::default(),
+            threads: 0,
+            sample: None,
         }
     }
+}
+
+/// The compressor table's time per batch: `min_time` over the whole input. A small input (one
+/// batch) gets the best of several passes, as `zmem comp-bench` does; a large one is timed over
+/// so many pages that one pass per batch is enough, and each page is compressed once.
+fn per_batch(min_time: Duration, input_bytes: usize) -> Duration {
+    let batches = input_bytes.div_ceil(Options::default().batch_bytes).max(1);
+    min_time / batches as u32
 }
 
 /// Runs every experiment on `pages` (whole pages of `source.page_size`).
@@ -170,24 +191,45 @@ pub fn run(
     if pages.is_empty() {
         return Err(LabError::NoPages);
     }
-    let bench =
-        Options { page_size: ps, min_time: opts.min_time, max_passes: 20, ..Options::default() };
-    let compressors = comp_bench::run(&[pages], &AlgoSpec::all(), &bench, progress)?;
-    let allocators = measure::pools(pages, ps, progress)?;
+    let bench = Options {
+        page_size: ps,
+        min_time: per_batch(opts.min_time, pages.len()),
+        max_passes: 20,
+        ..Options::default()
+    };
     let current =
         opts.now.as_ref().map_or(zmem_zram::DEFAULT_ALGORITHM, |n| &n.config.comp_algorithm);
     let list = if opts.policies.is_empty() { candidates(current) } else { opts.policies.clone() };
-    let policies = list
-        .iter()
-        .map(|p| policy::measure(p, pages, ps, progress))
-        .collect::<Result<Vec<_>, _>>()?;
-    let swap = measure::swap(pages, ps, &opts.device, progress)?;
+    let accesses = evidence::trace_for((pages.len() / ps) as u64)?;
+    let threads = match opts.threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    let plan = jobs::Plan {
+        pages,
+        page_size: ps,
+        bench,
+        specs: AlgoSpec::all(),
+        policies: &list,
+        accesses: &accesses,
+        device: &opts.device,
+        threads,
+    };
+    let jobs::Measured { compressors, allocators, policies, swap } = jobs::run(&plan, progress)?;
     let rates = match &opts.rates {
         Ok(r) => r.clone(),
         Err(why) => now::replay_rates(&swap, why),
     };
     let (candidates, recommendation) =
         recommend(&policies, opts.now.as_ref(), &rates, &opts.budgets)?;
+    // Every algorithm measured alone gets its estimate.
+    let plain: Vec<&str> = list
+        .iter()
+        .filter(|p| p.recomp.is_empty() && p.recompress.is_none() && !p.dict)
+        .map(|p| p.algo.as_str())
+        .collect();
+    let estimates =
+        opts.sample.map(|design| sample::estimate(pages, ps, design, &plain)).transpose()?;
     Ok(LabReport {
         schema_version: SCHEMA_VERSION,
         zmem_version: env!("CARGO_PKG_VERSION").into(),
@@ -202,5 +244,130 @@ pub fn run(
         candidates,
         budgets: opts.budgets,
         recommendation,
+        estimates,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::NoProgress;
+
+    /// Timings: every field that is not a function of the pages alone.
+    const TIMED: [&str; 15] = [
+        "comp_mbps",
+        "decomp_mbps",
+        "freeing_mbps",
+        "write_mbps",
+        "write_seconds",
+        "recompress_seconds",
+        "cpu_seconds_per_gb",
+        "load_latency",
+        "compress_cpu_ns_per_page",
+        "decompress_cpu_ns_per_page",
+        "recompress_cpu_ns_per_page",
+        "store_p99_ns",
+        "load_p50_ns",
+        "load_p99_ns",
+        "cpu_seconds",
+    ];
+
+    fn untimed(v: impl Serialize) -> serde_json::Value {
+        fn strip(v: &mut serde_json::Value) {
+            match v {
+                serde_json::Value::Object(m) => {
+                    m.retain(|k, _| !TIMED.contains(&k.as_str()));
+                    m.values_mut().for_each(strip);
+                }
+                serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+                _ => {}
+            }
+        }
+        let mut v = serde_json::to_value(v).unwrap();
+        strip(&mut v);
+        v
+    }
+
+    /// The lab's rows, measured as jobs on two threads with the zsmalloc row taken from the
+    /// default policy's device, equal (every field but the timings) each step computed on its
+    /// own, one after another, as the lab did before.
+    #[test]
+    fn the_jobs_give_what_each_step_gives_alone() {
+        let set = zmem_workload::builtin::default_set_with(4096).unwrap();
+        let pages = &set.bytes()[..384 * 4096];
+        let source =
+            Source { kind: "builtin".into(), detail: String::new(), pages: 384, page_size: 4096 };
+        let opts = LabOptions { min_time: Duration::ZERO, threads: 2, ..LabOptions::default() };
+        let r = run(pages, source, &opts, &NoProgress).unwrap();
+
+        let bench = Options { min_time: Duration::ZERO, max_passes: 1, ..Options::default() };
+        let compressors = comp_bench::run(&[pages], &AlgoSpec::all(), &bench, &NoProgress).unwrap();
+        let mut allocators: Vec<PoolRow> = zmem_pool::allocators()
+            .iter()
+            .map(|a| measure::pool(a.name, pages, 4096, &NoProgress).unwrap())
+            .collect();
+        measure::relate_to_zsmalloc(&mut allocators);
+        let policies: Vec<PolicyRow> = default_policies()
+            .iter()
+            .map(|p| policy::measure(p, pages, 4096, &NoProgress).unwrap())
+            .collect();
+        let swap = measure::swap(pages, 4096, &SwapDevice::default(), &NoProgress).unwrap();
+
+        assert_eq!(r.compressors.len(), AlgoSpec::all().len() + 1);
+        assert_eq!(untimed(&r.compressors), untimed(&compressors));
+        assert_eq!(untimed(&r.allocators), untimed(&allocators));
+        assert_eq!(untimed(&r.policies), untimed(&policies));
+        assert_eq!(untimed(&r.swap), untimed(&swap));
+        // The candidates' pools and savings follow from the rows alone.
+        let rates = now::replay_rates(&swap, "not observed");
+        let (candidates, _) = recommend(&policies, None, &rates, &opts.budgets).unwrap();
+        let sizes = |c: &[Candidate]| -> Vec<(String, u64, i64)> {
+            c.iter().map(|x| (x.name.clone(), x.pool_bytes, x.memory_saved_bytes_vs_now)).collect()
+        };
+        assert_eq!(sizes(&r.candidates), sizes(&candidates));
+        assert!(r.estimates.is_none(), "no sample, no estimates");
+    }
+
+    #[test]
+    fn a_large_input_is_timed_in_one_pass_per_batch_and_a_small_one_in_several() {
+        let ms50 = Duration::from_millis(50);
+        assert_eq!(per_batch(ms50, 6144 * 4096), ms50);
+        assert_eq!(per_batch(ms50, 100 << 20), ms50 / 4);
+    }
+
+    /// A sampled run carries estimates for every plain algorithm it measured.
+    #[test]
+    fn a_sampled_run_estimates_every_plain_algorithm() {
+        let set = zmem_workload::builtin::default_set_with(4096).unwrap();
+        let whole =
+            zmem_workload::PageSet::from_raw(set.bytes()[..1024 * 4096].to_vec(), 4096).unwrap();
+        let (pages, design) = sample::draw(&whole, 128, 1);
+        let source =
+            Source { kind: "builtin".into(), detail: String::new(), pages: 128, page_size: 4096 };
+        let alone = |algo: &str| Policy {
+            name: algo.into(),
+            algo: algo.into(),
+            recomp: Vec::new(),
+            mark_idle: false,
+            recompress: None,
+            dict: false,
+        };
+        let policies = vec![alone("lz4"), alone("zstd")];
+        let opts = LabOptions {
+            min_time: Duration::ZERO,
+            policies,
+            sample: Some(design),
+            ..LabOptions::default()
+        };
+        let r = run(&pages, source, &opts, &NoProgress).unwrap();
+        let e = r.estimates.expect("estimates");
+        assert_eq!(e.design.population_pages, 1024);
+        let algos: Vec<&str> = e.rows.iter().map(|x| x.algo.as_str()).collect();
+        assert_eq!(algos, ["lz4", "zstd"]);
+        for x in &e.rows {
+            assert!(x.pool_bytes.low <= x.pool_bytes.estimate);
+            assert!(x.pool_bytes.estimate <= x.pool_bytes.high);
+            assert!(x.ratio.low <= x.ratio.estimate && x.ratio.estimate <= x.ratio.high);
+        }
+    }
 }

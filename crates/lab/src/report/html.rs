@@ -121,7 +121,7 @@ pub fn render_html(r: &LabReport) -> String {
         r.source.page_size,
         esc(&r.source.kind),
         esc(&r.source.detail),
-        now_section(r),
+        now_section(r) + &estimates_section(r),
         esc(&rec.config),
         rec.expected_ratio,
         rec.memory_saved_percent,
@@ -149,6 +149,37 @@ pub fn render_html(r: &LabReport) -> String {
         swap_rows,
         esc(&r.zmem_version),
         r.schema_version,
+    )
+}
+
+/// The estimates for every page of the input with their confidence intervals, when the pages
+/// measured are a random sample.
+fn estimates_section(r: &LabReport) -> String {
+    let Some(e) = &r.estimates else { return String::new() };
+    let mib = |b: f64| b / (1 << 20) as f64;
+    let rows: String = e
+        .rows
+        .iter()
+        .map(|x| {
+            format!(
+                "<tr><td>{}</td><td>{:.2} [{:.2}, {:.2}]</td><td>{:.3} [{:.3}, {:.3}]</td><td>{:.2} [{:.2}, {:.2}]</td></tr>",
+                esc(&x.algo),
+                mib(x.pool_bytes.estimate), mib(x.pool_bytes.low), mib(x.pool_bytes.high),
+                x.ratio.estimate, x.ratio.low, x.ratio.high,
+                mib(x.memory_saved_bytes.estimate), mib(x.memory_saved_bytes.low), mib(x.memory_saved_bytes.high),
+            )
+        })
+        .collect();
+    format!(
+        "<h2>Estimates for all {} pages</h2><p>From a random sample of {} pages ({} same-filled \
+         pages counted on every page), with {:.0} % confidence intervals: {}.</p>\
+         <table><tr><th>algorithm</th><th>pool MiB</th><th>ratio</th><th>memory saved MiB</th></tr>{}</table>",
+        e.design.population_pages,
+        e.design.sample_pages,
+        e.design.population_same_filled,
+        100.0 * e.confidence,
+        esc(&e.method),
+        rows
     )
 }
 

@@ -17,6 +17,7 @@ pub fn render_summary(r: &LabReport) -> String {
         r.source.pages, r.source.page_size, r.source.kind, r.source.detail
     );
     s += &now_text(r);
+    s += &estimates_text(r);
     s += "Compressors (one stream, one thread; freeing = compress speed x share of memory freed)\n";
     s += &render_table(&r.compressors);
     s += "\nAllocators (zram, default algorithm, same pages; rejected pages are not in the pool)\n";
@@ -133,6 +134,41 @@ pub fn render_summary(r: &LabReport) -> String {
         );
     }
     s += "  (zmem lab --apply-script FILE writes all of it as one script to review; nothing is run)\n";
+    s
+}
+
+/// The estimates for every page of the input, when the pages measured are a random sample.
+fn estimates_text(r: &LabReport) -> String {
+    let Some(e) = &r.estimates else { return String::new() };
+    let mib = |b: f64| b / (1 << 20) as f64;
+    let d = &e.design;
+    let mut s = format!(
+        "Estimates for all {} pages from a random sample of {} ({} same-filled pages counted on every page; {:.0} % confidence intervals)\n",
+        d.population_pages,
+        d.sample_pages,
+        d.population_same_filled,
+        100.0 * e.confidence
+    );
+    s += &format!(
+        "  {:<10} {:>28} {:>22} {:>28}\n",
+        "algorithm", "pool MiB", "ratio", "memory saved MiB"
+    );
+    for x in &e.rows {
+        s += &format!(
+            "  {:<10} {:>10.2} [{:>7.2}, {:>7.2}] {:>6.3} [{:>5.3}, {:>5.3}] {:>10.2} [{:>7.2}, {:>7.2}]\n",
+            x.algo,
+            mib(x.pool_bytes.estimate),
+            mib(x.pool_bytes.low),
+            mib(x.pool_bytes.high),
+            x.ratio.estimate,
+            x.ratio.low,
+            x.ratio.high,
+            mib(x.memory_saved_bytes.estimate),
+            mib(x.memory_saved_bytes.low),
+            mib(x.memory_saved_bytes.high),
+        );
+    }
+    s += &format!("  method: {}\n\n", e.method);
     s
 }
 
