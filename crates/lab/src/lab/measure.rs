@@ -8,18 +8,17 @@ use crate::replay::{self, ReplayConfig, SwapKind};
 use crate::zram_run::{OnRefusal, ZramRunConfig, build_device, write_pages};
 use crate::{LabError, Progress};
 
-use super::evidence::trace_for;
 use super::{PoolRow, SwapRow};
 
-/// zram and zswap (default algorithm, zsmalloc) replaying one generated trace at RAM budgets of
-/// a quarter and a half of the page set.
+/// zram and zswap (default algorithm, zsmalloc) replaying one trace (the generated one, or the
+/// user's) at RAM budgets of a quarter and a half of the page set.
 pub(super) fn swap(
     pages: &[u8],
     ps: usize,
+    accesses: &[replay::Access],
     progress: &dyn Progress,
 ) -> Result<Vec<SwapRow>, LabError> {
     let n = (pages.len() / ps) as u64;
-    let accesses = trace_for(n)?;
     // The trace's span: what its swap-ins and swap-outs are per second of.
     let trace_secs = accesses.last().map_or(0.0, |a| a.time_ns as f64 / 1e9);
     let mut rows = Vec::new();
@@ -32,7 +31,7 @@ pub(super) fn swap(
                 page_size: ps,
                 ..ReplayConfig::default()
             };
-            let r = replay::run(pages, &accesses, &cfg, progress)?;
+            let r = replay::run(pages, accesses, &cfg, progress)?;
             rows.push(SwapRow {
                 swap: format!("{swap:?}").to_lowercase(),
                 ram_pages: r.ram_pages,

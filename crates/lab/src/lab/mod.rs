@@ -34,11 +34,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::comp_bench::{self, AlgoSpec, Options};
-use crate::{LabError, Progress};
+use crate::{LabError, Progress, replay};
 
 pub use apply::Apply;
 pub use cost::{Budgets, Candidate};
-pub use evidence::{Evidence, Input, Source};
+pub use evidence::{Evidence, Input, Source, TraceSource};
 pub use now::{FieldComparison, LiveConfig, Now, Rates};
 pub use policy::{Policy, PolicyRow, candidates, default_policies};
 pub use recommend::{Recommendation, recommend};
@@ -94,6 +94,9 @@ pub struct LabReport {
     pub policies: Vec<PolicyRow>,
     /// zram against zswap under memory pressure, at a few RAM budgets.
     pub swap: Vec<SwapRow>,
+    /// The access trace those replays ran (absent from reports before `--trace`: generated).
+    #[serde(default)]
+    pub trace: TraceSource,
     /// The live zram swap device the pages came from (source kind `zram`), else none.
     pub now: Option<Now>,
     /// The swap rates CPU costs are projected with.
@@ -119,6 +122,9 @@ pub struct LabOptions {
     /// Rates observed on the live system, or why there are none (then the trace replay's are
     /// used, saying why).
     pub rates: Result<Rates, String>,
+    /// The trace the replays run, fitted to the pages ([`evidence::fit_trace`]); none: the
+    /// generated one ([`evidence::trace_for`]).
+    pub trace: Option<(Vec<replay::Access>, TraceSource)>,
 }
 
 impl Default for LabOptions {
@@ -129,6 +135,7 @@ impl Default for LabOptions {
             budgets: Budgets::default(),
             now: None,
             rates: Err("not observed".into()),
+            trace: None,
         }
     }
 }
@@ -156,7 +163,14 @@ pub fn run(
         .iter()
         .map(|p| policy::measure(p, pages, ps, progress))
         .collect::<Result<Vec<_>, _>>()?;
-    let swap = measure::swap(pages, ps, progress)?;
+    let (accesses, trace) = match &opts.trace {
+        Some((a, t)) => (a.clone(), t.clone()),
+        None => {
+            let a = evidence::trace_for((pages.len() / ps) as u64)?;
+            (a.clone(), TraceSource { accesses: a.len() as u64, ..TraceSource::default() })
+        }
+    };
+    let swap = measure::swap(pages, ps, &accesses, progress)?;
     let rates = match &opts.rates {
         Ok(r) => r.clone(),
         Err(why) => now::replay_rates(&swap, why),
@@ -171,6 +185,7 @@ pub fn run(
         allocators,
         policies,
         swap,
+        trace,
         now: opts.now.clone(),
         rates,
         candidates,

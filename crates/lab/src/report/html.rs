@@ -109,7 +109,7 @@ pub fn render_html(r: &LabReport) -> String {
          {}\n{}\n<h2>Allocators</h2>{}\n<h2>zram policies</h2>{}\n{}\n\
          <h2>zram vs zswap under memory pressure</h2><table><tr><th>swap</th><th>RAM pages</th>\
          <th>swap-ins</th><th>max pool MiB</th><th>disk reads</th><th>disk writes</th><th>load p50 ns</th>\
-         <th>load p99 ns</th></tr>{}</table>\
+         <th>load p99 ns</th></tr>{}</table><p>Trace: {} ({} accesses): {}</p>\
          <p><small>zmem {} &middot; schema {}</small></p></body></html>\n",
         r.source.pages,
         r.source.page_size,
@@ -134,6 +134,9 @@ pub fn render_html(r: &LabReport) -> String {
         gains,
         hists,
         swap_rows,
+        esc(&r.trace.kind),
+        r.trace.accesses,
+        esc(&r.trace.detail),
         esc(&r.zmem_version),
         r.schema_version,
     )

@@ -51,7 +51,11 @@ pub fn render_summary(r: &LabReport) -> String {
             if p.verified { "yes" } else { "NO" }
         );
     }
-    s += "\nzram vs zswap under memory pressure (generated trace; zswap: 20 % pool cap, swap file)\n";
+    s += &format!(
+        "\nzram vs zswap under memory pressure ({} trace, {} accesses; zswap: 20 % pool cap, \
+         swap file)\n",
+        r.trace.kind, r.trace.accesses
+    );
     s += &format!(
         "{:<6} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9}\n",
         "swap",
