@@ -200,25 +200,9 @@ impl SignalStop {
     /// Installs the handlers (clearing the flag).
     pub fn install() -> Result<Self, WorkloadError> {
         STOP.store(false, Ordering::Relaxed);
-        let mut old = [(libc::SIGINT, empty_sigaction()), (libc::SIGTERM, empty_sigaction())];
-        for i in 0..old.len() {
-            let mut act = empty_sigaction();
-            act.sa_sigaction = on_signal as *const () as usize;
-            let (sig, prev) = &mut old[i];
-            // SAFETY: `act` is a fully initialised sigaction whose handler only stores to an
-            // atomic; `prev` is a valid place for the old action.
-            let rc = unsafe { libc::sigaction(*sig, &act, prev) };
-            if rc != 0 {
-                let e = std::io::Error::last_os_error();
-                // Put back the handlers already replaced.
-                for (sig, prev) in &old[..i] {
-                    // SAFETY: `prev` is the action sigaction returned for `sig` above.
-                    unsafe { libc::sigaction(*sig, prev, std::ptr::null_mut()) };
-                }
-                return Err(WorkloadError::Invalid(format!("sigaction: {e}")));
-            }
-        }
-        Ok(Self { old })
+        let int = handle(libc::SIGINT)?;
+        let term = handle(libc::SIGTERM).inspect_err(|_| restore(libc::SIGINT, &int))?;
+        Ok(Self { old: [(libc::SIGINT, int), (libc::SIGTERM, term)] })
     }
 
     /// The flag the handlers set.
@@ -230,10 +214,30 @@ impl SignalStop {
 impl Drop for SignalStop {
     fn drop(&mut self) {
         for (sig, prev) in &self.old {
-            // SAFETY: `prev` is the action sigaction returned for `sig` in `install`.
-            unsafe { libc::sigaction(*sig, prev, std::ptr::null_mut()) };
+            restore(*sig, prev);
         }
     }
+}
+
+/// Makes `on_signal` the handler of `sig`; returns the action it replaced.
+fn handle(sig: libc::c_int) -> Result<libc::sigaction, WorkloadError> {
+    let mut act = empty_sigaction();
+    act.sa_sigaction = on_signal as *const () as usize;
+    let mut prev = empty_sigaction();
+    // SAFETY: `act` is a fully initialised sigaction whose handler only stores to an atomic;
+    // `prev` is a valid place for the old action.
+    let rc = unsafe { libc::sigaction(sig, &act, &mut prev) };
+    if rc != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(WorkloadError::Invalid(format!("sigaction: {e}")));
+    }
+    Ok(prev)
+}
+
+/// Puts back an action [`handle`] replaced.
+fn restore(sig: libc::c_int, prev: &libc::sigaction) {
+    // SAFETY: `prev` is an action sigaction returned for `sig`.
+    unsafe { libc::sigaction(sig, prev, std::ptr::null_mut()) };
 }
 
 fn empty_sigaction() -> libc::sigaction {
