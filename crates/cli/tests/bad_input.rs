@@ -266,3 +266,89 @@ fn lab_source_zram_without_a_zram_swap() {
     let msg = fails_cleanly(&["lab", "--source", "zram", "--observe", "0"], b"");
     assert!(msg.contains("no active zram swap"), "{msg}");
 }
+
+#[test]
+fn trace_record_of_no_such_process_or_a_bad_duration() {
+    let out = file("record.trace", b"");
+    let msg =
+        fails_cleanly(&["trace", "record", "--pid", "0", "--duration", "1", "-o", s(&out)], b"");
+    assert!(msg.contains("no such process: 0"), "{msg}");
+    let me = std::process::id().to_string();
+    for bad in ["0", "-1", "nan", "inf", "x"] {
+        let args = ["trace", "record", "--pid", &me, "--duration", bad, "-o", s(&out)];
+        let got = zmem(&args, b"");
+        let stderr = String::from_utf8_lossy(&got.stderr);
+        assert_eq!(got.status.code(), Some(2), "--duration {bad}: {stderr}");
+        assert!(!stderr.contains("panicked"), "--duration {bad}: {stderr}");
+    }
+    let msg =
+        fails_cleanly(&["trace", "record", "--pid", &me, "--duration", "0", "-o", s(&out)], b"");
+    assert!(msg.contains("--duration"), "{msg}");
+    let msg = fails_cleanly(
+        &[
+            "trace",
+            "record",
+            "--pid",
+            &me,
+            "--duration",
+            "0.05",
+            "--interval",
+            "100",
+            "-o",
+            s(&out),
+        ],
+        b"",
+    );
+    assert!(msg.contains("shorter than one interval"), "{msg}");
+    let msg = fails_cleanly(
+        &["trace", "record", "--cgroup", "/nonexistent/cg", "--duration", "1", "-o", s(&out)],
+        b"",
+    );
+    assert!(msg.contains("/nonexistent/cg"), "{msg}");
+    assert_eq!(std::fs::read(&out).unwrap(), b"", "nothing written on a refusal");
+}
+
+/// `zmem lab --trace` with a trace whose page ids exceed the page set: one line naming both.
+#[test]
+fn lab_trace_over_more_pages_than_the_set() {
+    let pages = file("lab-trace.pages", &pages());
+    // A trace over 8 pages, its last access to page 7: the set has 4.
+    let mut trace = Vec::new();
+    let records: Vec<u8> = [(0u64, 1u32), (10, 7)]
+        .iter()
+        .flat_map(|&(t, p)| {
+            let mut r = t.to_le_bytes().to_vec();
+            r.extend_from_slice(&p.to_le_bytes());
+            r.extend_from_slice(&[0; 4]);
+            r
+        })
+        .collect();
+    trace.extend_from_slice(b"ZMEMTRCE");
+    trace.extend_from_slice(&1u16.to_le_bytes());
+    trace.extend_from_slice(&[0; 6]);
+    trace.extend_from_slice(&2u64.to_le_bytes());
+    trace.extend_from_slice(&8u64.to_le_bytes());
+    trace.extend_from_slice(&crc32(&records).to_le_bytes());
+    trace.extend_from_slice(&[0; 8]);
+    let crc = crc32(&trace);
+    trace.extend_from_slice(&crc.to_le_bytes());
+    trace.extend_from_slice(&records);
+    let t = file("lab-trace.trace", &trace);
+    let msg = fails_cleanly(&["lab", "--observe", "0", "--trace", s(&t), s(&pages)], b"");
+    assert!(msg.contains("names page 7") && msg.contains("has 4 pages"), "{msg}");
+    let msg =
+        fails_cleanly(&["lab", "--observe", "0", "--trace", "/nonexistent/t", s(&pages)], b"");
+    assert!(msg.contains("/nonexistent/t"), "{msg}");
+}
+
+/// CRC32 (IEEE), bitwise.
+fn crc32(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in data {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+        }
+    }
+    !crc
+}

@@ -4,8 +4,9 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use zmem_lab::lab::{self, Coverage, Input, LabOptions, evidence};
+use zmem_lab::lab::{self, Coverage, Input, LabOptions, TraceSource, evidence};
 use zmem_lab::report;
+use zmem_workload::trace::Trace;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -54,6 +55,10 @@ pub struct Args {
     /// timer) for you to review; zmem runs none of it.
     #[arg(long, value_name = "FILE")]
     apply_script: Option<PathBuf>,
+    /// Replay this access trace (`zmem trace record`'s, `zmem trace gen`'s, any) instead of
+    /// the generated one; its page ids index the page set (before sampling to --max-pages).
+    #[arg(long, value_name = "TRACE")]
+    trace: Option<PathBuf>,
     /// Page file (raw pages or a page set, such as `zmem capture --zram`'s); none: see --source.
     #[arg(conflicts_with_all = ["source", "no_capture"])]
     pages: Option<PathBuf>,
@@ -93,6 +98,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         anyhow::bail!("--cpu-budget and --latency-budget must be numbers >= 0");
     }
     let device = super::args::swap_device(&args.swap_device)?;
+    // Read before the long steps: a bad trace file fails at once.
+    let trace =
+        args.trace.as_ref().map(|p| Trace::open_with_origin(p).map(|t| (p, t))).transpose()?;
     let bar = super::progress::Bar::new();
     let coverage = match (args.max_pages, args.sample) {
         (Some(c), _) => c,
@@ -100,7 +108,31 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         (None, None) => Coverage::Sample(DEFAULT_SAMPLE),
     };
     let e = evidence::gather(input(args)?, coverage, &bar)?;
+    let trace = match trace {
+        Some((path, (t, origin))) => {
+            let accesses = evidence::fit_trace(&t, e.set_pages, e.source.pages)
+                .with_context(|| format!("--trace {}", path.display()))?;
+            let fitted = if e.source.pages < e.set_pages {
+                format!("; its {} pages folded onto the {} sampled", e.set_pages, e.source.pages)
+            } else {
+                String::new()
+            };
+            let detail = format!(
+                "{} ({} trace over {} pages{fitted})",
+                path.display(),
+                origin.name(),
+                t.page_count
+            );
+            let source =
+                TraceSource { kind: "file".into(), detail, accesses: accesses.len() as u64 };
+            Some((accesses, source))
+        }
+        None => None,
+    };
     eprintln!("zmem lab: {} pages ({}: {})", e.source.pages, e.source.kind, e.source.detail);
+    if let Some((_, t)) = &trace {
+        eprintln!("zmem lab: replaying {}", t.detail);
+    }
     let rates = lab::now::watch(&e.zram_ids, args.observe, e.source.page_size, &bar)?;
     let budgets = lab::Budgets {
         cpu_percent_of_core: args.cpu_budget,
@@ -113,6 +145,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         rates,
         device,
         sample: e.sample,
+        trace,
         ..LabOptions::default()
     };
     let r = lab::run(&e.pages, e.source, &opts, &bar)?;

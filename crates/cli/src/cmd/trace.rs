@@ -1,9 +1,14 @@
-//! `zmem trace`: access traces (generate, describe).
+//! `zmem trace`: access traces (generate, record from live processes, describe).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
+use anyhow::bail;
+use zmem_workload::capture;
 use zmem_workload::trace::generate::{self, Options};
+use zmem_workload::trace::record::{self, SignalStop};
 use zmem_workload::trace::{Summary, Trace};
+use zmem_workload::{Compression, PageSet};
 
 /// How many of the most accessed pages `trace info` lists.
 const HOTTEST: usize = 5;
@@ -18,6 +23,9 @@ pub struct Args {
 enum Sub {
     /// Generate a trace: a Zipf-popular working set with phase changes and idle periods.
     Gen(GenArgs),
+    /// Record what live processes touch: their pages now into a page set, then their accesses
+    /// for a while into a trace over it (DAMON where usable, else soft-dirty bits: writes only).
+    Record(RecordArgs),
     /// Print a trace's size, span, write share and hottest pages.
     Info {
         /// Print a JSON object instead of the text.
@@ -65,8 +73,84 @@ struct GenArgs {
     output: PathBuf,
 }
 
+#[derive(Debug, clap::Args)]
+struct RecordArgs {
+    /// Process to record (repeatable).
+    #[arg(long = "pid", value_name = "P", required_unless_present = "cgroup")]
+    pids: Vec<u32>,
+    /// Record the processes of this cgroup (its directory, absolute or under /sys/fs/cgroup).
+    #[arg(long, value_name = "PATH", conflicts_with = "pids")]
+    cgroup: Option<PathBuf>,
+    /// How long to record, in seconds (fractions allowed).
+    #[arg(long, value_name = "S")]
+    duration: f64,
+    /// Time between two observations, in milliseconds: the trace's time resolution.
+    #[arg(long, value_name = "MS", default_value_t = 100)]
+    interval: u64,
+    /// Where to write the page set the trace's page ids index (default: TRACE.pages).
+    #[arg(long, value_name = "FILE")]
+    pages: Option<PathBuf>,
+    /// Output trace file.
+    #[arg(short = 'o', long = "output", value_name = "TRACE")]
+    output: PathBuf,
+}
+
+fn run_record(a: &RecordArgs) -> anyhow::Result<()> {
+    if !(a.duration.is_finite() && a.duration > 0.0 && a.duration <= 1e6) {
+        bail!("--duration must be a number of seconds above 0 (and at most 1000000)");
+    }
+    let mut pids = a.pids.clone();
+    if let Some(cg) = &a.cgroup {
+        pids.extend(capture::cgroup_pids(cg)?);
+        if pids.is_empty() {
+            bail!("cgroup {} has no process", cg.display());
+        }
+    }
+    pids.sort_unstable();
+    pids.dedup();
+    let opts = record::Options {
+        pids,
+        duration: Duration::from_secs_f64(a.duration),
+        interval: Duration::from_millis(a.interval),
+    };
+    record::check(&opts)?;
+    let pages_path = a.pages.clone().unwrap_or_else(|| {
+        let mut p = a.output.clone().into_os_string();
+        p.push(".pages");
+        p.into()
+    });
+    // SIGINT and SIGTERM end the recording early, keeping what it saw.
+    let stop = SignalStop::install()?;
+    let r = record::record(&opts, stop.flag(), &mut |_| {})?;
+    drop(stop);
+    if let Some(why) = &r.damon_unavailable {
+        eprintln!("zmem trace record: DAMON not used: {why}");
+        eprintln!("zmem trace record: recorded with {} bits: writes only", r.origin.name());
+    }
+    if let Some(why) = &r.ended_early {
+        eprintln!("zmem trace record: ended early: {why}");
+    }
+    save_pages(&r.pages, &pages_path)?;
+    r.trace.save_as(&a.output, r.origin)?;
+    eprintln!(
+        "zmem trace record: {}; {} accesses in {} intervals of {} ms to {} (pages: {})",
+        r.capture,
+        r.trace.accesses.len(),
+        r.intervals,
+        a.interval,
+        a.output.display(),
+        pages_path.display()
+    );
+    Ok(())
+}
+
+fn save_pages(set: &PageSet, path: &std::path::Path) -> anyhow::Result<()> {
+    Ok(set.save(path, Compression::None)?)
+}
+
 pub fn run(args: &Args) -> anyhow::Result<()> {
     match &args.command {
+        Sub::Record(a) => run_record(a),
         Sub::Gen(g) => {
             let o = Options {
                 pages: g.pages,

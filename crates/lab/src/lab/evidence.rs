@@ -68,6 +68,8 @@ pub struct Evidence {
     /// How the pages were sampled at random from the input, when they were
     /// ([`Coverage::Sample`] of fewer pages than the input has).
     pub sample: Option<Design>,
+    /// Pages in the set `pages` were sampled from (what a trace's page ids index).
+    pub set_pages: u64,
 }
 
 /// How many of the input's pages the lab measures, and how they are chosen.
@@ -123,7 +125,14 @@ fn evidence(kind: &str, detail: String, set: &PageSet, coverage: Coverage) -> Ev
         pages: (pages.len() / set.page_size()) as u64,
         page_size: set.page_size(),
     };
-    Evidence { pages, source, now: None, zram_ids: Vec::new(), sample: design }
+    Evidence {
+        pages,
+        source,
+        now: None,
+        zram_ids: Vec::new(),
+        sample: design,
+        set_pages: set.len() as u64,
+    }
 }
 
 /// Gathers the pages for `input`, as many as `coverage` says (a number: at most that many,
@@ -288,6 +297,64 @@ fn capture_processes(progress: &dyn Progress) -> Result<(PageSet, capture::Summa
     Ok(result?)
 }
 
+/// The access trace the replay ran, for the report.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TraceSource {
+    /// `generated` ([`trace_for`]) or `file` (`zmem lab --trace`).
+    pub kind: String,
+    /// Human description: the generator's settings, or the file, how it was made (its header's
+    /// origin: generated, damon, soft-dirty) and how its pages were fitted to the sample.
+    pub detail: String,
+    pub accesses: u64,
+}
+
+impl Default for TraceSource {
+    /// What [`trace_for`] gives (and what reports from before `--trace` replayed).
+    fn default() -> Self {
+        Self {
+            kind: "generated".into(),
+            detail: "Zipf over half the pages, 3 phases, seed 1, 8 accesses per page up to \
+                     100,000"
+                .into(),
+            accesses: 0,
+        }
+    }
+}
+
+/// A trace the user named, with its page ids over `set_pages` pages (the page set the lab's
+/// pages were sampled from), fitted to the `sample_pages` the lab runs on: page `p` becomes the
+/// sampled page at or before it (the last `k` with `k * set / sample <= p`, as [`sample`]
+/// picks; for a random sample ([`Coverage::Sample`]) the `k`-th sampled page in the input's
+/// order, which lies near `p` but not exactly at or before it), so a sampled set replays its
+/// neighbours' accesses too. A page id not below
+/// `set_pages` is an error.
+pub fn fit_trace(
+    trace: &zmem_workload::trace::Trace,
+    set_pages: u64,
+    sample_pages: u64,
+) -> Result<Vec<Access>, LabError> {
+    if let Some(bad) = trace.accesses.iter().map(|a| u64::from(a.page)).find(|&p| p >= set_pages) {
+        return Err(LabError::Setup(format!(
+            "the trace names page {bad} but the page set has {set_pages} pages (ids 0 to {}): \
+             it was recorded for another page set",
+            set_pages.saturating_sub(1)
+        )));
+    }
+    let (n, m) = (u128::from(set_pages), u128::from(sample_pages.min(set_pages)));
+    Ok(trace
+        .accesses
+        .iter()
+        .map(|a| {
+            let mut x = Access::from(a);
+            if m < n {
+                // The largest k with k * n / m <= p, i.e. k * n < (p + 1) * m.
+                x.page = (((u128::from(x.page) + 1) * m).div_ceil(n) - 1) as u64;
+            }
+            x
+        })
+        .collect())
+}
+
 /// The access trace the lab replays over `pages` pages: generated (Zipf over a working set of
 /// half the pages, three phases, a fixed seed), eight accesses per page up to 100,000.
 pub fn trace_for(pages: u64) -> Result<Vec<Access>, LabError> {
@@ -386,6 +453,34 @@ mod tests {
         assert_eq!(now.stored_pages, 200);
         assert_eq!(now.config.offered, ["lzo-rle", "lzo", "lz4"]);
         assert!(!now.config.recompress, "no recomp_algorithm recorded");
+    }
+
+    #[test]
+    fn a_fitted_trace_lands_on_the_sampled_pages() {
+        use zmem_workload::trace::{Access as A, Op, Trace};
+        let t = Trace {
+            page_count: 10,
+            accesses: (0..10).map(|p| A { time_ns: p.into(), page: p, op: Op::Write }).collect(),
+        };
+        // 10 pages sampled down to 4: pages 0, 2, 5, 7 (k * 10 / 4).
+        let got: Vec<u64> = fit_trace(&t, 10, 4).unwrap().iter().map(|a| a.page).collect();
+        assert_eq!(got, [0, 0, 1, 1, 1, 2, 2, 3, 3, 3]);
+        let set =
+            PageSet::from_raw((0..10u8).flat_map(|i| std::iter::repeat_n(i, 4096)).collect(), 4096)
+                .unwrap();
+        let sampled = sample(&set, 4);
+        for (a, fitted) in t.accesses.iter().zip(fit_trace(&t, 10, 4).unwrap()) {
+            // The sampled page it lands on is the original page or the last sampled before it.
+            let on = sampled[fitted.page as usize * 4096];
+            assert!(u32::from(on) <= a.page, "{} -> {on}", a.page);
+            assert!(fitted.write && fitted.time_ns == a.time_ns);
+        }
+        // No sampling: ids unchanged.
+        let same: Vec<u64> = fit_trace(&t, 10, 10).unwrap().iter().map(|a| a.page).collect();
+        assert_eq!(same, (0..10).collect::<Vec<u64>>());
+        // A trace over more pages than the set.
+        let err = fit_trace(&t, 9, 9).unwrap_err().to_string();
+        assert!(err.contains("names page 9") && err.contains("has 9 pages"), "{err}");
     }
 
     #[test]

@@ -37,11 +37,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::comp_bench::{self, AlgoSpec, Options};
 use crate::swap_device::SwapDevice;
-use crate::{LabError, Progress};
+use crate::{LabError, Progress, replay};
 
 pub use apply::Apply;
 pub use cost::{Budgets, Candidate};
-pub use evidence::{Coverage, Evidence, Input, Source};
+pub use evidence::{Coverage, Evidence, Input, Source, TraceSource};
 pub use now::{FieldComparison, LiveConfig, Now, Rates};
 pub use policy::{Policy, PolicyRow, candidates, default_policies};
 pub use recommend::{Recommendation, recommend};
@@ -118,6 +118,9 @@ pub struct LabReport {
     /// The block device behind the swap file whose latency the replays charge
     /// (`--swap-device`).
     pub swap_device: SwapDevice,
+    /// The access trace those replays ran (absent from reports before `--trace`: generated).
+    #[serde(default)]
+    pub trace: TraceSource,
     /// The live zram swap device the pages came from (source kind `zram`), else none.
     pub now: Option<Now>,
     /// The swap rates CPU costs are projected with.
@@ -154,6 +157,9 @@ pub struct LabOptions {
     /// How the pages were sampled from the input, when at random ([`Evidence::sample`]): the
     /// report then estimates every page's pool with confidence intervals.
     pub sample: Option<sample::Design>,
+    /// The trace the replays run, fitted to the pages ([`evidence::fit_trace`]); none: the
+    /// generated one ([`evidence::trace_for`]).
+    pub trace: Option<(Vec<replay::Access>, TraceSource)>,
 }
 
 impl Default for LabOptions {
@@ -167,6 +173,7 @@ impl Default for LabOptions {
             device: SwapDevice::default(),
             threads: 0,
             sample: None,
+            trace: None,
         }
     }
 }
@@ -200,7 +207,13 @@ pub fn run(
     let current =
         opts.now.as_ref().map_or(zmem_zram::DEFAULT_ALGORITHM, |n| &n.config.comp_algorithm);
     let list = if opts.policies.is_empty() { candidates(current) } else { opts.policies.clone() };
-    let accesses = evidence::trace_for((pages.len() / ps) as u64)?;
+    let (accesses, trace) = match &opts.trace {
+        Some((a, t)) => (a.clone(), t.clone()),
+        None => {
+            let a = evidence::trace_for((pages.len() / ps) as u64)?;
+            (a.clone(), TraceSource { accesses: a.len() as u64, ..TraceSource::default() })
+        }
+    };
     let threads = match opts.threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
@@ -239,6 +252,7 @@ pub fn run(
         policies,
         swap,
         swap_device: opts.device.clone(),
+        trace,
         now: opts.now.clone(),
         rates,
         candidates,

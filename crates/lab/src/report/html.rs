@@ -115,7 +115,7 @@ pub fn render_html(r: &LabReport) -> String {
          <table><tr><th>swap</th><th>RAM pages</th>\
          <th>swap-ins</th><th>max pool MiB</th><th>disk reads</th><th>disk writes</th><th>load p50 ns</th>\
          <th>load p99 ns</th><th>memory p50 ns</th><th>memory p99 ns</th><th>device p50 ns</th>\
-         <th>device p99 ns</th><th>device busy s</th></tr>{}</table>\
+         <th>device p99 ns</th><th>device busy s</th></tr>{}</table><p>Trace: {} ({} accesses): {}</p>\
          <p><small>zmem {} &middot; schema {}</small></p></body></html>\n",
         r.source.pages,
         r.source.page_size,
@@ -147,6 +147,9 @@ pub fn render_html(r: &LabReport) -> String {
         r.swap_device.write.p99_ns / 1000,
         esc(&r.swap_device.note),
         swap_rows,
+        esc(&r.trace.kind),
+        r.trace.accesses,
+        esc(&r.trace.detail),
         esc(&r.zmem_version),
         r.schema_version,
     )

@@ -52,7 +52,11 @@ pub fn render_summary(r: &LabReport) -> String {
             if p.verified { "yes" } else { "NO" }
         );
     }
-    s += "\nzram vs zswap under memory pressure (generated trace; zswap: 20 % pool cap, swap file)\n";
+    s += &format!(
+        "\nzram vs zswap under memory pressure ({} trace, {} accesses; zswap: 20 % pool cap, \
+         swap file)\n",
+        r.trace.kind, r.trace.accesses
+    );
     let d = &r.swap_device;
     s += &format!(
         "swap device: {} ({}), 4 KiB read p50 {} / p99 {} us, write p50 {} / p99 {} us; {}\n",

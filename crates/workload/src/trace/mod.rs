@@ -11,7 +11,9 @@
 //! offset  size  field
 //!      0     8  magic "ZMEMTRCE"
 //!      8     2  version (1)
-//!     10     2  flags (0; other values are rejected)
+//!     10     2  flags: bits 0-1 = how the trace was made ([`Origin`]: 0 generated or not
+//!                 said, 1 recorded with DAMON, 2 recorded with soft-dirty bits: writes only);
+//!                 other bits must be 0
 //!     12     4  reserved, 0
 //!     16     8  record count
 //!     24     8  page count: every page id is below it
@@ -24,7 +26,11 @@
 //! ```
 //! All integers little-endian; the file ends after the last record.
 
+pub mod convert;
+pub mod damon;
 pub mod generate;
+pub mod record;
+pub mod soft_dirty;
 mod summary;
 
 use std::io::{Read, Write};
@@ -43,6 +49,50 @@ pub const VERSION: u16 = 1;
 pub const HEADER_LEN: usize = 48;
 /// Record length.
 pub const RECORD_LEN: usize = 16;
+
+/// How a trace was made, kept in the header's flags so that whoever replays it can say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Origin {
+    /// Generated (`zmem trace gen`), or written by a tool that did not say.
+    #[default]
+    Generated,
+    /// Recorded from live processes with DAMON's region access frequencies
+    /// ([`record`]): reads and writes alike, as accesses of the region's pages.
+    Damon,
+    /// Recorded from live processes with soft-dirty bits ([`record`], where DAMON was not
+    /// usable): writes only, at most one per page per interval.
+    SoftDirty,
+}
+
+impl Origin {
+    /// The value of the header's flags bits 0-1.
+    pub fn code(self) -> u16 {
+        match self {
+            Self::Generated => 0,
+            Self::Damon => 1,
+            Self::SoftDirty => 2,
+        }
+    }
+
+    /// The inverse of [`code`](Self::code); `None` for an unknown value.
+    pub fn from_code(code: u16) -> Option<Self> {
+        match code {
+            0 => Some(Self::Generated),
+            1 => Some(Self::Damon),
+            2 => Some(Self::SoftDirty),
+            _ => None,
+        }
+    }
+
+    /// A short name: `generated`, `damon`, `soft-dirty`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Generated => "generated",
+            Self::Damon => "damon",
+            Self::SoftDirty => "soft-dirty",
+        }
+    }
+}
 
 /// Read or write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -90,8 +140,13 @@ impl Trace {
         Ok(())
     }
 
-    /// Writes the trace format.
+    /// Writes the trace format (its origin: [`Origin::Generated`]).
     pub fn write_to<W: Write>(&self, w: &mut W) -> Result<(), WorkloadError> {
+        self.write_as(w, Origin::Generated)
+    }
+
+    /// Writes the trace format, saying in the header how the trace was made.
+    pub fn write_as<W: Write>(&self, w: &mut W, origin: Origin) -> Result<(), WorkloadError> {
         self.validate()?;
         let mut records = Vec::with_capacity(self.accesses.len() * RECORD_LEN);
         for a in &self.accesses {
@@ -106,6 +161,7 @@ impl Trace {
         let mut h = [0u8; HEADER_LEN];
         h[0..8].copy_from_slice(&MAGIC);
         h[8..10].copy_from_slice(&VERSION.to_le_bytes());
+        h[10..12].copy_from_slice(&origin.code().to_le_bytes());
         h[16..24].copy_from_slice(&(self.accesses.len() as u64).to_le_bytes());
         h[24..32].copy_from_slice(&self.page_count.to_le_bytes());
         h[32..36].copy_from_slice(&crc32fast::hash(&records).to_le_bytes());
@@ -116,26 +172,41 @@ impl Trace {
 
     /// Writes the trace to `path`.
     pub fn save(&self, path: &Path) -> Result<(), WorkloadError> {
+        self.save_as(path, Origin::Generated)
+    }
+
+    /// Writes the trace to `path`, saying in the header how it was made.
+    pub fn save_as(&self, path: &Path, origin: Origin) -> Result<(), WorkloadError> {
         let mut buf = Vec::new();
-        self.write_to(&mut buf).map_err(|e| e.in_file(path))?;
+        self.write_as(&mut buf, origin).map_err(|e| e.in_file(path))?;
         std::fs::write(path, buf).map_err(|e| WorkloadError::io(path, e))
     }
 
     /// Reads a whole trace.
     pub fn read<R: Read>(r: R) -> Result<Self, WorkloadError> {
+        Self::read_with_origin(r).map(|(t, _)| t)
+    }
+
+    /// Reads a whole trace and how it was made.
+    pub fn read_with_origin<R: Read>(r: R) -> Result<(Self, Origin), WorkloadError> {
         let mut reader = TraceReader::new(r)?;
         let cap = reader.len().min(1 << 20) as usize;
         let mut accesses = Vec::with_capacity(cap);
         while let Some(a) = reader.next_access()? {
             accesses.push(a);
         }
-        Ok(Self { page_count: reader.page_count(), accesses })
+        Ok((Self { page_count: reader.page_count(), accesses }, reader.origin()))
     }
 
     /// Reads a trace file.
     pub fn open(path: &Path) -> Result<Self, WorkloadError> {
+        Self::open_with_origin(path).map(|(t, _)| t)
+    }
+
+    /// Reads a trace file and how it was made.
+    pub fn open_with_origin(path: &Path) -> Result<(Self, Origin), WorkloadError> {
         let f = std::fs::File::open(path).map_err(|e| WorkloadError::io(path, e))?;
-        Self::read(std::io::BufReader::new(f)).map_err(|e| e.in_file(path))
+        Self::read_with_origin(std::io::BufReader::new(f)).map_err(|e| e.in_file(path))
     }
 }
 
@@ -145,6 +216,7 @@ pub struct TraceReader<R> {
     count: u64,
     page_count: u64,
     records_crc: u32,
+    origin: Origin,
     crc: crc32fast::Hasher,
     next: u64,
     last_time: u64,
@@ -182,14 +254,19 @@ impl<R: Read> TraceReader<R> {
         if version != VERSION {
             return Err(bad(8, format!("unsupported trace version {version}")));
         }
-        if let Some(i) = (10..16).chain(36..44).find(|&i| h[i] != 0) {
-            return Err(bad(i as u64, "flags or reserved bytes are not zero".into()));
+        let flags = u16::from_le_bytes([h[10], h[11]]);
+        let origin = Origin::from_code(flags & 3)
+            .filter(|_| flags & !3 == 0)
+            .ok_or_else(|| bad(10, format!("unknown flags {flags:#06x}")))?;
+        if let Some(i) = (12..16).chain(36..44).find(|&i| h[i] != 0) {
+            return Err(bad(i as u64, "reserved bytes are not zero".into()));
         }
         Ok(Self {
             parser,
             count: u64_at(16),
             page_count: u64_at(24),
             records_crc: u32_at(32),
+            origin,
             crc: crc32fast::Hasher::new(),
             next: 0,
             last_time: 0,
@@ -209,6 +286,11 @@ impl<R: Read> TraceReader<R> {
     /// Page ids are below this.
     pub fn page_count(&self) -> u64 {
         self.page_count
+    }
+
+    /// How the trace was made (the header's flags).
+    pub fn origin(&self) -> Origin {
+        self.origin
     }
 
     /// The next access, `Ok(None)` after the last (once its checksum and the end are checked).
