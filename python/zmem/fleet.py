@@ -363,7 +363,14 @@ def _gather(
             for k, v in sorted(labels.items()):
                 row[f"label.{k}"] = v
             rows.append(row)
-    table = pa.Table.from_pylist(rows) if rows else _empty_table()
+    # Every column any row has (labels differ between hosts), in order of first appearance:
+    # from_pylist alone would take the first row's keys only.
+    names = list(dict.fromkeys(k for row in rows for k in row))
+    table = (
+        pa.Table.from_pylist([{k: row.get(k) for k in names} for row in rows])
+        if rows
+        else _empty_table()
+    )
     return FleetResult(
         results=table,
         hosts=hosts,
