@@ -18,17 +18,23 @@ workers=("$@")
 venv=$root/.venv
 [ -x "$venv/bin/maturin" ] || { echo "run ./scripts/test once first (it makes .venv/)" >&2; exit 1; }
 export PYO3_PYTHON=$venv/bin/python
-cargo build --release --quiet -p zmem
-(cd python && VIRTUAL_ENV=$venv "$venv/bin/maturin" develop --release --quiet)
+# ZMEM_BENCH_PROFILE=dev measures the dev build ./scripts/test made instead (no release build).
+if [ "${ZMEM_BENCH_PROFILE:-release}" = dev ]; then
+  flag=; bin=target/debug/zmem
+else
+  flag=--release; bin=target/release/zmem
+fi
+cargo build $flag --quiet -p zmem
+(cd python && VIRTUAL_ENV=$venv "$venv/bin/maturin" develop $flag --quiet)
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 mkdir "$dir/captures"
 for i in $(seq 1 "$n"); do
   kind=mixed; [ $((i % 4)) = 0 ] && kind=perf
-  target/release/zmem gen --kind "$kind" --pages "$pages" --seed "$i" \
+  "$bin" gen --kind "$kind" --pages "$pages" --seed "$i" \
     -o "$dir/captures/host$(printf %02d "$i").zpages"
 done
-echo "machine: $(nproc) cores, $(uname -r); $n captures of $pages pages"
+echo "machine: $(nproc) cores, $(uname -r); $n captures of $pages pages; ${ZMEM_BENCH_PROFILE:-release} build"
 declare -A secs wall
 for w in "${workers[@]}"; do
   echo "loadavg before --workers $w: $(cat /proc/loadavg)"

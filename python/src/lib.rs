@@ -8,7 +8,7 @@
 //! engine is re-implemented here. Long work runs with the GIL released ([`Python::detach`]).
 //! Errors become Python exceptions carrying the CLI's one-line message ([`to_py`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use pyo3::create_exception;
@@ -83,9 +83,7 @@ impl From<LabError> for Failure {
             | LabError::NoPages
             | LabError::TooFewPages { .. }
             | LabError::Setup(_)
-            | LabError::Comp(zmem_comp::CompError::UnknownAlgorithm { .. }) => {
-                Failure::Value(line)
-            }
+            | LabError::Comp(zmem_comp::CompError::UnknownAlgorithm { .. }) => Failure::Value(line),
             _ => Failure::Other(line),
         }
     }
@@ -269,7 +267,10 @@ impl PageSet {
 
     /// A copy of the set with its set metadata replaced (keys: printable ASCII without `=`;
     /// the fleet reads `host` and `label.*`).
-    fn with_metadata(&self, metadata: std::collections::BTreeMap<String, String>) -> PyResult<Self> {
+    fn with_metadata(
+        &self,
+        metadata: std::collections::BTreeMap<String, String>,
+    ) -> PyResult<Self> {
         let mut set = Pages::from_raw(self.set.bytes().to_vec(), self.set.page_size())
             .map_err(workload_err)?;
         if let Some(m) = self.set.metas() {
@@ -325,7 +326,9 @@ fn comp_bench(
 ) -> PyResult<String> {
     let specs = match algos {
         None => AlgoSpec::all(),
-        Some(a) => a.iter().map(|s| AlgoSpec::parse(s)).collect::<Result<_, _>>().map_err(lab_err)?,
+        Some(a) => {
+            a.iter().map(|s| AlgoSpec::parse(s)).collect::<Result<_, _>>().map_err(lab_err)?
+        }
     };
     let opts = bench::Options {
         page_size: pages.set.page_size(),
@@ -333,9 +336,8 @@ fn comp_bench(
         ..bench::Options::default()
     };
     let p: &PageSet = &pages;
-    let rows = py
-        .detach(|| bench::run(&[p.bytes()], &specs, &opts, &NoProgress))
-        .map_err(lab_err)?;
+    let rows =
+        py.detach(|| bench::run(&[p.bytes()], &specs, &opts, &NoProgress)).map_err(lab_err)?;
     json(&rows)
 }
 
@@ -382,7 +384,7 @@ fn ram_bytes(flag: &str, ram: &Bound<'_, PyAny>) -> PyResult<u64> {
     zmem_lab::parse_size(&text).map_err(|e| value_err(format!("{flag}: {}", e.msg)))
 }
 
-fn load_trace(py: Python<'_>, path: &PathBuf) -> PyResult<Vec<replay_mod::Access>> {
+fn load_trace(py: Python<'_>, path: &Path) -> PyResult<Vec<replay_mod::Access>> {
     let t = py.detach(|| Trace::open(path)).map_err(|e| {
         let mut f: Failure = e.into();
         match &mut f {
@@ -440,9 +442,8 @@ fn replay(
         swap_dir: Some(swap_dir.unwrap_or_else(std::env::temp_dir)),
     };
     let p: &PageSet = &pages;
-    let r = py
-        .detach(|| replay_mod::run(p.bytes(), &accesses, &cfg, &NoProgress))
-        .map_err(lab_err)?;
+    let r =
+        py.detach(|| replay_mod::run(p.bytes(), &accesses, &cfg, &NoProgress)).map_err(lab_err)?;
     if !r.verified {
         return Err(Error::new_err("pages swapped in differ from the pages swapped out"));
     }
