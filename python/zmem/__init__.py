@@ -12,7 +12,7 @@ JSON field, named as in the JSON; ``.to_pandas()`` works), the lab's report as a
 (256, 4096)
 >>> t = zmem.comp_bench(pages, algos=["lz4", "zstd"], min_time_ms=1)
 >>> t.column("algo").to_pylist()
-['lz4', 'zstd']
+['memcpy', 'lz4', 'zstd']
 
 Errors raise :class:`ValueError` (a bad argument), :class:`OSError` (a file the system
 refused) or :class:`zmem.Error` (corrupt input, an engine that failed), with the CLI's message.
