@@ -1,0 +1,570 @@
+//! `zmem._native`: the Python bindings of zmem's page sets and lab engines.
+//!
+//! Thin by design, like the `zmem` binary: every function parses its Python arguments into the
+//! same configuration structs the CLI builds, calls the same zmem-lab entry point, and returns
+//! the result as the JSON text the CLI's `--json` prints (the same serde structs, serialised by
+//! the same serde_json). The Python layer (`python/zmem/__init__.py`) turns that JSON into
+//! pyarrow Tables and dicts, so a column is named exactly as the CLI's JSON field is, and no
+//! engine is re-implemented here. Long work runs with the GIL released ([`Python::detach`]).
+//! Errors become Python exceptions carrying the CLI's one-line message ([`to_py`]).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes, PyDict};
+use zmem_lab::comp_bench::{self as bench, AlgoSpec};
+use zmem_lab::lab::{self as lab_mod, Input, LabOptions, evidence};
+use zmem_lab::replay::{self as replay_mod, ReplayConfig, SwapKind};
+use zmem_lab::study::{self, StudyConfig};
+use zmem_lab::zram_run::{self as zram_mod, ZramRunConfig};
+use zmem_lab::{Incompressible, LabError, NoProgress};
+use zmem_workload::generate::{self, Kind};
+use zmem_workload::trace::Trace;
+use zmem_workload::{Compression, PageSet as Pages, ReadOptions, WorkloadError, builtin, capture};
+
+create_exception!(
+    zmem,
+    Error,
+    PyException,
+    "A zmem operation failed on valid arguments: corrupt input, an engine that refused, a \
+     configuration that read pages back wrong. The message is the CLI's one line."
+);
+
+/// Why a call failed, before it becomes a Python exception: the class to raise and the line.
+enum Failure {
+    /// The caller's argument is wrong (ValueError).
+    Value(String),
+    /// The operating system refused (OSError).
+    Os(String),
+    /// Anything else (`zmem.Error`).
+    Other(String),
+}
+
+/// The error and its causes on one line, as the CLI prints them (anyhow's `{:#}`: each
+/// `source()` after a `: `).
+fn one_line(e: &dyn std::error::Error) -> String {
+    let mut line = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        line += &format!(": {c}");
+        cause = c.source();
+    }
+    line.replace('\n', " ")
+}
+
+impl From<WorkloadError> for Failure {
+    fn from(e: WorkloadError) -> Self {
+        let line = one_line(&e);
+        match innermost(&e) {
+            WorkloadError::Io { .. } | WorkloadError::Stream(_) => Failure::Os(line),
+            WorkloadError::Invalid(_) | WorkloadError::TooLarge { .. } => Failure::Value(line),
+            _ => Failure::Other(line),
+        }
+    }
+}
+
+/// The error a [`WorkloadError::File`] wraps (it only adds the file name).
+fn innermost(e: &WorkloadError) -> &WorkloadError {
+    match e {
+        WorkloadError::File { error, .. } => innermost(error),
+        e => e,
+    }
+}
+
+impl From<LabError> for Failure {
+    fn from(e: LabError) -> Self {
+        let line = one_line(&e);
+        match e {
+            LabError::Workload(w) => w.into(),
+            LabError::BadSpec { .. }
+            | LabError::NoPages
+            | LabError::TooFewPages { .. }
+            | LabError::Setup(_)
+            | LabError::Comp(zmem_comp::CompError::UnknownAlgorithm { .. }) => Failure::Value(line),
+            _ => Failure::Other(line),
+        }
+    }
+}
+
+/// The exception for `f`: its message is what the CLI prints after `zmem: `.
+fn to_py(f: Failure) -> PyErr {
+    match f {
+        Failure::Value(m) => PyValueError::new_err(m),
+        Failure::Os(m) => PyOSError::new_err(m),
+        Failure::Other(m) => Error::new_err(m),
+    }
+}
+
+fn lab_err(e: LabError) -> PyErr {
+    to_py(e.into())
+}
+
+fn workload_err(e: WorkloadError) -> PyErr {
+    to_py(e.into())
+}
+
+fn value_err(m: impl Into<String>) -> PyErr {
+    PyValueError::new_err(m.into())
+}
+
+fn json<T: serde::Serialize>(v: &T) -> PyResult<String> {
+    serde_json::to_string(v).map_err(|e| Error::new_err(format!("encoding JSON: {e}")))
+}
+
+/// A set of equal-sized pages, with optional per-page and per-set metadata: a page-set file (any
+/// format `zmem` reads), a capture, a generated set, or bytes from NumPy.
+#[pyclass(module = "zmem", name = "PageSet", frozen)]
+#[derive(Debug)]
+pub struct PageSet {
+    set: Pages,
+    /// What the set is, for the lab's `source.detail` (the path, as the CLI says it).
+    label: String,
+}
+
+impl PageSet {
+    fn bytes(&self) -> &[u8] {
+        self.set.bytes()
+    }
+}
+
+#[pymethods]
+impl PageSet {
+    /// Reads a page-set file (plain or zstd-compressed) or a raw page file of `page_size`-byte
+    /// pages, checking every page's checksum; the pages are copied into memory.
+    #[staticmethod]
+    #[pyo3(signature = (path, page_size = 4096))]
+    fn open(py: Python<'_>, path: PathBuf, page_size: usize) -> PyResult<Self> {
+        let opts = ReadOptions { page_size, ..ReadOptions::default() };
+        let set = py.detach(|| Pages::open_with(&path, &opts)).map_err(workload_err)?;
+        Ok(Self { set, label: path.display().to_string() })
+    }
+
+    /// Parses a whole page file held in memory (`bytes`), in any format `open` reads.
+    #[staticmethod]
+    #[pyo3(signature = (data, page_size = 4096, label = "bytes".to_string()))]
+    fn from_bytes(py: Python<'_>, data: &[u8], page_size: usize, label: String) -> PyResult<Self> {
+        let opts = ReadOptions { page_size, ..ReadOptions::default() };
+        let set = py.detach(|| Pages::from_bytes(data, &opts)).map_err(workload_err)?;
+        Ok(Self { set, label })
+    }
+
+    /// Pages from a 2-D `(n, page_size)` uint8 NumPy array (anything `numpy.asarray` takes).
+    #[staticmethod]
+    #[pyo3(signature = (array, label = "numpy array".to_string()))]
+    fn from_numpy(py: Python<'_>, array: &Bound<'_, PyAny>, label: String) -> PyResult<Self> {
+        let np = py.import("numpy")?;
+        let a = np.getattr("asarray")?.call1((array,))?;
+        let dtype: String = a.getattr("dtype")?.str()?.extract()?;
+        let shape: Vec<usize> = a.getattr("shape")?.extract()?;
+        if dtype != "uint8" || shape.len() != 2 {
+            return Err(value_err(format!(
+                "expected a 2-D (n, page_size) uint8 array, got dtype {dtype} with shape {shape:?}"
+            )));
+        }
+        let raw = np.getattr("ascontiguousarray")?.call1((a,))?.call_method0("tobytes")?;
+        let data: &[u8] = raw.cast::<PyBytes>()?.as_bytes();
+        let set = Pages::from_raw(data.to_vec(), shape[1]).map_err(workload_err)?;
+        Ok(Self { set, label })
+    }
+
+    /// The pages as a writable `(n, page_size)` uint8 NumPy array (a copy).
+    fn to_numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let np = py.import("numpy")?;
+        // A bytearray, so the array is writable (and owns its one copy of the pages).
+        let buf = PyByteArray::new(py, self.set.bytes());
+        let flat = np.getattr("frombuffer")?.call1((buf, "uint8"))?;
+        flat.call_method1("reshape", (self.set.len(), self.set.page_size()))
+    }
+
+    /// All pages, concatenated.
+    fn tobytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, self.set.bytes())
+    }
+
+    /// A generated page set, as `zmem gen`: `kind` is `mixed` (typical anonymous memory) or
+    /// `perf` (seed 004's zram-perf pattern); the same seed gives the same bytes.
+    #[staticmethod]
+    #[pyo3(signature = (kind = "mixed", pages = 4096, page_size = 4096, seed = 0))]
+    fn generate(
+        py: Python<'_>,
+        kind: &str,
+        pages: usize,
+        page_size: usize,
+        seed: u64,
+    ) -> PyResult<Self> {
+        let k = Kind::parse(kind).map_err(workload_err)?;
+        let set =
+            py.detach(|| generate::generate(k, pages, page_size, seed)).map_err(workload_err)?;
+        Ok(Self { set, label: format!("generated {kind} set (seed {seed})") })
+    }
+
+    /// The built-in page set the CLI runs on when given no file.
+    #[staticmethod]
+    #[pyo3(signature = (page_size = 4096))]
+    fn builtin(page_size: usize) -> PyResult<Self> {
+        let set = builtin::default_set_with(page_size).map_err(workload_err)?;
+        Ok(Self { set, label: "built-in set".into() })
+    }
+
+    /// Captures live memory, as `zmem capture` (root needed for other users' processes): the
+    /// resident anonymous pages of `pids`, of every process (`all`), of a cgroup's processes,
+    /// or the pages a zram device stores (`zram="/dev/zramN"`, read with O_DIRECT).
+    #[staticmethod]
+    #[pyo3(signature = (pids = Vec::new(), all = false, cgroup = None, zram = None))]
+    fn capture(
+        py: Python<'_>,
+        pids: Vec<u32>,
+        all: bool,
+        cgroup: Option<PathBuf>,
+        zram: Option<PathBuf>,
+    ) -> PyResult<Self> {
+        if let Some(dev) = zram {
+            if !pids.is_empty() || all || cgroup.is_some() {
+                return Err(value_err("zram= cannot be combined with pids, all or cgroup"));
+            }
+            let (set, _) = py
+                .detach(|| capture::zram::capture_device(&dev, &mut |_, _| {}))
+                .map_err(workload_err)?;
+            return Ok(Self { set, label: dev.display().to_string() });
+        }
+        let mut pids = pids;
+        if all {
+            pids.extend(capture::all_pids().map_err(workload_err)?);
+        }
+        if let Some(cg) = &cgroup {
+            pids.extend(capture::cgroup_pids(cg).map_err(workload_err)?);
+        }
+        if pids.is_empty() {
+            return Err(value_err(
+                "nothing to capture: give --pid P, --all, --cgroup PATH or --zram DEV",
+            ));
+        }
+        pids.sort_unstable();
+        pids.dedup();
+        let (set, summary) =
+            py.detach(|| capture::capture(&pids, &mut |_| {})).map_err(workload_err)?;
+        Ok(Self { set, label: summary.to_string() })
+    }
+
+    /// Writes the set: a page-set file (zstd-compressed at level `zstd`, or at level 3 for a
+    /// name ending `.zst`), or bare pages with `raw=True`, as `zmem gen`/`zmem export` do.
+    #[pyo3(signature = (path, zstd = None, raw = false))]
+    fn save(&self, py: Python<'_>, path: PathBuf, zstd: Option<i32>, raw: bool) -> PyResult<()> {
+        if raw && zstd.is_some() {
+            return Err(value_err("raw=True cannot be combined with zstd"));
+        }
+        let compression = match zstd {
+            Some(l) => Compression::Zstd(l),
+            None if path.extension().is_some_and(|e| e == "zst") => Compression::Zstd(3),
+            None => Compression::None,
+        };
+        py.detach(|| if raw { self.set.save_raw(&path) } else { self.set.save(&path, compression) })
+            .map_err(workload_err)
+    }
+
+    /// A copy of the set with its set metadata replaced (keys: printable ASCII without `=`;
+    /// the fleet reads `host` and `label.*`).
+    fn with_metadata(
+        &self,
+        metadata: std::collections::BTreeMap<String, String>,
+    ) -> PyResult<Self> {
+        let mut set = Pages::from_raw(self.set.bytes().to_vec(), self.set.page_size())
+            .map_err(workload_err)?;
+        if let Some(m) = self.set.metas() {
+            set = set.with_meta(m.to_vec()).map_err(workload_err)?;
+        }
+        let set = set.with_set_meta(metadata).map_err(workload_err)?;
+        Ok(Self { set, label: self.label.clone() })
+    }
+
+    /// The set's metadata (`key -> value`; a zram capture's device state, for instance).
+    #[getter]
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (k, v) in self.set.set_meta().into_iter().flatten() {
+            d.set_item(k, v)?;
+        }
+        Ok(d)
+    }
+
+    #[getter]
+    fn page_size(&self) -> usize {
+        self.set.page_size()
+    }
+
+    /// What the set is (its path, for an opened file): the lab's `source.detail` names it.
+    #[getter]
+    fn label(&self) -> String {
+        self.label.clone()
+    }
+
+    fn __len__(&self) -> usize {
+        self.set.len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "PageSet({} pages of {} bytes, {})",
+            self.set.len(),
+            self.set.page_size(),
+            self.label
+        )
+    }
+}
+
+/// `zmem comp-bench --json`: one record per algorithm, as JSON.
+#[pyfunction]
+#[pyo3(signature = (pages, algos = None, min_time_ms = 200))]
+fn comp_bench(
+    py: Python<'_>,
+    pages: PyRef<'_, PageSet>,
+    algos: Option<Vec<String>>,
+    min_time_ms: u64,
+) -> PyResult<String> {
+    let specs = match algos {
+        None => AlgoSpec::all(),
+        Some(a) => {
+            a.iter().map(|s| AlgoSpec::parse(s)).collect::<Result<_, _>>().map_err(lab_err)?
+        }
+    };
+    let opts = bench::Options {
+        page_size: pages.set.page_size(),
+        min_time: Duration::from_millis(min_time_ms),
+        ..bench::Options::default()
+    };
+    let p: &PageSet = &pages;
+    let rows =
+        py.detach(|| bench::run(&[p.bytes()], &specs, &opts, &NoProgress)).map_err(lab_err)?;
+    json(&rows)
+}
+
+/// `zmem zram --json`: the pages through one zram device.
+#[pyfunction]
+#[pyo3(signature = (pages, algo = None, params = None, pool = "zsmalloc".to_string(), threads = 1, recomp = Vec::new(), recompress = None))]
+#[allow(clippy::too_many_arguments)]
+fn zram_run(
+    py: Python<'_>,
+    pages: PyRef<'_, PageSet>,
+    algo: Option<String>,
+    params: Option<String>,
+    pool: String,
+    threads: usize,
+    recomp: Vec<String>,
+    recompress: Option<String>,
+) -> PyResult<String> {
+    let cfg = ZramRunConfig {
+        algo: algo.unwrap_or_else(|| zmem_lab::DEFAULT_ALGORITHM.to_string()),
+        params,
+        pool,
+        page_size: pages.set.page_size(),
+        threads,
+        recomp,
+        recompress,
+    };
+    let p: &PageSet = &pages;
+    let r = py.detach(|| zram_mod::run(p.bytes(), &cfg, &NoProgress)).map_err(lab_err)?;
+    if !r.verified {
+        return Err(Error::new_err("pages read back differ from the pages written"));
+    }
+    json(&r)
+}
+
+/// A `--ram` value: a byte count, or text in the kernel's memparse syntax; `flag` names it in
+/// the error, as the CLI does.
+fn ram_bytes(flag: &str, ram: &Bound<'_, PyAny>) -> PyResult<u64> {
+    if let Ok(n) = ram.extract::<u64>() {
+        return Ok(n);
+    }
+    let text: String = ram
+        .extract()
+        .map_err(|_| value_err(format!("{flag}: expected bytes as an int or a size string")))?;
+    zmem_lab::parse_size(&text).map_err(|e| value_err(format!("{flag}: {}", e.msg)))
+}
+
+fn load_trace(py: Python<'_>, path: &Path) -> PyResult<Vec<replay_mod::Access>> {
+    let t = py.detach(|| Trace::open(path)).map_err(|e| {
+        let mut f: Failure = e.into();
+        match &mut f {
+            Failure::Value(m) | Failure::Os(m) | Failure::Other(m) => {
+                *m = format!("reading the trace: {m}")
+            }
+        }
+        to_py(f)
+    })?;
+    Ok(replay_mod::accesses(&t))
+}
+
+/// `zmem replay --json`: an access trace over the pages under a RAM budget.
+#[pyfunction]
+#[pyo3(signature = (pages, trace, ram, swap = "zswap", algo = "lzo".to_string(), pool = "zsmalloc".to_string(), max_pool_percent = 20, accept_threshold_percent = 90, shrinker = false, reject_incompressible = false, no_writeback = false, swap_dir = None))]
+#[allow(clippy::too_many_arguments)]
+fn replay(
+    py: Python<'_>,
+    pages: PyRef<'_, PageSet>,
+    trace: PathBuf,
+    ram: &Bound<'_, PyAny>,
+    swap: &str,
+    algo: String,
+    pool: String,
+    max_pool_percent: u32,
+    accept_threshold_percent: u32,
+    shrinker: bool,
+    reject_incompressible: bool,
+    no_writeback: bool,
+    swap_dir: Option<PathBuf>,
+) -> PyResult<String> {
+    let ps = pages.set.page_size();
+    let ram_text = ram.str()?.to_string();
+    let ram_pages = ram_bytes("--ram", ram)? / ps as u64;
+    if ram_pages == 0 {
+        return Err(value_err(format!("--ram {ram_text} is less than one page")));
+    }
+    let swap: SwapKind = swap.parse().map_err(value_err)?;
+    let accesses = load_trace(py, &trace)?;
+    let cfg = ReplayConfig {
+        ram_pages,
+        swap,
+        algo,
+        pool,
+        page_size: ps,
+        max_pool_percent,
+        accept_threshold_percent,
+        shrinker,
+        incompressible: if reject_incompressible {
+            Incompressible::Reject
+        } else {
+            Incompressible::StoreAsIs
+        },
+        writeback: !no_writeback,
+        swap_dir: Some(swap_dir.unwrap_or_else(std::env::temp_dir)),
+    };
+    let p: &PageSet = &pages;
+    let r =
+        py.detach(|| replay_mod::run(p.bytes(), &accesses, &cfg, &NoProgress)).map_err(lab_err)?;
+    if !r.verified {
+        return Err(Error::new_err("pages swapped in differ from the pages swapped out"));
+    }
+    json(&r)
+}
+
+/// `zmem study allocators --json`: zsmalloc, zbud and z3fold under zswap.
+#[pyfunction]
+#[pyo3(signature = (pages, trace = None, algo = "lzo".to_string(), rounds = 3, as_is = false, ram = None, max_pool_percent = 20))]
+#[allow(clippy::too_many_arguments)]
+fn study_allocators(
+    py: Python<'_>,
+    pages: PyRef<'_, PageSet>,
+    trace: Option<PathBuf>,
+    algo: String,
+    rounds: usize,
+    as_is: bool,
+    ram: Option<&Bound<'_, PyAny>>,
+    max_pool_percent: u32,
+) -> PyResult<String> {
+    let ps = pages.set.page_size();
+    let accesses = trace.as_ref().map(|t| load_trace(py, t)).transpose()?;
+    let ram_pages = ram.map(|r| ram_bytes("--ram", r)).transpose()?.map(|b| b / ps as u64);
+    let cfg = StudyConfig {
+        algo,
+        page_size: ps,
+        rounds,
+        incompressible: if as_is { Incompressible::StoreAsIs } else { Incompressible::Reject },
+        ram_pages,
+        max_pool_percent,
+        swap_dir: Some(std::env::temp_dir()),
+    };
+    let p: &PageSet = &pages;
+    let rows = py
+        .detach(|| study::allocators(p.bytes(), accesses.as_deref(), &cfg, &NoProgress))
+        .map_err(lab_err)?;
+    if !rows.iter().all(|r| r.verified) {
+        return Err(Error::new_err("pages came back different"));
+    }
+    json(&rows)
+}
+
+/// `zmem lab --json`: the report (docs/lab-report.schema.json) as JSON. `pages` None: `source`
+/// (`zram`, `processes`, `builtin`, or None for the CLI's automatic choice).
+#[pyfunction]
+#[pyo3(signature = (pages = None, source = None, observe = 10, max_pages = 6144, cpu_budget = 1.0, latency_budget = 50.0, min_time_ms = None))]
+#[allow(clippy::too_many_arguments)]
+fn lab(
+    py: Python<'_>,
+    pages: Option<PyRef<'_, PageSet>>,
+    source: Option<&str>,
+    observe: u64,
+    max_pages: usize,
+    cpu_budget: f64,
+    latency_budget: f64,
+    min_time_ms: Option<u64>,
+) -> PyResult<String> {
+    if !(cpu_budget >= 0.0 && latency_budget >= 0.0) {
+        return Err(value_err("--cpu-budget and --latency-budget must be numbers >= 0"));
+    }
+    let input = match (&pages, source) {
+        (Some(_), Some(_)) => return Err(value_err("give pages or source, not both")),
+        (Some(p), None) => {
+            // The lab owns the set it is given: a copy, as the CLI's loader gives it one.
+            let set = Pages::from_raw(p.bytes().to_vec(), p.set.page_size())
+                .and_then(|s| match p.set.metas() {
+                    Some(m) => s.with_meta(m.to_vec()),
+                    None => Ok(s),
+                })
+                .and_then(|s| match p.set.set_meta() {
+                    Some(m) => s.with_set_meta(m.clone()),
+                    None => Ok(s),
+                })
+                .map_err(workload_err)?;
+            Input::Pages { set, label: p.label.clone() }
+        }
+        (None, Some("zram")) => Input::Zram,
+        (None, Some("processes")) => Input::Processes,
+        (None, Some("builtin")) => Input::Builtin,
+        (None, Some(other)) => {
+            return Err(value_err(format!(
+                "unknown source {other:?} (zram, processes or builtin)"
+            )));
+        }
+        (None, None) => Input::Auto,
+    };
+    let report = py
+        .detach(|| -> Result<_, LabError> {
+            let e = evidence::gather(input, max_pages, &NoProgress)?;
+            let rates = lab_mod::now::watch(&e.zram_ids, observe, e.source.page_size, &NoProgress)?;
+            let budgets = lab_mod::Budgets {
+                cpu_percent_of_core: cpu_budget,
+                added_load_p99_us: latency_budget,
+                ..lab_mod::Budgets::default()
+            };
+            let mut opts = LabOptions { budgets, now: e.now, rates, ..LabOptions::default() };
+            if let Some(ms) = min_time_ms {
+                opts.min_time = Duration::from_millis(ms);
+            }
+            lab_mod::run(&e.pages, e.source, &opts, &NoProgress)
+        })
+        .map_err(lab_err)?;
+    json(&report)
+}
+
+/// Algorithm names `comp_bench` takes (`zmem comp-bench --list`).
+#[pyfunction]
+fn algorithms() -> Vec<String> {
+    AlgoSpec::all().into_iter().map(|a| a.name).collect()
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("Error", m.py().get_type::<Error>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<PageSet>()?;
+    m.add_function(wrap_pyfunction!(comp_bench, m)?)?;
+    m.add_function(wrap_pyfunction!(zram_run, m)?)?;
+    m.add_function(wrap_pyfunction!(replay, m)?)?;
+    m.add_function(wrap_pyfunction!(study_allocators, m)?)?;
+    m.add_function(wrap_pyfunction!(lab, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithms, m)?)?;
+    Ok(())
+}

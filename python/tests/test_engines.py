@@ -1,0 +1,143 @@
+"""The engines through Python equal the CLI's --json on the same pages, and bad arguments raise
+the CLI's one-line message."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pyarrow as pa
+import pytest
+
+import zmem
+from conftest import cli_error, run_cli
+
+# Fields measured with a clock: they differ from run to run, in the CLI as in Python.
+TIMED = re.compile(r"(mbps|_ns$|_ns_|_us$|secs|seconds|cpu|latency|_per_sec)")
+
+
+@pytest.fixture(scope="module")
+def page_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("pages") / "mixed.zpages"
+    zmem.PageSet.generate("mixed", pages=300, seed=42).save(path)
+    return path
+
+
+def test_comp_bench_equals_the_cli(zmem_bin, page_file):
+    algos = ["lzo", "lz4", "zstd:3", "deflate"]
+    p = run_cli(zmem_bin, "comp-bench", "--json", "--min-time-ms", "1", "--algo", ",".join(algos), str(page_file))
+    assert p.returncode == 0, p.stderr
+    cli = json.loads(p.stdout)
+    t = zmem.comp_bench(zmem.PageSet.open(page_file), algos=algos, min_time_ms=1)
+    assert isinstance(t, pa.Table)
+    # Columns are the JSON's field names, in the JSON's order.
+    assert t.column_names == list(cli[0].keys())
+    # The rows asked for, after the memcpy baseline the table always starts with.
+    assert t.num_rows == len(cli) and t.column("algo").to_pylist()[-len(algos) :] == algos
+    ours = t.to_pylist()
+    for mine, theirs in zip(ours, cli):
+        for k, v in theirs.items():
+            if TIMED.search(k):
+                assert mine[k] >= 0, k  # memcpy frees nothing: its freeing speed is 0
+            else:
+                assert mine[k] == v, (theirs["algo"], k)
+    assert all(r["verified"] and r["comp_mbps"] > 0 for r in ours)
+    # Different pages give different sizes: the comparison is not vacuous.
+    other = zmem.comp_bench(zmem.PageSet.generate("perf", pages=300, seed=1), algos=["lz4"], min_time_ms=1)
+    lz4 = next(r for r in ours if r["algo"] == "lz4")
+    assert other.column("compressed_bytes")[-1].as_py() != lz4["compressed_bytes"]
+    assert t.to_pandas().shape == (len(cli), len(cli[0]))
+
+
+def test_comp_bench_accepts_paths_and_arrays(page_file):
+    ps = zmem.PageSet.open(page_file)
+    a = zmem.comp_bench(str(page_file), algos=["lz4"], min_time_ms=1)
+    b = zmem.comp_bench(ps.to_numpy(), algos=["lz4"], min_time_ms=1)
+    assert a.column("compressed_bytes").to_pylist() == b.column("compressed_bytes").to_pylist()
+    with pytest.raises(TypeError):
+        zmem.comp_bench(12, algos=["lz4"])
+
+
+def test_zram_run_equals_the_cli(zmem_bin, page_file):
+    p = run_cli(zmem_bin, "zram", "--json", "--algo", "lz4", "--pool", "zsmalloc", str(page_file))
+    assert p.returncode == 0, p.stderr
+    cli = json.loads(p.stdout)
+    t = zmem.zram_run(page_file, algo="lz4", pool="zsmalloc")
+    assert t.num_rows == 1 and t.column_names == list(cli.keys())
+    row = t.to_pylist()[0]
+    for k in ("mm_stat", "orig_data_size", "compr_data_size", "mem_used_total", "pages"):
+        if k in cli:
+            assert row[k] == cli[k], k
+    assert row["verified"] is True
+
+
+def test_study_allocators_has_one_row_per_allocator(page_file):
+    t = zmem.study_allocators(page_file, rounds=1)
+    assert sorted(t.column("allocator").to_pylist()) == ["z3fold", "zbud", "zsmalloc"]
+
+
+def test_replay_runs_a_trace(zmem_bin, page_file, tmp_path):
+    trace = tmp_path / "t.trace"
+    p = run_cli(zmem_bin, "trace", "gen", "--pages", "300", "--accesses", "3000", "-o", str(trace))
+    if p.returncode != 0:
+        pytest.fail(f"zmem trace gen: {p.stderr}")
+    cli = run_cli(zmem_bin, "replay", "--json", "--ram", "400K", "--swap", "zram", "--algo", "lz4", str(page_file), str(trace))
+    assert cli.returncode == 0, cli.stderr
+    want = json.loads(cli.stdout)
+    t = zmem.replay(page_file, trace, "400K", swap="zram", algo="lz4")
+    row = t.to_pylist()[0]
+    assert t.column_names == list(want.keys())
+    for k in ("swap_outs", "swap_ins", "accesses", "ram_pages"):
+        if k in want:
+            assert row[k] == want[k], k
+
+
+# Bad arguments: the exception's message is the CLI's line (after `zmem: `).
+
+
+def test_unknown_algorithm_raises_the_cli_message(zmem_bin, page_file):
+    want = cli_error(zmem_bin, "comp-bench", "--algo", "nope", str(page_file))
+    with pytest.raises(ValueError) as e:
+        zmem.comp_bench(page_file, algos=["nope"])
+    assert str(e.value) == want
+    want = cli_error(zmem_bin, "comp-bench", "--algo", "zstd:x", str(page_file))
+    with pytest.raises(ValueError) as e:
+        zmem.comp_bench(page_file, algos=["zstd:x"])
+    assert str(e.value) == want
+
+
+def test_missing_file_raises_oserror_with_the_cli_message(zmem_bin, tmp_path):
+    missing = tmp_path / "missing.zpages"
+    want = cli_error(zmem_bin, "comp-bench", str(missing))
+    with pytest.raises(OSError) as e:
+        zmem.PageSet.open(missing)
+    assert str(e.value) == want
+
+
+def test_corrupt_file_raises_zmem_error_with_the_cli_message(zmem_bin, page_file, tmp_path):
+    bad = tmp_path / "bad.zpages"
+    data = bytearray(page_file.read_bytes())
+    data[len(data) // 2] ^= 0x55  # a page no longer matches its checksum
+    bad.write_bytes(bytes(data))
+    want = cli_error(zmem_bin, "comp-bench", str(bad))
+    with pytest.raises(zmem.Error) as e:
+        zmem.PageSet.open(bad)
+    assert str(e.value) == want
+    assert not isinstance(e.value, (ValueError, OSError))
+
+
+def test_bad_budgets_and_sizes_raise_the_cli_message(zmem_bin, page_file, tmp_path):
+    want = cli_error(zmem_bin, "lab", "--cpu-budget=-1", "--observe", "0", str(page_file))
+    with pytest.raises(ValueError) as e:
+        zmem.lab(page_file, cpu_budget=-1, observe=0)
+    assert str(e.value) == want
+    trace = tmp_path / "t.trace"
+    assert run_cli(zmem_bin, "trace", "gen", "--pages", "300", "--accesses", "100", "-o", str(trace)).returncode == 0
+    want = cli_error(zmem_bin, "replay", "--ram", "12Q", str(page_file), str(trace))
+    with pytest.raises(ValueError) as e:
+        zmem.replay(page_file, trace, "12Q")
+    assert str(e.value) == want
+    want = cli_error(zmem_bin, "zram", "--pool", "nopool", str(page_file))
+    with pytest.raises((ValueError, zmem.Error)) as e:
+        zmem.zram_run(page_file, pool="nopool")
+    assert str(e.value) == want

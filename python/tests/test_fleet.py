@@ -1,0 +1,132 @@
+"""zmem-fleet on local Ray: 8 captures, one corrupt; the Parquet file, its schema, the report."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import zmem
+from zmem import fleet
+
+LAB = dict(min_time_ms=1, max_pages=256, progress=False)
+
+
+@pytest.fixture(scope="module")
+def captures(tmp_path_factory):
+    d = tmp_path_factory.mktemp("captures")
+    hosts = []
+    for i in range(7):
+        kind = "perf" if i % 3 == 0 else "mixed"
+        ps = zmem.PageSet.generate(kind, pages=256, seed=100 + i)
+        name = f"cap{i}.zpages"
+        if i < 4:
+            # Host and labels in the page set's metadata.
+            ps = ps.with_metadata({"host": f"db-{i}", "label.role": "db"})
+            hosts.append(f"db-{i}")
+        else:
+            hosts.append(f"web-{i}")  # from hosts.csv below
+        ps.save(d / name)
+    (d / "hosts.csv").write_text(
+        "capture,host,rack\n" + "".join(f"cap{i}.zpages,web-{i},r{i}\n" for i in range(4, 7))
+    )
+    # The eighth: a page set with a damaged page (its checksum no longer matches).
+    bad = bytearray((d / "cap0.zpages").read_bytes())
+    bad[len(bad) // 2] ^= 0x55
+    (d / "cap7-corrupt.zpages").write_bytes(bytes(bad))
+    return d, hosts
+
+
+@pytest.fixture(scope="module")
+def fleet_run(ray_session, captures, tmp_path_factory):
+    d, _ = captures
+    out = tmp_path_factory.mktemp("fleet-out")
+    return fleet.run([str(d)], str(out), **LAB), out
+
+
+def test_seven_hosts_and_the_corrupt_capture_listed(fleet_run, captures):
+    r, out = fleet_run
+    d, hosts = captures
+    t = pq.read_table(out / "results.parquet")
+    assert sorted(set(t.column("host").to_pylist())) == sorted(hosts)
+    assert len(r.failures) == 1
+    assert r.failures[0].capture.endswith("cap7-corrupt.zpages")
+    assert "Error" in r.failures[0].error
+    html = (out / "report.html").read_text()
+    assert "cap7-corrupt.zpages" in html
+    assert r.recommendation is not None and r.recommendation in html
+    # Labels: metadata for the db hosts, hosts.csv for the web ones.
+    rows = t.to_pylist()
+    assert {x["label.role"] for x in rows if x["host"].startswith("db-")} == {"db"}
+    assert {x["label.rack"] for x in rows if x["host"] == "web-5"} == {"r5"}
+
+
+def test_parquet_schema(fleet_run):
+    r, out = fleet_run
+    t = pq.read_table(out / "results.parquet")
+    report = next(iter(r.reports.values()))
+    cand_fields = [k for k in report["candidates"][0] if k != "name"]
+    names = t.column_names
+    assert names[:2] == ["host", "config"]
+    assert names[2 : 2 + len(cand_fields)] == cand_fields
+    s = t.schema
+    assert s.field("host").type == pa.string() and s.field("config").type == pa.string()
+    assert s.field("memory_saved_bytes_vs_now").type == pa.int64()
+    assert s.field("pool_bytes").type == pa.int64()
+    assert s.field("within_budgets").type == pa.bool_()
+    assert s.field("cpu_secs_per_sec").type == pa.float64()
+    assert s.field("over_budget").type == pa.list_(pa.string())
+    assert s.field("recommended").type == pa.bool_()
+    # One row per host x candidate (the candidates depend on the pages: a dictionary
+    # candidate only where one helps), and each host's own choice marked once.
+    assert t.num_rows == sum(len(x["candidates"]) for x in r.reports.values())
+    for h in set(t.column("host").to_pylist()):
+        mine = [x for x in t.to_pylist() if x["host"] == h]
+        assert [x["config"] for x in mine] == [c["name"] for c in r.reports[h]["candidates"]]
+        assert sum(x["recommended"] for x in mine) == 1
+        assert {x["config"] for x in mine if x["recommended"]} == {
+            r.reports[h]["recommendation"]["config"]
+        }
+
+
+def test_the_fleet_choice_follows_its_rule(fleet_run):
+    r, _ = fleet_run
+    choice, stats = fleet.fleet_choice(r.results)
+    assert choice == r.recommendation
+    best = max(stats, key=lambda s: (s["fits"], sum(s["saved"])))
+    assert best["config"] == choice
+    for s in stats:
+        assert s["hosts"] == sum(
+            any(c["name"] == s["config"] for c in rep["candidates"]) for rep in r.reports.values()
+        )
+        assert 0 <= s["fits"] <= s["hosts"] <= 7
+
+
+def test_a_missing_capture_is_listed_not_fatal(ray_session, captures, tmp_path):
+    d, _ = captures
+    missing = str(d / "nope.zpages")
+    r = fleet.run([str(d / "cap1.zpages"), missing], None, retries=0, **LAB)
+    assert r.hosts == ["db-1"]
+    assert [f.capture for f in r.failures] == [missing]
+    assert r.failures[0].error.startswith(("OSError", "FileNotFoundError"))
+
+
+def test_inputs_expand_from_globs_lists_and_files(captures, tmp_path):
+    d, _ = captures
+    every = fleet.expand([str(d)])
+    assert len(every) == 8 and not any(c.endswith(".csv") for c in every)
+    assert fleet.expand([str(d / "cap[0-2].zpages")]) == [str(d / f"cap{i}.zpages") for i in range(3)]
+    lst = tmp_path / "list.txt"
+    lst.write_text(f"{d / 'cap1.zpages'}\n# a comment\n{d / 'cap2.zpages'}\n")
+    assert fleet.expand([f"@{lst}"]) == [str(d / "cap1.zpages"), str(d / "cap2.zpages")]
+    pair = f"{d / 'cap1.zpages'},{d / 'cap3.zpages'}"
+    assert fleet.expand([pair, str(d / "cap1.zpages")]) == [str(d / "cap1.zpages"), str(d / "cap3.zpages")]
+    assert fleet.expand([f"file://{d}"]) == [f"file://{c}" for c in every]
+
+
+def test_command_line_errors_are_one_line(tmp_path, capsys):
+    assert fleet.main([str(tmp_path / "none-*.zpages"), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("zmem-fleet: no captures found")
+    assert fleet.main([str(tmp_path), "--out", str(tmp_path / "o"), "--workers", "0"]) == 2
+    assert "--workers must be at least 1" in capsys.readouterr().err

@@ -1,0 +1,58 @@
+"""`zmem.lab` returns `zmem lab --json`'s report, equal in every field not measured with a clock."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import zmem
+from conftest import run_cli
+
+# Measured with a clock (or judged on such a measurement): these differ between any two runs.
+TIMED = re.compile(
+    r"(mbps$|seconds|_ns$|_ns_per_page$|_ns_|cpu_secs|latency|^why$|^over_budget$)"
+)
+# Generous budgets: every verified candidate fits, so the choice rests on memory alone and
+# does not depend on how busy the machine was.
+BUDGETS = ("--cpu-budget", "1000", "--latency-budget", "1000000")
+
+
+def compare(a, b, path="report"):
+    """Every key both have, recursively, except the timed ones; returns how many were compared."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), path
+        n = 0
+        for k in a:
+            if TIMED.search(k):
+                continue
+            n += compare(a[k], b[k], f"{path}.{k}")
+        return n
+    if isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), path
+        return sum(compare(x, y, f"{path}[{i}]") for i, (x, y) in enumerate(zip(a, b)))
+    assert a == b, f"{path}: {a!r} != {b!r}"
+    return 1
+
+
+def test_lab_equals_the_cli(zmem_bin, tmp_path):
+    path = tmp_path / "host.zpages"
+    zmem.PageSet.generate("mixed", pages=1024, seed=7).save(path)
+    p = run_cli(zmem_bin, "lab", "--json", "--observe", "0", *BUDGETS, str(path))
+    assert p.returncode == 0, p.stderr
+    cli = json.loads(p.stdout)
+    ours = zmem.lab(zmem.PageSet.open(path), observe=0, cpu_budget=1000, latency_budget=1e6)
+    assert isinstance(ours, dict)
+    compared = compare(cli, ours)
+    # Hundreds of sizes, counts, names and choices, not a handful.
+    assert compared > 200, compared
+    assert ours["source"]["kind"] == "file" and str(path) in ours["source"]["detail"]
+    assert ours["recommendation"]["config"] in {c["name"] for c in ours["candidates"]}
+    t = zmem.candidates_table(ours)
+    assert t.num_rows == len(cli["candidates"]) and t.column_names[0] == "name"
+
+
+def test_lab_on_other_pages_differs():
+    a = zmem.lab(zmem.PageSet.generate("mixed", pages=512, seed=1), observe=0, min_time_ms=1)
+    b = zmem.lab(zmem.PageSet.generate("perf", pages=512, seed=1), observe=0, min_time_ms=1)
+    sizes = lambda r: [p["pool_bytes"] for p in r["policies"]]  # noqa: E731
+    assert sizes(a) != sizes(b)

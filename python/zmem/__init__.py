@@ -1,0 +1,218 @@
+"""zmem: Linux compressed memory (zram, zswap, the zpool allocators, the page compressors)
+rebuilt in user space, and a lab that replays real memory through every configuration.
+
+This package binds the same engines the ``zmem`` command line runs: each function takes a
+:class:`PageSet` and the CLI's options, runs the CLI's code (in Rust, with the GIL released)
+and returns what ``zmem ... --json`` prints: tables as :class:`pyarrow.Table` (one column per
+JSON field, named as in the JSON; ``.to_pandas()`` works), the lab's report as a ``dict``.
+
+>>> import zmem
+>>> pages = zmem.PageSet.generate("mixed", pages=256, seed=1)
+>>> len(pages), pages.page_size
+(256, 4096)
+>>> t = zmem.comp_bench(pages, algos=["lz4", "zstd"], min_time_ms=1)
+>>> t.column("algo").to_pylist()
+['memcpy', 'lz4', 'zstd']
+
+Errors raise :class:`ValueError` (a bad argument), :class:`OSError` (a file the system
+refused) or :class:`zmem.Error` (corrupt input, an engine that failed), with the CLI's message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Optional, Sequence, Union
+
+import pyarrow as pa
+
+from . import _native
+from ._native import Error, PageSet
+
+__all__ = [
+    "Error",
+    "PageSet",
+    "algorithms",
+    "comp_bench",
+    "lab",
+    "replay",
+    "study_allocators",
+    "zram_run",
+    "__version__",
+]
+
+__version__: str = _native.__version__
+
+Pages = Union[PageSet, str, "os.PathLike[str]", Any]
+
+
+def _pages(pages: Pages) -> PageSet:
+    """A PageSet from a PageSet, a path, or a (n, page_size) uint8 array."""
+    if isinstance(pages, PageSet):
+        return pages
+    if isinstance(pages, (str, os.PathLike)):
+        return PageSet.open(os.fspath(pages))
+    if hasattr(pages, "__array__") or hasattr(pages, "shape"):
+        return PageSet.from_numpy(pages)
+    raise TypeError(
+        f"pages must be a zmem.PageSet, a path or a (n, page_size) uint8 array, "
+        f"not {type(pages).__name__}"
+    )
+
+
+def _table(text: str) -> pa.Table:
+    rows = json.loads(text)
+    if isinstance(rows, dict):
+        rows = [rows]
+    return pa.Table.from_pylist(rows)
+
+
+def algorithms() -> list[str]:
+    """The algorithm names ``comp_bench`` takes (``zmem comp-bench --list``).
+
+    >>> "lz4" in zmem.algorithms()
+    True
+    """
+    return _native.algorithms()
+
+
+def comp_bench(
+    pages: Pages, algos: Optional[Sequence[str]] = None, *, min_time_ms: int = 200
+) -> pa.Table:
+    """The compressor table, as ``zmem comp-bench --json``: one row per algorithm (ratio,
+    compression and decompression speeds, memory-freeing speed, verified).
+
+    ``algos``: names or ``name:level`` (default: all). ``min_time_ms``: minimum time per timed
+    pass (the best pass counts).
+
+    >>> t = zmem.comp_bench(zmem.PageSet.generate(pages=64), algos=["lzo", "zstd:3"], min_time_ms=1)
+    >>> t.column_names[:2]
+    ['algo', 'pages']
+    """
+    algos = None if algos is None else list(algos)
+    return _table(_native.comp_bench(_pages(pages), algos, min_time_ms))
+
+
+def zram_run(
+    pages: Pages,
+    *,
+    algo: Optional[str] = None,
+    params: Optional[str] = None,
+    pool: str = "zsmalloc",
+    threads: int = 1,
+    recomp: Sequence[str] = (),
+    recompress: Optional[str] = None,
+) -> pa.Table:
+    """The pages through one zram device, as ``zmem zram --json``: one row (stat files,
+    speeds, verified).
+
+    >>> t = zmem.zram_run(zmem.PageSet.generate(pages=64), algo="lz4", pool="zbud")
+    >>> t.num_rows
+    1
+    """
+    return _table(
+        _native.zram_run(
+            _pages(pages), algo, params, pool, threads, list(recomp), recompress
+        )
+    )
+
+
+def replay(
+    pages: Pages,
+    trace: Union[str, "os.PathLike[str]"],
+    ram: Union[int, str],
+    *,
+    swap: str = "zswap",
+    algo: str = "lzo",
+    pool: str = "zsmalloc",
+    max_pool_percent: int = 20,
+    accept_threshold_percent: int = 90,
+    shrinker: bool = False,
+    reject_incompressible: bool = False,
+    no_writeback: bool = False,
+    swap_dir: Optional[str] = None,
+) -> pa.Table:
+    """An access trace (``zmem trace gen``) over the pages with ``ram`` bytes of RAM (an int,
+    or ``"256M"``), zram or zswap as swap, as ``zmem replay --json``: one row.
+
+    >>> zmem.replay(pages, "trace.zt", "1M", swap="zram").column("swap_ins")  # doctest: +SKIP
+    """
+    return _table(
+        _native.replay(
+            _pages(pages),
+            os.fspath(trace),
+            ram,
+            swap,
+            algo,
+            pool,
+            max_pool_percent,
+            accept_threshold_percent,
+            shrinker,
+            reject_incompressible,
+            no_writeback,
+            swap_dir,
+        )
+    )
+
+
+def study_allocators(
+    pages: Pages,
+    trace: Optional[Union[str, "os.PathLike[str]"]] = None,
+    *,
+    algo: str = "lzo",
+    rounds: int = 3,
+    as_is: bool = False,
+    ram: Optional[Union[int, str]] = None,
+    max_pool_percent: int = 20,
+) -> pa.Table:
+    """Seed 001's study, as ``zmem study allocators --json``: zsmalloc, zbud and z3fold under
+    zswap, one row each.
+
+    >>> zmem.study_allocators(zmem.PageSet.generate(pages=64), rounds=1).column("allocator")  # doctest: +SKIP
+    """
+    t = None if trace is None else os.fspath(trace)
+    return _table(
+        _native.study_allocators(
+            _pages(pages), t, algo, rounds, as_is, ram, max_pool_percent
+        )
+    )
+
+
+def lab(
+    pages: Optional[Pages] = None,
+    *,
+    source: Optional[str] = None,
+    observe: int = 10,
+    max_pages: int = 6144,
+    cpu_budget: float = 1.0,
+    latency_budget: float = 50.0,
+    min_time_ms: Optional[int] = None,
+) -> dict[str, Any]:
+    """The lab, as ``zmem lab --json``: the report (``docs/lab-report.schema.json``) as a dict.
+
+    ``pages``: a PageSet, path or array; None: ``source`` (``"zram"``, ``"processes"``,
+    ``"builtin"``, or None for the CLI's automatic choice). ``observe``: seconds to watch this
+    machine's swap traffic (0 skips; the trace replay's rates stand in). ``min_time_ms``: the
+    compressor table's minimum pass time (None: the CLI's).
+
+    >>> r = zmem.lab(zmem.PageSet.generate(pages=2048), observe=0, min_time_ms=1)  # doctest: +SKIP
+    >>> r["recommendation"]["config"]  # doctest: +SKIP
+    'zstd'
+    """
+    p = None if pages is None else _pages(pages)
+    return json.loads(
+        _native.lab(
+            p, source, observe, max_pages, cpu_budget, latency_budget, min_time_ms
+        )
+    )
+
+
+def candidates_table(report: dict[str, Any]) -> pa.Table:
+    """The report's ``candidates`` (one per configuration) as a table.
+
+    >>> zmem.candidates_table(r).column("name")  # doctest: +SKIP
+    """
+    return pa.Table.from_pylist(report["candidates"])
+
+
+__all__.append("candidates_table")

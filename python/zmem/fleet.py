@@ -1,0 +1,607 @@
+"""``zmem-fleet``: the lab over many hosts' captures, on Ray.
+
+Each capture (a page set from ``zmem capture``, one per host) is one Ray task that runs the lab
+on it, exactly as ``zmem lab FILE --observe 0`` would (nothing of the machine the task runs on
+enters the result). The driver gathers every host's candidates into ``OUT/results.parquet``
+(one row per host x candidate configuration) and writes ``OUT/report.html``: how much memory
+each configuration saves across the fleet, the fleet-wide recommendation, the hosts that want
+something else, and on how many hosts each configuration fits within the budgets.
+
+Usage::
+
+    zmem-fleet /shared/captures --out fleet-out                 # local Ray, every core
+    zmem-fleet 'captures/*.zpages' --out out --workers 2
+    zmem-fleet s3://bucket/captures/ --out out --address ray://head:10001
+    python -m zmem.fleet host-a.zpages,host-b.zpages --out out
+
+Inputs (any number, mixed): a directory (its files, not recursing; ``*.csv`` and hidden files
+skipped), a glob, ``@FILE`` (one capture per line), a comma-separated list, or one file; each a
+local path or a URI pyarrow.fs opens (``s3://``, ``gs://``, ``hdfs://``, ``file://``).
+
+Hosts and labels: the page set's metadata ``host`` (else ``capture.host``) and ``label.NAME``
+keys; a ``hosts.csv`` beside the captures (columns ``capture`` (the file name), ``host``, then
+one column per label) overrides them; a capture with neither is named by its file name.
+
+Failures: a task that raises OSError (storage that failed to answer) or whose worker died is
+retried (``--retries``, Ray's ``max_retries``/``retry_exceptions``); a capture that is corrupt
+or stays unreadable is skipped and listed in the report, and the others are kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import fnmatch
+import glob
+import html
+import io
+import json
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+HOSTS_CSV = "hosts.csv"
+_GLOB_CHARS = set("*?[")
+
+
+@dataclass
+class Failure:
+    """A capture the fleet could not analyse, and why (the error's one line)."""
+
+    capture: str
+    error: str
+
+
+@dataclass
+class FleetResult:
+    """What one fleet run produced."""
+
+    results: pa.Table
+    hosts: list[str]
+    failures: list[Failure]
+    recommendation: Optional[str]
+    out: Optional[str] = None
+    seconds: float = 0.0
+    reports: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------------------------
+# Where the captures are
+
+
+def _is_uri(s: str) -> bool:
+    return "://" in s
+
+
+def _fs(path: str) -> tuple[pafs.FileSystem, str]:
+    """The filesystem and the path in it for a local path or a URI."""
+    if _is_uri(path):
+        return pafs.FileSystem.from_uri(path)
+    return pafs.LocalFileSystem(), os.path.abspath(path)
+
+
+def _listable(name: str) -> bool:
+    base = name.rsplit("/", 1)[-1]
+    return not base.startswith(".") and not base.lower().endswith(".csv")
+
+
+def _expand_one(arg: str) -> list[str]:
+    if arg.startswith("@"):
+        fs, p = _fs(arg[1:])
+        with fs.open_input_stream(p) as f:
+            lines = f.read().decode().splitlines()
+        base = os.path.dirname(arg[1:])
+        out = []
+        for line in lines:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            if not _is_uri(line) and not os.path.isabs(line) and not _is_uri(arg[1:]):
+                line = os.path.join(base, line)
+            out.extend(_expand_one(line))
+        return out
+    if "," in arg and not os.path.exists(arg):
+        return [c for part in arg.split(",") if part for c in _expand_one(part)]
+    if _is_uri(arg):
+        fs, p = pafs.FileSystem.from_uri(arg)
+        scheme = arg.split("://", 1)[0]
+
+        def uri(path: str) -> str:
+            # pyarrow gives paths without the scheme ("bucket/dir/f", or "/dir/f" for file://).
+            return f"{scheme}://{path}"
+
+        if _GLOB_CHARS & set(p):
+            parent, pattern = p.rsplit("/", 1)
+            infos = fs.get_file_info(pafs.FileSelector(parent))
+            return sorted(
+                uri(i.path)
+                for i in infos
+                if i.type == pafs.FileType.File and fnmatch.fnmatch(i.base_name, pattern)
+            )
+        info = fs.get_file_info(p)
+        if info.type == pafs.FileType.Directory:
+            infos = fs.get_file_info(pafs.FileSelector(p))
+            return sorted(
+                uri(i.path) for i in infos if i.type == pafs.FileType.File and _listable(i.path)
+            )
+        return [arg]
+    if os.path.isdir(arg):
+        return sorted(
+            os.path.join(arg, n)
+            for n in os.listdir(arg)
+            if _listable(n) and os.path.isfile(os.path.join(arg, n))
+        )
+    if _GLOB_CHARS & set(arg):
+        return sorted(p for p in glob.glob(arg) if os.path.isfile(p))
+    return [arg]
+
+
+def expand(inputs: Sequence[str]) -> list[str]:
+    """Every capture the inputs name, in order, each once."""
+    seen: dict[str, None] = {}
+    for arg in inputs:
+        for c in _expand_one(arg):
+            seen.setdefault(c, None)
+    return list(seen)
+
+
+def _base_name(capture: str) -> str:
+    return capture.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _stem(capture: str) -> str:
+    name = _base_name(capture)
+    for ext in (".zst", ".zpages", ".pages", ".raw", ".bin"):
+        if name.endswith(ext):
+            name = name[: -len(ext)]
+    return name
+
+
+def _dir_of(capture: str) -> str:
+    return capture.rstrip("/").rsplit("/", 1)[0] if "/" in capture else "."
+
+
+def host_table(captures: Sequence[str]) -> dict[str, dict[str, str]]:
+    """``hosts.csv`` rows beside the captures: capture path -> {"host": ..., labels...}."""
+    out: dict[str, dict[str, str]] = {}
+    by_dir: dict[str, list[str]] = {}
+    for c in captures:
+        by_dir.setdefault(_dir_of(c), []).append(c)
+    for d, members in by_dir.items():
+        path = f"{d}/{HOSTS_CSV}"
+        try:
+            fs, p = _fs(path)
+            with fs.open_input_stream(p) as f:
+                text = f.read().decode()
+        except (OSError, ValueError):
+            continue
+        rows = {r.get("capture", ""): r for r in csv.DictReader(io.StringIO(text))}
+        for c in members:
+            row = rows.get(_base_name(c))
+            if row:
+                out[c] = {k: v for k, v in row.items() if k != "capture" and v not in (None, "")}
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# One capture: the Ray task's body
+
+
+def analyse(capture: str, lab_args: dict[str, Any]) -> dict[str, Any]:
+    """Runs the lab on one capture: its metadata's host and labels, and the report."""
+    import zmem
+
+    fs, p = _fs(capture)
+    with fs.open_input_stream(p) as f:
+        data = f.read()
+    pages = zmem.PageSet.from_bytes(data, label=capture)
+    meta = pages.metadata
+    report = zmem.lab(pages, observe=0, **lab_args)
+    labels = {k[len("label.") :]: v for k, v in meta.items() if k.startswith("label.")}
+    host = meta.get("host") or meta.get("capture.host")
+    return {"capture": capture, "host": host, "labels": labels, "report": report}
+
+
+# ---------------------------------------------------------------------------------------------
+# The fleet
+
+
+def _init_ray(address: Optional[str], workers: Optional[int]) -> bool:
+    """Starts (or joins) Ray unless it already runs in this process; True if we started it."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    common = dict(log_to_driver=False, logging_level="ERROR", configure_logging=False)
+    if address:
+        ray.init(address=address, **common)
+    else:
+        ray.init(
+            num_cpus=workers or os.cpu_count() or 1,
+            include_dashboard=False,
+            # Results are a few hundred KiB per host: a small object store leaves RAM to the lab.
+            object_store_memory=256 << 20,
+            **common,
+        )
+    return True
+
+
+def run(
+    inputs: Sequence[str],
+    out: Optional[str] = None,
+    *,
+    address: Optional[str] = None,
+    workers: Optional[int] = None,
+    retries: int = 2,
+    progress: bool = True,
+    cpu_budget: float = 1.0,
+    latency_budget: float = 50.0,
+    max_pages: int = 6144,
+    min_time_ms: Optional[int] = None,
+) -> FleetResult:
+    """The fleet run behind ``zmem-fleet``: every capture through the lab as one Ray task
+    (joining the Ray this process runs, else starting one), the results gathered; with ``out``,
+    ``out/results.parquet`` and ``out/report.html`` written.
+
+    >>> r = run(["captures/"], "out", workers=2)  # doctest: +SKIP
+    >>> r.results.to_pandas().groupby("config").memory_saved_bytes_vs_now.median()  # doctest: +SKIP
+    """
+    import ray
+
+    if workers is not None and workers < 1:
+        raise ValueError("--workers must be at least 1")
+    if retries < 0:
+        raise ValueError("--retries must be >= 0")
+    if not (cpu_budget >= 0 and latency_budget >= 0):
+        raise ValueError("--cpu-budget and --latency-budget must be numbers >= 0")
+    captures = expand(inputs)
+    if not captures:
+        raise ValueError(f"no captures found in {', '.join(inputs)}")
+    csv_hosts = host_table(captures)
+    lab_args = dict(
+        cpu_budget=cpu_budget,
+        latency_budget=latency_budget,
+        max_pages=max_pages,
+        min_time_ms=min_time_ms,
+    )
+    started = _init_ray(address, workers)
+    t0 = time.monotonic()
+    task = ray.remote(num_cpus=1, max_retries=retries, retry_exceptions=[OSError])(analyse)
+    limit = workers or len(captures)
+    pending: dict[Any, str] = {}
+    done: list[dict[str, Any]] = []
+    failures: list[Failure] = []
+    todo = list(captures)
+    bar = _bar(len(captures), progress)
+    try:
+        while todo or pending:
+            while todo and len(pending) < limit:
+                c = todo.pop(0)
+                pending[task.remote(c, lab_args)] = c
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                c = pending.pop(ref)
+                try:
+                    done.append(ray.get(ref))
+                except Exception as e:  # noqa: BLE001 - every failure is reported, none fatal
+                    failures.append(Failure(c, _one_line(e)))
+                bar.update(1)
+    finally:
+        bar.close()
+        if started:
+            ray.shutdown()
+    seconds = time.monotonic() - t0
+    result = _gather(done, failures, csv_hosts)
+    result.seconds = seconds
+    if out is not None:
+        os.makedirs(out, exist_ok=True)
+        pq.write_table(result.results, os.path.join(out, "results.parquet"))
+        with open(os.path.join(out, "report.html"), "w") as f:
+            f.write(render_html(result, budgets=(cpu_budget, latency_budget)))
+        result.out = out
+    return result
+
+
+def _one_line(e: BaseException) -> str:
+    """The original exception's message (Ray wraps it), on one line."""
+    cause = getattr(e, "cause", None) or e
+    msg = str(cause).strip().splitlines()
+    text = msg[-1] if msg else type(cause).__name__
+    return f"{type(cause).__name__}: {text}"
+
+
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _bar(total: int, progress: bool) -> Any:
+    if not progress:
+        return _NoBar()
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return _NoBar()
+    return tqdm(total=total, unit="host", desc="zmem-fleet", file=sys.stderr)
+
+
+def _gather(
+    done: list[dict[str, Any]], failures: list[Failure], csv_hosts: dict[str, dict[str, str]]
+) -> FleetResult:
+    rows: list[dict[str, Any]] = []
+    hosts: list[str] = []
+    reports: dict[str, dict[str, Any]] = {}
+    used: set[str] = set()
+    for d in sorted(done, key=lambda d: d["capture"]):
+        c = d["capture"]
+        extra = dict(csv_hosts.get(c, {}))
+        host = extra.pop("host", None) or d["host"] or _stem(c)
+        if host in used:
+            # Two captures of one host: both kept, told apart by the file name.
+            host = f"{host} ({_base_name(c)})"
+        used.add(host)
+        labels = {**d["labels"], **extra}
+        report = d["report"]
+        reports[host] = report
+        hosts.append(host)
+        chosen = report["recommendation"]["config"]
+        for cand in report["candidates"]:
+            row = {"host": host, "config": cand["name"]}
+            row.update({k: v for k, v in cand.items() if k != "name"})
+            row["recommended"] = cand["name"] == chosen
+            row["capture"] = c
+            for k, v in sorted(labels.items()):
+                row[f"label.{k}"] = v
+            rows.append(row)
+    # Every column any row has (labels differ between hosts), in order of first appearance:
+    # from_pylist alone would take the first row's keys only.
+    names = list(dict.fromkeys(k for row in rows for k in row))
+    table = (
+        pa.Table.from_pylist([{k: row.get(k) for k in names} for row in rows])
+        if rows
+        else _empty_table()
+    )
+    return FleetResult(
+        results=table,
+        hosts=hosts,
+        failures=failures,
+        recommendation=fleet_choice(table)[0] if rows else None,
+        reports=reports,
+    )
+
+
+def _empty_table() -> pa.Table:
+    return pa.table({"host": pa.array([], pa.string()), "config": pa.array([], pa.string())})
+
+
+# ---------------------------------------------------------------------------------------------
+# The fleet's decision
+
+FLEET_RULE = (
+    "The fleet-wide choice is the configuration that fits within the budgets (verified, "
+    "available on the host's kernel, within the CPU and latency budgets) on the most hosts; "
+    "among those, the one saving the most memory summed over every host."
+)
+
+
+def per_config(table: pa.Table) -> list[dict[str, Any]]:
+    """Per configuration: hosts it fits, and memory saved across hosts (bytes vs now)."""
+    cols = table.to_pydict()
+    by: dict[str, dict[str, Any]] = {}
+    for i, cfg in enumerate(cols["config"]):
+        s = by.setdefault(cfg, {"config": cfg, "saved": [], "fits": 0, "hosts": 0})
+        s["saved"].append(cols["memory_saved_bytes_vs_now"][i])
+        s["hosts"] += 1
+        fits = cols["within_budgets"][i] and cols.get("available", [True] * len(cols["config"]))[i]
+        s["fits"] += bool(fits)
+    return list(by.values())
+
+
+def fleet_choice(table: pa.Table) -> tuple[Optional[str], list[dict[str, Any]]]:
+    stats = per_config(table)
+    if not stats:
+        return None, stats
+    best = max(stats, key=lambda s: (s["fits"], sum(s["saved"])))
+    return best["config"], stats
+
+
+# ---------------------------------------------------------------------------------------------
+# The report
+
+
+def _mib(b: float) -> str:
+    return f"{b / (1 << 20):,.1f}"
+
+
+def _quantile(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    if len(xs) == 1:
+        return xs[0]
+    pos = q * (len(xs) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def _box_svg(xs: list[float], lo: float, hi: float, width: int = 320) -> str:
+    """A horizontal box plot (min, quartiles, median, max) of `xs` on the scale [lo, hi]."""
+    span = (hi - lo) or 1.0
+
+    def x(v: float) -> float:
+        return 10 + (v - lo) / span * (width - 20)
+
+    q = [_quantile(xs, f) for f in (0, 0.25, 0.5, 0.75, 1)]
+    zero = (
+        f'<line x1="{x(0):.1f}" y1="0" x2="{x(0):.1f}" y2="24" stroke="#c00" '
+        'stroke-dasharray="2,2"/>'
+        if lo <= 0 <= hi
+        else ""
+    )
+    dots = "".join(
+        f'<circle cx="{x(v):.1f}" cy="12" r="2" fill="#555" fill-opacity="0.5"/>' for v in xs
+    )
+    return (
+        f'<svg width="{width}" height="24" role="img" '
+        f'aria-label="memory saved: median {_mib(q[2])} MiB">{zero}'
+        f'<line x1="{x(q[0]):.1f}" y1="12" x2="{x(q[4]):.1f}" y2="12" stroke="#333"/>'
+        f'<rect x="{x(q[1]):.1f}" y="5" width="{max(x(q[3]) - x(q[1]), 1):.1f}" height="14" '
+        'fill="#9cf" stroke="#333"/>'
+        f'<line x1="{x(q[2]):.1f}" y1="4" x2="{x(q[2]):.1f}" y2="20" stroke="#000" '
+        f'stroke-width="2"/>{dots}</svg>'
+    )
+
+
+def render_html(result: FleetResult, budgets: tuple[float, float] = (1.0, 50.0)) -> str:
+    """The fleet report: a self-contained HTML page (no scripts, no network)."""
+    e = html.escape
+    table = result.results
+    choice, stats = fleet_choice(table) if table.num_rows else (None, [])
+    n = len(result.hosts)
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>zmem fleet report</title>",
+        "<style>body{font-family:sans-serif;margin:2em;max-width:70em}"
+        "table{border-collapse:collapse}td,th{padding:.2em .6em;border-bottom:1px solid #ddd;"
+        "text-align:right}td:first-child,th:first-child{text-align:left}"
+        ".chosen{background:#efe}</style></head><body>",
+        "<h1>zmem fleet report</h1>",
+        f"<p>{n} host(s) analysed, {len(result.failures)} capture(s) skipped; budgets: "
+        f"{budgets[0]:g} % of a core, {budgets[1]:g} µs added p99 swap-in latency; "
+        f"{result.seconds:.1f} s.</p>",
+    ]
+    if choice is not None:
+        best = next(s for s in stats if s["config"] == choice)
+        parts += [
+            "<h2>Fleet-wide recommendation</h2>",
+            f"<p><b>{e(choice)}</b>: fits within the budgets on {best['fits']} of "
+            f"{best['hosts']} hosts; saves {_mib(sum(best['saved']))} MiB over the fleet "
+            f"(median {_mib(statistics.median(best['saved']))} MiB per host).</p>",
+            f"<p><small>{e(FLEET_RULE)}</small></p>",
+        ]
+        lo = min(min(s["saved"]) for s in stats)
+        hi = max(max(s["saved"]) for s in stats)
+        lo, hi = min(lo, 0), max(hi, 0)
+        parts += [
+            "<h2>Memory saved per configuration, across hosts</h2>",
+            "<p>Bytes saved against each host's current configuration (the dashed line is "
+            "zero; box: quartiles, bar: median, dots: hosts).</p>",
+            "<table><tr><th>configuration</th><th>hosts within budgets</th>"
+            "<th>min MiB</th><th>median MiB</th><th>max MiB</th><th>total MiB</th>"
+            "<th>distribution</th></tr>",
+        ]
+        for s in sorted(stats, key=lambda s: (-s["fits"], -sum(s["saved"]))):
+            cls = " class='chosen'" if s["config"] == choice else ""
+            parts.append(
+                f"<tr{cls}><td>{e(s['config'])}</td><td>{s['fits']} / {s['hosts']}</td>"
+                f"<td>{_mib(min(s['saved']))}</td><td>{_mib(statistics.median(s['saved']))}</td>"
+                f"<td>{_mib(max(s['saved']))}</td><td>{_mib(sum(s['saved']))}</td>"
+                f"<td>{_box_svg(s['saved'], lo, hi)}</td></tr>"
+            )
+        parts.append("</table>")
+        parts.append("<h2>Hosts that want something else</h2>")
+        others = [
+            (h, r["recommendation"]) for h, r in sorted(result.reports.items())
+            if r["recommendation"]["config"] != choice
+        ]
+        if others:
+            parts.append(
+                "<table><tr><th>host</th><th>its recommendation</th><th>saved MiB</th>"
+                "<th>within budgets</th><th>why</th></tr>"
+            )
+            for h, rec in others:
+                parts.append(
+                    f"<tr><td>{e(h)}</td><td>{e(rec['config'])}</td>"
+                    f"<td>{_mib(rec['memory_saved_bytes'])}</td><td>{rec['within_budgets']}</td>"
+                    f"<td style='text-align:left'><small>{e(rec['why'])}</small></td></tr>"
+                )
+            parts.append("</table>")
+        else:
+            parts.append(f"<p>None: every host's own recommendation is {e(choice)}.</p>")
+    parts.append("<h2>Skipped captures</h2>")
+    if result.failures:
+        parts.append("<table><tr><th>capture</th><th style='text-align:left'>why</th></tr>")
+        for f in result.failures:
+            parts.append(
+                f"<tr><td>{e(f.capture)}</td><td style='text-align:left'>{e(f.error)}</td></tr>"
+            )
+        parts.append("</table>")
+    else:
+        parts.append("<p>None.</p>")
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# The command line
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="zmem-fleet",
+        description="Run the zmem lab over many hosts' captures on Ray; write "
+        "OUT/results.parquet and OUT/report.html.",
+    )
+    ap.add_argument(
+        "captures",
+        nargs="+",
+        metavar="DIR|GLOB|LIST",
+        help="captures: a directory, a glob, @FILE (one per line), a comma-separated list or a "
+        "file; local paths or URIs (s3://, gs://, hdfs://, file://)",
+    )
+    ap.add_argument("--out", required=True, metavar="OUT", help="output directory")
+    ap.add_argument("--address", help="an existing Ray cluster (default: start Ray locally)")
+    ap.add_argument(
+        "--workers", type=int, help="captures analysed at once (default: every CPU Ray has)"
+    )
+    ap.add_argument("--retries", type=int, default=2, help="retries of a failed task (2)")
+    ap.add_argument("--cpu-budget", type=float, default=1.0, metavar="PERCENT")
+    ap.add_argument("--latency-budget", type=float, default=50.0, metavar="MICROSECONDS")
+    ap.add_argument("--max-pages", type=int, default=6144, help="pages sampled per capture")
+    ap.add_argument(
+        "--min-time-ms", type=int, help="compressor table's minimum pass time (the lab's default)"
+    )
+    ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return ap
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        r = run(
+            args.captures,
+            args.out,
+            address=args.address,
+            workers=args.workers,
+            retries=args.retries,
+            progress=not args.no_progress,
+            cpu_budget=args.cpu_budget,
+            latency_budget=args.latency_budget,
+            max_pages=args.max_pages,
+            min_time_ms=args.min_time_ms,
+        )
+    except (ValueError, OSError) as e:
+        print(f"zmem-fleet: {e}", file=sys.stderr)
+        return 2
+    print(
+        f"zmem-fleet: {len(r.hosts)} hosts, {len(r.failures)} skipped, "
+        f"fleet-wide choice {r.recommendation or 'none'}, {r.seconds:.1f} s; wrote "
+        f"{os.path.join(r.out or '', 'results.parquet')} and "
+        f"{os.path.join(r.out or '', 'report.html')}",
+        file=sys.stderr,
+    )
+    for f in r.failures:
+        print(f"zmem-fleet: skipped {f.capture}: {f.error}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
