@@ -16,9 +16,10 @@ use pyo3::exceptions::{PyException, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict};
 use zmem_lab::comp_bench::{self as bench, AlgoSpec};
-use zmem_lab::lab::{self as lab_mod, Input, LabOptions, evidence};
+use zmem_lab::lab::{self as lab_mod, Coverage, Input, LabOptions, evidence};
 use zmem_lab::replay::{self as replay_mod, ReplayConfig, SwapKind};
 use zmem_lab::study::{self, StudyConfig};
+use zmem_lab::swap_device::{DeviceSpec, SwapDevice};
 use zmem_lab::zram_run::{self as zram_mod, ZramRunConfig};
 use zmem_lab::{Incompressible, LabError, NoProgress};
 use zmem_workload::generate::{self, Kind};
@@ -399,7 +400,7 @@ fn load_trace(py: Python<'_>, path: &Path) -> PyResult<Vec<replay_mod::Access>> 
 
 /// `zmem replay --json`: an access trace over the pages under a RAM budget.
 #[pyfunction]
-#[pyo3(signature = (pages, trace, ram, swap = "zswap", algo = "lzo".to_string(), pool = "zsmalloc".to_string(), max_pool_percent = 20, accept_threshold_percent = 90, shrinker = false, reject_incompressible = false, no_writeback = false, swap_dir = None))]
+#[pyo3(signature = (pages, trace, ram, swap = "zswap", algo = "lzo".to_string(), pool = "zsmalloc".to_string(), max_pool_percent = 20, accept_threshold_percent = 90, shrinker = false, reject_incompressible = false, no_writeback = false, swap_dir = None, swap_device = "nvme"))]
 #[allow(clippy::too_many_arguments)]
 fn replay(
     py: Python<'_>,
@@ -415,8 +416,12 @@ fn replay(
     reject_incompressible: bool,
     no_writeback: bool,
     swap_dir: Option<PathBuf>,
+    swap_device: &str,
 ) -> PyResult<String> {
     let ps = pages.set.page_size();
+    let spec: DeviceSpec =
+        swap_device.parse().map_err(|e| value_err(format!("--swap-device: {e}")))?;
+    let device = SwapDevice::resolve(&spec, Duration::from_secs(1)).map_err(lab_err)?;
     let ram_text = ram.str()?.to_string();
     let ram_pages = ram_bytes("--ram", ram)? / ps as u64;
     if ram_pages == 0 {
@@ -440,6 +445,8 @@ fn replay(
         },
         writeback: !no_writeback,
         swap_dir: Some(swap_dir.unwrap_or_else(std::env::temp_dir)),
+        device,
+        ..ReplayConfig::default()
     };
     let p: &PageSet = &pages;
     let r =
@@ -489,21 +496,41 @@ fn study_allocators(
 /// `zmem lab --json`: the report (docs/lab-report.schema.json) as JSON. `pages` None: `source`
 /// (`zram`, `processes`, `builtin`, or None for the CLI's automatic choice).
 #[pyfunction]
-#[pyo3(signature = (pages = None, source = None, observe = 10, max_pages = 6144, cpu_budget = 1.0, latency_budget = 50.0, min_time_ms = None))]
+#[pyo3(signature = (pages = None, source = None, observe = 10, max_pages = None, cpu_budget = 1.0, latency_budget = 50.0, min_time_ms = None, sample = None, swap_device = "nvme"))]
 #[allow(clippy::too_many_arguments)]
 fn lab(
     py: Python<'_>,
     pages: Option<PyRef<'_, PageSet>>,
     source: Option<&str>,
     observe: u64,
-    max_pages: usize,
+    max_pages: Option<&Bound<'_, PyAny>>,
     cpu_budget: f64,
     latency_budget: f64,
     min_time_ms: Option<u64>,
+    sample: Option<usize>,
+    swap_device: &str,
 ) -> PyResult<String> {
     if !(cpu_budget >= 0.0 && latency_budget >= 0.0) {
         return Err(value_err("--cpu-budget and --latency-budget must be numbers >= 0"));
     }
+    // As the CLI's --max-pages N|all and --sample N, which conflict.
+    let max_pages = match max_pages {
+        None => None,
+        Some(v) if v.extract::<String>().is_ok_and(|s| s == "all") => Some(Coverage::All),
+        Some(v) => match v.extract::<usize>() {
+            Ok(n) if n > 0 => Some(Coverage::Even(n)),
+            _ => return Err(value_err("--max-pages: a positive number of pages, or `all`")),
+        },
+    };
+    if max_pages.is_some() && sample.is_some() {
+        return Err(value_err("give max_pages or sample, not both"));
+    }
+    if sample.is_some_and(|n| n < 2) {
+        return Err(value_err("--sample: at least 2 pages"));
+    }
+    let coverage = Coverage::choose(max_pages, sample);
+    let spec: DeviceSpec =
+        swap_device.parse().map_err(|e| value_err(format!("--swap-device: {e}")))?;
     let input = match (&pages, source) {
         (Some(_), Some(_)) => return Err(value_err("give pages or source, not both")),
         (Some(p), None) => {
@@ -532,14 +559,22 @@ fn lab(
     };
     let report = py
         .detach(|| -> Result<_, LabError> {
-            let e = evidence::gather(input, max_pages, &NoProgress)?;
+            let device = SwapDevice::resolve(&spec, Duration::from_secs(1))?;
+            let e = evidence::gather(input, coverage, &NoProgress)?;
             let rates = lab_mod::now::watch(&e.zram_ids, observe, e.source.page_size, &NoProgress)?;
             let budgets = lab_mod::Budgets {
                 cpu_percent_of_core: cpu_budget,
                 added_load_p99_us: latency_budget,
                 ..lab_mod::Budgets::default()
             };
-            let mut opts = LabOptions { budgets, now: e.now, rates, ..LabOptions::default() };
+            let mut opts = LabOptions {
+                budgets,
+                now: e.now,
+                rates,
+                device,
+                sample: e.sample,
+                ..LabOptions::default()
+            };
             if let Some(ms) = min_time_ms {
                 opts.min_time = Duration::from_millis(ms);
             }

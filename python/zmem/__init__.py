@@ -131,9 +131,12 @@ def replay(
     reject_incompressible: bool = False,
     no_writeback: bool = False,
     swap_dir: Optional[str] = None,
+    swap_device: str = "nvme",
 ) -> pa.Table:
     """An access trace (``zmem trace gen``) over the pages with ``ram`` bytes of RAM (an int,
-    or ``"256M"``), zram or zswap as swap, as ``zmem replay --json``: one row.
+    or ``"256M"``), zram or zswap as swap, as ``zmem replay --json``: one row. ``swap_device``:
+    the device behind the swap file whose latency each device read and write is charged
+    (``nvme``, ``ssd``, ``emmc``, ``hdd``, or a path to measure), as ``--swap-device``.
 
     >>> zmem.replay(pages, "trace.zt", "1M", swap="zram").column("swap_ins")  # doctest: +SKIP
     """
@@ -151,6 +154,7 @@ def replay(
             reject_incompressible,
             no_writeback,
             swap_dir,
+            swap_device,
         )
     )
 
@@ -183,17 +187,24 @@ def lab(
     *,
     source: Optional[str] = None,
     observe: int = 10,
-    max_pages: int = 6144,
+    max_pages: Union[int, str, None] = None,
     cpu_budget: float = 1.0,
     latency_budget: float = 50.0,
     min_time_ms: Optional[int] = None,
+    sample: Optional[int] = None,
+    swap_device: str = "nvme",
 ) -> dict[str, Any]:
     """The lab, as ``zmem lab --json``: the report (``docs/lab-report.schema.json``) as a dict.
 
     ``pages``: a PageSet, path or array; None: ``source`` (``"zram"``, ``"processes"``,
     ``"builtin"``, or None for the CLI's automatic choice). ``observe``: seconds to watch this
     machine's swap traffic (0 skips; the trace replay's rates stand in). ``min_time_ms``: the
-    compressor table's minimum pass time (None: the CLI's).
+    compressor table's minimum pass time (None: the CLI's). ``max_pages`` (a number: at most
+    that many, evenly spaced; ``"all"``: every page) and ``sample`` (a stratified random sample
+    of that many, with 95 % confidence intervals in ``report["estimates"]``) are the CLI's
+    ``--max-pages`` and ``--sample``; with neither, an input of more than 6144 pages is sampled
+    at random. ``swap_device``: ``--swap-device`` (``nvme``, ``ssd``, ``emmc``, ``hdd`` or a path
+    to measure).
 
     >>> r = zmem.lab(zmem.PageSet.generate(pages=2048), observe=0, min_time_ms=1)  # doctest: +SKIP
     >>> r["recommendation"]["config"]  # doctest: +SKIP
@@ -202,7 +213,8 @@ def lab(
     p = None if pages is None else _pages(pages)
     return json.loads(
         _native.lab(
-            p, source, observe, max_pages, cpu_budget, latency_budget, min_time_ms
+            p, source, observe, max_pages, cpu_budget, latency_budget, min_time_ms,
+            sample, swap_device,
         )
     )
 

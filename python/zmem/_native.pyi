@@ -85,6 +85,7 @@ def replay(
     reject_incompressible: bool = False,
     no_writeback: bool = False,
     swap_dir: Optional[_Path] = None,
+    swap_device: str = "nvme",
 ) -> str: ...
 def study_allocators(
     pages: PageSet,
@@ -99,9 +100,11 @@ def lab(
     pages: Optional[PageSet] = None,
     source: Optional[str] = None,
     observe: int = 10,
-    max_pages: int = 6144,
+    max_pages: Union[int, str, None] = None,
     cpu_budget: float = 1.0,
     latency_budget: float = 50.0,
     min_time_ms: Optional[int] = None,
+    sample: Optional[int] = None,
+    swap_device: str = "nvme",
 ) -> str: ...
 def algorithms() -> list[str]: ...

@@ -41,7 +41,7 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Union
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -243,7 +243,7 @@ def run(
     progress: bool = True,
     cpu_budget: float = 1.0,
     latency_budget: float = 50.0,
-    max_pages: int = 6144,
+    max_pages: Union[int, str, None] = None,
     min_time_ms: Optional[int] = None,
 ) -> FleetResult:
     """The fleet run behind ``zmem-fleet``: every capture through the lab as one Ray task
@@ -565,7 +565,12 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--retries", type=int, default=2, help="retries of a failed task (2)")
     ap.add_argument("--cpu-budget", type=float, default=1.0, metavar="PERCENT")
     ap.add_argument("--latency-budget", type=float, default=50.0, metavar="MICROSECONDS")
-    ap.add_argument("--max-pages", type=int, default=6144, help="pages sampled per capture")
+    ap.add_argument(
+        "--max-pages",
+        type=lambda v: v if v == "all" else int(v),
+        default=None,
+        help="pages per capture, evenly spaced, or all (default: a random sample of 6144 with confidence intervals, as zmem lab)",
+    )
     ap.add_argument(
         "--min-time-ms", type=int, help="compressor table's minimum pass time (the lab's default)"
     )

@@ -64,9 +64,6 @@ pub struct Args {
     pages: Option<PathBuf>,
 }
 
-/// Pages sampled at random when neither --max-pages nor --sample is given.
-const DEFAULT_SAMPLE: usize = 6144;
-
 /// `--max-pages`: a positive number of pages, or `all`.
 fn max_pages(text: &str) -> Result<Coverage, String> {
     if text == "all" {
@@ -102,11 +99,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let trace =
         args.trace.as_ref().map(|p| Trace::open_with_origin(p).map(|t| (p, t))).transpose()?;
     let bar = super::progress::Bar::new();
-    let coverage = match (args.max_pages, args.sample) {
-        (Some(c), _) => c,
-        (None, Some(n)) => Coverage::Sample(usize::try_from(n).unwrap_or(usize::MAX)),
-        (None, None) => Coverage::Sample(DEFAULT_SAMPLE),
-    };
+    let sample = args.sample.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+    let coverage = Coverage::choose(args.max_pages, sample);
     let e = evidence::gather(input(args)?, coverage, &bar)?;
     let trace = match trace {
         Some((path, (t, origin))) => {

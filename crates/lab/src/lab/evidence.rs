@@ -91,6 +91,19 @@ impl From<usize> for Coverage {
 }
 
 impl Coverage {
+    /// Pages sampled at random when neither a number nor a sample size is given.
+    pub const DEFAULT_SAMPLE: usize = 6144;
+
+    /// `zmem lab`'s choice from `--max-pages` and `--sample` (they conflict): the one given,
+    /// else a random sample of [`Self::DEFAULT_SAMPLE`].
+    pub fn choose(max_pages: Option<Coverage>, sample: Option<usize>) -> Self {
+        match (max_pages, sample) {
+            (Some(c), _) => c,
+            (None, Some(n)) => Self::Sample(n),
+            (None, None) => Self::Sample(Self::DEFAULT_SAMPLE),
+        }
+    }
+
     /// Pages measured of an input of `total`.
     pub fn used(self, total: usize) -> usize {
         match self {
