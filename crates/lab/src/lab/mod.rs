@@ -268,7 +268,7 @@ mod tests {
     use crate::NoProgress;
 
     /// Timings: every field that is not a function of the pages alone.
-    const TIMED: [&str; 15] = [
+    const TIMED: [&str; 19] = [
         "comp_mbps",
         "decomp_mbps",
         "freeing_mbps",
@@ -283,6 +283,10 @@ mod tests {
         "store_p99_ns",
         "load_p50_ns",
         "load_p99_ns",
+        "hit_p50_ns",
+        "hit_p99_ns",
+        "device_p50_ns",
+        "device_p99_ns",
         "cpu_seconds",
     ];
 
