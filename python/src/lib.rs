@@ -496,7 +496,7 @@ fn study_allocators(
 /// `zmem lab --json`: the report (docs/lab-report.schema.json) as JSON. `pages` None: `source`
 /// (`zram`, `processes`, `builtin`, or None for the CLI's automatic choice).
 #[pyfunction]
-#[pyo3(signature = (pages = None, source = None, observe = 10, max_pages = None, cpu_budget = 1.0, latency_budget = 50.0, min_time_ms = None, sample = None, swap_device = "nvme"))]
+#[pyo3(signature = (pages = None, source = None, observe = 10, max_pages = None, cpu_budget = 1.0, latency_budget = 50.0, min_time_ms = None, sample = None, swap_device = "nvme", threads = 0))]
 #[allow(clippy::too_many_arguments)]
 fn lab(
     py: Python<'_>,
@@ -509,6 +509,7 @@ fn lab(
     min_time_ms: Option<u64>,
     sample: Option<usize>,
     swap_device: &str,
+    threads: usize,
 ) -> PyResult<String> {
     if !(cpu_budget >= 0.0 && latency_budget >= 0.0) {
         return Err(value_err("--cpu-budget and --latency-budget must be numbers >= 0"));
@@ -573,6 +574,7 @@ fn lab(
                 rates,
                 device,
                 sample: e.sample,
+                threads,
                 ..LabOptions::default()
             };
             if let Some(ms) = min_time_ms {

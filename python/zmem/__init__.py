@@ -193,6 +193,7 @@ def lab(
     min_time_ms: Optional[int] = None,
     sample: Optional[int] = None,
     swap_device: str = "nvme",
+    threads: int = 0,
 ) -> dict[str, Any]:
     """The lab, as ``zmem lab --json``: the report (``docs/lab-report.schema.json``) as a dict.
 
@@ -204,7 +205,8 @@ def lab(
     of that many, with 95 % confidence intervals in ``report["estimates"]``) are the CLI's
     ``--max-pages`` and ``--sample``; with neither, an input of more than 6144 pages is sampled
     at random. ``swap_device``: ``--swap-device`` (``nvme``, ``ssd``, ``emmc``, ``hdd`` or a path
-    to measure).
+    to measure). ``threads``: threads the measurements run on (0: one per core; the fleet gives
+    each Ray task one).
 
     >>> r = zmem.lab(zmem.PageSet.generate(pages=2048), observe=0, min_time_ms=1)  # doctest: +SKIP
     >>> r["recommendation"]["config"]  # doctest: +SKIP
@@ -214,7 +216,7 @@ def lab(
     return json.loads(
         _native.lab(
             p, source, observe, max_pages, cpu_budget, latency_budget, min_time_ms,
-            sample, swap_device,
+            sample, swap_device, threads,
         )
     )
 

@@ -106,5 +106,6 @@ def lab(
     min_time_ms: Optional[int] = None,
     sample: Optional[int] = None,
     swap_device: str = "nvme",
+    threads: int = 0,
 ) -> str: ...
 def algorithms() -> list[str]: ...

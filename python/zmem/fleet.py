@@ -270,6 +270,9 @@ def run(
         latency_budget=latency_budget,
         max_pages=max_pages,
         min_time_ms=min_time_ms,
+        # Each task holds one of Ray's CPUs (num_cpus=1 below): the lab in it runs on one
+        # thread, so Ray's placement, not the lab's own threads, spreads the work over cores.
+        threads=1,
     )
     started = _init_ray(address, workers)
     t0 = time.monotonic()
