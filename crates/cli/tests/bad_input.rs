@@ -6,6 +6,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use zmem_workload::trace::{Access, Op, Trace};
+
 fn zmem(args: &[&str], stdin: &[u8]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_zmem"))
         .args(args)
@@ -313,42 +315,13 @@ fn trace_record_of_no_such_process_or_a_bad_duration() {
 fn lab_trace_over_more_pages_than_the_set() {
     let pages = file("lab-trace.pages", &pages());
     // A trace over 8 pages, its last access to page 7: the set has 4.
+    let read = |time_ns, page| Access { time_ns, page, op: Op::Read };
     let mut trace = Vec::new();
-    let records: Vec<u8> = [(0u64, 1u32), (10, 7)]
-        .iter()
-        .flat_map(|&(t, p)| {
-            let mut r = t.to_le_bytes().to_vec();
-            r.extend_from_slice(&p.to_le_bytes());
-            r.extend_from_slice(&[0; 4]);
-            r
-        })
-        .collect();
-    trace.extend_from_slice(b"ZMEMTRCE");
-    trace.extend_from_slice(&1u16.to_le_bytes());
-    trace.extend_from_slice(&[0; 6]);
-    trace.extend_from_slice(&2u64.to_le_bytes());
-    trace.extend_from_slice(&8u64.to_le_bytes());
-    trace.extend_from_slice(&crc32(&records).to_le_bytes());
-    trace.extend_from_slice(&[0; 8]);
-    let crc = crc32(&trace);
-    trace.extend_from_slice(&crc.to_le_bytes());
-    trace.extend_from_slice(&records);
+    Trace { page_count: 8, accesses: vec![read(0, 1), read(10, 7)] }.write_to(&mut trace).unwrap();
     let t = file("lab-trace.trace", &trace);
     let msg = fails_cleanly(&["lab", "--observe", "0", "--trace", s(&t), s(&pages)], b"");
     assert!(msg.contains("names page 7") && msg.contains("has 4 pages"), "{msg}");
     let msg =
         fails_cleanly(&["lab", "--observe", "0", "--trace", "/nonexistent/t", s(&pages)], b"");
     assert!(msg.contains("/nonexistent/t"), "{msg}");
-}
-
-/// CRC32 (IEEE), bitwise.
-fn crc32(data: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &b in data {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
-        }
-    }
-    !crc
 }

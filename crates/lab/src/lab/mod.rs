@@ -362,15 +362,7 @@ mod tests {
         let (pages, design) = sample::draw(&whole, 128, 1);
         let source =
             Source { kind: "builtin".into(), detail: String::new(), pages: 128, page_size: 4096 };
-        let alone = |algo: &str| Policy {
-            name: algo.into(),
-            algo: algo.into(),
-            recomp: Vec::new(),
-            mark_idle: false,
-            recompress: None,
-            dict: false,
-        };
-        let policies = vec![alone("lz4"), alone("zstd")];
+        let policies = vec![Policy::single("lz4"), Policy::single("zstd")];
         let opts = LabOptions {
             min_time: Duration::ZERO,
             policies,

@@ -50,7 +50,7 @@ pub struct Policy {
 }
 
 impl Policy {
-    fn single(algo: &str) -> Self {
+    pub(super) fn single(algo: &str) -> Self {
         Self {
             name: algo.into(),
             algo: algo.into(),
