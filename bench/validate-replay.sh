@@ -7,11 +7,14 @@
 # accesses over them (`zmem trace gen`, no idle periods: the player runs flat out).
 # Needs root, kernel zram and a memory cgroup (`zmem validate replay` refuses otherwise); every
 # run cleans up after itself, and this script removes its temporary files.
-# Usage: bench/validate-replay.sh [ZMEM_BINARY] [PAGES] [ACCESSES]
+# The kernel's side is the median of RUNS runs (`--kernel-runs`); the last column lists every
+# run's swap-outs and how many failed (OOM-killed or out of time).
+# Usage: bench/validate-replay.sh [ZMEM_BINARY] [PAGES] [ACCESSES] [RUNS]
 set -eu
 ZMEM=${1:-target/release/zmem}
 PAGES=${2:-16384}
 ACCESSES=${3:-400000}
+RUNS=${4:-3}
 T=$(mktemp -d /tmp/zmem-validate-XXXXXX)
 PY=
 cleanup() {
@@ -37,12 +40,12 @@ kill "$PY"; wait "$PY" 2>/dev/null || true; PY=
 TOUCHED=$("$ZMEM" trace info --json "$T/trace.trc" | sed -n 's/.*"pages_used": *\([0-9]*\).*/\1/p')
 echo "pages $PAGES, accesses $ACCESSES, touched $TOUCHED, $(uname -r), $(date -u +%F)"
 echo
-echo "| page set | RAM | kernel out | zmem out | err | kernel in | zmem in | err | kernel peak pool | zmem peak pool | err | kernel final pool | zmem final pool | err |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| page set | RAM | kernel out | zmem out | err | kernel in | zmem in | err | kernel peak pool | zmem peak pool | err | kernel final pool | zmem final pool | err | kernel runs' swap-outs |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for set in mixed perf python; do
   for pct in 25 50 75; do
     ram=$(( TOUCHED * pct / 100 * 4096 ))
-    if ! "$ZMEM" validate replay --json --ram "$ram" "$T/$set.zps" "$T/trace.trc" > "$T/out.json"; then
+    if ! "$ZMEM" validate replay --json --kernel-runs "$RUNS" --ram "$ram" "$T/$set.zps" "$T/trace.trc" > "$T/out.json"; then
       echo "| $set | $pct % | failed (see stderr) |"; continue
     fi
     python3 - "$set" "$pct" "$T/out.json" <<'EOF'
@@ -54,6 +57,10 @@ pe = lambda x: "n/a" if x is None else "%+.1f %%" % (100 * x)
 cells = [s, "%s %%" % pct]
 for key in ["swap_outs", "swap_ins", "peak_pool_bytes", "final_pool_bytes"]:
     cells += [str(k[key]), str(z[key]), pe(e[key])]
+runs = ", ".join(str(r["swap_outs"]) for r in v["kernel_runs"])
+if v["kernel_failures"]:
+    runs += " (+%d failed)" % len(v["kernel_failures"])
+cells.append(runs)
 print("| " + " | ".join(cells) + " |")
 other = v["kernel_run"]["other_swaps"]
 if other:

@@ -36,6 +36,13 @@ pub enum LabError {
     /// An experiment could not be set up as asked.
     #[error("{0}")]
     Setup(String),
+    /// A live kernel run's player process failed: killed (the kernel's OOM killer), ended early
+    /// or ran out of time. The set-up was sound; another run may succeed.
+    #[error("the kernel's run failed: {0}")]
+    PlayerFailed(String),
+    /// SIGINT or SIGTERM arrived during a live run; everything the run made has been removed.
+    #[error("interrupted by a signal; the run's cgroup, swap and zram device were removed")]
+    Interrupted,
     /// Reclaim found nothing it could evict: every resident page was refused by zswap while
     /// writeback is disabled. The kernel would invoke the OOM killer here.
     #[error(

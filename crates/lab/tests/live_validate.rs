@@ -5,7 +5,8 @@
 //! Asserts what must hold whatever the model's accuracy: the kernel really swapped (swap-outs
 //! and a pool), the errors are the two sides' relative differences, the JSON has the keys the
 //! command documents, the replay read back every page it wrote out, and nothing was left behind
-//! (our cgroup and device are gone). Skips, printing why, without root, kernel zram or a memory
+//! (our cgroup and device are gone), also after a run interrupted (as SIGINT or SIGTERM would) in
+//! the middle of the player's accesses. Skips, printing why, without root, kernel zram or a memory
 //! cgroup.
 
 use std::process::Command;
@@ -67,10 +68,15 @@ fn validate_replay_on_the_live_kernel() {
         algorithm: "lzo-rle".into(),
         page_size: 4096,
         timeout: Duration::from_secs(120),
+        kernel_runs: 1,
     };
-    let mut player = Command::new(std::env::current_exe().unwrap());
-    player.args(["--exact", "player", "--nocapture", "--test-threads", "1"]).env(PLAYER_ENV, "1");
-    let v = validate::run(set.bytes(), &trace, &cfg, player, &NoProgress).expect("validate");
+    let player = || {
+        let mut c = Command::new(std::env::current_exe().unwrap());
+        c.args(["--exact", "player", "--nocapture", "--test-threads", "1"]).env(PLAYER_ENV, "1");
+        c
+    };
+    let go = std::sync::atomic::AtomicBool::new(false);
+    let v = validate::run(set.bytes(), &trace, &cfg, &player, &go, &NoProgress).expect("validate");
     eprintln!("{}", validate::render(&v));
 
     assert_eq!(v.setup.touched_pages, touched);
@@ -103,4 +109,56 @@ fn validate_replay_on_the_live_kernel() {
     let swaps = std::fs::read_to_string("/proc/swaps").unwrap();
     let dev = format!("{} ", v.kernel_run.device);
     assert!(!swaps.lines().any(|l| l.starts_with(&dev)), "{dev} left swapped on");
+
+    // Interrupted while the player runs: the run fails with `Interrupted` and removes its
+    // cgroup, swap area and device. Its cgroup is found by name (this process's id), its device
+    // as the zram swap area that appeared meanwhile.
+    let root = std::path::Path::new(&v.kernel_run.cgroup).parent().unwrap().to_path_buf();
+    let prefix = format!("zmem-{}-", std::process::id());
+    let zram_swaps = || -> Vec<String> {
+        let swaps = std::fs::read_to_string("/proc/swaps").unwrap();
+        swaps
+            .lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|d| d.starts_with("/dev/zram"))
+            .map(String::from)
+            .collect()
+    };
+    let before = zram_swaps();
+    // Ten times the trace, so the player is still busy when the stop comes.
+    let long: Vec<_> = (0..10).flat_map(|_| trace.iter().copied()).collect();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let seen: std::sync::Mutex<Option<(std::path::PathBuf, Vec<String>)>> = Default::default();
+    let r = std::thread::scope(|s| {
+        s.spawn(|| {
+            let until = std::time::Instant::now() + Duration::from_secs(60);
+            while std::time::Instant::now() < until {
+                let mine = std::fs::read_dir(&root).unwrap().flatten().find(|e| {
+                    e.file_name().to_string_lossy().starts_with(&prefix)
+                        && std::fs::read_to_string(e.path().join("cgroup.procs"))
+                            .is_ok_and(|p| !p.trim().is_empty())
+                });
+                if let Some(e) = mine {
+                    // The player is in its cgroup: let it run a moment, then interrupt.
+                    std::thread::sleep(Duration::from_millis(100));
+                    let new: Vec<String> =
+                        zram_swaps().into_iter().filter(|d| !before.contains(d)).collect();
+                    *seen.lock().unwrap() = Some((e.path(), new));
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        validate::run(set.bytes(), &long, &cfg, &player, &stop, &NoProgress)
+    });
+    assert!(matches!(r, Err(zmem_lab::LabError::Interrupted)), "{r:?}");
+    let (cgroup, devices) = seen.into_inner().unwrap().expect("the player's cgroup was seen");
+    assert!(!cgroup.exists(), "{} left after the interruption", cgroup.display());
+    assert!(!devices.is_empty(), "no new zram swap area was seen during the run");
+    for d in devices {
+        assert!(!zram_swaps().contains(&d), "{d} left swapped on after the interruption");
+        let block = format!("/sys/block/{}", d.trim_start_matches("/dev/"));
+        assert!(!std::path::Path::new(&block).exists(), "{block} left after the interruption");
+    }
 }

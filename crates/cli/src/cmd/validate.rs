@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::bail;
 use zmem_lab::validate::{self, ValidateConfig};
+use zmem_workload::trace::record::SignalStop;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Validate {
@@ -27,9 +28,14 @@ pub struct ReplayArgs {
     /// zram compression algorithm, on both sides (one the kernel's zram offers).
     #[arg(long, default_value = "lzo-rle")]
     algo: String,
-    /// The longest the kernel's run may take, in seconds.
+    /// The longest each kernel run may take, in seconds.
     #[arg(long, default_value_t = 600)]
     timeout: u64,
+    /// Runs of the kernel's side: the kernel does not repeat itself exactly at tight budgets, so
+    /// its figures are the run with the median swap-outs (every run's are printed). A run the
+    /// OOM killer ends is listed and the others are used.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=99))]
+    kernel_runs: u64,
     /// Print a JSON object `{"kernel": .., "zmem": .., "error": .., ...}` instead of the table.
     #[arg(long)]
     json: bool,
@@ -67,12 +73,21 @@ fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         algorithm: args.algo.clone(),
         page_size,
         timeout: Duration::from_secs(args.timeout),
+        kernel_runs: args.kernel_runs as usize,
     };
     // The library checks the trace against the page set, then refuses (one line) where this
     // machine cannot run the live set-up: not root, no kernel zram, no memory cgroup.
-    let mut player = std::process::Command::new(std::env::current_exe()?);
-    player.args(["validate", "play"]);
-    let v = validate::run(inputs[0].bytes(), &trace, &cfg, player, &super::progress::Bar::new())?;
+    let exe = std::env::current_exe()?;
+    let player = || {
+        let mut c = std::process::Command::new(&exe);
+        c.args(["validate", "play"]);
+        c
+    };
+    // SIGINT and SIGTERM end the kernel's run through its error path, which removes the
+    // cgroup, the swap area and the zram device it made.
+    let stop = SignalStop::install()?;
+    let progress = super::progress::Bar::new();
+    let v = validate::run(inputs[0].bytes(), &trace, &cfg, &player, stop.flag(), &progress)?;
     super::emit(args.json, &v, validate::render)?;
     anyhow::ensure!(v.verified, "pages swapped in differ from the pages swapped out");
     Ok(())

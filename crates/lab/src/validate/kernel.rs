@@ -18,6 +18,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -84,6 +85,36 @@ fn cgroup_stat(h: &Harness, key: &str) -> Result<u64, LabError> {
         .ok_or_else(|| LabError::Setup(format!("memory.stat has no {key}")))
 }
 
+/// The cgroup's OOM kills so far (v1 `memory.oom_control`, v2 `memory.events`), where the
+/// kernel says.
+fn oom_kills(h: &Harness) -> Option<u64> {
+    let text =
+        h.cgroup.read("memory.oom_control").or_else(|_| h.cgroup.read("memory.events")).ok()?;
+    text.lines().find_map(|l| l.strip_prefix("oom_kill ")?.trim().parse().ok())
+}
+
+/// Why the player stopped answering: the kernel's OOM killer where the cgroup counted a kill,
+/// else its exit status.
+fn player_failure(h: &mut Harness, before: &str) -> LabError {
+    // Its stdout can close a moment before its exit can be reaped.
+    let until = Instant::now() + Duration::from_secs(1);
+    let status = loop {
+        let st = h.child.as_mut().and_then(|c| c.try_wait().ok().flatten());
+        if st.is_some() || Instant::now() > until {
+            break st;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let status = status.map_or("still running".into(), |s| s.to_string());
+    match oom_kills(h) {
+        Some(k) if k > 0 => LabError::PlayerFailed(format!(
+            "the kernel's OOM killer killed the player before {before:?} ({status}): the RAM \
+             budget is too tight for this trace under the kernel's reclaim"
+        )),
+        _ => LabError::PlayerFailed(format!("the player ended before {before:?} ({status})")),
+    }
+}
+
 fn note_other_swaps(h: &Harness, seen: &mut Vec<String>) -> Result<(), LabError> {
     for a in live::other_swaps(&[h.swap.path()])? {
         let s = format!("{} (priority {})", a.filename, a.priority);
@@ -96,11 +127,14 @@ fn note_other_swaps(h: &Harness, seen: &mut Vec<String>) -> Result<(), LabError>
 
 /// Runs `trace` over `pages` in the player that `player_cmd` starts (its stdin, stdout and
 /// stderr are set here), and measures the kernel. The caller checked every page id is in range.
+/// When `stop` is set (a signal handler's flag) the run ends with [`LabError::Interrupted`],
+/// having removed what it made, like any other failure.
 pub fn run(
     pages: &[u8],
     trace: &[Access],
     cfg: &KernelRunConfig,
     mut player_cmd: Command,
+    stop: &AtomicBool,
 ) -> Result<KernelRun, LabError> {
     let n = (pages.len() / cfg.page_size) as u64;
     let hcfg = HarnessConfig {
@@ -140,7 +174,7 @@ pub fn run(
     });
 
     let result = std::thread::scope(|s| {
-        let r = measure(s, &mut h, stdin, &rx, Work { pages, trace, cfg }, &mut out);
+        let r = measure(s, &mut h, stdin, &rx, Work { pages, trace, cfg, stop }, &mut out);
         if r.is_err() {
             // Killing the player breaks the pipe, so the writer thread ends before the scope.
             h.child = None;
@@ -165,6 +199,7 @@ struct Work<'a> {
     pages: &'a [u8],
     trace: &'a [Access],
     cfg: &'a KernelRunConfig,
+    stop: &'a AtomicBool,
 }
 
 /// Streams the work to the player (from a thread of `s`) while sampling the device, and reads the
@@ -177,7 +212,7 @@ fn measure<'scope, 'env>(
     work: Work<'env>,
     out: &mut KernelRun,
 ) -> Result<(), LabError> {
-    let Work { pages, trace, cfg } = work;
+    let Work { pages, trace, cfg, stop } = work;
     let ps = cfg.page_size;
     let n = (pages.len() / ps) as u64;
     let id = h.swap.id();
@@ -192,24 +227,13 @@ fn measure<'scope, 'env>(
                 // From the word on: a test harness may print its own text before it.
                 Ok(l) if l.contains(want) => return Ok(l[l.find(want).unwrap_or(0)..].to_string()),
                 Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    // Its stdout can close a moment before its exit can be reaped.
-                    let until = Instant::now() + Duration::from_secs(1);
-                    let status = loop {
-                        let st = h.child.as_mut().and_then(|c| c.try_wait().ok().flatten());
-                        if st.is_some() || Instant::now() > until {
-                            break st;
-                        }
-                        std::thread::sleep(Duration::from_millis(10));
-                    };
-                    return Err(LabError::Setup(format!(
-                        "the player ended before {want:?} ({}; OOM-killed? see dmesg)",
-                        status.map_or("still running".into(), |s| s.to_string())
-                    )));
-                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Err(player_failure(h, want)),
+            }
+            if stop.load(Ordering::Relaxed) {
+                return Err(LabError::Interrupted);
             }
             if Instant::now() > deadline {
-                return Err(LabError::Setup(format!(
+                return Err(LabError::PlayerFailed(format!(
                     "the player took more than {} s",
                     cfg.timeout.as_secs()
                 )));
@@ -248,8 +272,11 @@ fn measure<'scope, 'env>(
                 drop(wait_line(h, DONE)?);
             }
         }
+        if stop.load(Ordering::Relaxed) {
+            return Err(LabError::Interrupted);
+        }
         if Instant::now() > deadline {
-            return Err(LabError::Setup(format!(
+            return Err(LabError::PlayerFailed(format!(
                 "the player took more than {} s",
                 cfg.timeout.as_secs()
             )));

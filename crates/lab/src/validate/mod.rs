@@ -9,6 +9,12 @@
 //! pages stop at the swap layer's zeromap on both sides), swap-ins pages read from it, the pool
 //! is `mm_stat`'s `mem_used_total` (the kernel's less what the swap header alone took).
 //!
+//! The kernel does not repeat itself exactly: at tight budgets the same run swaps tens of percent
+//! more or less from one time to the next (reclaim races the player's faults, and the per-CPU
+//! LRU batches and charge stocks differ). `kernel_runs` repeats the kernel's side; its figures
+//! are then those of the run with the median swap-outs, and every run's figures are kept. A run
+//! the kernel's OOM killer ends counts as a failed run (listed) when another one succeeded.
+//!
 //! The replay's RAM is the limit less what the player itself is charged before its first access
 //! (its binary's pages, stack, heap: `player_overhead_bytes`) and less one page-table page per
 //! 512 pages of the region (x86-64's page tables, charged to the cgroup as the region fills).
@@ -17,6 +23,7 @@ mod kernel;
 pub mod player;
 
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -36,6 +43,8 @@ pub struct ValidateConfig {
     pub page_size: usize,
     /// The longest the player may take.
     pub timeout: Duration,
+    /// Runs of the kernel's side (at least one): its figures are the median run's.
+    pub kernel_runs: usize,
 }
 
 /// One side's figures: the keys of `--json`'s `kernel` and `zmem` objects.
@@ -99,8 +108,13 @@ pub struct Validation {
     pub zmem: Side,
     pub error: Errors,
     pub setup: Setup,
-    /// The kernel run's details (cross-checks, other swap areas seen).
+    /// The details of the kernel run whose figures `kernel` gives (cross-checks, other swap
+    /// areas seen).
     pub kernel_run: KernelRun,
+    /// Every successful kernel run's figures, in the order they ran.
+    pub kernel_runs: Vec<Side>,
+    /// Why the kernel runs that failed failed (OOM kills, timeouts), in the order they ran.
+    pub kernel_failures: Vec<String>,
     /// Every page the replay swapped in equalled the page that went out.
     pub verified: bool,
 }
@@ -120,13 +134,75 @@ pub fn replay_ram_pages(limit: u64, overhead: u64, touched_pages: u64, page_size
     pages.saturating_sub(page_table_pages(touched_pages, page_size)).max(1)
 }
 
-/// Validates the replay of `trace` over `pages` against the kernel. `player` starts the player
-/// (the caller's binary in its player mode); it is run inside the cgroup.
+impl Side {
+    fn of(k: &KernelRun) -> Self {
+        Self {
+            swap_outs: k.swap_outs,
+            swap_ins: k.swap_ins,
+            peak_pool_bytes: k.peak_pool_bytes,
+            final_pool_bytes: k.final_pool_bytes,
+        }
+    }
+}
+
+/// The run with the median swap-outs (the lower of the two middle ones for an even count), so
+/// that every figure of the kernel's side comes from one run. `None` for no runs.
+pub fn median_run(runs: &[Side]) -> Option<usize> {
+    let mut order: Vec<usize> = (0..runs.len()).collect();
+    order.sort_by_key(|&i| (runs[i].swap_outs, i));
+    order.get(runs.len().saturating_sub(1) / 2).copied()
+}
+
+/// Runs the kernel's side `cfg.kernel_runs` times (see the module doc): the successful runs and
+/// the failures' reasons. Set-up failures and interruptions end it at once; a failed player
+/// does too when it was the only run asked for.
+fn kernel_runs(
+    pages: &[u8],
+    trace: &[Access],
+    cfg: &ValidateConfig,
+    player: &dyn Fn() -> Command,
+    stop: &AtomicBool,
+    progress: &dyn Progress,
+) -> Result<(Vec<KernelRun>, Vec<String>), LabError> {
+    let kcfg = KernelRunConfig {
+        memory_limit: cfg.ram_bytes,
+        algorithm: cfg.algorithm.clone(),
+        page_size: cfg.page_size,
+        timeout: cfg.timeout,
+    };
+    let wanted = cfg.kernel_runs.max(1);
+    let (mut runs, mut failures) = (Vec::new(), Vec::new());
+    for i in 0..wanted {
+        if stop.load(Ordering::Relaxed) {
+            return Err(LabError::Interrupted);
+        }
+        progress.start(&format!("kernel run {} of {wanted}", i + 1), 1);
+        let r = kernel::run(pages, trace, &kcfg, player(), stop);
+        progress.finish();
+        match r {
+            Ok(k) => runs.push(k),
+            Err(LabError::PlayerFailed(why)) if wanted > 1 => failures.push(why),
+            Err(e) => return Err(e),
+        }
+    }
+    if runs.is_empty() {
+        return Err(LabError::PlayerFailed(format!(
+            "all {wanted} kernel runs failed; the first: {}",
+            failures.first().map_or("", String::as_str)
+        )));
+    }
+    Ok((runs, failures))
+}
+
+/// Validates the replay of `trace` over `pages` against the kernel. `player` makes the command
+/// that starts a player (the caller's binary in its player mode); each kernel run starts one
+/// inside its cgroup. `stop` (a signal handler's flag) interrupts the kernel's runs.
 pub fn run(
     pages: &[u8],
     trace: &[Access],
     cfg: &ValidateConfig,
-    player: Command,
+    player: &dyn Fn() -> Command,
+    stop: &AtomicBool,
     progress: &dyn Progress,
 ) -> Result<Validation, LabError> {
     let ps = cfg.page_size;
@@ -144,15 +220,9 @@ pub fn run(
     let touched = trace.iter().filter(|a| !std::mem::replace(&mut seen[a.page as usize], true));
     let touched_pages = touched.count() as u64;
 
-    progress.start("kernel", 1);
-    let kcfg = KernelRunConfig {
-        memory_limit: cfg.ram_bytes,
-        algorithm: cfg.algorithm.clone(),
-        page_size: ps,
-        timeout: cfg.timeout,
-    };
-    let k = kernel::run(pages, trace, &kcfg, player)?;
-    progress.finish();
+    let (mut runs, kernel_failures) = kernel_runs(pages, trace, cfg, player, stop, progress)?;
+    let sides: Vec<Side> = runs.iter().map(Side::of).collect();
+    let k = runs.swap_remove(median_run(&sides).expect("at least one run"));
 
     let ram_pages = replay_ram_pages(cfg.ram_bytes, k.player_overhead_bytes, touched_pages, ps);
     let rcfg = ReplayConfig {
@@ -164,12 +234,7 @@ pub fn run(
         ..ReplayConfig::default()
     };
     let r = replay::run(pages, trace, &rcfg, progress)?;
-    let kernel = Side {
-        swap_outs: k.swap_outs,
-        swap_ins: k.swap_ins,
-        peak_pool_bytes: k.peak_pool_bytes,
-        final_pool_bytes: k.final_pool_bytes,
-    };
+    let kernel = Side::of(&k);
     let zmem = Side {
         swap_outs: r.swap_outs - r.zero_swap_outs,
         swap_ins: r.swap_ins - r.zero_swap_ins,
@@ -189,6 +254,8 @@ pub fn run(
             replay_ram_pages: ram_pages,
         },
         kernel_run: k,
+        kernel_runs: sides,
+        kernel_failures,
         verified: r.verified,
     })
 }
@@ -235,6 +302,17 @@ pub fn render(v: &Validation) -> String {
         k.pool_samples,
         k.play_secs
     );
+    if v.kernel_runs.len() + v.kernel_failures.len() > 1 {
+        let outs: Vec<String> = v.kernel_runs.iter().map(|r| r.swap_outs.to_string()).collect();
+        out += &format!(
+            "kernel: {} runs, the median's figures above; swap-outs of each: {}\n",
+            v.kernel_runs.len(),
+            outs.join(", ")
+        );
+    }
+    for f in &v.kernel_failures {
+        out += &format!("kernel: a run failed: {f}\n");
+    }
     if !k.other_swaps.is_empty() {
         out += &format!(
             "note: other swap areas were active and may have shared the device: {}\n",
@@ -277,6 +355,19 @@ mod tests {
     }
 
     #[test]
+    fn the_kernel_side_is_the_run_with_the_median_swap_outs() {
+        let side = |swap_outs, swap_ins| Side { swap_outs, swap_ins, ..Side::default() };
+        assert_eq!(median_run(&[]), None);
+        assert_eq!(median_run(&[side(5, 1)]), Some(0));
+        // The whole run is taken, not each figure's median: run 2 has the median swap-outs.
+        let runs = [side(28_665, 900), side(16_667, 5_000), side(16_700, 10)];
+        assert_eq!(median_run(&runs), Some(2));
+        // An even count takes the lower middle; ties keep the earlier run.
+        assert_eq!(median_run(&[side(9, 0), side(3, 0), side(7, 0), side(1, 0)]), Some(1));
+        assert_eq!(median_run(&[side(4, 0), side(4, 1), side(4, 2)]), Some(1));
+    }
+
+    #[test]
     fn bad_input_fails_before_the_kernel_is_touched() {
         let pages = vec![1u8; 4 * 4096];
         let cfg = ValidateConfig {
@@ -284,12 +375,14 @@ mod tests {
             algorithm: "lzo-rle".into(),
             page_size: 4096,
             timeout: Duration::from_secs(1),
+            kernel_runs: 1,
         };
         let cmd = || Command::new("/nonexistent/zmem-player");
         let far = [Access { page: 9, write: false, time_ns: 0 }];
-        let e = run(&pages, &far, &cfg, cmd(), &crate::NoProgress).unwrap_err().to_string();
+        let go = AtomicBool::new(false);
+        let e = run(&pages, &far, &cfg, &cmd, &go, &crate::NoProgress).unwrap_err().to_string();
         assert!(e.contains("page 9"), "{e}");
-        let e = run(&pages, &[], &cfg, cmd(), &crate::NoProgress).unwrap_err();
+        let e = run(&pages, &[], &cfg, &cmd, &go, &crate::NoProgress).unwrap_err();
         assert!(matches!(e, LabError::NoPages), "{e}");
     }
 }
