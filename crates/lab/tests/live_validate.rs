@@ -69,6 +69,7 @@ fn validate_replay_on_the_live_kernel() {
         page_size: 4096,
         timeout: Duration::from_secs(120),
         kernel_runs: 1,
+        flush_stats: true,
     };
     let player = || {
         let mut c = Command::new(std::env::current_exe().unwrap());

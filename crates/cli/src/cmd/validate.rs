@@ -36,6 +36,11 @@ pub struct ReplayArgs {
     /// OOM killer ends is listed and the others are used.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=99))]
     kernel_runs: u64,
+    /// Leave the kernel's reclaim to its own statistics flushes (every 2 s) instead of flushing
+    /// the cgroup's statistics at every sample: runs shorter than a few seconds then deactivate
+    /// nothing until a flush comes, and swap more, by chance.
+    #[arg(long)]
+    stale_stats: bool,
     /// Print a JSON object `{"kernel": .., "zmem": .., "error": .., ...}` instead of the table.
     #[arg(long)]
     json: bool,
@@ -74,6 +79,7 @@ fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         page_size,
         timeout: Duration::from_secs(args.timeout),
         kernel_runs: args.kernel_runs as usize,
+        flush_stats: !args.stale_stats,
     };
     // The library checks the trace against the page set, then refuses (one line) where this
     // machine cannot run the live set-up: not root, no kernel zram, no memory cgroup.

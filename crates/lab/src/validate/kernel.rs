@@ -15,6 +15,18 @@
 //!   occupied before the run.
 //! - the cgroup's `pgmajfault` (every swap-in fault, zero pages included) and `swap` (pages in
 //!   swap at the end), a cross-check that the device's traffic is the player's.
+//!
+//! Reclaim's view of the cgroup is flushed statistics. The sizes of the LRU lists
+//! (`inactive_is_low()`) and the refault activations (`WORKINGSET_ACTIVATE_ANON`, which set
+//! `may_deactivate` in `prepare_scan_control()`) are read with `lruvec_page_state()`, which
+//! returns the values of the last rstat flush. Reclaim itself flushes at most every few seconds
+//! (`mem_cgroup_flush_stats_ratelimited()`); the periodic flusher runs every 2 s. A player that
+//! runs for less than that reclaims with stale sizes: the active list is never deactivated until
+//! the next flush, and the same run swaps up to twice as much, depending on when that flush
+//! comes (measured: 6,900 or 12,400 swap-outs for one run, docs/BENCHMARKS.md). Reading
+//! `memory.stat` flushes the cgroup's statistics, so by default each sample reads it, and
+//! reclaim sees the current sizes (the replay's model); `flush_stats: false` leaves the kernel
+//! to its own flushes.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -39,6 +51,9 @@ pub struct KernelRunConfig {
     pub page_size: usize,
     /// The longest the player may take.
     pub timeout: Duration,
+    /// Read the cgroup's `memory.stat` at every sample, so reclaim works with current list sizes
+    /// (see the module doc).
+    pub flush_stats: bool,
 }
 
 /// What the kernel did.
@@ -60,6 +75,8 @@ pub struct KernelRun {
     pub header_pool_bytes: u64,
     /// `mm_stat` samples taken during the run.
     pub pool_samples: u64,
+    /// Whether each sample also flushed the cgroup's statistics (read `memory.stat`).
+    pub stats_flushed: bool,
     /// The cgroup's charge once the player had mapped its region, before its first access: the
     /// player's own memory (binary, stack, heap, page tables so far).
     pub player_overhead_bytes: u64,
@@ -251,7 +268,11 @@ fn measure<'scope, 'env>(
             .and_then(|()| w.into_inner().map_err(|e| e.into_error()))
     });
     let mut peak = 0;
+    out.stats_flushed = cfg.flush_stats;
     let sample = |h: &Harness, peak: &mut u64, n: &mut u64| -> Result<(), LabError> {
+        if cfg.flush_stats {
+            h.cgroup.read("memory.stat")?;
+        }
         *peak = (*peak).max(h.swap.mm_stat()?.mem_used_total);
         *n += 1;
         Ok(())

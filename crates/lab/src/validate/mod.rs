@@ -15,6 +15,10 @@
 //! are then those of the run with the median swap-outs, and every run's figures are kept. A run
 //! the kernel's OOM killer ends counts as a failed run (listed) when another one succeeded.
 //!
+//! The kernel's reclaim decides with flushed statistics; by default the kernel's side keeps them
+//! current while the player runs, as the replay's model assumes ([`kernel`] says why and what
+//! happens without).
+//!
 //! The replay's RAM is the limit less what the player itself is charged before its first access
 //! (its binary's pages, stack, heap: `player_overhead_bytes`) and less one page-table page per
 //! 512 pages of the region (x86-64's page tables, charged to the cgroup as the region fills).
@@ -45,6 +49,9 @@ pub struct ValidateConfig {
     pub timeout: Duration,
     /// Runs of the kernel's side (at least one): its figures are the median run's.
     pub kernel_runs: usize,
+    /// Flush the cgroup's statistics while the player runs, so the kernel's reclaim sees the
+    /// current LRU sizes ([`KernelRunConfig::flush_stats`]).
+    pub flush_stats: bool,
 }
 
 /// One side's figures: the keys of `--json`'s `kernel` and `zmem` objects.
@@ -169,6 +176,7 @@ fn kernel_runs(
         algorithm: cfg.algorithm.clone(),
         page_size: cfg.page_size,
         timeout: cfg.timeout,
+        flush_stats: cfg.flush_stats,
     };
     let wanted = cfg.kernel_runs.max(1);
     let (mut runs, mut failures) = (Vec::new(), Vec::new());
@@ -376,6 +384,7 @@ mod tests {
             page_size: 4096,
             timeout: Duration::from_secs(1),
             kernel_runs: 1,
+            flush_stats: true,
         };
         let cmd = || Command::new("/nonexistent/zmem-player");
         let far = [Access { page: 9, write: false, time_ns: 0 }];
