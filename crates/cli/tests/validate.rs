@@ -1,7 +1,8 @@
 //! Bad input to `zmem validate replay`: missing files, a bad `--ram`, a trace that leaves the page
 //! set, and (where `setpriv` can drop root) a user who cannot run the live kernel set-up. Each
 //! must end with one line on stderr starting `zmem: `, exit status 2, no panic, and nothing
-//! made on the machine (each fails before the live set-up, or in its first check).
+//! made on the machine (each fails before the live set-up, or in its first check). Then one live
+//! run with two kernel runs.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -110,4 +111,51 @@ fn refuses_without_root() {
     }
     let msg = fails_cleanly_with(out, "validate replay as nobody");
     assert!(msg.contains("not root"), "{msg}");
+}
+
+/// Two kernel runs through the CLI, on the live kernel: the JSON lists every run, the kernel's
+/// side is the run with the lower swap-outs (the lower median of two), and the statistics were
+/// flushed. Skips, printing why, without root, kernel zram or a memory cgroup.
+#[test]
+fn two_kernel_runs_give_the_median_run() {
+    if let Some(why) = zmem_lab::live::unavailable_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let d = dir();
+    let pages = d.join("mixed.zps");
+    let trace = d.join("mixed.trc");
+    for args in [
+        vec!["gen", "--kind", "mixed", "--pages", "2048", "--seed", "3", "-o", s(&pages)],
+        vec!["trace", "gen", "--pages", "2048", "--accesses", "30000", "--idle-ms", "0"],
+    ] {
+        let mut args = args;
+        if args[0] == "trace" {
+            args.extend(["-o", s(&trace)]);
+        }
+        let out = run(&args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let out = run(&[
+        "validate",
+        "replay",
+        "--json",
+        "--kernel-runs",
+        "2",
+        "--ram",
+        "4M",
+        s(&pages),
+        s(&trace),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = v["kernel_runs"].as_array().unwrap();
+    let failed = v["kernel_failures"].as_array().unwrap();
+    assert_eq!(runs.len() + failed.len(), 2, "{v}");
+    let outs: Vec<u64> = runs.iter().map(|r| r["swap_outs"].as_u64().unwrap()).collect();
+    assert_eq!(v["kernel"]["swap_outs"].as_u64(), outs.iter().copied().min(), "{v}");
+    assert!(runs.contains(&v["kernel"]), "the kernel's side is not one run: {v}");
+    assert!(v["kernel"]["swap_outs"].as_u64().unwrap() > 0, "nothing swapped: {v}");
+    assert_eq!(v["kernel_run"]["stats_flushed"], true);
 }
