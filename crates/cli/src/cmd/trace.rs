@@ -24,7 +24,8 @@ enum Sub {
     /// Generate a trace: a Zipf-popular working set with phase changes and idle periods.
     Gen(GenArgs),
     /// Record what live processes touch: their pages now into a page set, then their accesses
-    /// for a while into a trace over it (DAMON where usable, else soft-dirty bits: writes only).
+    /// for a while into a trace over it (DAMON where usable, else soft-dirty bits: writes
+    /// only, else page-out sampling into a zram swap device made for the recording).
     Record(RecordArgs),
     /// Print a trace's size, span, write share and hottest pages.
     Info {
@@ -87,6 +88,11 @@ struct RecordArgs {
     /// Time between two observations, in milliseconds: the trace's time resolution.
     #[arg(long, value_name = "MS", default_value_t = 100)]
     interval: u64,
+    /// How to watch the pages: damon, soft-dirty (writes only) or page-out (reads and writes;
+    /// every page touched in an interval costs the process a major fault). Default: the first
+    /// of these that works here.
+    #[arg(long, value_name = "METHOD")]
+    method: Option<record::Method>,
     /// Where to write the page set the trace's page ids index (default: TRACE.pages).
     #[arg(long, value_name = "FILE")]
     pages: Option<PathBuf>,
@@ -112,6 +118,7 @@ fn run_record(a: &RecordArgs) -> anyhow::Result<()> {
         pids,
         duration: Duration::from_secs_f64(a.duration),
         interval: Duration::from_millis(a.interval),
+        method: a.method,
     };
     record::check(&opts)?;
     let pages_path = a.pages.clone().unwrap_or_else(|| {
@@ -121,12 +128,13 @@ fn run_record(a: &RecordArgs) -> anyhow::Result<()> {
     });
     // SIGINT and SIGTERM end the recording early, keeping what it saw.
     let stop = SignalStop::install()?;
-    let r = record::record(&opts, stop.flag(), &mut |_| {})?;
+    let mut make_swap = |bytes: u64| {
+        zmem_lab::live::page_out_swap(bytes)
+            .map_err(|e| zmem_workload::WorkloadError::Invalid(e.to_string()))
+    };
+    let r = record::record(&opts, stop.flag(), &mut |_| {}, &mut make_swap)?;
     drop(stop);
-    if let Some(why) = &r.damon_unavailable {
-        eprintln!("zmem trace record: DAMON not used: {why}");
-        eprintln!("zmem trace record: recorded with {} bits: writes only", r.origin.name());
-    }
+    eprintln!("zmem trace record: recorded with {}: {}", r.origin.name(), r.note);
     if let Some(why) = &r.ended_early {
         eprintln!("zmem trace record: ended early: {why}");
     }

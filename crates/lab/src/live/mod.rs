@@ -58,6 +58,44 @@ pub fn other_swaps(mine: &[&Path]) -> Result<Vec<SwapArea>, LabError> {
     Ok(areas.into_iter().filter(|a| !mine.iter().any(|m| Path::new(&a.filename) == *m)).collect())
 }
 
+/// A zram swap device for `zmem trace record`'s page-out sampling
+/// ([`zmem_workload::trace::page_out`]), for a recording of `captured_bytes` of pages: the
+/// pages it pages out go to compressed RAM, not to a disk, so a touched page comes back in
+/// microseconds. It is made at a priority above every active swap area (32767 at most), so the
+/// page-outs land in it; its size leaves room for twice the captured pages (256 MiB at least)
+/// because every other swap-out on the system goes there too while it exists. Dropping the
+/// guard swaps it off (its pages are read back) and removes it.
+pub fn page_out_swap(
+    captured_bytes: u64,
+) -> Result<zmem_workload::trace::record::SwapForPageOut, LabError> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(LabError::Setup("not root: making a zram swap device needs it".into()));
+    }
+    if let Some(why) = zmem_zram::kernel::unavailable_reason() {
+        return Err(LabError::Setup(why));
+    }
+    let others = other_swaps(&[])?;
+    let priority =
+        others.iter().map(|a| a.priority.saturating_add(1)).max().unwrap_or(0).clamp(0, 32767);
+    let disksize = captured_bytes.saturating_mul(2).max(256 << 20);
+    let cfg = ZramSwapConfig { disksize, priority, ..ZramSwapConfig::default() };
+    let dev = ZramSwapDevice::create(&cfg)?;
+    let mut note = format!(
+        "{} made for the recording ({}, {} MiB, priority {priority}; removed at the end)",
+        dev.path().display(),
+        cfg.algorithm,
+        disksize >> 20
+    );
+    if let Some(tie) = others.iter().find(|a| a.priority >= priority) {
+        note.push_str(&format!(
+            "; {} has the same priority and takes half the page-outs",
+            tie.filename
+        ));
+    }
+    Ok(zmem_workload::trace::record::SwapForPageOut { note, guard: Box::new(dev) })
+}
+
 /// `mm_stat` of zram device `id` (any device, ours or not: reading is harmless), parsed.
 pub fn zram_mm_stat(id: u32) -> Result<zmem_zram::MmStat, LabError> {
     let line = zmem_workload::live::read_zram_attr(id, "mm_stat")?;

@@ -12,8 +12,8 @@
 //!      0     8  magic "ZMEMTRCE"
 //!      8     2  version (1)
 //!     10     2  flags: bits 0-1 = how the trace was made ([`Origin`]: 0 generated or not
-//!                 said, 1 recorded with DAMON, 2 recorded with soft-dirty bits: writes only);
-//!                 other bits must be 0
+//!                 said, 1 recorded with DAMON, 2 recorded with soft-dirty bits: writes only,
+//!                 3 recorded by page-out sampling); other bits must be 0
 //!     12     4  reserved, 0
 //!     16     8  record count
 //!     24     8  page count: every page id is below it
@@ -29,6 +29,8 @@
 pub mod convert;
 pub mod damon;
 pub mod generate;
+pub mod page_out;
+pub mod pagemap;
 pub mod record;
 pub mod soft_dirty;
 mod summary;
@@ -62,6 +64,9 @@ pub enum Origin {
     /// Recorded from live processes with soft-dirty bits ([`record`], where DAMON was not
     /// usable): writes only, at most one per page per interval.
     SoftDirty,
+    /// Recorded from live processes by page-out sampling ([`page_out`]): reads and writes
+    /// alike, at most one per page per interval.
+    PageOut,
 }
 
 impl Origin {
@@ -71,6 +76,7 @@ impl Origin {
             Self::Generated => 0,
             Self::Damon => 1,
             Self::SoftDirty => 2,
+            Self::PageOut => 3,
         }
     }
 
@@ -80,16 +86,18 @@ impl Origin {
             0 => Some(Self::Generated),
             1 => Some(Self::Damon),
             2 => Some(Self::SoftDirty),
+            3 => Some(Self::PageOut),
             _ => None,
         }
     }
 
-    /// A short name: `generated`, `damon`, `soft-dirty`.
+    /// A short name: `generated`, `damon`, `soft-dirty`, `page-out`.
     pub fn name(self) -> &'static str {
         match self {
             Self::Generated => "generated",
             Self::Damon => "damon",
             Self::SoftDirty => "soft-dirty",
+            Self::PageOut => "page-out",
         }
     }
 }

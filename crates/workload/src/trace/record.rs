@@ -3,24 +3,70 @@
 //! observation per interval, and the observations become a trace whose page ids index that set
 //! ([`super::convert`] documents the conversion and its resolution).
 //!
-//! What watches them, in order: DAMON (region access frequencies; [`super::damon`] says when it
-//! cannot be used without disturbing a kdamond that is not ours), else soft-dirty bits (writes
-//! only; [`super::soft_dirty`]). Where neither works the recording is refused with both reasons.
-//! The trace's header and the page set's metadata (`trace.origin`, `trace.interval_ms`,
+//! What watches them ([`Method`]), unless the caller names one: DAMON (region access
+//! frequencies; [`super::damon`] says when it cannot be used without disturbing a kdamond that
+//! is not ours), else soft-dirty bits (writes only; [`super::soft_dirty`]), else page-out
+//! sampling (reads and writes, at the price of a major fault per touched page per interval;
+//! [`super::page_out`]), which needs a swap area: the caller's `make_swap` provides one for the
+//! recording's length. Where none works the recording is refused with every reason. The
+//! trace's header and the page set's metadata (`trace.origin`, `trace.interval_ms`,
 //! `trace.note`) say which was used and why.
 //!
 //! Nothing is left changed but the processes' soft-dirty bits (cleared; the kernel keeps no
-//! other use of them). The loop ends early, keeping what it saw, when the processes exit or
-//! `stop` is set: [`SignalStop`] sets it on SIGINT and SIGTERM.
+//! other use of them) or, after page-out sampling, where their pages are (the swap area is
+//! removed at the end, which reads every page back). The loop ends early, keeping what it saw,
+//! when the processes exit or `stop` is set: [`SignalStop`] sets it on SIGINT and SIGTERM.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::convert::{self, IntervalCounts, PageIndex};
-use super::{Op, Origin, Trace, damon, soft_dirty};
+use super::{Op, Origin, Trace, damon, page_out, soft_dirty};
 use crate::capture::{self, system_page_size};
 use crate::{PageSet, SetMeta, WorkloadError};
+
+/// How accesses are observed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// DAMON's region access frequencies (reads and writes, region resolution).
+    Damon,
+    /// Soft-dirty bits (writes only, page resolution).
+    SoftDirty,
+    /// Page-out sampling (reads and writes, page resolution; perturbs the processes).
+    PageOut,
+}
+
+impl Method {
+    /// Every method, in the order they are tried.
+    pub const ALL: [Method; 3] = [Method::Damon, Method::SoftDirty, Method::PageOut];
+
+    /// Its name on the command line and in the trace's origin.
+    pub fn name(self) -> &'static str {
+        self.origin().name()
+    }
+
+    /// The trace origin it records.
+    pub fn origin(self) -> Origin {
+        match self {
+            Self::Damon => Origin::Damon,
+            Self::SoftDirty => Origin::SoftDirty,
+            Self::PageOut => Origin::PageOut,
+        }
+    }
+}
+
+impl std::str::FromStr for Method {
+    type Err = WorkloadError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL.into_iter().find(|m| m.name() == s).ok_or_else(|| {
+            WorkloadError::Invalid(format!(
+                "unknown recording method {s:?} (damon, soft-dirty, page-out)"
+            ))
+        })
+    }
+}
 
 /// What to record.
 #[derive(Debug, Clone)]
@@ -31,7 +77,27 @@ pub struct Options {
     pub duration: Duration,
     /// Time between two observations: the trace's time resolution.
     pub interval: Duration,
+    /// The method; `None` takes the first that works here.
+    pub method: Option<Method>,
 }
+
+/// A swap area for page-out sampling, kept while the recording runs: dropping `guard` removes
+/// it (what [`record`]'s `make_swap` returns).
+pub struct SwapForPageOut {
+    /// What it is, for the user ("zram3, made for the recording, priority 32767").
+    pub note: String,
+    /// Dropped when the recording ends.
+    pub guard: Box<dyn std::any::Any>,
+}
+
+impl std::fmt::Debug for SwapForPageOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SwapForPageOut").field("note", &self.note).finish_non_exhaustive()
+    }
+}
+
+/// Provides a swap area for page-out sampling of this many bytes of captured pages.
+pub type MakeSwap<'a> = &'a mut dyn FnMut(u64) -> Result<SwapForPageOut, WorkloadError>;
 
 /// A recording: the pages at the start and the trace over them.
 #[derive(Debug)]
@@ -47,6 +113,13 @@ pub struct Recording {
     pub ended_early: Option<String>,
     /// Why DAMON was not used, where it was not.
     pub damon_unavailable: Option<String>,
+    /// What the method sees and why it was chosen (the `trace.note` metadata).
+    pub note: String,
+    /// The swap area page-out sampling used, where it did.
+    pub swap: Option<String>,
+    /// Page-out sampling: the share of captured page-intervals the kernel did not page out
+    /// (nothing known of them).
+    pub unobserved: Option<f64>,
     /// The capture's own summary line.
     pub capture: String,
 }
@@ -72,34 +145,79 @@ pub fn check(opts: &Options) -> Result<(), WorkloadError> {
     Ok(())
 }
 
-/// Records `opts.pids` (see the module doc). `progress` is told each interval's number.
+/// Why each method cannot be used here (`None` where it can), in [`Method::ALL`]'s order.
+pub fn unavailable_reasons() -> [(Method, Option<String>); 3] {
+    // DAMON never says yes today: no kdamond of our own is driven (see the damon module).
+    let damon = damon::unavailable_reason(Path::new(damon::ADMIN))
+        .unwrap_or_else(|| "not driven by zmem yet".into());
+    [
+        (Method::Damon, Some(damon)),
+        (Method::SoftDirty, soft_dirty::unavailable_reason()),
+        (Method::PageOut, page_out::unavailable_reason()),
+    ]
+}
+
+/// The method to use: `wanted` if it works here, else the first that does; an error gives
+/// every reason.
+pub fn choose(
+    wanted: Option<Method>,
+    reasons: &[(Method, Option<String>)],
+) -> Result<Method, WorkloadError> {
+    let why = |m: Method| reasons.iter().find(|(k, _)| *k == m).and_then(|(_, w)| w.clone());
+    match wanted {
+        Some(m) => match why(m) {
+            None => Ok(m),
+            Some(w) => Err(WorkloadError::Invalid(format!("cannot record with {}: {w}", m.name()))),
+        },
+        None => reasons.iter().find(|(_, w)| w.is_none()).map(|(m, _)| *m).ok_or_else(|| {
+            let all: Vec<String> = reasons
+                .iter()
+                .map(|(m, w)| format!("{}: {}", m.name(), w.as_deref().unwrap_or("usable")))
+                .collect();
+            WorkloadError::Invalid(format!(
+                "cannot record accesses on this kernel: {}",
+                all.join("; ")
+            ))
+        }),
+    }
+}
+
+/// Records `opts.pids` (see the module doc). `progress` is told each interval's number;
+/// `make_swap` is called only for page-out sampling.
 pub fn record(
     opts: &Options,
     stop: &AtomicBool,
     progress: &mut dyn FnMut(u64),
+    make_swap: MakeSwap<'_>,
 ) -> Result<Recording, WorkloadError> {
     check(opts)?;
-    // unavailable_reason never says yes today: no kdamond of our own is driven (see the damon
-    // module), so soft-dirty bits are what records.
-    let why_damon = damon::unavailable_reason(Path::new(damon::ADMIN))
-        .unwrap_or_else(|| "not driven by zmem yet".into());
-    if let Some(why) = soft_dirty::unavailable_reason() {
-        return Err(WorkloadError::Invalid(format!(
-            "cannot record accesses on this kernel: DAMON: {why_damon}; soft-dirty: {why}"
-        )));
+    let reasons = unavailable_reasons();
+    let method = choose(opts.method, &reasons)?;
+    let why_not: Vec<(Method, String)> = reasons
+        .iter()
+        .take_while(|(m, _)| *m != method)
+        .filter_map(|(m, w)| w.clone().map(|w| (*m, w)))
+        .collect();
+    let proc_root = Path::new("/proc");
+    match method {
+        Method::SoftDirty => record_soft_dirty(proc_root, opts, &why_not, stop, progress),
+        Method::PageOut => {
+            let pager = page_out::Madvise::new(system_page_size() as u64);
+            record_page_out(proc_root, opts, &why_not, stop, progress, pager, make_swap)
+        }
+        Method::Damon => Err(WorkloadError::Invalid("DAMON recording is not driven yet".into())),
     }
-    record_soft_dirty(Path::new("/proc"), opts, &why_damon, stop, progress)
 }
 
-/// [`record`] with soft-dirty bits, under a procfs root (another one in tests); `why_damon`
-/// goes into the metadata's note.
-pub fn record_soft_dirty(
-    proc_root: &Path,
-    opts: &Options,
-    why_damon: &str,
-    stop: &AtomicBool,
-    progress: &mut dyn FnMut(u64),
-) -> Result<Recording, WorkloadError> {
+/// The captured pages and their index, and the watched addresses per process.
+struct Captured {
+    set: PageSet,
+    summary: String,
+    index: PageIndex,
+    watched: Vec<(u32, Vec<u64>)>,
+}
+
+fn capture_watched(proc_root: &Path, opts: &Options) -> Result<Captured, WorkloadError> {
     if opts.interval.is_zero() {
         return Err(WorkloadError::Invalid("the interval must be above 0".into()));
     }
@@ -108,62 +226,163 @@ pub fn record_soft_dirty(
         return Err(WorkloadError::Invalid(format!("nothing to record: {summary}")));
     }
     let index = PageIndex::from_set(&set)?;
-    let ps = system_page_size() as u64;
-    let watched: Vec<(u32, Vec<u64>)> = opts
+    let watched = opts
         .pids
         .iter()
         .map(|&pid| (pid, index.pages_of(pid).map(|(a, _)| a).collect::<Vec<_>>()))
         .filter(|(_, v)| !v.is_empty())
         .collect();
-    for (pid, _) in &watched {
-        soft_dirty::clear(proc_root, *pid)?;
-    }
+    Ok(Captured { set, summary: summary.to_string(), index, watched })
+}
+
+/// Observes once per interval until the duration, a stop or an error: the observations and why
+/// it ended early, if it did. `observe` gives an interval's counts or why it cannot go on.
+fn observe_intervals(
+    opts: &Options,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(u64),
+    observe: &mut dyn FnMut(u64) -> Result<IntervalCounts, String>,
+) -> (Vec<IntervalCounts>, Option<String>) {
     let n = (opts.duration.as_nanos() / opts.interval.as_nanos()) as u64;
     let start = Instant::now();
-    let mut intervals: Vec<IntervalCounts> = Vec::new();
-    let mut ended_early = None;
-    'run: for k in 0..n {
+    let mut intervals = Vec::new();
+    for k in 0..n {
         // Sleep to the end of interval k in short steps, so a signal is answered quickly.
         let end = opts.interval * (k as u32 + 1);
         while let Some(left) = end.checked_sub(start.elapsed()).filter(|d| !d.is_zero()) {
             if stop.load(Ordering::Relaxed) {
-                ended_early = Some(format!("stopped by a signal after {k} intervals"));
-                break 'run;
+                return (intervals, Some(format!("stopped by a signal after {k} intervals")));
             }
             std::thread::sleep(left.min(Duration::from_millis(20)));
         }
-        let mut dirty = Vec::new();
-        for (pid, vaddrs) in &watched {
-            match soft_dirty::dirty_pages(proc_root, *pid, vaddrs, ps)
-                .and_then(|d| soft_dirty::clear(proc_root, *pid).map(|()| d))
-            {
-                Ok(d) => dirty.extend(d.into_iter().map(|a| (*pid, a))),
-                Err(e) => {
-                    ended_early = Some(format!("process {pid} is gone after {k} intervals ({e})"));
-                    break 'run;
-                }
-            }
+        match observe(k) {
+            Ok(c) => intervals.push(c),
+            Err(why) => return (intervals, Some(why)),
         }
-        intervals.push(convert::soft_dirty_counts(&index, &dirty));
         progress(k + 1);
     }
-    let interval_ns = u64::try_from(opts.interval.as_nanos()).unwrap_or(u64::MAX);
-    let trace = convert::spread(index.page_count(), interval_ns, &intervals, Op::Write)?;
-    let origin = Origin::SoftDirty;
-    let note = format!(
-        "writes only, one per page per interval (soft-dirty bits); DAMON not used: {why_damon}"
+    (intervals, None)
+}
+
+/// Why the methods tried before the one used were not used.
+pub type WhyNot = [(Method, String)];
+
+/// [`record`] with soft-dirty bits, under a procfs root (another one in tests); `why_not` goes
+/// into the metadata's note.
+pub fn record_soft_dirty(
+    proc_root: &Path,
+    opts: &Options,
+    why_not: &WhyNot,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Recording, WorkloadError> {
+    let c = capture_watched(proc_root, opts)?;
+    for (pid, _) in &c.watched {
+        soft_dirty::clear(proc_root, *pid)?;
+    }
+    let ps = system_page_size() as u64;
+    let (intervals, ended_early) = observe_intervals(opts, stop, progress, &mut |k| {
+        let mut dirty = Vec::new();
+        for (pid, vaddrs) in &c.watched {
+            let d = soft_dirty::dirty_pages(proc_root, *pid, vaddrs, ps)
+                .and_then(|d| soft_dirty::clear(proc_root, *pid).map(|()| d))
+                .map_err(|e| format!("process {pid} is gone after {k} intervals ({e})"))?;
+            dirty.extend(d.into_iter().map(|a| (*pid, a)));
+        }
+        Ok(convert::soft_dirty_counts(&c.index, &dirty))
+    });
+    let note = joined("writes only, one per page per interval (soft-dirty bits)", why_not);
+    finish(c, opts, Method::SoftDirty, Op::Write, intervals, ended_early, note, why_not)
+}
+
+/// [`record`] with page-out sampling through `pager`, under a procfs root (another one in
+/// tests). `make_swap` is called once the pages are captured, and its swap area is kept until
+/// the last interval is observed.
+pub fn record_page_out<P: page_out::Pager>(
+    proc_root: &Path,
+    opts: &Options,
+    why_not: &WhyNot,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(u64),
+    pager: P,
+    make_swap: MakeSwap<'_>,
+) -> Result<Recording, WorkloadError> {
+    let c = capture_watched(proc_root, opts)?;
+    let ps = system_page_size() as u64;
+    let swap = make_swap(c.set.len() as u64 * ps)?;
+    let gone = |pid: u32, k: u64, e: WorkloadError| {
+        format!("process {pid} is gone after {k} intervals ({e})")
+    };
+    let (mut sampler, _) = page_out::Sampler::start(proc_root, c.watched.clone(), ps, pager)
+        .map_err(|(pid, e)| WorkloadError::Invalid(gone(pid, 0, e)))?;
+    let (mut armed, mut unobserved) = (0u64, 0u64);
+    let (intervals, ended_early) = observe_intervals(opts, stop, progress, &mut |k| {
+        let seen = sampler.observe().map_err(|(pid, e)| gone(pid, k, e))?;
+        armed += seen.armed;
+        unobserved += seen.unobserved;
+        Ok(convert::soft_dirty_counts(&c.index, &seen.touched))
+    });
+    drop(sampler);
+    drop(swap.guard);
+    let share =
+        if armed + unobserved == 0 { 0.0 } else { unobserved as f64 / (armed + unobserved) as f64 };
+    let note = joined(
+        &format!(
+            "reads and writes alike, one per page per interval (page-out sampling: each \
+             interval pages the captured pages out and counts those faulted back in; {:.1} % \
+             of page-intervals unobserved; the processes took a major fault per page touched \
+             per interval); swap: {}",
+            share * 100.0,
+            swap.note
+        ),
+        why_not,
     );
-    let mut meta = set.set_meta().cloned().unwrap_or_default();
+    let mut r = finish(c, opts, Method::PageOut, Op::Read, intervals, ended_early, note, why_not)?;
+    r.swap = Some(swap.note);
+    r.unobserved = Some(share);
+    Ok(r)
+}
+
+/// What the method sees, then why the others were not used.
+fn joined(what: &str, why_not: &WhyNot) -> String {
+    let mut s = what.to_string();
+    for (m, w) in why_not {
+        s.push_str(&format!("; {} not used: {w}", m.name()));
+    }
+    s
+}
+
+/// The trace and the page set's metadata from the observations.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    c: Captured,
+    opts: &Options,
+    method: Method,
+    op: Op,
+    intervals: Vec<IntervalCounts>,
+    ended_early: Option<String>,
+    note: String,
+    why_not: &WhyNot,
+) -> Result<Recording, WorkloadError> {
+    let interval_ns = u64::try_from(opts.interval.as_nanos()).unwrap_or(u64::MAX);
+    let trace = convert::spread(c.index.page_count(), interval_ns, &intervals, op)?;
+    let origin = method.origin();
+    let mut meta = c.set.set_meta().cloned().unwrap_or_default();
     meta.extend(trace_meta(origin, opts.interval, &note));
-    let pages = set.with_set_meta(meta)?;
+    let pages = c.set.with_set_meta(meta)?;
+    let damon_unavailable =
+        why_not.iter().find(|(m, _)| *m == Method::Damon).map(|(_, w)| w.clone());
     Ok(Recording {
         pages,
         trace,
         origin,
         intervals: intervals.len() as u64,
         ended_early,
-        damon_unavailable: Some(why_damon.to_string()),
-        capture: summary.to_string(),
+        damon_unavailable,
+        note,
+        swap: None,
+        unobserved: None,
+        capture: c.summary,
     })
 }
 
@@ -279,11 +498,12 @@ mod tests {
             pids: vec![42],
             duration: Duration::from_millis(30),
             interval: Duration::from_millis(10),
+            method: None,
         };
+        let busy = [(Method::Damon, "busy".to_string())];
         let mut seen = Vec::new();
         let stop = AtomicBool::new(false);
-        let r =
-            record_soft_dirty(proc.path(), &opts, "busy", &stop, &mut |k| seen.push(k)).unwrap();
+        let r = record_soft_dirty(proc.path(), &opts, &busy, &stop, &mut |k| seen.push(k)).unwrap();
         assert_eq!(seen, [1, 2, 3]);
         assert_eq!((r.intervals, r.origin, r.ended_early.as_deref()), (3, Origin::SoftDirty, None));
         assert_eq!(r.pages.len(), 4);
@@ -303,10 +523,124 @@ mod tests {
 
         // Stopped before the first interval ends: nothing recorded, said why.
         stop.store(true, Ordering::Relaxed);
-        let r = record_soft_dirty(proc.path(), &opts, "busy", &stop, &mut |_| {}).unwrap();
+        let r = record_soft_dirty(proc.path(), &opts, &busy, &stop, &mut |_| {}).unwrap();
         assert_eq!(r.intervals, 0);
         assert!(r.trace.accesses.is_empty());
         assert!(r.ended_early.unwrap().contains("signal"));
+    }
+
+    /// Pages out by marking the fake pagemap's entries swapped, except `pinned` pages.
+    struct FakePager {
+        pagemap: std::path::PathBuf,
+        pinned: u64,
+        calls: std::rc::Rc<std::cell::Cell<u32>>,
+    }
+
+    fn set_entry(pagemap: &Path, vaddr: u64, present: bool) {
+        use std::os::unix::fs::FileExt;
+        let ps = system_page_size() as u64;
+        let e: u64 = if present { 1 << 63 } else { 1 << 62 };
+        let f = std::fs::File::options().write(true).open(pagemap).unwrap();
+        f.write_all_at(&e.to_le_bytes(), vaddr / ps * 8).unwrap();
+    }
+
+    impl page_out::Pager for FakePager {
+        fn page_out(&mut self, _: u32, runs: &[(u64, u64)]) -> Result<(), WorkloadError> {
+            self.calls.set(self.calls.get() + 1);
+            let ps = system_page_size() as u64;
+            for &(start, n) in runs {
+                for a in (0..n).map(|k| start + k * ps).filter(|a| *a != self.pinned) {
+                    set_entry(&self.pagemap, a, false);
+                }
+            }
+            Ok(())
+        }
+    }
+
+    struct Flag(std::rc::Rc<std::cell::Cell<bool>>);
+    impl Drop for Flag {
+        fn drop(&mut self) {
+            self.0.set(true);
+        }
+    }
+
+    #[test]
+    fn page_out_recording_finds_the_pages_faulted_back_each_interval() {
+        let proc = fake_proc();
+        let ps = system_page_size() as u64;
+        let pagemap = proc.path().join("42/pagemap");
+        let opts = Options {
+            pids: vec![42],
+            duration: Duration::from_millis(30),
+            interval: Duration::from_millis(10),
+            method: None,
+        };
+        let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+        // Page 2 (address 18 * ps) stays in RAM: unobserved in every interval.
+        let pager = FakePager { pagemap: pagemap.clone(), pinned: 18 * ps, calls: calls.clone() };
+        let removed = std::rc::Rc::new(std::cell::Cell::new(false));
+        let mut asked = Vec::new();
+        let mut make_swap = |bytes: u64| {
+            asked.push(bytes);
+            Ok(SwapForPageOut { note: "fake".into(), guard: Box::new(Flag(removed.clone())) })
+        };
+        // The process touches, after interval n - 1 was observed: page 1 always, page 3 once.
+        let mut touch = |n: u64| {
+            set_entry(&pagemap, 17 * ps, true);
+            if n == 1 {
+                set_entry(&pagemap, 19 * ps, true);
+            }
+        };
+        let stop = AtomicBool::new(false);
+        let why = [(Method::Damon, "busy".to_string())];
+        let r = record_page_out(proc.path(), &opts, &why, &stop, &mut touch, pager, &mut make_swap)
+            .unwrap();
+        assert_eq!(asked, [4 * ps], "one swap area, sized for the captured pages");
+        assert!(removed.get(), "the swap area is removed when the recording ends");
+        assert_eq!(calls.get(), 4, "armed at the start and after each interval");
+        assert_eq!((r.intervals, r.origin, r.ended_early.as_deref()), (3, Origin::PageOut, None));
+        let got: Vec<(u64, u32, Op)> =
+            r.trace.accesses.iter().map(|a| (a.time_ns, a.page, a.op)).collect();
+        let ms = 1_000_000;
+        assert_eq!(got, [(15 * ms, 1, Op::Read), (15 * ms, 3, Op::Read), (25 * ms, 1, Op::Read)]);
+        assert_eq!(r.unobserved, Some(0.25));
+        assert_eq!(r.swap.as_deref(), Some("fake"));
+        assert_eq!(r.damon_unavailable.as_deref(), Some("busy"));
+        let meta = r.pages.set_meta().unwrap();
+        assert_eq!(meta["trace.origin"], "page-out");
+        assert!(meta["trace.note"].contains("25.0 % of page-intervals unobserved"));
+        assert!(meta["trace.note"].contains("damon not used: busy"), "{}", meta["trace.note"]);
+
+        // No swap area to be had: the error says why, and nothing was paged out.
+        calls.set(0);
+        let pager = FakePager { pagemap, pinned: 0, calls: calls.clone() };
+        let mut no_swap = |_: u64| Err(WorkloadError::Invalid("no zram here".into()));
+        let err = record_page_out(proc.path(), &opts, &[], &stop, &mut |_| {}, pager, &mut no_swap)
+            .unwrap_err();
+        assert!(err.to_string().contains("no zram here"), "{err}");
+        assert_eq!(calls.get(), 0);
+    }
+
+    #[test]
+    fn the_method_is_the_one_asked_or_the_first_that_works() {
+        let reasons = [
+            (Method::Damon, Some("no vaddr".to_string())),
+            (Method::SoftDirty, None),
+            (Method::PageOut, None),
+        ];
+        assert_eq!(choose(None, &reasons).unwrap(), Method::SoftDirty);
+        assert_eq!(choose(Some(Method::PageOut), &reasons).unwrap(), Method::PageOut);
+        let err = choose(Some(Method::Damon), &reasons).unwrap_err().to_string();
+        assert!(err.contains("cannot record with damon: no vaddr"), "{err}");
+        let none = [
+            (Method::Damon, Some("a".to_string())),
+            (Method::SoftDirty, Some("b".to_string())),
+            (Method::PageOut, Some("c".to_string())),
+        ];
+        let err = choose(None, &none).unwrap_err().to_string();
+        assert!(err.contains("damon: a; soft-dirty: b; page-out: c"), "{err}");
+        assert_eq!("page-out".parse::<Method>().unwrap(), Method::PageOut);
+        assert!("idle".parse::<Method>().unwrap_err().to_string().contains("unknown"));
     }
 
     #[test]
@@ -315,6 +649,7 @@ mod tests {
             pids: vec![std::process::id()],
             duration: Duration::from_secs(1),
             interval: Duration::from_millis(100),
+            method: None,
         };
         check(&ok).unwrap();
         let err = |o: Options| check(&o).unwrap_err().to_string();

@@ -7,8 +7,6 @@
 //! Kernels built without `CONFIG_MEM_SOFT_DIRTY` accept the `4` and never set bit 55;
 //! [`unavailable_reason`] finds that out on a page of our own before anything is recorded.
 
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use crate::WorkloadError;
@@ -23,36 +21,20 @@ pub fn clear(proc_root: &Path, pid: u32) -> Result<(), WorkloadError> {
 }
 
 /// The pages among `vaddrs` (page-aligned, ascending) whose soft-dirty bit `pid`'s pagemap
-/// shows set. Consecutive pages are read in one call.
+/// shows set.
 pub fn dirty_pages(
     proc_root: &Path,
     pid: u32,
     vaddrs: &[u64],
     page_size: u64,
 ) -> Result<Vec<u64>, WorkloadError> {
-    let path = proc_root.join(pid.to_string()).join("pagemap");
-    let f = File::open(&path).map_err(|e| WorkloadError::io(&path, e))?;
-    let mut dirty = Vec::new();
-    let mut buf = Vec::new();
-    let mut i = 0;
-    while i < vaddrs.len() {
-        // The run of consecutive pages starting at vaddrs[i].
-        let mut n = 1;
-        while i + n < vaddrs.len() && n < 512 && vaddrs[i + n] == vaddrs[i] + n as u64 * page_size {
-            n += 1;
-        }
-        buf.resize(8 * n, 0);
-        f.read_exact_at(&mut buf, vaddrs[i] / page_size * 8)
-            .map_err(|e| WorkloadError::io(&path, e))?;
-        for (k, e) in buf.chunks_exact(8).enumerate() {
-            let entry = u64::from_le_bytes([e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]]);
-            if entry & PM_SOFT_DIRTY != 0 {
-                dirty.push(vaddrs[i + k]);
-            }
-        }
-        i += n;
-    }
-    Ok(dirty)
+    let entries = super::pagemap::entries(proc_root, pid, vaddrs, page_size)?;
+    Ok(vaddrs
+        .iter()
+        .zip(entries)
+        .filter(|(_, e)| e & PM_SOFT_DIRTY != 0)
+        .map(|(&a, _)| a)
+        .collect())
 }
 
 /// Why soft-dirty bits cannot be used here, or `None` where they work: clears our own bits,

@@ -1,0 +1,328 @@
+//! Page-out sampling: which captured pages a process touches, seen by taking them away. The
+//! recorder's method where DAMON and soft-dirty bits cannot be used (this project's own machines
+//! have neither: see [`super::record`]), or where reads must be seen too.
+//!
+//! At the start of each interval the captured pages still in RAM are paged out with
+//! `process_madvise(pidfd, .., MADV_PAGEOUT)` (mm/madvise.c `madvise_cold_or_pageout_pte_range`
+//! reclaims a process's private anonymous pages to swap at once; a caller other than the process
+//! needs CAP_SYS_NICE and ptrace read access to it). pagemap then says which went: the page is no
+//! longer present, it is *armed*. At the interval's end an armed page that is present again was
+//! faulted back in: the process read or wrote it during the interval. An armed page still out
+//! was not touched. So each armed page gives one bit per interval, for reads and writes alike,
+//! at page resolution, like the Accessed bit DAMON samples.
+//!
+//! Pages the kernel leaves in RAM are *unobserved* that interval and counted: pages mapped by
+//! another process too (`folio_maybe_mapped_shared`: the kernel skips them), mlocked or
+//! unevictable pages, pages it could not write because the swap area is full, and pages
+//! touched again between the page-out and the pagemap read that follows it (microseconds).
+//!
+//! What it costs the process, and why the recorder says so: every page it touches in an
+//! interval is written to swap once and read back on its first touch, a major fault (a few µs
+//! from zram); its resident set shrinks to what it touches. It needs an active swap area; the
+//! recorder makes a zram one of its own for the recording ([`super::record::SwapForPageOut`]).
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use super::pagemap::{self, PM_PRESENT};
+use crate::WorkloadError;
+
+/// Most iovecs one process_madvise call takes (UIO_MAXIOV).
+const MAX_IOVECS: usize = 1024;
+
+/// Pages the captured pages of a process out (runs of consecutive pages: (start, pages)).
+pub trait Pager {
+    /// Pages out the runs of `pid`. A run that is no longer mapped is not an error (the process
+    /// freed it; its pages stay unobserved); a process that is gone is.
+    fn page_out(&mut self, pid: u32, runs: &[(u64, u64)]) -> Result<(), WorkloadError>;
+}
+
+/// The kernel's pager: process_madvise(MADV_PAGEOUT) through a pidfd per process.
+#[derive(Debug, Default)]
+pub struct Madvise {
+    pidfds: Vec<(u32, OwnedFd)>,
+    page_size: u64,
+}
+
+impl Madvise {
+    /// A pager for pages of `page_size` bytes.
+    pub fn new(page_size: u64) -> Self {
+        Self { pidfds: Vec::new(), page_size }
+    }
+
+    fn pidfd(&mut self, pid: u32) -> Result<&OwnedFd, WorkloadError> {
+        if let Some(i) = self.pidfds.iter().position(|(p, _)| *p == pid) {
+            return Ok(&self.pidfds[i].1);
+        }
+        // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+        if fd < 0 {
+            return Err(sys_err(format!("pidfd_open({pid})")));
+        }
+        // SAFETY: `fd` is a descriptor the kernel just gave us and nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+        self.pidfds.push((pid, fd));
+        Ok(&self.pidfds.last().expect("just pushed").1)
+    }
+
+    /// One process_madvise call over `iov`: the bytes advised, or the error.
+    fn advise(fd: &OwnedFd, iov: &[libc::iovec]) -> Result<usize, std::io::Error> {
+        // SAFETY: `iov` points at `iov.len()` (at most UIO_MAXIOV) initialised iovecs that
+        // describe address ranges of the *target* process; the kernel only reads the array.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_process_madvise,
+                fd.as_raw_fd(),
+                iov.as_ptr(),
+                iov.len(),
+                libc::MADV_PAGEOUT,
+                0u32,
+            )
+        };
+        if rc < 0 { Err(std::io::Error::last_os_error()) } else { Ok(rc as usize) }
+    }
+}
+
+impl Pager for Madvise {
+    fn page_out(&mut self, pid: u32, runs: &[(u64, u64)]) -> Result<(), WorkloadError> {
+        let ps = self.page_size;
+        let iovs: Vec<libc::iovec> = runs
+            .iter()
+            .map(|&(start, n)| libc::iovec {
+                iov_base: start as *mut libc::c_void,
+                iov_len: (n * ps) as usize,
+            })
+            .collect();
+        let fd = self.pidfd(pid)?;
+        for batch in iovs.chunks(MAX_IOVECS) {
+            let want: usize = batch.iter().map(|v| v.iov_len).sum();
+            match Self::advise(fd, batch) {
+                Ok(n) if n == want => continue,
+                // A range unmapped since the capture stops the call there (ENOMEM, or a short
+                // count): go through the batch one run at a time, skipping the unmapped ones.
+                Ok(_) | Err(_) => {}
+            }
+            for v in batch {
+                match Self::advise(fd, std::slice::from_ref(v)) {
+                    Ok(_) => {}
+                    Err(e) if e.raw_os_error() == Some(libc::ENOMEM) => {}
+                    Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {
+                        return Err(WorkloadError::Invalid(format!("process {pid} exited")));
+                    }
+                    Err(e) => {
+                        return Err(WorkloadError::Invalid(format!(
+                            "process_madvise(MADV_PAGEOUT) on process {pid}: {e}"
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn sys_err(what: String) -> WorkloadError {
+    WorkloadError::Invalid(format!("{what}: {}", std::io::Error::last_os_error()))
+}
+
+/// Why page-out sampling cannot be used here, or `None` where it can: the syscalls must exist
+/// (Linux 5.10 and later) and we must be allowed to page out another process's memory.
+pub fn unavailable_reason() -> Option<String> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some(
+            "not root (paging out another process's pages needs CAP_SYS_NICE, and the swap \
+             area it needs, swapon)"
+                .into(),
+        );
+    }
+    let mut m = Madvise::new(crate::capture::system_page_size() as u64);
+    // No range: checks that both syscalls exist and accept us, pages nothing out.
+    match m.pidfd(std::process::id()).map(|fd| Madvise::advise(fd, &[])) {
+        Ok(Ok(_)) => None,
+        Ok(Err(e)) => Some(format!("process_madvise is not usable: {e}")),
+        Err(e) => Some(e.to_string()),
+    }
+}
+
+/// What one interval saw: the pages touched, and how many were watched and unobserved.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Seen {
+    /// (pid, page address) of the armed pages found back in RAM.
+    pub touched: Vec<(u32, u64)>,
+    /// Captured pages watched in the interval (armed).
+    pub armed: u64,
+    /// Captured pages the page-out left in RAM: nothing is known of them this interval.
+    pub unobserved: u64,
+}
+
+/// The captured pages of one process and which of them are armed.
+#[derive(Debug)]
+struct Watched {
+    pid: u32,
+    vaddrs: Vec<u64>,
+    armed: Vec<bool>,
+}
+
+/// Page-out sampling over the captured pages of some processes (see the module doc).
+#[derive(Debug)]
+pub struct Sampler<P> {
+    proc_root: PathBuf,
+    page_size: u64,
+    pager: P,
+    watched: Vec<Watched>,
+}
+
+impl<P: Pager> Sampler<P> {
+    /// Watches `pages` ((pid, captured page addresses, ascending) per process) under
+    /// `proc_root` and arms them for the first interval. An error names the process.
+    pub fn start(
+        proc_root: &Path,
+        pages: Vec<(u32, Vec<u64>)>,
+        page_size: u64,
+        pager: P,
+    ) -> Result<(Self, u64), (u32, WorkloadError)> {
+        let watched = pages
+            .into_iter()
+            .map(|(pid, vaddrs)| Watched { pid, armed: vec![false; vaddrs.len()], vaddrs })
+            .collect();
+        let mut s = Self { proc_root: proc_root.to_path_buf(), page_size, pager, watched };
+        let mut armed = 0;
+        for i in 0..s.watched.len() {
+            armed += s.arm(i, None)?;
+        }
+        Ok((s, armed))
+    }
+
+    /// Ends an interval: the armed pages back in RAM are the touched ones; then every page in
+    /// RAM is paged out again for the next interval. An error names the process.
+    pub fn observe(&mut self) -> Result<Seen, (u32, WorkloadError)> {
+        let mut seen = Seen::default();
+        for i in 0..self.watched.len() {
+            let w = &self.watched[i];
+            let pid = w.pid;
+            let entries = pagemap::entries(&self.proc_root, pid, &w.vaddrs, self.page_size)
+                .map_err(|e| (pid, e))?;
+            let present: Vec<bool> = entries.iter().map(|e| e & PM_PRESENT != 0).collect();
+            for (k, (&a, &p)) in w.armed.iter().zip(&present).enumerate() {
+                if a {
+                    seen.armed += 1;
+                    if p {
+                        seen.touched.push((pid, w.vaddrs[k]));
+                    }
+                } else {
+                    seen.unobserved += 1;
+                }
+            }
+            self.arm(i, Some(&present))?;
+        }
+        Ok(seen)
+    }
+
+    /// Pages out process `i`'s captured pages in RAM (`present`, where already read) and marks
+    /// the ones that went as armed. Returns how many are armed.
+    fn arm(&mut self, i: usize, present: Option<&[bool]>) -> Result<u64, (u32, WorkloadError)> {
+        let w = &mut self.watched[i];
+        let pid = w.pid;
+        let in_ram: Vec<u64> = match present {
+            Some(p) => w.vaddrs.iter().zip(p).filter(|(_, p)| **p).map(|(&a, _)| a).collect(),
+            None => w.vaddrs.clone(),
+        };
+        let runs = pagemap::runs(&in_ram, self.page_size);
+        if !runs.is_empty() {
+            self.pager.page_out(pid, &runs).map_err(|e| (pid, e))?;
+        }
+        let entries = pagemap::entries(&self.proc_root, pid, &w.vaddrs, self.page_size)
+            .map_err(|e| (pid, e))?;
+        for (a, e) in w.armed.iter_mut().zip(&entries) {
+            *a = e & PM_PRESENT == 0;
+        }
+        Ok(w.armed.iter().filter(|a| **a).count() as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::os::unix::fs::FileExt;
+    use std::rc::Rc;
+
+    use super::*;
+
+    const PS: u64 = 4096;
+
+    /// A fake process 42 whose pagemap file the fake pager and the test edit: the pager clears
+    /// the present bit of what it pages out, except pages listed as pinned (shared, mlocked).
+    struct FakePager {
+        pagemap: PathBuf,
+        pinned: Vec<u64>,
+        calls: Rc<RefCell<Vec<Vec<(u64, u64)>>>>,
+    }
+
+    fn set_present(pagemap: &Path, vaddr: u64, present: bool) {
+        let f = std::fs::File::options().write(true).open(pagemap).unwrap();
+        let e: u64 = if present { PM_PRESENT } else { 1 << 62 };
+        f.write_all_at(&e.to_le_bytes(), vaddr / PS * 8).unwrap();
+    }
+
+    impl Pager for FakePager {
+        fn page_out(&mut self, pid: u32, runs: &[(u64, u64)]) -> Result<(), WorkloadError> {
+            assert_eq!(pid, 42);
+            self.calls.borrow_mut().push(runs.to_vec());
+            for &(start, n) in runs {
+                for a in (0..n).map(|k| start + k * PS) {
+                    if !self.pinned.contains(&a) {
+                        set_present(&self.pagemap, a, false);
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn armed_pages_back_in_ram_are_the_touched_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_dir = dir.path().join("42");
+        std::fs::create_dir(&pid_dir).unwrap();
+        let pagemap = pid_dir.join("pagemap");
+        std::fs::write(&pagemap, PM_PRESENT.to_le_bytes().repeat(32)).unwrap();
+        // Captured: pages 8..16 and 20; page 10 cannot be paged out.
+        let vaddrs: Vec<u64> = (8..16).chain([20]).map(|v| v * PS).collect();
+        let calls = Rc::new(RefCell::new(Vec::new()));
+        let pager =
+            FakePager { pagemap: pagemap.clone(), pinned: vec![10 * PS], calls: calls.clone() };
+        let (mut s, armed) =
+            Sampler::start(dir.path(), vec![(42, vaddrs.clone())], PS, pager).unwrap();
+        assert_eq!(armed, 8);
+        assert_eq!(calls.borrow()[0], [(8 * PS, 8), (20 * PS, 1)]);
+
+        // The process touches pages 9 and 20 (they fault back in).
+        set_present(&pagemap, 9 * PS, true);
+        set_present(&pagemap, 20 * PS, true);
+        let seen = s.observe().unwrap();
+        assert_eq!(seen.touched, [(42, 9 * PS), (42, 20 * PS)]);
+        assert_eq!((seen.armed, seen.unobserved), (8, 1));
+        // Only the pages in RAM were paged out again: 9, the pinned 10, and 20.
+        assert_eq!(calls.borrow()[1], [(9 * PS, 2), (20 * PS, 1)]);
+
+        // An interval with no touch: nothing seen, everything but page 10 still armed.
+        let seen = s.observe().unwrap();
+        assert!(seen.touched.is_empty());
+        assert_eq!((seen.armed, seen.unobserved), (8, 1));
+        assert_eq!(calls.borrow()[2], [(10 * PS, 1)]);
+
+        // The process is gone: the error names it.
+        std::fs::remove_file(&pagemap).unwrap();
+        let (pid, e) = s.observe().unwrap_err();
+        assert_eq!(pid, 42);
+        assert!(e.to_string().contains("pagemap"), "{e}");
+    }
+
+    #[test]
+    fn the_kernel_pager_refuses_a_process_that_does_not_exist() {
+        // pid_max is at most 2^22: this pid cannot exist.
+        let err = Madvise::new(PS).page_out(1 << 23, &[(0x1000, 1)]).unwrap_err();
+        assert!(err.to_string().contains("pidfd_open"), "{err}");
+    }
+}
