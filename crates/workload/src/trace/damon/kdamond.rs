@@ -23,7 +23,10 @@
 //!
 //! Quotas (0: none) and watermarks (`none`) keep the values a new scheme has, under which the
 //! scheme is applied to every region at every aggregation interval (usage.rst,
-//! "schemes/<N>/quotas/" and "schemes/<N>/watermarks/").
+//! `schemes/<N>/quotas/` and `schemes/<N>/watermarks/`). Files only newer kernels have are not
+//! written, so their defaults hold: `apply_interval_us` 0 (the scheme's apply interval is the
+//! aggregation interval), `addr_unit` 1, no `intervals_goal` tuning (`aggrs` 0). usage.rst itself
+//! names this use of `tried_regions`: action `stat` with the pattern one wants to query.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -32,7 +35,7 @@ use super::{regions, sysfs};
 use crate::WorkloadError;
 use crate::trace::convert::DamonRegion;
 
-/// DAMON's monitoring attributes (usage.rst, "contexts/<N>/monitoring_attrs/"; their meaning is
+/// DAMON's monitoring attributes (usage.rst, `contexts/<N>/monitoring_attrs/`; their meaning is
 /// in the kernel's Documentation/mm/damon/design.rst).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Attrs {
@@ -157,15 +160,16 @@ impl Kdamond {
         Ok(k)
     }
 
-    /// The regions of the next aggregation interval, each with its process (see
-    /// [`regions`](super::regions) for how a region's target is told).
+    /// The regions of the next aggregation interval, each with its process (the
+    /// [module doc](super) says how a region's target is told).
     ///
     /// Writes `update_schemes_tried_regions` to `state`: the kernel answers once the scheme has
-    /// been tried on every region during the next aggregation interval (usage.rst,
-    /// "schemes/<N>/tried_regions/"), so this blocks for up to about two aggregation intervals
-    /// and paces a caller by itself. Then reads `tried_regions/<n>/{start,end,nr_accesses}` and
-    /// writes `clear_schemes_tried_regions` to free them (a kernel without that command refuses
-    /// it; the error is ignored, as the next update replaces the regions anyway).
+    /// been tried on every region during its next apply interval, here the aggregation interval
+    /// (usage.rst, `schemes/<N>/tried_regions/`), so this blocks for up to about two
+    /// aggregation intervals and paces a caller by itself. Then reads
+    /// `tried_regions/<n>/{start,end,nr_accesses}` and writes `clear_schemes_tried_regions` to
+    /// free them (a kernel without that command refuses it; the error is ignored, as the next
+    /// update replaces the regions anyway).
     ///
     /// An error where the kdamond has stopped (`state` reads `off`: DAMON stops when every
     /// target process has exited), where the kernel refuses the command, or where a region file

@@ -15,9 +15,11 @@
 //!
 //! ```no_run
 //! # use std::path::Path;
+//! # use std::time::Duration;
 //! # use zmem_workload::trace::damon::{ADMIN, Attrs, Kdamond};
 //! # fn f(pids: &[u32]) -> Result<(), zmem_workload::WorkloadError> {
-//! let k = Kdamond::start(Path::new(ADMIN), pids, &Attrs::for_interval(std::time::Duration::from_millis(100)))?;
+//! let attrs = Attrs::for_interval(Duration::from_millis(100));
+//! let k = Kdamond::start(Path::new(ADMIN), pids, &attrs)?;
 //! for _ in 0..10 {
 //!     // Blocks until the next aggregation interval (the interval) has ended.
 //!     let regions = k.snapshot()?;
@@ -27,6 +29,20 @@
 //! drop(k); // stops and removes our kdamond
 //! # Ok(()) }
 //! ```
+//!
+//! Which process a region belongs to: a `tried_regions` entry does not say (usage.rst,
+//! `tried_regions/<N>/`: `start`, `end`, `nr_accesses`, `age`). The kernel adds them target after
+//! target, in the order of `targets/<N>`, each target's in address order without overlap
+//! (`kdamond_apply_schemes` in mm/damon/core.c walks targets, then their regions), so the address
+//! order restarts exactly where the next target begins. [`Kdamond::snapshot`] gives the `k`-th
+//! ascending run to the `k`-th pid, and refuses, rather than guess, where there are fewer runs
+//! than targets (a process whose lowest region lies above the previous one's highest; with
+//! `vaddr`, whose regions reach up to each process's stack near the top of the address space,
+//! ordinary processes do not do that). One process is never ambiguous. (Not taken: one scheme
+//! per target with a `target` filter, which only newer kernels have (usage.rst,
+//! `damon_target_idx`); one kdamond per process, whose snapshots would be serialised, as kernels
+//! that keep a single pending sysfs command, `damon_sysfs_cmd_request` in mm/damon/sysfs.c,
+//! refuse a second with EBUSY, each taking an aggregation interval.)
 //!
 //! Regions, once read, become trace accesses through [`super::convert::damon_counts`]. No
 //! machine this project runs on has offered DAMON in a state it could be tried on (docs/FORMATS.md,

@@ -1,5 +1,5 @@
-//! Reading a scheme's `tried_regions` directory (usage.rst, "schemes/<N>/tried_regions/" and
-//! "tried_regions/<N>/") and telling which target each region belongs to.
+//! Reading a scheme's `tried_regions` directory (usage.rst, `schemes/<N>/tried_regions/` and
+//! `tried_regions/<N>/`) and telling which target each region belongs to.
 //!
 //! Each region directory has `start`, `end`, `nr_accesses` and `age` (newer kernels add files,
 //! such as `sz_filter_passed`, and the parent holds `total_bytes`: both ignored). Only `start`,
