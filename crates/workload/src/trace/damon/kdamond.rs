@@ -70,8 +70,9 @@ impl Attrs {
     }
 
     /// What DAMON itself would refuse when the kdamond starts (`damon_set_attrs` in
-    /// mm/damon/core.c): a zero or longer-than-aggregation sampling interval, fewer than 3
-    /// regions, a minimum above the maximum.
+    /// mm/damon/core.c): a sampling interval longer than the aggregation interval, fewer than 3
+    /// regions, a minimum above the maximum; and a zero sampling interval (DAMON would take it as
+    /// 1 us), which leaves [`Kdamond::max_nr_accesses`] undefined.
     pub fn check(&self) -> Result<(), WorkloadError> {
         let bad = |m: String| Err(WorkloadError::Invalid(format!("DAMON attributes: {m}")));
         if self.sample_us == 0 || self.sample_us > self.aggr_us {
