@@ -251,12 +251,15 @@ mod tests {
 
     const PS: u64 = 4096;
 
+    /// The runs of each page-out call, shared between the test and its pager.
+    type Calls = Rc<RefCell<Vec<Vec<(u64, u64)>>>>;
+
     /// A fake process 42 whose pagemap file the fake pager and the test edit: the pager clears
     /// the present bit of what it pages out, except pages listed as pinned (shared, mlocked).
     struct FakePager {
         pagemap: PathBuf,
         pinned: Vec<u64>,
-        calls: Rc<RefCell<Vec<Vec<(u64, u64)>>>>,
+        calls: Calls,
     }
 
     fn set_present(pagemap: &Path, vaddr: u64, present: bool) {

@@ -9,14 +9,14 @@ use std::time::Duration;
 use super::{Attrs, Kdamond};
 use crate::trace::convert::DamonRegion;
 
-struct Fake {
+pub(crate) struct Fake {
     dir: tempfile::TempDir,
 }
 
 impl Fake {
     /// No kdamond (`nr_kdamonds` 0), a kdamond 0 tree with `targets` targets and `avail` as
     /// `avail_operations`, and `tried` regions (number, start, end, nr_accesses).
-    fn new(targets: usize, avail: &str, tried: &[(u32, u64, u64, u32)]) -> Self {
+    pub(crate) fn new(targets: usize, avail: &str, tried: &[(u32, u64, u64, u32)]) -> Self {
         let f = Self { dir: tempfile::tempdir().unwrap() };
         f.put("kdamonds/nr_kdamonds", "0");
         f.put("kdamonds/0/state", "off");
@@ -57,7 +57,7 @@ impl Fake {
         f
     }
 
-    fn admin(&self) -> &Path {
+    pub(crate) fn admin(&self) -> &Path {
         self.dir.path()
     }
 
@@ -71,7 +71,7 @@ impl Fake {
         std::fs::write(p, format!("{value}\n")).unwrap();
     }
 
-    fn get(&self, rel: &str) -> String {
+    pub(crate) fn get(&self, rel: &str) -> String {
         std::fs::read_to_string(self.path(rel)).unwrap().trim().to_string()
     }
 }

@@ -49,7 +49,7 @@
 //! recorded traces), so the kdamond is tested against fake sysfs trees only.
 
 #[cfg(test)]
-mod fake;
+pub(crate) mod fake;
 mod kdamond;
 mod regions;
 mod sysfs;
