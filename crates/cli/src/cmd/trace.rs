@@ -176,17 +176,28 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             Ok(t.save(&g.output)?)
         }
         Sub::Info { json, file } => {
-            let summary = Trace::open(file)?.summary(HOTTEST);
-            super::emit(*json, &summary, render_summary)
+            let (trace, origin) = Trace::open_with_origin(file)?;
+            let info = Info { origin: origin.name(), summary: trace.summary(HOTTEST) };
+            super::emit(*json, &info, render_info)
         }
     }
 }
 
-fn render_summary(s: &Summary) -> String {
+/// `trace info`: how the trace was made (its header's origin), then its summary.
+#[derive(serde::Serialize)]
+struct Info {
+    origin: &'static str,
+    #[serde(flatten)]
+    summary: Summary,
+}
+
+fn render_info(i: &Info) -> String {
+    let s = &i.summary;
     let top: Vec<String> = s.hottest.iter().map(|h| format!("{}:{}", h.page, h.accesses)).collect();
     format!(
-        "accesses     {}\npage count   {}\npages used   {}\nwrites       {} ({:.1} %)\n\
-         span         {:.3} s\nhottest      {}\n",
+        "origin       {}\naccesses     {}\npage count   {}\npages used   {}\n\
+         writes       {} ({:.1} %)\nspan         {:.3} s\nhottest      {}\n",
+        i.origin,
         s.accesses,
         s.page_count,
         s.pages_used,

@@ -1,0 +1,98 @@
+//! `zmem trace record` as a user runs it on the live kernel: a process recorded by page-out
+//! sampling, ended by SIGTERM part way. It must exit 0 keeping what it saw (the trace and its
+//! page set written, the early end said), and leave no swap device behind. Skipped, with the
+//! reason, without root or kernel zram. Bad arguments fail with one line and exit 2.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn zmem() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_zmem"))
+}
+
+fn swaps() -> String {
+    std::fs::read_to_string("/proc/swaps").unwrap_or_default()
+}
+
+/// Kills and reaps a child when dropped, on panic too.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn sigterm_ends_a_page_out_recording_through_its_cleanup() {
+    // SAFETY: geteuid has no preconditions.
+    let why = if unsafe { libc::geteuid() } != 0 {
+        Some("not root")
+    } else if !std::path::Path::new("/sys/class/zram-control").exists() {
+        Some("no kernel zram (/sys/class/zram-control)")
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        eprintln!("SKIPPED sigterm_ends_a_page_out_recording_through_its_cleanup: {why}");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("zmem-cli-record-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("sleep.trace");
+    let target = Reaped(Command::new("sleep").arg("120").spawn().expect("sleep runs"));
+    let before = swaps();
+    let rec = zmem()
+        .args(["trace", "record", "--pid", &target.0.id().to_string(), "--duration", "120"])
+        .args(["--interval", "50", "--method", "page-out", "-o"])
+        .arg(&trace)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut rec = Reaped(rec);
+    // Recording has begun once its swap device is on.
+    let t0 = Instant::now();
+    while swaps() == before && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_ne!(swaps(), before, "no swap device appeared for the recording");
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(rec.0.id() as libc::pid_t, libc::SIGTERM) };
+    let status = rec.0.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut rec.0.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(status.success(), "{status}: {stderr}");
+    assert!(stderr.contains("ended early: stopped by a signal"), "{stderr}");
+    assert!(stderr.contains("recorded with page-out"), "{stderr}");
+    assert_eq!(swaps(), before, "the recording's swap device is gone");
+
+    let info = zmem().args(["trace", "info", "--json"]).arg(&trace).output().unwrap();
+    assert!(info.status.success(), "{}", String::from_utf8_lossy(&info.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    assert_eq!(v["origin"], "page-out", "{v}");
+    let mut pages = trace.into_os_string();
+    pages.push(".pages");
+    assert!(std::fs::metadata(&pages).unwrap().len() > 0, "the page set is written");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_record_arguments_fail_with_one_line() {
+    let me = std::process::id().to_string();
+    for (args, want) in [
+        (vec!["--method", "idle"], "unknown recording method"),
+        (vec!["--interval", "0"], "interval must be above 0"),
+    ] {
+        let out = zmem()
+            .args(["trace", "record", "--pid", &me, "--duration", "1", "-o", "/nonexistent/t"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
