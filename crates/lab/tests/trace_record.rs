@@ -4,12 +4,16 @@
 //! root or kernel zram.
 
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use zmem_workload::capture::{fill_pattern, system_page_size};
 use zmem_workload::trace::record::{self, Method};
 use zmem_workload::trace::{Op, Origin, page_out};
+
+/// The live tests change the machine's swap areas: one at a time.
+static LIVE: Mutex<()> = Mutex::new(());
 
 /// A forked child that writes the last byte of every `stride`-th page of its `pages`-page region
 /// every 20 ms until killed. The region is mapped and filled (distinct, incompressible pages)
@@ -83,6 +87,7 @@ fn page_out_recording_of_a_child_finds_the_pages_it_writes() {
         eprintln!("SKIPPED page_out_recording_of_a_child_finds_the_pages_it_writes: {why}");
         return;
     }
+    let _live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
     let swaps_before = zmem_workload::live::swaps().unwrap();
     let (pages, stride) = (64usize, 4usize);
     let child = Writer::spawn(pages, stride);
@@ -125,4 +130,30 @@ fn page_out_recording_of_a_child_finds_the_pages_it_writes() {
     assert_eq!(hot, want, "the written pages are the hot ones, and only they");
     // Written every 20 ms: seen in (nearly) every 100 ms interval, at least half of them.
     assert!(touched.values().all(|&n| 2 * n >= r.intervals), "{touched:?}");
+}
+
+/// Where a zram device is already the first swap area, page-out sampling uses it and makes none.
+#[test]
+fn an_active_zram_swap_is_used_not_doubled() {
+    if let Some(why) = zmem_lab::live::unavailable_reason() {
+        eprintln!("SKIPPED an_active_zram_swap_is_used_not_doubled: {why}");
+        return;
+    }
+    let _live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    let others = zmem_lab::live::other_swaps(&[]).unwrap();
+    if others.iter().any(|a| a.priority >= 32767) {
+        eprintln!(
+            "SKIPPED an_active_zram_swap_is_used_not_doubled: a swap area has priority 32767"
+        );
+        return;
+    }
+    let cfg = zmem_lab::live::ZramSwapConfig { priority: 32767, ..Default::default() };
+    let ours = zmem_lab::live::ZramSwapDevice::create(&cfg).unwrap();
+    let before = zmem_workload::live::swaps().unwrap();
+    let s = zmem_lab::live::page_out_swap(1 << 20).unwrap();
+    assert_eq!(zmem_workload::live::swaps().unwrap(), before, "no device made");
+    assert!(s.note.contains(&ours.path().display().to_string()), "{}", s.note);
+    assert!(s.note.contains("not ours"), "{}", s.note);
+    drop(s);
+    assert_eq!(zmem_workload::live::swaps().unwrap(), before, "left as it is");
 }

@@ -58,16 +58,33 @@ pub fn other_swaps(mine: &[&Path]) -> Result<Vec<SwapArea>, LabError> {
     Ok(areas.into_iter().filter(|a| !mine.iter().any(|m| Path::new(&a.filename) == *m)).collect())
 }
 
-/// A zram swap device for `zmem trace record`'s page-out sampling
-/// ([`zmem_workload::trace::page_out`]), for a recording of `captured_bytes` of pages: the
-/// pages it pages out go to compressed RAM, not to a disk, so a touched page comes back in
-/// microseconds. It is made at a priority above every active swap area (32767 at most), so the
-/// page-outs land in it; its size leaves room for twice the captured pages (256 MiB at least)
-/// because every other swap-out on the system goes there too while it exists. Dropping the
-/// guard swaps it off (its pages are read back) and removes it.
+/// The swap area for `zmem trace record`'s page-out sampling
+/// ([`zmem_workload::trace::page_out`]), for a recording of `captured_bytes` of pages. Pages
+/// paged out should go to compressed RAM, not to a disk, so a touched page comes back in
+/// microseconds:
+/// - where the active swap area of highest priority is a zram device, page-outs go there as the
+///   system's own swap-outs do, and nothing is made (removing a device of ours at the end would
+///   read back every page the system swapped into it meanwhile, which a machine short of memory
+///   may not have room for);
+/// - else a zram swap device of our own is made at a priority above every active swap area
+///   (32767 at most), sized for twice the captured pages (256 MiB at least), because every other
+///   swap-out on the system goes there too while it exists. Dropping the guard swaps it off (its
+///   pages are read back) and removes it.
 pub fn page_out_swap(
     captured_bytes: u64,
 ) -> Result<zmem_workload::trace::record::SwapForPageOut, LabError> {
+    use zmem_workload::trace::record::SwapForPageOut;
+    let others = other_swaps(&[])?;
+    let top = others.iter().max_by_key(|a| a.priority);
+    if let Some(z) = top.filter(|a| a.zram_id().is_some()) {
+        return Ok(SwapForPageOut {
+            note: format!(
+                "{} (active, priority {}; not ours, left as it is)",
+                z.filename, z.priority
+            ),
+            guard: Box::new(()),
+        });
+    }
     // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         return Err(LabError::Setup("not root: making a zram swap device needs it".into()));
@@ -75,9 +92,7 @@ pub fn page_out_swap(
     if let Some(why) = zmem_zram::kernel::unavailable_reason() {
         return Err(LabError::Setup(why));
     }
-    let others = other_swaps(&[])?;
-    let priority =
-        others.iter().map(|a| a.priority.saturating_add(1)).max().unwrap_or(0).clamp(0, 32767);
+    let priority = top.map_or(0, |a| a.priority.saturating_add(1)).clamp(0, 32767);
     let disksize = captured_bytes.saturating_mul(2).max(256 << 20);
     let cfg = ZramSwapConfig { disksize, priority, ..ZramSwapConfig::default() };
     let dev = ZramSwapDevice::create(&cfg)?;
@@ -93,7 +108,7 @@ pub fn page_out_swap(
             tie.filename
         ));
     }
-    Ok(zmem_workload::trace::record::SwapForPageOut { note, guard: Box::new(dev) })
+    Ok(SwapForPageOut { note, guard: Box::new(dev) })
 }
 
 /// `mm_stat` of zram device `id` (any device, ours or not: reading is harmless), parsed.
