@@ -132,7 +132,16 @@ fn run_record(a: &RecordArgs) -> anyhow::Result<()> {
         zmem_lab::live::page_out_swap(bytes)
             .map_err(|e| zmem_workload::WorkloadError::Invalid(e.to_string()))
     };
-    let r = record::record(&opts, stop.flag(), &mut |_| {}, &mut make_swap)?;
+    let bar = super::progress::Bar::counting("intervals");
+    let intervals = (opts.duration.as_nanos() / opts.interval.as_nanos()) as u64;
+    zmem_lab::Progress::start(&bar, "recording", intervals);
+    let r = record::record(
+        &opts,
+        stop.flag(),
+        &mut |_| zmem_lab::Progress::advance(&bar, 1),
+        &mut make_swap,
+    )?;
+    drop(bar);
     drop(stop);
     eprintln!("zmem trace record: recorded with {}: {}", r.origin.name(), r.note);
     if let Some(why) = &r.ended_early {

@@ -26,6 +26,7 @@ pub use cgroup::{CgroupVersion, MemCgroup};
 pub use child::CgroupChild;
 pub use swap::{ZramSwapConfig, ZramSwapDevice, swap_header};
 pub use zmem_workload::live::SwapArea;
+use zmem_workload::trace::record::SwapForPageOut;
 
 use crate::LabError;
 
@@ -70,10 +71,7 @@ pub fn other_swaps(mine: &[&Path]) -> Result<Vec<SwapArea>, LabError> {
 ///   (32767 at most), sized for twice the captured pages (256 MiB at least), because every other
 ///   swap-out on the system goes there too while it exists. Dropping the guard swaps it off (its
 ///   pages are read back) and removes it.
-pub fn page_out_swap(
-    captured_bytes: u64,
-) -> Result<zmem_workload::trace::record::SwapForPageOut, LabError> {
-    use zmem_workload::trace::record::SwapForPageOut;
+pub fn page_out_swap(captured_bytes: u64) -> Result<SwapForPageOut, LabError> {
     let others = other_swaps(&[])?;
     let top = others.iter().max_by_key(|a| a.priority);
     if let Some(z) = top.filter(|a| a.zram_id().is_some()) {
