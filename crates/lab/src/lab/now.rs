@@ -71,7 +71,7 @@ pub struct Rates {
     /// Length of the observation window (0 when not observed).
     pub observed_secs: f64,
     /// `observed` (pswpin/pswpout and the zram device's I/O over the window) or `replay` (the
-    /// generated trace's replay, when there was nothing to watch).
+    /// trace's replay, when there was nothing to watch).
     pub source: String,
     /// Why this source, in words.
     pub note: String,
@@ -249,7 +249,7 @@ pub fn watch(
 }
 
 /// The rates of the lab's own replay, for a system with nothing to observe: zram's swap-ins and
-/// swap-outs at the tightest RAM budget, per second of the generated trace.
+/// swap-outs at the tightest RAM budget, per second of the replayed trace (generated, or `--trace`).
 pub fn replay_rates(rows: &[SwapRow], why: &str) -> Rates {
     let row =
         rows.iter().filter(|r| r.swap == "zram" && r.trace_secs > 0.0).min_by_key(|r| r.ram_pages);
@@ -260,7 +260,7 @@ pub fn replay_rates(rows: &[SwapRow], why: &str) -> Rates {
             observed_secs: 0.0,
             source: "replay".into(),
             note: format!(
-                "{why}: the generated trace's replay with zram and RAM for {} of {} pages ({} \
+                "{why}: the trace's replay with zram and RAM for {} of {} pages ({} \
                  swap-ins, {} swap-outs in {:.3} s of trace)",
                 r.ram_pages, r.pages, r.swap_ins, r.swap_outs, r.trace_secs
             ),
