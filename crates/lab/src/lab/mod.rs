@@ -322,12 +322,12 @@ mod tests {
         let compressors = comp_bench::run(&[pages], &AlgoSpec::all(), &bench, &NoProgress).unwrap();
         let mut allocators: Vec<PoolRow> = zmem_pool::allocators()
             .iter()
-            .map(|a| measure::pool(a.name, pages, 4096, &NoProgress).unwrap())
+            .map(|a| measure::pool(a.name, pages, 4096, &[], &NoProgress).unwrap())
             .collect();
         measure::relate_to_zsmalloc(&mut allocators);
         let policies: Vec<PolicyRow> = default_policies()
             .iter()
-            .map(|p| policy::measure(p, pages, 4096, &NoProgress).unwrap())
+            .map(|p| policy::measure(p, pages, 4096, &[], &mut Vec::new(), &NoProgress).unwrap())
             .collect();
         let swap = measure::swap(pages, 4096, &SwapDevice::default(), &NoProgress).unwrap();
 
