@@ -504,4 +504,33 @@ mod tests {
         assert_eq!(table.lines().count(), 3);
         assert!(table.lines().nth(2).unwrap().starts_with("zstd"));
     }
+
+    /// A row that keeps its objects keeps exactly what a fresh stream makes of each page, across
+    /// batches, and is the row [`algo_row`] gives (but for the timings); a second row measured
+    /// with the first one's buffers is whole and verified too.
+    #[test]
+    fn a_kept_row_keeps_each_pages_object_and_is_the_same_row() {
+        let a = pages(7);
+        let opts = quick();
+        let mut scratch = Scratch::default();
+        for name in ["lz4", "deflate"] {
+            let spec = AlgoSpec::parse(name).unwrap();
+            let (row, objects) =
+                algo_row_keeping(&[&a], &spec, &opts, &mut scratch, &NoProgress).unwrap();
+            let plain =
+                algo_row(&[&a], &spec, &opts, &mut Scratch::default(), &NoProgress).unwrap();
+            let untimed = |r: &Row| (r.pages, r.input_bytes, r.compressed_bytes, r.verified);
+            assert_eq!(untimed(&row), untimed(&plain));
+            assert!(row.verified);
+            assert_eq!(objects.len(), 7);
+            let mut c = zmem_comp::create(name, &Params::default(), 4096).unwrap();
+            let mut dst = vec![0u8; compress_bound(4096)];
+            for (i, page) in a.chunks(4096).enumerate() {
+                let n = c.compress(page, &mut dst).unwrap();
+                assert_eq!(objects.object(i), Some(&dst[..n]), "{name} page {i}");
+            }
+            let sum: usize = (0..7).map(|i| objects.object(i).unwrap().len()).sum();
+            assert_eq!(sum as u64, row.compressed_bytes);
+        }
+    }
 }

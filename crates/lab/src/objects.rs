@@ -56,6 +56,14 @@ impl Objects {
         }
     }
 
+    /// The same objects under another algorithm's name: for tests that check a device stores
+    /// what it is given.
+    #[cfg(test)]
+    pub(crate) fn labelled(mut self, algo: &str) -> Self {
+        self.algo = algo.into();
+        self
+    }
+
     pub fn algo(&self) -> &str {
         &self.algo
     }

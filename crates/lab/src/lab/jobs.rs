@@ -56,7 +56,7 @@ pub(super) struct Plan<'a> {
     pub threads: usize,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Job {
     Memcpy,
     Compressor(usize),
@@ -383,4 +383,88 @@ pub(super) fn run(plan: &Plan, progress: &dyn Progress) -> Result<Measured, LabE
         policies,
         swap: swap.into_iter().map(|r| r.expect("every job ran")).collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::policy::candidates;
+
+    fn plan<'a>(policies: &'a [Policy], pages: &'a [u8]) -> Plan<'a> {
+        Plan {
+            pages,
+            page_size: 4096,
+            bench: Options::default(),
+            specs: AlgoSpec::all(),
+            policies,
+            accesses: &[],
+            device: Box::leak(Box::new(SwapDevice::default())),
+            threads: 2,
+        }
+    }
+
+    /// The rows that keep their objects are those of the kernel algorithms the policies and the
+    /// allocator rows store; a policy waits for its primary's and secondaries' rows, a
+    /// dictionary's for none.
+    #[test]
+    fn jobs_wait_for_the_rows_whose_objects_they_take() {
+        let policies = candidates("lzo-rle");
+        let plan = plan(&policies, &[]);
+        let allocators = ["zsmalloc", "zbud", "z3fold"];
+        let jobs = jobs(&plan, &allocators, &[Some(0), None, None]);
+        let kept = kept(&plan, &jobs);
+        let names: Vec<&str> = (0..plan.specs.len())
+            .filter(|&i| kept[i])
+            .map(|i| plan.specs[i].name.as_str())
+            .collect();
+        assert_eq!(names, ["lzo-rle", "lzo", "lz4", "lz4hc", "zstd", "deflate", "842"]);
+        let waits = |job: Job| -> Vec<&str> {
+            needs(&plan, &kept, job).iter().map(|&i| plan.specs[i].name.as_str()).collect()
+        };
+        assert_eq!(waits(Job::Policy(10)), ["lzo-rle", "deflate"], "{}", policies[10].name);
+        assert_eq!(waits(Job::Policy(3)), ["lz4hc"]);
+        assert!(waits(Job::Policy(11)).is_empty(), "{}", policies[11].name);
+        assert_eq!(waits(Job::Allocator(1)), ["lzo-rle"]);
+        assert!(waits(Job::Swap(0)).is_empty());
+        // Every row a job waits for is a job of the list: no job waits on one that never runs.
+        for &j in &jobs {
+            for i in needs(&plan, &kept, j) {
+                assert!(jobs.contains(&Job::Compressor(i)), "{j:?} waits for row {i}, not a job");
+            }
+        }
+    }
+
+    /// The board hands out only jobs whose rows are made, in the list's order otherwise, and
+    /// none after a failure.
+    #[test]
+    fn the_board_gives_ready_jobs_in_order_and_stops_on_failure() {
+        // Job 0 makes row 0; jobs 1 and 3 need it; job 2 needs nothing.
+        let board = Board::new(vec![vec![], vec![0], vec![], vec![0]], 1);
+        assert_eq!(board.next(), Some(0));
+        // Row 0 is not made yet: job 2 is the one ready.
+        assert_eq!(board.next(), Some(2));
+        board.finish(true, Some(0));
+        assert_eq!(board.next(), Some(1));
+        assert_eq!(board.next(), Some(3));
+        assert_eq!(board.next(), None);
+        let board = Board::new(vec![vec![], vec![], vec![]], 0);
+        assert_eq!(board.next(), Some(0));
+        board.finish(false, None);
+        assert_eq!(board.next(), None);
+    }
+
+    /// A worker with nothing ready waits for the row a running job makes, then takes the job
+    /// that waited for it.
+    #[test]
+    fn a_worker_waits_for_the_row_it_needs() {
+        let board = Board::new(vec![vec![], vec![0]], 1);
+        assert_eq!(board.next(), Some(0));
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| board.next());
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            board.finish(true, Some(0));
+            assert_eq!(waiter.join().unwrap(), Some(1));
+        });
+        assert_eq!(board.next(), None);
+    }
 }

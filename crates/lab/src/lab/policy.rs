@@ -302,6 +302,58 @@ mod tests {
         assert_eq!(z.iter().filter(|p| p.name == "zstd").count(), 1);
     }
 
+    /// A policy whose device takes the compressor table's objects ends as one that compressed
+    /// every page: the same pools, compressed bytes and pages read back, with and without
+    /// recompression; a dictionary's device never takes them.
+    #[test]
+    fn a_policy_on_kept_objects_is_the_policy_that_compressed() {
+        use crate::comp_bench::{self, AlgoSpec, Options, Scratch};
+        let set = zmem_workload::builtin::default_set_with(4096).unwrap();
+        let pages = &set.bytes()[..256 * 4096];
+        let opts = Options { min_time: std::time::Duration::ZERO, ..Options::default() };
+        let kept: Vec<crate::objects::Objects> = ["lzo-rle", "lz4hc", "deflate", "zstd"]
+            .iter()
+            .map(|a| {
+                let spec = AlgoSpec::parse(a).unwrap();
+                comp_bench::algo_row_keeping(
+                    &[pages],
+                    &spec,
+                    &opts,
+                    &mut Scratch::default(),
+                    &NoProgress,
+                )
+                .unwrap()
+                .1
+            })
+            .collect();
+        let objects: Vec<&crate::objects::Objects> = kept.iter().collect();
+        let untimed = |r: &PolicyRow| {
+            (
+                r.compressed_bytes,
+                r.pool_bytes,
+                r.pool_bytes_before_recompress,
+                r.verified,
+                r.dict_bytes,
+            )
+        };
+        let c = candidates("lzo-rle");
+        let mut back = Vec::new();
+        assert_eq!(c[11], Policy::with_dict("zstd"));
+        for p in [&c[0], &c[3], &c[8], &c[9], &c[10], &c[11]] {
+            let with = measure(p, pages, 4096, &objects, &mut back, &NoProgress).unwrap();
+            let without = measure(p, pages, 4096, &[], &mut Vec::new(), &NoProgress).unwrap();
+            assert!(with.verified, "{}", p.name);
+            assert_eq!(untimed(&with), untimed(&without), "{}", p.name);
+        }
+        // The objects are what the device stores: lz4hc's (the lz4 format, denser) given as
+        // lz4's make a smaller pool than lz4's own, and still read back.
+        let lz4 = Policy::single("lz4");
+        let as_lz4 = kept[1].clone().labelled("lz4");
+        let with = measure(&lz4, pages, 4096, &[&as_lz4], &mut back, &NoProgress).unwrap();
+        let without = measure(&lz4, pages, 4096, &[], &mut back, &NoProgress).unwrap();
+        assert!(with.verified && with.compressed_bytes < without.compressed_bytes);
+    }
+
     #[test]
     fn a_measurement_gives_cpu_per_page_and_the_dictionary() {
         let set = zmem_workload::builtin::default_set_with(4096).unwrap();
