@@ -93,7 +93,7 @@ fn device(primary: &str, secondary: Option<&str>, limit: Option<u64>) -> Zram {
 fn page(kind: u8, seed: u64) -> Vec<u8> {
     let mut rng = Rng::new(seed);
     match kind % 5 {
-        0 => same_page(if seed % 2 == 0 { 0 } else { rng.next_u64() }),
+        0 => same_page(if seed.is_multiple_of(2) { 0 } else { rng.next_u64() }),
         1 => random_page(&mut rng),
         k => ordinary_page(&mut rng, f64::from(k) * 0.12 + (seed % 7) as f64 * 0.05),
     }
