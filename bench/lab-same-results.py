@@ -24,7 +24,7 @@ TIMED = {
     "device_p50_ns", "device_p99_ns", "added_load_p50_ns", "added_load_p99_ns",
     "load_latency_p50_ns", "load_latency_p99_ns",
     # judgements of the timings against the budgets, and the sentence quoting them
-    "over_budget", "why",
+    "over_budget", "within_budgets", "why",
 }
 
 
