@@ -22,7 +22,7 @@ use zmem_comp::Params;
 
 use crate::comp_bench::{self, AlgoSpec, Options, Row};
 use crate::objects::Objects;
-use crate::replay::Access;
+use crate::replay::{Access, SwapKind};
 use crate::swap_device::SwapDevice;
 use crate::zram_run::ZramRunConfig;
 use crate::{LabError, Progress};
@@ -130,7 +130,7 @@ fn needs(plan: &Plan, kept: &[bool], job: Job) -> Vec<usize> {
 /// whose compressions come from the compressor table costs its stores and reads (and the
 /// reads' decompression) only.
 fn jobs(plan: &Plan, allocators: &[&str], reused: &[Option<usize>]) -> Vec<Job> {
-    let mut v: Vec<(f64, Job)> = vec![(0.1, Job::Memcpy)];
+    let mut v: Vec<(f64, Job)> = vec![(0.4, Job::Memcpy)];
     for (i, s) in plan.specs.iter().enumerate() {
         let (c, d) = weight(&s.name);
         v.push((c + d, Job::Compressor(i)));
@@ -154,8 +154,15 @@ fn jobs(plan: &Plan, allocators: &[&str], reused: &[Option<usize>]) -> Vec<Job> 
         let primary = if p.dict { 2.0 + weight(&p.algo).0 } else { compress(&p.algo) };
         v.push((0.6 + primary + weight(&p.algo).1 + recompressed, Job::Policy(i)));
     }
-    for i in 0..SWAP_CASES.len() {
-        v.push((0.5, Job::Swap(i)));
+    // zswap in front of a swap file at the smaller RAM swaps and reads the most; with half the
+    // pages in RAM few accesses swap at all.
+    for (i, &(fraction, kind)) in SWAP_CASES.iter().enumerate() {
+        let w = match (fraction, kind) {
+            (4, SwapKind::Zswap) => 1.7,
+            (4, _) => 0.6,
+            _ => 0.1,
+        };
+        v.push((w, Job::Swap(i)));
     }
     // A stable sort: equal weights stay in the report's order.
     v.sort_by(|a, b| b.0.total_cmp(&a.0));
