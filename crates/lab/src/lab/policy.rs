@@ -161,14 +161,17 @@ pub struct PolicyRow {
     /// One read of every page, timed.
     pub load_latency: LatencyHist,
     pub verified: bool,
-    /// Thread CPU nanoseconds per page of the writes (compress and store).
+    /// Thread CPU nanoseconds per page of the writes (compress and store). A compression the
+    /// device took from the compressor table ([`crate::objects`]) counts with the CPU time it
+    /// took there.
     #[serde(default)]
     pub compress_cpu_ns_per_page: f64,
     /// Thread CPU nanoseconds per page of the reads (load and decompress).
     #[serde(default)]
     pub decompress_cpu_ns_per_page: f64,
     /// Thread CPU nanoseconds per page stored of the idle marking, recompression and
-    /// compaction (0 for a policy that does not recompress).
+    /// compaction (0 for a policy that does not recompress); a recompression taken from the
+    /// compressor table counts as the write's do.
     #[serde(default)]
     pub recompress_cpu_ns_per_page: f64,
     /// Bytes of the trained dictionary (0 without one).
