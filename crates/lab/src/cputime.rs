@@ -49,6 +49,17 @@ pub struct Elapsed {
     pub wall_secs: f64,
 }
 
+impl Elapsed {
+    /// This time with `charge` added: work done elsewhere (a compression taken from the
+    /// compressor table, [`crate::objects`]) counted as part of it.
+    pub fn plus(self, charge: crate::objects::Charge) -> Self {
+        Self {
+            cpu_secs: self.cpu_secs + charge.cpu_secs,
+            wall_secs: self.wall_secs + charge.wall_secs,
+        }
+    }
+}
+
 impl Stopwatch {
     pub fn start() -> Self {
         Self { cpu0: thread_cpu_secs(), wall0: Instant::now() }

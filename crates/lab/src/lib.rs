@@ -14,6 +14,7 @@ pub mod lab;
 pub mod latency;
 pub mod live;
 pub mod mapbench;
+pub mod objects;
 mod progress;
 pub mod replay;
 pub mod report;

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use serde::Serialize;
-use zmem_zram::{Features, Zram, ZramConfig};
+use zmem_zram::{Features, ObjectSource, Zram, ZramConfig};
 
 use crate::cputime::{Stopwatch, thread_minor_faults};
 use crate::{LabError, Progress};
@@ -88,12 +88,33 @@ pub fn write_pages(
     config: &str,
     progress: &dyn Progress,
 ) -> Result<u64, LabError> {
+    write_pages_with(z, pages, ps, first, on_refusal, config, None, progress)
+}
+
+/// [`write_pages`], the device taking each compressed object from `objects` where it has one
+/// ([`Zram::write_page_with`]) instead of compressing the page; slot `i`'s object is asked for
+/// by its slot index.
+#[allow(clippy::too_many_arguments)]
+pub fn write_pages_with(
+    z: &Zram,
+    pages: &[u8],
+    ps: usize,
+    first: u64,
+    on_refusal: OnRefusal,
+    config: &str,
+    objects: Option<&dyn ObjectSource>,
+    progress: &dyn Progress,
+) -> Result<u64, LabError> {
     const STEP: u64 = 256;
     let mut refused = 0;
     let mut done = 0;
     for (k, page) in pages.chunks_exact(ps).enumerate() {
         let index = first + k as u64;
-        if let Err(err) = z.write_page(index, page) {
+        let written = match objects {
+            Some(o) => z.write_page_with(index, page, o),
+            None => z.write_page(index, page),
+        };
+        if let Err(err) = written {
             match on_refusal {
                 OnRefusal::Fail => {
                     return Err(LabError::ZramWrite { config: config.into(), page: index, err });

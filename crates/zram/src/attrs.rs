@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use crate::backing::BackingStore;
-use crate::device::{MAX_COMPS, Zram};
+use crate::device::{MAX_COMPS, ObjectSource, Zram};
 use crate::errno::{Errno, ZramError, err};
 use crate::parse::{self, kstrto, kstrtoull, memparse, strip_newline, sysfs_streq};
 use crate::postprocess::{RecompMode, RecompressRequest};
@@ -281,6 +281,24 @@ impl Zram {
     }
 
     fn store_recompress(&self, text: &str) -> Result<(), ZramError> {
+        self.recompress(&parse_recompress(text)?, None)
+    }
+
+    /// `echo text > recompress`, taking each secondary's object from `objects` where it has one
+    /// instead of compressing the page on the secondary's stream (see [`ObjectSource`]); the
+    /// rest (the attribute's checks, the scan, the order, the size-class rule, the flags) is
+    /// the attribute's.
+    pub fn recompress_with(&self, text: &str, objects: &dyn ObjectSource) -> Result<(), ZramError> {
+        if self.mode("recompress")? == Mode::Ro {
+            return err(Errno::EACCES, "recompress is read-only");
+        }
+        self.recompress(&parse_recompress(text)?, Some(objects))
+    }
+}
+
+/// `recompress_store`'s argument parse.
+fn parse_recompress(text: &str) -> Result<RecompressRequest, ZramError> {
+    {
         let mut req = RecompressRequest { max_pages: u64::MAX, ..RecompressRequest::default() };
         for a in parse::args(text) {
             let val = match a.val {
@@ -304,7 +322,7 @@ impl Zram {
                 _ => {}
             }
         }
-        self.recompress(&req)
+        Ok(req)
     }
 }
 

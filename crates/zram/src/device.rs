@@ -232,6 +232,24 @@ impl std::ops::Deref for LiveRef<'_> {
     }
 }
 
+/// Compressed objects made outside the device's streams: what a stream of `algo` built with
+/// `params` makes of the page at slot `index` (the page being written there, or, for a
+/// recompression, the page the slot holds).
+///
+/// The kernel's zram stores the bytes its stream wrote; where the caller already has them (an
+/// experiment that compressed the same pages with the same algorithm before), a device given a
+/// source ([`Zram::write_page_with`], [`Zram::recompress_with`]) asks it for the object exactly
+/// where it would compress the page, and does everything else (same-filled check, huge rule,
+/// size class, allocation, memory limit, slot flags, counters) as without it. So the slots,
+/// `mm_stat` and the pages read back are the same as if the device had compressed, provided
+/// the object is byte for byte what the stream would have made, which the source vouches
+/// for. Because it is asked only where a compression would run, a source can also count the
+/// compressions it saved (and charge their measured cost).
+pub trait ObjectSource {
+    /// The object, or `None` to have the device compress the page on its own stream.
+    fn object(&self, index: u64, algo: &str, params: &Params) -> Option<&[u8]>;
+}
+
 /// `page_same_filled`: the fill word when every 8-byte word of the page is equal.
 pub fn same_filled(page: &[u8]) -> Option<u64> {
     let (words, rest) = page.as_chunks::<8>();
@@ -391,8 +409,29 @@ impl Zram {
 
     /// Writes one page at page index `index`.
     pub fn write_page(&self, index: u64, page: &[u8]) -> Result<(), ZramError> {
+        self.write_page_from(index, page, None)
+    }
+
+    /// [`Zram::write_page`], taking the compressed object from `objects` instead of compressing
+    /// the page where it has one for the primary algorithm and its parameters (see
+    /// [`ObjectSource`]); everything else is the same write.
+    pub fn write_page_with(
+        &self,
+        index: u64,
+        page: &[u8],
+        objects: &dyn ObjectSource,
+    ) -> Result<(), ZramError> {
+        self.write_page_from(index, page, Some(objects))
+    }
+
+    fn write_page_from(
+        &self,
+        index: u64,
+        page: &[u8],
+        objects: Option<&dyn ObjectSource>,
+    ) -> Result<(), ZramError> {
         let live = self.check_io(index, page.len())?;
-        match self.write_page_inner(&live, index as usize, page) {
+        match self.write_page_inner(&live, index as usize, page, objects) {
             Ok(()) => Ok(()),
             Err(e) => {
                 inc(&self.stats.failed_writes);
@@ -401,7 +440,13 @@ impl Zram {
         }
     }
 
-    fn write_page_inner(&self, live: &Live, index: usize, page: &[u8]) -> Result<(), ZramError> {
+    fn write_page_inner(
+        &self,
+        live: &Live,
+        index: usize,
+        page: &[u8],
+        objects: Option<&dyn ObjectSource>,
+    ) -> Result<(), ZramError> {
         if let Some(word) = same_filled(page) {
             let slot = live.table.lock(index);
             self.free_slot(live, &slot);
@@ -415,19 +460,22 @@ impl Zram {
         let primary = live.comps[0]
             .as_ref()
             .ok_or_else(|| ZramError::new(Errno::EIO, "no primary compression stream"))?;
-        let mut strm = primary.get()?;
-        let result = (|| {
-            let Stream { comp: codec, buffer, .. } = &mut *strm;
-            let len = codec
-                .compress(page, buffer)
-                .map_err(|e| ZramError::new(Errno::EIO, format!("compression failed: {e}")))?;
-            let huge = len >= live.huge_class_size;
-            let object = if huge { page } else { &buffer[..len] };
-            let handle = self.alloc_object(live, object)?;
-            Ok((handle, object.len(), huge))
-        })();
-        drop(strm);
-        let (handle, len, huge) = result?;
+        let given = objects.and_then(|o| o.object(index as u64, primary.name(), primary.params()));
+        let (handle, len, huge) = match given {
+            Some(compressed) => self.store_compressed(live, page, compressed)?,
+            None => {
+                let mut strm = primary.get()?;
+                let result = (|| {
+                    let Stream { comp: codec, buffer, .. } = &mut *strm;
+                    let len = codec.compress(page, buffer).map_err(|e| {
+                        ZramError::new(Errno::EIO, format!("compression failed: {e}"))
+                    })?;
+                    self.store_compressed(live, page, &buffer[..len])
+                })();
+                drop(strm);
+                result?
+            }
+        };
         let slot = live.table.lock(index);
         self.free_slot(live, &slot);
         slot.set_handle(handle.0);
@@ -441,6 +489,22 @@ impl Zram {
         inc(&self.stats.pages_stored);
         self.accessed(&slot);
         Ok(())
+    }
+
+    /// The huge rule, then the allocation: `compressed` (what the primary made of `page`) is
+    /// stored, or the page itself when the object reaches `huge_class_size`. Returns the
+    /// handle, the stored length and whether the page is huge. One function for both write
+    /// paths, so a write from an [`ObjectSource`] stores exactly what a compressing one does.
+    fn store_compressed(
+        &self,
+        live: &Live,
+        page: &[u8],
+        compressed: &[u8],
+    ) -> Result<(Handle, usize, bool), ZramError> {
+        let huge = compressed.len() >= live.huge_class_size;
+        let object = if huge { page } else { compressed };
+        let handle = self.alloc_object(live, object)?;
+        Ok((handle, object.len(), huge))
     }
 
     /// `zs_malloc` + the memory-limit check + `zs_obj_write`. The pool allocates and writes

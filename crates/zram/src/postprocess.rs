@@ -13,10 +13,10 @@ use std::sync::atomic::Ordering;
 
 use zmem_pool::Handle;
 
-use crate::device::{Live, Zram, pool_error};
+use crate::device::{Live, ObjectSource, Zram, pool_error};
 use crate::errno::{Errno, ZramError, err};
 use crate::slot::Flag;
-use crate::zcomp::Stream;
+use crate::zcomp::{Stream, StreamGuard};
 
 const PP_BUCKET_SIZE_RANGE: usize = 64;
 
@@ -263,11 +263,15 @@ impl Zram {
         self.wb_limit.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// `recompress`.
     /// `recompress` in 6.18's order: (arguments parsed by the caller), the threshold, then
     /// the device, then `pp_in_progress` (EAGAIN) before the algorithm and priority are
-    /// resolved against the device.
-    pub(crate) fn recompress(&self, req: &RecompressRequest) -> Result<(), ZramError> {
+    /// resolved against the device. With `objects`, a secondary's object comes from there
+    /// where it has one, instead of from compressing the page on the secondary's stream.
+    pub(crate) fn recompress(
+        &self,
+        req: &RecompressRequest,
+        objects: Option<&dyn ObjectSource>,
+    ) -> Result<(), ZramError> {
         let live = self.live_or(Errno::EINVAL)?;
         if req.threshold >= live.huge_class_size {
             return err(Errno::EINVAL, format!("threshold must be below {}", live.huge_class_size));
@@ -296,7 +300,7 @@ impl Zram {
                 return err(Errno::EINVAL, "no recompression algorithm at that priority");
             }
             let mut ctl = PpCtl::new(self.config.page_size);
-            let r = self.recompress_ctl(&live, req, prio, prio_max, &mut ctl);
+            let r = self.recompress_ctl(&live, req, prio, prio_max, objects, &mut ctl);
             release_all(&live, &mut ctl);
             r
         })
@@ -309,6 +313,7 @@ impl Zram {
         req: &RecompressRequest,
         prio: usize,
         prio_max: usize,
+        objects: Option<&dyn ObjectSource>,
         ctl: &mut PpCtl,
     ) -> Result<(), ZramError> {
         {
@@ -340,15 +345,10 @@ impl Zram {
                     continue;
                 }
                 slot.clear(Flag::PpSlot);
-                if let Err(e) = self.recompress_slot(
-                    live,
-                    &slot,
-                    &mut page,
-                    &mut remaining,
-                    req.threshold,
-                    prio,
-                    prio_max,
-                ) {
+                let target = Target { index, threshold: req.threshold, prio, prio_max, objects };
+                if let Err(e) =
+                    self.recompress_slot(live, &slot, &mut page, &mut remaining, &target)
+                {
                     result = Err(e);
                 }
             }
@@ -358,17 +358,15 @@ impl Zram {
 
     /// `recompress_slot`: tries the secondaries from `max(prio, current + 1)` up and keeps the
     /// first result that lands in a smaller size class (and under the threshold).
-    #[allow(clippy::too_many_arguments)]
     fn recompress_slot(
         &self,
         live: &Live,
         slot: &crate::slot::SlotGuard<'_>,
         page: &mut [u8],
         remaining: &mut u64,
-        threshold: usize,
-        prio: usize,
-        prio_max: usize,
+        target: &Target<'_>,
     ) -> Result<(), ZramError> {
+        let Target { index, threshold, prio, prio_max, objects } = *target;
         let old_len = slot.size();
         if old_len == 0 || old_len < threshold {
             return Ok(());
@@ -383,6 +381,20 @@ impl Zram {
         let mut found = None;
         while prio < prio_max {
             if let Some(comp) = &live.comps[prio] {
+                // An object made elsewhere takes the place of this compression, and is judged
+                // by the same rule.
+                if let Some(object) =
+                    objects.and_then(|o| o.object(index as u64, comp.name(), comp.params()))
+                {
+                    let len = object.len();
+                    if live.pool.class_index(len) < old_class && (threshold == 0 || len < threshold)
+                    {
+                        found = Some((Recompressed::Given(object), len, prio));
+                        break;
+                    }
+                    prio += 1;
+                    continue;
+                }
                 let mut strm = comp.get()?;
                 let Stream { comp: codec, buffer, .. } = &mut *strm;
                 let r = codec.compress(page, buffer);
@@ -396,7 +408,7 @@ impl Zram {
                         let better = live.pool.class_index(len) < old_class
                             && (threshold == 0 || len < threshold);
                         if better {
-                            found = Some((strm, len, prio));
+                            found = Some((Recompressed::Stream(strm), len, prio));
                             break;
                         }
                         drop(strm);
@@ -406,7 +418,7 @@ impl Zram {
             prio += 1;
         }
         *remaining = remaining.saturating_sub(1);
-        let Some((strm, len, new_prio)) = found else {
+        let Some((object, len, new_prio)) = found else {
             // Only when the highest algorithm was tried is the page hopeless.
             if prio >= live.num_active_comps {
                 slot.set(Flag::Incompressible);
@@ -414,8 +426,12 @@ impl Zram {
             return Ok(());
         };
         // Recompression allocates without the memory-limit check, as in the kernel.
-        let stored = live.pool.store(&strm.buffer[..len]).map_err(pool_error);
-        drop(strm);
+        let stored = match &object {
+            Recompressed::Stream(strm) => live.pool.store(&strm.buffer[..len]),
+            Recompressed::Given(bytes) => live.pool.store(bytes),
+        }
+        .map_err(pool_error);
+        drop(object);
         let handle: Handle = stored?;
         // As in the kernel, the slot comes out freshly set: not idle, access time 0.
         self.free_slot(live, slot);
@@ -426,6 +442,23 @@ impl Zram {
         self.stats.pages_stored.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
+}
+
+/// What one slot's recompression works with: the slot and the request's bounds.
+#[derive(Clone, Copy)]
+struct Target<'a> {
+    index: usize,
+    threshold: usize,
+    prio: usize,
+    prio_max: usize,
+    objects: Option<&'a dyn ObjectSource>,
+}
+
+/// The object a recompression keeps: in its stream's buffer (held until it is stored), or one
+/// an [`ObjectSource`] gave.
+enum Recompressed<'a> {
+    Stream(StreamGuard<'a>),
+    Given(&'a [u8]),
 }
 
 /// Clears PP_SLOT on the slot that stopped the work and on every slot not reached.

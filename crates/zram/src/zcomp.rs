@@ -120,6 +120,11 @@ impl Zcomp {
         &self.name
     }
 
+    /// The parameters the streams were built with (before the backend drops what it ignores).
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
     fn new_stream(&self) -> Result<Stream, ZramError> {
         // As 6.18's backends: parameters they do not use are ignored, not refused.
         let comp = zmem_comp::create_as_backend(&self.name, &self.params, self.page_size)

@@ -10,14 +10,21 @@
 //!
 //! Work done once is not done twice: the zsmalloc row of the allocator table is the device the
 //! default-algorithm policy already wrote ([`measure::is_pool_run`]), so those pages are not
-//! compressed a second time.
+//! compressed a second time; and the compressor table's row of an algorithm a policy or an
+//! allocator row uses keeps the objects it made ([`crate::objects`]), which those devices then
+//! store instead of compressing every page again. Such a job waits for the rows whose objects
+//! it takes: a worker takes the first job in the list whose objects are made, and waits only
+//! when every job left waits for a row still running.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+
+use zmem_comp::Params;
 
 use crate::comp_bench::{self, AlgoSpec, Options, Row};
-use crate::replay::Access;
+use crate::objects::Objects;
+use crate::replay::{Access, SwapKind};
 use crate::swap_device::SwapDevice;
+use crate::zram_run::ZramRunConfig;
 use crate::{LabError, Progress};
 
 use super::measure::{self, SWAP_CASES};
@@ -49,7 +56,7 @@ pub(super) struct Plan<'a> {
     pub threads: usize,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Job {
     Memcpy,
     Compressor(usize),
@@ -66,45 +73,159 @@ enum Done {
     Swap(usize, SwapRow),
 }
 
-/// A rough cost of compressing a page with `algo`, relative to lzo-rle's: only the order of the
-/// jobs depends on it.
-fn weight(algo: &str) -> f64 {
+/// Rough costs of compressing and of decompressing a page with `algo`, relative to compressing
+/// it with lzo-rle (measured on real pages, docs/BENCHMARKS.md): only the order of the jobs
+/// depends on them.
+fn weight(algo: &str) -> (f64, f64) {
     match algo {
-        "deflate" => 12.0,
-        "lz4hc" => 8.0,
-        "842" => 6.0,
-        "zstd" => 3.0,
-        _ => 1.0,
+        "lz4hc" => (12.0, 0.2),
+        "842" => (9.0, 3.0),
+        "deflate" => (8.5, 1.0),
+        "zstd" => (3.5, 0.8),
+        _ => (1.0, 0.3),
     }
 }
 
-/// The jobs of `plan`, slowest first (ties keep the report's order).
-fn jobs(plan: &Plan, allocators: &[&str], reused: &[Option<usize>]) -> Vec<Job> {
-    let mut v: Vec<(f64, Job)> = vec![(0.1, Job::Memcpy)];
-    for (i, s) in plan.specs.iter().enumerate() {
-        v.push((weight(&s.name) + 0.3, Job::Compressor(i)));
+/// The algorithms whose objects a job's device takes (a policy's primary, unless it has a
+/// dictionary, and its secondaries; an allocator row's default algorithm): the compressor
+/// rows it waits for, where those keep their objects.
+fn uses<'a>(plan: &'a Plan<'_>, job: Job) -> Vec<&'a str> {
+    match job {
+        Job::Policy(i) => {
+            let p = &plan.policies[i];
+            let primary = (!p.dict).then_some(p.algo.as_str());
+            primary.into_iter().chain(p.recomp.iter().map(String::as_str)).collect()
+        }
+        Job::Allocator(_) => vec![default_algo()],
+        _ => Vec::new(),
     }
+}
+
+fn default_algo() -> &'static str {
+    zmem_zram::DEFAULT_ALGORITHM
+}
+
+/// The compressor rows whose objects some job takes: a row at the default parameters (the
+/// devices' own, [`ZramRunConfig`]) of an algorithm a job uses.
+fn kept(plan: &Plan, jobs: &[Job]) -> Vec<bool> {
+    debug_assert!(ZramRunConfig::default().params.is_none());
+    plan.specs
+        .iter()
+        .map(|s| {
+            s.params == Params::default()
+                && jobs.iter().any(|&j| uses(plan, j).contains(&s.name.as_str()))
+        })
+        .collect()
+}
+
+/// The compressor rows job `job` waits for.
+fn needs(plan: &Plan, kept: &[bool], job: Job) -> Vec<usize> {
+    let used = uses(plan, job);
+    (0..plan.specs.len())
+        .filter(|&i| kept[i] && used.contains(&plan.specs[i].name.as_str()))
+        .collect()
+}
+
+/// The jobs of `plan`, slowest first (ties keep the report's order). A policy or allocator row
+/// whose compressions come from the compressor table costs its stores and reads (and the
+/// reads' decompression) only.
+fn jobs(plan: &Plan, allocators: &[&str], reused: &[Option<usize>]) -> Vec<Job> {
+    let mut v: Vec<(f64, Job)> = vec![(0.4, Job::Memcpy)];
+    for (i, s) in plan.specs.iter().enumerate() {
+        let (c, d) = weight(&s.name);
+        v.push((c + d, Job::Compressor(i)));
+    }
+    let table =
+        |algo: &str| plan.specs.iter().any(|s| s.name == algo && s.params == Params::default());
+    let compress = |algo: &str| if table(algo) { 0.0 } else { weight(algo).0 };
     for (i, _) in allocators.iter().enumerate().filter(|(i, _)| reused[*i].is_none()) {
-        v.push((1.2, Job::Allocator(i)));
+        v.push((0.4 + compress(default_algo()), Job::Allocator(i)));
     }
     for (i, p) in plan.policies.iter().enumerate() {
-        let second: f64 = p.recomp.iter().map(|a| weight(a)).sum();
+        let second: f64 = p.recomp.iter().map(|a| compress(a) + weight(a).1).sum();
         let recompressed = if p.mark_idle {
-            second
+            0.5 + second
         } else if p.recompresses() {
             0.1 * second
         } else {
             0.0
         };
-        let dict = if p.dict { 1.0 } else { 0.0 };
-        v.push((weight(&p.algo) + 0.6 + recompressed + dict, Job::Policy(i)));
+        // Training the dictionary, and compressing every page with it.
+        let primary = if p.dict { 2.0 + weight(&p.algo).0 } else { compress(&p.algo) };
+        v.push((0.6 + primary + weight(&p.algo).1 + recompressed, Job::Policy(i)));
     }
-    for i in 0..SWAP_CASES.len() {
-        v.push((0.5, Job::Swap(i)));
+    // zswap in front of a swap file at the smaller RAM swaps and reads the most; with half the
+    // pages in RAM few accesses swap at all.
+    for (i, &(fraction, kind)) in SWAP_CASES.iter().enumerate() {
+        let w = match (fraction, kind) {
+            (4, SwapKind::Zswap) => 1.7,
+            (4, _) => 0.6,
+            _ => 0.1,
+        };
+        v.push((w, Job::Swap(i)));
     }
     // A stable sort: equal weights stay in the report's order.
     v.sort_by(|a, b| b.0.total_cmp(&a.0));
     v.into_iter().map(|(_, j)| j).collect()
+}
+
+/// Which jobs are taken, and which compressor rows have made their objects: what the workers
+/// share to pick their next job.
+struct Board {
+    needs: Vec<Vec<usize>>,
+    state: Mutex<BoardState>,
+    changed: Condvar,
+}
+
+struct BoardState {
+    taken: Vec<bool>,
+    made: Vec<bool>,
+    failed: bool,
+}
+
+impl Board {
+    fn new(needs: Vec<Vec<usize>>, specs: usize) -> Self {
+        let state =
+            BoardState { taken: vec![false; needs.len()], made: vec![false; specs], failed: false };
+        Self { needs, state: Mutex::new(state), changed: Condvar::new() }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BoardState> {
+        // A poisoned lock only means another worker panicked, which the scope re-raises anyway.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The next job: the first one not taken whose objects are made. Waits while every job
+    /// left waits for a row still running; `None` when no job is left or one failed.
+    fn next(&self) -> Option<usize> {
+        let mut s = self.lock();
+        loop {
+            if s.failed {
+                return None;
+            }
+            let ready = (0..self.needs.len())
+                .find(|&k| !s.taken[k] && self.needs[k].iter().all(|&i| s.made[i]));
+            if let Some(k) = ready {
+                s.taken[k] = true;
+                return Some(k);
+            }
+            if s.taken.iter().all(|&t| t) {
+                return None;
+            }
+            s = self.changed.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// A job ended: `made` is the compressor row whose objects it made, if any.
+    fn finish(&self, ok: bool, made: Option<usize>) {
+        let mut s = self.lock();
+        s.failed |= !ok;
+        if let Some(i) = made {
+            s.made[i] = true;
+        }
+        drop(s);
+        self.changed.notify_all();
+    }
 }
 
 /// Forwards the jobs' progress into one phase: jobs run at once, so their own phases would
@@ -119,17 +240,64 @@ impl Progress for Overall<'_> {
     fn finish(&self) {}
 }
 
-fn run_job(plan: &Plan, allocators: &[&str], job: Job, p: &dyn Progress) -> Result<Done, LabError> {
+/// What a worker keeps from job to job: the buffers of a compressor row and a policy's pages
+/// read back, faulted in once per worker rather than once per row.
+#[derive(Default)]
+struct Scratch {
+    bench: comp_bench::Scratch,
+    back: Vec<u8>,
+}
+
+/// The objects of the compressor rows a job waits for, and what it shares with the others.
+struct Shared<'a> {
+    allocators: &'a [&'a str],
+    kept: &'a [bool],
+    needs: &'a [usize],
+    objects: &'a [OnceLock<Objects>],
+}
+
+fn run_job(
+    plan: &Plan,
+    sh: &Shared,
+    job: Job,
+    scratch: &mut Scratch,
+    p: &dyn Progress,
+) -> Result<Done, LabError> {
     let (pages, ps) = (plan.pages, plan.page_size);
+    // Every row waited for has made its objects before the job starts.
+    let objects: Vec<&Objects> = sh.needs.iter().filter_map(|&i| sh.objects[i].get()).collect();
     Ok(match job {
         Job::Memcpy => Done::Compressor(0, comp_bench::memcpy_row(&[pages], &plan.bench, p)?),
-        Job::Compressor(i) => {
-            Done::Compressor(i + 1, comp_bench::algo_row(&[pages], &plan.specs[i], &plan.bench, p)?)
+        Job::Compressor(i) if sh.kept[i] => {
+            let (row, made) = comp_bench::algo_row_keeping(
+                &[pages],
+                &plan.specs[i],
+                &plan.bench,
+                &mut scratch.bench,
+                p,
+            )?;
+            // Set once: each row is one job.
+            let _ = sh.objects[i].set(made);
+            Done::Compressor(i + 1, row)
         }
-        Job::Allocator(i) => Done::Allocator(i, measure::pool(allocators[i], pages, ps, p)?),
-        Job::Policy(i) => {
-            Done::Policy(i, Box::new(policy::measure(&plan.policies[i], pages, ps, p)?))
+        Job::Compressor(i) => Done::Compressor(
+            i + 1,
+            comp_bench::algo_row(&[pages], &plan.specs[i], &plan.bench, &mut scratch.bench, p)?,
+        ),
+        Job::Allocator(i) => {
+            Done::Allocator(i, measure::pool(sh.allocators[i], pages, ps, &objects, p)?)
         }
+        Job::Policy(i) => Done::Policy(
+            i,
+            Box::new(policy::measure(
+                &plan.policies[i],
+                pages,
+                ps,
+                &objects,
+                &mut scratch.back,
+                p,
+            )?),
+        ),
         Job::Swap(i) => {
             let (fraction, kind) = SWAP_CASES[i];
             Done::Swap(
@@ -150,6 +318,9 @@ pub(super) fn run(plan: &Plan, progress: &dyn Progress) -> Result<Measured, LabE
         .map(|a| plan.policies.iter().position(|p| measure::is_pool_run(p, a)))
         .collect();
     let jobs = jobs(plan, &allocators, &reused);
+    let kept = kept(plan, &jobs);
+    let needs: Vec<Vec<usize>> = jobs.iter().map(|&j| needs(plan, &kept, j)).collect();
+    let objects: Vec<OnceLock<Objects>> = plan.specs.iter().map(|_| OnceLock::new()).collect();
     let n = (plan.pages.len() / plan.page_size) as u64;
     let units = |j: &Job| match j {
         Job::Policy(_) => 2 * n,
@@ -159,17 +330,26 @@ pub(super) fn run(plan: &Plan, progress: &dyn Progress) -> Result<Measured, LabE
     let threads = plan.threads.clamp(1, jobs.len());
     progress.start(&format!("measuring on {threads} threads"), jobs.iter().map(units).sum());
     let overall = Overall(progress);
-    let next = AtomicUsize::new(0);
-    let failed = AtomicBool::new(false);
+    let board = Board::new(needs.clone(), plan.specs.len());
     let results: Mutex<Vec<(usize, Result<Done, LabError>)>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
-                while !failed.load(Ordering::Relaxed) {
-                    let k = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&job) = jobs.get(k) else { break };
-                    let r = run_job(plan, &allocators, job, &overall);
-                    failed.fetch_or(r.is_err(), Ordering::Relaxed);
+                let mut scratch = Scratch::default();
+                while let Some(k) = board.next() {
+                    let job = jobs[k];
+                    let sh = Shared {
+                        allocators: &allocators,
+                        kept: &kept,
+                        needs: &needs[k],
+                        objects: &objects,
+                    };
+                    let r = run_job(plan, &sh, job, &mut scratch, &overall);
+                    let made = match job {
+                        Job::Compressor(i) if kept[i] => Some(i),
+                        _ => None,
+                    };
+                    board.finish(r.is_ok(), made);
                     // A poisoned lock only means another worker panicked, which the scope
                     // re-raises anyway.
                     results.lock().unwrap_or_else(|e| e.into_inner()).push((k, r));
@@ -210,4 +390,88 @@ pub(super) fn run(plan: &Plan, progress: &dyn Progress) -> Result<Measured, LabE
         policies,
         swap: swap.into_iter().map(|r| r.expect("every job ran")).collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::policy::candidates;
+
+    fn plan<'a>(policies: &'a [Policy], pages: &'a [u8]) -> Plan<'a> {
+        Plan {
+            pages,
+            page_size: 4096,
+            bench: Options::default(),
+            specs: AlgoSpec::all(),
+            policies,
+            accesses: &[],
+            device: Box::leak(Box::new(SwapDevice::default())),
+            threads: 2,
+        }
+    }
+
+    /// The rows that keep their objects are those of the kernel algorithms the policies and the
+    /// allocator rows store; a policy waits for its primary's and secondaries' rows, a
+    /// dictionary's for none.
+    #[test]
+    fn jobs_wait_for_the_rows_whose_objects_they_take() {
+        let policies = candidates("lzo-rle");
+        let plan = plan(&policies, &[]);
+        let allocators = ["zsmalloc", "zbud", "z3fold"];
+        let jobs = jobs(&plan, &allocators, &[Some(0), None, None]);
+        let kept = kept(&plan, &jobs);
+        let names: Vec<&str> = (0..plan.specs.len())
+            .filter(|&i| kept[i])
+            .map(|i| plan.specs[i].name.as_str())
+            .collect();
+        assert_eq!(names, ["lzo-rle", "lzo", "lz4", "lz4hc", "zstd", "deflate", "842"]);
+        let waits = |job: Job| -> Vec<&str> {
+            needs(&plan, &kept, job).iter().map(|&i| plan.specs[i].name.as_str()).collect()
+        };
+        assert_eq!(waits(Job::Policy(10)), ["lzo-rle", "deflate"], "{}", policies[10].name);
+        assert_eq!(waits(Job::Policy(3)), ["lz4hc"]);
+        assert!(waits(Job::Policy(11)).is_empty(), "{}", policies[11].name);
+        assert_eq!(waits(Job::Allocator(1)), ["lzo-rle"]);
+        assert!(waits(Job::Swap(0)).is_empty());
+        // Every row a job waits for is a job of the list: no job waits on one that never runs.
+        for &j in &jobs {
+            for i in needs(&plan, &kept, j) {
+                assert!(jobs.contains(&Job::Compressor(i)), "{j:?} waits for row {i}, not a job");
+            }
+        }
+    }
+
+    /// The board hands out only jobs whose rows are made, in the list's order otherwise, and
+    /// none after a failure.
+    #[test]
+    fn the_board_gives_ready_jobs_in_order_and_stops_on_failure() {
+        // Job 0 makes row 0; jobs 1 and 3 need it; job 2 needs nothing.
+        let board = Board::new(vec![vec![], vec![0], vec![], vec![0]], 1);
+        assert_eq!(board.next(), Some(0));
+        // Row 0 is not made yet: job 2 is the one ready.
+        assert_eq!(board.next(), Some(2));
+        board.finish(true, Some(0));
+        assert_eq!(board.next(), Some(1));
+        assert_eq!(board.next(), Some(3));
+        assert_eq!(board.next(), None);
+        let board = Board::new(vec![vec![], vec![], vec![]], 0);
+        assert_eq!(board.next(), Some(0));
+        board.finish(false, None);
+        assert_eq!(board.next(), None);
+    }
+
+    /// A worker with nothing ready waits for the row a running job makes, then takes the job
+    /// that waited for it.
+    #[test]
+    fn a_worker_waits_for_the_row_it_needs() {
+        let board = Board::new(vec![vec![], vec![0]], 1);
+        assert_eq!(board.next(), Some(0));
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| board.next());
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            board.finish(true, Some(0));
+            assert_eq!(waiter.join().unwrap(), Some(1));
+        });
+        assert_eq!(board.next(), None);
+    }
 }

@@ -4,9 +4,10 @@
 //! Takes the pages of step 1; gives [`PoolRow`]s and [`SwapRow`]s.
 
 use crate::cputime::Stopwatch;
+use crate::objects::{Charged, Objects};
 use crate::replay::{self, Access, ReplayConfig, SwapKind};
 use crate::swap_device::SwapDevice;
-use crate::zram_run::{OnRefusal, ZramRunConfig, build_device, write_pages};
+use crate::zram_run::{OnRefusal, ZramRunConfig, build_device, write_pages_with};
 use crate::{LabError, Progress};
 
 #[cfg(test)]
@@ -89,21 +90,26 @@ pub(super) fn swap_row(
     })
 }
 
-/// zram with the default algorithm over one allocator: the pool it needs for the pages.
+/// zram with the default algorithm over one allocator: the pool it needs for the pages. The
+/// device takes the objects in `objects` instead of compressing ([`crate::objects`]); the write
+/// speed then counts each such compression with the wall time it took where it was made.
 pub(super) fn pool(
     alloc: &str,
     pages: &[u8],
     ps: usize,
+    objects: &[&Objects],
     progress: &dyn Progress,
 ) -> Result<PoolRow, LabError> {
     let cfg = ZramRunConfig { pool: alloc.into(), page_size: ps, ..Default::default() };
     let n = pages.len() / ps;
     let z = build_device(&cfg, n as u64)?;
     progress.start(&format!("pool {alloc}"), n as u64);
+    let source = Charged::new(objects.to_vec());
     let clock = Stopwatch::start();
     let label = format!("{} on {alloc}", cfg.algo);
-    let rejected = write_pages(&z, pages, ps, 0, OnRefusal::Count, &label, progress)?;
-    let secs = clock.elapsed().wall_secs;
+    let rejected =
+        write_pages_with(&z, pages, ps, 0, OnRefusal::Count, &label, Some(&source), progress)?;
+    let secs = clock.elapsed().plus(source.take()).wall_secs;
     progress.finish();
     Ok(PoolRow {
         allocator: alloc.into(),

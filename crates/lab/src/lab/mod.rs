@@ -322,12 +322,12 @@ mod tests {
         let compressors = comp_bench::run(&[pages], &AlgoSpec::all(), &bench, &NoProgress).unwrap();
         let mut allocators: Vec<PoolRow> = zmem_pool::allocators()
             .iter()
-            .map(|a| measure::pool(a.name, pages, 4096, &NoProgress).unwrap())
+            .map(|a| measure::pool(a.name, pages, 4096, &[], &NoProgress).unwrap())
             .collect();
         measure::relate_to_zsmalloc(&mut allocators);
         let policies: Vec<PolicyRow> = default_policies()
             .iter()
-            .map(|p| policy::measure(p, pages, 4096, &NoProgress).unwrap())
+            .map(|p| policy::measure(p, pages, 4096, &[], &mut Vec::new(), &NoProgress).unwrap())
             .collect();
         let swap = measure::swap(pages, 4096, &SwapDevice::default(), &NoProgress).unwrap();
 
@@ -344,6 +344,31 @@ mod tests {
         };
         assert_eq!(sizes(&r.candidates), sizes(&candidates));
         assert!(r.estimates.is_none(), "no sample, no estimates");
+    }
+
+    /// One worker runs every job, each after the rows it waits for (no wait with nobody to
+    /// end it), and gives what two do.
+    #[test]
+    fn one_thread_gives_what_two_give() {
+        let set = zmem_workload::builtin::default_set_with(4096).unwrap();
+        let pages = &set.bytes()[..256 * 4096];
+        let source =
+            Source { kind: "builtin".into(), detail: String::new(), pages: 256, page_size: 4096 };
+        let policies = candidates("lzo-rle")[7..].to_vec();
+        let run_on = |threads| {
+            let opts = LabOptions {
+                min_time: Duration::ZERO,
+                threads,
+                policies: policies.clone(),
+                ..LabOptions::default()
+            };
+            run(pages, source.clone(), &opts, &NoProgress).unwrap()
+        };
+        let (one, two) = (run_on(1), run_on(2));
+        assert_eq!(untimed(&one.compressors), untimed(&two.compressors));
+        assert_eq!(untimed(&one.allocators), untimed(&two.allocators));
+        assert_eq!(untimed(&one.policies), untimed(&two.policies));
+        assert!(one.policies.iter().all(|p| p.verified));
     }
 
     #[test]

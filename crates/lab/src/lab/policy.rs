@@ -10,6 +10,14 @@
 //! Each measurement gives the thread CPU time per page (not wall time) of the writes (compress
 //! and store), of the reads (load and decompress) and of the recompression, which the cost model
 //! ([`super::cost`]) projects onto the user's device.
+//!
+//! Given the objects the compressor table already made ([`crate::objects`]), the device takes
+//! them instead of compressing the same pages again (its primary's on the writes, its
+//! secondaries' on the recompression; a dictionary's are never among them), and each
+//! compression it skipped is charged what it cost in the table's pass: the write and
+//! recompression costs are then the device's measured store, read-back and compaction plus those
+//! charges, so they stand for the same work as when the device compressed. The reads always
+//! decompress on the device: their latencies and CPU time are measured as they are.
 
 use std::time::Instant;
 
@@ -18,7 +26,8 @@ use serde::{Deserialize, Serialize};
 use crate::cputime::{Elapsed, Stopwatch};
 use crate::dict;
 use crate::latency::{LatencyHist, LatencyRecorder};
-use crate::zram_run::{OnRefusal, ZramRunConfig, build_device, write_pages};
+use crate::objects::{Charged, Objects};
+use crate::zram_run::{OnRefusal, ZramRunConfig, build_device, write_pages_with};
 use crate::{LabError, Progress};
 
 /// The kernel's primary algorithms, in its backend order.
@@ -141,9 +150,10 @@ pub struct PolicyRow {
     pub memory_saved_bytes: i64,
     /// Pool bytes before recompression (equal to pool_bytes without it).
     pub pool_bytes_before_recompress: u64,
-    /// Wall seconds of one thread writing every page.
+    /// Wall seconds of one thread writing every page (a compression taken from the compressor
+    /// table counts with its wall time there).
     pub write_seconds: f64,
-    /// Wall seconds of the recompress (and compact) calls.
+    /// Wall seconds of the recompress (and compact) calls (likewise).
     pub recompress_seconds: f64,
     /// CPU seconds (thread user + system time, not the wall clock) per GB of pages stored:
     /// (write + recompress) / GB.
@@ -151,14 +161,17 @@ pub struct PolicyRow {
     /// One read of every page, timed.
     pub load_latency: LatencyHist,
     pub verified: bool,
-    /// Thread CPU nanoseconds per page of the writes (compress and store).
+    /// Thread CPU nanoseconds per page of the writes (compress and store). A compression the
+    /// device took from the compressor table ([`crate::objects`]) counts with the CPU time it
+    /// took there.
     #[serde(default)]
     pub compress_cpu_ns_per_page: f64,
     /// Thread CPU nanoseconds per page of the reads (load and decompress).
     #[serde(default)]
     pub decompress_cpu_ns_per_page: f64,
     /// Thread CPU nanoseconds per page stored of the idle marking, recompression and
-    /// compaction (0 for a policy that does not recompress).
+    /// compaction (0 for a policy that does not recompress); a recompression taken from the
+    /// compressor table counts as the write's do.
     #[serde(default)]
     pub recompress_cpu_ns_per_page: f64,
     /// Bytes of the trained dictionary (0 without one).
@@ -169,11 +182,16 @@ pub struct PolicyRow {
     pub dict: Option<Vec<u8>>,
 }
 
-/// Runs one policy on a fresh device.
+/// Runs one policy on a fresh device, taking the compressed objects it needs from `objects`
+/// where they are there (see the module documentation; none: every page is compressed). The
+/// pages are read back into `back` (a caller measuring several policies on one thread keeps it
+/// from one to the next, so its memory is faulted in once).
 pub fn measure(
     p: &Policy,
     pages: &[u8],
     ps: usize,
+    objects: &[&Objects],
+    back: &mut Vec<u8>,
     progress: &dyn Progress,
 ) -> Result<PolicyRow, LabError> {
     let n = pages.len() / ps;
@@ -194,29 +212,36 @@ pub fn measure(
         (None, None)
     };
     let z = build_device(&cfg, n as u64)?;
+    let source = Charged::new(objects.to_vec());
     progress.start(&p.name, 2 * n as u64);
     let write = Stopwatch::start();
-    write_pages(&z, pages, ps, 0, OnRefusal::Fail, &p.name, progress)?;
-    let write = write.elapsed();
+    write_pages_with(&z, pages, ps, 0, OnRefusal::Fail, &p.name, Some(&source), progress)?;
+    let write = write.elapsed().plus(source.take());
     let before = z.mm_stat().mem_used_total;
     let post = Stopwatch::start();
     if p.mark_idle {
         z.store("idle", "all")?;
     }
     if let Some(args) = &p.recompress {
-        z.store("recompress", args)?;
+        z.recompress_with(args, &source)?;
         // Recompression frees objects all over the zspages; a policy that recompresses also
         // compacts (as the kernel's zsmalloc shrinker would), or it pays in fragmentation.
         z.store("compact", "1")?;
     }
-    let post = if p.recompress.is_some() { post.elapsed() } else { Elapsed::default() };
+    let post = if p.recompress.is_some() {
+        post.elapsed().plus(source.take())
+    } else {
+        Elapsed::default()
+    };
     let stat = z.mm_stat();
     let mut rec = LatencyRecorder::new();
     // Every page is read into its place first and compared afterwards, so the CPU time of the
     // reads is that of loading and decompressing alone.
     // Touched before the clock starts: a fresh allocation's first write to each page faults,
     // and that is no cost of zram's.
-    let mut back = vec![0xa5u8; pages.len()];
+    // Filled anew: a read that wrote nothing must not find the previous policy's pages there.
+    back.clear();
+    back.resize(pages.len(), 0xa5);
     let mut read_ok = true;
     let read = Stopwatch::start();
     for (i, out) in back.chunks_exact_mut(ps).enumerate() {
@@ -229,7 +254,7 @@ pub fn measure(
     }
     let read = read.elapsed();
     progress.finish();
-    let verified = read_ok && back == pages;
+    let verified = read_ok && back[..] == *pages;
     let orig = pages.len() as u64;
     let gb = orig as f64 / 1e9;
     Ok(PolicyRow {
@@ -280,17 +305,70 @@ mod tests {
         assert_eq!(z.iter().filter(|p| p.name == "zstd").count(), 1);
     }
 
+    /// A policy whose device takes the compressor table's objects ends as one that compressed
+    /// every page: the same pools, compressed bytes and pages read back, with and without
+    /// recompression; a dictionary's device never takes them.
+    #[test]
+    fn a_policy_on_kept_objects_is_the_policy_that_compressed() {
+        use crate::comp_bench::{self, AlgoSpec, Options, Scratch};
+        let set = zmem_workload::builtin::default_set_with(4096).unwrap();
+        let pages = &set.bytes()[..256 * 4096];
+        let opts = Options { min_time: std::time::Duration::ZERO, ..Options::default() };
+        let kept: Vec<crate::objects::Objects> = ["lzo-rle", "lz4hc", "deflate", "zstd"]
+            .iter()
+            .map(|a| {
+                let spec = AlgoSpec::parse(a).unwrap();
+                comp_bench::algo_row_keeping(
+                    &[pages],
+                    &spec,
+                    &opts,
+                    &mut Scratch::default(),
+                    &NoProgress,
+                )
+                .unwrap()
+                .1
+            })
+            .collect();
+        let objects: Vec<&crate::objects::Objects> = kept.iter().collect();
+        let untimed = |r: &PolicyRow| {
+            (
+                r.compressed_bytes,
+                r.pool_bytes,
+                r.pool_bytes_before_recompress,
+                r.verified,
+                r.dict_bytes,
+            )
+        };
+        let c = candidates("lzo-rle");
+        let mut back = Vec::new();
+        assert_eq!(c[11], Policy::with_dict("zstd"));
+        for p in [&c[0], &c[3], &c[8], &c[9], &c[10], &c[11]] {
+            let with = measure(p, pages, 4096, &objects, &mut back, &NoProgress).unwrap();
+            let without = measure(p, pages, 4096, &[], &mut Vec::new(), &NoProgress).unwrap();
+            assert!(with.verified, "{}", p.name);
+            assert_eq!(untimed(&with), untimed(&without), "{}", p.name);
+        }
+        // The objects are what the device stores: lz4hc's (the lz4 format, denser) given as
+        // lz4's make a smaller pool than lz4's own, and still read back.
+        let lz4 = Policy::single("lz4");
+        let as_lz4 = kept[1].clone().labelled("lz4");
+        let with = measure(&lz4, pages, 4096, &[&as_lz4], &mut back, &NoProgress).unwrap();
+        let without = measure(&lz4, pages, 4096, &[], &mut back, &NoProgress).unwrap();
+        assert!(with.verified && with.compressed_bytes < without.compressed_bytes);
+    }
+
     #[test]
     fn a_measurement_gives_cpu_per_page_and_the_dictionary() {
         let set = zmem_workload::builtin::default_set_with(4096).unwrap();
         let pages = &set.bytes()[..256 * 4096];
         let idle = &candidates("lzo-rle")[8];
         assert_eq!(idle.name, "lzo-rle + zstd(idle)");
-        let r = measure(idle, pages, 4096, &NoProgress).unwrap();
+        let r = measure(idle, pages, 4096, &[], &mut Vec::new(), &NoProgress).unwrap();
         assert!(r.verified);
         assert!(r.compress_cpu_ns_per_page >= 0.0 && r.decompress_cpu_ns_per_page >= 0.0);
         assert!(r.pool_bytes <= r.pool_bytes_before_recompress);
-        let d = measure(&Policy::with_dict("zstd"), pages, 4096, &NoProgress).unwrap();
+        let d = measure(&Policy::with_dict("zstd"), pages, 4096, &[], &mut Vec::new(), &NoProgress)
+            .unwrap();
         assert!(d.verified);
         assert!(d.dict_bytes > 0 && d.dict.as_ref().map(Vec::len) == Some(d.dict_bytes as usize));
         assert_eq!(d.recompress_cpu_ns_per_page, 0.0);
