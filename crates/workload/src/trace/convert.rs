@@ -124,8 +124,9 @@ pub fn damon_counts(
     counts.into_iter().collect()
 }
 
-/// One interval's soft-dirty pages, (pid, page address), as one write per captured page.
-pub fn soft_dirty_counts(index: &PageIndex, dirty: &[(u32, u64)]) -> IntervalCounts {
+/// One interval's pages seen, (pid, page address), as one access per captured page: what
+/// soft-dirty bits and page-out sampling give (a bit per page per interval).
+pub fn once_each(index: &PageIndex, dirty: &[(u32, u64)]) -> IntervalCounts {
     let mut ids: Vec<u32> = dirty.iter().filter_map(|&(pid, a)| index.id(pid, a)).collect();
     ids.sort_unstable();
     ids.dedup();
@@ -207,7 +208,7 @@ mod tests {
     #[test]
     fn soft_dirty_pages_are_one_write_each() {
         let dirty = [(7, 0x4000), (9, 0x3000), (7, 0x4000), (9, 0x9000)];
-        assert_eq!(soft_dirty_counts(&index(), &dirty), [(3, 1), (5, 1)]);
+        assert_eq!(once_each(&index(), &dirty), [(3, 1), (5, 1)]);
     }
 
     #[test]

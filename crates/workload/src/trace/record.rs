@@ -337,7 +337,7 @@ pub fn record_soft_dirty(
                 .map_err(|e| format!("process {pid} is gone after {k} intervals ({e})"))?;
             dirty.extend(d.into_iter().map(|a| (*pid, a)));
         }
-        Ok(convert::soft_dirty_counts(&c.index, &dirty))
+        Ok(convert::once_each(&c.index, &dirty))
     });
     let note = joined("writes only, one per page per interval (soft-dirty bits)", why_not);
     finish(c, opts, Method::SoftDirty, Op::Write, intervals, ended_early, note, why_not)
@@ -368,7 +368,7 @@ pub fn record_page_out<P: page_out::Pager>(
         let seen = sampler.observe().map_err(|(pid, e)| gone(pid, k, e))?;
         armed += seen.armed;
         unobserved += seen.unobserved;
-        Ok(convert::soft_dirty_counts(&c.index, &seen.touched))
+        Ok(convert::once_each(&c.index, &seen.touched))
     });
     drop(sampler);
     drop(swap.guard);
