@@ -370,16 +370,23 @@ pub fn record_page_out<P: page_out::Pager>(
         unobserved += seen.unobserved;
         Ok(convert::once_each(&c.index, &seen.touched))
     });
+    let drain_error = sampler.drain_error().map(str::to_string);
     drop(sampler);
     drop(swap.guard);
     let share =
         if armed + unobserved == 0 { 0.0 } else { unobserved as f64 / (armed + unobserved) as f64 };
+    let undrained = drain_error.map_or(String::new(), |e| {
+        format!(
+            "; pages faulted in on another CPU than the recorder's may stay unobserved: the \
+             LRU batches could not be drained ({e})"
+        )
+    });
     let note = joined(
         &format!(
             "reads and writes alike, one per page per interval (page-out sampling: each \
              interval pages the captured pages out and counts those faulted back in; {:.1} % \
              of page-intervals unobserved; the processes took a major fault per page touched \
-             per interval); swap: {}",
+             per interval{undrained}); swap: {}",
             share * 100.0,
             swap.note
         ),
@@ -601,6 +608,10 @@ mod tests {
                     set_entry(&self.pagemap, a, false);
                 }
             }
+            Ok(())
+        }
+
+        fn drain_lru(&mut self) -> Result<(), WorkloadError> {
             Ok(())
         }
     }
