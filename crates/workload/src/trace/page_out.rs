@@ -165,7 +165,7 @@ impl Pager for Madvise {
 
     /// migrate_pages(2) of this process from a node to the same node: nothing moves, but
     /// mm/mempolicy.c `do_migrate_pages` begins with `lru_cache_disable()`, which drains the LRU
-    /// batches of every CPU (about 30 µs on this project's 2-core VM).
+    /// batches of every CPU (about 33 µs on this project's 2-core VM).
     fn drain_lru(&mut self) -> Result<(), WorkloadError> {
         let mask = self.drain_nodes()?;
         let max_node = (DRAIN_MASK_WORDS * libc::c_ulong::BITS as usize + 1) as libc::c_ulong;
