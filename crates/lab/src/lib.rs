@@ -1,32 +1,408 @@
-//! zmem-lab: experiments as functions from (workload, configuration) to result structs, and the
-//! renderers that print them. Measuring and rendering are kept apart: an experiment returns plain
-//! data (serialisable with serde), and `render_*` functions turn it into text.
+//! `zmem lab`: the main job. Given a page set (what the kernel holds in zram now, this
+//! machine's processes, a file, or the built-in set), it measures every compressor, every
+//! allocator and every candidate zram configuration on those pages, projects each onto the
+//! user's device, and recommends one with the numbers behind it.
 //!
-//! What this crate is not for: argument parsing, terminals and files (the `zmem` binary), or the
-//! engines themselves (zmem-comp, zmem-pool, zmem-zram, zmem-zswap).
+//! The flow, one module per step, each a function from what the step before gave:
+//!
+//! 1. [`evidence`]: where the pages (and the access trace) come from: a page set the user
+//!    named, the active zram swap devices, this machine's processes, or the built-in set,
+//!    sampled to size; a [`Source`] says which and why. [`now`]: the live device beside zmem's
+//!    prediction, and the swap rates.
+//! 2. `measure` and `policy`: what is measured on those pages: the compressor table
+//!    ([`crate::comp_bench`]), the allocators under zram, each candidate [`Policy`], zram
+//!    against zswap under memory pressure ([`crate::replay`]).
+//! 3. `recommend`, with [`cost`]: how candidates are judged: the projection onto the user's
+//!    device and the rule that picks one within the budgets, stated in the report; [`apply`]
+//!    turns the choice into the lines that set it up.
+//! 4. [`crate::report`]: how results are rendered: the terminal summary, the HTML report; the
+//!    [`LabReport`] itself is the JSON (schema: `docs/lab-report.schema.json`).
+//!
+//! [`run`] is steps 2 and 3 on what step 1 gave; the CLI (and any other front end) calls
+//! [`evidence::gather`], [`now::watch`], then [`run`], then a renderer. Nothing here prints.
 
-pub mod comp_bench;
-pub mod conform;
-mod cputime;
-pub mod dict;
-mod error;
-pub mod lab;
-pub mod latency;
-pub mod live;
-pub mod mapbench;
-pub mod objects;
-mod progress;
-pub mod replay;
-pub mod report;
-pub mod study;
-pub mod swap_device;
-pub mod validate;
-pub mod zram_run;
-pub mod zram_speed;
+pub mod apply;
+pub mod cost;
+pub mod evidence;
+mod jobs;
+mod measure;
+pub mod now;
+mod policy;
+mod recommend;
+pub mod sample;
 
-pub use error::LabError;
-pub use progress::{NoProgress, Progress};
-// What the command line needs of the engines, so that it depends on this crate, not on them.
-pub use zmem_zram::DEFAULT_ALGORITHM;
-pub use zmem_zram::parse::parse_size;
-pub use zmem_zswap::Incompressible;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::comp_bench::{self, AlgoSpec, Options};
+use crate::swap_device::SwapDevice;
+use crate::{LabError, Progress, replay};
+
+pub use apply::Apply;
+pub use cost::{Budgets, Candidate};
+pub use evidence::{Coverage, Evidence, Input, Source, TraceSource};
+pub use now::{FieldComparison, LiveConfig, Now, Rates};
+pub use policy::{Policy, PolicyRow, candidates, default_policies};
+pub use recommend::{Recommendation, recommend};
+
+/// Bumped whenever a field changes meaning or disappears.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// One allocator holding the pages zram stored with the default algorithm.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PoolRow {
+    pub allocator: String,
+    /// Pages the pool holds after every page was written, in bytes (mm_stat mem_used_total).
+    pub pool_bytes: u64,
+    /// pool_bytes relative to zsmalloc's (1.0 = zsmalloc).
+    pub relative_to_zsmalloc: f64,
+    /// Pages the allocator could not hold (zbud cannot hold a raw 4 KiB page).
+    pub rejected_pages: u64,
+    pub write_mbps: f64,
+}
+
+/// One replay of a generated access trace with RAM smaller than the page set: what each kind of
+/// swap costs when memory is short.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SwapRow {
+    /// `zram` or `zswap` (zswap in front of a swap file, max_pool_percent 20).
+    pub swap: String,
+    pub ram_pages: u64,
+    pub pages: u64,
+    pub accesses: u64,
+    pub swap_outs: u64,
+    pub swap_ins: u64,
+    pub max_pool_bytes: u64,
+    /// Pages read from / written to the swap file (always 0 for zram, which has no disk here).
+    pub disk_reads: u64,
+    pub disk_writes: u64,
+    pub store_p99_ns: u64,
+    /// Every swap-in, end to end (a zswap miss includes its device read).
+    pub load_p50_ns: u64,
+    pub load_p99_ns: u64,
+    /// Swap-ins served from memory (a zswap hit; zram's read) and their latency.
+    #[serde(default)]
+    pub hit_swap_ins: u64,
+    #[serde(default)]
+    pub hit_p50_ns: u64,
+    #[serde(default)]
+    pub hit_p99_ns: u64,
+    /// Swap-ins that read the device (a zswap miss; a zram slot written back), end to end.
+    #[serde(default)]
+    pub device_swap_ins: u64,
+    #[serde(default)]
+    pub device_p50_ns: u64,
+    #[serde(default)]
+    pub device_p99_ns: u64,
+    /// Seconds the swap device is busy with the replay's reads and writes (charged latencies).
+    #[serde(default)]
+    pub device_seconds: f64,
+    pub cpu_seconds: f64,
+    /// Seconds the trace spans (its last access's time): swap-ins / trace_secs is a rate.
+    pub trace_secs: f64,
+    pub verified: bool,
+}
+
+/// Everything one lab run measured.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LabReport {
+    pub schema_version: u32,
+    pub zmem_version: String,
+    pub source: Source,
+    pub compressors: Vec<comp_bench::Row>,
+    pub allocators: Vec<PoolRow>,
+    pub policies: Vec<PolicyRow>,
+    /// zram against zswap under memory pressure, at a few RAM budgets.
+    pub swap: Vec<SwapRow>,
+    /// The block device behind the swap file whose latency the replays charge
+    /// (`--swap-device`).
+    pub swap_device: SwapDevice,
+    /// The access trace those replays ran (absent from reports before `--trace`: generated).
+    #[serde(default)]
+    pub trace: TraceSource,
+    /// The live zram swap device the pages came from (source kind `zram`), else none.
+    pub now: Option<Now>,
+    /// The swap rates CPU costs are projected with.
+    pub rates: Rates,
+    /// Every policy projected onto the device in the user's units ([`cost`]).
+    pub candidates: Vec<Candidate>,
+    /// The budgets and the recompression period the candidates were judged with.
+    pub budgets: Budgets,
+    pub recommendation: Recommendation,
+    /// Estimates for every page of the input, with 95 % confidence intervals, when the pages
+    /// measured are a random sample of it ([`sample`]); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimates: Option<sample::Estimates>,
+}
+
+/// Knobs of a lab run.
+#[derive(Debug, Clone)]
+pub struct LabOptions {
+    /// Minimum time per compressor pass (the comp-bench `min_time`).
+    pub min_time: Duration,
+    /// Policies to compare; empty (the default): [`candidates`] for the current primary.
+    pub policies: Vec<Policy>,
+    /// The CPU and latency budgets, and the background recompression period.
+    pub budgets: Budgets,
+    /// The live device the pages were captured from ([`now`]), if they were.
+    pub now: Option<Now>,
+    /// Rates observed on the live system, or why there are none (then the trace replay's are
+    /// used, saying why).
+    pub rates: Result<Rates, String>,
+    /// The device behind the swap file (a profile or a measurement).
+    pub device: SwapDevice,
+    /// Threads the measurements run on (each row on one of them); 0: one per core.
+    pub threads: usize,
+    /// How the pages were sampled from the input, when at random ([`Evidence::sample`]): the
+    /// report then estimates every page's pool with confidence intervals.
+    pub sample: Option<sample::Design>,
+    /// The trace the replays run, fitted to the pages ([`evidence::fit_trace`]); none: the
+    /// generated one ([`evidence::trace_for`]).
+    pub trace: Option<(Vec<replay::Access>, TraceSource)>,
+}
+
+impl Default for LabOptions {
+    fn default() -> Self {
+        Self {
+            min_time: Duration::from_millis(50),
+            policies: Vec::new(),
+            budgets: Budgets::default(),
+            now: None,
+            rates: Err("not observed".into()),
+            device: SwapDevice::default(),
+            threads: 0,
+            sample: None,
+            trace: None,
+        }
+    }
+}
+
+/// The compressor table's time per batch: `min_time` over the whole input. A small input (one
+/// batch) gets the best of several passes, as `zmem comp-bench` does; a large one is timed over
+/// so many pages that one pass per batch is enough, and each page is compressed once.
+fn per_batch(min_time: Duration, input_bytes: usize) -> Duration {
+    let batches = input_bytes.div_ceil(Options::default().batch_bytes).max(1);
+    min_time / batches as u32
+}
+
+/// Runs every experiment on `pages` (whole pages of `source.page_size`).
+pub fn run(
+    pages: &[u8],
+    source: Source,
+    opts: &LabOptions,
+    progress: &dyn Progress,
+) -> Result<LabReport, LabError> {
+    let ps = source.page_size;
+    let pages = &pages[..pages.len() / ps * ps];
+    if pages.is_empty() {
+        return Err(LabError::NoPages);
+    }
+    let bench = Options {
+        page_size: ps,
+        min_time: per_batch(opts.min_time, pages.len()),
+        max_passes: 20,
+        ..Options::default()
+    };
+    let current =
+        opts.now.as_ref().map_or(zmem_zram::DEFAULT_ALGORITHM, |n| &n.config.comp_algorithm);
+    let list = if opts.policies.is_empty() { candidates(current) } else { opts.policies.clone() };
+    let (accesses, trace) = match &opts.trace {
+        Some((a, t)) => (a.clone(), t.clone()),
+        None => {
+            let a = evidence::trace_for((pages.len() / ps) as u64)?;
+            (a.clone(), TraceSource { accesses: a.len() as u64, ..TraceSource::default() })
+        }
+    };
+    let threads = match opts.threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    let plan = jobs::Plan {
+        pages,
+        page_size: ps,
+        bench,
+        specs: AlgoSpec::all(),
+        policies: &list,
+        accesses: &accesses,
+        device: &opts.device,
+        threads,
+    };
+    let jobs::Measured { compressors, allocators, policies, swap } = jobs::run(&plan, progress)?;
+    let rates = match &opts.rates {
+        Ok(r) => r.clone(),
+        Err(why) => now::replay_rates(&swap, why),
+    };
+    let (candidates, recommendation) =
+        recommend(&policies, opts.now.as_ref(), &rates, &opts.budgets)?;
+    // Every algorithm measured alone gets its estimate.
+    let plain: Vec<&str> = list
+        .iter()
+        .filter(|p| p.recomp.is_empty() && p.recompress.is_none() && !p.dict)
+        .map(|p| p.algo.as_str())
+        .collect();
+    let estimates =
+        opts.sample.map(|design| sample::estimate(pages, ps, design, &plain)).transpose()?;
+    Ok(LabReport {
+        schema_version: SCHEMA_VERSION,
+        zmem_version: env!("CARGO_PKG_VERSION").into(),
+        source,
+        compressors,
+        allocators,
+        policies,
+        swap,
+        swap_device: opts.device.clone(),
+        trace,
+        now: opts.now.clone(),
+        rates,
+        candidates,
+        budgets: opts.budgets,
+        recommendation,
+        estimates,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::NoProgress;
+
+    /// Timings: every field that is not a function of the pages alone.
+    const TIMED: [&str; 19] = [
+        "comp_mbps",
+        "decomp_mbps",
+        "freeing_mbps",
+        "write_mbps",
+        "write_seconds",
+        "recompress_seconds",
+        "cpu_seconds_per_gb",
+        "load_latency",
+        "compress_cpu_ns_per_page",
+        "decompress_cpu_ns_per_page",
+        "recompress_cpu_ns_per_page",
+        "store_p99_ns",
+        "load_p50_ns",
+        "load_p99_ns",
+        "hit_p50_ns",
+        "hit_p99_ns",
+        "device_p50_ns",
+        "device_p99_ns",
+        "cpu_seconds",
+    ];
+
+    fn untimed(v: impl Serialize) -> serde_json::Value {
+        fn strip(v: &mut serde_json::Value) {
+            match v {
+                serde_json::Value::Object(m) => {
+                    m.retain(|k, _| !TIMED.contains(&k.as_str()));
+                    m.values_mut().for_each(strip);
+                }
+                serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+                _ => {}
+            }
+        }
+        let mut v = serde_json::to_value(v).unwrap();
+        strip(&mut v);
+        v
+    }
+
+    /// The lab's rows, measured as jobs on two threads with the zsmalloc row taken from the
+    /// default policy's device, equal (every field but the timings) each step computed on its
+    /// own, one after another, as the lab did before.
+    #[test]
+    fn the_jobs_give_what_each_step_gives_alone() {
+        let set = zmem_workload::builtin::default_set_with(4096).unwrap();
+        let pages = &set.bytes()[..384 * 4096];
+        let source =
+            Source { kind: "builtin".into(), detail: String::new(), pages: 384, page_size: 4096 };
+        let opts = LabOptions { min_time: Duration::ZERO, threads: 2, ..LabOptions::default() };
+        let r = run(pages, source, &opts, &NoProgress).unwrap();
+
+        let bench = Options { min_time: Duration::ZERO, max_passes: 1, ..Options::default() };
+        let compressors = comp_bench::run(&[pages], &AlgoSpec::all(), &bench, &NoProgress).unwrap();
+        let mut allocators: Vec<PoolRow> = zmem_pool::allocators()
+            .iter()
+            .map(|a| measure::pool(a.name, pages, 4096, &[], &NoProgress).unwrap())
+            .collect();
+        measure::relate_to_zsmalloc(&mut allocators);
+        let policies: Vec<PolicyRow> = default_policies()
+            .iter()
+            .map(|p| policy::measure(p, pages, 4096, &[], &mut Vec::new(), &NoProgress).unwrap())
+            .collect();
+        let swap = measure::swap(pages, 4096, &SwapDevice::default(), &NoProgress).unwrap();
+
+        assert_eq!(r.compressors.len(), AlgoSpec::all().len() + 1);
+        assert_eq!(untimed(&r.compressors), untimed(&compressors));
+        assert_eq!(untimed(&r.allocators), untimed(&allocators));
+        assert_eq!(untimed(&r.policies), untimed(&policies));
+        assert_eq!(untimed(&r.swap), untimed(&swap));
+        // The candidates' pools and savings follow from the rows alone.
+        let rates = now::replay_rates(&swap, "not observed");
+        let (candidates, _) = recommend(&policies, None, &rates, &opts.budgets).unwrap();
+        let sizes = |c: &[Candidate]| -> Vec<(String, u64, i64)> {
+            c.iter().map(|x| (x.name.clone(), x.pool_bytes, x.memory_saved_bytes_vs_now)).collect()
+        };
+        assert_eq!(sizes(&r.candidates), sizes(&candidates));
+        assert!(r.estimates.is_none(), "no sample, no estimates");
+    }
+
+    /// One worker runs every job, each after the rows it waits for (no wait with nobody to
+    /// end it), and gives what two do.
+    #[test]
+    fn one_thread_gives_what_two_give() {
+        let set = zmem_workload::builtin::default_set_with(4096).unwrap();
+        let pages = &set.bytes()[..256 * 4096];
+        let source =
+            Source { kind: "builtin".into(), detail: String::new(), pages: 256, page_size: 4096 };
+        let policies = candidates("lzo-rle")[7..].to_vec();
+        let run_on = |threads| {
+            let opts = LabOptions {
+                min_time: Duration::ZERO,
+                threads,
+                policies: policies.clone(),
+                ..LabOptions::default()
+            };
+            run(pages, source.clone(), &opts, &NoProgress).unwrap()
+        };
+        let (one, two) = (run_on(1), run_on(2));
+        assert_eq!(untimed(&one.compressors), untimed(&two.compressors));
+        assert_eq!(untimed(&one.allocators), untimed(&two.allocators));
+        assert_eq!(untimed(&one.policies), untimed(&two.policies));
+        assert!(one.policies.iter().all(|p| p.verified));
+    }
+
+    #[test]
+    fn a_large_input_is_timed_in_one_pass_per_batch_and_a_small_one_in_several() {
+        let ms50 = Duration::from_millis(50);
+        assert_eq!(per_batch(ms50, 6144 * 4096), ms50);
+        assert_eq!(per_batch(ms50, 100 << 20), ms50 / 4);
+    }
+
+    /// A sampled run carries estimates for every plain algorithm it measured.
+    #[test]
+    fn a_sampled_run_estimates_every_plain_algorithm() {
+        let set = zmem_workload::builtin::default_set_with(4096).unwrap();
+        let whole =
+            zmem_workload::PageSet::from_raw(set.bytes()[..1024 * 4096].to_vec(), 4096).unwrap();
+        let (pages, design) = sample::draw(&whole, 128, 1);
+        let source =
+            Source { kind: "builtin".into(), detail: String::new(), pages: 128, page_size: 4096 };
+        let policies = vec![Policy::single("lz4"), Policy::single("zstd")];
+        let opts = LabOptions {
+            min_time: Duration::ZERO,
+            policies,
+            sample: Some(design),
+            ..LabOptions::default()
+        };
+        let r = run(&pages, source, &opts, &NoProgress).unwrap();
+        let e = r.estimates.expect("estimates");
+        assert_eq!(e.design.population_pages, 1024);
+        let algos: Vec<&str> = e.rows.iter().map(|x| x.algo.as_str()).collect();
+        assert_eq!(algos, ["lz4", "zstd"]);
+        for x in &e.rows {
+            assert!(x.pool_bytes.low <= x.pool_bytes.estimate);
+            assert!(x.pool_bytes.estimate <= x.pool_bytes.high);
+            assert!(x.ratio.low <= x.ratio.estimate && x.ratio.estimate <= x.ratio.high);
+        }
+    }
+}
