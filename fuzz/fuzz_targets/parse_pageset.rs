@@ -1,5 +1,5 @@
 #![no_main]
-use zmem_workload::{PageReader, PageSet, ReadOptions};
+use zmem_pages::{PageReader, PageSet, ReadOptions};
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     // Small pages so short inputs reach the page data; a cap so zstd bombs stay small.
@@ -39,7 +39,7 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         }
         Err(e) => {
             let named =
-                e.offset().is_some() || matches!(e, zmem_workload::WorkloadError::TooLarge { .. });
+                e.offset().is_some() || matches!(e, zmem_pages::PagesError::TooLarge { .. });
             assert!(named, "error without an offset: {e}");
         }
     }

@@ -4,7 +4,7 @@
 //! reads must be valid and re-encode to exactly the input bytes (the format has one encoding).
 #![no_main]
 
-use zmem_workload::trace::{HEADER_LEN, Trace};
+use zmem_pages::trace::{HEADER_LEN, Trace};
 
 fn check(data: &[u8]) {
     match Trace::read(data) {

@@ -15,16 +15,20 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict};
-use zmem_lab::comp_bench::{self as bench, AlgoSpec};
-use zmem_lab::lab::{self as lab_mod, Coverage, Input, LabOptions, evidence};
-use zmem_lab::replay::{self as replay_mod, ReplayConfig, SwapKind};
-use zmem_lab::study::{self, StudyConfig};
-use zmem_lab::swap_device::{DeviceSpec, SwapDevice};
-use zmem_lab::zram_run::{self as zram_mod, ZramRunConfig};
+use zmem_experiments::comp_bench::{self as bench, AlgoSpec};
+use zmem_experiments::study::{self, StudyConfig};
+use zmem_experiments::zram_run as zram_mod;
+use zmem_kernel::KernelError;
+use zmem_kernel::capture;
+use zmem_lab::{self as lab_mod, Coverage, Input, LabOptions, evidence};
 use zmem_lab::{Incompressible, LabError, NoProgress};
-use zmem_workload::generate::{self, Kind};
-use zmem_workload::trace::Trace;
-use zmem_workload::{Compression, PageSet as Pages, ReadOptions, WorkloadError, builtin, capture};
+use zmem_pages::generate::{self, Kind};
+use zmem_pages::trace::Trace;
+use zmem_pages::{Compression, PageSet as Pages, PagesError, ReadOptions, builtin};
+use zmem_sim::SimError;
+use zmem_sim::device::ZramRunConfig;
+use zmem_sim::replay::{self as replay_mod, ReplayConfig, SwapKind};
+use zmem_sim::swap_device::{DeviceSpec, SwapDevice};
 
 create_exception!(
     zmem,
@@ -56,21 +60,21 @@ fn one_line(e: &dyn std::error::Error) -> String {
     line.replace('\n', " ")
 }
 
-impl From<WorkloadError> for Failure {
-    fn from(e: WorkloadError) -> Self {
+impl From<PagesError> for Failure {
+    fn from(e: PagesError) -> Self {
         let line = one_line(&e);
         match innermost(&e) {
-            WorkloadError::Io { .. } | WorkloadError::Stream(_) => Failure::Os(line),
-            WorkloadError::Invalid(_) | WorkloadError::TooLarge { .. } => Failure::Value(line),
+            PagesError::Io { .. } | PagesError::Stream(_) => Failure::Os(line),
+            PagesError::Invalid(_) | PagesError::TooLarge { .. } => Failure::Value(line),
             _ => Failure::Other(line),
         }
     }
 }
 
-/// The error a [`WorkloadError::File`] wraps (it only adds the file name).
-fn innermost(e: &WorkloadError) -> &WorkloadError {
+/// The error a [`PagesError::File`] wraps (it only adds the file name).
+fn innermost(e: &PagesError) -> &PagesError {
     match e {
-        WorkloadError::File { error, .. } => innermost(error),
+        PagesError::File { error, .. } => innermost(error),
         e => e,
     }
 }
@@ -79,7 +83,9 @@ impl From<LabError> for Failure {
     fn from(e: LabError) -> Self {
         let line = one_line(&e);
         match e {
-            LabError::Workload(w) => w.into(),
+            LabError::Pages(w) | LabError::Sim(SimError::Pages(w)) => w.into(),
+            LabError::Kernel(KernelError::Pages(w)) => w.into(),
+            LabError::Sim(SimError::Setup(_) | SimError::NoPages) => Failure::Value(line),
             LabError::BadSpec { .. }
             | LabError::NoPages
             | LabError::TooFewPages { .. }
@@ -99,11 +105,11 @@ fn to_py(f: Failure) -> PyErr {
     }
 }
 
-fn lab_err(e: LabError) -> PyErr {
-    to_py(e.into())
+fn lab_err(e: impl Into<LabError>) -> PyErr {
+    to_py(e.into().into())
 }
 
-fn workload_err(e: WorkloadError) -> PyErr {
+fn workload_err(e: PagesError) -> PyErr {
     to_py(e.into())
 }
 
@@ -583,7 +589,8 @@ fn lab(
             lab_mod::run(&e.pages, e.source, &opts, &NoProgress)
         })
         .map_err(lab_err)?;
-    json(&report)
+    serde_json::to_string(&zmem_render::json::lab_report(&report))
+        .map_err(|e| Error::new_err(format!("encoding JSON: {e}")))
 }
 
 /// Algorithm names `comp_bench` takes (`zmem comp-bench --list`).

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use zmem_workload::trace::{Access, Op, Trace};
+use zmem_pages::trace::{Access, Op, Trace};
 
 fn zmem(args: &[&str], stdin: &[u8]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_zmem"))

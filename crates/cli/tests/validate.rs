@@ -118,7 +118,7 @@ fn refuses_without_root() {
 /// flushed. Skips, printing why, without root, kernel zram or a memory cgroup.
 #[test]
 fn two_kernel_runs_give_the_median_run() {
-    if let Some(why) = zmem_lab::live::unavailable_reason() {
+    if let Some(why) = zmem_kernel::harness::unavailable_reason() {
         eprintln!("skipped: {why}");
         return;
     }

@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use zmem_comp::{Params, compress_bound};
 
-use crate::cputime::thread_cpu_secs;
 use crate::objects::Objects;
 use crate::{LabError, Progress};
+use zmem_sim::cputime::thread_cpu_secs;
 
 /// An algorithm and its parameters as written on the command line: `name` or `name:level`.
 #[derive(Debug, Clone)]
@@ -391,37 +391,6 @@ fn best_pass(
     Ok(best)
 }
 
-/// The table lzbench users know: one line per algorithm, fastest ceiling first.
-pub fn render_table(rows: &[Row]) -> String {
-    let mut s = format!(
-        "{:<14} {:>12} {:>12} {:>12} {:>13} {:>13} {:>7} {:>9} {:>8}\n",
-        "Compressor",
-        "Compress.",
-        "Decompress.",
-        "Freeing",
-        "Orig. size",
-        "Compr. size",
-        "Ratio",
-        "Pages",
-        "Verified"
-    );
-    for r in rows {
-        s += &format!(
-            "{:<14} {:>7.0} MB/s {:>7.0} MB/s {:>7.0} MB/s {:>13} {:>13} {:>7.3} {:>9} {:>8}\n",
-            r.algo,
-            r.comp_mbps,
-            r.decomp_mbps,
-            r.freeing_mbps,
-            r.input_bytes,
-            r.compressed_bytes,
-            r.ratio,
-            r.pages,
-            if r.verified { "yes" } else { "NO" }
-        );
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -494,15 +463,6 @@ mod tests {
             run(&[&[]], &AlgoSpec::all(), &quick(), &NoProgress),
             Err(LabError::NoPages)
         ));
-    }
-
-    #[test]
-    fn table_has_a_line_per_row() {
-        let rows =
-            run(&[&pages(2)], &[AlgoSpec::parse("zstd").unwrap()], &quick(), &NoProgress).unwrap();
-        let table = render_table(&rows);
-        assert_eq!(table.lines().count(), 3);
-        assert!(table.lines().nth(2).unwrap().starts_with("zstd"));
     }
 
     /// A row that keeps its objects keeps exactly what a fresh stream makes of each page, across

@@ -5,7 +5,7 @@ use serde::Serialize;
 use zmem_zram::MmStat;
 
 use crate::LabError;
-use crate::zram_run::{OnRefusal, ZramRunConfig, build_device, write_pages};
+use zmem_sim::device::{OnRefusal, ZramRunConfig, build_device, write_pages};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ConformResult {
@@ -34,16 +34,17 @@ pub fn ours(algo: &str, pages: &[u8]) -> Result<MmStat, LabError> {
 
 /// Runs both and compares. Fails (with the reason) where the kernel oracle is unavailable.
 pub fn run(algo: &str, pages: &[u8]) -> Result<ConformResult, LabError> {
-    if let Some(why) = zmem_zram::kernel::unavailable_reason() {
-        return Err(LabError::Oracle(why));
+    if let Some(why) = zmem_kernel::zram_device::unavailable_reason() {
+        return Err(zmem_kernel::KernelError::Oracle(why).into());
     }
     let whole = &pages[..pages.len() / 4096 * 4096];
     if whole.is_empty() {
         return Err(LabError::NoPages);
     }
     let ours = ours(algo, whole)?;
-    let kernel = zmem_zram::kernel::mm_stat_of(algo, whole)
-        .map_err(|e| LabError::Oracle(format!("kernel zram: {e}")))?;
+    let kernel = zmem_kernel::zram_device::mm_stat_of(algo, whole).map_err(|e| {
+        LabError::from(zmem_kernel::KernelError::Oracle(format!("kernel zram: {e}")))
+    })?;
     Ok(ConformResult {
         algo: algo.into(),
         pages: (whole.len() / 4096) as u64,
@@ -51,17 +52,4 @@ pub fn run(algo: &str, pages: &[u8]) -> Result<ConformResult, LabError> {
         kernel: kernel.to_string().trim_end().into(),
         differing: ours.diff(&kernel).into_iter().map(|(f, a, b)| (f.to_string(), a, b)).collect(),
     })
-}
-
-pub fn render(r: &ConformResult) -> String {
-    let mut s =
-        format!("{} pages, algo {}\nzmem   {}\nkernel {}\n", r.pages, r.algo, r.ours, r.kernel);
-    if r.identical() {
-        s += "mm_stat identical in every field\n";
-    } else {
-        for (f, a, b) in &r.differing {
-            s += &format!("differs: {f}: zmem {a}, kernel {b}\n");
-        }
-    }
-    s
 }

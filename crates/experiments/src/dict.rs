@@ -37,8 +37,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::Serialize;
 use zmem_comp::Params;
 
-use crate::zram_run::{self, OnRefusal, ZramRunConfig};
 use crate::{LabError, Progress};
+use zmem_sim::device::{OnRefusal, ZramRunConfig};
 
 /// Default dictionary size: 64 KiB, the most lz4 uses (see the module documentation).
 pub const DEFAULT_DICT_SIZE: usize = 64 << 10;
@@ -272,9 +272,9 @@ fn through_zram(
     let n = (pages.len() / ps) as u64;
     let cfg =
         ZramRunConfig { algo: algo.into(), params, page_size: ps, ..ZramRunConfig::default() };
-    let z = zram_run::build_device(&cfg, n)?;
+    let z = zmem_sim::device::build_device(&cfg, n)?;
     progress.start(label, n);
-    let written = zram_run::write_pages(&z, pages, ps, 0, OnRefusal::Fail, label, progress);
+    let written = zmem_sim::device::write_pages(&z, pages, ps, 0, OnRefusal::Fail, label, progress);
     progress.finish();
     written?;
     let mut buf = vec![0u8; ps];
@@ -293,35 +293,12 @@ pub fn halves(pages: &[u8], page_size: usize) -> (&[u8], &[u8]) {
     (a, b)
 }
 
-/// The terminal summary of [`evaluate`].
-pub fn render(e: &DictEffect) -> String {
-    let level = e.level.map_or(String::new(), |l| format!(" level={l}"));
-    format!(
-        "dictionary: {} bytes, {}{level}, {} pages ({} bytes)\n\
-         without: compr_data_size {:>12}  mem_used_total {:>12}  ratio {:.2}\n\
-         with:    compr_data_size {:>12}  mem_used_total {:>12}  ratio {:.2} ({:+.1} %)\n\
-         verified: {}\n",
-        e.dict_bytes,
-        e.algo,
-        e.pages,
-        e.orig_data_size,
-        e.compr_without,
-        e.mem_used_without,
-        e.ratio_without,
-        e.compr_with,
-        e.mem_used_with,
-        e.ratio_with,
-        e.gain_percent(),
-        if e.verified { "yes" } else { "NO" }
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::NoProgress;
-    use zmem_workload::generate::mixed;
-    use zmem_workload::prng::SplitMix64;
+    use zmem_pages::generate::mixed;
+    use zmem_pages::prng::SplitMix64;
 
     const PS: usize = 4096;
 

@@ -21,35 +21,24 @@ pub enum LabError {
     /// zswap, the swap layer or its swap device failed.
     #[error("swap: {0}")]
     Swap(#[from] zmem_zswap::ZswapError),
-    /// The live kernel could not be used as the oracle.
-    #[error("kernel oracle unavailable: {0}")]
-    Oracle(String),
     /// A worker thread panicked (a bug; reported instead of propagated).
     #[error("a worker thread panicked")]
     Panicked,
     /// A pool could not be built or refused an operation.
     #[error(transparent)]
     Pool(#[from] zmem_pool::PoolError),
+    /// A replay or a device set-up failed.
+    #[error(transparent)]
+    Sim(#[from] zmem_sim::SimError),
+    /// Something that touches the running kernel failed.
+    #[error(transparent)]
+    Kernel(#[from] zmem_kernel::KernelError),
     /// A page set or trace could not be read, generated or captured.
     #[error(transparent)]
-    Workload(#[from] zmem_workload::WorkloadError),
+    Pages(#[from] zmem_pages::PagesError),
     /// An experiment could not be set up as asked.
     #[error("{0}")]
     Setup(String),
-    /// A live kernel run's player process failed: killed (the kernel's OOM killer), ended early
-    /// or ran out of time. The set-up was sound; another run may succeed.
-    #[error("the kernel's run failed: {0}")]
-    PlayerFailed(String),
-    /// SIGINT or SIGTERM arrived during a live run; everything the run made has been removed.
-    #[error("interrupted by a signal; the run's cgroup, swap and zram device were removed")]
-    Interrupted,
-    /// Reclaim found nothing it could evict: every resident page was refused by zswap while
-    /// writeback is disabled. The kernel would invoke the OOM killer here.
-    #[error(
-        "out of memory after {accesses} accesses: zswap rejects every page reclaim picks and \
-         memory.zswap.writeback is 0, so nothing can leave RAM (the kernel would OOM-kill)"
-    )]
-    OutOfMemory { accesses: u64 },
     /// No configuration read every page back correctly, so none can be recommended.
     #[error("no configuration read every page back correctly; nothing to recommend")]
     NothingVerified,

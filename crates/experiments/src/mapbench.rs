@@ -216,32 +216,6 @@ pub fn run(opts: &Options) -> Result<MapbenchResult, LabError> {
     })
 }
 
-/// The seed's kernel-log style: per thread, `<N> cycles`, `<N> mappings`, `<N> cycles/map`.
-pub fn render_log(r: &MapbenchResult) -> String {
-    let mut out = format!(
-        "running zsmapbench... (method {}, {} thread{}, object {OBJECT_SIZE} B in class {} B, cycles: {})\n",
-        r.method,
-        r.threads,
-        if r.threads == 1 { "" } else { "s" },
-        r.class_size,
-        r.cycle_source
-    );
-    for _ in &r.per_thread {
-        out.push_str("starting zsmb_kthread\n");
-    }
-    for t in &r.per_thread {
-        out.push_str(&format!(
-            "{} cycles\n{} mappings\n{} cycles/map\nstopping zsmb_kthread\n",
-            t.cycles, t.mappings, t.cycles_per_map
-        ));
-    }
-    out.push_str(&format!(
-        "zsmapbench complete: {:.1} cycles/map, {:.0} mappings/s per thread\n",
-        r.cycles_per_map, r.maps_per_sec
-    ));
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,9 +237,6 @@ mod tests {
                 assert_eq!(t.cycles_per_map, t.cycles / t.mappings);
             }
             assert!(r.maps_per_sec > 0.0 && r.cycles_per_map > 0.0);
-            let log = render_log(&r);
-            assert_eq!(log.matches("starting zsmb_kthread").count(), 2);
-            assert_eq!(log.matches(" cycles/map\n").count(), 2);
             let json = serde_json::to_value(r.summary()).unwrap();
             let mut keys: Vec<_> = json.as_object().unwrap().keys().cloned().collect();
             keys.sort();

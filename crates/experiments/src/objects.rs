@@ -20,6 +20,7 @@
 use std::cell::Cell;
 
 use zmem_comp::Params;
+use zmem_sim::cputime::Charge;
 use zmem_zram::ObjectSource;
 
 /// Every page's object from one algorithm at one set of parameters, in page order, with what
@@ -58,8 +59,8 @@ impl Objects {
 
     /// The same objects under another algorithm's name: for tests that check a device stores
     /// what it is given.
-    #[cfg(test)]
-    pub(crate) fn labelled(mut self, algo: &str) -> Self {
+    #[doc(hidden)]
+    pub fn labelled(mut self, algo: &str) -> Self {
         self.algo = algo.into();
         self
     }
@@ -111,15 +112,6 @@ impl Objects {
         }
         self.passes.push(bytes);
     }
-}
-
-/// What the objects a [`Charged`] handed out cost to make.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Charge {
-    /// Objects handed out (compressions the device did not run).
-    pub objects: u64,
-    pub cpu_secs: f64,
-    pub wall_secs: f64,
 }
 
 /// An [`ObjectSource`] over some [`Objects`] (a device's primary and secondaries) that adds up

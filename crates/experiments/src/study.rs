@@ -20,10 +20,10 @@ use std::path::PathBuf;
 use serde::Serialize;
 use zmem_zswap::{Incompressible, SwapLayer, SwapOut};
 
-use crate::cputime::Stopwatch;
-use crate::latency::{LatencyHist, render_hist};
-use crate::replay::{self, Access, ReplayConfig, SwapKind, SwapTimer};
 use crate::{LabError, Progress};
+use zmem_sim::cputime::Stopwatch;
+use zmem_sim::latency::LatencyHist;
+use zmem_sim::replay::{self, Access, ReplayConfig, SwapKind, SwapTimer};
 
 /// The seed's allocators, in its order (zsmalloc is the base).
 pub const ALLOCATORS: [&str; 3] = ["zsmalloc", "zbud", "z3fold"];
@@ -209,51 +209,4 @@ fn store_then_load(
         cpu_secs: time.cpu_secs,
         verified,
     })
-}
-
-/// The table beside seed 001's numbers, then each allocator's histograms.
-pub fn render(rows: &[AllocatorRow]) -> String {
-    let mut s = format!(
-        "{:<9} {:>14} {:>8} {:>7} {:>8} {:>9} {:>9} {:>9} {:>8} | {:>9} {:>9}\n",
-        "allocator",
-        "max pool B",
-        "pool",
-        "stored",
-        "rejected",
-        "store p50",
-        "load p50",
-        "total s",
-        "time",
-        "seed pool",
-        "seed time"
-    );
-    for r in rows {
-        let seed = SEED_001.iter().find(|(a, _, _)| *a == r.allocator);
-        let (sp, st) = seed.map_or((String::new(), String::new()), |(_, p, t)| {
-            (format!("{p:+.1}%"), format!("{t:+.1}%"))
-        });
-        s += &format!(
-            "{:<9} {:>14} {:>+7.1}% {:>7} {:>8} {:>7}ns {:>7}ns {:>9.3} {:>+7.1}% | {:>9} {:>9}\n",
-            r.allocator,
-            r.max_pool_bytes,
-            r.pool_vs_zsmalloc_pct,
-            r.stored,
-            r.rejected,
-            r.store_hist.p50_ns,
-            r.load_hist.p50_ns,
-            r.total_secs,
-            r.time_vs_zsmalloc_pct,
-            sp,
-            st
-        );
-    }
-    if rows.iter().any(|r| !r.verified) {
-        s += "WARNING: some pages did not come back intact\n";
-    }
-    for r in rows {
-        s += &format!("\n*** {} ***\n", r.allocator);
-        s += &render_hist("load_ns", &r.load_hist);
-        s += &render_hist("store_ns", &r.store_hist);
-    }
-    s
 }

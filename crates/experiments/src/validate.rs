@@ -23,8 +23,7 @@
 //! (its binary's pages, stack, heap: `player_overhead_bytes`) and less one page-table page per
 //! 512 pages of the region (x86-64's page tables, charged to the cgroup as the region fills).
 
-mod kernel;
-pub mod player;
+pub use zmem_kernel::player;
 
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,10 +31,12 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-pub use kernel::{KernelRun, KernelRunConfig};
+use zmem_kernel::KernelError;
+use zmem_kernel::kernel_replay as kernel;
+pub use zmem_kernel::kernel_replay::{KernelRun, KernelRunConfig};
 
-use crate::replay::{self, Access, ReplayConfig, SwapKind};
 use crate::{LabError, Progress};
+use zmem_sim::replay::{self, Access, ReplayConfig, SwapKind};
 
 /// How to validate.
 #[derive(Debug, Clone)]
@@ -182,22 +183,23 @@ fn kernel_runs(
     let (mut runs, mut failures) = (Vec::new(), Vec::new());
     for i in 0..wanted {
         if stop.load(Ordering::Relaxed) {
-            return Err(LabError::Interrupted);
+            return Err(KernelError::Interrupted.into());
         }
         progress.start(&format!("kernel run {} of {wanted}", i + 1), 1);
         let r = kernel::run(pages, trace, &kcfg, player(), stop);
         progress.finish();
         match r {
             Ok(k) => runs.push(k),
-            Err(LabError::PlayerFailed(why)) if wanted > 1 => failures.push(why),
-            Err(e) => return Err(e),
+            Err(KernelError::PlayerFailed(why)) if wanted > 1 => failures.push(why),
+            Err(e) => return Err(e.into()),
         }
     }
     if runs.is_empty() {
-        return Err(LabError::PlayerFailed(format!(
+        return Err(KernelError::PlayerFailed(format!(
             "all {wanted} kernel runs failed; the first: {}",
             failures.first().map_or("", String::as_str)
-        )));
+        ))
+        .into());
     }
     Ok((runs, failures))
 }
@@ -266,71 +268,6 @@ pub fn run(
         kernel_failures,
         verified: r.verified,
     })
-}
-
-fn percent(e: Option<f64>) -> String {
-    e.map_or_else(|| "n/a".into(), |e| format!("{:+.1} %", e * 100.0))
-}
-
-/// The side-by-side report.
-pub fn render(v: &Validation) -> String {
-    let s = &v.setup;
-    let mut out = format!(
-        "validate replay: {} accesses over {} pages ({} touched), RAM {} bytes, zram {}\n",
-        s.accesses, s.pages, s.touched_pages, s.ram_bytes, s.algorithm
-    );
-    out += &format!("{:<18} {:>14} {:>14} {:>9}\n", "", "kernel", "zmem", "error");
-    let rows = [
-        ("swap-outs", v.kernel.swap_outs, v.zmem.swap_outs, v.error.swap_outs),
-        ("swap-ins", v.kernel.swap_ins, v.zmem.swap_ins, v.error.swap_ins),
-        (
-            "peak pool bytes",
-            v.kernel.peak_pool_bytes,
-            v.zmem.peak_pool_bytes,
-            v.error.peak_pool_bytes,
-        ),
-        (
-            "final pool bytes",
-            v.kernel.final_pool_bytes,
-            v.zmem.final_pool_bytes,
-            v.error.final_pool_bytes,
-        ),
-    ];
-    for (name, k, z, e) in rows {
-        out += &format!("{name:<18} {k:>14} {z:>14} {:>9}\n", percent(e));
-    }
-    let k = &v.kernel_run;
-    out += &format!(
-        "kernel: player overhead {} bytes (replay RAM {} pages), {} major faults, {} pages in \
-         swap at the end, {} pool samples, {:.2} s\n",
-        k.player_overhead_bytes,
-        s.replay_ram_pages,
-        k.cgroup_major_faults,
-        k.cgroup_swap_pages,
-        k.pool_samples,
-        k.play_secs
-    );
-    if v.kernel_runs.len() + v.kernel_failures.len() > 1 {
-        let outs: Vec<String> = v.kernel_runs.iter().map(|r| r.swap_outs.to_string()).collect();
-        out += &format!(
-            "kernel: {} runs, the median's figures above; swap-outs of each: {}\n",
-            v.kernel_runs.len(),
-            outs.join(", ")
-        );
-    }
-    for f in &v.kernel_failures {
-        out += &format!("kernel: a run failed: {f}\n");
-    }
-    if !k.other_swaps.is_empty() {
-        out += &format!(
-            "note: other swap areas were active and may have shared the device: {}\n",
-            k.other_swaps.join(", ")
-        );
-    }
-    if !v.verified {
-        out += "replay: pages swapped in differ from the pages swapped out\n";
-    }
-    out
 }
 
 #[cfg(test)]

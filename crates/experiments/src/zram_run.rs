@@ -6,39 +6,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use serde::Serialize;
-use zmem_zram::{Features, ObjectSource, Zram, ZramConfig};
+use zmem_sim::device::{OnRefusal, ZramRunConfig, build_device, write_pages};
 
-use crate::cputime::{Stopwatch, thread_minor_faults};
 use crate::{LabError, Progress};
-
-/// How to build and drive the device.
-#[derive(Debug, Clone)]
-pub struct ZramRunConfig {
-    pub algo: String,
-    /// `algorithm_params` line for the primary (e.g. `level=3`), if any.
-    pub params: Option<String>,
-    pub pool: String,
-    pub page_size: usize,
-    pub threads: usize,
-    /// Secondary algorithms, priority 1, 2, 3 in order.
-    pub recomp: Vec<String>,
-    /// Written to `recompress` after the writes (e.g. `type=huge`), if given.
-    pub recompress: Option<String>,
-}
-
-impl Default for ZramRunConfig {
-    fn default() -> Self {
-        Self {
-            algo: zmem_zram::DEFAULT_ALGORITHM.into(),
-            params: None,
-            pool: "zsmalloc".into(),
-            page_size: 4096,
-            threads: 1,
-            recomp: Vec::new(),
-            recompress: None,
-        }
-    }
-}
+use zmem_sim::cputime::{Stopwatch, thread_minor_faults};
 
 /// What the run measured. `mm_stat`, `io_stat`, `bd_stat` and `debug_stat` are the kernel-format
 /// lines (without the newline).
@@ -63,107 +34,6 @@ pub struct ZramRunResult {
     /// write path (the input is faulted in before the timer).
     pub write_faults: u64,
     pub verified: bool,
-}
-
-/// What [`write_pages`] does when the device refuses a page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OnRefusal {
-    /// Stop with [`LabError::ZramWrite`].
-    Fail,
-    /// Count it and go on (an allocator that cannot hold some objects, such as zbud a whole
-    /// page, is measured with what it holds).
-    Count,
-}
-
-/// Writes `pages` (whole pages of `ps`) to slots `first`, `first + 1`, ... of `z`, in order,
-/// advancing `progress` by one per page. Returns the pages the device refused (always 0 with
-/// [`OnRefusal::Fail`]). `config` names the device in errors. This is the one loop every
-/// experiment that fills a device uses.
-pub fn write_pages(
-    z: &Zram,
-    pages: &[u8],
-    ps: usize,
-    first: u64,
-    on_refusal: OnRefusal,
-    config: &str,
-    progress: &dyn Progress,
-) -> Result<u64, LabError> {
-    write_pages_with(z, pages, ps, first, on_refusal, config, None, progress)
-}
-
-/// [`write_pages`], the device taking each compressed object from `objects` where it has one
-/// ([`Zram::write_page_with`]) instead of compressing the page; slot `i`'s object is asked for
-/// by its slot index.
-#[allow(clippy::too_many_arguments)]
-pub fn write_pages_with(
-    z: &Zram,
-    pages: &[u8],
-    ps: usize,
-    first: u64,
-    on_refusal: OnRefusal,
-    config: &str,
-    objects: Option<&dyn ObjectSource>,
-    progress: &dyn Progress,
-) -> Result<u64, LabError> {
-    const STEP: u64 = 256;
-    let mut refused = 0;
-    let mut done = 0;
-    for (k, page) in pages.chunks_exact(ps).enumerate() {
-        let index = first + k as u64;
-        let written = match objects {
-            Some(o) => z.write_page_with(index, page, o),
-            None => z.write_page(index, page),
-        };
-        if let Err(err) = written {
-            match on_refusal {
-                OnRefusal::Fail => {
-                    return Err(LabError::ZramWrite { config: config.into(), page: index, err });
-                }
-                OnRefusal::Count => refused += 1,
-            }
-        }
-        done += 1;
-        if done == STEP {
-            progress.advance(STEP);
-            done = 0;
-        }
-    }
-    progress.advance(done);
-    Ok(refused)
-}
-
-/// Builds a device for `pages` pages with the run's configuration.
-pub fn build_device(cfg: &ZramRunConfig, nr_pages: u64) -> Result<Zram, LabError> {
-    build_device_with_backing(cfg, nr_pages, None)
-}
-
-/// [`build_device`] with a backing device (`backing_dev`, set before `disksize` as the kernel
-/// requires), so `writeback` can move slots to it.
-pub fn build_device_with_backing(
-    cfg: &ZramRunConfig,
-    nr_pages: u64,
-    backing: Option<(std::path::PathBuf, Box<dyn zmem_zram::BackingStore>)>,
-) -> Result<Zram, LabError> {
-    let z = Zram::new(ZramConfig {
-        page_size: cfg.page_size,
-        pool: cfg.pool.clone(),
-        features: Features::default(),
-        // The lab runs the research codecs (lz4m, wkdm) too; a kernel device does not offer them.
-        research_codecs: true,
-        ..ZramConfig::default()
-    })?;
-    z.store("comp_algorithm", &cfg.algo)?;
-    if let Some(p) = &cfg.params {
-        z.store("algorithm_params", p)?;
-    }
-    for (i, algo) in cfg.recomp.iter().enumerate() {
-        z.store("recomp_algorithm", &format!("algo={algo} priority={}", i + 1))?;
-    }
-    if let Some((path, store)) = backing {
-        z.set_backing_store(path, store)?;
-    }
-    z.store("disksize", &(nr_pages.max(1) * cfg.page_size as u64).to_string())?;
-    Ok(z)
 }
 
 /// Pages a thread claims at a time, writing or reading: dd's `bs=1M` of 4 KiB pages.
@@ -320,35 +190,11 @@ struct Read {
     cpu_secs: f64,
 }
 
-/// Human-readable report of a run.
-pub fn render(r: &ZramRunResult) -> String {
-    format!(
-        "zram: {} pages, algo {}, pool {}, {} thread(s)\n\
-         mm_stat    {}\nio_stat    {}\nbd_stat    {}\ndebug_stat {}\n\
-         write {:.0} MB/s ({:.3} CPU s, {} page faults), read {:.0} MB/s ({:.3} CPU s), \
-         verified: {}\n",
-        r.pages,
-        r.algo,
-        r.pool,
-        r.threads,
-        r.mm_stat,
-        r.io_stat,
-        r.bd_stat,
-        r.debug_stat,
-        r.write_mbps,
-        r.write_cpu_secs,
-        r.write_faults,
-        r.read_mbps,
-        r.read_cpu_secs,
-        if r.verified { "yes" } else { "NO" }
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::NoProgress;
-    use zmem_workload::generate::mixed;
+    use zmem_pages::generate::mixed;
 
     #[test]
     fn batches_hand_out_every_page_once_across_threads() {

@@ -7,8 +7,9 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::comp_bench::{self, AlgoSpec, Options};
-use crate::zram_run::{self, ZramRunConfig};
+use crate::zram_run;
 use crate::{LabError, NoProgress};
+use zmem_sim::device::ZramRunConfig;
 
 /// Rounds `zmem zram-speed` runs unless told otherwise.
 pub const DEFAULT_ROUNDS: usize = 5;
@@ -93,8 +94,8 @@ impl ZramSpeed {
 /// The kernel's write and read MB/s for `pages` (dd, 1 MiB blocks, direct I/O, as
 /// `kernel-zram-speed` does, docs/REFERENCES.md [live-zram-oracle]).
 fn kernel_speed(algo: &str, pages: &[u8]) -> Result<(f64, f64), LabError> {
-    use zmem_zram::kernel::KernelZram;
-    let oracle = |e: std::io::Error| LabError::Oracle(e.to_string());
+    use zmem_kernel::zram_device::KernelZram;
+    let oracle = |e: std::io::Error| zmem_kernel::KernelError::Oracle(e.to_string());
     let dir = std::env::temp_dir().join(format!("zmem-speed-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(oracle)?;
     let file = dir.join("pages");
@@ -129,7 +130,7 @@ pub fn run(
         let have = (whole.len() / 4096) as u64;
         return Err(LabError::TooFewPages { what: "zram-speed (1 MiB)", need: 256, have });
     }
-    let oracle = zmem_zram::kernel::unavailable_reason().is_none();
+    let oracle = zmem_kernel::zram_device::unavailable_reason().is_none();
     let cfg = ZramRunConfig { algo: algo.into(), ..ZramRunConfig::default() };
     let spec = AlgoSpec::parse(algo)?;
     // Two passes, the faster counts: the first also pays the page faults of comp-bench's
@@ -164,48 +165,6 @@ pub fn run(
     }
     progress.finish();
     Ok(ZramSpeed::from_rounds(algo, n_pages, done, verified))
-}
-
-pub fn render(r: &ZramSpeed) -> String {
-    let ratio =
-        |x: Option<f64>| x.map_or("n/a (no kernel oracle)".to_string(), |v| format!("{v:.2}x"));
-    let mbps = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.0}"));
-    let mut out = format!(
-        "{} pages, algo {}, {} rounds (medians; per round below)\n\
-         zmem zram   write {:>7.0} MB/s  read {:>7.0} MB/s\n\
-         kernel zram write {:>7} MB/s  read {:>7} MB/s\n\
-         zmem/kernel write {}  read {}\n\
-         compressor alone {:.0} MB/s; zram write / compressor = {:.2}\n\
-         verified: {}\n",
-        r.pages,
-        r.algo,
-        r.rounds.len(),
-        r.zmem_write_mbps,
-        r.zmem_read_mbps,
-        mbps(r.kernel_write_mbps),
-        mbps(r.kernel_read_mbps),
-        ratio(r.write_ratio),
-        ratio(r.read_ratio),
-        r.compressor_mbps,
-        r.engine_ratio,
-        if r.verified { "yes" } else { "NO" }
-    );
-    out.push_str("round  zmem write  read  kernel write  read  write x  read x  engine\n");
-    for (k, x) in r.rounds.iter().enumerate() {
-        let rx = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
-        out.push_str(&format!(
-            "{:>5} {:>11.0} {:>5.0} {:>13} {:>5} {:>8} {:>7} {:>7.2}\n",
-            k + 1,
-            x.zmem_write_mbps,
-            x.zmem_read_mbps,
-            mbps(x.kernel_write_mbps),
-            mbps(x.kernel_read_mbps),
-            rx(x.write_ratio()),
-            rx(x.read_ratio()),
-            x.engine_ratio()
-        ));
-    }
-    out
 }
 
 #[cfg(test)]
@@ -244,6 +203,5 @@ mod tests {
         let no_kernel = Round { kernel_write_mbps: None, ..round(1.0, 1.0) };
         let r = ZramSpeed::from_rounds("lz4", 1, vec![no_kernel], true);
         assert_eq!(r.write_ratio, None);
-        assert!(render(&r).contains("n/a (no kernel oracle)"));
     }
 }

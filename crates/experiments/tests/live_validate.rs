@@ -12,12 +12,12 @@
 use std::process::Command;
 use std::time::Duration;
 
-use zmem_lab::NoProgress;
-use zmem_lab::live;
-use zmem_lab::replay::accesses;
-use zmem_lab::validate::{self, ValidateConfig, relative_error};
-use zmem_workload::generate::mixed;
-use zmem_workload::trace::generate::{Options, generate};
+use zmem_experiments::NoProgress;
+use zmem_experiments::validate::{self, ValidateConfig, relative_error};
+use zmem_kernel::harness as live;
+use zmem_pages::access::accesses;
+use zmem_pages::generate::mixed;
+use zmem_pages::trace::generate::{Options, generate};
 
 const PLAYER_ENV: &str = "ZMEM_VALIDATE_PLAYER";
 
@@ -78,7 +78,7 @@ fn validate_replay_on_the_live_kernel() {
     };
     let go = std::sync::atomic::AtomicBool::new(false);
     let v = validate::run(set.bytes(), &trace, &cfg, &player, &go, &NoProgress).expect("validate");
-    eprintln!("{}", validate::render(&v));
+    eprintln!("{}", serde_json::to_string_pretty(&v).unwrap());
 
     assert_eq!(v.setup.touched_pages, touched);
     assert!(v.kernel.swap_outs > 0, "the kernel swapped nothing out: {:?}", v.kernel_run);
@@ -153,7 +153,10 @@ fn validate_replay_on_the_live_kernel() {
         });
         validate::run(set.bytes(), &long, &cfg, &player, &stop, &NoProgress)
     });
-    assert!(matches!(r, Err(zmem_lab::LabError::Interrupted)), "{r:?}");
+    assert!(
+        matches!(r, Err(zmem_experiments::LabError::Kernel(zmem_kernel::KernelError::Interrupted))),
+        "{r:?}"
+    );
     let (cgroup, devices) = seen.into_inner().unwrap().expect("the player's cgroup was seen");
     assert!(!cgroup.exists(), "{} left after the interruption", cgroup.display());
     assert!(!devices.is_empty(), "no new zram swap area was seen during the run");

@@ -36,10 +36,10 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::player::{self, DONE, READY};
-use crate::LabError;
-use crate::live::{self, Harness, HarnessConfig, ZramSwapConfig};
-use crate::replay::Access;
+use crate::KernelError;
+use crate::harness::{self as live, Harness, HarnessConfig, ZramSwapConfig};
+use crate::player::{self, DONE, READY};
+use zmem_pages::access::Access;
 
 /// How the kernel's run is set up.
 #[derive(Debug, Clone)]
@@ -95,11 +95,11 @@ pub struct KernelRun {
 }
 
 /// One memory.stat counter of the cgroup (v1 names; v2 has the same for these two).
-fn cgroup_stat(h: &Harness, key: &str) -> Result<u64, LabError> {
+fn cgroup_stat(h: &Harness, key: &str) -> Result<u64, KernelError> {
     let text = h.cgroup.read("memory.stat")?;
     text.lines()
         .find_map(|l| l.strip_prefix(key)?.strip_prefix(' ')?.trim().parse().ok())
-        .ok_or_else(|| LabError::Setup(format!("memory.stat has no {key}")))
+        .ok_or_else(|| KernelError::Setup(format!("memory.stat has no {key}")))
 }
 
 /// The cgroup's OOM kills so far (v1 `memory.oom_control`, v2 `memory.events`), where the
@@ -112,7 +112,7 @@ fn oom_kills(h: &Harness) -> Option<u64> {
 
 /// Why the player stopped answering: the kernel's OOM killer where the cgroup counted a kill,
 /// else its exit status.
-fn player_failure(h: &mut Harness, before: &str) -> LabError {
+fn player_failure(h: &mut Harness, before: &str) -> KernelError {
     // Its stdout can close a moment before its exit can be reaped.
     let until = Instant::now() + Duration::from_secs(1);
     let status = loop {
@@ -124,15 +124,15 @@ fn player_failure(h: &mut Harness, before: &str) -> LabError {
     };
     let status = status.map_or("still running".into(), |s| s.to_string());
     match oom_kills(h) {
-        Some(k) if k > 0 => LabError::PlayerFailed(format!(
+        Some(k) if k > 0 => KernelError::PlayerFailed(format!(
             "the kernel's OOM killer killed the player before {before:?} ({status}): the RAM \
              budget is too tight for this trace under the kernel's reclaim"
         )),
-        _ => LabError::PlayerFailed(format!("the player ended before {before:?} ({status})")),
+        _ => KernelError::PlayerFailed(format!("the player ended before {before:?} ({status})")),
     }
 }
 
-fn note_other_swaps(h: &Harness, seen: &mut Vec<String>) -> Result<(), LabError> {
+fn note_other_swaps(h: &Harness, seen: &mut Vec<String>) -> Result<(), KernelError> {
     for a in live::other_swaps(&[h.swap.path()])? {
         let s = format!("{} (priority {})", a.filename, a.priority);
         if !seen.contains(&s) {
@@ -144,7 +144,7 @@ fn note_other_swaps(h: &Harness, seen: &mut Vec<String>) -> Result<(), LabError>
 
 /// Runs `trace` over `pages` in the player that `player_cmd` starts (its stdin, stdout and
 /// stderr are set here), and measures the kernel. The caller checked every page id is in range.
-/// When `stop` is set (a signal handler's flag) the run ends with [`LabError::Interrupted`],
+/// When `stop` is set (a signal handler's flag) the run ends with [`KernelError::Interrupted`],
 /// having removed what it made, like any other failure.
 pub fn run(
     pages: &[u8],
@@ -152,7 +152,7 @@ pub fn run(
     cfg: &KernelRunConfig,
     mut player_cmd: Command,
     stop: &AtomicBool,
-) -> Result<KernelRun, LabError> {
+) -> Result<KernelRun, KernelError> {
     let n = (pages.len() / cfg.page_size) as u64;
     let hcfg = HarnessConfig {
         swap: ZramSwapConfig {
@@ -228,17 +228,17 @@ fn measure<'scope, 'env>(
     rx: &mpsc::Receiver<String>,
     work: Work<'env>,
     out: &mut KernelRun,
-) -> Result<(), LabError> {
+) -> Result<(), KernelError> {
     let Work { pages, trace, cfg, stop } = work;
     let ps = cfg.page_size;
     let n = (pages.len() / ps) as u64;
     let id = h.swap.id();
-    let stat0 = zmem_workload::live::zram_block_stat(id)?;
+    let stat0 = crate::stat::zram_block_stat(id)?;
     let header = player::Header { page_size: ps, pages: n, records: trace.len() as u64 };
     std::io::Write::write_all(&mut stdin, &header.encode())
-        .map_err(|e| LabError::Setup(format!("player: {e}")))?;
+        .map_err(|e| KernelError::Setup(format!("player: {e}")))?;
     let deadline = Instant::now() + cfg.timeout;
-    let wait_line = |h: &mut Harness, want: &str| -> Result<String, LabError> {
+    let wait_line = |h: &mut Harness, want: &str| -> Result<String, KernelError> {
         loop {
             match rx.recv_timeout(Duration::from_millis(5)) {
                 // From the word on: a test harness may print its own text before it.
@@ -247,10 +247,10 @@ fn measure<'scope, 'env>(
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Err(player_failure(h, want)),
             }
             if stop.load(Ordering::Relaxed) {
-                return Err(LabError::Interrupted);
+                return Err(KernelError::Interrupted);
             }
             if Instant::now() > deadline {
-                return Err(LabError::PlayerFailed(format!(
+                return Err(KernelError::PlayerFailed(format!(
                     "the player took more than {} s",
                     cfg.timeout.as_secs()
                 )));
@@ -269,7 +269,7 @@ fn measure<'scope, 'env>(
     });
     let mut peak = 0;
     out.stats_flushed = cfg.flush_stats;
-    let sample = |h: &Harness, peak: &mut u64, n: &mut u64| -> Result<(), LabError> {
+    let sample = |h: &Harness, peak: &mut u64, n: &mut u64| -> Result<(), KernelError> {
         if cfg.flush_stats {
             h.cgroup.read("memory.stat")?;
         }
@@ -294,10 +294,10 @@ fn measure<'scope, 'env>(
             }
         }
         if stop.load(Ordering::Relaxed) {
-            return Err(LabError::Interrupted);
+            return Err(KernelError::Interrupted);
         }
         if Instant::now() > deadline {
-            return Err(LabError::PlayerFailed(format!(
+            return Err(KernelError::PlayerFailed(format!(
                 "the player took more than {} s",
                 cfg.timeout.as_secs()
             )));
@@ -306,18 +306,18 @@ fn measure<'scope, 'env>(
     out.play_secs = started.elapsed().as_secs_f64();
     let stdin = writer
         .join()
-        .map_err(|_| LabError::Panicked)?
-        .map_err(|e| LabError::Setup(format!("writing to the player: {e}")))?;
+        .map_err(|_| KernelError::Panicked)?
+        .map_err(|e| KernelError::Setup(format!("writing to the player: {e}")))?;
     let mut said = done.split_whitespace().skip(1).map(str::parse::<u64>);
     match (said.next(), said.next()) {
         (Some(Ok(accesses)), Some(Ok(resident))) if accesses == trace.len() as u64 => {
             out.resident_pages = resident;
         }
-        _ => return Err(LabError::Setup(format!("the player said {done:?}"))),
+        _ => return Err(KernelError::Setup(format!("the player said {done:?}"))),
     }
     // The player now holds every page and waits for stdin's end: read the counters.
     let mm = h.swap.mm_stat()?;
-    let stat = zmem_workload::live::zram_block_stat(id)?;
+    let stat = crate::stat::zram_block_stat(id)?;
     sample(h, &mut peak, &mut samples)?;
     peak = peak.max(mm.mem_used_max);
     out.cgroup_major_faults = cgroup_stat(h, "pgmajfault")?.saturating_sub(faults0);

@@ -20,8 +20,8 @@
 
 use std::io::{BufRead, Read, Write};
 
-use super::super::replay::Access;
-use crate::LabError;
+use crate::KernelError;
+use zmem_pages::access::Access;
 
 /// The stream's first eight bytes.
 pub const MAGIC: [u8; 8] = *b"ZMPLAY01";
@@ -36,8 +36,8 @@ const FIRST_TOUCH: u8 = 2;
 const HEADER_LEN: usize = 8 + 4 + 8 + 8;
 const RECORD_LEN: usize = 5;
 
-fn bad(what: impl std::fmt::Display) -> LabError {
-    LabError::Setup(format!("player stream: {what}"))
+fn bad(what: impl std::fmt::Display) -> KernelError {
+    KernelError::Setup(format!("player stream: {what}"))
 }
 
 /// The stream's header: page size, region pages, record count.
@@ -60,7 +60,7 @@ impl Header {
     }
 
     /// Reads and checks a header.
-    pub fn read(r: &mut impl Read) -> Result<Self, LabError> {
+    pub fn read(r: &mut impl Read) -> Result<Self, KernelError> {
         let mut h = [0u8; HEADER_LEN];
         r.read_exact(&mut h).map_err(|e| bad(format!("header: {e}")))?;
         if h[..8] != MAGIC {
@@ -130,7 +130,7 @@ pub fn play(
     region: &mut [u8],
     page_size: usize,
     records: u64,
-) -> Result<Played, LabError> {
+) -> Result<Played, KernelError> {
     let pages = (region.len() / page_size) as u64;
     let mut done = Played::default();
     let mut rec = [0u8; RECORD_LEN];
@@ -172,7 +172,7 @@ pub struct Region {
 
 impl Region {
     /// Maps `len` bytes (a multiple of the page size), untouched (nothing charged yet).
-    pub fn map(len: usize) -> Result<Self, LabError> {
+    pub fn map(len: usize) -> Result<Self, KernelError> {
         let len = len.max(1);
         // SAFETY: an anonymous mapping at an address of the kernel's choice aliases nothing.
         let ptr = unsafe {
@@ -186,7 +186,7 @@ impl Region {
             )
         };
         if ptr == libc::MAP_FAILED {
-            return Err(LabError::Setup(format!(
+            return Err(KernelError::Setup(format!(
                 "mmap of {len} bytes: {}",
                 std::io::Error::last_os_error()
             )));
@@ -198,13 +198,16 @@ impl Region {
     }
 
     /// Pages of the mapping in RAM now (`mincore(2)`; a swapped-out page is not).
-    pub fn resident_pages(&self, page_size: usize) -> Result<u64, LabError> {
+    pub fn resident_pages(&self, page_size: usize) -> Result<u64, KernelError> {
         let mut vec = vec![0u8; self.len.div_ceil(page_size)];
         // SAFETY: `ptr..ptr+len` is our mapping (page-aligned, as mmap returns it) and `vec` has
         // one byte per page of it, as mincore writes.
         let rc = unsafe { libc::mincore(self.ptr.cast(), self.len, vec.as_mut_ptr()) };
         if rc != 0 {
-            return Err(LabError::Setup(format!("mincore: {}", std::io::Error::last_os_error())));
+            return Err(KernelError::Setup(format!(
+                "mincore: {}",
+                std::io::Error::last_os_error()
+            )));
         }
         Ok(vec.iter().filter(|&&b| b & 1 != 0).count() as u64)
     }
@@ -226,7 +229,7 @@ impl Drop for Region {
 
 /// The player's whole life over stdin and stdout (the `zmem validate play` entry point, and the
 /// live tests' child mode): header, map, `ready`, the records, `done N`, wait for stdin's end.
-pub fn run_stdio() -> Result<(), LabError> {
+pub fn run_stdio() -> Result<(), KernelError> {
     let mut input = std::io::BufReader::with_capacity(1 << 16, std::io::stdin().lock());
     let h = Header::read(&mut input)?;
     let len = usize::try_from(h.pages)
@@ -258,7 +261,7 @@ pub fn run_stdio() -> Result<(), LabError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zmem_workload::prng::SplitMix64;
+    use zmem_pages::prng::SplitMix64;
 
     fn acc(page: u64, write: bool) -> Access {
         Access { page, write, time_ns: 0 }

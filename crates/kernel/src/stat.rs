@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-use crate::WorkloadError;
+use zmem_pages::PagesError;
 
 /// One line of `/proc/swaps`: an active swap area.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,13 +51,13 @@ pub struct ZramSwap {
 
 /// Parses the text of `/proc/swaps`: a header line, then one line per area
 /// (`Filename Type Size Used Priority`, whitespace-separated, sizes in KiB).
-pub fn parse_proc_swaps(text: &str) -> Result<Vec<SwapArea>, WorkloadError> {
+pub fn parse_proc_swaps(text: &str) -> Result<Vec<SwapArea>, PagesError> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         if n == 0 && line.starts_with("Filename") || line.trim().is_empty() {
             continue;
         }
-        let bad = || WorkloadError::Invalid(format!("/proc/swaps line {}: {line:?}", n + 1));
+        let bad = || PagesError::Invalid(format!("/proc/swaps line {}: {line:?}", n + 1));
         let f: Vec<&str> = line.split_whitespace().collect();
         if f.len() != 5 {
             return Err(bad());
@@ -99,9 +99,9 @@ fn unescape_octal(s: &str) -> String {
 }
 
 /// The active swap areas, from `/proc/swaps`.
-pub fn swaps() -> Result<Vec<SwapArea>, WorkloadError> {
+pub fn swaps() -> Result<Vec<SwapArea>, PagesError> {
     let path = "/proc/swaps";
-    let text = std::fs::read_to_string(path).map_err(|e| WorkloadError::io(path, e))?;
+    let text = std::fs::read_to_string(path).map_err(|e| PagesError::io(path, e))?;
     parse_proc_swaps(&text)
 }
 
@@ -122,7 +122,7 @@ pub fn zram_swaps_in(areas: &[SwapArea]) -> Vec<ZramSwap> {
 }
 
 /// The active zram swap devices of this system, with their priority and used size.
-pub fn active_zram_swaps() -> Result<Vec<ZramSwap>, WorkloadError> {
+pub fn active_zram_swaps() -> Result<Vec<ZramSwap>, PagesError> {
     Ok(zram_swaps_in(&swaps()?))
 }
 
@@ -136,13 +136,13 @@ pub struct SwapCounters {
 }
 
 /// Parses `/proc/vmstat` (`name value` lines) into a map.
-pub fn parse_vmstat(text: &str) -> Result<BTreeMap<String, u64>, WorkloadError> {
+pub fn parse_vmstat(text: &str) -> Result<BTreeMap<String, u64>, PagesError> {
     let mut out = BTreeMap::new();
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let bad = || WorkloadError::Invalid(format!("/proc/vmstat line {}: {line:?}", n + 1));
+        let bad = || PagesError::Invalid(format!("/proc/vmstat line {}: {line:?}", n + 1));
         let (k, v) = line.split_once(' ').ok_or_else(bad)?;
         out.insert(k.to_string(), v.trim().parse().map_err(|_| bad())?);
     }
@@ -150,20 +150,18 @@ pub fn parse_vmstat(text: &str) -> Result<BTreeMap<String, u64>, WorkloadError> 
 }
 
 /// `pswpin` and `pswpout` from the text of `/proc/vmstat`.
-pub fn parse_swap_counters(text: &str) -> Result<SwapCounters, WorkloadError> {
+pub fn parse_swap_counters(text: &str) -> Result<SwapCounters, PagesError> {
     let map = parse_vmstat(text)?;
     let get = |k: &str| {
-        map.get(k)
-            .copied()
-            .ok_or_else(|| WorkloadError::Invalid(format!("/proc/vmstat has no {k}")))
+        map.get(k).copied().ok_or_else(|| PagesError::Invalid(format!("/proc/vmstat has no {k}")))
     };
     Ok(SwapCounters { pswpin: get("pswpin")?, pswpout: get("pswpout")? })
 }
 
 /// The live swap counters from `/proc/vmstat`.
-pub fn swap_counters() -> Result<SwapCounters, WorkloadError> {
+pub fn swap_counters() -> Result<SwapCounters, PagesError> {
     let path = "/proc/vmstat";
-    let text = std::fs::read_to_string(path).map_err(|e| WorkloadError::io(path, e))?;
+    let text = std::fs::read_to_string(path).map_err(|e| PagesError::io(path, e))?;
     parse_swap_counters(&text)
 }
 
@@ -192,8 +190,8 @@ pub struct BlockStat {
 }
 
 /// Parses the one line of a block device's `stat` file (11, 15 or 17 numbers).
-pub fn parse_block_stat(text: &str) -> Result<BlockStat, WorkloadError> {
-    let bad = || WorkloadError::Invalid(format!("block stat: {:?}", text.trim()));
+pub fn parse_block_stat(text: &str) -> Result<BlockStat, PagesError> {
+    let bad = || PagesError::Invalid(format!("block stat: {:?}", text.trim()));
     let v: Vec<u64> =
         text.split_whitespace().map(|f| f.parse().map_err(|_| bad())).collect::<Result<_, _>>()?;
     if !matches!(v.len(), 11 | 15 | 17) {
@@ -222,7 +220,7 @@ pub fn parse_block_stat(text: &str) -> Result<BlockStat, WorkloadError> {
 }
 
 /// `/sys/block/zramN/stat` of a live device.
-pub fn zram_block_stat(id: u32) -> Result<BlockStat, WorkloadError> {
+pub fn zram_block_stat(id: u32) -> Result<BlockStat, PagesError> {
     parse_block_stat(&read_zram_attr(id, "stat")?)
 }
 
@@ -233,9 +231,9 @@ pub fn zram_sysfs(id: u32) -> PathBuf {
 
 /// Reads one sysfs attribute of zram device `id` (`mm_stat`, `io_stat`, `comp_algorithm`,
 /// `disksize`, ...), its text with the trailing newline removed.
-pub fn read_zram_attr(id: u32, attr: &str) -> Result<String, WorkloadError> {
+pub fn read_zram_attr(id: u32, attr: &str) -> Result<String, PagesError> {
     let path = zram_sysfs(id).join(attr);
-    let text = std::fs::read_to_string(&path).map_err(|e| WorkloadError::io(&path, e))?;
+    let text = std::fs::read_to_string(&path).map_err(|e| PagesError::io(&path, e))?;
     Ok(text.trim_end_matches('\n').to_string())
 }
 
@@ -252,10 +250,10 @@ pub fn stat_field(line: &str, i: usize) -> Option<u64> {
 /// Which zram device a path names: the block device's number, through `/sys/dev/block/MAJ:MIN`
 /// (so `/dev/zram1` and any link to it both work). Fails, saying why, for a path that is not a
 /// block device or a block device that is not zram.
-pub fn zram_id_of(path: &Path) -> Result<u32, WorkloadError> {
-    let md = std::fs::metadata(path).map_err(|e| WorkloadError::io(path, e))?;
+pub fn zram_id_of(path: &Path) -> Result<u32, PagesError> {
+    let md = std::fs::metadata(path).map_err(|e| PagesError::io(path, e))?;
     if !md.file_type().is_block_device() {
-        return Err(WorkloadError::Invalid(format!(
+        return Err(PagesError::Invalid(format!(
             "{} is not a block device (give /dev/zramN)",
             path.display()
         )));
@@ -263,12 +261,12 @@ pub fn zram_id_of(path: &Path) -> Result<u32, WorkloadError> {
     let rdev = md.rdev();
     let (major, minor) = (libc::major(rdev), libc::minor(rdev));
     let link = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
-    let target = std::fs::read_link(&link).map_err(|e| WorkloadError::io(&link, e))?;
+    let target = std::fs::read_link(&link).map_err(|e| PagesError::io(&link, e))?;
     let name = target.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let id = name.strip_prefix("zram").and_then(|n| n.parse().ok());
     match id {
         Some(id) if zram_sysfs(id).join("mm_stat").exists() => Ok(id),
-        _ => Err(WorkloadError::Invalid(format!(
+        _ => Err(PagesError::Invalid(format!(
             "{} is not a zram device (it is {name:?}, block device {major}:{minor})",
             path.display()
         ))),
@@ -276,9 +274,9 @@ pub fn zram_id_of(path: &Path) -> Result<u32, WorkloadError> {
 }
 
 /// The running kernel's release (`uname -r`).
-pub fn kernel_release() -> Result<String, WorkloadError> {
+pub fn kernel_release() -> Result<String, PagesError> {
     let path = "/proc/sys/kernel/osrelease";
-    let text = std::fs::read_to_string(path).map_err(|e| WorkloadError::io(path, e))?;
+    let text = std::fs::read_to_string(path).map_err(|e| PagesError::io(path, e))?;
     Ok(text.trim().to_string())
 }
 

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::MmStat;
+use zmem_zram::MmStat;
 
 const CONTROL: &str = "/sys/class/zram-control";
 

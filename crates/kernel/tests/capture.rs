@@ -4,8 +4,8 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-use zmem_workload::MappingKind;
-use zmem_workload::capture::{self, Event, fill_pattern, system_page_size};
+use zmem_kernel::capture::{self, Event, fill_pattern, system_page_size};
+use zmem_pages::MappingKind;
 
 #[test]
 fn captures_a_child_process_pattern_at_its_addresses() {

@@ -8,9 +8,10 @@ use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use zmem_workload::capture::{fill_pattern, system_page_size};
-use zmem_workload::trace::record::{self, Method};
-use zmem_workload::trace::{Op, Origin, page_out};
+use zmem_kernel::capture::{fill_pattern, system_page_size};
+use zmem_kernel::record::page_out;
+use zmem_kernel::record::{self, Method};
+use zmem_pages::trace::{Op, Origin};
 
 /// The live tests change the machine's swap areas: one at a time.
 static LIVE: Mutex<()> = Mutex::new(());
@@ -82,13 +83,13 @@ impl Drop for Writer {
 
 #[test]
 fn page_out_recording_of_a_child_finds_the_pages_it_writes() {
-    let why = zmem_lab::live::unavailable_reason().or_else(page_out::unavailable_reason);
+    let why = zmem_kernel::harness::unavailable_reason().or_else(page_out::unavailable_reason);
     if let Some(why) = why {
         eprintln!("SKIPPED page_out_recording_of_a_child_finds_the_pages_it_writes: {why}");
         return;
     }
     let _live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
-    let swaps_before = zmem_workload::live::swaps().unwrap();
+    let swaps_before = zmem_kernel::stat::swaps().unwrap();
     let (pages, stride) = (64usize, 4usize);
     let child = Writer::spawn(pages, stride);
     let opts = record::Options {
@@ -100,8 +101,7 @@ fn page_out_recording_of_a_child_finds_the_pages_it_writes() {
     let stop = AtomicBool::new(false);
     let mut made = Vec::new();
     let mut make_swap = |bytes: u64| {
-        let s = zmem_lab::live::page_out_swap(bytes)
-            .map_err(|e| zmem_workload::WorkloadError::Invalid(e.to_string()))?;
+        let s = zmem_kernel::harness::page_out_swap(bytes)?;
         made.push(s.note.clone());
         Ok(s)
     };
@@ -110,7 +110,7 @@ fn page_out_recording_of_a_child_finds_the_pages_it_writes() {
     drop(child);
     let r = r.unwrap();
     assert_eq!(made.len(), 1, "one swap device for the recording");
-    assert_eq!(zmem_workload::live::swaps().unwrap(), swaps_before, "the swap device is gone");
+    assert_eq!(zmem_kernel::stat::swaps().unwrap(), swaps_before, "the swap device is gone");
 
     assert_eq!(r.origin, Origin::PageOut);
     assert_eq!(r.pages.set_meta().unwrap()["trace.origin"], "page-out");
@@ -135,25 +135,25 @@ fn page_out_recording_of_a_child_finds_the_pages_it_writes() {
 /// Where a zram device is already the first swap area, page-out sampling uses it and makes none.
 #[test]
 fn an_active_zram_swap_is_used_not_doubled() {
-    if let Some(why) = zmem_lab::live::unavailable_reason() {
+    if let Some(why) = zmem_kernel::harness::unavailable_reason() {
         eprintln!("SKIPPED an_active_zram_swap_is_used_not_doubled: {why}");
         return;
     }
     let _live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
-    let others = zmem_lab::live::other_swaps(&[]).unwrap();
+    let others = zmem_kernel::harness::other_swaps(&[]).unwrap();
     if others.iter().any(|a| a.priority >= 32767) {
         eprintln!(
             "SKIPPED an_active_zram_swap_is_used_not_doubled: a swap area has priority 32767"
         );
         return;
     }
-    let cfg = zmem_lab::live::ZramSwapConfig { priority: 32767, ..Default::default() };
-    let ours = zmem_lab::live::ZramSwapDevice::create(&cfg).unwrap();
-    let before = zmem_workload::live::swaps().unwrap();
-    let s = zmem_lab::live::page_out_swap(1 << 20).unwrap();
-    assert_eq!(zmem_workload::live::swaps().unwrap(), before, "no device made");
+    let cfg = zmem_kernel::harness::ZramSwapConfig { priority: 32767, ..Default::default() };
+    let ours = zmem_kernel::harness::ZramSwapDevice::create(&cfg).unwrap();
+    let before = zmem_kernel::stat::swaps().unwrap();
+    let s = zmem_kernel::harness::page_out_swap(1 << 20).unwrap();
+    assert_eq!(zmem_kernel::stat::swaps().unwrap(), before, "no device made");
     assert!(s.note.contains(&ours.path().display().to_string()), "{}", s.note);
     assert!(s.note.contains("not ours"), "{}", s.note);
     drop(s);
-    assert_eq!(zmem_workload::live::swaps().unwrap(), before, "left as it is");
+    assert_eq!(zmem_kernel::stat::swaps().unwrap(), before, "left as it is");
 }

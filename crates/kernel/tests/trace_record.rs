@@ -10,9 +10,10 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use proptest::prelude::*;
-use zmem_workload::capture::system_page_size;
-use zmem_workload::trace::convert::{DamonRegion, PageIndex, damon_counts, spread};
-use zmem_workload::trace::{HEADER_LEN, Op, Origin, Trace, TraceReader, record, soft_dirty};
+use zmem_kernel::capture::system_page_size;
+use zmem_kernel::record::{self, soft_dirty};
+use zmem_pages::trace::convert::{DamonRegion, PageIndex, damon_counts, spread};
+use zmem_pages::trace::{HEADER_LEN, Op, Origin, Trace, TraceReader};
 
 /// Pages of two processes: pid 1 at pages 0..a, pid 2 at pages 0..b (every other page).
 fn index(a: u64, b: u64) -> (PageIndex, Vec<(u32, u64)>) {
@@ -144,7 +145,7 @@ fn recording_a_child_finds_the_pages_it_writes() {
     };
     let stop = AtomicBool::new(false);
     let mut no_swap = |_: u64| -> Result<record::SwapForPageOut, _> {
-        Err(zmem_workload::WorkloadError::Invalid("no swap area in this test".into()))
+        Err(zmem_kernel::KernelError::Setup("no swap area in this test".into()))
     };
     let result = record::record(&opts, &stop, &mut |_| {}, &mut no_swap);
     let _ = child.stdin.take().map(|mut s| s.write_all(b"x"));

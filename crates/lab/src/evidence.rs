@@ -17,13 +17,14 @@
 //! every page.
 
 use serde::{Deserialize, Serialize};
-use zmem_workload::capture::zram::capture_device;
-use zmem_workload::{PageSet, SetMeta, builtin, capture, live};
+use zmem_kernel::capture::zram::capture_device;
+use zmem_kernel::{capture, stat as live};
+use zmem_pages::{PageSet, SetMeta, builtin};
 
-use super::now::{self, LiveConfig, Now};
-use super::sample::{self, Design};
-use crate::replay::{self, Access};
+use crate::now::{self, LiveConfig, Now};
+use crate::sample::{self, Design};
 use crate::{LabError, Progress};
+use zmem_sim::replay::{self, Access};
 
 /// Where the pages came from, for the report's first line.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -342,7 +343,7 @@ impl Default for TraceSource {
 /// neighbours' accesses too. A page id not below
 /// `set_pages` is an error.
 pub fn fit_trace(
-    trace: &zmem_workload::trace::Trace,
+    trace: &zmem_pages::trace::Trace,
     set_pages: u64,
     sample_pages: u64,
 ) -> Result<Vec<Access>, LabError> {
@@ -371,7 +372,7 @@ pub fn fit_trace(
 /// The access trace the lab replays over `pages` pages: generated (Zipf over a working set of
 /// half the pages, three phases, a fixed seed), eight accesses per page up to 100,000.
 pub fn trace_for(pages: u64) -> Result<Vec<Access>, LabError> {
-    let opts = zmem_workload::trace::generate::Options {
+    let opts = zmem_pages::trace::generate::Options {
         pages,
         accesses: (8 * pages).clamp(1, 100_000),
         working_set: (pages / 2).max(1),
@@ -379,7 +380,7 @@ pub fn trace_for(pages: u64) -> Result<Vec<Access>, LabError> {
         seed: 1,
         ..Default::default()
     };
-    Ok(replay::accesses(&zmem_workload::trace::generate::generate(&opts)?))
+    Ok(replay::accesses(&zmem_pages::trace::generate::generate(&opts)?))
 }
 
 #[cfg(test)]
@@ -440,9 +441,9 @@ mod tests {
     /// mm_stat: the lab compares them with its prediction from the file's pages.
     #[test]
     fn a_zram_capture_file_gets_its_now() {
-        let set = zmem_workload::builtin::default_set_with(4096).unwrap();
+        let set = zmem_pages::builtin::default_set_with(4096).unwrap();
         let pages = set.bytes()[..200 * 4096].to_vec();
-        let live = crate::conform::ours("lz4", &pages).unwrap();
+        let live = zmem_experiments::conform::ours("lz4", &pages).unwrap();
         let meta: SetMeta = [
             ("source", "zram".to_string()),
             ("zram.device", "zram3".into()),
@@ -470,7 +471,7 @@ mod tests {
 
     #[test]
     fn a_fitted_trace_lands_on_the_sampled_pages() {
-        use zmem_workload::trace::{Access as A, Op, Trace};
+        use zmem_pages::trace::{Access as A, Op, Trace};
         let t = Trace {
             page_count: 10,
             accesses: (0..10).map(|p| A { time_ns: p.into(), page: p, op: Op::Write }).collect(),

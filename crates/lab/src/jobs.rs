@@ -20,16 +20,16 @@ use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 
 use zmem_comp::Params;
 
-use crate::comp_bench::{self, AlgoSpec, Options, Row};
-use crate::objects::Objects;
-use crate::replay::{Access, SwapKind};
-use crate::swap_device::SwapDevice;
-use crate::zram_run::ZramRunConfig;
 use crate::{LabError, Progress};
+use zmem_experiments::comp_bench::{self, AlgoSpec, Options, Row};
+use zmem_experiments::objects::Objects;
+use zmem_sim::device::ZramRunConfig;
+use zmem_sim::replay::{Access, SwapKind};
+use zmem_sim::swap_device::SwapDevice;
 
-use super::measure::{self, SWAP_CASES};
-use super::policy::{self, Policy, PolicyRow};
-use super::{PoolRow, SwapRow};
+use crate::measure::{self, SWAP_CASES};
+use crate::policy::{self, Policy, PolicyRow};
+use crate::{PoolRow, SwapRow};
 
 /// What step 2 measured, each table in the report's order.
 #[derive(Debug)]
@@ -395,7 +395,7 @@ pub(super) fn run(plan: &Plan, progress: &dyn Progress) -> Result<Measured, LabE
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::policy::candidates;
+    use crate::policy::candidates;
 
     fn plan<'a>(policies: &'a [Policy], pages: &'a [u8]) -> Plan<'a> {
         Plan {

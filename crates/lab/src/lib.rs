@@ -1,7 +1,9 @@
-//! `zmem lab`: the main job. Given a page set (what the kernel holds in zram now, this
-//! machine's processes, a file, or the built-in set), it measures every compressor, every
-//! allocator and every candidate zram configuration on those pages, projects each onto the
-//! user's device, and recommends one with the numbers behind it.
+//! zmem-lab: zmem's main job (`zmem lab`, `zmem.lab`). Given a page set (what the kernel holds
+//! in zram now, this machine's processes, a file, or the built-in set), it measures every
+//! compressor, every allocator and every candidate zram configuration on those pages, projects
+//! each onto the user's device, and recommends one with the numbers behind it, as a
+//! [`LabReport`] value: data only, no prose for the recommendation and no shell text
+//! (zmem-render writes those).
 //!
 //! The flow, one module per step, each a function from what the step before gave:
 //!
@@ -10,18 +12,18 @@
 //!    sampled to size; a [`Source`] says which and why. [`now`]: the live device beside zmem's
 //!    prediction, and the swap rates.
 //! 2. `measure` and `policy`: what is measured on those pages: the compressor table
-//!    ([`crate::comp_bench`]), the allocators under zram, each candidate [`Policy`], zram
-//!    against zswap under memory pressure ([`crate::replay`]).
+//!    (zmem-experiments' `comp_bench`), the allocators under zram, each candidate [`Policy`],
+//!    zram against zswap under memory pressure (zmem-sim's replay).
 //! 3. `recommend`, with [`cost`]: how candidates are judged: the projection onto the user's
-//!    device and the rule that picks one within the budgets, stated in the report; [`apply`]
-//!    turns the choice into the lines that set it up.
-//! 4. [`crate::report`]: how results are rendered: the terminal summary, the HTML report; the
-//!    [`LabReport`] itself is the JSON (schema: `docs/lab-report.schema.json`).
+//!    device and the rule that picks one within the budgets, stated in the report.
 //!
-//! [`run`] is steps 2 and 3 on what step 1 gave; the CLI (and any other front end) calls
-//! [`evidence::gather`], [`now::watch`], then [`run`], then a renderer. Nothing here prints.
+//! [`run_lab`] is the one entry point both front ends call with [`LabRequest`] (the CLI's
+//! flags, Python's keyword arguments): steps 1 to 3. [`run`] is steps 2 and 3 on what step 1
+//! gave. Nothing here prints.
+//!
+//! Not for: printing or writing files (zmem-render, the front ends), or measuring outside the
+//! main job (zmem-experiments).
 
-pub mod apply;
 pub mod cost;
 pub mod evidence;
 mod jobs;
@@ -35,16 +37,22 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::comp_bench::{self, AlgoSpec, Options};
-use crate::swap_device::SwapDevice;
-use crate::{LabError, Progress, replay};
+use zmem_experiments::comp_bench::{self, AlgoSpec, Options};
+use zmem_sim::replay;
+use zmem_sim::swap_device::SwapDevice;
 
-pub use apply::Apply;
+pub use zmem_experiments::LabError;
+pub use zmem_sim::{NoProgress, Progress};
+// What the front ends need of the engines, so that they depend on this crate, not on them.
+pub use zmem_zram::DEFAULT_ALGORITHM;
+pub use zmem_zram::parse::parse_size;
+pub use zmem_zswap::Incompressible;
+
 pub use cost::{Budgets, Candidate};
 pub use evidence::{Coverage, Evidence, Input, Source, TraceSource};
 pub use now::{FieldComparison, LiveConfig, Now, Rates};
 pub use policy::{Policy, PolicyRow, candidates, default_policies};
-pub use recommend::{Recommendation, recommend};
+pub use recommend::{Recommendation, RunnerUpReason, recommend};
 
 /// Bumped whenever a field changes meaning or disappears.
 pub const SCHEMA_VERSION: u32 = 2;
@@ -311,7 +319,7 @@ mod tests {
     /// own, one after another, as the lab did before.
     #[test]
     fn the_jobs_give_what_each_step_gives_alone() {
-        let set = zmem_workload::builtin::default_set_with(4096).unwrap();
+        let set = zmem_pages::builtin::default_set_with(4096).unwrap();
         let pages = &set.bytes()[..384 * 4096];
         let source =
             Source { kind: "builtin".into(), detail: String::new(), pages: 384, page_size: 4096 };
@@ -350,7 +358,7 @@ mod tests {
     /// end it), and gives what two do.
     #[test]
     fn one_thread_gives_what_two_give() {
-        let set = zmem_workload::builtin::default_set_with(4096).unwrap();
+        let set = zmem_pages::builtin::default_set_with(4096).unwrap();
         let pages = &set.bytes()[..256 * 4096];
         let source =
             Source { kind: "builtin".into(), detail: String::new(), pages: 256, page_size: 4096 };
@@ -381,9 +389,9 @@ mod tests {
     /// A sampled run carries estimates for every plain algorithm it measured.
     #[test]
     fn a_sampled_run_estimates_every_plain_algorithm() {
-        let set = zmem_workload::builtin::default_set_with(4096).unwrap();
+        let set = zmem_pages::builtin::default_set_with(4096).unwrap();
         let whole =
-            zmem_workload::PageSet::from_raw(set.bytes()[..1024 * 4096].to_vec(), 4096).unwrap();
+            zmem_pages::PageSet::from_raw(set.bytes()[..1024 * 4096].to_vec(), 4096).unwrap();
         let (pages, design) = sample::draw(&whole, 128, 1);
         let source =
             Source { kind: "builtin".into(), detail: String::new(), pages: 128, page_size: 4096 };

@@ -3,17 +3,17 @@
 //!
 //! Takes the pages of step 1; gives [`PoolRow`]s and [`SwapRow`]s.
 
-use crate::cputime::Stopwatch;
-use crate::objects::{Charged, Objects};
-use crate::replay::{self, Access, ReplayConfig, SwapKind};
-use crate::swap_device::SwapDevice;
-use crate::zram_run::{OnRefusal, ZramRunConfig, build_device, write_pages_with};
 use crate::{LabError, Progress};
+use zmem_experiments::objects::{Charged, Objects};
+use zmem_sim::cputime::Stopwatch;
+use zmem_sim::device::{OnRefusal, ZramRunConfig, build_device, write_pages_with};
+use zmem_sim::replay::{self, Access, ReplayConfig, SwapKind};
+use zmem_sim::swap_device::SwapDevice;
 
 #[cfg(test)]
-use super::evidence::trace_for;
-use super::policy::{Policy, PolicyRow};
-use super::{PoolRow, SwapRow};
+use crate::evidence::trace_for;
+use crate::policy::{Policy, PolicyRow};
+use crate::{PoolRow, SwapRow};
 
 /// The replays of [`swap`]: RAM of a quarter, then a half of the page set, zram then zswap.
 pub(super) const SWAP_CASES: [(u64, SwapKind); 4] =

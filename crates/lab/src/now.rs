@@ -3,12 +3,12 @@
 //! fragmentation) and the swap rates the candidates' CPU cost is projected with.
 
 use serde::{Deserialize, Serialize};
-use zmem_workload::live;
+use zmem_kernel::stat as live;
 use zmem_zram::MmStat;
 
-use super::SwapRow;
-use crate::zram_run::{OnRefusal, ZramRunConfig, build_device, write_pages};
+use crate::SwapRow;
 use crate::{LabError, Progress};
+use zmem_sim::device::{OnRefusal, ZramRunConfig, build_device, write_pages};
 
 /// A live zram swap device's configuration, as read from sysfs and /proc/swaps.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -295,14 +295,14 @@ mod tests {
     }
 
     fn pages() -> Vec<u8> {
-        zmem_workload::builtin::default_set_with(4096).unwrap().bytes()[..300 * 4096].to_vec()
+        zmem_pages::builtin::default_set_with(4096).unwrap().bytes()[..300 * 4096].to_vec()
     }
 
     #[test]
     fn a_device_that_holds_exactly_these_pages_is_predicted_exactly() {
         let p = pages();
         // What the kernel would show: zmem's own mm_stat for the pages, plus a fragmented pool.
-        let mut live = crate::conform::ours("lzo-rle", &p).unwrap();
+        let mut live = zmem_experiments::conform::ours("lzo-rle", &p).unwrap();
         live.mem_used_total += 5 * 4096;
         let now = assess(&p, 4096, config("lzo-rle"), &live.to_string(), &NoProgress).unwrap();
         assert!(now.exact, "{:?}", now.drift);
@@ -317,7 +317,7 @@ mod tests {
     #[test]
     fn a_device_that_moved_shows_the_drift_field_by_field() {
         let p = pages();
-        let mut live = crate::conform::ours("lzo-rle", &p).unwrap();
+        let mut live = zmem_experiments::conform::ours("lzo-rle", &p).unwrap();
         live.compr_data_size += 100;
         let now = assess(&p, 4096, config("lzo-rle"), &live.to_string(), &NoProgress).unwrap();
         assert!(!now.exact);

@@ -23,12 +23,12 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cputime::{Elapsed, Stopwatch};
-use crate::dict;
-use crate::latency::{LatencyHist, LatencyRecorder};
-use crate::objects::{Charged, Objects};
-use crate::zram_run::{OnRefusal, ZramRunConfig, build_device, write_pages_with};
 use crate::{LabError, Progress};
+use zmem_experiments::dict;
+use zmem_experiments::objects::{Charged, Objects};
+use zmem_sim::cputime::{Elapsed, Stopwatch};
+use zmem_sim::device::{OnRefusal, ZramRunConfig, build_device, write_pages_with};
+use zmem_sim::latency::{LatencyHist, LatencyRecorder};
 
 /// The kernel's primary algorithms, in its backend order.
 pub const KERNEL_ALGORITHMS: [&str; 7] =
@@ -59,7 +59,7 @@ pub struct Policy {
 }
 
 impl Policy {
-    pub(super) fn single(algo: &str) -> Self {
+    pub fn single(algo: &str) -> Self {
         Self {
             name: algo.into(),
             algo: algo.into(),
@@ -310,11 +310,11 @@ mod tests {
     /// recompression; a dictionary's device never takes them.
     #[test]
     fn a_policy_on_kept_objects_is_the_policy_that_compressed() {
-        use crate::comp_bench::{self, AlgoSpec, Options, Scratch};
-        let set = zmem_workload::builtin::default_set_with(4096).unwrap();
+        use zmem_experiments::comp_bench::{self, AlgoSpec, Options, Scratch};
+        let set = zmem_pages::builtin::default_set_with(4096).unwrap();
         let pages = &set.bytes()[..256 * 4096];
         let opts = Options { min_time: std::time::Duration::ZERO, ..Options::default() };
-        let kept: Vec<crate::objects::Objects> = ["lzo-rle", "lz4hc", "deflate", "zstd"]
+        let kept: Vec<zmem_experiments::objects::Objects> = ["lzo-rle", "lz4hc", "deflate", "zstd"]
             .iter()
             .map(|a| {
                 let spec = AlgoSpec::parse(a).unwrap();
@@ -329,7 +329,7 @@ mod tests {
                 .1
             })
             .collect();
-        let objects: Vec<&crate::objects::Objects> = kept.iter().collect();
+        let objects: Vec<&zmem_experiments::objects::Objects> = kept.iter().collect();
         let untimed = |r: &PolicyRow| {
             (
                 r.compressed_bytes,
@@ -359,7 +359,7 @@ mod tests {
 
     #[test]
     fn a_measurement_gives_cpu_per_page_and_the_dictionary() {
-        let set = zmem_workload::builtin::default_set_with(4096).unwrap();
+        let set = zmem_pages::builtin::default_set_with(4096).unwrap();
         let pages = &set.bytes()[..256 * 4096];
         let idle = &candidates("lzo-rle")[8];
         assert_eq!(idle.name, "lzo-rle + zstd(idle)");

@@ -9,19 +9,16 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::apply::{self, Apply};
-use super::cost::{self, Budgets, Candidate, Measured, Projection, Traffic};
-use super::now::{Now, Rates};
-use super::policy::PolicyRow;
 use crate::LabError;
+use crate::cost::{self, Budgets, Candidate, Measured, Projection, Traffic};
+use crate::now::{Now, Rates};
+use crate::policy::PolicyRow;
 
 /// The recommended configuration and what it is expected to give.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Recommendation {
     /// Policy name (a candidate's name).
     pub config: String,
-    /// The zram attribute writes that set it up (on the device named in `apply`).
-    pub attributes: Vec<String>,
     /// On the measured pages: orig / pool.
     pub expected_ratio: f64,
     /// On the measured pages: orig - pool.
@@ -31,8 +28,9 @@ pub struct Recommendation {
     pub load_latency_p50_ns: u64,
     pub load_latency_p99_ns: u64,
     pub runner_up: Option<String>,
-    /// Why the choice, and why not the runner-up, with the numbers.
-    pub why: String,
+    /// Why the runner-up was not chosen (zmem-render says it in words, with the numbers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner_up_reason: Option<RunnerUpReason>,
     /// The rule applied (so the report says how it decided).
     pub rule: String,
     /// The configuration "now" is: the live device's primary, or the kernel default.
@@ -51,8 +49,22 @@ pub struct Recommendation {
     pub memory_saved_bytes_vs_now: i64,
     pub cpu_secs_per_sec: f64,
     pub added_load_p99_ns: i64,
-    /// How to set it up: sysfs, zram-generator, systemd units.
-    pub apply: Apply,
+}
+
+/// Why the runner-up lost, as data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum RunnerUpReason {
+    /// It is outside the budgets, for these reasons.
+    OutsideBudgets { over_budget: Vec<String> },
+    /// It saves this many bytes less than the choice.
+    SavesLess { bytes: i64 },
+    /// It saves as much and costs more CPU.
+    SavesAsMuchCostsMore,
+    /// It saves as much; the current configuration is kept.
+    SavesAsMuchKeepCurrent,
+    /// Nothing fitted the budgets and it costs more CPU than the fallback.
+    CostsMoreCpu,
 }
 
 /// Whether `r` is the configuration named by `algo` alone (no secondary, no dictionary).
@@ -64,7 +76,7 @@ fn is_plain(r: &PolicyRow, algo: &str) -> bool {
 /// rows' order) and the recommendation.
 /// Why the live kernel cannot run `p`, if it cannot: an algorithm its `comp_algorithm` does not
 /// offer, or recompression where it has none (CONFIG_ZRAM_MULTI_COMP off).
-fn unavailable(p: &super::Policy, live: &super::LiveConfig) -> Option<String> {
+fn unavailable(p: &crate::Policy, live: &crate::LiveConfig) -> Option<String> {
     if live.offered.is_empty() {
         return None;
     }
@@ -149,47 +161,21 @@ pub fn recommend(
         .collect();
     let runner = cost::choose(&others).map(|ch| &others[ch.index]);
 
-    let mib = |b: i64| b as f64 / (1 << 20) as f64;
-    let mut why = if !choice.fits {
-        format!(
-            "no configuration fits the budgets ({} % of a core, +{} us p99); {} is the cheapest \
-             in CPU that saves at least as much memory as now",
-            budgets.cpu_percent_of_core, budgets.added_load_p99_us, c.name
-        )
-    } else if c.is_current {
-        format!("keep {}: no configuration within the budgets saves more memory", c.name)
-    } else {
-        format!("{} saves the most memory within the budgets", c.name)
-    };
-    why += &format!(
-        ": {:+.1} MiB against now ({:.1} MiB of {} pages), {:.3} % of a core ({:+.3} % against \
-         now), p99 swap-in {:.1} us ({:+.1} us)",
-        mib(c.memory_saved_bytes_vs_now),
-        mib(c.pool_bytes as i64),
-        proj.pages,
-        100.0 * c.cpu_secs_per_sec,
-        100.0 * c.added_cpu_secs_per_sec,
-        c.load_p99_ns as f64 / 1000.0,
-        c.added_load_p99_ns as f64 / 1000.0,
-    );
-    if let Some(x) = runner {
-        let reason = if !x.within_budgets {
-            format!("outside the budgets ({})", x.over_budget.join("; "))
+    let runner_up_reason = runner.map(|x| {
+        if !x.within_budgets {
+            RunnerUpReason::OutsideBudgets { over_budget: x.over_budget.clone() }
         } else if choice.fits && x.memory_saved_bytes_vs_now < c.memory_saved_bytes_vs_now {
-            format!(
-                "saves {:.2} MiB less",
-                mib(c.memory_saved_bytes_vs_now - x.memory_saved_bytes_vs_now)
-            )
+            RunnerUpReason::SavesLess {
+                bytes: c.memory_saved_bytes_vs_now - x.memory_saved_bytes_vs_now,
+            }
         } else if choice.fits && x.cpu_secs_per_sec > c.cpu_secs_per_sec {
-            "saves as much and costs more CPU".to_string()
+            RunnerUpReason::SavesAsMuchCostsMore
         } else if choice.fits {
-            "saves as much; the current configuration is kept".to_string()
+            RunnerUpReason::SavesAsMuchKeepCurrent
         } else {
-            "costs more CPU".to_string()
-        };
-        why += &format!("; runner-up {}: {reason}", x.name);
-    }
-    let how = apply::build(&r.policy, now, budgets.recompress_period_secs);
+            RunnerUpReason::CostsMoreCpu
+        }
+    });
     let now_source = match live_bytes {
         Some(_) => format!(
             "the live device's mem_used_total ({} pages stored; its fragmentation included, so \
@@ -205,7 +191,6 @@ pub fn recommend(
         cands.clone(),
         Recommendation {
             config: r.policy.name.clone(),
-            attributes: how.sysfs.clone(),
             expected_ratio: r.effective_ratio,
             memory_saved_bytes: r.memory_saved_bytes,
             memory_saved_percent: 100.0 * r.memory_saved_bytes as f64 / r.orig_bytes.max(1) as f64,
@@ -213,7 +198,7 @@ pub fn recommend(
             load_latency_p50_ns: r.load_latency.p50_ns,
             load_latency_p99_ns: r.load_latency.p99_ns,
             runner_up: runner.map(|x| x.name.clone()),
-            why,
+            runner_up_reason,
             rule: cost::rule(budgets),
             now_config: rows[cur].policy.name.clone(),
             now_bytes,
@@ -224,7 +209,6 @@ pub fn recommend(
             memory_saved_bytes_vs_now: c.memory_saved_bytes_vs_now,
             cpu_secs_per_sec: c.cpu_secs_per_sec,
             added_load_p99_ns: c.added_load_p99_ns,
-            apply: how,
         },
     ))
 }
@@ -232,8 +216,8 @@ pub fn recommend(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::policy::{Policy, PolicyRow};
-    use crate::latency::LatencyHist;
+    use crate::policy::{Policy, PolicyRow};
+    use zmem_sim::latency::LatencyHist;
 
     fn row(
         name: &str,
@@ -301,9 +285,8 @@ mod tests {
         assert_eq!(r.memory_saved_bytes_vs_now, 60_000);
         assert!(r.within_budgets && !r.keep_current);
         assert_eq!(r.runner_up.as_deref(), Some("lzo-rle"));
-        assert!(r.why.contains("saves the most memory within the budgets"), "{}", r.why);
+        assert_eq!(r.runner_up_reason, Some(RunnerUpReason::SavesLess { bytes: 60_000 }));
         assert!(r.rule.contains("1 % of one core"), "{}", r.rule);
-        assert!(r.attributes.iter().any(|a| a == "echo zstd > /sys/block/zram0/comp_algorithm"));
     }
 
     #[test]
@@ -316,7 +299,11 @@ mod tests {
         let (_, r) = recommend(&rows, None, &rates(), &b).unwrap();
         assert_eq!(r.config, "lzo-rle");
         assert!(r.keep_current && !r.within_budgets);
-        assert!(r.why.starts_with("no configuration fits the budgets"), "{}", r.why);
+        assert!(
+            matches!(r.runner_up_reason, Some(RunnerUpReason::OutsideBudgets { .. })),
+            "{:?}",
+            r.runner_up_reason
+        );
     }
 
     /// A live kernel that offers only lzo-rle, lzo and lz4 and has no recompression: zstd
@@ -328,7 +315,7 @@ mod tests {
             row("lzo", "lzo", 210_000, 5000.0, 1000, true),
             row("zstd", "zstd", 260_000, 20_000.0, 1800, true),
         ];
-        let live = super::super::LiveConfig {
+        let live = crate::LiveConfig {
             device: "/dev/zram1".into(),
             comp_algorithm: "lzo-rle".into(),
             recomp_algorithm: None,

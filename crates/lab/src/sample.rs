@@ -34,9 +34,9 @@
 //! of the input.
 
 use serde::{Deserialize, Serialize};
+use zmem_pages::PageSet;
+use zmem_pages::prng::SplitMix64;
 use zmem_pool::zsmalloc::class::ClassTable;
-use zmem_workload::PageSet;
-use zmem_workload::prng::SplitMix64;
 use zmem_zram::same_filled;
 
 use crate::LabError;
@@ -257,7 +257,7 @@ mod tests {
 
     /// What zram holds for every page: the device itself, not the closed form.
     fn measured(set: &PageSet, algo: &str) -> (u64, u64) {
-        let m = crate::conform::ours(algo, set.bytes()).unwrap();
+        let m = zmem_experiments::conform::ours(algo, set.bytes()).unwrap();
         (m.compr_data_size, m.mem_used_total)
     }
 

@@ -1,6 +1,6 @@
 //! The built-in page set: what the lab and `zmem comp-bench` use when given no file.
 
-use crate::{PageSet, WorkloadError};
+use crate::{PageSet, PagesError};
 
 /// Seed of the built-in set. Changing it changes every default benchmark figure.
 pub const DEFAULT_SEED: u64 = 0x7a6d_656d_5f64_6566; // "zmem_def"
@@ -15,7 +15,7 @@ pub fn default_set() -> PageSet {
 }
 
 /// [`default_set`] for another page size (the same number of bytes, cut into `page_size` pages).
-pub fn default_set_with(page_size: usize) -> Result<PageSet, WorkloadError> {
+pub fn default_set_with(page_size: usize) -> Result<PageSet, PagesError> {
     crate::format::check_page_size(page_size)?;
     let pages = DEFAULT_PAGES * crate::DEFAULT_PAGE_SIZE / page_size;
     crate::generate::mixed::generate(pages.max(1), page_size, DEFAULT_SEED)

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 /// Why reading, writing, capturing or generating a workload failed.
 #[derive(Debug, thiserror::Error)]
-pub enum WorkloadError {
+pub enum PagesError {
     /// An operating-system error on a file.
     #[error("{}: {error}", path.display())]
     Io { path: PathBuf, error: std::io::Error },
@@ -48,7 +48,7 @@ pub enum WorkloadError {
     Invalid(String),
     /// Any of the above, in a named file.
     #[error("{}: {error}", path.display())]
-    File { path: PathBuf, error: Box<WorkloadError> },
+    File { path: PathBuf, error: Box<PagesError> },
     /// A declared size exceeds the limit the caller set.
     #[error("the page set declares {declared} bytes of pages, more than the limit of {limit}")]
     TooLarge { declared: u64, limit: u64 },
@@ -58,8 +58,8 @@ fn where_suffix(compressed: bool) -> &'static str {
     if compressed { " of the decompressed page set" } else { "" }
 }
 
-impl WorkloadError {
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+impl PagesError {
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Self::Io { path: path.into(), error: source }
     }
 
@@ -75,7 +75,7 @@ impl WorkloadError {
     }
 
     /// Adds a file name to errors that lack one.
-    pub(crate) fn in_file(self, path: &std::path::Path) -> Self {
+    pub fn in_file(self, path: &std::path::Path) -> Self {
         match self {
             Self::Stream(error) => Self::Io { path: path.to_path_buf(), error },
             e @ (Self::Io { .. } | Self::File { .. } | Self::Invalid(_)) => e,

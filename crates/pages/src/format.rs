@@ -45,7 +45,7 @@ use std::io::{Read, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::WorkloadError;
+use crate::PagesError;
 use crate::meta::{MappingKind, PageMeta, SetMeta};
 
 /// The first eight bytes of a page-set file.
@@ -95,11 +95,11 @@ pub fn detect(prefix: &[u8]) -> FileKind {
 }
 
 /// Checks a page size: a power of two in the range the format allows.
-pub fn check_page_size(page_size: usize) -> Result<(), WorkloadError> {
+pub fn check_page_size(page_size: usize) -> Result<(), PagesError> {
     if page_size.is_power_of_two() && (MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&page_size) {
         Ok(())
     } else {
-        Err(WorkloadError::Invalid(format!(
+        Err(PagesError::Invalid(format!(
             "page size {page_size} is not a power of two in {MIN_PAGE_SIZE}..={MAX_PAGE_SIZE}"
         )))
     }
@@ -175,8 +175,8 @@ impl Header {
     }
 
     /// Decodes and validates a header. `compressed` only shapes error messages.
-    pub fn decode(h: &[u8; HEADER_LEN], compressed: bool) -> Result<Self, WorkloadError> {
-        let bad = |offset: u64, msg: String| WorkloadError::Corrupt { offset, msg, compressed };
+    pub fn decode(h: &[u8; HEADER_LEN], compressed: bool) -> Result<Self, PagesError> {
+        let bad = |offset: u64, msg: String| PagesError::Corrupt { offset, msg, compressed };
         let u16_at = |o: usize| u16::from_le_bytes([h[o], h[o + 1]]);
         let u32_at = |o: usize| u32::from_le_bytes([h[o], h[o + 1], h[o + 2], h[o + 3]]);
         let u64_at = |o: usize| {
@@ -312,15 +312,15 @@ impl<R: Read> Parser<R> {
         self.zstd_pos.is_some()
     }
 
-    fn stream_error(&self, e: std::io::Error) -> WorkloadError {
+    fn stream_error(&self, e: std::io::Error) -> PagesError {
         match &self.zstd_pos {
-            Some(pos) => WorkloadError::Zstd { offset: pos.load(Ordering::Relaxed), error: e },
-            None => WorkloadError::Stream(e),
+            Some(pos) => PagesError::Zstd { offset: pos.load(Ordering::Relaxed), error: e },
+            None => PagesError::Stream(e),
         }
     }
 
     /// Reads as many bytes as are available up to `buf.len()`; returns how many.
-    pub fn read_some(&mut self, buf: &mut [u8]) -> Result<usize, WorkloadError> {
+    pub fn read_some(&mut self, buf: &mut [u8]) -> Result<usize, PagesError> {
         let mut got = 0;
         while got < buf.len() {
             match self.r.read(&mut buf[got..]) {
@@ -334,15 +334,15 @@ impl<R: Read> Parser<R> {
         Ok(got)
     }
 
-    /// Fills `buf` or fails with [`WorkloadError::Truncated`] naming where the data ran out.
+    /// Fills `buf` or fails with [`PagesError::Truncated`] naming where the data ran out.
     pub fn read_exact(
         &mut self,
         buf: &mut [u8],
         what: impl FnOnce() -> String,
-    ) -> Result<(), WorkloadError> {
+    ) -> Result<(), PagesError> {
         let got = self.read_some(buf)?;
         if got < buf.len() {
-            return Err(WorkloadError::Truncated {
+            return Err(PagesError::Truncated {
                 offset: self.offset,
                 what: what(),
                 needed: (buf.len() - got) as u64,
@@ -352,12 +352,12 @@ impl<R: Read> Parser<R> {
         Ok(())
     }
 
-    fn corrupt(&self, offset: u64, msg: String) -> WorkloadError {
-        WorkloadError::Corrupt { offset, msg, compressed: self.compressed() }
+    fn corrupt(&self, offset: u64, msg: String) -> PagesError {
+        PagesError::Corrupt { offset, msg, compressed: self.compressed() }
     }
 
     /// Reads the rest of the header after its 8-byte magic, already consumed into `magic`.
-    pub fn header_after_magic(&mut self, magic: [u8; 8]) -> Result<Header, WorkloadError> {
+    pub fn header_after_magic(&mut self, magic: [u8; 8]) -> Result<Header, PagesError> {
         let mut h = [0u8; HEADER_LEN];
         h[..8].copy_from_slice(&magic);
         self.read_exact(&mut h[8..], || "the page-set header".into())?;
@@ -365,7 +365,7 @@ impl<R: Read> Parser<R> {
     }
 
     /// Reads the name table, metadata and checksums, and the padding up to the pages.
-    pub fn tables(&mut self, h: &Header) -> Result<Tables, WorkloadError> {
+    pub fn tables(&mut self, h: &Header) -> Result<Tables, PagesError> {
         let mut crc = crc32fast::Hasher::new();
         let names_start = self.offset;
         let names_end = names_start + h.names_len;
@@ -476,14 +476,14 @@ impl<R: Read> Parser<R> {
     }
 
     /// Reads page `index` into `buf` (one page long) and checks it against `crc`.
-    pub fn page(&mut self, index: u64, crc: u32, buf: &mut [u8]) -> Result<(), WorkloadError> {
+    pub fn page(&mut self, index: u64, crc: u32, buf: &mut [u8]) -> Result<(), PagesError> {
         let at = self.offset;
         self.read_exact(buf, || format!("page {index}"))?;
         check_page(index, at, crc, buf, self.compressed())
     }
 
     /// Fails if any byte follows.
-    pub fn expect_end(&mut self) -> Result<(), WorkloadError> {
+    pub fn expect_end(&mut self) -> Result<(), PagesError> {
         let at = self.offset;
         let mut b = [0u8; 1];
         if self.read_some(&mut b)? != 0 {
@@ -500,10 +500,10 @@ pub(crate) fn check_page(
     crc: u32,
     page: &[u8],
     compressed: bool,
-) -> Result<(), WorkloadError> {
+) -> Result<(), PagesError> {
     let computed = crc32fast::hash(page);
     if computed != crc {
-        return Err(WorkloadError::Corrupt {
+        return Err(PagesError::Corrupt {
             offset: at,
             msg: format!(
                 "page {index}: checksum mismatch (stored {crc:#010x}, computed {computed:#010x})"
@@ -616,11 +616,11 @@ pub fn valid_set_meta_key(key: &str) -> bool {
 /// Encodes set metadata as the file stores it: one line `key=value\n` per entry in key order
 /// (the map's order); in values a backslash is written `\\` and a newline `\n`.
 /// Fails for an invalid key ([`valid_set_meta_key`]) or a section over [`MAX_SET_META_LEN`].
-pub fn encode_set_meta(meta: &SetMeta) -> Result<Vec<u8>, WorkloadError> {
+pub fn encode_set_meta(meta: &SetMeta) -> Result<Vec<u8>, PagesError> {
     let mut out = Vec::new();
     for (k, v) in meta {
         if !valid_set_meta_key(k) {
-            return Err(WorkloadError::Invalid(format!("invalid set metadata key {k:?}")));
+            return Err(PagesError::Invalid(format!("invalid set metadata key {k:?}")));
         }
         out.extend_from_slice(k.as_bytes());
         out.push(b'=');
@@ -634,7 +634,7 @@ pub fn encode_set_meta(meta: &SetMeta) -> Result<Vec<u8>, WorkloadError> {
         out.push(b'\n');
     }
     if out.len() as u64 > MAX_SET_META_LEN {
-        return Err(WorkloadError::Invalid(format!(
+        return Err(PagesError::Invalid(format!(
             "set metadata of {} bytes, more than {MAX_SET_META_LEN}",
             out.len()
         )));

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 /// Set-level metadata: key/value pairs about the whole set (for a capture of a zram device: its
 /// algorithm, `mm_stat`, disk size, the kernel version, the time; see
-/// [`crate::capture::zram`]). Keys are printable ASCII without `=` or `\`
+/// zmem-kernel's zram capture). Keys are printable ASCII without `=` or `\`
 /// ([`crate::format::valid_set_meta_key`]); values any UTF-8.
 pub type SetMeta = BTreeMap<String, String>;
 

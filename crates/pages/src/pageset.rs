@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::WorkloadError;
+use crate::PagesError;
 use crate::format::{self, FileKind, Parser};
 use crate::meta::{PageMeta, SetMeta};
 use crate::stream::{PageReader, ReadOptions};
@@ -39,15 +39,15 @@ impl PageSet {
     /// page set is checked against its checksum.
     ///
     /// A raw file whose length is not a multiple of the page size is rejected with
-    /// [`WorkloadError::Truncated`] naming the partial page: padding it would add bytes the
+    /// [`PagesError::Truncated`] naming the partial page: padding it would add bytes the
     /// source never had and skew every ratio measured on it.
-    pub fn open(path: &Path) -> Result<Self, WorkloadError> {
+    pub fn open(path: &Path) -> Result<Self, PagesError> {
         Self::open_with(path, &ReadOptions::default())
     }
 
     /// [`open`](Self::open) with options (raw page size, size limit).
-    pub fn open_with(path: &Path, opts: &ReadOptions) -> Result<Self, WorkloadError> {
-        let len = std::fs::metadata(path).map_err(|e| WorkloadError::io(path, e))?.len();
+    pub fn open_with(path: &Path, opts: &ReadOptions) -> Result<Self, PagesError> {
+        let len = std::fs::metadata(path).map_err(|e| PagesError::io(path, e))?.len();
         let reader = PageReader::open_with(path, opts)?;
         // Reserve what the file can hold, never what an untrusted header claims.
         let hint = match reader.kind() {
@@ -58,13 +58,13 @@ impl PageSet {
     }
 
     /// Parses a whole file image held in memory (any of the formats [`open`](Self::open) takes).
-    pub fn from_bytes(bytes: &[u8], opts: &ReadOptions) -> Result<Self, WorkloadError> {
+    pub fn from_bytes(bytes: &[u8], opts: &ReadOptions) -> Result<Self, PagesError> {
         let reader = PageReader::new(bytes, opts)?;
         let hint = if reader.kind() == FileKind::Zstd { 0 } else { bytes.len() as u64 };
         Self::collect(reader, hint)
     }
 
-    fn collect(mut reader: PageReader<'_>, hint: u64) -> Result<Self, WorkloadError> {
+    fn collect(mut reader: PageReader<'_>, hint: u64) -> Result<Self, PagesError> {
         let page_size = reader.page_size();
         let declared = reader.page_count().map(|n| n.saturating_mul(page_size as u64));
         let reserve = declared.unwrap_or(hint).min(hint).min(isize::MAX as u64) as usize;
@@ -97,19 +97,15 @@ impl PageSet {
     /// raise `SIGBUS`, which kills the process. Callers that cannot rule this out, for instance
     /// because the file is the user's, either accept that outcome and say so, or use
     /// [`open_with`](Self::open_with), which copies the pages into memory.
-    pub unsafe fn map(path: &Path, opts: &ReadOptions) -> Result<Self, WorkloadError> {
-        let file = std::fs::File::open(path).map_err(|e| WorkloadError::io(path, e))?;
+    pub unsafe fn map(path: &Path, opts: &ReadOptions) -> Result<Self, PagesError> {
+        let file = std::fs::File::open(path).map_err(|e| PagesError::io(path, e))?;
         // SAFETY: the mapping is read-only, but shared with the file (`MAP_SHARED`): that the
         // file stays as it is while mapped is this function's contract, passed on to the caller.
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| WorkloadError::io(path, e))?;
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| PagesError::io(path, e))?;
         Self::from_map(map, opts, path)
     }
 
-    fn from_map(
-        map: memmap2::Mmap,
-        opts: &ReadOptions,
-        path: &Path,
-    ) -> Result<Self, WorkloadError> {
+    fn from_map(map: memmap2::Mmap, opts: &ReadOptions, path: &Path) -> Result<Self, PagesError> {
         let bytes: &[u8] = &map;
         match format::detect(bytes) {
             FileKind::Zstd => {
@@ -123,7 +119,7 @@ impl PageSet {
                     return Self::open_with(path, opts);
                 }
                 if len as u64 > opts.max_bytes {
-                    return Err(WorkloadError::TooLarge {
+                    return Err(PagesError::TooLarge {
                         declared: len as u64,
                         limit: opts.max_bytes,
                     });
@@ -141,7 +137,7 @@ impl PageSet {
                 parser.read_exact(&mut magic, || "magic".into()).map_err(|e| e.in_file(path))?;
                 let header = parser.header_after_magic(magic).map_err(|e| e.in_file(path))?;
                 if header.data_len() > opts.max_bytes {
-                    return Err(WorkloadError::TooLarge {
+                    return Err(PagesError::TooLarge {
                         declared: header.data_len(),
                         limit: opts.max_bytes,
                     });
@@ -152,7 +148,7 @@ impl PageSet {
                 let file_len = bytes.len() as u64;
                 if file_len < end {
                     let page = (file_len - header.data_offset) / header.page_size as u64;
-                    let e = WorkloadError::Truncated {
+                    let e = PagesError::Truncated {
                         offset: file_len,
                         what: format!("page {page}"),
                         needed: end - file_len,
@@ -161,7 +157,7 @@ impl PageSet {
                     return Err(e.in_file(path));
                 }
                 if file_len > end {
-                    let e = WorkloadError::Corrupt {
+                    let e = PagesError::Corrupt {
                         offset: end,
                         msg: "unexpected bytes after the last page".into(),
                         compressed: false,
@@ -187,10 +183,10 @@ impl PageSet {
     }
 
     /// Pages from bare bytes: `bytes.len()` must be a multiple of `page_size`.
-    pub fn from_raw(bytes: Vec<u8>, page_size: usize) -> Result<Self, WorkloadError> {
+    pub fn from_raw(bytes: Vec<u8>, page_size: usize) -> Result<Self, PagesError> {
         format::check_page_size(page_size)?;
         if !bytes.len().is_multiple_of(page_size) {
-            return Err(WorkloadError::Invalid(format!(
+            return Err(PagesError::Invalid(format!(
                 "{} bytes is not a whole number of {page_size}-byte pages",
                 bytes.len()
             )));
@@ -199,9 +195,9 @@ impl PageSet {
     }
 
     /// Attaches metadata, one record per page.
-    pub fn with_meta(mut self, meta: Vec<PageMeta>) -> Result<Self, WorkloadError> {
+    pub fn with_meta(mut self, meta: Vec<PageMeta>) -> Result<Self, PagesError> {
         if meta.len() != self.len() {
-            return Err(WorkloadError::Invalid(format!(
+            return Err(PagesError::Invalid(format!(
                 "{} metadata records for {} pages",
                 meta.len(),
                 self.len()
@@ -213,7 +209,7 @@ impl PageSet {
 
     /// Attaches set-level metadata (replacing any). Fails for a key the format cannot hold or a
     /// section over [`format::MAX_SET_META_LEN`] bytes.
-    pub fn with_set_meta(mut self, set_meta: SetMeta) -> Result<Self, WorkloadError> {
+    pub fn with_set_meta(mut self, set_meta: SetMeta) -> Result<Self, PagesError> {
         format::encode_set_meta(&set_meta)?;
         self.set_meta = Some(set_meta);
         Ok(self)
@@ -281,14 +277,14 @@ impl PageSet {
     }
 
     /// Writes the page-set format (uncompressed) to `w`.
-    pub fn write_to<W: Write>(&self, w: &mut W) -> Result<(), WorkloadError> {
+    pub fn write_to<W: Write>(&self, w: &mut W) -> Result<(), PagesError> {
         format::write(w, self.page_size, self.bytes(), self.metas(), self.set_meta())
-            .map_err(WorkloadError::Stream)
+            .map_err(PagesError::Stream)
     }
 
     /// Writes the page set to `path`.
-    pub fn save(&self, path: &Path, compression: Compression) -> Result<(), WorkloadError> {
-        let io = |e| WorkloadError::io(path, e);
+    pub fn save(&self, path: &Path, compression: Compression) -> Result<(), PagesError> {
+        let io = |e| PagesError::io(path, e);
         let file = std::fs::File::create(path).map_err(io)?;
         let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
         match compression {
@@ -308,8 +304,8 @@ impl PageSet {
     }
 
     /// Writes the bare pages to `path` (what `zmem export --raw` does).
-    pub fn save_raw(&self, path: &Path) -> Result<(), WorkloadError> {
-        std::fs::write(path, self.bytes()).map_err(|e| WorkloadError::io(path, e))
+    pub fn save_raw(&self, path: &Path) -> Result<(), PagesError> {
+        std::fs::write(path, self.bytes()).map_err(|e| PagesError::io(path, e))
     }
 }
 
@@ -323,7 +319,7 @@ pub struct PageSetBuilder {
 
 impl PageSetBuilder {
     /// An empty set of `page_size` pages; `with_meta`: whether pages will carry metadata.
-    pub fn new(page_size: usize, with_meta: bool) -> Result<Self, WorkloadError> {
+    pub fn new(page_size: usize, with_meta: bool) -> Result<Self, PagesError> {
         format::check_page_size(page_size)?;
         Ok(Self { page_size, data: Vec::new(), meta: with_meta.then(Vec::new) })
     }
@@ -334,9 +330,9 @@ impl PageSetBuilder {
     }
 
     /// Appends one page; `meta` must be given exactly when the builder was made `with_meta`.
-    pub fn push(&mut self, page: &[u8], meta: Option<PageMeta>) -> Result<(), WorkloadError> {
+    pub fn push(&mut self, page: &[u8], meta: Option<PageMeta>) -> Result<(), PagesError> {
         if page.len() != self.page_size {
-            return Err(WorkloadError::Invalid(format!(
+            return Err(PagesError::Invalid(format!(
                 "page of {} bytes in a set of {}-byte pages",
                 page.len(),
                 self.page_size
@@ -345,14 +341,14 @@ impl PageSetBuilder {
         match (&mut self.meta, meta) {
             (Some(all), Some(m)) => all.push(m),
             (None, None) => {}
-            _ => return Err(WorkloadError::Invalid("metadata given for some pages only".into())),
+            _ => return Err(PagesError::Invalid("metadata given for some pages only".into())),
         }
         self.data.extend_from_slice(page);
         Ok(())
     }
 
     /// Appends a page filled in place by `fill` (generators: no temporary page).
-    pub(crate) fn push_with(&mut self, fill: impl FnOnce(&mut [u8])) {
+    pub fn push_with(&mut self, fill: impl FnOnce(&mut [u8])) {
         debug_assert!(self.meta.is_none(), "push_with is for sets without metadata");
         let start = self.data.len();
         self.data.resize(start + self.page_size, 0);
@@ -360,7 +356,7 @@ impl PageSetBuilder {
     }
 
     /// Drops pages past the first `pages` (capture: undo a process that vanished mid-way).
-    pub(crate) fn truncate(&mut self, pages: usize) {
+    pub fn truncate(&mut self, pages: usize) {
         self.data.truncate(pages * self.page_size);
         if let Some(m) = &mut self.meta {
             m.truncate(pages);

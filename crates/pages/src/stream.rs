@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use crate::WorkloadError;
+use crate::PagesError;
 use crate::format::{self, Counting, FileKind, Header, Parser, Tables};
 use crate::meta::{PageMeta, SetMeta};
 
@@ -17,7 +17,7 @@ use crate::meta::{PageMeta, SetMeta};
 pub struct ReadOptions {
     /// Page size used for raw page files.
     pub page_size: usize,
-    /// Most page bytes accepted; more is [`WorkloadError::TooLarge`].
+    /// Most page bytes accepted; more is [`PagesError::TooLarge`].
     pub max_bytes: u64,
 }
 
@@ -67,14 +67,14 @@ impl std::fmt::Debug for PageReader<'_> {
 
 impl PageReader<'static> {
     /// Opens a page-set file, a zstd-compressed one, or a raw page file of 4 KiB pages.
-    pub fn open(path: &Path) -> Result<Self, WorkloadError> {
+    pub fn open(path: &Path) -> Result<Self, PagesError> {
         Self::open_with(path, &ReadOptions::default())
     }
 
     /// [`open`](Self::open) with options.
-    pub fn open_with(path: &Path, opts: &ReadOptions) -> Result<Self, WorkloadError> {
-        let file = std::fs::File::open(path).map_err(|e| WorkloadError::io(path, e))?;
-        let len = file.metadata().map_err(|e| WorkloadError::io(path, e))?.len();
+    pub fn open_with(path: &Path, opts: &ReadOptions) -> Result<Self, PagesError> {
+        let file = std::fs::File::open(path).map_err(|e| PagesError::io(path, e))?;
+        let len = file.metadata().map_err(|e| PagesError::io(path, e))?.len();
         let reader = Self::new(std::io::BufReader::with_capacity(1 << 16, file), opts)
             .map_err(|e| e.in_file(path))?;
         if reader.kind == FileKind::Raw && len % reader.page_size as u64 != 0 {
@@ -84,9 +84,9 @@ impl PageReader<'static> {
     }
 }
 
-fn raw_partial(len: u64, page_size: usize) -> WorkloadError {
+fn raw_partial(len: u64, page_size: usize) -> PagesError {
     let ps = page_size as u64;
-    WorkloadError::Truncated {
+    PagesError::Truncated {
         offset: len,
         what: format!(
             "the partial last page of a {len}-byte raw page file (page {}, at offset {})",
@@ -100,7 +100,7 @@ fn raw_partial(len: u64, page_size: usize) -> WorkloadError {
 
 impl<'a> PageReader<'a> {
     /// Reads from any byte stream, detecting the format from its first bytes.
-    pub fn new<R: Read + Send + 'a>(r: R, opts: &ReadOptions) -> Result<Self, WorkloadError> {
+    pub fn new<R: Read + Send + 'a>(r: R, opts: &ReadOptions) -> Result<Self, PagesError> {
         format::check_page_size(opts.page_size)?;
         let mut parser = Parser::new(Box::new(r) as Box<dyn Read + Send + 'a>, None);
         let mut magic = [0u8; 8];
@@ -110,8 +110,7 @@ impl<'a> PageReader<'a> {
             let count = Arc::new(AtomicU64::new(0));
             let rest = std::mem::replace(&mut parser.r, Box::new(std::io::empty()));
             let counting = Counting { inner: Cursor::new(magic).chain(rest), count: count.clone() };
-            let decoder =
-                zstd::stream::read::Decoder::new(counting).map_err(WorkloadError::Stream)?;
+            let decoder = zstd::stream::read::Decoder::new(counting).map_err(PagesError::Stream)?;
             let mut inner =
                 Parser::new(Box::new(decoder) as Box<dyn Read + Send + 'a>, Some(count));
             let got = inner.read_some(&mut magic)?;
@@ -127,13 +126,13 @@ impl<'a> PageReader<'a> {
         mut parser: Parser<Box<dyn Read + Send + 'a>>,
         prefix: &[u8],
         opts: &ReadOptions,
-    ) -> Result<Self, WorkloadError> {
+    ) -> Result<Self, PagesError> {
         let (mode, page_size, kind) = if prefix.starts_with(&format::MAGIC) {
             let mut magic = [0u8; 8];
             magic.copy_from_slice(prefix);
             let header = parser.header_after_magic(magic)?;
             if header.data_len() > opts.max_bytes {
-                return Err(WorkloadError::TooLarge {
+                return Err(PagesError::TooLarge {
                     declared: header.data_len(),
                     limit: opts.max_bytes,
                 });
@@ -195,7 +194,7 @@ impl<'a> PageReader<'a> {
 
     /// The next page, `Ok(None)` at the end. Each page set page is checked against its checksum
     /// before it is handed out. After an error the reader is finished.
-    pub fn next_page(&mut self) -> Result<Option<Page<'_>>, WorkloadError> {
+    pub fn next_page(&mut self) -> Result<Option<Page<'_>>, PagesError> {
         if self.done {
             return Ok(None);
         }
@@ -218,7 +217,7 @@ impl<'a> PageReader<'a> {
     }
 
     /// Reads the next page into `buf`; false at the end.
-    fn advance(&mut self) -> Result<bool, WorkloadError> {
+    fn advance(&mut self) -> Result<bool, PagesError> {
         let index = self.next;
         match &self.mode {
             Mode::Set { header, tables } => {
@@ -237,14 +236,14 @@ impl<'a> PageReader<'a> {
                 }
                 if got < self.page_size {
                     let mut e = raw_partial(at + got as u64, self.page_size);
-                    if let WorkloadError::Truncated { compressed, .. } = &mut e {
+                    if let PagesError::Truncated { compressed, .. } = &mut e {
                         *compressed = self.parser.zstd_pos.is_some();
                     }
                     return Err(e);
                 }
                 let total = (index + 1).saturating_mul(self.page_size as u64);
                 if total > self.max_bytes {
-                    return Err(WorkloadError::TooLarge { declared: total, limit: self.max_bytes });
+                    return Err(PagesError::TooLarge { declared: total, limit: self.max_bytes });
                 }
             }
         }

@@ -1,14 +1,14 @@
 //! Generators: deterministic for a seed, the documented patterns, and the mixed set's ratio in
 //! its calibrated range.
 
-use zmem_workload::builtin;
-use zmem_workload::generate::{self, Kind, mixed};
+use zmem_pages::builtin;
+use zmem_pages::generate::{self, Kind, mixed};
 use zmem_zram::{Zram, ZramConfig};
 
 /// orig_data_size / compr_data_size of the page set written to zmem's zram under `algo`: the
 /// kernel's accounting (docs/REFERENCES.md [live-zram-oracle]), where same-filled pages cost
 /// nothing and pages that compress to `huge_class_size` or more cost a whole page.
-fn zram_ratio(set: &zmem_workload::PageSet, algo: &str) -> f64 {
+fn zram_ratio(set: &zmem_pages::PageSet, algo: &str) -> f64 {
     let z = Zram::new(ZramConfig { page_size: set.page_size(), ..ZramConfig::default() }).unwrap();
     z.store("comp_algorithm", algo).unwrap();
     z.store("disksize", &set.bytes().len().to_string()).unwrap();

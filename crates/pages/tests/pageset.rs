@@ -4,19 +4,19 @@
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use zmem_workload::{
-    Compression, MappingKind, PageMeta, PageReader, PageSet, ReadOptions, WorkloadError, format,
+use zmem_pages::{
+    Compression, MappingKind, PageMeta, PageReader, PageSet, PagesError, ReadOptions, format,
 };
 
 /// [`PageSet::map`] on a file this test wrote into its own temporary directory.
-fn map(path: &std::path::Path, opts: &ReadOptions) -> Result<PageSet, WorkloadError> {
+fn map(path: &std::path::Path, opts: &ReadOptions) -> Result<PageSet, PagesError> {
     // SAFETY: the file is in a temporary directory of this test's own, written before the call
     // and never written or truncated again while the set lives (the directory outlives it).
     unsafe { PageSet::map(path, opts) }
 }
 
 fn sample(pages: usize, page_size: usize, with_meta: bool) -> PageSet {
-    let mut rng = zmem_workload::prng::SplitMix64::new(pages as u64 * 31 + page_size as u64);
+    let mut rng = zmem_pages::prng::SplitMix64::new(pages as u64 * 31 + page_size as u64);
     let mut bytes = vec![0u8; pages * page_size];
     rng.fill(&mut bytes);
     // Some structure, so zstd has something to do.
@@ -175,7 +175,7 @@ fn truncation_at_every_length_names_the_end() {
     for len in 8..bytes.len() {
         let err = PageSet::from_bytes(&bytes[..len], &ReadOptions::default()).unwrap_err();
         match &err {
-            WorkloadError::Truncated { offset, .. } => assert_eq!(*offset, len as u64, "{err}"),
+            PagesError::Truncated { offset, .. } => assert_eq!(*offset, len as u64, "{err}"),
             other => panic!("length {len}: expected truncation, got {other}"),
         }
     }
@@ -227,9 +227,9 @@ fn a_size_limit_stops_huge_declarations_before_reading() {
     let set = sample(4, 4096, false);
     let opts = ReadOptions { max_bytes: 3 * 4096, ..ReadOptions::default() };
     let err = PageSet::from_bytes(&encode(&set), &opts).unwrap_err();
-    assert!(matches!(err, WorkloadError::TooLarge { declared: 16384, limit: 12288 }), "{err}");
+    assert!(matches!(err, PagesError::TooLarge { declared: 16384, limit: 12288 }), "{err}");
     let err = PageSet::from_bytes(set.bytes(), &opts).unwrap_err();
-    assert!(matches!(err, WorkloadError::TooLarge { .. }), "{err}");
+    assert!(matches!(err, PagesError::TooLarge { .. }), "{err}");
 }
 
 #[test]
@@ -265,7 +265,7 @@ proptest! {
         match PageSet::from_bytes(&bytes, &ReadOptions::default()) {
             Ok(back) => prop_assert!(bytes[..8] != format::MAGIC && back.meta(0).is_none()),
             Err(e) => {
-                let named = e.offset().is_some() || matches!(e, WorkloadError::TooLarge { .. });
+                let named = e.offset().is_some() || matches!(e, PagesError::TooLarge { .. });
                 prop_assert!(named, "{}", e);
             }
         }
@@ -277,7 +277,7 @@ proptest! {
         bytes.extend_from_slice(&tail);
         let opts = ReadOptions { max_bytes: 1 << 20, ..ReadOptions::default() };
         let err = PageSet::from_bytes(&bytes, &opts).unwrap_err();
-        let named = err.offset().is_some() || matches!(err, WorkloadError::TooLarge { .. });
+        let named = err.offset().is_some() || matches!(err, PagesError::TooLarge { .. });
         prop_assert!(named, "{}", err);
     }
 

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use zmem_workload::{
-    Compression, MappingKind, PageMeta, PageReader, PageSet, ReadOptions, SetMeta, WorkloadError,
+use zmem_pages::{
+    Compression, MappingKind, PageMeta, PageReader, PageSet, PagesError, ReadOptions, SetMeta,
     format,
 };
 
@@ -159,7 +159,7 @@ fn patch(bytes: &mut [u8], f: impl FnOnce(&mut [u8])) {
 
 fn corrupt_at(bytes: &[u8]) -> (u64, String) {
     match PageSet::from_bytes(bytes, &opts()) {
-        Err(WorkloadError::Corrupt { offset, msg, .. }) => (offset, msg),
+        Err(PagesError::Corrupt { offset, msg, .. }) => (offset, msg),
         other => panic!("expected a corruption error, got {other:?}"),
     }
 }
@@ -212,7 +212,7 @@ fn truncation_inside_the_section_names_the_offset() {
     let good = encode(&sample());
     let cut = &good[..64 + 7 + 10];
     match PageSet::from_bytes(cut, &opts()) {
-        Err(WorkloadError::Truncated { offset, what, .. }) => {
+        Err(PagesError::Truncated { offset, what, .. }) => {
             assert_eq!(offset, cut.len() as u64);
             assert!(what.contains("set metadata"), "{what}");
         }

@@ -3,9 +3,9 @@
 use std::collections::{HashMap, HashSet};
 
 use proptest::prelude::*;
-use zmem_workload::WorkloadError;
-use zmem_workload::trace::generate::{Options, generate};
-use zmem_workload::trace::{Access, HEADER_LEN, Op, RECORD_LEN, Trace, TraceReader};
+use zmem_pages::PagesError;
+use zmem_pages::trace::generate::{Options, generate};
+use zmem_pages::trace::{Access, HEADER_LEN, Op, RECORD_LEN, Trace, TraceReader};
 
 fn small() -> Options {
     Options {
@@ -73,7 +73,7 @@ fn truncation_and_bad_records_name_offsets() {
     for len in 0..bytes.len() {
         let err = Trace::read(&bytes[..len]).unwrap_err();
         assert!(
-            matches!(err, WorkloadError::Truncated { offset, .. } if offset == len as u64),
+            matches!(err, PagesError::Truncated { offset, .. } if offset == len as u64),
             "{len}: {err}"
         );
     }

@@ -3,8 +3,8 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use zmem_pages::prng::SplitMix64 as Rng;
 use zmem_pool::{Handle, PoolConfig, ZPool};
-use zmem_workload::prng::SplitMix64 as Rng;
 
 fn fill(len: usize, seed: u64) -> Vec<u8> {
     let mut data = vec![0u8; len];

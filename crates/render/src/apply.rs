@@ -14,8 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::now::Now;
-use super::policy::Policy;
+use zmem_lab::{LabReport, Now, Policy};
 
 /// Where a dictionary is installed by the script.
 pub const DICT_PATH: &str = "/etc/zmem/zram-dict";
@@ -77,8 +76,20 @@ fn pass(p: &Policy, sys: &str) -> Vec<String> {
     v
 }
 
+/// The three forms for the report's recommendation.
+pub fn build(r: &LabReport) -> Apply {
+    let rec = &r.recommendation;
+    let policy = r.policies.iter().find(|row| row.policy.name == rec.config).map(|row| &row.policy);
+    match policy {
+        Some(p) => forms(p, r.now.as_ref(), r.budgets.recompress_period_secs),
+        None => {
+            forms(&Policy::single(&rec.config), r.now.as_ref(), r.budgets.recompress_period_secs)
+        }
+    }
+}
+
 /// Builds the three forms for policy `p`; `period_secs` is the recompression timer's period.
-pub fn build(p: &Policy, now: Option<&Now>, period_secs: f64) -> Apply {
+pub fn forms(p: &Policy, now: Option<&Now>, period_secs: f64) -> Apply {
     let (dev, device_note, disksize, prio) = device(now);
     let sys = format!("/sys/block/{dev}");
     let size = if disksize > 0 {
@@ -248,7 +259,7 @@ pub fn script(config: &str, a: &Apply, dict: Option<&[u8]>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::policy::candidates;
+    use zmem_lab::candidates;
 
     fn policy(name: &str) -> Policy {
         candidates("lzo-rle").into_iter().find(|p| p.name == name).unwrap()
@@ -267,7 +278,7 @@ mod tests {
     #[test]
     fn a_recompressing_script_has_sysfs_the_generator_and_the_units() {
         let p = policy("lzo-rle + zstd(idle)");
-        let a = build(&p, None, 3600.0);
+        let a = forms(&p, None, 3600.0);
         let s = script(&p.name, &a, None);
         for want in [
             "echo lzo-rle > /sys/block/zram0/comp_algorithm",
@@ -286,7 +297,7 @@ mod tests {
         }
         assert!(s.starts_with("#!/bin/sh\n"));
         // Huge pages: no idle marking.
-        let h = build(&policy("lzo-rle + deflate(huge)"), None, 600.0);
+        let h = forms(&policy("lzo-rle + deflate(huge)"), None, 600.0);
         let svc = h.service.unwrap();
         assert!(
             svc.contains("echo 'type=huge' > /sys/block/zram0/recompress") && !svc.contains("idle")
@@ -296,13 +307,13 @@ mod tests {
     #[test]
     fn a_single_algorithm_has_no_timer_and_a_dictionary_is_installed() {
         let p = policy("zstd");
-        let a = build(&p, None, 3600.0);
+        let a = forms(&p, None, 3600.0);
         assert!(a.timer.is_none() && a.service.is_none());
         let s = script(&p.name, &a, None);
         assert!(!s.contains(".timer") && s.contains("No timer"), "{s}");
         assert!(s.contains("compression-algorithm = zstd\n"));
         let d = policy("zstd + dict");
-        let a = build(&d, None, 3600.0);
+        let a = forms(&d, None, 3600.0);
         let s = script(&d.name, &a, Some(b"dictionary"));
         assert!(s.contains(
             "echo 'algo=zstd dict=/etc/zmem/zram-dict' > /sys/block/zram0/algorithm_params"

@@ -1,7 +1,9 @@
 //! The offline HTML report: one file, inline CSS and SVG, no scripts.
 
-use super::svg;
-use crate::lab::LabReport;
+use zmem_lab::LabReport;
+
+use crate::summary::{CHANGE_MEANINGS, trade_points};
+use crate::svg;
 
 /// The accent colour of each plot, in page order; the screenshot test looks for them.
 pub const PLOT_COLORS: [(&str, &str); 6] = [
@@ -21,7 +23,7 @@ pub fn render_html(r: &LabReport) -> String {
     let c = |i: usize| PLOT_COLORS[i + 1].1;
     let trade = svg::tradeoff(
         "Memory saved against CPU, per candidate (projected onto the device)",
-        &super::trade_points(r),
+        &trade_points(r),
         r.budgets.cpu_percent_of_core,
         PLOT_COLORS[0].1,
     );
@@ -128,9 +130,9 @@ pub fn render_html(r: &LabReport) -> String {
         rec.cpu_seconds_per_gb,
         rec.load_latency_p50_ns,
         rec.load_latency_p99_ns,
-        esc(&rec.why),
+        esc(&crate::advice::why(r)),
         esc(&rec.rule),
-        esc(&rec.attributes.join("\n")),
+        esc(&crate::apply::build(r).sysfs.join("\n")),
         trade,
         change,
         rows,
@@ -217,11 +219,11 @@ fn change_section(r: &LabReport) -> String {
             )
         })
         .collect();
-    let meanings: String = super::CHANGE_MEANINGS
+    let meanings: String = CHANGE_MEANINGS
         .iter()
         .map(|(k, v)| format!("<li><b>{}</b>: {}</li>", esc(k), esc(v)))
         .collect();
-    let a = &rec.apply;
+    let a = &crate::apply::build(r);
     let mut apply = format!(
         "<h3>How to apply it</h3><p>Device: {}. zmem changed nothing; \
          <code>zmem lab --apply-script FILE</code> writes all of this as one script to review.</p>\
@@ -240,7 +242,7 @@ fn change_section(r: &LabReport) -> String {
              <pre>{}</pre><pre>{}</pre>",
             esc(service),
             esc(timer),
-            u = crate::lab::apply::UNIT
+            u = crate::apply::UNIT
         );
     }
     format!(

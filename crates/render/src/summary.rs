@@ -1,13 +1,11 @@
-//! Rendering a [`LabReport`]: the terminal summary, and the self-contained HTML report with SVG
-//! plots. Nothing here measures.
+//! The lab's terminal summary and its apply script, from a [`LabReport`]. Nothing here
+//! measures.
 
-mod html;
-pub mod svg;
+use zmem_lab::LabReport;
 
-pub use html::{PLOT_COLORS, render_html};
+use crate::svg;
 
-use crate::comp_bench::render_table;
-use crate::lab::LabReport;
+use crate::experiments::comp_table as render_table;
 
 /// The terminal summary: source, the three tables and the recommendation.
 pub fn render_summary(r: &LabReport) -> String {
@@ -108,6 +106,7 @@ pub fn render_summary(r: &LabReport) -> String {
     }
     s += &change_table(r);
     let rec = &r.recommendation;
+    let apply = crate::apply::build(r);
     s += &format!(
         "\nRecommendation: {}\n  expected ratio {:.2}, memory saved {:.1} %, {:.2} CPU s per GB compressed, load p50 {} ns / p99 {} ns\n  {}\n  rule: {}\n  set it up with:\n",
         rec.config,
@@ -116,25 +115,25 @@ pub fn render_summary(r: &LabReport) -> String {
         rec.cpu_seconds_per_gb,
         rec.load_latency_p50_ns,
         rec.load_latency_p99_ns,
-        rec.why,
+        crate::advice::why(r),
         rec.rule
     );
-    for a in &rec.attributes {
+    for a in &apply.sysfs {
         s += &format!("    {a}\n");
     }
     s += &format!(
         "  or with zram-generator (/etc/systemd/zram-generator.conf.d/60-zmem.conf):\n{}",
-        indent(&rec.apply.generator_conf, "    ")
+        indent(&apply.generator_conf, "    ")
     );
-    for v in &rec.apply.generator_versions {
+    for v in &apply.generator_versions {
         s += &format!("    # {v}\n");
     }
-    if let (Some(service), Some(timer)) = (&rec.apply.service, &rec.apply.timer) {
+    if let (Some(service), Some(timer)) = (&apply.service, &apply.timer) {
         s += &format!(
             "  and a systemd timer for the periodic recompression:\n    # {u}.service\n{}    # {u}.timer\n{}",
             indent(service, "    "),
             indent(timer, "    "),
-            u = crate::lab::apply::UNIT
+            u = crate::apply::UNIT
         );
     }
     s += "  (zmem lab --apply-script FILE writes all of it as one script to review; nothing is run)\n";
@@ -322,7 +321,7 @@ pub fn render_apply_script(r: &LabReport) -> String {
     let rec = &r.recommendation;
     let dict =
         r.policies.iter().find(|p| p.policy.name == rec.config).and_then(|p| p.dict.as_deref());
-    crate::lab::apply::script(&rec.config, &rec.apply, dict)
+    crate::apply::script(&rec.config, &crate::apply::build(r), dict)
 }
 
 /// A latency, or `-` where nothing was measured.

@@ -7,11 +7,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use zmem_lab::lab::{self, LabOptions, Source};
-use zmem_lab::{NoProgress, report};
+use zmem_lab::NoProgress;
+use zmem_lab::{self as lab, LabOptions, Source};
+use zmem_render as report;
 
 fn small_report() -> lab::LabReport {
-    let set = zmem_workload::generate::generate(zmem_workload::generate::Kind::Mixed, 384, 4096, 7)
+    let set = zmem_pages::generate::generate(zmem_pages::generate::Kind::Mixed, 384, 4096, 7)
         .expect("generator");
     let source = Source {
         kind: "builtin".into(),
@@ -71,7 +72,7 @@ fn every_candidate_is_projected_and_one_is_now() {
     assert!(summary.contains("Change from now") && summary.contains("saved MiB"), "{summary}");
     let script = report::render_apply_script(&r);
     assert!(script.starts_with("#!/bin/sh\n") && script.contains("zram-generator.conf.d"));
-    assert_eq!(script.contains(".timer"), r.recommendation.apply.timer.is_some());
+    assert_eq!(script.contains(".timer"), report::apply::build(&r).timer.is_some());
 }
 
 fn chromium() -> Option<PathBuf> {

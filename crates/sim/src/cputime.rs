@@ -49,10 +49,20 @@ pub struct Elapsed {
     pub wall_secs: f64,
 }
 
+/// What compressions done elsewhere cost: objects a device took from the compressor table
+/// instead of compressing (zmem-experiments' `objects::Charged` adds them up).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Charge {
+    /// Objects handed out (compressions the device did not run).
+    pub objects: u64,
+    pub cpu_secs: f64,
+    pub wall_secs: f64,
+}
+
 impl Elapsed {
     /// This time with `charge` added: work done elsewhere (a compression taken from the
-    /// compressor table, [`crate::objects`]) counted as part of it.
-    pub fn plus(self, charge: crate::objects::Charge) -> Self {
+    /// compressor table) counted as part of it.
+    pub fn plus(self, charge: Charge) -> Self {
         Self {
             cpu_secs: self.cpu_secs + charge.cpu_secs,
             wall_secs: self.wall_secs + charge.wall_secs,

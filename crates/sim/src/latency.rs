@@ -78,34 +78,6 @@ impl LatencyRecorder {
     }
 }
 
-/// bpftrace's bucket bound: 1024-based K, M, G suffixes where the number divides evenly.
-fn label(mut n: u64) -> String {
-    for suffix in ["", "K", "M", "G", "T"] {
-        if n < 1024 || !n.is_multiple_of(1024) {
-            return format!("{n}{suffix}");
-        }
-        n /= 1024;
-    }
-    format!("{n}P")
-}
-
-/// Prints a histogram as bpftrace does: a `@name:` line, then one line per bucket.
-pub fn render_hist(name: &str, h: &LatencyHist) -> String {
-    const WIDTH: usize = 52;
-    let mut s = format!("@{name}:\n");
-    let max = h.buckets.iter().map(|b| b.count).max().unwrap_or(0);
-    for b in &h.buckets {
-        let head = if b.hi == 2 {
-            "[1]".to_string()
-        } else {
-            format!("[{}, {})", label(b.lo), label(b.hi))
-        };
-        let bar = if max == 0 { 0 } else { (b.count as f64 / max as f64 * WIDTH as f64) as usize };
-        s += &format!("{head:<16}{:>8} |{:<WIDTH$}|\n", b.count, "@".repeat(bar));
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,27 +101,11 @@ mod tests {
             ]
         );
         assert_eq!((h.count, h.min_ns), (7, 1000));
-        let text = render_hist("store_ns", &h);
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], "@store_ns:");
-        assert_eq!(lines[1], format!("{:<16}{:>8} |{}|", "[512, 1K)", 2, "@".repeat(52)));
-        let half_bar = format!("{:<52}", "@".repeat(26));
-        assert_eq!(lines[3], format!("{:<16}{:>8} |{half_bar}|", "[2K, 4K)", 1));
-        assert_eq!(lines[4], format!("[4K, 8K){}0 |{}|", " ".repeat(15), " ".repeat(52)));
-    }
-
-    #[test]
-    fn labels_use_1024_suffixes() {
-        assert_eq!(
-            [1, 512, 1024, 3 << 10, 1 << 20, 1 << 30].map(label),
-            ["1", "512", "1K", "3K", "1M", "1G"].map(String::from)
-        );
     }
 
     #[test]
     fn an_empty_histogram_has_no_buckets() {
         let h = LatencyRecorder::new().finish();
         assert!(h.buckets.is_empty() && h.count == 0);
-        assert_eq!(render_hist("x", &h), "@x:\n");
     }
 }

@@ -26,9 +26,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use zmem_workload::prng::SplitMix64;
+use zmem_pages::prng::SplitMix64;
 
-use crate::LabError;
+use crate::SimError;
 
 /// A swap device's latencies, by name: published figures for a 4 KiB random read and write at
 /// queue depth 1 (docs/REFERENCES.md [swap-device-latency]).
@@ -177,7 +177,7 @@ impl SwapDevice {
     }
 
     /// The device `spec` names: a profile as it is, a path measured for about `duration`.
-    pub fn resolve(spec: &DeviceSpec, duration: Duration) -> Result<Self, LabError> {
+    pub fn resolve(spec: &DeviceSpec, duration: Duration) -> Result<Self, SimError> {
         match spec {
             DeviceSpec::Profile(p) => Ok(Self::from_profile(*p)),
             DeviceSpec::Path(path) => measure(path, duration),
@@ -245,7 +245,7 @@ const TMPFS_MAGIC: u64 = 0x0102_1994;
 /// (queue depth 1, as a page fault waits for its page). The file is removed afterwards, also
 /// on failure. A path on tmpfs, or on a file system without `O_DIRECT`, is refused: its
 /// "device" is memory or the page cache, not what swap would wait for.
-pub fn measure(path: &Path, duration: Duration) -> Result<SwapDevice, LabError> {
+pub fn measure(path: &Path, duration: Duration) -> Result<SwapDevice, SimError> {
     let dir = if path.is_dir() {
         path.to_path_buf()
     } else {
@@ -254,7 +254,7 @@ pub fn measure(path: &Path, duration: Duration) -> Result<SwapDevice, LabError> 
             _ => PathBuf::from("."),
         }
     };
-    let bad = |why: String| LabError::Setup(format!("--swap-device {}: {why}", path.display()));
+    let bad = |why: String| SimError::Setup(format!("--swap-device {}: {why}", path.display()));
     if !dir.is_dir() {
         return Err(bad(format!("{} is not a directory", dir.display())));
     }

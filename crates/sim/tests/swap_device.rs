@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use zmem_lab::swap_device::{DeviceSpec, SwapDevice, measure};
+use zmem_sim::swap_device::{DeviceSpec, SwapDevice, measure};
 
 /// A fresh directory under the target directory (on the build's disk, not tmpfs).
 fn scratch(name: &str) -> PathBuf {

@@ -11,13 +11,14 @@
 //! What it is not: a kernel block device (there is no /dev node; I/O is by page index), or
 //! tied to zsmalloc: any allocator of `zmem-pool` can hold the objects.
 //!
-//! [`kernel`] drives the live kernel's zram, the oracle this crate is checked against.
+//! zmem-kernel's `zram_device` drives the live kernel's zram, the oracle this crate is checked
+//! against (tests/kernel.rs).
 
 mod attrs;
 mod backing;
 mod device;
 mod errno;
-pub mod kernel;
+
 #[doc(hidden)]
 pub mod parse;
 mod postprocess;

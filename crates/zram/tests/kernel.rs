@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use zmem_zram::kernel::{self, KernelZram};
+use zmem_kernel::zram_device::{self as kernel, KernelZram};
 use zmem_zram::{Errno, Features, MmStat, Zram, ZramConfig, same_filled};
 
 fn oracle() -> bool {

@@ -318,7 +318,7 @@ mod tests {
     /// Bytes no compressor can shrink.
     fn noise_page(seed: u64) -> Vec<u8> {
         let mut p = vec![0u8; 4096];
-        zmem_workload::prng::SplitMix64::new(seed).fill(&mut p);
+        zmem_pages::prng::SplitMix64::new(seed).fill(&mut p);
         p
     }
 

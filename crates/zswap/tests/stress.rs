@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use zmem_workload::prng::SplitMix64 as Rng;
+use zmem_pages::prng::SplitMix64 as Rng;
 use zmem_zswap::{SwapFile, SwapIn, SwapLayer, SwapOut, Zswap, ZswapConfig};
 
 const PS: usize = 4096;

@@ -9,8 +9,8 @@ pub fn size(flag: &str, text: &str) -> anyhow::Result<u64> {
 
 /// `--swap-device`: a profile as it is, or a path on the device, measured for about a second
 /// (the measured figures go to stderr, as the lab's other steps report).
-pub fn swap_device(text: &str) -> anyhow::Result<zmem_lab::swap_device::SwapDevice> {
-    use zmem_lab::swap_device::{DeviceSpec, SwapDevice};
+pub fn swap_device(text: &str) -> anyhow::Result<zmem_sim::swap_device::SwapDevice> {
+    use zmem_sim::swap_device::{DeviceSpec, SwapDevice};
     let spec: DeviceSpec = text.parse().map_err(|e| anyhow::anyhow!("--swap-device: {e}"))?;
     let d = SwapDevice::resolve(&spec, std::time::Duration::from_secs(1))?;
     if d.kind == "measured" {

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use anyhow::bail;
+use zmem_kernel::capture::{self, Event};
 use zmem_lab::Progress;
-use zmem_workload::capture::{self, Event};
 
 use super::progress::Bar;
 

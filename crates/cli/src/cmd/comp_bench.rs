@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use zmem_lab::comp_bench::{self, AlgoSpec, Options};
+use zmem_experiments::comp_bench::{self, AlgoSpec, Options};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -47,6 +47,6 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     };
     let slices: Vec<&[u8]> = inputs.iter().map(|s| s.bytes()).collect();
     let rows = comp_bench::run(&slices, &specs, &opts, &super::progress::Bar::new())?;
-    super::emit(args.json, &rows, |x| comp_bench::render_table(x))?;
+    super::emit(args.json, &rows, |x| zmem_render::experiments::comp_table(x))?;
     Ok(())
 }

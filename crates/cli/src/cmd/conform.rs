@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use zmem_lab::conform;
+use zmem_experiments::conform;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -19,7 +19,7 @@ pub struct Args {
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let inputs = super::pages::load(std::slice::from_ref(&args.file), 4096)?;
     let r = conform::run(&args.algo, inputs[0].bytes())?;
-    super::emit(args.json, &r, conform::render)?;
+    super::emit(args.json, &r, zmem_render::experiments::conform)?;
     anyhow::ensure!(
         r.identical(),
         "mm_stat differs from the kernel's in {} field(s)",

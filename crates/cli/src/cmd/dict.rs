@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use serde::Serialize;
-use zmem_lab::dict::{self, DictEffect};
+use zmem_experiments::dict::{self, DictEffect};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Dict {
@@ -93,7 +93,7 @@ fn train(args: &TrainArgs) -> anyhow::Result<()> {
             r.dict.display(),
             r.trained_on_pages,
             r.measured_on,
-            dict::render(&r.effect),
+            zmem_render::experiments::dict_effect(&r.effect),
             r.algorithm_params
         )
     })?;

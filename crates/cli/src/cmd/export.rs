@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use zmem_workload::ReadOptions;
+use zmem_pages::ReadOptions;
 
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("to").required(true).args(["raw", "page_set"])))]

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use zmem_workload::generate::{self, Kind};
+use zmem_pages::generate::{self, Kind};
 
 use super::pages::compression;
 

@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use zmem_lab::lab::{self, Coverage, Input, LabOptions, TraceSource, evidence};
-use zmem_lab::report;
-use zmem_workload::trace::Trace;
+use zmem_lab::{self as lab, Coverage, Input, LabOptions, TraceSource, evidence};
+use zmem_pages::trace::Trace;
+use zmem_render as report;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -148,7 +148,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             .with_context(|| format!("writing {}", path.display()))?;
         eprintln!("zmem lab: wrote {} (review it; nothing was run)", path.display());
     }
-    let json = serde_json::to_string_pretty(&r).context("encoding JSON")?;
+    let json = report::json::lab_report_text(&r);
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let html = dir.join("report.html");

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use zmem_lab::mapbench::{self, Options};
+use zmem_experiments::mapbench::{self, Options};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -40,7 +40,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     if args.json {
         println!("{}", serde_json::to_string(&result.summary()).context("encoding JSON")?);
     } else {
-        print!("{}", mapbench::render_log(&result));
+        print!("{}", zmem_render::experiments::mapbench_log(&result));
     }
     Ok(())
 }

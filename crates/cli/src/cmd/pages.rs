@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use zmem_lab::replay::{self, Access};
-use zmem_workload::trace::Trace;
-use zmem_workload::{Compression, PageSet, ReadOptions, builtin};
+use zmem_pages::trace::Trace;
+use zmem_pages::{Compression, PageSet, ReadOptions, builtin};
+use zmem_sim::replay::{self, Access};
 
 /// Reads each file as a page set (raw files are cut into `page_size` pages); no files: the
 /// built-in set. A page-set file whose page size is not `page_size` is an error, not a silent

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use zmem_lab::Incompressible;
-use zmem_lab::replay::{self, ReplayConfig, SwapKind};
+use zmem_sim::replay::{self, ReplayConfig, SwapKind};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -88,7 +88,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         zram_backing: false,
     };
     let r = replay::run(inputs[0].bytes(), &trace, &cfg, &super::progress::Bar::new())?;
-    super::emit(args.json, &r, replay::render)?;
+    super::emit(args.json, &r, zmem_render::replay::replay)?;
     anyhow::ensure!(r.verified, "pages swapped in differ from the pages swapped out");
     Ok(())
 }

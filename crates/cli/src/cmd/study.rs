@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
+use zmem_experiments::study::{self, StudyConfig};
 use zmem_lab::Incompressible;
-use zmem_lab::study::{self, StudyConfig};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Study {
@@ -64,7 +64,7 @@ fn allocators(args: &AllocatorsArgs) -> anyhow::Result<()> {
     };
     let rows =
         study::allocators(inputs[0].bytes(), trace.as_deref(), &cfg, &super::progress::Bar::new())?;
-    super::emit(args.json, &rows, |x| study::render(x))?;
+    super::emit(args.json, &rows, |x| zmem_render::experiments::study(x))?;
     anyhow::ensure!(rows.iter().all(|r| r.verified), "pages came back different");
     Ok(())
 }

@@ -4,11 +4,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::bail;
-use zmem_workload::capture;
-use zmem_workload::trace::generate::{self, Options};
-use zmem_workload::trace::record::{self, SignalStop};
-use zmem_workload::trace::{Summary, Trace};
-use zmem_workload::{Compression, PageSet};
+use zmem_kernel::capture;
+use zmem_kernel::record::{self, SignalStop};
+use zmem_pages::trace::generate::{self, Options};
+use zmem_pages::trace::{Summary, Trace};
+use zmem_pages::{Compression, PageSet};
 
 /// How many of the most accessed pages `trace info` lists.
 const HOTTEST: usize = 5;
@@ -128,10 +128,7 @@ fn run_record(a: &RecordArgs) -> anyhow::Result<()> {
     });
     // SIGINT and SIGTERM end the recording early, keeping what it saw.
     let stop = SignalStop::install()?;
-    let mut make_swap = |bytes: u64| {
-        zmem_lab::live::page_out_swap(bytes)
-            .map_err(|e| zmem_workload::WorkloadError::Invalid(e.to_string()))
-    };
+    let mut make_swap = zmem_kernel::harness::page_out_swap;
     let bar = super::progress::Bar::counting("intervals");
     let intervals = (opts.duration.as_nanos() / opts.interval.as_nanos()) as u64;
     zmem_lab::Progress::start(&bar, "recording", intervals);

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::bail;
-use zmem_lab::validate::{self, ValidateConfig};
-use zmem_workload::trace::record::SignalStop;
+use zmem_experiments::validate::{self, ValidateConfig};
+use zmem_kernel::record::SignalStop;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Validate {
@@ -94,7 +94,7 @@ fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let stop = SignalStop::install()?;
     let progress = super::progress::Bar::new();
     let v = validate::run(inputs[0].bytes(), &trace, &cfg, &player, stop.flag(), &progress)?;
-    super::emit(args.json, &v, validate::render)?;
+    super::emit(args.json, &v, zmem_render::experiments::validation)?;
     anyhow::ensure!(v.verified, "pages swapped in differ from the pages swapped out");
     Ok(())
 }

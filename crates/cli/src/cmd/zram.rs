@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use zmem_lab::zram_run::{self, ZramRunConfig};
+use zmem_experiments::zram_run;
+use zmem_sim::device::ZramRunConfig;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -45,7 +46,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         recompress: args.recompress.clone(),
     };
     let r = zram_run::run(inputs[0].bytes(), &cfg, &super::progress::Bar::new())?;
-    super::emit(args.json, &r, zram_run::render)?;
+    super::emit(args.json, &r, zmem_render::experiments::zram_run)?;
     anyhow::ensure!(r.verified, "pages read back differ from the pages written");
     Ok(())
 }

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use zmem_lab::zram_speed;
+use zmem_experiments::zram_speed;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -25,7 +25,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         usize::from(args.rounds),
         &super::progress::Bar::new(),
     )?;
-    super::emit(args.json, &r, zram_speed::render)?;
+    super::emit(args.json, &r, zmem_render::experiments::zram_speed)?;
     anyhow::ensure!(r.verified, "pages read back differ from the pages written");
     Ok(())
 }

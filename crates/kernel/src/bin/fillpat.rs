@@ -15,12 +15,12 @@ fn main() {
     let pages: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(64);
     let stride: Option<usize> =
         std::env::args().nth(2).and_then(|a| a.parse().ok()).filter(|&s| s > 0);
-    let page_size = zmem_workload::capture::system_page_size();
+    let page_size = zmem_kernel::capture::system_page_size();
     let mut buf = vec![0u8; (pages + 1) * page_size];
     let skip = buf.as_ptr().align_offset(page_size);
     let region = &mut buf[skip..skip + pages * page_size];
     for (i, page) in region.chunks_exact_mut(page_size).enumerate() {
-        zmem_workload::capture::fill_pattern(i as u64, page);
+        zmem_kernel::capture::fill_pattern(i as u64, page);
     }
     let addr = region.as_ptr() as usize;
     let mut out = std::io::stdout().lock();

@@ -18,11 +18,11 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::meta::{MappingKind, PageMeta};
-use crate::pageset::PageSetBuilder;
+use zmem_pages::PageSetBuilder;
+use zmem_pages::{MappingKind, PageMeta};
 
 pub mod zram;
-use crate::{PageSet, WorkloadError};
+use zmem_pages::{PageSet, PagesError};
 
 /// pagemap entry bit: the page is present in RAM.
 const PM_PRESENT: u64 = 1 << 63;
@@ -76,9 +76,9 @@ pub fn system_page_size() -> usize {
 }
 
 /// Every process id in /proc, ascending, without the calling process.
-pub fn all_pids() -> Result<Vec<u32>, WorkloadError> {
+pub fn all_pids() -> Result<Vec<u32>, PagesError> {
     let me = std::process::id();
-    let dir = std::fs::read_dir("/proc").map_err(|e| WorkloadError::io("/proc", e))?;
+    let dir = std::fs::read_dir("/proc").map_err(|e| PagesError::io("/proc", e))?;
     let mut pids: Vec<u32> = dir
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
         .filter(|&p| p != me)
@@ -89,22 +89,18 @@ pub fn all_pids() -> Result<Vec<u32>, WorkloadError> {
 
 /// The processes of a cgroup (v2: its `cgroup.procs`). `path` is the cgroup directory, either
 /// absolute or relative to /sys/fs/cgroup.
-pub fn cgroup_pids(path: &Path) -> Result<Vec<u32>, WorkloadError> {
+pub fn cgroup_pids(path: &Path) -> Result<Vec<u32>, PagesError> {
     let dir = if path.is_absolute() && path.exists() {
         path.to_path_buf()
     } else {
         Path::new("/sys/fs/cgroup").join(path.strip_prefix("/").unwrap_or(path))
     };
     let procs = dir.join("cgroup.procs");
-    let text = std::fs::read_to_string(&procs).map_err(|e| WorkloadError::io(&procs, e))?;
+    let text = std::fs::read_to_string(&procs).map_err(|e| PagesError::io(&procs, e))?;
     let mut pids = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let pid = line.trim().parse().map_err(|_| {
-            WorkloadError::Invalid(format!(
-                "{} line {}: not a pid: {line:?}",
-                procs.display(),
-                n + 1
-            ))
+            PagesError::Invalid(format!("{} line {}: not a pid: {line:?}", procs.display(), n + 1))
         })?;
         pids.push(pid);
     }
@@ -157,7 +153,7 @@ impl std::fmt::Display for Summary {
 pub fn capture(
     pids: &[u32],
     progress: &mut dyn FnMut(Event<'_>),
-) -> Result<(PageSet, Summary), WorkloadError> {
+) -> Result<(PageSet, Summary), PagesError> {
     capture_in(Path::new("/proc"), pids, progress)
 }
 
@@ -166,7 +162,7 @@ pub fn capture_in(
     proc_root: &Path,
     pids: &[u32],
     progress: &mut dyn FnMut(Event<'_>),
-) -> Result<(PageSet, Summary), WorkloadError> {
+) -> Result<(PageSet, Summary), PagesError> {
     let page_size = system_page_size();
     let mut builder = PageSetBuilder::new(page_size, true)?;
     let mut summary = Summary::default();
@@ -321,7 +317,7 @@ fn gone(e: &std::io::Error) -> bool {
 /// The test pattern of page `index` (see the `zmem-fillpat` helper): "ZMEMFILL", the index, then
 /// SplitMix64 bytes seeded with the index.
 pub fn fill_pattern(index: u64, page: &mut [u8]) {
-    let mut rng = crate::prng::SplitMix64::new(index);
+    let mut rng = zmem_pages::prng::SplitMix64::new(index);
     rng.fill(page);
     let head = page.len().min(8);
     page[..head].copy_from_slice(&b"ZMEMFILL"[..head]);

@@ -45,10 +45,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::live;
-use crate::meta::{MappingKind, PageMeta, SetMeta};
-use crate::pageset::PageSetBuilder;
-use crate::{PageSet, WorkloadError};
+use crate::stat as live;
+use zmem_pages::PageSetBuilder;
+use zmem_pages::{MappingKind, PageMeta, SetMeta};
+use zmem_pages::{PageSet, PagesError};
 
 /// Bytes read per `pread`.
 const CHUNK: usize = 1 << 20;
@@ -99,16 +99,16 @@ impl std::fmt::Display for ZramSummary {
 pub fn capture_device(
     path: &Path,
     progress: &mut dyn FnMut(u64, u64),
-) -> Result<(PageSet, ZramSummary), WorkloadError> {
+) -> Result<(PageSet, ZramSummary), PagesError> {
     let id = live::zram_id_of(path)?;
     let device = format!("zram{id}");
     let attr = |name: &str| live::read_zram_attr(id, name);
     let disksize: u64 = attr("disksize")?
         .trim()
         .parse()
-        .map_err(|_| WorkloadError::Invalid(format!("{device}: unreadable disksize")))?;
+        .map_err(|_| PagesError::Invalid(format!("{device}: unreadable disksize")))?;
     if disksize == 0 {
-        return Err(WorkloadError::Invalid(format!(
+        return Err(PagesError::Invalid(format!(
             "{} ({device}) is not initialised (disksize 0): nothing to capture",
             path.display()
         )));
@@ -162,7 +162,7 @@ pub fn capture_device(
         .read(true)
         .custom_flags(libc::O_DIRECT)
         .open(path)
-        .map_err(|e| WorkloadError::io(path, e))?;
+        .map_err(|e| PagesError::io(path, e))?;
     let comm: Arc<str> = Arc::from(device.as_str());
     let mut builder = PageSetBuilder::new(page_size, true)?;
     // A page-aligned window into a slightly larger buffer: O_DIRECT needs the alignment.
@@ -180,7 +180,7 @@ pub fn capture_device(
         while got < want {
             match file.read_at(&mut chunk[got..], pos + got as u64) {
                 Ok(0) => {
-                    return Err(WorkloadError::Invalid(format!(
+                    return Err(PagesError::Invalid(format!(
                         "{}: device ended at byte {} before its disksize {disksize}",
                         path.display(),
                         pos + got as u64
@@ -188,7 +188,7 @@ pub fn capture_device(
                 }
                 Ok(n) => got += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(WorkloadError::io(path, e)),
+                Err(e) => return Err(PagesError::io(path, e)),
             }
         }
         for (i, page) in chunk.chunks_exact(page_size).enumerate() {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::{setup, unique_name};
-use crate::LabError;
+use crate::KernelError;
 
 /// Which cgroup interface a [`MemCgroup`] uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,8 +69,8 @@ pub struct MemCgroup {
 
 impl MemCgroup {
     /// Creates a uniquely named child of the memory controller's root and sets its limit.
-    pub fn create(limit_bytes: u64) -> Result<Self, LabError> {
-        let (root, version) = find_memory_controller().map_err(LabError::Setup)?;
+    pub fn create(limit_bytes: u64) -> Result<Self, KernelError> {
+        let (root, version) = find_memory_controller().map_err(KernelError::Setup)?;
         let dir = root.join(unique_name("zmem"));
         std::fs::create_dir(&dir).map_err(|e| setup(format!("mkdir {}", dir.display()), e))?;
         let me = Self { dir, version, limit: limit_bytes };
@@ -98,30 +98,30 @@ impl MemCgroup {
     }
 
     /// Reads one of its files (`memory.stat`, `memory.usage_in_bytes` / `memory.current`, ...).
-    pub fn read(&self, file: &str) -> Result<String, LabError> {
+    pub fn read(&self, file: &str) -> Result<String, KernelError> {
         let p = self.dir.join(file);
         std::fs::read_to_string(&p).map_err(|e| setup(p.display(), e))
     }
 
     /// Writes one of its files.
-    pub fn write(&self, file: &str, value: &str) -> Result<(), LabError> {
+    pub fn write(&self, file: &str, value: &str) -> Result<(), KernelError> {
         let p = self.dir.join(file);
         std::fs::write(&p, value)
             .map_err(|e| setup(format!("write {value:?} to {}", p.display()), e))
     }
 
     /// Bytes of memory it is charged now (`memory.usage_in_bytes` or `memory.current`).
-    pub fn usage(&self) -> Result<u64, LabError> {
+    pub fn usage(&self) -> Result<u64, KernelError> {
         let file = match self.version {
             CgroupVersion::V1 => "memory.usage_in_bytes",
             CgroupVersion::V2 => "memory.current",
         };
         let text = self.read(file)?;
-        text.trim().parse().map_err(|_| LabError::Setup(format!("{file}: {text:?}")))
+        text.trim().parse().map_err(|_| KernelError::Setup(format!("{file}: {text:?}")))
     }
 
     /// The processes in it (`cgroup.procs`).
-    pub fn procs(&self) -> Result<Vec<u32>, LabError> {
+    pub fn procs(&self) -> Result<Vec<u32>, KernelError> {
         Ok(self.read("cgroup.procs")?.lines().filter_map(|l| l.trim().parse().ok()).collect())
     }
 }

@@ -9,7 +9,7 @@ use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use super::{MemCgroup, setup};
-use crate::LabError;
+use crate::KernelError;
 
 /// A child process this guard spawned into a cgroup; killed when dropped.
 #[derive(Debug)]
@@ -20,7 +20,7 @@ pub struct CgroupChild {
 
 impl CgroupChild {
     /// Spawns `cmd` with its process moved into `cgroup` before `exec`.
-    pub fn spawn(mut cmd: Command, cgroup: &MemCgroup) -> Result<Self, LabError> {
+    pub fn spawn(mut cmd: Command, cgroup: &MemCgroup) -> Result<Self, KernelError> {
         let procs_path = cgroup.path().join("cgroup.procs");
         // Opened here, written in the child: std opens it close-on-exec, so it is inherited by
         // the fork and closed by the exec.
@@ -57,11 +57,11 @@ impl CgroupChild {
     }
 
     /// Whether it has exited (and how), without waiting.
-    pub fn try_wait(&mut self) -> Result<Option<ExitStatus>, LabError> {
+    pub fn try_wait(&mut self) -> Result<Option<ExitStatus>, KernelError> {
         self.child.try_wait().map_err(|e| setup("wait", e))
     }
 
-    fn signal(&self, sig: libc::c_int) -> Result<(), LabError> {
+    fn signal(&self, sig: libc::c_int) -> Result<(), KernelError> {
         let pid = libc::pid_t::try_from(self.pid()).expect("pids fit pid_t");
         // SAFETY: kill has no memory-safety preconditions; the pid is our unreaped child, so it
         // cannot have been reused.
@@ -73,7 +73,7 @@ impl CgroupChild {
 
     /// Stops it (SIGSTOP) and waits until the kernel reports it stopped (state `T` in
     /// /proc/PID/stat), so that nothing it does changes memory after this returns.
-    pub fn freeze(&mut self) -> Result<(), LabError> {
+    pub fn freeze(&mut self) -> Result<(), KernelError> {
         self.signal(libc::SIGSTOP)?;
         self.frozen = true;
         let stat = format!("/proc/{}/stat", self.pid());
@@ -87,10 +87,10 @@ impl CgroupChild {
             match state {
                 Some('T') => return Ok(()),
                 Some('Z') | None => {
-                    return Err(LabError::Setup(format!("process {} exited", self.pid())));
+                    return Err(KernelError::Setup(format!("process {} exited", self.pid())));
                 }
                 _ if Instant::now() > deadline => {
-                    return Err(LabError::Setup(format!(
+                    return Err(KernelError::Setup(format!(
                         "process {} did not stop within 5 s",
                         self.pid()
                     )));
@@ -101,7 +101,7 @@ impl CgroupChild {
     }
 
     /// Lets it run again (SIGCONT).
-    pub fn thaw(&mut self) -> Result<(), LabError> {
+    pub fn thaw(&mut self) -> Result<(), KernelError> {
         self.signal(libc::SIGCONT)?;
         self.frozen = false;
         Ok(())

@@ -22,13 +22,13 @@ mod swap;
 
 use std::path::Path;
 
+use crate::record::SwapForPageOut;
+pub use crate::stat::SwapArea;
 pub use cgroup::{CgroupVersion, MemCgroup};
 pub use child::CgroupChild;
 pub use swap::{ZramSwapConfig, ZramSwapDevice, swap_header};
-pub use zmem_workload::live::SwapArea;
-use zmem_workload::trace::record::SwapForPageOut;
 
-use crate::LabError;
+use crate::KernelError;
 
 /// Why the live set-up cannot run here, in one line, or `None` when it can.
 pub fn unavailable_reason() -> Option<String> {
@@ -36,7 +36,7 @@ pub fn unavailable_reason() -> Option<String> {
     if unsafe { libc::geteuid() } != 0 {
         return Some("not root (the live zram set-up needs swapon, hot_add and cgroups)".into());
     }
-    if let Some(why) = zmem_zram::kernel::unavailable_reason() {
+    if let Some(why) = crate::zram_device::unavailable_reason() {
         return Some(why);
     }
     if let Err(why) = cgroup::find_memory_controller() {
@@ -45,22 +45,22 @@ pub fn unavailable_reason() -> Option<String> {
     None
 }
 
-/// Fails with [`LabError::Setup`] and the reason where [`unavailable_reason`] gives one.
-pub fn check_available() -> Result<(), LabError> {
+/// Fails with [`KernelError::Setup`] and the reason where [`unavailable_reason`] gives one.
+pub fn check_available() -> Result<(), KernelError> {
     match unavailable_reason() {
-        Some(why) => Err(LabError::Setup(format!("live kernel set-up unavailable: {why}"))),
+        Some(why) => Err(KernelError::Setup(format!("live kernel set-up unavailable: {why}"))),
         None => Ok(()),
     }
 }
 
 /// The active swap areas other than `mine` (paths as /proc/swaps shows them), from /proc/swaps.
-pub fn other_swaps(mine: &[&Path]) -> Result<Vec<SwapArea>, LabError> {
-    let areas = zmem_workload::live::swaps()?;
+pub fn other_swaps(mine: &[&Path]) -> Result<Vec<SwapArea>, KernelError> {
+    let areas = crate::stat::swaps()?;
     Ok(areas.into_iter().filter(|a| !mine.iter().any(|m| Path::new(&a.filename) == *m)).collect())
 }
 
 /// The swap area for `zmem trace record`'s page-out sampling
-/// ([`zmem_workload::trace::page_out`]), for a recording of `captured_bytes` of pages. Pages
+/// ([`crate::record::page_out`]), for a recording of `captured_bytes` of pages. Pages
 /// paged out should go to compressed RAM, not to a disk, so a touched page comes back in
 /// microseconds:
 /// - where the active swap area of highest priority is a zram device, page-outs go there as the
@@ -71,7 +71,7 @@ pub fn other_swaps(mine: &[&Path]) -> Result<Vec<SwapArea>, LabError> {
 ///   (32767 at most), sized for twice the captured pages (256 MiB at least), because every other
 ///   swap-out on the system goes there too while it exists. Dropping the guard swaps it off (its
 ///   pages are read back) and removes it.
-pub fn page_out_swap(captured_bytes: u64) -> Result<SwapForPageOut, LabError> {
+pub fn page_out_swap(captured_bytes: u64) -> Result<SwapForPageOut, KernelError> {
     let others = other_swaps(&[])?;
     let top = others.iter().max_by_key(|a| a.priority);
     if let Some(z) = top.filter(|a| a.zram_id().is_some()) {
@@ -85,10 +85,10 @@ pub fn page_out_swap(captured_bytes: u64) -> Result<SwapForPageOut, LabError> {
     }
     // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
-        return Err(LabError::Setup("not root: making a zram swap device needs it".into()));
+        return Err(KernelError::Setup("not root: making a zram swap device needs it".into()));
     }
-    if let Some(why) = zmem_zram::kernel::unavailable_reason() {
-        return Err(LabError::Setup(why));
+    if let Some(why) = crate::zram_device::unavailable_reason() {
+        return Err(KernelError::Setup(why));
     }
     let priority = top.map_or(0, |a| a.priority.saturating_add(1)).clamp(0, 32767);
     let disksize = captured_bytes.saturating_mul(2).max(256 << 20);
@@ -110,9 +110,9 @@ pub fn page_out_swap(captured_bytes: u64) -> Result<SwapForPageOut, LabError> {
 }
 
 /// `mm_stat` of zram device `id` (any device, ours or not: reading is harmless), parsed.
-pub fn zram_mm_stat(id: u32) -> Result<zmem_zram::MmStat, LabError> {
-    let line = zmem_workload::live::read_zram_attr(id, "mm_stat")?;
-    line.parse().map_err(|e| LabError::Setup(format!("zram{id} mm_stat {line:?}: {e}")))
+pub fn zram_mm_stat(id: u32) -> Result<zmem_zram::MmStat, KernelError> {
+    let line = crate::stat::read_zram_attr(id, "mm_stat")?;
+    line.parse().map_err(|e| KernelError::Setup(format!("zram{id} mm_stat {line:?}: {e}")))
 }
 
 /// What a [`Harness`] makes.
@@ -139,7 +139,7 @@ pub struct Harness {
 
 impl Harness {
     /// Checks [`unavailable_reason`], then makes the swap device and the cgroup.
-    pub fn new(cfg: &HarnessConfig) -> Result<Self, LabError> {
+    pub fn new(cfg: &HarnessConfig) -> Result<Self, KernelError> {
         check_available()?;
         let swap = ZramSwapDevice::create(&cfg.swap)?;
         let cgroup = MemCgroup::create(cfg.memory_limit)?;
@@ -147,14 +147,14 @@ impl Harness {
     }
 
     /// Starts `cmd` inside the cgroup (replacing and killing any program started before).
-    pub fn spawn(&mut self, cmd: std::process::Command) -> Result<&mut CgroupChild, LabError> {
+    pub fn spawn(&mut self, cmd: std::process::Command) -> Result<&mut CgroupChild, KernelError> {
         self.child = None;
         Ok(self.child.insert(CgroupChild::spawn(cmd, &self.cgroup)?))
     }
 }
 
-fn setup(what: impl std::fmt::Display, e: impl std::fmt::Display) -> LabError {
-    LabError::Setup(format!("{what}: {e}"))
+fn setup(what: impl std::fmt::Display, e: impl std::fmt::Display) -> KernelError {
+    KernelError::Setup(format!("{what}: {e}"))
 }
 
 /// A name no other live set-up on this machine uses at the same time: pid and a counter.

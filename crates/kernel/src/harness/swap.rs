@@ -6,11 +6,11 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use crate::zram_device::KernelZram;
 use zmem_zram::MmStat;
-use zmem_zram::kernel::KernelZram;
 
 use super::setup;
-use crate::LabError;
+use crate::KernelError;
 
 /// include/linux/swap.h: use the priority in the low 15 bits.
 const SWAP_FLAG_PREFER: libc::c_int = 0x8000;
@@ -50,9 +50,9 @@ pub struct ZramSwapDevice {
 impl ZramSwapDevice {
     /// Hot-adds a device, sets its algorithm, limit and size, writes a swap header to page 0
     /// and swaps it on.
-    pub fn create(cfg: &ZramSwapConfig) -> Result<Self, LabError> {
+    pub fn create(cfg: &ZramSwapConfig) -> Result<Self, KernelError> {
         if !(0..=SWAP_FLAG_PRIO_MASK).contains(&cfg.priority) {
-            return Err(LabError::Setup(format!(
+            return Err(KernelError::Setup(format!(
                 "swap priority {} is outside 0..=32767",
                 cfg.priority
             )));
@@ -63,7 +63,7 @@ impl ZramSwapDevice {
             .to_str()
             .and_then(|p| p.strip_prefix("/dev/zram"))
             .and_then(|n| n.parse().ok())
-            .ok_or_else(|| LabError::Setup(format!("unexpected device {}", path.display())))?;
+            .ok_or_else(|| KernelError::Setup(format!("unexpected device {}", path.display())))?;
         let mut me = Self { dev, path, id, priority: cfg.priority, swapped_on: false };
         let name = format!("zram{id}");
         me.dev
@@ -82,18 +82,18 @@ impl ZramSwapDevice {
             .show("disksize")
             .ok()
             .and_then(|s| s.trim().parse().ok())
-            .ok_or_else(|| LabError::Setup(format!("{name}: unreadable disksize")))?;
+            .ok_or_else(|| KernelError::Setup(format!("{name}: unreadable disksize")))?;
         me.write_swap_header(disksize)?;
         me.swapon()?;
         Ok(me)
     }
 
     /// Writes the swap header to page 0 with O_DIRECT (nothing left in the page cache).
-    fn write_swap_header(&self, disksize: u64) -> Result<(), LabError> {
-        let page_size = zmem_workload::capture::system_page_size();
+    fn write_swap_header(&self, disksize: u64) -> Result<(), KernelError> {
+        let page_size = crate::capture::system_page_size();
         let pages = disksize / page_size as u64;
         if pages < 10 {
-            return Err(LabError::Setup(format!(
+            return Err(KernelError::Setup(format!(
                 "{}: {disksize} bytes is too small for swap",
                 self.path.display()
             )));
@@ -112,7 +112,7 @@ impl ZramSwapDevice {
             .map_err(|e| setup(format!("{}: swap header", self.path.display()), e))
     }
 
-    fn swapon(&mut self) -> Result<(), LabError> {
+    fn swapon(&mut self) -> Result<(), KernelError> {
         let c = CString::new(self.path.as_os_str().as_bytes()).expect("a device path has no NUL");
         let flags = SWAP_FLAG_PREFER | (self.priority & SWAP_FLAG_PRIO_MASK);
         // SAFETY: `c` is a NUL-terminated path that outlives the call; swapon reads it only.
@@ -148,7 +148,7 @@ impl ZramSwapDevice {
     }
 
     /// `mm_stat`, parsed.
-    pub fn mm_stat(&self) -> Result<MmStat, LabError> {
+    pub fn mm_stat(&self) -> Result<MmStat, KernelError> {
         self.dev.mm_stat().map_err(|e| setup(format!("zram{} mm_stat", self.id), e))
     }
 }

@@ -17,14 +17,21 @@
 //! removed at the end, which reads every page back). The loop ends early, keeping what it saw,
 //! when the processes exit or `stop` is set: [`SignalStop`] sets it on SIGINT and SIGTERM.
 
+pub mod damon;
+pub mod page_out;
+pub mod pagemap;
+pub mod soft_dirty;
+
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::convert::{self, IntervalCounts, PageIndex};
-use super::{Op, Origin, Trace, damon, page_out, soft_dirty};
 use crate::capture::{self, system_page_size};
-use crate::{PageSet, SetMeta, WorkloadError};
+use zmem_pages::trace::convert::{self, IntervalCounts, PageIndex};
+use zmem_pages::trace::{Op, Origin, Trace};
+use zmem_pages::{PageSet, PagesError, SetMeta};
+
+use crate::KernelError;
 
 /// How accesses are observed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,11 +64,11 @@ impl Method {
 }
 
 impl std::str::FromStr for Method {
-    type Err = WorkloadError;
+    type Err = PagesError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Self::ALL.into_iter().find(|m| m.name() == s).ok_or_else(|| {
-            WorkloadError::Invalid(format!(
+            PagesError::Invalid(format!(
                 "unknown recording method {s:?} (damon, soft-dirty, page-out)"
             ))
         })
@@ -97,7 +104,7 @@ impl std::fmt::Debug for SwapForPageOut {
 }
 
 /// Provides a swap area for page-out sampling of this many bytes of captured pages.
-pub type MakeSwap<'a> = &'a mut dyn FnMut(u64) -> Result<SwapForPageOut, WorkloadError>;
+pub type MakeSwap<'a> = &'a mut dyn FnMut(u64) -> Result<SwapForPageOut, KernelError>;
 
 /// A recording: the pages at the start and the trace over them.
 #[derive(Debug)]
@@ -126,21 +133,21 @@ pub struct Recording {
 
 /// Checks the options: processes given and alive, an interval above zero and not longer than
 /// the duration.
-pub fn check(opts: &Options) -> Result<(), WorkloadError> {
+pub fn check(opts: &Options) -> Result<(), PagesError> {
     if opts.pids.is_empty() {
-        return Err(WorkloadError::Invalid("no process to record".into()));
+        return Err(PagesError::Invalid("no process to record".into()));
     }
     if opts.interval.is_zero() {
-        return Err(WorkloadError::Invalid("the interval must be above 0".into()));
+        return Err(PagesError::Invalid("the interval must be above 0".into()));
     }
     if opts.duration < opts.interval {
-        return Err(WorkloadError::Invalid(format!(
+        return Err(PagesError::Invalid(format!(
             "the duration ({:?}) is shorter than one interval ({:?})",
             opts.duration, opts.interval
         )));
     }
     if let Some(pid) = opts.pids.iter().find(|p| !Path::new(&format!("/proc/{p}")).exists()) {
-        return Err(WorkloadError::Invalid(format!("no such process: {pid}")));
+        return Err(PagesError::Invalid(format!("no such process: {pid}")));
     }
     Ok(())
 }
@@ -161,19 +168,19 @@ pub fn unavailable_reasons() -> [(Method, Option<String>); 3] {
 pub fn choose(
     wanted: Option<Method>,
     reasons: &[(Method, Option<String>)],
-) -> Result<Method, WorkloadError> {
+) -> Result<Method, PagesError> {
     let why = |m: Method| reasons.iter().find(|(k, _)| *k == m).and_then(|(_, w)| w.clone());
     match wanted {
         Some(m) => match why(m) {
             None => Ok(m),
-            Some(w) => Err(WorkloadError::Invalid(format!("cannot record with {}: {w}", m.name()))),
+            Some(w) => Err(PagesError::Invalid(format!("cannot record with {}: {w}", m.name()))),
         },
         None => reasons.iter().find(|(_, w)| w.is_none()).map(|(m, _)| *m).ok_or_else(|| {
             let all: Vec<String> = reasons
                 .iter()
                 .map(|(m, w)| format!("{}: {}", m.name(), w.as_deref().unwrap_or("usable")))
                 .collect();
-            WorkloadError::Invalid(format!(
+            PagesError::Invalid(format!(
                 "cannot record accesses on this kernel: {}",
                 all.join("; ")
             ))
@@ -188,7 +195,7 @@ pub fn record(
     stop: &AtomicBool,
     progress: &mut dyn FnMut(u64),
     make_swap: MakeSwap<'_>,
-) -> Result<Recording, WorkloadError> {
+) -> Result<Recording, KernelError> {
     check(opts)?;
     let mut reasons = unavailable_reasons();
     let mut method = choose(opts.method, &reasons)?;
@@ -201,7 +208,7 @@ pub fn record(
                 reasons[0].1 = Some(e.to_string());
                 method = choose(None, &reasons)?;
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         }
     }
     let why_not: Vec<(Method, String)> = reasons
@@ -217,7 +224,7 @@ pub fn record(
             record_page_out(proc_root, opts, &why_not, stop, progress, pager, make_swap)
         }
         Method::Damon => {
-            let k = kdamond.ok_or_else(|| WorkloadError::Invalid("no kdamond started".into()))?;
+            let k = kdamond.ok_or_else(|| PagesError::Invalid("no kdamond started".into()))?;
             record_damon(proc_root, opts, &why_not, stop, progress, k)
         }
     }
@@ -231,13 +238,13 @@ struct Captured {
     watched: Vec<(u32, Vec<u64>)>,
 }
 
-fn capture_watched(proc_root: &Path, opts: &Options) -> Result<Captured, WorkloadError> {
+fn capture_watched(proc_root: &Path, opts: &Options) -> Result<Captured, PagesError> {
     if opts.interval.is_zero() {
-        return Err(WorkloadError::Invalid("the interval must be above 0".into()));
+        return Err(PagesError::Invalid("the interval must be above 0".into()));
     }
     let (set, summary) = capture::capture_in(proc_root, &opts.pids, &mut |_| {})?;
     if set.is_empty() {
-        return Err(WorkloadError::Invalid(format!("nothing to record: {summary}")));
+        return Err(PagesError::Invalid(format!("nothing to record: {summary}")));
     }
     let index = PageIndex::from_set(&set)?;
     let watched = opts
@@ -290,7 +297,7 @@ pub fn record_damon(
     stop: &AtomicBool,
     progress: &mut dyn FnMut(u64),
     kdamond: damon::Kdamond,
-) -> Result<Recording, WorkloadError> {
+) -> Result<Recording, KernelError> {
     let c = capture_watched(proc_root, opts)?;
     let max = kdamond.max_nr_accesses();
     let (intervals, ended_early) = observe_intervals(opts, stop, progress, &mut |k| {
@@ -323,7 +330,7 @@ pub fn record_soft_dirty(
     why_not: &WhyNot,
     stop: &AtomicBool,
     progress: &mut dyn FnMut(u64),
-) -> Result<Recording, WorkloadError> {
+) -> Result<Recording, KernelError> {
     let c = capture_watched(proc_root, opts)?;
     for (pid, _) in &c.watched {
         soft_dirty::clear(proc_root, *pid)?;
@@ -354,15 +361,15 @@ pub fn record_page_out<P: page_out::Pager>(
     progress: &mut dyn FnMut(u64),
     pager: P,
     make_swap: MakeSwap<'_>,
-) -> Result<Recording, WorkloadError> {
+) -> Result<Recording, KernelError> {
     let c = capture_watched(proc_root, opts)?;
     let ps = system_page_size() as u64;
     let swap = make_swap(c.set.len() as u64 * ps)?;
-    let gone = |pid: u32, k: u64, e: WorkloadError| {
+    let gone = |pid: u32, k: u64, e: PagesError| {
         format!("process {pid} is gone after {k} intervals ({e})")
     };
     let (mut sampler, _) = page_out::Sampler::start(proc_root, c.watched.clone(), ps, pager)
-        .map_err(|(pid, e)| WorkloadError::Invalid(gone(pid, 0, e)))?;
+        .map_err(|(pid, e)| PagesError::Invalid(gone(pid, 0, e)))?;
     let (mut armed, mut unobserved) = (0u64, 0u64);
     let (intervals, ended_early) = observe_intervals(opts, stop, progress, &mut |k| {
         let seen = sampler.observe().map_err(|(pid, e)| gone(pid, k, e))?;
@@ -418,7 +425,7 @@ fn finish(
     ended_early: Option<String>,
     note: String,
     why_not: &WhyNot,
-) -> Result<Recording, WorkloadError> {
+) -> Result<Recording, KernelError> {
     let interval_ns = u64::try_from(opts.interval.as_nanos()).unwrap_or(u64::MAX);
     let trace = convert::spread(c.index.page_count(), interval_ns, &intervals, op)?;
     let origin = method.origin();
@@ -472,7 +479,7 @@ impl std::fmt::Debug for SignalStop {
 
 impl SignalStop {
     /// Installs the handlers (clearing the flag).
-    pub fn install() -> Result<Self, WorkloadError> {
+    pub fn install() -> Result<Self, PagesError> {
         STOP.store(false, Ordering::Relaxed);
         let int = handle(libc::SIGINT)?;
         let term = handle(libc::SIGTERM).inspect_err(|_| restore(libc::SIGINT, &int))?;
@@ -494,7 +501,7 @@ impl Drop for SignalStop {
 }
 
 /// Makes `on_signal` the handler of `sig`; returns the action it replaced.
-fn handle(sig: libc::c_int) -> Result<libc::sigaction, WorkloadError> {
+fn handle(sig: libc::c_int) -> Result<libc::sigaction, PagesError> {
     let mut act = empty_sigaction();
     act.sa_sigaction = on_signal as *const () as usize;
     let mut prev = empty_sigaction();
@@ -503,7 +510,7 @@ fn handle(sig: libc::c_int) -> Result<libc::sigaction, WorkloadError> {
     let rc = unsafe { libc::sigaction(sig, &act, &mut prev) };
     if rc != 0 {
         let e = std::io::Error::last_os_error();
-        return Err(WorkloadError::Invalid(format!("sigaction: {e}")));
+        return Err(PagesError::Invalid(format!("sigaction: {e}")));
     }
     Ok(prev)
 }
@@ -600,7 +607,7 @@ mod tests {
     }
 
     impl page_out::Pager for FakePager {
-        fn page_out(&mut self, _: u32, runs: &[(u64, u64)]) -> Result<(), WorkloadError> {
+        fn page_out(&mut self, _: u32, runs: &[(u64, u64)]) -> Result<(), PagesError> {
             self.calls.set(self.calls.get() + 1);
             let ps = system_page_size() as u64;
             for &(start, n) in runs {
@@ -611,7 +618,7 @@ mod tests {
             Ok(())
         }
 
-        fn drain_lru(&mut self) -> Result<(), WorkloadError> {
+        fn drain_lru(&mut self) -> Result<(), PagesError> {
             Ok(())
         }
     }
@@ -673,7 +680,7 @@ mod tests {
         // No swap area to be had: the error says why, and nothing was paged out.
         calls.set(0);
         let pager = FakePager { pagemap, pinned: 0, calls: calls.clone() };
-        let mut no_swap = |_: u64| Err(WorkloadError::Invalid("no zram here".into()));
+        let mut no_swap = |_: u64| Err(KernelError::Setup("no zram here".into()));
         let err = record_page_out(proc.path(), &opts, &[], &stop, &mut |_| {}, pager, &mut no_swap)
             .unwrap_err();
         assert!(err.to_string().contains("no zram here"), "{err}");

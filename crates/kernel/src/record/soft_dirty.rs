@@ -9,15 +9,15 @@
 
 use std::path::Path;
 
-use crate::WorkloadError;
+use zmem_pages::PagesError;
 
 /// pagemap entry bit: the page was written since soft-dirty bits were last cleared.
 pub const PM_SOFT_DIRTY: u64 = 1 << 55;
 
 /// Clears the soft-dirty bits of every page of `pid` (`4` to `proc_root/PID/clear_refs`).
-pub fn clear(proc_root: &Path, pid: u32) -> Result<(), WorkloadError> {
+pub fn clear(proc_root: &Path, pid: u32) -> Result<(), PagesError> {
     let path = proc_root.join(pid.to_string()).join("clear_refs");
-    std::fs::write(&path, "4").map_err(|e| WorkloadError::io(path, e))
+    std::fs::write(&path, "4").map_err(|e| PagesError::io(path, e))
 }
 
 /// The pages among `vaddrs` (page-aligned, ascending) whose soft-dirty bit `pid`'s pagemap
@@ -27,7 +27,7 @@ pub fn dirty_pages(
     pid: u32,
     vaddrs: &[u64],
     page_size: u64,
-) -> Result<Vec<u64>, WorkloadError> {
+) -> Result<Vec<u64>, PagesError> {
     let entries = super::pagemap::entries(proc_root, pid, vaddrs, page_size)?;
     Ok(vaddrs
         .iter()

@@ -19,7 +19,7 @@
 
 use crate::pageset::PageSetBuilder;
 use crate::prng::SplitMix64;
-use crate::{PageSet, WorkloadError};
+use crate::{PageSet, PagesError};
 
 /// One kind of page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,7 +55,7 @@ pub const WEIGHTS: [(PageKind, u32); 8] = [
 ];
 
 /// `pages` pages of typical anonymous memory.
-pub fn generate(pages: usize, page_size: usize, seed: u64) -> Result<PageSet, WorkloadError> {
+pub fn generate(pages: usize, page_size: usize, seed: u64) -> Result<PageSet, PagesError> {
     let mut rng = SplitMix64::new(seed);
     let mut b = PageSetBuilder::new(page_size, false)?;
     b.reserve(pages);

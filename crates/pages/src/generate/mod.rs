@@ -7,7 +7,7 @@
 pub mod mixed;
 pub mod perf;
 
-use crate::{PageSet, WorkloadError};
+use crate::{PageSet, PagesError};
 
 /// The generators by name, for the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,9 +23,9 @@ impl Kind {
     pub const ALL: [(&'static str, Kind); 2] = [("perf", Kind::Perf), ("mixed", Kind::Mixed)];
 
     /// Looks a kind up by name.
-    pub fn parse(name: &str) -> Result<Self, WorkloadError> {
+    pub fn parse(name: &str) -> Result<Self, PagesError> {
         Self::ALL.iter().find(|(n, _)| *n == name).map(|&(_, k)| k).ok_or_else(|| {
-            WorkloadError::Invalid(format!("unknown generator {name:?} (use perf or mixed)"))
+            PagesError::Invalid(format!("unknown generator {name:?} (use perf or mixed)"))
         })
     }
 }
@@ -36,7 +36,7 @@ pub fn generate(
     pages: usize,
     page_size: usize,
     seed: u64,
-) -> Result<PageSet, WorkloadError> {
+) -> Result<PageSet, PagesError> {
     match kind {
         Kind::Perf => perf::generate(pages, page_size, seed),
         Kind::Mixed => mixed::generate(pages, page_size, seed),

@@ -9,10 +9,10 @@
 
 use crate::pageset::PageSetBuilder;
 use crate::prng::SplitMix64;
-use crate::{PageSet, WorkloadError};
+use crate::{PageSet, PagesError};
 
 /// `pages` pages of the zram-perf pattern.
-pub fn generate(pages: usize, page_size: usize, seed: u64) -> Result<PageSet, WorkloadError> {
+pub fn generate(pages: usize, page_size: usize, seed: u64) -> Result<PageSet, PagesError> {
     let mut rng = SplitMix64::new(seed);
     let mut b = PageSetBuilder::new(page_size, false)?;
     b.reserve(pages);

@@ -1,6 +1,6 @@
 //! From what a recorder observes per interval to page accesses in the trace format.
 //!
-//! A recorder ([`super::record`]) sees the monitored processes once per interval, never the
+//! A recorder (the recorder (zmem-kernel)) sees the monitored processes once per interval, never the
 //! accesses themselves:
 //! - DAMON gives, per aggregation interval, address regions of each process with
 //!   `nr_accesses`: in how many of the interval's sampling checks the region's sampled page had
@@ -27,7 +27,7 @@
 use std::collections::BTreeMap;
 
 use super::{Access, Op, Trace};
-use crate::{PageSet, WorkloadError};
+use crate::{PageSet, PagesError};
 
 /// Where each page of a captured page set was: (pid, virtual address) to page id.
 #[derive(Debug, Clone, Default)]
@@ -39,22 +39,22 @@ pub struct PageIndex {
 impl PageIndex {
     /// The index of a page set captured from processes (every page must carry its pid and
     /// address).
-    pub fn from_set(set: &PageSet) -> Result<Self, WorkloadError> {
+    pub fn from_set(set: &PageSet) -> Result<Self, PagesError> {
         let metas = set.metas().ok_or_else(|| {
-            WorkloadError::Invalid("the page set has no per-page pid and address".into())
+            PagesError::Invalid("the page set has no per-page pid and address".into())
         })?;
         Self::from_pages(metas.iter().map(|m| (m.pid, m.vaddr)))
     }
 
     /// The index of pages given in page-id order as (pid, page-aligned virtual address).
-    pub fn from_pages(pages: impl IntoIterator<Item = (u32, u64)>) -> Result<Self, WorkloadError> {
+    pub fn from_pages(pages: impl IntoIterator<Item = (u32, u64)>) -> Result<Self, PagesError> {
         let mut ids = BTreeMap::new();
         let mut n = 0u64;
         for key in pages {
             let id = u32::try_from(n)
-                .map_err(|_| WorkloadError::Invalid("more pages than a trace can name".into()))?;
+                .map_err(|_| PagesError::Invalid("more pages than a trace can name".into()))?;
             if ids.insert(key, id).is_some() {
-                return Err(WorkloadError::Invalid(format!(
+                return Err(PagesError::Invalid(format!(
                     "page {:#x} of pid {} is in the set twice",
                     key.1, key.0
                 )));
@@ -142,19 +142,19 @@ pub fn spread(
     interval_ns: u64,
     intervals: &[IntervalCounts],
     op: Op,
-) -> Result<Trace, WorkloadError> {
+) -> Result<Trace, PagesError> {
     if interval_ns == 0 {
-        return Err(WorkloadError::Invalid("the interval must be above 0".into()));
+        return Err(PagesError::Invalid("the interval must be above 0".into()));
     }
     let mut accesses = Vec::new();
     for (k, counts) in intervals.iter().enumerate() {
         let base = (k as u64).checked_mul(interval_ns).ok_or_else(|| {
-            WorkloadError::Invalid("the recording is longer than a trace can time".into())
+            PagesError::Invalid("the recording is longer than a trace can time".into())
         })?;
         let first = accesses.len();
         for &(page, n) in counts {
             if u64::from(page) >= page_count {
-                return Err(WorkloadError::Invalid(format!(
+                return Err(PagesError::Invalid(format!(
                     "interval {k}: page {page} not below page count {page_count}"
                 )));
             }

@@ -14,7 +14,7 @@
 //! Everything is drawn from one SplitMix64 stream, so a seed fixes the trace.
 
 use super::{Access, Op, Trace};
-use crate::WorkloadError;
+use crate::PagesError;
 use crate::prng::SplitMix64;
 
 /// What to generate.
@@ -60,8 +60,8 @@ impl Default for Options {
 }
 
 /// Generates a trace.
-pub fn generate(o: &Options) -> Result<Trace, WorkloadError> {
-    let invalid = |m: &str| Err(WorkloadError::Invalid(m.into()));
+pub fn generate(o: &Options) -> Result<Trace, PagesError> {
+    let invalid = |m: &str| Err(PagesError::Invalid(m.into()));
     if o.pages == 0 || o.pages > u64::from(u32::MAX) + 1 {
         return invalid("pages must be in 1..=2^32");
     }

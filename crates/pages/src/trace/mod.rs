@@ -27,18 +27,15 @@
 //! All integers little-endian; the file ends after the last record.
 
 pub mod convert;
-pub mod damon;
+
 pub mod generate;
-pub mod page_out;
-pub mod pagemap;
-pub mod record;
-pub mod soft_dirty;
+
 mod summary;
 
 use std::io::{Read, Write};
 use std::path::Path;
 
-use crate::WorkloadError;
+use crate::PagesError;
 use crate::format::Parser;
 
 pub use summary::{PageAccesses, Summary};
@@ -131,17 +128,17 @@ pub struct Trace {
 
 impl Trace {
     /// Checks the invariants the format requires: ids below `page_count`, times non-decreasing.
-    pub fn validate(&self) -> Result<(), WorkloadError> {
+    pub fn validate(&self) -> Result<(), PagesError> {
         let mut last = 0;
         for (i, a) in self.accesses.iter().enumerate() {
             if u64::from(a.page) >= self.page_count {
-                return Err(WorkloadError::Invalid(format!(
+                return Err(PagesError::Invalid(format!(
                     "access {i}: page {} not below page count {}",
                     a.page, self.page_count
                 )));
             }
             if a.time_ns < last {
-                return Err(WorkloadError::Invalid(format!("access {i}: time goes backwards")));
+                return Err(PagesError::Invalid(format!("access {i}: time goes backwards")));
             }
             last = a.time_ns;
         }
@@ -149,12 +146,12 @@ impl Trace {
     }
 
     /// Writes the trace format (its origin: [`Origin::Generated`]).
-    pub fn write_to<W: Write>(&self, w: &mut W) -> Result<(), WorkloadError> {
+    pub fn write_to<W: Write>(&self, w: &mut W) -> Result<(), PagesError> {
         self.write_as(w, Origin::Generated)
     }
 
     /// Writes the trace format, saying in the header how the trace was made.
-    pub fn write_as<W: Write>(&self, w: &mut W, origin: Origin) -> Result<(), WorkloadError> {
+    pub fn write_as<W: Write>(&self, w: &mut W, origin: Origin) -> Result<(), PagesError> {
         self.validate()?;
         let mut records = Vec::with_capacity(self.accesses.len() * RECORD_LEN);
         for a in &self.accesses {
@@ -175,28 +172,28 @@ impl Trace {
         h[32..36].copy_from_slice(&crc32fast::hash(&records).to_le_bytes());
         let crc = crc32fast::hash(&h[..44]);
         h[44..48].copy_from_slice(&crc.to_le_bytes());
-        w.write_all(&h).and_then(|()| w.write_all(&records)).map_err(WorkloadError::Stream)
+        w.write_all(&h).and_then(|()| w.write_all(&records)).map_err(PagesError::Stream)
     }
 
     /// Writes the trace to `path`.
-    pub fn save(&self, path: &Path) -> Result<(), WorkloadError> {
+    pub fn save(&self, path: &Path) -> Result<(), PagesError> {
         self.save_as(path, Origin::Generated)
     }
 
     /// Writes the trace to `path`, saying in the header how it was made.
-    pub fn save_as(&self, path: &Path, origin: Origin) -> Result<(), WorkloadError> {
+    pub fn save_as(&self, path: &Path, origin: Origin) -> Result<(), PagesError> {
         let mut buf = Vec::new();
         self.write_as(&mut buf, origin).map_err(|e| e.in_file(path))?;
-        std::fs::write(path, buf).map_err(|e| WorkloadError::io(path, e))
+        std::fs::write(path, buf).map_err(|e| PagesError::io(path, e))
     }
 
     /// Reads a whole trace.
-    pub fn read<R: Read>(r: R) -> Result<Self, WorkloadError> {
+    pub fn read<R: Read>(r: R) -> Result<Self, PagesError> {
         Self::read_with_origin(r).map(|(t, _)| t)
     }
 
     /// Reads a whole trace and how it was made.
-    pub fn read_with_origin<R: Read>(r: R) -> Result<(Self, Origin), WorkloadError> {
+    pub fn read_with_origin<R: Read>(r: R) -> Result<(Self, Origin), PagesError> {
         let mut reader = TraceReader::new(r)?;
         let cap = reader.len().min(1 << 20) as usize;
         let mut accesses = Vec::with_capacity(cap);
@@ -207,13 +204,13 @@ impl Trace {
     }
 
     /// Reads a trace file.
-    pub fn open(path: &Path) -> Result<Self, WorkloadError> {
+    pub fn open(path: &Path) -> Result<Self, PagesError> {
         Self::open_with_origin(path).map(|(t, _)| t)
     }
 
     /// Reads a trace file and how it was made.
-    pub fn open_with_origin(path: &Path) -> Result<(Self, Origin), WorkloadError> {
-        let f = std::fs::File::open(path).map_err(|e| WorkloadError::io(path, e))?;
+    pub fn open_with_origin(path: &Path) -> Result<(Self, Origin), PagesError> {
+        let f = std::fs::File::open(path).map_err(|e| PagesError::io(path, e))?;
         Self::read_with_origin(std::io::BufReader::new(f)).map_err(|e| e.in_file(path))
     }
 }
@@ -238,12 +235,11 @@ impl<R> std::fmt::Debug for TraceReader<R> {
 
 impl<R: Read> TraceReader<R> {
     /// Reads and checks the header.
-    pub fn new(r: R) -> Result<Self, WorkloadError> {
+    pub fn new(r: R) -> Result<Self, PagesError> {
         let mut parser = Parser::new(r, None);
         let mut h = [0u8; HEADER_LEN];
         parser.read_exact(&mut h, || "the trace header".into())?;
-        let bad =
-            |offset: u64, msg: String| WorkloadError::Corrupt { offset, msg, compressed: false };
+        let bad = |offset: u64, msg: String| PagesError::Corrupt { offset, msg, compressed: false };
         let u32_at = |o: usize| u32::from_le_bytes([h[o], h[o + 1], h[o + 2], h[o + 3]]);
         let u64_at = |o: usize| u64::from(u32_at(o)) | (u64::from(u32_at(o + 4)) << 32);
         if h[..8] != MAGIC {
@@ -302,9 +298,8 @@ impl<R: Read> TraceReader<R> {
     }
 
     /// The next access, `Ok(None)` after the last (once its checksum and the end are checked).
-    pub fn next_access(&mut self) -> Result<Option<Access>, WorkloadError> {
-        let bad =
-            |offset: u64, msg: String| WorkloadError::Corrupt { offset, msg, compressed: false };
+    pub fn next_access(&mut self) -> Result<Option<Access>, PagesError> {
+        let bad = |offset: u64, msg: String| PagesError::Corrupt { offset, msg, compressed: false };
         if self.next == self.count {
             let computed = self.crc.clone().finalize();
             if computed != self.records_crc {

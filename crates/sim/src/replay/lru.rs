@@ -217,7 +217,7 @@ impl Lru {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zmem_workload::prng::SplitMix64;
+    use zmem_pages::prng::SplitMix64;
 
     fn walk(l: &Lru, list: &List) -> Vec<u32> {
         let mut v = Vec::new();

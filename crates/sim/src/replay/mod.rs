@@ -43,37 +43,14 @@ use serde::Serialize;
 use zmem_zswap::{FileSlots, Incompressible, SwapFile, Zswap, ZswapConfig};
 
 use crate::cputime::Stopwatch;
-use crate::latency::{LatencyHist, render_hist};
+use crate::latency::LatencyHist;
 use crate::swap_device::SwapDevice;
-use crate::{LabError, Progress};
+use crate::{Progress, SimError};
 
 pub use sim::Simulator;
-pub(crate) use sim::SwapTimer;
+pub use sim::SwapTimer;
 
-/// One access of a trace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Access {
-    /// Page id: an index into the page set.
-    pub page: u64,
-    pub write: bool,
-    /// Nanoseconds since the trace start.
-    pub time_ns: u64,
-}
-
-impl From<&zmem_workload::trace::Access> for Access {
-    fn from(a: &zmem_workload::trace::Access) -> Self {
-        Self {
-            page: u64::from(a.page),
-            write: a.op == zmem_workload::trace::Op::Write,
-            time_ns: a.time_ns,
-        }
-    }
-}
-
-/// The accesses of a trace (file or generated) as the replay takes them.
-pub fn accesses(trace: &zmem_workload::trace::Trace) -> Vec<Access> {
-    trace.accesses.iter().map(Access::from).collect()
-}
+pub use zmem_pages::access::{Access, accesses};
 
 /// The swap behind RAM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -210,11 +187,11 @@ pub struct ReplayResult {
 }
 
 /// The zswap engine a replay or study uses, in front of a swap file of `nr_slots` pages.
-pub fn build_zswap(cfg: &ReplayConfig, nr_slots: u64) -> Result<Zswap, LabError> {
+pub fn build_zswap(cfg: &ReplayConfig, nr_slots: u64) -> Result<Zswap, SimError> {
     let store: Box<dyn zmem_zswap::SlotStore> = match &cfg.swap_dir {
         Some(dir) => Box::new(
             FileSlots::temporary(dir, nr_slots * cfg.page_size as u64)
-                .map_err(|e| LabError::Setup(format!("swap file in {}: {e}", dir.display())))?,
+                .map_err(|e| SimError::Setup(format!("swap file in {}: {e}", dir.display())))?,
         ),
         None => Box::new(zmem_zswap::MemSlots::default()),
     };
@@ -240,14 +217,14 @@ pub fn run(
     trace: &[Access],
     cfg: &ReplayConfig,
     progress: &dyn Progress,
-) -> Result<ReplayResult, LabError> {
+) -> Result<ReplayResult, SimError> {
     if trace.is_empty() {
-        return Err(LabError::NoPages);
+        return Err(SimError::NoPages);
     }
     let mut sim = Simulator::new(pages, cfg)?;
     // A trace that leaves the page set fails before any work, not part-way through.
     if let Some(a) = trace.iter().find(|a| a.page >= sim.pages()) {
-        return Err(LabError::Setup(format!(
+        return Err(SimError::Setup(format!(
             "trace touches page {} but the page set has {} pages",
             a.page,
             sim.pages()
@@ -278,86 +255,4 @@ impl ReplayResult {
     pub fn counter(&self, name: &str) -> u64 {
         self.counters.iter().find(|c| c.name == name).map_or(0, |c| c.value)
     }
-}
-
-/// Human-readable report.
-pub fn render(r: &ReplayResult) -> String {
-    let mut s = format!(
-        "replay: {} accesses ({} reads, {} writes) over {} pages, RAM {} pages, swap {} ({}, {})\n",
-        r.accesses,
-        r.reads,
-        r.writes,
-        r.pages,
-        r.ram_pages,
-        match r.swap {
-            SwapKind::Zram => "zram",
-            SwapKind::Zswap => "zswap",
-        },
-        r.algo,
-        r.pool
-    );
-    s += &format!(
-        "first touches {}, swap-outs {} ({} zero pages to the zeromap), swap-ins {}\n\
-         stored {}, rejected {} ({} kept in RAM), max pool {} bytes, swap file reads {} writes {}\n",
-        r.first_touches,
-        r.swap_outs,
-        r.zero_swap_outs,
-        r.swap_ins,
-        r.stored,
-        r.rejected,
-        r.kept_in_ram,
-        r.max_pool_bytes,
-        r.disk_reads,
-        r.disk_writes
-    );
-    s += &r
-        .counters
-        .iter()
-        .map(|c| format!("{} {}", c.name, c.value))
-        .collect::<Vec<_>>()
-        .join(", ");
-    s += "\n";
-    s += &format!(
-        "CPU {:.3} s, wall {:.3} s, verified: {}\n",
-        r.cpu_secs,
-        r.wall_secs,
-        if r.verified { "yes" } else { "NO" }
-    );
-    s += &format!(
-        "swap device {} ({}): read p50 {} us p99 {} us, write p50 {} us p99 {} us; charged {} \
-         reads, {} writes, {:.3} s busy\n",
-        r.device.name,
-        r.device.kind,
-        us(r.device.read.p50_ns),
-        us(r.device.read.p99_ns),
-        us(r.device.write.p50_ns),
-        us(r.device.write.p99_ns),
-        r.device_reads_charged,
-        r.device_writes_charged,
-        r.device_secs
-    );
-    let h = &r.swap_in_hists;
-    s += "swap-in, end to end:      count     p50 ns     p99 ns\n";
-    for (name, x) in [
-        ("zswap hit", &h.zswap_hit),
-        ("zswap miss + device", &h.zswap_miss),
-        ("zram", &h.zram),
-        ("zram written back + device", &h.zram_written_back),
-        ("all", &r.load_hist),
-    ] {
-        if x.count > 0 || name == "all" {
-            s += &format!("  {name:<26} {:>8} {:>10} {:>10}\n", x.count, x.p50_ns, x.p99_ns);
-        }
-    }
-    s += &render_hist("store_ns", &r.store_hist);
-    s += &render_hist("load_ns", &r.load_hist);
-    if r.device_write_hist.count > 0 {
-        s += &render_hist("device_write_ns", &r.device_write_hist);
-    }
-    s
-}
-
-/// Nanoseconds as microseconds for text, one decimal below 10 us.
-fn us(ns: u64) -> String {
-    if ns < 10_000 { format!("{:.1}", ns as f64 / 1e3) } else { format!("{}", ns / 1000) }
 }

@@ -14,11 +14,11 @@ use zmem_zswap::{Stage, SwapDevice, SwapHook, SwapIn, SwapLayer, SwapOut, ZswapE
 
 use super::lru::{Lru, SWAP_CLUSTER_MAX};
 use super::{Access, Counter, ReplayConfig, ReplayResult, SwapInHists, SwapKind, build_zswap};
-use crate::LabError;
+use crate::SimError;
 use crate::cputime::Elapsed;
+use crate::device::{ZramRunConfig, build_device_with_backing};
 use crate::latency::LatencyRecorder;
 use crate::swap_device::{DeviceSampler, SwapDevice as DeviceCost};
-use crate::zram_run::{ZramRunConfig, build_device_with_backing};
 
 /// A zram device as the swap layer's device: zram swap (`swapon /dev/zram0`).
 struct ZramSwap(Arc<Zram>);
@@ -52,16 +52,17 @@ impl SwapDevice for ZramSwap {
 /// of a slot zram had written back is the read plus one device read. Device writes (a page
 /// zswap rejects, zswap's and zram's writeback) are charged to their own histogram, not to the
 /// store: the kernel submits them asynchronously and reclaim does not wait for them.
-pub(crate) struct SwapTimer {
+#[allow(missing_debug_implementations)]
+pub struct SwapTimer {
     time_device: bool,
     device: DeviceSampler,
     /// The zram device, whose backing-device read counter tells a written-back slot's read.
     zram: Option<Arc<Zram>>,
     /// `zswap_load`'s time, until the swap-in says whether it hit.
     pending_load_ns: Option<u64>,
-    pub(crate) store: LatencyRecorder,
+    pub store: LatencyRecorder,
     /// Every timed swap-in, end to end.
-    pub(crate) load: LatencyRecorder,
+    pub load: LatencyRecorder,
     pub(crate) zswap_hit: LatencyRecorder,
     pub(crate) zswap_miss: LatencyRecorder,
     pub(crate) zram_read: LatencyRecorder,
@@ -77,7 +78,7 @@ pub(crate) struct SwapTimer {
 const DEVICE_SEED: u64 = 0x0022_de71_ce00_0002;
 
 impl SwapTimer {
-    pub(crate) fn new(kind: SwapKind, device: &DeviceCost, zram: Option<Arc<Zram>>) -> Self {
+    pub fn new(kind: SwapKind, device: &DeviceCost, zram: Option<Arc<Zram>>) -> Self {
         Self {
             time_device: kind == SwapKind::Zram,
             device: device.sampler(DEVICE_SEED),
@@ -223,17 +224,17 @@ impl std::fmt::Debug for Simulator<'_> {
 impl<'p> Simulator<'p> {
     /// RAM of `cfg.ram_pages` frames (at most the page count) in front of a fresh swap area
     /// of `cfg.swap` over `pages` (whole pages of `cfg.page_size`).
-    pub fn new(pages: &'p [u8], cfg: &ReplayConfig) -> Result<Self, LabError> {
+    pub fn new(pages: &'p [u8], cfg: &ReplayConfig) -> Result<Self, SimError> {
         let ps = cfg.page_size;
         let n = pages.len() / ps;
         if n == 0 {
-            return Err(LabError::NoPages);
+            return Err(SimError::NoPages);
         }
         if n >= u32::MAX as usize {
-            return Err(LabError::Setup(format!("{n} pages: at most 2^32 - 2 supported")));
+            return Err(SimError::Setup(format!("{n} pages: at most 2^32 - 2 supported")));
         }
         if cfg.ram_pages == 0 {
-            return Err(LabError::Setup("RAM of 0 pages".into()));
+            return Err(SimError::Setup("RAM of 0 pages".into()));
         }
         let (swap, zram) = match cfg.swap {
             SwapKind::Zram => {
@@ -274,9 +275,9 @@ impl<'p> Simulator<'p> {
     /// aged: every slot zram holds moves to the backing device (needs
     /// [`ReplayConfig::zram_backing`]). Returns the pages written; each is charged a device
     /// write when the replay finishes, and each later swap-in of one a device read.
-    pub fn zram_writeback_idle(&self) -> Result<u64, LabError> {
+    pub fn zram_writeback_idle(&self) -> Result<u64, SimError> {
         let Some(z) = &self.zram else {
-            return Err(LabError::Setup("zram writeback needs zram as the swap".into()));
+            return Err(SimError::Setup("zram writeback needs zram as the swap".into()));
         };
         let before = z.bd_stat().bd_writes;
         z.store("idle", "all")?;
@@ -294,10 +295,10 @@ impl<'p> Simulator<'p> {
     }
 
     /// One access: a hit, or a fault that may reclaim a frame first and may swap the page in.
-    pub fn access(&mut self, a: Access) -> Result<(), LabError> {
+    pub fn access(&mut self, a: Access) -> Result<(), SimError> {
         let Some(p) = u32::try_from(a.page).ok().filter(|&p| (p as usize) < self.touched.len())
         else {
-            return Err(LabError::Setup(format!(
+            return Err(SimError::Setup(format!(
                 "trace touches page {} but the page set has {} pages",
                 a.page,
                 self.touched.len()
@@ -337,7 +338,7 @@ impl<'p> Simulator<'p> {
     /// them. A victim the swap layer keeps in RAM is activated and reclaim moves on; when more
     /// than twice RAM's worth in a row is kept, nothing can leave RAM and the replay stops as
     /// the kernel would OOM.
-    fn reclaim(&mut self) -> Result<(), LabError> {
+    fn reclaim(&mut self) -> Result<(), SimError> {
         let want = SWAP_CLUSTER_MAX.min(self.ram.len());
         let mut freed = 0;
         let mut kept_in_a_row = 0;
@@ -352,7 +353,7 @@ impl<'p> Simulator<'p> {
                     self.ram.activate(victim);
                     kept_in_a_row += 1;
                     if kept_in_a_row > 2 * self.ram.capacity() {
-                        return Err(LabError::OutOfMemory { accesses: self.counts.accesses });
+                        return Err(SimError::OutOfMemory { accesses: self.counts.accesses });
                     }
                     continue;
                 }

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The tests' random numbers: zmem-workload's generator, the one every zmem test draws from.
-pub use zmem_workload::prng::SplitMix64 as Rng;
+/// The tests' random numbers: zmem-pages's generator, the one every zmem test draws from.
+pub use zmem_pages::prng::SplitMix64 as Rng;
 use zmem_zram::{Clock, MmStat, Zram, ZramConfig};
 
 pub const PS: usize = 4096;

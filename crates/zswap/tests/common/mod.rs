@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use zmem_workload::prng::SplitMix64;
+use zmem_pages::prng::SplitMix64;
 use zmem_zswap::{Incompressible, SwapFile, SwapLayer, Zswap, ZswapConfig};
 
 pub const PS: usize = 4096;

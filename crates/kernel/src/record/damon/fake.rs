@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{Attrs, Kdamond};
-use crate::trace::convert::DamonRegion;
+use zmem_pages::trace::convert::DamonRegion;
 
 pub(crate) struct Fake {
     dir: tempfile::TempDir,

@@ -16,8 +16,8 @@
 //! ```no_run
 //! # use std::path::Path;
 //! # use std::time::Duration;
-//! # use zmem_workload::trace::damon::{ADMIN, Attrs, Kdamond};
-//! # fn f(pids: &[u32]) -> Result<(), zmem_workload::WorkloadError> {
+//! # use zmem_kernel::record::damon::{ADMIN, Attrs, Kdamond};
+//! # fn f(pids: &[u32]) -> Result<(), zmem_pages::PagesError> {
 //! let attrs = Attrs::for_interval(Duration::from_millis(100));
 //! let k = Kdamond::start(Path::new(ADMIN), pids, &attrs)?;
 //! for _ in 0..10 {

@@ -3,12 +3,13 @@
 
 use std::time::Duration;
 
-use zmem_lab::lab::{self, LabOptions, Source, TraceSource, evidence};
-use zmem_lab::{NoProgress, report};
-use zmem_workload::trace::{Access, Op, Trace};
+use zmem_lab::NoProgress;
+use zmem_lab::{self as lab, LabOptions, Source, TraceSource, evidence};
+use zmem_pages::trace::{Access, Op, Trace};
+use zmem_render as report;
 
-fn run(trace: Option<(Vec<zmem_lab::replay::Access>, TraceSource)>) -> lab::LabReport {
-    let set = zmem_workload::generate::generate(zmem_workload::generate::Kind::Mixed, 256, 4096, 3)
+fn run(trace: Option<(Vec<zmem_pages::access::Access>, TraceSource)>) -> lab::LabReport {
+    let set = zmem_pages::generate::generate(zmem_pages::generate::Kind::Mixed, 256, 4096, 3)
         .expect("generator");
     let source = Source {
         kind: "builtin".into(),

@@ -17,11 +17,11 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use zmem_lab::live::{self, Harness, HarnessConfig, ZramSwapConfig};
-use zmem_workload::capture::zram::capture_device;
-use zmem_workload::generate::mixed::{self, WEIGHTS};
-use zmem_workload::prng::SplitMix64;
-use zmem_workload::{MappingKind, PageSet};
+use zmem_kernel::capture::zram::capture_device;
+use zmem_kernel::harness::{self as live, Harness, HarnessConfig, ZramSwapConfig};
+use zmem_pages::generate::mixed::{self, WEIGHTS};
+use zmem_pages::prng::SplitMix64;
+use zmem_pages::{MappingKind, PageSet};
 use zmem_zram::MmStat;
 
 const CHILD_ENV: &str = "ZMEM_LIVE_CHILD_MIB";
@@ -154,7 +154,7 @@ fn live_swap_matches_zmem_zram() {
     let live: MmStat = summary.mm_stat_before.parse().unwrap();
     check_capture(&set, &h);
 
-    let ours = zmem_lab::conform::ours(ALGO, set.bytes()).unwrap();
+    let ours = zmem_experiments::conform::ours(ALGO, set.bytes()).unwrap();
     let pages = set.len() as u64;
     eprintln!(
         "live zram{}: {pages} pages captured ({} slots, {} zero slots dropped) in {attempt} \
@@ -201,7 +201,7 @@ fn check_capture(set: &PageSet, h: &Harness) {
 /// its "Now" predicted exactly; its traffic can be watched.
 fn lab_reads_the_live_device(h: &Harness) {
     use zmem_lab::NoProgress;
-    use zmem_lab::lab::{Input, evidence, now};
+    use zmem_lab::{Input, evidence, now};
     let e = evidence::gather(Input::Zram, 2048, &NoProgress).expect("zram evidence");
     assert_eq!(e.source.kind, "zram");
     assert!(e.source.detail.contains(&h.swap.path().display().to_string()), "{}", e.source.detail);

@@ -1,0 +1,28 @@
+//! zmem-kernel: everything zmem does to or reads from the running kernel.
+//!
+//! - [`capture`]: the resident anonymous pages of live processes (/proc/PID/{maps,pagemap,mem})
+//!   and the pages a zram device stores ([`capture::zram`], read with O_DIRECT).
+//! - [`record`]: what live processes touch over time (DAMON, soft-dirty bits, page-out
+//!   sampling), as a trace over a captured page set.
+//! - [`stat`]: readers of /proc/swaps, /proc/vmstat's swap counters, block-device `stat` and
+//!   zram's sysfs attributes (pure parsers over text, each with a live reader).
+//! - [`harness`]: RAII set-up for runs against the kernel: a fresh zram swap device, a memory
+//!   cgroup (v1 or v2), a program started inside it; each guard removes only what it made.
+//! - [`zram_device`]: a fresh kernel zram device as an oracle (hot_add, `dd` in, `mm_stat`
+//!   out, hot_remove), for `conform`, `zram-speed` and the engine's tests.
+//! - [`player`] and [`kernel_replay`]: a trace played in real memory under a cgroup's limit
+//!   with a kernel zram swap, and what the kernel did (`zmem validate replay`'s kernel side).
+//!
+//! Not for: deciding anything from what it reads (zmem-lab), simulating (zmem-sim), or page
+//! sets and traces as data (zmem-pages).
+
+pub mod capture;
+mod error;
+pub mod harness;
+pub mod kernel_replay;
+pub mod player;
+pub mod record;
+pub mod stat;
+pub mod zram_device;
+
+pub use error::KernelError;

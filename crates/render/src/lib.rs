@@ -1,0 +1,21 @@
+//! zmem-render: every result of zmem as something a person reads or runs: the measuring
+//! subcommands' tables ([`experiments`], [`replay`]), the lab's terminal summary ([`summary`]),
+//! its offline HTML report with inline SVG charts ([`html`], [`svg`]), the recommendation in
+//! words ([`advice`]), the lines and script that apply it ([`apply`]), and the lab's JSON
+//! document ([`json`]: the report value plus those words and lines, so the CLI's `--json` and
+//! Python's `zmem.lab` return the same document).
+//!
+//! Not for: measuring or deciding anything (every number here was computed by zmem-lab,
+//! zmem-experiments or zmem-sim), or writing files (the front ends do).
+
+pub mod advice;
+pub mod apply;
+pub mod experiments;
+pub mod html;
+pub mod json;
+pub mod replay;
+pub mod summary;
+mod svg;
+
+pub use html::{PLOT_COLORS, render_html};
+pub use summary::{render_apply_script, render_summary};

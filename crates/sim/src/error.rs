@@ -1,0 +1,37 @@
+use thiserror::Error;
+
+/// Why a replay or a device set-up failed.
+#[derive(Debug, Error)]
+pub enum SimError {
+    /// A stream could not be built or failed on a page.
+    #[error(transparent)]
+    Comp(#[from] zmem_comp::CompError),
+    /// The zram engine refused to be set up or to answer.
+    #[error("zram: {0}")]
+    Zram(#[from] zmem_zram::ZramError),
+    /// A zram device refused one page.
+    #[error("zram ({config}): write of page {page}: {err}")]
+    ZramWrite { config: String, page: u64, err: zmem_zram::ZramError },
+    /// zswap, the swap layer or its swap device failed.
+    #[error("swap: {0}")]
+    Swap(#[from] zmem_zswap::ZswapError),
+    /// A pool could not be built or refused an operation.
+    #[error(transparent)]
+    Pool(#[from] zmem_pool::PoolError),
+    /// A page set or trace could not be read or generated.
+    #[error(transparent)]
+    Pages(#[from] zmem_pages::PagesError),
+    /// The replay could not be set up as asked.
+    #[error("{0}")]
+    Setup(String),
+    /// Reclaim found nothing it could evict: every resident page was refused by zswap while
+    /// writeback is disabled. The kernel would invoke the OOM killer here.
+    #[error(
+        "out of memory after {accesses} accesses: zswap rejects every page reclaim picks and \
+         memory.zswap.writeback is 0, so nothing can leave RAM (the kernel would OOM-kill)"
+    )]
+    OutOfMemory { accesses: u64 },
+    /// The replay was given nothing to work on.
+    #[error("no pages to work on")]
+    NoPages,
+}
