@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use crate::backing::BackingStore;
 use crate::device::{MAX_COMPS, ObjectSource, Zram};
 use crate::errno::{Errno, ZramError, err};
 use crate::parse::{self, kstrto, kstrtoull, memparse, strip_newline, sysfs_streq};
@@ -86,6 +85,9 @@ impl Zram {
                 if kstrto::<u16>(text, 10)? == 0 {
                     return err(Errno::EINVAL, "reset needs a non-zero value");
                 }
+                // `reset_store`: EBUSY while the disk is open or claimed; else it claims the
+                // disk (so no open gets in) for the time of the reset.
+                let _claim = self.claim()?;
                 self.reset();
                 Ok(())
             }
@@ -100,9 +102,11 @@ impl Zram {
                 if !text.starts_with(|c: char| c.is_ascii_digit() || "KMGTPEkmgtpe".contains(c)) {
                     return err(Errno::EINVAL, format!("bad mem_limit {:?}", strip_newline(text)));
                 }
+                // `PAGE_ALIGN(limit) >> PAGE_SHIFT`: from 2^64 - PAGE_SIZE + 1 on the alignment
+                // wraps to 0 pages, which is no limit.
                 let ps = self.page_size() as u64;
-                let limit = memparse(text);
-                self.limit_pages.store(limit.div_ceil(ps), Ordering::Relaxed);
+                let limit = crate::device::page_align(memparse(text), ps);
+                self.limit_pages.store(limit / ps, Ordering::Relaxed);
                 Ok(())
             }
             "mem_used_max" => {
@@ -153,23 +157,21 @@ impl Zram {
                     return err(Errno::EBUSY, "backing_dev must be set before disksize");
                 }
                 let path = PathBuf::from(strip_newline(text));
-                let store = crate::backing::FileStore::open(&path).map_err(|e| {
-                    let errno =
-                        e.raw_os_error().and_then(Errno::from_code).unwrap_or(Errno::EINVAL);
-                    ZramError::new(errno, format!("{}: {e}", path.display()))
-                })?;
-                if store.capacity() == 0 {
-                    return err(Errno::EINVAL, format!("{} is empty", path.display()));
-                }
+                let store = crate::backing::FileStore::open_backing_dev(
+                    &path,
+                    self.config.allow_regular_backing_file,
+                )?;
                 self.set_backing_store(path, Box::new(store))
             }
             "writeback" => self.writeback(text),
+            // `writeback_limit_store` / `writeback_limit_enable_store`: any `kstrtoull`
+            // failure, overflow (ERANGE) included, is EINVAL.
             "writeback_limit" => {
-                *self.wb_limit() = kstrtoull(text, 10)?;
+                *self.wb_limit() = kstrtoull(text, 10).map_err(|e| e.with_errno(Errno::EINVAL))?;
                 Ok(())
             }
             "writeback_limit_enable" => {
-                let v = kstrtoull(text, 10)?;
+                let v = kstrtoull(text, 10).map_err(|e| e.with_errno(Errno::EINVAL))?;
                 self.wb_limit_enable.store(v != 0, Ordering::Relaxed);
                 Ok(())
             }
@@ -268,16 +270,24 @@ impl Zram {
         if !(0..self.max_comps() as i64).contains(&prio) {
             return err(Errno::EINVAL, "no such priority or algorithm");
         }
+        // `comp_params_store`: the old parameters go first (`comp_params_reset`), so a
+        // dictionary that cannot be read leaves the priority with none at all.
         let params = &mut control.params[prio as usize];
         *params = zmem_comp::Params::default();
-        if let Some(path) = dict_path {
-            let dict = std::fs::read(path)
-                .map_err(|e| ZramError::new(Errno::EINVAL, format!("dict {path}: {e}")))?;
-            params.dict = Some(Arc::from(dict));
+        let dict = dict_path.map(read_dict).transpose();
+        if let Ok(dict) = &dict {
+            params.dict = dict.clone().map(Arc::from);
+            params.level = level;
+            params.deflate_winbits = winbits;
         }
-        params.level = level;
-        params.deflate_winbits = winbits;
-        Ok(())
+        // 6.18 has no init check here: on a live device the streams see the new parameters
+        // (what each backend makes of them: `Zcomp::update_params`).
+        if let Some(live) = self.live()
+            && let Some(comp) = &live.comps[prio as usize]
+        {
+            comp.update_params(params);
+        }
+        dict.map(|_| ())
     }
 
     fn store_recompress(&self, text: &str) -> Result<(), ZramError> {
@@ -294,6 +304,24 @@ impl Zram {
         }
         self.recompress(&parse_recompress(text)?, Some(objects))
     }
+}
+
+/// `comp_params_store`'s `kernel_read_file_from_path`: only a regular file
+/// (`kernel_read_file`: `!S_ISREG` is EINVAL) that is not empty (`i_size <= 0` is EINVAL) is a
+/// dictionary; every failure reaches the writer as EINVAL (`if (sz < 0) return -EINVAL`).
+fn read_dict(path: &str) -> Result<Vec<u8>, ZramError> {
+    let fail = |why: String| ZramError::new(Errno::EINVAL, format!("dict {path}: {why}"));
+    let mut file = std::fs::File::open(path).map_err(|e| fail(e.to_string()))?;
+    let meta = file.metadata().map_err(|e| fail(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(fail("not a regular file".into()));
+    }
+    if meta.len() == 0 {
+        return Err(fail("empty".into()));
+    }
+    let mut dict = Vec::with_capacity(meta.len() as usize);
+    std::io::Read::read_to_end(&mut file, &mut dict).map_err(|e| fail(e.to_string()))?;
+    Ok(dict)
 }
 
 /// `recompress_store`'s argument parse.

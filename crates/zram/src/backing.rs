@@ -32,11 +32,52 @@ pub struct FileStore {
 }
 
 impl FileStore {
+    /// Opens `path` read-write, whatever it is (no checks: see [`FileStore::open_backing_dev`]).
     pub fn open(path: &Path) -> io::Result<Self> {
-        let mut file = OpenOptions::new().read(true).write(true).open(path)?;
+        Self::from_file(OpenOptions::new().read(true).write(true).open(path)?)
+    }
+
+    fn from_file(mut file: File) -> io::Result<Self> {
         // Seeking works for block devices too, whose metadata length is 0.
         let len = file.seek(SeekFrom::End(0))?;
         Ok(Self { file, len })
+    }
+
+    /// What `backing_dev` accepts, in 6.18's `backing_dev_store` order: the path opened
+    /// read-write (`filp_open`; its errors as they are, e.g. ENOENT), then ENOTBLK for
+    /// anything but a block device, then the block device opened exclusively (`O_EXCL`, as the
+    /// kernel's `bdev_file_open_by_dev` with zram as holder: EBUSY when mounted, swapped on or
+    /// held by another backing_dev). The size check (`nr_pages == 0`: EINVAL) is
+    /// [`crate::Zram::set_backing_store`]'s.
+    ///
+    /// With `allow_regular` (zmem's [`crate::ZramConfig::allow_regular_backing_file`]) a
+    /// regular file is accepted too, opened without `O_EXCL` (which means nothing for an
+    /// existing file).
+    pub fn open_backing_dev(path: &Path, allow_regular: bool) -> Result<Self, ZramError> {
+        use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+        let os_err = |e: io::Error| {
+            let errno = e.raw_os_error().and_then(Errno::from_code).unwrap_or(Errno::EINVAL);
+            ZramError::new(errno, format!("{}: {e}", path.display()))
+        };
+        let file = OpenOptions::new().read(true).write(true).open(path).map_err(os_err)?;
+        let kind = file.metadata().map_err(os_err)?.file_type();
+        let file = if kind.is_block_device() {
+            drop(file);
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .custom_flags(libc::O_EXCL)
+                .open(path)
+                .map_err(os_err)?
+        } else if allow_regular && kind.is_file() {
+            file
+        } else {
+            return Err(ZramError::new(
+                Errno::ENOTBLK,
+                format!("{} is not a block device", path.display()),
+            ));
+        };
+        Self::from_file(file).map_err(os_err)
     }
 }
 
@@ -194,15 +235,16 @@ pub struct Backing {
 }
 
 impl Backing {
-    /// Attaches a store; a store smaller than two pages has no usable block (EINVAL, like the
-    /// kernel's refusal of an empty device).
+    /// Attaches a store. One of less than a page is EINVAL (`backing_dev_store`'s
+    /// `nr_pages == 0` check, which `set_backing_store` makes first); one of exactly a page is
+    /// accepted and has no usable block (block 0 is reserved), so writeback finds it full.
     pub fn new(
         path: PathBuf,
         store: Box<dyn BackingStore>,
         page_size: usize,
     ) -> Result<Self, ZramError> {
         let nr_blocks = store.capacity() / page_size as u64;
-        if nr_blocks < 2 {
+        if nr_blocks == 0 {
             return Err(ZramError::new(
                 Errno::EINVAL,
                 format!(
@@ -279,8 +321,10 @@ mod tests {
     }
 
     #[test]
-    fn tiny_devices_are_refused() {
-        let e = Backing::new("m".into(), Box::new(Mem(4096)), 4096).unwrap_err();
+    fn devices_under_a_page_are_refused_and_one_page_has_no_block() {
+        let e = Backing::new("m".into(), Box::new(Mem(4095)), 4096).unwrap_err();
         assert_eq!(e.errno, Errno::EINVAL);
+        let b = Backing::new("m".into(), Box::new(Mem(4096)), 4096).unwrap();
+        assert_eq!(b.alloc_block(), None, "block 0 is reserved");
     }
 }

@@ -70,6 +70,11 @@ pub struct ZramConfig {
     /// kernel has no such knob (zsmalloc takes pages until the system refuses); it stands in for
     /// a machine out of memory, so tests can drive the allocation-failure paths.
     pub pool_max_pages: Option<u64>,
+    /// zmem extension: let `backing_dev` take a regular file as well as a block device. Off by
+    /// default, so `backing_dev` is 6.18's: ENOTBLK for anything but a block device (opened
+    /// exclusively, EBUSY when busy). A regular file, which needs no root, no loop device and
+    /// no spare disk, is what tests and experiments without a block device use.
+    pub allow_regular_backing_file: bool,
 }
 
 impl ZramConfig {
@@ -95,6 +100,7 @@ impl Default for ZramConfig {
             backends: Vec::new(),
             research_codecs: false,
             pool_max_pages: None,
+            allow_regular_backing_file: false,
         }
     }
 }
@@ -211,6 +217,39 @@ pub struct Zram {
     pub(crate) wb_limit_enable: AtomicBool,
     /// Writeback budget in 4 KiB units (`bd_wb_limit`).
     pub(crate) wb_limit: Mutex<u64>,
+    /// The disk's openers and zram's `claim` (under the disk's `open_mutex` in the kernel).
+    pub(crate) opened: Mutex<OpenState>,
+}
+
+/// Who holds the disk: the kernel's `disk_openers()` count and `zram->claim`.
+#[derive(Debug, Default)]
+pub(crate) struct OpenState {
+    openers: usize,
+    claimed: bool,
+}
+
+/// The device held open, as `swapon` or a mount holds the kernel's block device: while one
+/// exists, `reset` is EBUSY. Dropping it closes the device.
+#[derive(Debug)]
+#[must_use = "the device is open only while the guard lives"]
+pub struct OpenGuard<'a>(&'a Zram);
+
+impl Drop for OpenGuard<'_> {
+    fn drop(&mut self) {
+        self.0.opened().openers -= 1;
+    }
+}
+
+/// The device claimed, as `reset` and `hot_remove` claim the kernel's (`zram->claim`): while
+/// one exists, opening the device and `reset` are EBUSY. Dropping it releases the claim.
+#[derive(Debug)]
+#[must_use = "the device is claimed only while the guard lives"]
+pub struct ClaimGuard<'a>(&'a Zram);
+
+impl Drop for ClaimGuard<'_> {
+    fn drop(&mut self) {
+        self.0.opened().claimed = false;
+    }
 }
 
 /// The live state, read-locked for one operation on it. `reset` and `disksize` wait for the
@@ -282,7 +321,39 @@ impl Zram {
             pp_in_progress: AtomicBool::new(false),
             wb_limit_enable: AtomicBool::new(false),
             wb_limit: Mutex::new(0),
+            opened: Mutex::new(OpenState::default()),
         })
+    }
+
+    fn opened(&self) -> std::sync::MutexGuard<'_, OpenState> {
+        self.opened.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Opens the device (the kernel's `zram_open`: EBUSY while it is claimed). Any number may
+    /// hold it open at once.
+    pub fn open(&self) -> Result<OpenGuard<'_>, ZramError> {
+        let mut state = self.opened();
+        if state.claimed {
+            return err(Errno::EBUSY, "the device is claimed (reset in progress)");
+        }
+        state.openers += 1;
+        Ok(OpenGuard(self))
+    }
+
+    /// Claims the device, as `reset_store` does before resetting it: EBUSY while it is open or
+    /// already claimed.
+    pub fn claim(&self) -> Result<ClaimGuard<'_>, ZramError> {
+        let mut state = self.opened();
+        if state.openers > 0 || state.claimed {
+            return err(Errno::EBUSY, "the device is open or claimed");
+        }
+        state.claimed = true;
+        Ok(ClaimGuard(self))
+    }
+
+    /// Whether the device is held open (by [`Zram::open`]).
+    pub fn is_open(&self) -> bool {
+        self.opened().openers > 0
     }
 
     pub fn page_size(&self) -> usize {
@@ -322,7 +393,8 @@ impl Zram {
     }
 
     /// Attaches a backing store directly (what `backing_dev` does with a path). Tests use it to
-    /// inject a store that fails. EBUSY once initialised.
+    /// inject a store that fails. EBUSY once initialised; EINVAL for a store of less than a
+    /// page (`backing_dev_store`: `nr_pages == 0`), which leaves the previous one in place.
     pub fn set_backing_store(
         &self,
         path: PathBuf,
@@ -331,6 +403,12 @@ impl Zram {
         let mut control = self.control();
         if self.is_initialised() {
             return err(Errno::EBUSY, "backing_dev must be set before disksize");
+        }
+        if store.capacity() < self.config.page_size as u64 {
+            return err(
+                Errno::EINVAL,
+                format!("backing device {} is under one page", path.display()),
+            );
         }
         control.backing = Some((path, store));
         Ok(())
@@ -344,10 +422,13 @@ impl Zram {
             return err(Errno::EBUSY, "cannot change disksize of an initialised device");
         }
         let ps = self.config.page_size as u64;
-        let disksize = disksize.div_ceil(ps) * ps;
+        // `disksize_store`: `PAGE_ALIGN(disksize)` wraps to 0 from 2^64 - PAGE_SIZE + 1 on, and
+        // `zram_meta_alloc`'s `vzalloc` of a 0-entry table fails: ENOMEM, as for a table too
+        // large to allocate.
+        let disksize = page_align(disksize, ps);
         let nr_pages = usize::try_from(disksize / ps)
             .ok()
-            .filter(|&n| n <= u32::MAX as usize)
+            .filter(|&n| n != 0 && n <= u32::MAX as usize)
             .ok_or_else(|| ZramError::new(Errno::ENOMEM, "disksize too large"))?;
         let pool_config = PoolConfig {
             page_size: self.config.page_size,
@@ -364,6 +445,9 @@ impl Zram {
             }
         }
         let num_active_comps = comps.iter().filter(|c| c.is_some()).count();
+        // Taken last, so a `disksize` that fails before keeps the backing device
+        // (`backing_dev` still shows it), as the kernel's; `set_backing_store` refused stores
+        // under a page, the one thing `Backing::new` checks.
         let backing = match control.backing.take() {
             Some((path, store)) => Some(Backing::new(path, store, self.config.page_size)?),
             None => None,
@@ -460,7 +544,7 @@ impl Zram {
         let primary = live.comps[0]
             .as_ref()
             .ok_or_else(|| ZramError::new(Errno::EIO, "no primary compression stream"))?;
-        let given = objects.and_then(|o| o.object(index as u64, primary.name(), primary.params()));
+        let given = objects.and_then(|o| o.object(index as u64, primary.name(), &primary.params()));
         let (handle, len, huge) = match given {
             Some(compressed) => self.store_compressed(live, page, compressed)?,
             None => {
@@ -687,7 +771,9 @@ impl Zram {
             orig_data_size: r(&s.pages_stored) * ps,
             compr_data_size: r(&s.compr_data_size),
             mem_used_total: live.as_ref().map_or(0, |l| l.pool.total_pages()) * ps,
-            mem_limit: self.limit_pages.load(Ordering::Relaxed) * ps,
+            // `limit_pages << PAGE_SHIFT`; `mem_limit_store` keeps the page count small
+            // enough that this never wraps.
+            mem_limit: self.limit_pages.load(Ordering::Relaxed).wrapping_mul(ps),
             mem_used_max: r(&s.max_used_pages) * ps,
             same_pages: r(&s.same_pages),
             pages_compacted: live.as_ref().map_or(0, |l| l.pool.pages_compacted()),
@@ -720,9 +806,12 @@ impl Zram {
     /// slot, `index ac_time flags`, the flags `s`ame `w`b `h`uge `i`dle `r`ecompressed
     /// i`n`compressible, `.` when unset. The access time is printed as 6.18 prints its
     /// nanosecond `ktime_t`: seconds, a dot, six digits of microseconds (7.0 keeps seconds
-    /// and always prints `.000000`).
-    pub fn block_state(&self) -> String {
-        let Some(live) = self.live() else { return String::new() };
+    /// and always prints `.000000`). EINVAL before `disksize`, as `read_block_state`'s
+    /// `init_done` check.
+    pub fn block_state(&self) -> Result<String, ZramError> {
+        let Some(live) = self.live() else {
+            return err(Errno::EINVAL, "block_state of an uninitialised device");
+        };
         let mut out = String::new();
         for index in 0..live.table.len() {
             let slot = live.table.lock(index);
@@ -743,7 +832,7 @@ impl Zram {
                 flag(Flag::Incompressible, 'n'),
             );
         }
-        out
+        Ok(out)
     }
 
     /// Test hook: passes the bytes of slot `index`'s pool object to `f` and writes back what
@@ -772,6 +861,12 @@ impl Zram {
     pub(crate) fn miss_free(&self) -> u64 {
         self.stats.miss_free.load(Ordering::Relaxed)
     }
+}
+
+/// The kernel's `PAGE_ALIGN`: rounds up to a multiple of the page size in u64 arithmetic, which
+/// wraps to 0 for the last `page_size - 1` values (`disksize_store`, `mem_limit_store`).
+pub(crate) fn page_align(bytes: u64, page_size: u64) -> u64 {
+    bytes.wrapping_add(page_size - 1) & !(page_size - 1)
 }
 
 fn default_algs() -> [Option<String>; MAX_COMPS] {

@@ -28,6 +28,8 @@ pub enum Errno {
     ERANGE,
     /// Argument list too long (an algorithm name of 128 bytes or more).
     E2BIG,
+    /// Block device required (`backing_dev` given anything but a block device).
+    ENOTBLK,
 }
 
 impl Errno {
@@ -37,6 +39,7 @@ impl Errno {
             Errno::ENOENT => 2,
             Errno::EIO => 5,
             Errno::E2BIG => 7,
+            Errno::ENOTBLK => 15,
             Errno::EAGAIN => 11,
             Errno::ENOMEM => 12,
             Errno::ENODEV => 19,
@@ -62,6 +65,7 @@ impl Errno {
             Errno::ENOSPC,
             Errno::ERANGE,
             Errno::E2BIG,
+            Errno::ENOTBLK,
         ]
         .into_iter()
         .find(|e| e.code() == code)
@@ -85,6 +89,11 @@ pub struct ZramError {
 impl ZramError {
     pub fn new(errno: Errno, msg: impl Into<String>) -> Self {
         Self { errno, msg: msg.into() }
+    }
+
+    /// The same failure reported as `errno` (handlers that fold every parse error into one).
+    pub fn with_errno(self, errno: Errno) -> Self {
+        Self { errno, ..self }
     }
 }
 

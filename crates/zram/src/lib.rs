@@ -29,8 +29,8 @@ mod zcomp;
 
 pub use backing::{BackingStore, FileStore, MemStore, StoreFault};
 pub use device::{
-    Clock, DEFAULT_ALGORITHM, Features, MAX_COMPS, MonotonicClock, ObjectSource, Zram, ZramConfig,
-    same_filled,
+    ClaimGuard, Clock, DEFAULT_ALGORITHM, Features, MAX_COMPS, MonotonicClock, ObjectSource,
+    OpenGuard, Zram, ZramConfig, same_filled,
 };
 pub use errno::{Errno, ZramError};
 pub use stats::{BdStat, IoStat, MmStat, StatParseError, debug_stat};

@@ -129,7 +129,15 @@ pub fn kstrtoll(s: &str, base: u32) -> Result<i64, ZramError> {
 }
 
 /// `kstrtoint`, `kstrtouint`, `kstrtou16`: a strict parse narrowed to the type, ERANGE outside.
-pub fn kstrto<T: TryFrom<i64>>(s: &str, base: u32) -> Result<T, ZramError> {
+///
+/// As in lib/kstrtox.c, the signed wrappers go through `kstrtoll` (a leading `-` allowed) and
+/// the unsigned ones through `kstrtoull`, where `-` is no digit: `kstrtou16("-1")` is EINVAL,
+/// not ERANGE.
+pub fn kstrto<T: TryFrom<i64> + TryFrom<u64>>(s: &str, base: u32) -> Result<T, ZramError> {
+    let signed = <T as TryFrom<i64>>::try_from(-1).is_ok();
+    if !signed {
+        return kstrtou(s, base);
+    }
     let v = kstrtoll(s, base)?;
     T::try_from(v).or_else(|_| err(Errno::ERANGE, format!("{v} is out of range")))
 }
@@ -245,7 +253,15 @@ mod tests {
         assert_eq!(kstrtoull("", 10).unwrap_err().errno, Errno::EINVAL);
         assert_eq!(kstrtoull("18446744073709551616", 10).unwrap_err().errno, Errno::ERANGE);
         assert_eq!(kstrto::<u16>("65536", 10).unwrap_err().errno, Errno::ERANGE);
-        assert_eq!(kstrto::<u16>("-1", 10).unwrap_err().errno, Errno::ERANGE);
+        // `kstrtou16` -> `kstrtoull`: a '-' is no digit.
+        assert_eq!(kstrto::<u16>("-1", 10).unwrap_err().errno, Errno::EINVAL);
+        assert_eq!(kstrto::<u32>("-0", 10).unwrap_err().errno, Errno::EINVAL);
+        assert_eq!(kstrto::<u16>("+7", 10).unwrap(), 7);
+        // `kstrtoint` -> `kstrtoll`: signed, "-+5" included (the sign, then `kstrtoull`).
+        assert_eq!(kstrto::<i32>("-+5", 10).unwrap(), -5);
+        assert_eq!(kstrto::<i32>("-2147483649", 10).unwrap_err().errno, Errno::ERANGE);
+        assert_eq!(kstrto::<i32>("-", 10).unwrap_err().errno, Errno::EINVAL);
+        assert_eq!(kstrto::<u64>("18446744073709551615", 10).unwrap(), u64::MAX);
         assert_eq!(kstrto::<i32>("-7\n", 10).unwrap(), -7);
         assert_eq!(kstrtou::<u32>("4294967296", 10).unwrap_err().errno, Errno::ERANGE);
     }

@@ -142,7 +142,10 @@ impl Zram {
             let mut mode = WbMode::default();
             for arg in crate::parse::args(args) {
                 match (arg.param, arg.val) {
-                    (m, None) | ("type", Some(m)) => {
+                    // `writeback_store`: a parameter without a value *or with an empty one*
+                    // (`!val || !*val`) is the old valueless mode syntax, its name the mode
+                    // ("idle=" is idle writeback, "foo=" and "type=" are EINVAL).
+                    (m, None | Some("")) | ("type", Some(m)) => {
                         mode = WbMode::parse(m)?;
                         self.scan_for_writeback(live, mode, lo, hi, ctl);
                         break;
@@ -384,7 +387,7 @@ impl Zram {
                 // An object made elsewhere takes the place of this compression, and is judged
                 // by the same rule.
                 if let Some(object) =
-                    objects.and_then(|o| o.object(index as u64, comp.name(), comp.params()))
+                    objects.and_then(|o| o.object(index as u64, comp.name(), &comp.params()))
                 {
                     let len = object.len();
                     if live.pool.class_index(len) < old_class && (threshold == 0 || len < threshold)

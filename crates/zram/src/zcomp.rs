@@ -10,11 +10,17 @@
 //! holding two streams) the stream comes from an overflow list, built if the list is empty, so
 //! taking a stream never waits and never deadlocks. Streams are built on first use, so a device
 //! used by one thread holds one stream.
+//!
+//! Parameters can change while the streams run, as in 6.18, where every stream points at
+//! `zram->params[prio]` and `algorithm_params` may rewrite it after `disksize` (see
+//! [`Zcomp::update_params`]). Each stream keeps an `Arc` of the parameters it was built with
+//! and is rebuilt when it is next taken after a change, so a dictionary lives as long as any
+//! stream built with it (the kernel `vfree`s the old dictionary under running streams).
 
 use std::cell::Cell;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use zmem_comp::{Compressor, Params};
 
@@ -28,13 +34,23 @@ pub struct Stream {
     pub buffer: Vec<u8>,
     /// Where objects the pool cannot hand out in place are copied before decompression.
     pub local_copy: Vec<u8>,
+    /// The parameters `comp` was built with. Held, never read: it keeps their dictionary
+    /// alive for as long as the stream may use it, whatever `algorithm_params` does meanwhile.
+    _params: Arc<Params>,
+    /// The [`Zcomp::generation`] of `params`: a stream of an older one is rebuilt when taken.
+    generation: u64,
 }
 
 /// All streams of one algorithm at one priority.
 #[derive(Debug)]
 pub struct Zcomp {
     name: String,
-    params: Params,
+    /// The parameters of `disksize`, what every backend but lz4/lz4hc keeps using.
+    init: Params,
+    /// The parameters new and rebuilt streams take.
+    current: Mutex<Arc<Params>>,
+    /// Bumped (under `current`'s lock) at each change of `current`.
+    generation: AtomicU64,
     page_size: usize,
     slots: Box<[Mutex<Option<Stream>>]>,
     overflow: Mutex<Vec<Stream>>,
@@ -106,7 +122,9 @@ impl Zcomp {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let z = Self {
             name: name.to_string(),
-            params: params.clone(),
+            init: params.clone(),
+            current: Mutex::new(Arc::new(params.clone())),
+            generation: AtomicU64::new(0),
             page_size,
             slots: (0..cpus).map(|_| Mutex::new(None)).collect(),
             overflow: Mutex::new(Vec::new()),
@@ -120,20 +138,63 @@ impl Zcomp {
         &self.name
     }
 
-    /// The parameters the streams were built with (before the backend drops what it ignores).
-    pub fn params(&self) -> &Params {
-        &self.params
+    /// The parameters streams compress with now (before the backend drops what it ignores).
+    pub fn params(&self) -> Arc<Params> {
+        self.current.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// `algorithm_params` written after `disksize`: 6.18's `comp_params_store` rewrites
+    /// `zram->params[prio]`, which the running streams read through their pointer. What that
+    /// changes depends on when each backend reads it:
+    ///
+    /// - lz4 and lz4hc read `params->level` on every call (`lz4_compress`, `lz4hc_compress`):
+    ///   the new level (unset: the default) applies from the next write on;
+    /// - zstd built its compression parameters and C/D dictionaries in `zstd_setup_params` at
+    ///   `disksize`, deflate its level and window in each stream's `deflate_create`: they keep
+    ///   the parameters of `disksize`, as do lzo, lzo-rle and 842, which take none.
+    ///
+    /// The dictionary stays the one of `disksize` for every backend. In 6.18 the write
+    /// `vfree`s it while streams still use it (zstd's dictionaries point into it, lz4 reloads
+    /// it per call): a use-after-free, and pages compressed with it could no longer be
+    /// decompressed. Here the old parameters live on in an `Arc` for as long as a stream holds
+    /// them (ARCHITECTURE.md, "Which kernel zmem follows").
+    pub fn update_params(&self, params: &Params) {
+        if !matches!(self.name.as_str(), "lz4" | "lz4hc") {
+            return;
+        }
+        let next = Params { level: params.level, ..self.init.clone() };
+        let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+        if **current == next {
+            return;
+        }
+        *current = Arc::new(next);
+        self.generation.fetch_add(1, Ordering::Release);
     }
 
     fn new_stream(&self) -> Result<Stream, ZramError> {
+        let (params, generation) = {
+            let current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+            (current.clone(), self.generation.load(Ordering::Acquire))
+        };
         // As 6.18's backends: parameters they do not use are ignored, not refused.
-        let comp = zmem_comp::create_as_backend(&self.name, &self.params, self.page_size)
+        let comp = zmem_comp::create_as_backend(&self.name, &params, self.page_size)
             .map_err(|e| ZramError::new(Errno::EINVAL, e.to_string()))?;
         Ok(Stream {
             comp,
             buffer: vec![0; 2 * self.page_size],
             local_copy: vec![0; self.page_size],
+            _params: params,
+            generation,
         })
+    }
+
+    /// Rebuilds `stream` if the parameters changed since it was built. One atomic load when
+    /// they did not.
+    fn refresh(&self, stream: &mut Stream) -> Result<(), ZramError> {
+        if stream.generation != self.generation.load(Ordering::Acquire) {
+            *stream = self.new_stream()?;
+        }
+        Ok(())
     }
 
     /// Takes a stream: the thread's home slot, else any free slot, else one from the overflow
@@ -149,14 +210,18 @@ impl Zcomp {
                 Err(TryLockError::Poisoned(p)) => p.into_inner(),
                 Err(TryLockError::WouldBlock) => continue,
             };
-            if g.is_none() {
-                *g = Some(self.new_stream()?);
+            match g.as_mut() {
+                Some(s) => self.refresh(s)?,
+                None => *g = Some(self.new_stream()?),
             }
             return Ok(StreamGuard(Taken::Slot(g)));
         }
         let cached = self.overflow.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let s = match cached {
-            Some(s) => s,
+            Some(mut s) => {
+                self.refresh(&mut s)?;
+                s
+            }
             None => self.new_stream()?,
         };
         Ok(StreamGuard(Taken::Overflow(self, Some(s))))

@@ -13,7 +13,7 @@ fn errno(r: Result<(), zmem_zram::ZramError>) -> Errno {
 
 /// The flags column of `block_state` for one slot, or None if the slot is not allocated.
 fn flags(z: &Zram, index: u64) -> Option<String> {
-    z.block_state().lines().find_map(|l| {
+    z.block_state().unwrap().lines().find_map(|l| {
         let mut f = l.split_whitespace();
         (f.next()?.parse::<u64>().ok()? == index).then(|| f.nth(1).unwrap().to_string())
     })
@@ -163,7 +163,8 @@ fn attributes_parse_and_fail_like_the_kernel() {
         ("recompress", "type=idle", Errno::EINVAL),
         ("writeback", "idle", Errno::EINVAL),
         ("backing_dev", "/nonexistent/file", Errno::ENOENT),
-        ("backing_dev", "/dev/null", Errno::EINVAL),
+        // `backing_dev_store`: a character device is no block device.
+        ("backing_dev", "/dev/null", Errno::ENOTBLK),
         ("mm_stat", "1", Errno::EACCES),
         ("no_such_attr", "1", Errno::ENOENT),
     ] {
@@ -244,7 +245,7 @@ fn idle_marks_by_age_and_access_clears_it() {
 
 /// The access time column of `block_state` for one slot.
 fn ac_time(z: &Zram, index: u64) -> Option<String> {
-    z.block_state().lines().find_map(|l| {
+    z.block_state().unwrap().lines().find_map(|l| {
         let mut f = l.split_whitespace();
         (f.next()?.parse::<u64>().ok()? == index).then(|| f.next().unwrap().to_string())
     })
@@ -275,7 +276,9 @@ fn backing_file(name: &str, blocks: usize) -> PathBuf {
 fn wb_device(name: &str, blocks: usize) -> (Zram, std::sync::Arc<ManualClock>, PathBuf) {
     let path = backing_file(name, blocks);
     let clock = std::sync::Arc::new(ManualClock::at_secs(100));
-    let z = Zram::with_clock(ZramConfig::default(), clock.clone()).unwrap();
+    // A regular file as backing device: the zmem extension.
+    let config = ZramConfig { allow_regular_backing_file: true, ..ZramConfig::default() };
+    let z = Zram::with_clock(config, clock.clone()).unwrap();
     z.store("backing_dev", path.to_str().unwrap()).unwrap();
     z.store("disksize", &format!("{}", 32 * PS)).unwrap();
     (z, clock, path)
@@ -333,7 +336,8 @@ fn writeback_modes_select_the_right_slots() {
 #[test]
 fn writeback_of_incompressible_slots_follows_recompression() {
     let path = backing_file("incomp", 16);
-    let z = Zram::new(ZramConfig::default()).unwrap();
+    let z = Zram::new(ZramConfig { allow_regular_backing_file: true, ..ZramConfig::default() })
+        .unwrap();
     z.store("backing_dev", path.to_str().unwrap()).unwrap();
     z.store("recomp_algorithm", "algo=lzo-rle").unwrap();
     z.store("disksize", &format!("{}", 8 * PS)).unwrap();
@@ -403,7 +407,7 @@ fn recompress_keeps_only_smaller_classes_and_decodes_by_priority() {
     let after = mm(&z);
     assert!(after.compr_data_size < before.compr_data_size, "zstd beats lz4 on text");
     assert_eq!(after.orig_data_size, before.orig_data_size);
-    let state = z.block_state();
+    let state = z.block_state().unwrap();
     assert!(state.lines().any(|l| l.ends_with("r.")), "some slots were recompressed:\n{state}");
     for (i, p) in pages.iter().enumerate() {
         assert_eq!(&read(&z, i as u64), p, "page {i} after recompression");
@@ -429,7 +433,7 @@ fn recompress_options_filter_and_limit() {
         z.write_page(i as u64, p).unwrap();
     }
     let count_r = |z: &Zram| {
-        z.block_state().lines().filter(|l| l.ends_with("r.") || l.ends_with("rn")).count()
+        z.block_state().unwrap().lines().filter(|l| l.ends_with("r.") || l.ends_with("rn")).count()
     };
     // max_pages bounds the attempts.
     z.store("recompress", "max_pages=3").unwrap();
@@ -494,7 +498,7 @@ fn many_threads_read_and_write_verified() {
         }
     });
     let s = mm(&z);
-    assert_eq!(s.orig_data_size / PS as u64, z.block_state().lines().count() as u64);
+    assert_eq!(s.orig_data_size / PS as u64, z.block_state().unwrap().lines().count() as u64);
 }
 
 /// `reset` waits for the operations in flight on the device, and those that start after it fail

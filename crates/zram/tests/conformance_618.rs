@@ -14,7 +14,7 @@ fn errno(r: Result<(), zmem_zram::ZramError>) -> Errno {
 
 /// `block_state`'s flags column for one slot.
 fn flags(z: &Zram, index: u64) -> Option<String> {
-    z.block_state().lines().find_map(|l| {
+    z.block_state().unwrap().lines().find_map(|l| {
         let mut f = l.split_whitespace();
         (f.next()?.parse::<u64>().ok()? == index).then(|| f.nth(1).unwrap().to_string())
     })
@@ -22,7 +22,7 @@ fn flags(z: &Zram, index: u64) -> Option<String> {
 
 /// `block_state`'s access-time column for one slot.
 fn ac_time(z: &Zram, index: u64) -> Option<String> {
-    z.block_state().lines().find_map(|l| {
+    z.block_state().unwrap().lines().find_map(|l| {
         let mut f = l.split_whitespace();
         (f.next()?.parse::<u64>().ok()? == index).then(|| f.next().unwrap().to_string())
     })

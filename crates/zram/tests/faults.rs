@@ -17,6 +17,7 @@ use zmem_zram::{Errno, MemStore, StoreFault, Zram, ZramConfig};
 /// Slots whose `block_state` flags contain `flag`.
 fn slots_with(z: &Zram, flag: char) -> Vec<u64> {
     z.block_state()
+        .unwrap()
         .lines()
         .filter_map(|l| {
             let mut f = l.split_whitespace();

@@ -101,6 +101,8 @@ fn run(setup: &Setup) {
     let z = Zram::new(ZramConfig {
         pool: setup.pool.into(),
         pool_max_pages: setup.pool_max_pages,
+        // Without a faulty store the backing device is a regular file (the zmem extension).
+        allow_regular_backing_file: true,
         ..ZramConfig::default()
     })
     .unwrap();
@@ -177,7 +179,7 @@ fn run(setup: &Setup) {
                                 if out != *want {
                                     // What the slot is now (its block_state line) and whether it
                                     // read as zeros say which path lost the page.
-                                    let state = z.block_state();
+                                    let state = z.block_state().unwrap();
                                     let line = state.lines().find(|l| {
                                         l.split_whitespace().next() == Some(&index.to_string())
                                     });
@@ -292,6 +294,7 @@ fn run(setup: &Setup) {
     let bd = z.bd_stat();
     let wb_slots = z
         .block_state()
+        .unwrap()
         .lines()
         .filter(|l| l.split_whitespace().nth(2).is_some_and(|f| f.contains('w')))
         .count() as u64;
