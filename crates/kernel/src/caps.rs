@@ -1,0 +1,882 @@
+//! What the running kernel can do for compressed memory, learned without setting up a zram swap
+//! device, each fact with the way it was learned (`KernelCaps::source`).
+//!
+//! zram: whether it is present, which compressors its build offers (a device's
+//! `comp_algorithm`), whether it can recompress (`recomp_algorithm`, CONFIG_ZRAM_MULTI_COMP),
+//! write back (`backing_dev`, CONFIG_ZRAM_WRITEBACK) and take `algorithm_params`. zswap: whether
+//! it is built, its module parameters, and the compressors the crypto API offers it
+//! (`/proc/crypto`). Devices that are not ours are only read, never written; when no device
+//! exists and we are allowed to, we hot-add one, read it and hot-remove it (an RAII guard removes
+//! it even on error or panic).
+//!
+//! Not for: zswap's live counters (see `zswap_state`), a zram device's statistics (`stat`), or
+//! configuring anything. Parsers are pure functions over the file's text; readers open the files
+//! under a root so tests can use fake trees.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// What the kernel offers for compressed memory, and how each fact was learned.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KernelCaps {
+    /// `uname -r`, from `/proc/sys/kernel/osrelease` (empty when unreadable; see `source`).
+    pub release: String,
+    /// zram is built in or loaded (`/sys/class/zram-control` exists, or a zram device does).
+    pub zram_present: bool,
+    /// zram's compressors in the kernel's order (`comp_algorithm`, brackets removed). Empty means
+    /// unknown: no device could be read (the reason is in `source`).
+    pub zram_algorithms: Vec<String>,
+    /// The device has `recomp_algorithm` (CONFIG_ZRAM_MULTI_COMP).
+    pub zram_recompress: bool,
+    /// The device has `backing_dev` (CONFIG_ZRAM_WRITEBACK).
+    pub zram_writeback: bool,
+    /// The device has `algorithm_params` (per-algorithm level and dictionary).
+    pub zram_algorithm_params: bool,
+    /// zswap is built (`/sys/module/zswap/parameters` exists).
+    pub zswap_present: bool,
+    /// Compressors the crypto API lists (`/proc/crypto` entries of type scomp, acomp or
+    /// compression), sorted, without duplicates. Modules not yet loaded are not listed.
+    pub zswap_compressors: Vec<String>,
+    /// zswap's module parameters, file name -> trimmed contents.
+    pub zswap_params: BTreeMap<String, String>,
+    /// One sentence per fact, joined with "; ": how it was learned, or why it is unknown.
+    pub source: String,
+}
+
+/// A device's `comp_algorithm` parsed: the offered compressors and the selected one.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct CompAlgorithms {
+    /// In the kernel's order, brackets removed.
+    pub available: Vec<String>,
+    /// The bracketed one, if any.
+    pub current: Option<String>,
+}
+
+/// Parses zram's `comp_algorithm` (or `recomp_algorithm`'s per-priority lines' tail), e.g.
+/// `"lzo-rle [lzo] lz4 \n"`: names separated by spaces, the current one in brackets
+/// (`zcomp.c: zcomp_available_show`). Odd tokens (`[`, `[]`) are skipped; repeats kept once.
+pub fn parse_comp_algorithm(text: &str) -> CompAlgorithms {
+    let mut out = CompAlgorithms::default();
+    for token in text.split_whitespace() {
+        let bracketed = token.starts_with('[') && token.ends_with(']') && token.len() >= 2;
+        let name = token.trim_start_matches('[').trim_end_matches(']');
+        if name.is_empty() {
+            continue;
+        }
+        if bracketed && out.current.is_none() {
+            out.current = Some(name.to_string());
+        }
+        if !out.available.iter().any(|n| n == name) {
+            out.available.push(name.to_string());
+        }
+    }
+    out
+}
+
+/// Names of `/proc/crypto` entries whose `type` is `scomp`, `acomp` or `compression` (the
+/// compressors zswap can ask the crypto API for, `zswap.c: zswap_compressor_param_set` ->
+/// `crypto_has_acomp`), sorted and without duplicates. Entries are blank-line separated blocks of
+/// `key : value` lines; lines without a colon are ignored.
+pub fn parse_crypto_compressors(text: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut name: Option<String> = None;
+    let mut kind: Option<String> = None;
+    let mut flush = |name: &mut Option<String>, kind: &mut Option<String>| {
+        if let (Some(n), Some(k)) = (name.take(), kind.take())
+            && matches!(k.as_str(), "scomp" | "acomp" | "compression")
+        {
+            names.push(n);
+        }
+        *name = None;
+        *kind = None;
+    };
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            flush(&mut name, &mut kind);
+            continue;
+        }
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
+        match key.trim() {
+            // A `name` line starts a new entry even without a blank line before it.
+            "name" => {
+                flush(&mut name, &mut kind);
+                name = Some(value.trim().to_string());
+            }
+            "type" => kind = Some(value.trim().to_string()),
+            _ => {}
+        }
+    }
+    flush(&mut name, &mut kind);
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Parses what reading `/sys/class/zram-control/hot_add` returns: the new device's number
+/// (`zram_drv.c: hot_add_show` prints `"%d\n"`).
+pub fn parse_hot_add(text: &str) -> Result<u32, String> {
+    text.trim()
+        .parse::<u32>()
+        .map_err(|_| format!("hot_add returned {:?}, not a device number", text.trim()))
+}
+
+/// The kernel option that builds a zram backend, for messages (drivers/block/zram/Kconfig).
+fn zram_backend_config(algo: &str) -> Option<&'static str> {
+    Some(match algo {
+        "lzo" | "lzo-rle" => "CONFIG_ZRAM_BACKEND_LZO",
+        "lz4" => "CONFIG_ZRAM_BACKEND_LZ4",
+        "lz4hc" => "CONFIG_ZRAM_BACKEND_LZ4HC",
+        "zstd" => "CONFIG_ZRAM_BACKEND_ZSTD",
+        "deflate" => "CONFIG_ZRAM_BACKEND_DEFLATE",
+        "842" => "CONFIG_ZRAM_BACKEND_842",
+        _ => return None,
+    })
+}
+
+/// The crypto API option that provides a compressor zswap can use, for messages (crypto/Kconfig).
+fn crypto_config(algo: &str) -> Option<&'static str> {
+    Some(match algo {
+        "lzo" | "lzo-rle" => "CONFIG_CRYPTO_LZO",
+        "lz4" => "CONFIG_CRYPTO_LZ4",
+        "lz4hc" => "CONFIG_CRYPTO_LZ4HC",
+        "zstd" => "CONFIG_CRYPTO_ZSTD",
+        "deflate" => "CONFIG_CRYPTO_DEFLATE",
+        "842" => "CONFIG_CRYPTO_842",
+        _ => return None,
+    })
+}
+
+impl KernelCaps {
+    /// `Ok` when this kernel's zram can compress with `algo`; otherwise why not, in the user's
+    /// terms ("this kernel's zram offers lzo-rle, lzo, lz4; zstd needs CONFIG_ZRAM_BACKEND_ZSTD").
+    pub fn zram_can_run(&self, algo: &str) -> Result<(), String> {
+        if !self.zram_present {
+            return Err(
+                "this kernel has no zram (no /sys/class/zram-control: CONFIG_ZRAM off or the \
+                 module not loaded)"
+                    .to_string(),
+            );
+        }
+        if self.zram_algorithms.is_empty() {
+            return Err(format!("this kernel's zram compressors are unknown ({})", self.source));
+        }
+        if self.zram_algorithms.iter().any(|a| a == algo) {
+            return Ok(());
+        }
+        let offers = self.zram_algorithms.join(", ");
+        Err(match zram_backend_config(algo) {
+            Some(cfg) => format!("this kernel's zram offers {offers}; {algo} needs {cfg}"),
+            None => {
+                format!("this kernel's zram offers {offers}; zram has no compressor named {algo}")
+            }
+        })
+    }
+
+    /// `Ok` when zswap can use `compressor`; otherwise why not. A compressor built as a module
+    /// and not yet loaded is not in `/proc/crypto` but zswap would load it: the message says so.
+    pub fn zswap_can_use(&self, compressor: &str) -> Result<(), String> {
+        if !self.zswap_present {
+            return Err(
+                "this kernel has no zswap (no /sys/module/zswap: CONFIG_ZSWAP off)".to_string()
+            );
+        }
+        if self.zswap_compressors.iter().any(|c| c == compressor) {
+            return Ok(());
+        }
+        let offers = if self.zswap_compressors.is_empty() {
+            "no compressors".to_string()
+        } else {
+            self.zswap_compressors.join(", ")
+        };
+        let needs = match crypto_config(compressor) {
+            Some(cfg) => format!("{compressor} needs {cfg}"),
+            None => format!("the crypto API has no compressor named {compressor}"),
+        };
+        Err(format!(
+            "this kernel's crypto API offers zswap {offers}; {needs} (a module not loaded yet \
+             is not listed in /proc/crypto, and zswap would try to load it)"
+        ))
+    }
+
+    /// `Ok` when this kernel's zram can recompress (CONFIG_ZRAM_MULTI_COMP); otherwise why not.
+    pub fn can_recompress(&self) -> Result<(), String> {
+        if !self.zram_present {
+            return Err(
+                "this kernel has no zram (no /sys/class/zram-control), so no recompression"
+                    .to_string(),
+            );
+        }
+        if self.zram_recompress {
+            return Ok(());
+        }
+        if self.zram_algorithms.is_empty() {
+            return Err(format!(
+                "whether this kernel's zram can recompress is unknown: no zram device could be \
+                 read ({})",
+                self.source
+            ));
+        }
+        Err("this kernel's zram cannot recompress: its devices have no recomp_algorithm \
+             attribute (recompression needs CONFIG_ZRAM_MULTI_COMP)"
+            .to_string())
+    }
+}
+
+/// Reads the running system. Never panics; anything unreadable becomes a reason in `source`.
+/// As root, when no zram device exists, hot-adds one to read it and removes it again.
+pub fn read() -> KernelCaps {
+    read_at(Path::new("/"), true)
+}
+
+/// Reads `sys/` and `proc/` under `root` (`/` for the live system). `hot_add`: allowed to create
+/// a zram device via `sys/class/zram-control/hot_add` when none exists (removed again before
+/// returning; a non-root caller's attempt fails and becomes the reason).
+pub fn read_at(root: &Path, hot_add: bool) -> KernelCaps {
+    let mut source: Vec<String> = Vec::new();
+
+    let release = match fs::read_to_string(root.join("proc/sys/kernel/osrelease")) {
+        Ok(t) => {
+            source.push("release from /proc/sys/kernel/osrelease".to_string());
+            t.trim().to_string()
+        }
+        Err(e) => {
+            source.push(format!("release unknown: /proc/sys/kernel/osrelease: {e}"));
+            String::new()
+        }
+    };
+
+    let zram = read_zram(root, hot_add, &mut source);
+    let zswap = read_zswap(root, &release, &mut source);
+
+    KernelCaps {
+        release,
+        zram_present: zram.present,
+        zram_algorithms: zram.algorithms,
+        zram_recompress: zram.recompress,
+        zram_writeback: zram.writeback,
+        zram_algorithm_params: zram.algorithm_params,
+        zswap_present: zswap.present,
+        zswap_compressors: zswap.compressors,
+        zswap_params: zswap.params,
+        source: source.join("; "),
+    }
+}
+
+#[derive(Default)]
+struct ZramFacts {
+    present: bool,
+    algorithms: Vec<String>,
+    recompress: bool,
+    writeback: bool,
+    algorithm_params: bool,
+}
+
+/// Existing zram devices' numbers under `sys/block`, ascending.
+fn zram_devices(root: &Path) -> Vec<u32> {
+    let mut ids: Vec<u32> = match fs::read_dir(root.join("sys/block")) {
+        Ok(rd) => rd
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let name = e.file_name();
+                name.to_str()?.strip_prefix("zram")?.parse::<u32>().ok()
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    ids.sort_unstable();
+    ids
+}
+
+/// A zram device we hot-added: removed through `hot_remove` when dropped, so an error or panic
+/// between adding and reading does not leave it behind.
+struct HotAdded {
+    hot_remove: PathBuf,
+    id: u32,
+    removed: bool,
+}
+
+impl HotAdded {
+    /// Removes the device, retrying briefly on EBUSY: something (udev's probe) may hold the
+    /// fresh device open for a moment (`zram_drv.c: zram_remove` refuses an opened device).
+    fn remove(&mut self) -> io::Result<()> {
+        if self.removed {
+            return Ok(());
+        }
+        let mut last = Ok(());
+        for _ in 0..20 {
+            last = fs::write(&self.hot_remove, self.id.to_string());
+            match &last {
+                Err(e) if e.raw_os_error() == Some(16) => {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                _ => break,
+            }
+        }
+        if last.is_ok() {
+            self.removed = true;
+        }
+        last
+    }
+}
+
+impl Drop for HotAdded {
+    fn drop(&mut self) {
+        let _ = self.remove();
+    }
+}
+
+/// The attributes of one zram device that reveal its build.
+struct DeviceFacts {
+    algorithms: Result<Vec<String>, String>,
+    recompress: bool,
+    writeback: bool,
+    algorithm_params: bool,
+}
+
+fn read_device(dev: &Path) -> DeviceFacts {
+    let algorithms = match fs::read_to_string(dev.join("comp_algorithm")) {
+        Ok(t) => {
+            let parsed = parse_comp_algorithm(&t);
+            if parsed.available.is_empty() {
+                Err(format!("comp_algorithm lists no compressor ({:?})", t.trim()))
+            } else {
+                Ok(parsed.available)
+            }
+        }
+        Err(e) => Err(format!("comp_algorithm: {e}")),
+    };
+    // Existence, not readability: `algorithm_params` is write-only (0200) and `backing_dev`
+    // reads as "none" until set; both exist only when built in.
+    DeviceFacts {
+        algorithms,
+        recompress: dev.join("recomp_algorithm").exists(),
+        writeback: dev.join("backing_dev").exists(),
+        algorithm_params: dev.join("algorithm_params").exists(),
+    }
+}
+
+/// Hot-adds a device under `root`, reads it and removes it. `Err` carries the reason.
+fn probe_hot_added(root: &Path) -> Result<(u32, DeviceFacts), String> {
+    let control = root.join("sys/class/zram-control");
+    let text = fs::read_to_string(control.join("hot_add"))
+        .map_err(|e| format!("hot_add was refused ({e})"))?;
+    let id = parse_hot_add(&text)?;
+    let mut guard = HotAdded { hot_remove: control.join("hot_remove"), id, removed: false };
+    let facts = read_device(&root.join(format!("sys/block/zram{id}")));
+    guard.remove().map_err(|e| format!("zram{id} was hot-added but hot_remove failed ({e})"))?;
+    Ok((id, facts))
+}
+
+fn read_zram(root: &Path, hot_add: bool, source: &mut Vec<String>) -> ZramFacts {
+    let control = root.join("sys/class/zram-control").is_dir();
+    let devices = zram_devices(root);
+    let mut out = ZramFacts { present: control || !devices.is_empty(), ..ZramFacts::default() };
+    if !out.present {
+        source.push(
+            "zram absent: no /sys/class/zram-control and no /sys/block/zram* (CONFIG_ZRAM off \
+             or the module not loaded)"
+                .to_string(),
+        );
+        return out;
+    }
+    source.push(if control {
+        "zram present: /sys/class/zram-control exists".to_string()
+    } else {
+        "zram present: /sys/block/zram* exists (but no /sys/class/zram-control)".to_string()
+    });
+
+    // An existing device shows the build's attributes; read it, never write to it.
+    let mut failures = Vec::new();
+    let mut found: Option<(String, DeviceFacts)> = None;
+    for id in &devices {
+        let path = format!("/sys/block/zram{id}");
+        let facts = read_device(&root.join(&path[1..]));
+        match &facts.algorithms {
+            Ok(_) => {
+                found =
+                    Some((format!("{path}/comp_algorithm (an existing device, not ours)"), facts));
+                break;
+            }
+            Err(e) => failures.push(format!("{path}: {e}")),
+        }
+    }
+    if found.is_none() {
+        let why_not_existing = if devices.is_empty() {
+            "no zram device exists".to_string()
+        } else {
+            format!("no existing device was readable ({})", failures.join(", "))
+        };
+        if !hot_add {
+            source.push(format!(
+                "zram algorithms unknown: {why_not_existing} and hot-adding one was not allowed"
+            ));
+        } else if !control {
+            source.push(format!(
+                "zram algorithms unknown: {why_not_existing} and there is no \
+                 /sys/class/zram-control to hot-add one"
+            ));
+        } else {
+            match probe_hot_added(root) {
+                Ok((id, facts)) => match &facts.algorithms {
+                    Ok(_) => {
+                        found = Some((
+                            format!(
+                                "/sys/block/zram{id}/comp_algorithm (a device we hot-added and removed)"
+                            ),
+                            facts,
+                        ))
+                    }
+                    Err(e) => source.push(format!(
+                        "zram algorithms unknown: {why_not_existing}; zram{id} hot-added and \
+                         removed but unreadable ({e})"
+                    )),
+                },
+                Err(e) => source.push(format!("zram algorithms unknown: {why_not_existing}; {e}")),
+            }
+        }
+    }
+
+    let Some((device, facts)) = found else {
+        source.push(
+            "zram recompression, writeback and algorithm_params unknown: no device was read"
+                .to_string(),
+        );
+        return out;
+    };
+    out.algorithms = facts.algorithms.unwrap_or_default();
+    out.recompress = facts.recompress;
+    out.writeback = facts.writeback;
+    out.algorithm_params = facts.algorithm_params;
+    source.push(format!("zram algorithms from {device}"));
+    source.push(if out.recompress {
+        "recompression: recomp_algorithm attribute present (CONFIG_ZRAM_MULTI_COMP on)".to_string()
+    } else {
+        "recompression: no recomp_algorithm attribute (CONFIG_ZRAM_MULTI_COMP off)".to_string()
+    });
+    source.push(if out.writeback {
+        "writeback: backing_dev attribute present (CONFIG_ZRAM_WRITEBACK on)".to_string()
+    } else {
+        "writeback: no backing_dev attribute (CONFIG_ZRAM_WRITEBACK off)".to_string()
+    });
+    source.push(if out.algorithm_params {
+        "algorithm_params attribute present".to_string()
+    } else {
+        "no algorithm_params attribute (kernel before 6.12)".to_string()
+    });
+    out
+}
+
+#[derive(Default)]
+struct ZswapFacts {
+    present: bool,
+    compressors: Vec<String>,
+    params: BTreeMap<String, String>,
+}
+
+fn read_zswap(root: &Path, release: &str, source: &mut Vec<String>) -> ZswapFacts {
+    let mut out = ZswapFacts::default();
+    let params_dir = root.join("sys/module/zswap/parameters");
+    match fs::read_dir(&params_dir) {
+        Ok(rd) => {
+            out.present = true;
+            let mut unreadable = Vec::new();
+            for entry in rd.filter_map(|e| e.ok()) {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                match fs::read_to_string(entry.path()) {
+                    Ok(v) => {
+                        out.params.insert(name, v.trim().to_string());
+                    }
+                    Err(e) => unreadable.push(format!("{name} ({e})")),
+                }
+            }
+            if unreadable.is_empty() {
+                source.push("zswap present: parameters from /sys/module/zswap/parameters".into());
+            } else {
+                source.push(format!(
+                    "zswap present: parameters from /sys/module/zswap/parameters, unreadable: {}",
+                    unreadable.join(", ")
+                ));
+            }
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            source.push("zswap absent: no /sys/module/zswap/parameters (CONFIG_ZSWAP off)".into());
+        }
+        Err(e) => {
+            source.push(format!("zswap presence unknown: /sys/module/zswap/parameters: {e}"));
+        }
+    }
+    match fs::read_to_string(root.join("proc/crypto")) {
+        Ok(t) => {
+            out.compressors = parse_crypto_compressors(&t);
+            // zswap asks the crypto API (`crypto_has_acomp`), which may load a module on
+            // demand; /proc/crypto shows only what is registered now. Without a module tree
+            // for this release nothing can be loaded, so the list is then complete.
+            let modules = !release.is_empty() && root.join("lib/modules").join(release).is_dir();
+            source.push(if modules {
+                format!(
+                    "zswap compressors from /proc/crypto (types scomp, acomp, compression; \
+                     compressors built as modules in /lib/modules/{release} and not loaded yet \
+                     are not listed)"
+                )
+            } else {
+                "zswap compressors from /proc/crypto (types scomp, acomp, compression; no \
+                 /lib/modules for this release, so no compressor module can be loaded and the \
+                 list is complete)"
+                    .to_string()
+            });
+        }
+        Err(e) => source.push(format!("zswap compressors unknown: /proc/crypto: {e}")),
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The compression entries of this project's machine's /proc/crypto (6.18.44), with one
+    /// cipher and one hash around them so the parser must skip other types.
+    const CRYPTO_FIXTURE: &str = include_str!("caps_fixtures/crypto.txt");
+
+    fn write(root: &Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, text).unwrap();
+    }
+
+    /// A fake tree: osrelease, /proc/crypto, zswap parameters as on the project's machine.
+    fn base_tree() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        write(r, "proc/sys/kernel/osrelease", "6.18.44-fc-v669\n");
+        write(r, "proc/crypto", CRYPTO_FIXTURE);
+        for (k, v) in [
+            ("accept_threshold_percent", "90"),
+            ("compressor", "lzo"),
+            ("enabled", "N"),
+            ("max_pool_percent", "20"),
+            ("shrinker_enabled", "N"),
+        ] {
+            write(r, &format!("sys/module/zswap/parameters/{k}"), &format!("{v}\n"));
+        }
+        dir
+    }
+
+    fn add_device(r: &Path, id: u32, comp: &str, recomp: bool, backing: bool) {
+        let d = format!("sys/block/zram{id}");
+        write(r, &format!("{d}/comp_algorithm"), comp);
+        write(r, &format!("{d}/algorithm_params"), "");
+        if recomp {
+            write(r, &format!("{d}/recomp_algorithm"), "");
+        }
+        if backing {
+            write(r, &format!("{d}/backing_dev"), "none\n");
+        }
+    }
+
+    #[test]
+    fn comp_algorithm_brackets_anywhere() {
+        let p = parse_comp_algorithm("[lzo-rle] lzo lz4 \n");
+        assert_eq!(p.available, ["lzo-rle", "lzo", "lz4"]);
+        assert_eq!(p.current.as_deref(), Some("lzo-rle"));
+        let p = parse_comp_algorithm("lzo-rle [lzo] lz4");
+        assert_eq!(p.available, ["lzo-rle", "lzo", "lz4"]);
+        assert_eq!(p.current.as_deref(), Some("lzo"));
+        let p = parse_comp_algorithm("lzo lz4 zstd\n");
+        assert_eq!(p.current, None);
+        assert_eq!(p.available.len(), 3);
+    }
+
+    #[test]
+    fn comp_algorithm_odd_input() {
+        assert_eq!(parse_comp_algorithm(""), CompAlgorithms::default());
+        let p = parse_comp_algorithm("[ ] [] lz4 lz4 [zstd");
+        assert_eq!(p.available, ["lz4", "zstd"]);
+        assert_eq!(p.current, None);
+    }
+
+    #[test]
+    fn crypto_lists_only_compressors() {
+        assert_eq!(parse_crypto_compressors(CRYPTO_FIXTURE), ["deflate", "lzo", "lzo-rle"]);
+    }
+
+    #[test]
+    fn crypto_odd_input() {
+        assert!(parse_crypto_compressors("").is_empty());
+        assert!(parse_crypto_compressors("garbage\n:::\n\n\ntype : scomp\n").is_empty());
+        // Entries without a blank line between them, and the legacy `compression` type.
+        let t = "name : lz4\ntype : compression\nname : zstd\ntype : acomp";
+        assert_eq!(parse_crypto_compressors(t), ["lz4", "zstd"]);
+    }
+
+    #[test]
+    fn hot_add_parse() {
+        assert_eq!(parse_hot_add("2\n"), Ok(2));
+        assert!(parse_hot_add("").is_err());
+        assert!(parse_hot_add("-1").is_err());
+    }
+
+    #[test]
+    fn existing_device_is_read_not_hot_added() {
+        let dir = base_tree();
+        let r = dir.path();
+        fs::create_dir_all(r.join("sys/class/zram-control")).unwrap();
+        add_device(r, 0, "[lzo-rle] lzo lz4 \n", false, false);
+        // If read_at hot-added despite the device, this read would fail loudly in `source`.
+        let caps = read_at(r, true);
+        assert!(caps.zram_present);
+        assert_eq!(caps.zram_algorithms, ["lzo-rle", "lzo", "lz4"]);
+        assert_eq!(caps.release, "6.18.44-fc-v669");
+        assert!(caps.zram_algorithm_params);
+        assert!(
+            caps.source
+                .contains("zram algorithms from /sys/block/zram0/comp_algorithm (an existing device, not ours)"),
+            "{}",
+            caps.source
+        );
+        assert!(!r.join("sys/class/zram-control/hot_remove").exists());
+        assert_eq!(caps.zram_can_run("lz4"), Ok(()));
+        assert_eq!(
+            caps.zram_can_run("zstd"),
+            Err("this kernel's zram offers lzo-rle, lzo, lz4; zstd needs CONFIG_ZRAM_BACKEND_ZSTD"
+                .into())
+        );
+    }
+
+    #[test]
+    fn recomp_and_backing_absent() {
+        let dir = base_tree();
+        let r = dir.path();
+        fs::create_dir_all(r.join("sys/class/zram-control")).unwrap();
+        add_device(r, 0, "[lzo-rle] lzo lz4 \n", false, false);
+        let caps = read_at(r, false);
+        assert!(!caps.zram_recompress);
+        assert!(!caps.zram_writeback);
+        assert!(caps.source.contains("no recomp_algorithm attribute (CONFIG_ZRAM_MULTI_COMP off)"));
+        assert!(caps.source.contains("no backing_dev attribute (CONFIG_ZRAM_WRITEBACK off)"));
+        let err = caps.can_recompress().unwrap_err();
+        assert!(err.contains("CONFIG_ZRAM_MULTI_COMP"), "{err}");
+    }
+
+    #[test]
+    fn recomp_and_backing_present() {
+        let dir = base_tree();
+        let r = dir.path();
+        fs::create_dir_all(r.join("sys/class/zram-control")).unwrap();
+        add_device(r, 0, "lzo [zstd]\n", true, true);
+        let caps = read_at(r, false);
+        assert!(caps.zram_recompress);
+        assert!(caps.zram_writeback);
+        assert_eq!(caps.can_recompress(), Ok(()));
+        assert!(caps.source.contains("recomp_algorithm attribute present"));
+    }
+
+    #[test]
+    fn unreadable_device_falls_to_next() {
+        let dir = base_tree();
+        let r = dir.path();
+        fs::create_dir_all(r.join("sys/class/zram-control")).unwrap();
+        // zram0 lacks comp_algorithm (a directory entry only); zram1 is fine.
+        fs::create_dir_all(r.join("sys/block/zram0")).unwrap();
+        add_device(r, 1, "[lz4]\n", true, false);
+        let caps = read_at(r, false);
+        assert_eq!(caps.zram_algorithms, ["lz4"]);
+        assert!(caps.source.contains("/sys/block/zram1/comp_algorithm"));
+    }
+
+    #[test]
+    fn no_device_and_no_hot_add_is_unknown_with_reason() {
+        let dir = base_tree();
+        let r = dir.path();
+        fs::create_dir_all(r.join("sys/class/zram-control")).unwrap();
+        let caps = read_at(r, false);
+        assert!(caps.zram_present);
+        assert!(caps.zram_algorithms.is_empty());
+        assert!(
+            caps.source.contains(
+                "zram algorithms unknown: no zram device exists and hot-adding one was not allowed"
+            ),
+            "{}",
+            caps.source
+        );
+        let err = caps.zram_can_run("lzo").unwrap_err();
+        assert!(err.contains("unknown") && err.contains("not allowed"), "{err}");
+        assert!(caps.can_recompress().unwrap_err().contains("unknown"));
+    }
+
+    #[test]
+    fn hot_add_reads_and_removes_the_device() {
+        let dir = base_tree();
+        let r = dir.path();
+        // The fake hot_add "returns" 3; the fake kernel already made zram3's attributes.
+        write(r, "sys/class/zram-control/hot_add", "3\n");
+        write(r, "sys/class/zram-control/hot_remove", "");
+        add_device(r, 3, "lzo-rle [lzo]\n", true, false);
+        // read_at would find zram3 as an existing device, so call the probe itself.
+        let (id, facts) = probe_hot_added(r).unwrap();
+        assert_eq!(id, 3);
+        assert_eq!(facts.algorithms, Ok(vec!["lzo-rle".to_string(), "lzo".to_string()]));
+        assert!(facts.recompress);
+        assert_eq!(fs::read_to_string(r.join("sys/class/zram-control/hot_remove")).unwrap(), "3");
+    }
+
+    #[test]
+    fn hot_add_device_unreadable_is_still_removed() {
+        let dir = base_tree();
+        let r = dir.path();
+        write(r, "sys/class/zram-control/hot_add", "5\n");
+        write(r, "sys/class/zram-control/hot_remove", "");
+        // No sys/block/zram5: the read fails, the guard must still remove it.
+        let caps = read_at(r, true);
+        assert!(caps.zram_algorithms.is_empty());
+        assert!(
+            caps.source.contains("zram5 hot-added and removed but unreadable"),
+            "{}",
+            caps.source
+        );
+        assert_eq!(fs::read_to_string(r.join("sys/class/zram-control/hot_remove")).unwrap(), "5");
+    }
+
+    #[test]
+    fn guard_removes_on_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let remove = dir.path().join("hot_remove");
+        fs::write(&remove, "").unwrap();
+        let path = remove.clone();
+        let result = std::panic::catch_unwind(move || {
+            let _guard = HotAdded { hot_remove: path, id: 7, removed: false };
+            panic!("between hot_add and hot_remove");
+        });
+        assert!(result.is_err());
+        assert_eq!(fs::read_to_string(&remove).unwrap(), "7");
+    }
+
+    #[test]
+    fn hot_add_refused_gives_reason() {
+        let dir = base_tree();
+        let r = dir.path();
+        // zram-control without a hot_add file: reading it fails like EACCES would.
+        fs::create_dir_all(r.join("sys/class/zram-control")).unwrap();
+        let caps = read_at(r, true);
+        assert!(caps.zram_algorithms.is_empty());
+        assert!(caps.source.contains("hot_add was refused"), "{}", caps.source);
+    }
+
+    #[test]
+    fn zswap_present_with_crypto() {
+        let dir = base_tree();
+        let caps = read_at(dir.path(), false);
+        assert!(!caps.zram_present);
+        assert!(caps.source.contains("zram absent"));
+        assert!(caps.zswap_present);
+        assert_eq!(caps.zswap_params.get("compressor").map(String::as_str), Some("lzo"));
+        assert_eq!(caps.zswap_params.get("enabled").map(String::as_str), Some("N"));
+        assert_eq!(caps.zswap_params.len(), 5);
+        assert_eq!(caps.zswap_compressors, ["deflate", "lzo", "lzo-rle"]);
+        assert_eq!(caps.zswap_can_use("lzo-rle"), Ok(()));
+        let err = caps.zswap_can_use("zstd").unwrap_err();
+        assert!(
+            err.contains("deflate, lzo, lzo-rle") && err.contains("CONFIG_CRYPTO_ZSTD"),
+            "{err}"
+        );
+        assert!(caps.source.contains("zswap compressors from /proc/crypto"));
+        assert!(caps.source.contains("the list is complete"), "{}", caps.source);
+        assert!(caps.zram_can_run("lzo").unwrap_err().contains("no zram"));
+        // With a module tree for the release, unloaded modules may exist: the source says so.
+        fs::create_dir_all(dir.path().join("lib/modules/6.18.44-fc-v669")).unwrap();
+        let caps = read_at(dir.path(), false);
+        assert!(
+            caps.source.contains("built as modules in /lib/modules/6.18.44-fc-v669"),
+            "{}",
+            caps.source
+        );
+    }
+
+    #[test]
+    fn zswap_absent() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "proc/crypto", CRYPTO_FIXTURE);
+        let caps = read_at(dir.path(), false);
+        assert!(!caps.zswap_present);
+        assert!(caps.zswap_params.is_empty());
+        assert!(
+            caps.source
+                .contains("zswap absent: no /sys/module/zswap/parameters (CONFIG_ZSWAP off)")
+        );
+        assert!(caps.source.contains("release unknown"));
+        assert!(caps.zswap_can_use("lzo").unwrap_err().contains("no zswap"));
+    }
+
+    #[test]
+    fn empty_root_never_panics_and_roundtrips() {
+        let dir = tempfile::tempdir().unwrap();
+        let caps = read_at(dir.path(), true);
+        assert!(!caps.zram_present && !caps.zswap_present);
+        assert!(caps.source.contains("/proc/crypto"));
+        let json = serde_json::to_string(&caps).unwrap();
+        let back: KernelCaps = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, caps);
+    }
+
+    /// The live kernel: `read()` must agree with the files read here independently.
+    #[test]
+    fn live_read_agrees_with_sysfs_and_crypto() {
+        if !Path::new("/sys/class/zram-control").exists() {
+            println!("skipped: /sys/class/zram-control missing (no zram in this kernel)");
+            return;
+        }
+        let caps = read();
+        println!("{caps:#?}");
+        let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+        assert_eq!(caps.release, release.trim());
+        if let Ok(text) = fs::read_to_string("/sys/block/zram0/comp_algorithm") {
+            let expect: Vec<String> =
+                text.split_whitespace().map(|t| t.replace(['[', ']'], "")).collect();
+            assert_eq!(caps.zram_algorithms, expect);
+            assert_eq!(
+                caps.zram_recompress,
+                Path::new("/sys/block/zram0/recomp_algorithm").exists()
+            );
+            assert_eq!(caps.zram_writeback, Path::new("/sys/block/zram0/backing_dev").exists());
+        }
+        if let Ok(crypto) = fs::read_to_string("/proc/crypto") {
+            // Independent scan: every "type : scomp|acomp" line's entry name must be listed.
+            let mut last_name = String::new();
+            for line in crypto.lines() {
+                let mut kv = line.splitn(2, ':').map(str::trim);
+                match (kv.next(), kv.next()) {
+                    (Some("name"), Some(v)) => last_name = v.to_string(),
+                    (Some("type"), Some("scomp" | "acomp")) => {
+                        assert!(caps.zswap_compressors.contains(&last_name), "{last_name}")
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert_eq!(caps.zswap_present, Path::new("/sys/module/zswap/parameters").exists());
+    }
+
+    /// As root, the hot-add path on the live kernel: a device appears, is read, and is gone
+    /// afterwards.
+    #[test]
+    fn live_hot_add_probe_removes_its_device() {
+        let ctl = Path::new("/sys/class/zram-control/hot_add");
+        if fs::File::open(ctl).is_err() {
+            println!("skipped: cannot read {} (no zram, or not root)", ctl.display());
+            return;
+        }
+        let (id, facts) = probe_hot_added(Path::new("/")).unwrap();
+        let algos = facts.algorithms.unwrap();
+        assert!(!algos.is_empty());
+        assert!(
+            !Path::new(&format!("/sys/block/zram{id}")).exists(),
+            "zram{id} still exists after the probe"
+        );
+    }
+}
