@@ -10,6 +10,10 @@
 //!   cgroup (v1 or v2), a program started inside it; each guard removes only what it made.
 //! - [`zram_device`]: a fresh kernel zram device as an oracle (hot_add, `dd` in, `mm_stat`
 //!   out, hot_remove), for `conform`, `zram-speed` and the engine's tests.
+//! - [`caps`]: what the running kernel can do (zram's algorithms, recompression, writeback;
+//!   zswap's compressors), learned without a live device and saying how.
+//! - [`zswap_state`]: zswap's live state: parameters, debugfs counters, meminfo, vmstat and
+//!   memory cgroups.
 //! - [`player`] and [`kernel_replay`]: a trace played in real memory under a cgroup's limit
 //!   with a kernel zram swap, and what the kernel did (`zmem validate replay`'s kernel side).
 //!
@@ -17,6 +21,7 @@
 //! sets and traces as data (zmem-pages).
 
 pub mod capture;
+pub mod caps;
 mod error;
 pub mod harness;
 pub mod kernel_replay;
@@ -24,5 +29,6 @@ pub mod player;
 pub mod record;
 pub mod stat;
 pub mod zram_device;
+pub mod zswap_state;
 
 pub use error::KernelError;

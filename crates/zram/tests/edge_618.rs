@@ -287,7 +287,7 @@ fn an_lz4_dictionary_outlives_a_later_algorithm_params_write() {
 }
 
 fn oracle() -> bool {
-    match zmem_zram::kernel::unavailable_reason() {
+    match zmem_kernel::zram_device::unavailable_reason() {
         Some(why) => {
             eprintln!("SKIPPED: kernel zram oracle unavailable: {why}");
             false
@@ -309,7 +309,7 @@ fn edge_cases_match_the_live_kernel() {
     }
     let empty = std::env::temp_dir().join(format!("zmem-edge-kempty-{}", std::process::id()));
     std::fs::write(&empty, b"").unwrap();
-    let k = zmem_zram::kernel::KernelZram::hot_add().unwrap();
+    let k = zmem_kernel::zram_device::KernelZram::hot_add().unwrap();
     let z = Zram::new(ZramConfig::default()).unwrap();
     let empty_dict = format!("dict={}", empty.display());
     for (attr, text) in [
@@ -444,7 +444,7 @@ fn backing_dev_store_claims_block_devices_exclusively() {
     if !oracle() {
         return;
     }
-    let k = zmem_zram::kernel::KernelZram::hot_add().unwrap();
+    let k = zmem_kernel::zram_device::KernelZram::hot_add().unwrap();
     let dev = k.dev();
     let dev = dev.to_str().unwrap();
     let z = Zram::new(ZramConfig::default()).unwrap();
