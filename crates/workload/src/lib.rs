@@ -27,6 +27,7 @@ pub mod live;
 mod meta;
 mod pageset;
 pub mod prng;
+pub mod status;
 mod stream;
 pub mod trace;
 
