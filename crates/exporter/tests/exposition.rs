@@ -165,3 +165,15 @@ fn the_systemd_unit_listens_on_the_default_loopback_port() {
     let exec = unit.lines().find(|l| l.starts_with("ExecStart=")).unwrap();
     assert!(exec.ends_with(&format!("--listen 127.0.0.1:{}", serve::DEFAULT_PORT)), "{exec}");
 }
+
+/// A real `zmem lab --source builtin --observe 0 --json` report (2026-11-27).
+#[test]
+fn reads_a_real_lab_report() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/lab-report.json");
+    let l = zmem_exporter::lab_report::read(&path).unwrap();
+    assert_eq!(l.device, "zram0");
+    assert_eq!(l.config, "lzo-rle + zstd(idle)");
+    assert_eq!(l.saved_vs_now_bytes, 2_727_936);
+    assert!(l.candidates.contains(&("lz4".to_string(), -643_072)));
+    assert!(l.candidates.contains(&("lzo-rle".to_string(), 0)));
+}
