@@ -24,7 +24,9 @@ fn fixture() -> (tempfile::TempDir, Options) {
     write(r, "proc/vmstat", "pswpin 10\npswpout 20\nzswpin 3\nzswpout 4\nzswpwb 5\n");
     write(r, "proc/swaps", "Filename Type Size Used Priority\n/dev/zram2 partition 1024 8 100\n");
     write(r, "proc/meminfo", "MemTotal: 1000000 kB\nZswap: 400 kB\nZswapped: 1200 kB\n");
-    for (id, mm) in [(2, "8388608 2097152 2621440 0 2621440 10 3 5 7"), (5, "4096 100 12288 0 12288 0 0 0 0")] {
+    for (id, mm) in
+        [(2, "8388608 2097152 2621440 0 2621440 10 3 5 7"), (5, "4096 100 12288 0 12288 0 0 0 0")]
+    {
         let d = format!("sys/block/zram{id}");
         write(r, &format!("{d}/initstate"), "1\n");
         write(r, &format!("{d}/disksize"), "1073741824\n");
@@ -60,7 +62,8 @@ fn sample<'a>(text: &'a str, series: &str) -> &'a str {
 fn names_units_types_and_values() {
     let (_t, opts) = fixture();
     let s = status::read(&opts).unwrap();
-    let text = expose::encode(expose::families(&s, Some(&lab()), None), Format::Prometheus).unwrap();
+    let text =
+        expose::encode(expose::families(&s, Some(&lab()), None), Format::Prometheus).unwrap();
     assert_eq!(sample(&text, "zmem_zram_orig_data_bytes{device=\"zram2\"}"), "8388608");
     assert_eq!(sample(&text, "zmem_zram_compr_data_bytes{device=\"zram2\"}"), "2097152");
     assert_eq!(sample(&text, "zmem_zram_mem_used_bytes{device=\"zram2\"}"), "2621440");
