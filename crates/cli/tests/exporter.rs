@@ -302,3 +302,49 @@ fn prometheus_scrapes_what_mm_stat_says() {
         assert!(!Path::new(&format!("/proc/{pid}")).exists(), "process {pid} still there");
     }
 }
+
+/// `--textfile`: one atomic write of the classic text format, which promtool (and so
+/// node_exporter's textfile collector) accepts. Needs no root.
+#[test]
+fn textfile_is_written_once_and_passes_promtool() {
+    let scratch =
+        Scratch(std::env::temp_dir().join(format!("zmem-textfile-{}", std::process::id())));
+    std::fs::create_dir_all(&scratch.0).unwrap();
+    let file = scratch.0.join("zmem.prom");
+    let out = Command::new(env!("CARGO_BIN_EXE_zmem"))
+        .args(["exporter", "--textfile"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("# TYPE zmem_swap_in_pages_total counter\n"), "{text}");
+    assert!(!text.contains("# EOF"), "the textfile collector reads the classic format");
+    let names: Vec<_> =
+        std::fs::read_dir(&scratch.0).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, ["zmem.prom"], "no temporary file left");
+    if !on_path("promtool") {
+        eprintln!(
+            "SKIPPED the promtool half of textfile_is_written_once_and_passes_promtool: promtool not installed"
+        );
+        return;
+    }
+    let out = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::fs::File::open(&file).unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Both at once is refused.
+    let out = Command::new(env!("CARGO_BIN_EXE_zmem"))
+        .args(["exporter", "--listen", "127.0.0.1:1", "--textfile"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}
