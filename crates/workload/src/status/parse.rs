@@ -342,6 +342,10 @@ mod tests {
                 freeable_pages: 6
             }
         );
+        // Before 6.6 the fullness columns were almost_full / almost_empty.
+        let old = " class  size almost_full almost_empty obj_allocated   obj_used pages_used pages_per_zspage freeable\n    54   896           1           12           117         57         26                2       12\n   111  1808           0            0            63         63         28                4        0\n";
+        let t = parse_zs_classes(old).unwrap();
+        assert_eq!((t.classes, t.obj_used, t.pages_used, t.freeable_pages), (2, 120, 54, 12));
         assert!(parse_zs_classes("class size\n 0 32\n").is_err());
         assert!(parse_zs_classes("").is_err());
     }
