@@ -58,6 +58,10 @@ enum Command {
     /// Studies that reproduce the seeds on zmem's engines.
     #[command(subcommand)]
     Study(cmd::study::Study),
+    /// Every zram device, zswap, the swap areas and their rates, on one screen (or --json).
+    Status(cmd::status::Args),
+    /// Serve the state `zmem status` shows as OpenMetrics (or write a node_exporter textfile).
+    Exporter(cmd::exporter::Args),
     /// Dictionaries for zram's `algorithm_params dict=` (zstd, lz4): train and measure.
     #[command(subcommand)]
     Dict(cmd::dict::Dict),
@@ -82,6 +86,8 @@ fn main() -> ExitCode {
         Command::Export(args) => cmd::export::run(&args),
         Command::Gen(args) => cmd::generate::run(&args),
         Command::Trace(args) => cmd::trace::run(&args),
+        Command::Status(args) => cmd::status::run(&args),
+        Command::Exporter(args) => cmd::exporter::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

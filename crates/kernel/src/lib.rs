@@ -10,6 +10,8 @@
 //!   cgroup (v1 or v2), a program started inside it; each guard removes only what it made.
 //! - [`zram_device`]: a fresh kernel zram device as an oracle (hot_add, `dd` in, `mm_stat`
 //!   out, hot_remove), for `conform`, `zram-speed` and the engine's tests.
+//! - [`status`]: every zram device, zswap and the swap areas in one value (`zmem status`, the
+//!   exporter's metrics), with what could not be read and why.
 //! - [`caps`]: what the running kernel can do (zram's algorithms, recompression, writeback;
 //!   zswap's compressors), learned without a live device and saying how.
 //! - [`zswap_state`]: zswap's live state: parameters, debugfs counters, meminfo, vmstat and
@@ -28,6 +30,7 @@ pub mod kernel_replay;
 pub mod player;
 pub mod record;
 pub mod stat;
+pub mod status;
 pub mod zram_device;
 pub mod zswap_state;
 

@@ -1,7 +1,7 @@
 //! zmem-render: every result of zmem as something a person reads or runs: the measuring
 //! subcommands' tables ([`experiments`], [`replay`]), the lab's terminal summary ([`summary`]),
 //! its offline HTML report with inline SVG charts ([`html`], [`svg`]), the recommendation in
-//! words ([`advice`]), the lines and script that apply it ([`apply`]), and the lab's JSON
+//! words ([`advice`]), `zmem status`'s one screen ([`status`]), the lines and script that apply it ([`apply`]), and the lab's JSON
 //! document ([`json`]: the report value plus those words and lines, so the CLI's `--json` and
 //! Python's `zmem.lab` return the same document).
 //!
@@ -14,6 +14,7 @@ pub mod experiments;
 pub mod html;
 pub mod json;
 pub mod replay;
+pub mod status;
 pub mod summary;
 mod svg;
 

@@ -1,0 +1,31 @@
+//! `zmem status`: every zram device, zswap, the swap areas and the swap/zswap rates over a short
+//! window, on one screen (or as JSON, exact bytes). Reads what the kernel lets this user read and
+//! lists what it could not, with the reason.
+
+use std::time::Duration;
+
+use zmem_render::status as render;
+use zmem_kernel::status;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Print JSON (sizes in exact bytes) instead of the terminal view.
+    #[arg(long)]
+    json: bool,
+    /// Seconds between the two samples of /proc/vmstat the rates come from (0: no rates).
+    #[arg(long, default_value_t = 1.0, value_name = "SECS")]
+    interval: f64,
+}
+
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    if !(args.interval.is_finite() && args.interval >= 0.0) {
+        anyhow::bail!("--interval must be a number of seconds >= 0");
+    }
+    let opts = status::Options {
+        rate_window: (args.interval > 0.0).then(|| Duration::from_secs_f64(args.interval)),
+        block_state: true,
+        ..status::Options::default()
+    };
+    let s = status::read(&opts)?;
+    super::emit(args.json, &s, render::render)
+}

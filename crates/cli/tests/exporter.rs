@@ -1,0 +1,350 @@
+//! `zmem exporter` against the real parts: a kernel zram device hot-added and filled with pages,
+//! the exporter serving it on a free loopback port, and a real Prometheus server scraping it.
+//! The values Prometheus's query API returns must equal the device's `mm_stat`, `promtool check
+//! metrics` must pass on the exposition, and `zmem status --json` must show the same numbers.
+//! The device and both processes are gone afterwards, on failure too (Drop guards).
+//!
+//! Skipped, saying why, without root, kernel zram, or Prometheus (`.ci/run` installs Debian's
+//! `prometheus` package, which brings `promtool`).
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CONTROL: &str = "/sys/class/zram-control";
+
+/// A hot-added zram device, reset and removed when dropped.
+struct ZramDevice(u32);
+
+impl ZramDevice {
+    fn add() -> Self {
+        let id = std::fs::read_to_string(format!("{CONTROL}/hot_add")).expect("hot_add");
+        Self(id.trim().parse().expect("hot_add gives a number"))
+    }
+
+    fn attr(&self, name: &str) -> PathBuf {
+        PathBuf::from(format!("/sys/block/zram{}/{name}", self.0))
+    }
+
+    fn mm_stat(&self) -> Vec<u64> {
+        std::fs::read_to_string(self.attr("mm_stat"))
+            .unwrap()
+            .split_whitespace()
+            .map(|f| f.parse().unwrap())
+            .collect()
+    }
+}
+
+impl Drop for ZramDevice {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.attr("reset"), "1");
+        let _ = std::fs::write(format!("{CONTROL}/hot_remove"), self.0.to_string());
+    }
+}
+
+/// A child process, killed and reaped when dropped.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A scratch directory, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn free_loopback_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// GET `path` from 127.0.0.1:`port`: the status code and the body.
+fn get(port: u16, path: &str, accept: Option<&str>) -> std::io::Result<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let accept = accept.map(|a| format!("Accept: {a}\r\n")).unwrap_or_default();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n{accept}Connection: close\r\n\r\n")?;
+    let mut text = String::new();
+    s.read_to_string(&mut text)?;
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let code = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    Ok((code, body.to_string()))
+}
+
+fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
+    let t0 = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(secs), "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn on_path(cmd: &str) -> bool {
+    Command::new(cmd)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// 1 MiB of pages the kernel stores every way: compressible text, incompressible (huge) noise,
+/// and same-filled pages.
+fn pages() -> Vec<u8> {
+    let mut out = Vec::with_capacity(256 * 4096);
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    for p in 0..256u64 {
+        for i in 0..4096u64 {
+            let b = match p % 4 {
+                0 | 1 => b"zram holds compressed pages; "[(i % 29) as usize] ^ (p as u8 & 1),
+                2 => {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                }
+                _ => 0x5a,
+            };
+            out.push(b);
+        }
+    }
+    out
+}
+
+/// Writes `data` at the device's start with O_DIRECT, so the pages reach zram now (not the
+/// block device's page cache).
+fn write_direct(dev: &Path, data: &[u8]) {
+    // O_DIRECT needs a page-aligned buffer.
+    let mut buf = vec![0u8; data.len() + 4096];
+    let off = buf.as_ptr().align_offset(4096);
+    buf[off..off + data.len()].copy_from_slice(data);
+    let mut f =
+        std::fs::OpenOptions::new().write(true).custom_flags(libc::O_DIRECT).open(dev).unwrap();
+    f.write_all(&buf[off..off + data.len()]).unwrap();
+    f.sync_all().unwrap();
+}
+
+/// One instant query through Prometheus's HTTP API: the sample's value, once there is one.
+fn query(port: u16, expr: &str) -> Option<f64> {
+    let enc: String = expr
+        .bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let (code, body) = get(port, &format!("/api/v1/query?query={enc}"), None).ok()?;
+    if code != 200 {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+    let r = v["data"]["result"].as_array()?;
+    r.first()?["value"][1].as_str()?.parse().ok()
+}
+
+#[test]
+fn prometheus_scrapes_what_mm_stat_says() {
+    // SAFETY: geteuid has no preconditions.
+    let why = if unsafe { libc::geteuid() } != 0 {
+        Some("not root (hot-adding a zram device needs root)".to_string())
+    } else if !Path::new(CONTROL).join("hot_add").exists() {
+        Some(format!("no kernel zram ({CONTROL}/hot_add)"))
+    } else if !on_path("prometheus") || !on_path("promtool") {
+        Some("prometheus or promtool not installed (apt-get install prometheus)".to_string())
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        eprintln!("SKIPPED prometheus_scrapes_what_mm_stat_says: {why}");
+        println!("SKIPPED prometheus_scrapes_what_mm_stat_says: {why}");
+        return;
+    }
+    let scratch =
+        Scratch(std::env::temp_dir().join(format!("zmem-exporter-{}", std::process::id())));
+    std::fs::create_dir_all(&scratch.0).unwrap();
+
+    let dev = ZramDevice::add();
+    let name = format!("zram{}", dev.0);
+    std::fs::write(dev.attr("disksize"), "16M").unwrap();
+    write_direct(Path::new(&format!("/dev/{name}")), &pages());
+    let mm = dev.mm_stat();
+    assert_eq!(mm[0], 256 * 4096, "every page stored: {mm:?}");
+    assert!(mm[5] > 0 && mm[7] > 0, "same and huge pages among them: {mm:?}");
+
+    let port = free_loopback_port();
+    let exporter = Command::new(env!("CARGO_BIN_EXE_zmem"))
+        .args(["exporter", "--listen", &format!("127.0.0.1:{port}")])
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("zmem exporter starts");
+    let exporter = Reaped(exporter);
+    let text = wait_for("the exporter", 20, || {
+        get(port, "/metrics", None).ok().filter(|(c, _)| *c == 200).map(|(_, b)| b)
+    });
+    let line = |metric: &str| {
+        let want = format!("{metric}{{device=\"{name}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&want))
+            .unwrap_or_else(|| panic!("no {want} in\n{text}"))
+            .parse::<f64>()
+            .unwrap()
+    };
+    assert_eq!(line("zmem_zram_orig_data_bytes"), mm[0] as f64);
+    assert_eq!(line("zmem_zram_compr_data_bytes"), mm[1] as f64);
+    assert_eq!(line("zmem_zram_mem_used_bytes"), mm[2] as f64);
+    assert_eq!(line("zmem_zram_same_pages"), mm[5] as f64);
+    assert_eq!(line("zmem_zram_huge_pages"), mm[7] as f64);
+    assert_eq!(line("zmem_zram_compression_ratio"), mm[0] as f64 / mm[1] as f64);
+
+    // promtool's linter reads the classic text format, the one served without an Accept header.
+    let mut promtool = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    promtool.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let out = promtool.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool check metrics failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // OpenMetrics when asked for, as Prometheus does.
+    let (_, om) =
+        get(port, "/metrics", Some("application/openmetrics-text;version=1.0.0")).unwrap();
+    assert!(om.ends_with("# EOF\n"), "not OpenMetrics:\n{om}");
+    assert!(om.contains("# TYPE zmem_zram_pages_compacted counter"), "{om}");
+
+    let prom_port = free_loopback_port();
+    let config = scratch.0.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: zmem\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
+        ),
+    )
+    .unwrap();
+    let log = std::fs::File::create(scratch.0.join("prometheus.log")).unwrap();
+    let prometheus = Command::new("prometheus")
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!("--storage.tsdb.path={}", scratch.0.join("data").display()))
+        .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("prometheus starts");
+    let prometheus = Reaped(prometheus);
+    let scraped = |m: &str| {
+        let expr = format!("{m}{{device=\"{name}\"}}");
+        let log = scratch.0.join("prometheus.log");
+        let t0 = Instant::now();
+        loop {
+            if let Some(v) = query(prom_port, &expr) {
+                return v;
+            }
+            if t0.elapsed() > Duration::from_secs(90) {
+                panic!(
+                    "Prometheus never had {expr}; its log:\n{}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    };
+    let mm = dev.mm_stat();
+    assert_eq!(scraped("zmem_zram_orig_data_bytes"), mm[0] as f64);
+    assert_eq!(scraped("zmem_zram_compr_data_bytes"), mm[1] as f64);
+    assert_eq!(scraped("zmem_zram_mem_used_bytes"), mm[2] as f64);
+    assert_eq!(scraped("zmem_zram_huge_pages"), mm[7] as f64);
+    assert_eq!(scraped("zmem_zram_disksize_bytes"), (16u64 << 20) as f64);
+
+    // zmem status --json: the same parsers, the same numbers.
+    let out = Command::new(env!("CARGO_BIN_EXE_zmem"))
+        .args(["status", "--json", "--interval", "0"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let d = v["zram"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == name.as_str())
+        .expect("the device in zmem status");
+    assert_eq!(d["mm_stat"]["orig_data_size"], mm[0]);
+    assert_eq!(d["mm_stat"]["compr_data_size"], mm[1]);
+    assert_eq!(d["mm_stat"]["mem_used_total"], mm[2]);
+    assert_eq!(d["disksize_bytes"], 16u64 << 20);
+
+    // Everything goes, and is gone.
+    let (exp_pid, prom_pid) = (exporter.0.id(), prometheus.0.id());
+    drop(prometheus);
+    drop(exporter);
+    drop(dev);
+    assert!(!Path::new(&format!("/sys/block/{name}")).exists(), "{name} still there");
+    for pid in [exp_pid, prom_pid] {
+        assert!(!Path::new(&format!("/proc/{pid}")).exists(), "process {pid} still there");
+    }
+}
+
+/// `--textfile`: one atomic write of the classic text format, which promtool (and so
+/// node_exporter's textfile collector) accepts. Needs no root.
+#[test]
+fn textfile_is_written_once_and_passes_promtool() {
+    let scratch =
+        Scratch(std::env::temp_dir().join(format!("zmem-textfile-{}", std::process::id())));
+    std::fs::create_dir_all(&scratch.0).unwrap();
+    let file = scratch.0.join("zmem.prom");
+    let out = Command::new(env!("CARGO_BIN_EXE_zmem"))
+        .args(["exporter", "--textfile"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("# TYPE zmem_swap_in_pages_total counter\n"), "{text}");
+    assert!(!text.contains("# EOF"), "the textfile collector reads the classic format");
+    let names: Vec<_> =
+        std::fs::read_dir(&scratch.0).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, ["zmem.prom"], "no temporary file left");
+    // Both at once is refused.
+    let out = Command::new(env!("CARGO_BIN_EXE_zmem"))
+        .args(["exporter", "--listen", "127.0.0.1:1", "--textfile"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    if !on_path("promtool") {
+        eprintln!(
+            "SKIPPED the promtool half of textfile_is_written_once_and_passes_promtool: promtool not installed"
+        );
+        return;
+    }
+    let out = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::fs::File::open(&file).unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

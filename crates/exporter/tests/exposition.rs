@@ -1,0 +1,182 @@
+//! The exposition of a fixture system (a /sys, /proc and debugfs tree in a temporary directory):
+//! names, units, types and values as Prometheus's conventions want them, and the HTTP endpoint.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use zmem_exporter::expose::{self, Format};
+use zmem_exporter::lab_report::LabSavings;
+use zmem_exporter::serve::{self, Scrape};
+use zmem_kernel::status::{self, Options, Roots};
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn fixture() -> (tempfile::TempDir, Options) {
+    let t = tempfile::tempdir().unwrap();
+    let r = t.path();
+    write(r, "proc/vmstat", "pswpin 10\npswpout 20\nzswpin 3\nzswpout 4\nzswpwb 5\n");
+    write(r, "proc/swaps", "Filename Type Size Used Priority\n/dev/zram2 partition 1024 8 100\n");
+    write(r, "proc/meminfo", "MemTotal: 1000000 kB\nZswap: 400 kB\nZswapped: 1200 kB\n");
+    for (id, mm) in
+        [(2, "8388608 2097152 2621440 0 2621440 10 3 5 7"), (5, "4096 100 12288 0 12288 0 0 0 0")]
+    {
+        let d = format!("sys/block/zram{id}");
+        write(r, &format!("{d}/initstate"), "1\n");
+        write(r, &format!("{d}/disksize"), "1073741824\n");
+        write(r, &format!("{d}/comp_algorithm"), "lzo [lzo-rle] lz4\n");
+        write(r, &format!("{d}/mm_stat"), &format!("{mm}\n"));
+        write(r, &format!("{d}/io_stat"), "0 1 0 12\n");
+    }
+    write(r, "sys/module/zswap/parameters/enabled", "N\n");
+    write(r, "sys/module/zswap/parameters/compressor", "lzo\n");
+    write(r, "sys/module/zswap/parameters/max_pool_percent", "20\n");
+    write(r, "debug/zswap/reject_compress_poor", "7\n");
+    let roots = Roots { sys: r.join("sys"), proc: r.join("proc"), debug: r.join("debug") };
+    (t, Options { roots, ..Options::default() })
+}
+
+fn lab() -> LabSavings {
+    LabSavings {
+        device: "zram2".into(),
+        config: "zstd".into(),
+        saved_vs_now_bytes: 1_000_000,
+        expected_ratio: 3.5,
+        candidates: vec![("lzo-rle".into(), 0), ("zstd".into(), 1_000_000)],
+    }
+}
+
+fn sample<'a>(text: &'a str, series: &str) -> &'a str {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+}
+
+#[test]
+fn names_units_types_and_values() {
+    let (_t, opts) = fixture();
+    let s = status::read(&opts).unwrap();
+    let text =
+        expose::encode(expose::families(&s, Some(&lab()), None), Format::Prometheus).unwrap();
+    assert_eq!(sample(&text, "zmem_zram_orig_data_bytes{device=\"zram2\"}"), "8388608");
+    assert_eq!(sample(&text, "zmem_zram_compr_data_bytes{device=\"zram2\"}"), "2097152");
+    assert_eq!(sample(&text, "zmem_zram_mem_used_bytes{device=\"zram2\"}"), "2621440");
+    assert_eq!(sample(&text, "zmem_zram_mem_used_bytes{device=\"zram5\"}"), "12288");
+    assert_eq!(sample(&text, "zmem_zram_compression_ratio{device=\"zram2\"}"), "4.0");
+    assert_eq!(sample(&text, "zmem_zram_memory_saved_bytes{device=\"zram5\"}"), "-8192");
+    assert_eq!(sample(&text, "zmem_zram_pages_compacted_total{device=\"zram2\"}"), "3");
+    // mm_stat bound: mem_used_total less compr_data_size in whole pages (100 B -> one page).
+    assert_eq!(sample(&text, "zmem_zram_compactable_bytes{device=\"zram5\"}"), "8192");
+    assert_eq!(sample(&text, "zmem_zram_swap_priority{device=\"zram2\"}"), "100");
+    assert_eq!(sample(&text, "zmem_swap_out_pages_total"), "20");
+    assert_eq!(sample(&text, "zmem_zswap_reject_compress_poor_total"), "7");
+    assert_eq!(sample(&text, "zmem_zswap_compression_ratio"), "3.0");
+    assert_eq!(
+        sample(&text, "zmem_lab_recommended_memory_saved_bytes{device=\"zram2\",config=\"zstd\"}"),
+        "1000000"
+    );
+    assert!(text.contains("# TYPE zmem_zram_orig_data_bytes gauge\n"), "{text}");
+    assert!(text.contains("# TYPE zmem_swap_in_pages_total counter\n"), "{text}");
+    assert!(text.contains("# HELP zmem_zram_mem_used_bytes "), "{text}");
+    // Every sample is zmem_-prefixed and every family has HELP and TYPE.
+    for l in text.lines() {
+        if let Some(rest) = l.strip_prefix("# TYPE ") {
+            let name = rest.split(' ').next().unwrap();
+            assert!(text.contains(&format!("# HELP {name} ")), "no HELP for {name}");
+        } else if !l.starts_with('#') {
+            assert!(l.starts_with("zmem_"), "{l}");
+        }
+    }
+    // One series per device in a per-device family.
+    let n = text.lines().filter(|l| l.starts_with("zmem_zram_orig_data_bytes{")).count();
+    assert_eq!(n, 2);
+    let om = expose::encode(expose::families(&s, None, None), Format::OpenMetrics).unwrap();
+    assert!(om.ends_with("# EOF\n"));
+    assert!(om.contains("# UNIT zmem_zram_orig_data_bytes bytes\n"), "{om}");
+    assert!(!om.contains("zmem_lab_"), "no lab gauges without a report");
+}
+
+fn get(addr: std::net::SocketAddr, path: &str, accept: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nAccept: {accept}\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn serves_metrics_by_content_negotiation() {
+    let (t, opts) = fixture();
+    let (tx, rx) = mpsc::channel();
+    let scrape = Scrape { status: opts, lab: None };
+    std::thread::spawn(move || {
+        let _keep = t;
+        serve::serve("127.0.0.1:0".parse().unwrap(), &scrape, |a| tx.send(a).unwrap())
+    });
+    let addr = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(addr.ip().is_loopback());
+    let text = get(addr, "/metrics", "text/plain");
+    assert!(text.starts_with("HTTP/1.0 200") || text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(text.contains("text/plain; version=0.0.4"), "{text}");
+    assert!(text.contains("zmem_zram_orig_data_bytes{device=\"zram2\"} 8388608\n"), "{text}");
+    let om = get(addr, "/metrics", "application/openmetrics-text;version=1.0.0,text/plain;q=0.5");
+    assert!(om.contains("application/openmetrics-text"), "{om}");
+    assert!(om.ends_with("# EOF\n"), "{om}");
+    assert!(get(addr, "/nope", "*/*").contains(" 404 "));
+}
+
+#[test]
+fn the_dashboard_queries_only_metrics_the_exporter_exposes() {
+    let (_t, opts) = fixture();
+    let s = status::read(&opts).unwrap();
+    let names: Vec<String> =
+        expose::families(&s, Some(&lab()), None).iter().map(|f| f.full_name()).collect();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/grafana-zmem.json");
+    let dash: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut used = 0;
+    for p in dash["panels"].as_array().unwrap() {
+        for t in p["targets"].as_array().unwrap() {
+            let expr = t["expr"].as_str().unwrap();
+            for (i, _) in expr.match_indices("zmem_") {
+                let name: String = expr[i..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                assert!(names.contains(&name), "the dashboard queries {name}, not exposed");
+                used += 1;
+            }
+        }
+    }
+    assert!(used >= 10, "{used}");
+}
+
+#[test]
+fn the_systemd_unit_listens_on_the_default_loopback_port() {
+    let unit = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../deploy/zmem-exporter.service"
+    ))
+    .unwrap();
+    let exec = unit.lines().find(|l| l.starts_with("ExecStart=")).unwrap();
+    assert!(exec.ends_with(&format!("--listen 127.0.0.1:{}", serve::DEFAULT_PORT)), "{exec}");
+}
+
+/// A real `zmem lab --source builtin --observe 0 --json` report (2026-11-27).
+#[test]
+fn reads_a_real_lab_report() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/lab-report.json");
+    let l = zmem_exporter::lab_report::read(&path).unwrap();
+    assert_eq!(l.device, "zram0");
+    assert_eq!(l.config, "lzo-rle + zstd(idle)");
+    assert_eq!(l.saved_vs_now_bytes, 2_727_936);
+    assert!(l.candidates.contains(&("lz4".to_string(), -643_072)));
+    assert!(l.candidates.contains(&("lzo-rle".to_string(), 0)));
+}
