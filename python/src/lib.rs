@@ -20,7 +20,7 @@ use zmem_experiments::study::{self, StudyConfig};
 use zmem_experiments::zram_run as zram_mod;
 use zmem_kernel::KernelError;
 use zmem_kernel::capture;
-use zmem_lab::{self as lab_mod, Coverage, Input, LabOptions, evidence};
+use zmem_lab::{self as lab_mod, Input, LabRequest};
 use zmem_lab::{Incompressible, LabError, NoProgress};
 use zmem_pages::generate::{self, Kind};
 use zmem_pages::trace::Trace;
@@ -499,48 +499,55 @@ fn study_allocators(
     json(&rows)
 }
 
-/// `zmem lab --json`: the report (docs/lab-report.schema.json) as JSON. `pages` None: `source`
-/// (`zram`, `processes`, `builtin`, or None for the CLI's automatic choice).
+/// `zmem lab --json`: the report (docs/lab-report.schema.json) as JSON. Every option of
+/// `zmem lab` but `--json` is a keyword argument of the same name (python/tests/test_parity.py
+/// checks it): `pages` None: `source` (`zram`, `processes`, `builtin`, or None for the automatic
+/// choice); `apply_script` and `output` write the script and the HTML + JSON report as the CLI
+/// does.
 #[pyfunction]
-#[pyo3(signature = (pages = None, source = None, observe = 10, max_pages = None, cpu_budget = 1.0, latency_budget = 50.0, min_time_ms = None, sample = None, swap_device = "nvme", threads = 0))]
+#[pyo3(signature = (pages = None, source = None, no_capture = false, observe = 10, max_pages = None, sample = None, cpu_budget = 1.0, latency_budget = 50.0, swap_device = "nvme", apply_script = None, trace = None, threads = 0, min_time_ms = 50, output = None))]
 #[allow(clippy::too_many_arguments)]
 fn lab(
     py: Python<'_>,
     pages: Option<PyRef<'_, PageSet>>,
     source: Option<&str>,
+    no_capture: bool,
     observe: u64,
     max_pages: Option<&Bound<'_, PyAny>>,
+    sample: Option<usize>,
     cpu_budget: f64,
     latency_budget: f64,
-    min_time_ms: Option<u64>,
-    sample: Option<usize>,
     swap_device: &str,
+    apply_script: Option<PathBuf>,
+    trace: Option<PathBuf>,
     threads: usize,
+    min_time_ms: u64,
+    output: Option<PathBuf>,
 ) -> PyResult<String> {
-    if !(cpu_budget >= 0.0 && latency_budget >= 0.0) {
-        return Err(value_err("--cpu-budget and --latency-budget must be numbers >= 0"));
-    }
-    // As the CLI's --max-pages N|all and --sample N, which conflict.
     let max_pages = match max_pages {
         None => None,
-        Some(v) if v.extract::<String>().is_ok_and(|s| s == "all") => Some(Coverage::All),
-        Some(v) => match v.extract::<usize>() {
-            Ok(n) if n > 0 => Some(Coverage::Even(n)),
-            _ => return Err(value_err("--max-pages: a positive number of pages, or `all`")),
-        },
+        Some(v) => {
+            let text = match (v.extract::<String>(), v.extract::<i64>()) {
+                (Ok(s), _) => s,
+                (_, Ok(n)) => n.to_string(),
+                _ => return Err(value_err("max_pages: a positive number of pages, or 'all'")),
+            };
+            Some(
+                lab_mod::parse_max_pages(&text)
+                    .map_err(|e| value_err(format!("max_pages: {e}")))?,
+            )
+        }
     };
-    if max_pages.is_some() && sample.is_some() {
-        return Err(value_err("give max_pages or sample, not both"));
-    }
-    if sample.is_some_and(|n| n < 2) {
-        return Err(value_err("--sample: at least 2 pages"));
-    }
-    let coverage = Coverage::choose(max_pages, sample);
-    let spec: DeviceSpec =
-        swap_device.parse().map_err(|e| value_err(format!("--swap-device: {e}")))?;
-    let input = match (&pages, source) {
-        (Some(_), Some(_)) => return Err(value_err("give pages or source, not both")),
-        (Some(p), None) => {
+    let coverage = lab_mod::coverage(max_pages, sample).map_err(lab_err)?;
+    let budgets = lab_mod::Budgets::checked(cpu_budget, latency_budget).map_err(lab_err)?;
+    let swap_device: DeviceSpec =
+        swap_device.parse().map_err(|e| value_err(format!("swap_device: {e}")))?;
+    let input = match (&pages, source, no_capture) {
+        (Some(_), Some(_), _) | (Some(_), _, true) => {
+            return Err(value_err("give pages, or source / no_capture, not both"));
+        }
+        (None, Some(_), true) => return Err(value_err("give source or no_capture, not both")),
+        (Some(p), None, false) => {
             // The lab owns the set it is given: a copy, as the CLI's loader gives it one.
             let set = Pages::from_raw(p.bytes().to_vec(), p.set.page_size())
                 .and_then(|s| match p.set.metas() {
@@ -554,43 +561,38 @@ fn lab(
                 .map_err(workload_err)?;
             Input::Pages { set, label: p.label.clone() }
         }
-        (None, Some("zram")) => Input::Zram,
-        (None, Some("processes")) => Input::Processes,
-        (None, Some("builtin")) => Input::Builtin,
-        (None, Some(other)) => {
-            return Err(value_err(format!(
-                "unknown source {other:?} (zram, processes or builtin)"
-            )));
-        }
-        (None, None) => Input::Auto,
+        (None, None, true) => Input::Builtin,
+        (None, Some(s), false) => lab_mod::parse_source(s).map_err(lab_err)?,
+        (None, None, false) => Input::Auto,
     };
-    let report = py
-        .detach(|| -> Result<_, LabError> {
-            let device = SwapDevice::resolve(&spec, Duration::from_secs(1))?;
-            let e = evidence::gather(input, coverage, &NoProgress)?;
-            let rates = lab_mod::now::watch(&e.zram_ids, observe, e.source.page_size, &NoProgress)?;
-            let budgets = lab_mod::Budgets {
-                cpu_percent_of_core: cpu_budget,
-                added_load_p99_us: latency_budget,
-                ..lab_mod::Budgets::default()
-            };
-            let mut opts = LabOptions {
-                budgets,
-                now: e.now,
-                rates,
-                device,
-                sample: e.sample,
-                threads,
-                ..LabOptions::default()
-            };
-            if let Some(ms) = min_time_ms {
-                opts.min_time = Duration::from_millis(ms);
-            }
-            lab_mod::run(&e.pages, e.source, &opts, &NoProgress)
-        })
-        .map_err(lab_err)?;
-    serde_json::to_string(&zmem_render::json::lab_report(&report))
-        .map_err(|e| Error::new_err(format!("encoding JSON: {e}")))
+    if let Some(t) = &trace {
+        if !t.is_file() {
+            return Err(PyOSError::new_err(format!("trace {}: no such file", t.display())));
+        }
+    }
+    let req = LabRequest {
+        input,
+        coverage,
+        observe_secs: observe,
+        budgets,
+        swap_device,
+        trace,
+        threads,
+        min_time: Duration::from_millis(min_time_ms),
+    };
+    let report = py.detach(|| lab_mod::run_lab(req, &NoProgress)).map_err(lab_err)?;
+    if let Some(path) = &apply_script {
+        std::fs::write(path, zmem_render::render_apply_script(&report))
+            .map_err(|e| PyOSError::new_err(format!("{}: {e}", path.display())))?;
+    }
+    let json = zmem_render::json::lab_report_text(&report);
+    if let Some(dir) = &output {
+        let os = |e: std::io::Error| PyOSError::new_err(format!("{}: {e}", dir.display()));
+        std::fs::create_dir_all(dir).map_err(os)?;
+        std::fs::write(dir.join("report.html"), zmem_render::render_html(&report)).map_err(os)?;
+        std::fs::write(dir.join("report.json"), &json).map_err(os)?;
+    }
+    Ok(json)
 }
 
 /// Algorithm names `comp_bench` takes (`zmem comp-bench --list`).

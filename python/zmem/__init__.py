@@ -44,6 +44,21 @@ __all__ = [
 __version__: str = _native.__version__
 
 Pages = Union[PageSet, str, "os.PathLike[str]", Any]
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _names(v: Union[str, Sequence[str], None]) -> Optional[list[str]]:
+    """A list of names from a list, or from one name given as a string (not its letters)."""
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return [v]
+    return [str(x) for x in v]
+
+
+def _path(p: Optional[PathLike]) -> Optional[str]:
+    """A path argument as the extension takes it."""
+    return None if p is None else os.fspath(p)
 
 
 def _pages(pages: Pages) -> PageSet:
@@ -89,7 +104,7 @@ def comp_bench(
     >>> t.column_names[:2]
     ['algo', 'pages']
     """
-    algos = None if algos is None else list(algos)
+    algos = _names(algos)
     return _table(_native.comp_bench(_pages(pages), algos, min_time_ms))
 
 
@@ -112,7 +127,7 @@ def zram_run(
     """
     return _table(
         _native.zram_run(
-            _pages(pages), algo, params, pool, threads, list(recomp), recompress
+            _pages(pages), algo, params, pool, threads, _names(recomp) or [], recompress
         )
     )
 
@@ -186,27 +201,37 @@ def lab(
     pages: Optional[Pages] = None,
     *,
     source: Optional[str] = None,
+    no_capture: bool = False,
     observe: int = 10,
     max_pages: Union[int, str, None] = None,
+    sample: Optional[int] = None,
     cpu_budget: float = 1.0,
     latency_budget: float = 50.0,
-    min_time_ms: Optional[int] = None,
-    sample: Optional[int] = None,
     swap_device: str = "nvme",
+    apply_script: Optional[PathLike] = None,
+    trace: Optional[PathLike] = None,
     threads: int = 0,
+    min_time_ms: int = 50,
+    output: Optional[PathLike] = None,
 ) -> dict[str, Any]:
     """The lab, as ``zmem lab --json``: the report (``docs/lab-report.schema.json``) as a dict.
 
+    Every option of ``zmem lab`` is a keyword argument of the same name (dashes as
+    underscores), with the same default, parsed by the same library code:
+
     ``pages``: a PageSet, path or array; None: ``source`` (``"zram"``, ``"processes"``,
-    ``"builtin"``, or None for the CLI's automatic choice). ``observe``: seconds to watch this
-    machine's swap traffic (0 skips; the trace replay's rates stand in). ``min_time_ms``: the
-    compressor table's minimum pass time (None: the CLI's). ``max_pages`` (a number: at most
-    that many, evenly spaced; ``"all"``: every page) and ``sample`` (a stratified random sample
-    of that many, with 95 % confidence intervals in ``report["estimates"]``) are the CLI's
-    ``--max-pages`` and ``--sample``; with neither, an input of more than 6144 pages is sampled
-    at random. ``swap_device``: ``--swap-device`` (``nvme``, ``ssd``, ``emmc``, ``hdd`` or a path
-    to measure). ``threads``: threads the measurements run on (0: one per core; the fleet gives
-    each Ray task one).
+    ``"builtin"``, or None for the automatic choice; ``no_capture=True`` is ``"builtin"``).
+    ``observe``: seconds to watch this machine's swap traffic (0 skips; the trace replay's
+    rates stand in). ``max_pages`` (a number: at most that many, evenly spaced; ``"all"``:
+    every page) or ``sample`` (a stratified random sample of that many, with 95 % confidence
+    intervals in ``report["estimates"]``); with neither, an input of more than 6144 pages is
+    sampled at random. ``cpu_budget`` (percent of a core) and ``latency_budget`` (added p99
+    swap-in microseconds) bound the recommendation. ``swap_device``: ``nvme``, ``ssd``,
+    ``emmc``, ``hdd`` or a path to measure. ``apply_script``: write the script that applies the
+    recommendation there (nothing is run). ``trace``: replay this access trace instead of the
+    generated one. ``threads``: threads the measurements run on (0: one per core).
+    ``min_time_ms``: the compressor table's least pass time. ``output``: also write
+    report.html and report.json into this directory.
 
     >>> r = zmem.lab(zmem.PageSet.generate(pages=2048), observe=0, min_time_ms=1)  # doctest: +SKIP
     >>> r["recommendation"]["config"]  # doctest: +SKIP
@@ -215,8 +240,8 @@ def lab(
     p = None if pages is None else _pages(pages)
     return json.loads(
         _native.lab(
-            p, source, observe, max_pages, cpu_budget, latency_budget, min_time_ms,
-            sample, swap_device, threads,
+            p, source, no_capture, observe, max_pages, sample, cpu_budget, latency_budget,
+            swap_device, _path(apply_script), _path(trace), threads, min_time_ms, _path(output),
         )
     )
 

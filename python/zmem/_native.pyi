@@ -99,13 +99,17 @@ def study_allocators(
 def lab(
     pages: Optional[PageSet] = None,
     source: Optional[str] = None,
+    no_capture: bool = False,
     observe: int = 10,
     max_pages: Union[int, str, None] = None,
+    sample: Optional[int] = None,
     cpu_budget: float = 1.0,
     latency_budget: float = 50.0,
-    min_time_ms: Optional[int] = None,
-    sample: Optional[int] = None,
     swap_device: str = "nvme",
+    apply_script: Optional[str] = None,
+    trace: Optional[str] = None,
     threads: int = 0,
+    min_time_ms: int = 50,
+    output: Optional[str] = None,
 ) -> str: ...
 def algorithms() -> list[str]: ...

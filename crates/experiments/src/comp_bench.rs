@@ -14,56 +14,13 @@
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use zmem_comp::{Params, compress_bound};
+use zmem_comp::compress_bound;
 
 use crate::objects::Objects;
 use crate::{LabError, Progress};
 use zmem_sim::cputime::thread_cpu_secs;
 
-/// An algorithm and its parameters as written on the command line: `name` or `name:level`.
-#[derive(Debug, Clone)]
-pub struct AlgoSpec {
-    /// The kernel's name.
-    pub name: String,
-    /// Parameters; only the level can be given in the short form.
-    pub params: Params,
-}
-
-impl AlgoSpec {
-    /// Parses `name` or `name:level` and checks the name and level against the registry.
-    pub fn parse(spec: &str) -> Result<Self, LabError> {
-        let bad = |why: String| LabError::BadSpec { spec: spec.to_string(), why };
-        let (name, level) = match spec.split_once(':') {
-            None => (spec, None),
-            Some((name, level)) => {
-                let level: i32 =
-                    level.parse().map_err(|_| bad(format!("level {level:?} is not an integer")))?;
-                (name, Some(level))
-            }
-        };
-        let algo = zmem_comp::find(name)?;
-        if level.is_some() && algo.levels.is_none() {
-            return Err(bad(format!("{name} takes no level")));
-        }
-        Ok(Self { name: name.to_string(), params: Params { level, ..Params::default() } })
-    }
-
-    /// Every algorithm in the registry at its default parameters.
-    pub fn all() -> Vec<Self> {
-        zmem_comp::algorithms()
-            .iter()
-            .map(|a| Self { name: a.name.to_string(), params: Params::default() })
-            .collect()
-    }
-
-    /// How rows name this spec: `zstd`, or `zstd:9` when a level was given.
-    pub fn label(&self) -> String {
-        match self.params.level {
-            Some(level) => format!("{}:{level}", self.name),
-            None => self.name.clone(),
-        }
-    }
-}
+pub use zmem_comp::AlgoSpec;
 
 /// How to measure.
 #[derive(Debug, Clone)]
@@ -427,7 +384,7 @@ mod tests {
             assert!(r.verified, "{}", r.algo);
         }
         // The compressed total is the plain sum of each page compressed alone.
-        let mut z = zmem_comp::create("zstd", &Params::default(), 4096).unwrap();
+        let mut z = zmem_comp::create("zstd", &zmem_comp::Params::default(), 4096).unwrap();
         let mut dst = vec![0u8; compress_bound(4096)];
         let expect: usize = a
             .chunks(4096)
@@ -446,8 +403,14 @@ mod tests {
     fn specs_parse_and_reject() {
         assert_eq!(AlgoSpec::parse("zstd:-5").unwrap().params.level, Some(-5));
         assert_eq!(AlgoSpec::parse("zstd:7").unwrap().label(), "zstd:7");
-        assert!(matches!(AlgoSpec::parse("zstd:x"), Err(LabError::BadSpec { .. })));
-        assert!(matches!(AlgoSpec::parse("nope"), Err(LabError::Comp(_))));
+        assert!(matches!(
+            AlgoSpec::parse("zstd:x"),
+            Err(zmem_comp::CompError::InvalidParam { .. })
+        ));
+        assert!(matches!(
+            AlgoSpec::parse("nope"),
+            Err(zmem_comp::CompError::UnknownAlgorithm { .. })
+        ));
         assert_eq!(AlgoSpec::all().len(), zmem_comp::algorithms().len());
     }
 
@@ -483,7 +446,7 @@ mod tests {
             assert_eq!(untimed(&row), untimed(&plain));
             assert!(row.verified);
             assert_eq!(objects.len(), 7);
-            let mut c = zmem_comp::create(name, &Params::default(), 4096).unwrap();
+            let mut c = zmem_comp::create(name, &zmem_comp::Params::default(), 4096).unwrap();
             let mut dst = vec![0u8; compress_bound(4096)];
             for (i, page) in a.chunks(4096).enumerate() {
                 let n = c.compress(page, &mut dst).unwrap();

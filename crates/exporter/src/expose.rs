@@ -109,9 +109,8 @@ pub fn families(
     use Value::{F, I, U};
     let mut b = Builder::default();
     let z = &status.zram;
-    let mm = |f: fn(&zmem_kernel::status::MmStat) -> u64| {
-        move |d: &ZramDevice| Some(U(f(&d.mm_stat?)))
-    };
+    let mm =
+        |f: fn(&zmem_kernel::status::MmStat) -> u64| move |d: &ZramDevice| Some(U(f(&d.mm_stat?)));
 
     b.zram(
         z,

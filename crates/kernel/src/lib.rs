@@ -22,8 +22,8 @@
 //! Not for: deciding anything from what it reads (zmem-lab), simulating (zmem-sim), or page
 //! sets and traces as data (zmem-pages).
 
-pub mod capture;
 pub mod caps;
+pub mod capture;
 mod error;
 pub mod harness;
 pub mod kernel_replay;

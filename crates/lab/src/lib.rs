@@ -31,6 +31,7 @@ mod measure;
 pub mod now;
 mod policy;
 mod recommend;
+mod request;
 pub mod sample;
 
 use std::time::Duration;
@@ -53,6 +54,7 @@ pub use evidence::{Coverage, Evidence, Input, Source, TraceSource};
 pub use now::{FieldComparison, LiveConfig, Now, Rates};
 pub use policy::{Policy, PolicyRow, candidates, default_policies};
 pub use recommend::{Recommendation, RunnerUpReason, recommend};
+pub use request::{LabRequest, coverage, parse_max_pages, parse_source, run_lab};
 
 /// Bumped whenever a field changes meaning or disappears.
 pub const SCHEMA_VERSION: u32 = 2;

@@ -4,8 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use zmem_lab::{self as lab, Coverage, Input, LabOptions, TraceSource, evidence};
-use zmem_pages::trace::Trace;
+use zmem_lab::{self as lab, Coverage, Input, LabRequest};
 use zmem_render as report;
 
 #[derive(Debug, clap::Args)]
@@ -13,9 +12,10 @@ pub struct Args {
     /// Print the report as JSON (schema: docs/lab-report.schema.json) instead of the summary.
     #[arg(long)]
     json: bool,
-    /// Also write report.html and report.json into this directory.
-    #[arg(long, value_name = "DIR")]
-    out: Option<PathBuf>,
+    /// Also write report.html and report.json into this directory (`--out` is the old
+    /// spelling).
+    #[arg(short = 'o', long, visible_alias = "out", value_name = "DIR")]
+    output: Option<PathBuf>,
     /// Where the pages come from: `zram` (the active zram swap devices: what the kernel
     /// compresses now), `processes` (this machine's processes' anonymous memory) or `builtin`
     /// (a generated set). Default: zram if any is active and readable, else processes, else
@@ -59,97 +59,64 @@ pub struct Args {
     /// the generated one; its page ids index the page set (before sampling to --max-pages).
     #[arg(long, value_name = "TRACE")]
     trace: Option<PathBuf>,
+    /// Threads the measurements run on (0: one per core).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    threads: usize,
+    /// Least time each compressor pass is timed for, in milliseconds.
+    #[arg(long, default_value_t = 50, value_name = "MS")]
+    min_time_ms: u64,
     /// Page file (raw pages or a page set, such as `zmem capture --zram`'s); none: see --source.
     #[arg(conflicts_with_all = ["source", "no_capture"])]
     pages: Option<PathBuf>,
 }
 
-/// `--max-pages`: a positive number of pages, or `all`.
+/// `--max-pages`: a positive number of pages, or `all` (the library's parser).
 fn max_pages(text: &str) -> Result<Coverage, String> {
-    if text == "all" {
-        return Ok(Coverage::All);
-    }
-    match text.parse::<usize>() {
-        Ok(n) if n > 0 => Ok(Coverage::Even(n)),
-        _ => Err(format!("{text:?} is neither a number of pages (1 or more) nor `all`")),
-    }
+    lab::parse_max_pages(text).map_err(|e| e.to_string())
 }
 
-/// What the user asked for: a page file, the built-in set, or this machine (the lab decides
-/// the fallback).
-fn input(args: &Args) -> anyhow::Result<Input> {
-    if let Some(path) = &args.pages {
+/// The request the flags make (each flag maps onto one field of [`LabRequest`]).
+fn request(args: &Args) -> anyhow::Result<LabRequest> {
+    let input = if let Some(path) = &args.pages {
         let set = super::pages::load(std::slice::from_ref(path), 4096)?.remove(0);
-        return Ok(Input::Pages { set, label: path.display().to_string() });
-    }
-    Ok(match (args.source.as_deref(), args.no_capture) {
-        (Some("builtin"), _) | (_, true) => Input::Builtin,
-        (Some("zram"), _) => Input::Zram,
-        (Some("processes"), _) => Input::Processes,
-        _ => Input::Auto,
+        Input::Pages { set, label: path.display().to_string() }
+    } else if args.no_capture {
+        Input::Builtin
+    } else {
+        match args.source.as_deref() {
+            Some(s) => lab::parse_source(s)?,
+            None => Input::Auto,
+        }
+    };
+    let sample = args.sample.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+    Ok(LabRequest {
+        input,
+        coverage: lab::coverage(args.max_pages, sample)?,
+        observe_secs: args.observe,
+        budgets: lab::Budgets::checked(args.cpu_budget, args.latency_budget)?,
+        swap_device: args.swap_device.parse().map_err(|e| anyhow::anyhow!("--swap-device: {e}"))?,
+        trace: args.trace.clone(),
+        threads: args.threads,
+        min_time: std::time::Duration::from_millis(args.min_time_ms),
     })
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
-    if !(args.cpu_budget >= 0.0 && args.latency_budget >= 0.0) {
-        anyhow::bail!("--cpu-budget and --latency-budget must be numbers >= 0");
-    }
-    let device = super::args::swap_device(&args.swap_device)?;
-    // Read before the long steps: a bad trace file fails at once.
-    let trace =
-        args.trace.as_ref().map(|p| Trace::open_with_origin(p).map(|t| (p, t))).transpose()?;
+    let req = request(args)?;
     let bar = super::progress::Bar::new();
-    let sample = args.sample.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
-    let coverage = Coverage::choose(args.max_pages, sample);
-    let e = evidence::gather(input(args)?, coverage, &bar)?;
-    let trace = match trace {
-        Some((path, (t, origin))) => {
-            let accesses = evidence::fit_trace(&t, e.set_pages, e.source.pages)
-                .with_context(|| format!("--trace {}", path.display()))?;
-            let fitted = if e.source.pages < e.set_pages {
-                format!("; its {} pages folded onto the {} sampled", e.set_pages, e.source.pages)
-            } else {
-                String::new()
-            };
-            let detail = format!(
-                "{} ({} trace over {} pages{fitted})",
-                path.display(),
-                origin.name(),
-                t.page_count
-            );
-            let source =
-                TraceSource { kind: "file".into(), detail, accesses: accesses.len() as u64 };
-            Some((accesses, source))
-        }
-        None => None,
-    };
-    eprintln!("zmem lab: {} pages ({}: {})", e.source.pages, e.source.kind, e.source.detail);
-    if let Some((_, t)) = &trace {
-        eprintln!("zmem lab: replaying {}", t.detail);
+    let r = lab::run_lab(req, &bar)?;
+    drop(bar);
+    eprintln!("zmem lab: {} pages ({}: {})", r.source.pages, r.source.kind, r.source.detail);
+    if r.trace.kind == "file" {
+        eprintln!("zmem lab: replayed {}", r.trace.detail);
     }
-    let rates = lab::now::watch(&e.zram_ids, args.observe, e.source.page_size, &bar)?;
-    let budgets = lab::Budgets {
-        cpu_percent_of_core: args.cpu_budget,
-        added_load_p99_us: args.latency_budget,
-        ..lab::Budgets::default()
-    };
-    let opts = LabOptions {
-        budgets,
-        now: e.now,
-        rates,
-        device,
-        sample: e.sample,
-        trace,
-        ..LabOptions::default()
-    };
-    let r = lab::run(&e.pages, e.source, &opts, &bar)?;
     if let Some(path) = &args.apply_script {
         std::fs::write(path, report::render_apply_script(&r))
             .with_context(|| format!("writing {}", path.display()))?;
         eprintln!("zmem lab: wrote {} (review it; nothing was run)", path.display());
     }
     let json = report::json::lab_report_text(&r);
-    if let Some(dir) = &args.out {
+    if let Some(dir) = &args.output {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let html = dir.join("report.html");
         std::fs::write(&html, report::render_html(&r))

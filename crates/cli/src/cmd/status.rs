@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use zmem_render::status as render;
 use zmem_kernel::status;
+use zmem_render::status as render;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

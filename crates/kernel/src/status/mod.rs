@@ -22,8 +22,8 @@ use serde::Serialize;
 
 pub use parse::{BdStat, BlockStateCounts, ClassTotals, IoStat, MmStat, Secondary};
 
-use crate::WorkloadError;
-use crate::live::{parse_proc_swaps, parse_vmstat};
+use crate::stat::{parse_proc_swaps, parse_vmstat};
+use zmem_pages::PagesError;
 
 /// Where the kernel's files are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -227,7 +227,7 @@ impl Reader<'_> {
         &mut self,
         what: &str,
         path: &Path,
-        f: impl FnOnce(&str) -> Result<T, WorkloadError>,
+        f: impl FnOnce(&str) -> Result<T, PagesError>,
     ) -> Option<T> {
         let text = self.read(what, path)?;
         match f(&text) {
@@ -271,7 +271,7 @@ fn why(e: &std::io::Error, path: &Path, debug: &Path) -> String {
 
 /// Reads the whole state. Fails only when /proc/vmstat or /proc/swaps cannot be read (no procfs);
 /// everything else that cannot be read is listed in [`Status::unreadable`].
-pub fn read(opts: &Options) -> Result<Status, WorkloadError> {
+pub fn read(opts: &Options) -> Result<Status, PagesError> {
     let roots = &opts.roots;
     let vmstat_path = roots.proc.join("vmstat");
     let first = read_counters(&vmstat_path)?;
@@ -281,7 +281,7 @@ pub fn read(opts: &Options) -> Result<Status, WorkloadError> {
 
     let swaps_path = roots.proc.join("swaps");
     let swaps_text =
-        std::fs::read_to_string(&swaps_path).map_err(|e| WorkloadError::io(&swaps_path, e))?;
+        std::fs::read_to_string(&swaps_path).map_err(|e| PagesError::io(&swaps_path, e))?;
     let swaps: Vec<SwapArea> = parse_proc_swaps(&swaps_text)?
         .into_iter()
         .map(|a| SwapArea {
@@ -329,8 +329,8 @@ pub fn read(opts: &Options) -> Result<Status, WorkloadError> {
     })
 }
 
-fn read_counters(path: &Path) -> Result<Counters, WorkloadError> {
-    let text = std::fs::read_to_string(path).map_err(|e| WorkloadError::io(path, e))?;
+fn read_counters(path: &Path) -> Result<Counters, PagesError> {
+    let text = std::fs::read_to_string(path).map_err(|e| PagesError::io(path, e))?;
     let map = parse_vmstat(&text)?;
     Ok(Counters {
         pswpin: map.get("pswpin").copied().unwrap_or(0),
@@ -376,7 +376,7 @@ fn read_zram(
     let name = format!("zram{id}");
     let dir = r.roots.sys.join("block").join(&name);
     let num = |t: &str| {
-        t.trim().parse::<u64>().map_err(|_| WorkloadError::Invalid(format!("not a number: {t:?}")))
+        t.trim().parse::<u64>().map_err(|_| PagesError::Invalid(format!("not a number: {t:?}")))
     };
     let initialized = r.parse(&format!("{name} initstate"), &dir.join("initstate"), num) == Some(1);
     let disksize_bytes =

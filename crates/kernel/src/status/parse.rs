@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::WorkloadError;
+use zmem_pages::PagesError;
 
 /// `mm_stat` of a live device (zram_drv.c `mm_stat_show`): sizes in bytes, counts in pages.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -35,23 +35,23 @@ pub struct MmStat {
     pub huge_pages_since: u64,
 }
 
-fn numbers(file: &str, text: &str) -> Result<Vec<u64>, WorkloadError> {
+fn numbers(file: &str, text: &str) -> Result<Vec<u64>, PagesError> {
     text.split_whitespace()
         .map(|f| {
             // `mem_used_max` is printed with %ld; a negative value never occurs, but a
             // malformed file must be an error, not a panic.
             f.parse::<u64>()
-                .map_err(|_| WorkloadError::Invalid(format!("{file}: bad field {f:?} in {text:?}")))
+                .map_err(|_| PagesError::Invalid(format!("{file}: bad field {f:?} in {text:?}")))
         })
         .collect()
 }
 
 /// Parses `mm_stat`: nine fields since 5.15, eight before (no `huge_pages_since`), seven before
 /// 5.10 (no `huge_pages`).
-pub fn parse_mm_stat(text: &str) -> Result<MmStat, WorkloadError> {
+pub fn parse_mm_stat(text: &str) -> Result<MmStat, PagesError> {
     let v = numbers("mm_stat", text)?;
     if !(7..=9).contains(&v.len()) {
-        return Err(WorkloadError::Invalid(format!(
+        return Err(PagesError::Invalid(format!(
             "mm_stat: {} fields, expected 7 to 9: {:?}",
             v.len(),
             text.trim()
@@ -82,10 +82,10 @@ pub struct IoStat {
 }
 
 /// Parses `io_stat` (four fields).
-pub fn parse_io_stat(text: &str) -> Result<IoStat, WorkloadError> {
+pub fn parse_io_stat(text: &str) -> Result<IoStat, PagesError> {
     let v = numbers("io_stat", text)?;
     if v.len() != 4 {
-        return Err(WorkloadError::Invalid(format!("io_stat: expected 4 fields: {text:?}")));
+        return Err(PagesError::Invalid(format!("io_stat: expected 4 fields: {text:?}")));
     }
     Ok(IoStat { failed_reads: v[0], failed_writes: v[1], notify_free: v[3] })
 }
@@ -103,10 +103,10 @@ pub struct BdStat {
 }
 
 /// Parses `bd_stat` (three fields).
-pub fn parse_bd_stat(text: &str) -> Result<BdStat, WorkloadError> {
+pub fn parse_bd_stat(text: &str) -> Result<BdStat, PagesError> {
     let v = numbers("bd_stat", text)?;
     if v.len() != 3 {
-        return Err(WorkloadError::Invalid(format!("bd_stat: expected 3 fields: {text:?}")));
+        return Err(PagesError::Invalid(format!("bd_stat: expected 3 fields: {text:?}")));
     }
     Ok(BdStat { bd_count: v[0], bd_reads: v[1], bd_writes: v[2] })
 }
@@ -139,10 +139,10 @@ pub struct Secondary {
 /// Parses `recomp_algorithm` (CONFIG_ZRAM_MULTI_COMP): one `#N: list [selected]` line per
 /// configured secondary (zram_drv.c `recomp_algorithm_show`). Lines without a selection are
 /// slots not configured and are left out.
-pub fn parse_recomp_algorithm(text: &str) -> Result<Vec<Secondary>, WorkloadError> {
+pub fn parse_recomp_algorithm(text: &str) -> Result<Vec<Secondary>, PagesError> {
     let mut out = Vec::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let bad = || WorkloadError::Invalid(format!("recomp_algorithm: {line:?}"));
+        let bad = || PagesError::Invalid(format!("recomp_algorithm: {line:?}"));
         let rest = line.trim().strip_prefix('#').ok_or_else(bad)?;
         let (prio, list) = rest.split_once(':').ok_or_else(bad)?;
         let priority = prio.trim().parse().map_err(|_| bad())?;
@@ -172,16 +172,16 @@ pub struct ClassTotals {
 
 /// Parses a zsmalloc `classes` file by its header's column names (the fullness columns changed
 /// across kernels; the named ones did not). The `Total` line is ignored: the sums are ours.
-pub fn parse_zs_classes(text: &str) -> Result<ClassTotals, WorkloadError> {
+pub fn parse_zs_classes(text: &str) -> Result<ClassTotals, PagesError> {
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
     let header: Vec<&str> = lines
         .next()
-        .ok_or_else(|| WorkloadError::Invalid("zsmalloc classes: empty".into()))?
+        .ok_or_else(|| PagesError::Invalid("zsmalloc classes: empty".into()))?
         .split_whitespace()
         .collect();
     let col = |name: &str| {
         header.iter().position(|h| *h == name).ok_or_else(|| {
-            WorkloadError::Invalid(format!("zsmalloc classes: no {name} column in {header:?}"))
+            PagesError::Invalid(format!("zsmalloc classes: no {name} column in {header:?}"))
         })
     };
     let (alloc, used, pages, free) =
@@ -194,7 +194,7 @@ pub fn parse_zs_classes(text: &str) -> Result<ClassTotals, WorkloadError> {
             continue;
         }
         if f.len() != header.len() {
-            return Err(WorkloadError::Invalid(format!(
+            return Err(PagesError::Invalid(format!(
                 "zsmalloc classes: {} fields where the header has {}: {line:?}",
                 f.len(),
                 header.len()
@@ -202,7 +202,7 @@ pub fn parse_zs_classes(text: &str) -> Result<ClassTotals, WorkloadError> {
         }
         let n = |i: usize| {
             f[i].parse::<u64>()
-                .map_err(|_| WorkloadError::Invalid(format!("zsmalloc classes: {line:?}")))
+                .map_err(|_| PagesError::Invalid(format!("zsmalloc classes: {line:?}")))
         };
         t.classes += 1;
         t.obj_allocated += n(alloc)?;
@@ -215,10 +215,10 @@ pub fn parse_zs_classes(text: &str) -> Result<ClassTotals, WorkloadError> {
 
 /// Parses `/proc/meminfo` into bytes (`Name:  123 kB`; the unitless lines, such as
 /// `HugePages_Total`, are kept as given).
-pub fn parse_meminfo(text: &str) -> Result<BTreeMap<String, u64>, WorkloadError> {
+pub fn parse_meminfo(text: &str) -> Result<BTreeMap<String, u64>, PagesError> {
     let mut out = BTreeMap::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let bad = || WorkloadError::Invalid(format!("/proc/meminfo: {line:?}"));
+        let bad = || PagesError::Invalid(format!("/proc/meminfo: {line:?}"));
         let (k, v) = line.split_once(':').ok_or_else(bad)?;
         let mut f = v.split_whitespace();
         let n: u64 = f.next().ok_or_else(bad)?.parse().map_err(|_| bad())?;
@@ -253,12 +253,12 @@ pub struct BlockStateCounts {
 }
 
 /// Counts a `block_state` file's flags.
-pub fn parse_block_state(text: &str) -> Result<BlockStateCounts, WorkloadError> {
+pub fn parse_block_state(text: &str) -> Result<BlockStateCounts, PagesError> {
     let mut c = BlockStateCounts::default();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let f: Vec<&str> = line.split_whitespace().collect();
         if f.len() != 3 || f[0].parse::<u64>().is_err() {
-            return Err(WorkloadError::Invalid(format!("block_state: {line:?}")));
+            return Err(PagesError::Invalid(format!("block_state: {line:?}")));
         }
         let flags = f[2];
         // The flags are positional: s w h i (then r n on newer kernels).

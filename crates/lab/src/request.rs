@@ -1,0 +1,146 @@
+//! The lab's front door: [`LabRequest`], what a user asks of the main job, and [`run_lab`], the
+//! one entry point the CLI (`zmem lab`) and Python (`zmem.lab`) both call. Each front end only
+//! maps its flags or keyword arguments onto a request, with the parsers here
+//! ([`parse_source`], [`parse_max_pages`], [`Budgets::checked`]), so both refuse the same input
+//! with the same words and run the same sequence: the trace read (a bad file fails at once),
+//! the evidence gathered, the live swap watched, every measurement run, the advice made.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use zmem_pages::trace::Trace;
+use zmem_sim::swap_device::{DeviceSpec, SwapDevice};
+
+use crate::{
+    Budgets, Coverage, Input, LabError, LabOptions, LabReport, Progress, TraceSource, evidence, now,
+};
+
+/// Everything a user can ask of `zmem lab` / `zmem.lab` (output formats aside, which are the
+/// front ends' own).
+#[derive(Debug)]
+pub struct LabRequest {
+    /// Where the pages come from.
+    pub input: Input,
+    /// How many of them to measure.
+    pub coverage: Coverage,
+    /// Seconds to watch the live swap traffic (0: none).
+    pub observe_secs: u64,
+    /// The CPU and latency budgets.
+    pub budgets: Budgets,
+    /// The block device behind a swap file.
+    pub swap_device: DeviceSpec,
+    /// A trace to replay instead of the generated one.
+    pub trace: Option<PathBuf>,
+    /// Threads the measurements run on; 0: one per core.
+    pub threads: usize,
+    /// Minimum time per compressor pass.
+    pub min_time: Duration,
+}
+
+impl Default for LabRequest {
+    fn default() -> Self {
+        Self {
+            input: Input::Auto,
+            coverage: Coverage::choose(None, None),
+            observe_secs: 10,
+            budgets: Budgets::default(),
+            swap_device: DeviceSpec::default(),
+            trace: None,
+            threads: 0,
+            min_time: LabOptions::default().min_time,
+        }
+    }
+}
+
+/// The sources a user can name: `zram`, `processes` or `builtin`.
+pub fn parse_source(text: &str) -> Result<Input, LabError> {
+    match text {
+        "zram" => Ok(Input::Zram),
+        "processes" => Ok(Input::Processes),
+        "builtin" => Ok(Input::Builtin),
+        other => {
+            Err(LabError::Setup(format!("unknown source {other:?} (zram, processes or builtin)")))
+        }
+    }
+}
+
+/// A page count: `all`, or a number of pages of at least 1.
+pub fn parse_max_pages(text: &str) -> Result<Coverage, LabError> {
+    if text == "all" {
+        return Ok(Coverage::All);
+    }
+    match text.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(Coverage::Even(n)),
+        _ => Err(LabError::Setup(format!(
+            "{text:?} is neither a number of pages (1 or more) nor `all`"
+        ))),
+    }
+}
+
+/// The coverage a user's `max_pages` and `sample` ask for (one of them at most; a sample of at
+/// least 2 pages).
+pub fn coverage(max_pages: Option<Coverage>, sample: Option<usize>) -> Result<Coverage, LabError> {
+    if max_pages.is_some() && sample.is_some() {
+        return Err(LabError::Setup("give max_pages or sample, not both".into()));
+    }
+    if sample.is_some_and(|n| n < 2) {
+        return Err(LabError::Setup("sample: at least 2 pages".into()));
+    }
+    Ok(Coverage::choose(max_pages, sample))
+}
+
+impl Budgets {
+    /// The default budgets with the user's CPU (percent of a core) and added p99 latency
+    /// (microseconds), refused unless both are numbers of at least 0.
+    pub fn checked(cpu_percent_of_core: f64, added_load_p99_us: f64) -> Result<Self, LabError> {
+        if !(cpu_percent_of_core >= 0.0 && added_load_p99_us >= 0.0) {
+            return Err(LabError::Setup(
+                "cpu_budget and latency_budget must be numbers >= 0".into(),
+            ));
+        }
+        Ok(Self { cpu_percent_of_core, added_load_p99_us, ..Self::default() })
+    }
+}
+
+/// Runs the main job as asked.
+pub fn run_lab(req: LabRequest, progress: &dyn Progress) -> Result<LabReport, LabError> {
+    // Read before the long steps: a bad trace file fails at once.
+    let trace =
+        req.trace.as_ref().map(|p| Trace::open_with_origin(p).map(|t| (p, t))).transpose()?;
+    let device = SwapDevice::resolve(&req.swap_device, Duration::from_secs(1))?;
+    let e = evidence::gather(req.input, req.coverage, progress)?;
+    let trace = match trace {
+        Some((path, (t, origin))) => {
+            let accesses = evidence::fit_trace(&t, e.set_pages, e.source.pages)
+                .map_err(|err| LabError::Setup(format!("trace {}: {err}", path.display())))?;
+            let fitted = if e.source.pages < e.set_pages {
+                format!("; its {} pages folded onto the {} sampled", e.set_pages, e.source.pages)
+            } else {
+                String::new()
+            };
+            let detail = format!(
+                "{} ({} trace over {} pages{fitted})",
+                path.display(),
+                origin.name(),
+                t.page_count
+            );
+            let source =
+                TraceSource { kind: "file".into(), detail, accesses: accesses.len() as u64 };
+            Some((accesses, source))
+        }
+        None => None,
+    };
+    let rates = now::watch(&e.zram_ids, req.observe_secs, e.source.page_size, progress)?;
+    let opts = LabOptions {
+        budgets: req.budgets,
+        now: e.now,
+        rates,
+        device,
+        sample: e.sample,
+        trace,
+        threads: req.threads,
+        min_time: req.min_time,
+        ..LabOptions::default()
+    };
+    crate::run(&e.pages, e.source, &opts, progress)
+}
