@@ -21,6 +21,7 @@ pub mod kernel;
 #[doc(hidden)]
 pub mod parse;
 mod postprocess;
+mod shrinker;
 mod slot;
 mod stats;
 mod sync;
