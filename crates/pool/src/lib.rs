@@ -119,8 +119,23 @@ pub trait ZPool: Send + Sync + std::fmt::Debug {
     /// Compacts the pool; returns the pages freed by this call (0 if the allocator has no
     /// compaction or another compaction is running).
     fn compact(&self) -> u64;
-    /// Pages freed by all compactions so far (zram's `pages_compacted`).
+    /// Pages freed by all compactions so far (zram's `pages_compacted`), the shrinker's
+    /// included.
     fn pages_compacted(&self) -> u64;
+    /// The pool's memory-pressure shrinker, `count_objects` side (zsmalloc.c:
+    /// `zs_shrinker_count`): the pages compaction could free now, `zs_can_compact` summed over
+    /// the classes. Allocators the kernel registers no shrinker for (zbud, z3fold) return 0,
+    /// which vmscan's `do_shrink_slab` takes as "nothing to do".
+    fn shrinker_count(&self) -> u64 {
+        0
+    }
+    /// The shrinker's `scan_objects` side (`zs_shrinker_scan`): compacts the whole pool, as
+    /// the kernel does whatever `nr_to_scan` asks, counting the freed pages into
+    /// [`ZPool::pages_compacted`]; `Some(pages freed)`, or `None` for `SHRINK_STOP` (nothing
+    /// freed, or another compaction running, or no shrinker).
+    fn shrinker_scan(&self) -> Option<u64> {
+        None
+    }
     /// Live objects.
     fn objects(&self) -> usize;
     /// Per-class statistics.

@@ -22,6 +22,7 @@ mod errno;
 #[doc(hidden)]
 pub mod parse;
 mod postprocess;
+mod shrinker;
 mod slot;
 mod stats;
 mod sync;

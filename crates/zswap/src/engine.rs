@@ -277,6 +277,13 @@ impl Zswap {
         Arc::clone(&pools[pools.len() - 1])
     }
 
+    /// The pools alive, the current one last: each one's allocator has its own shrinker.
+    pub(crate) fn pools(&self) -> Vec<Arc<ZswapPool>> {
+        let mut pools = lock(&self.pools);
+        Self::drop_unused_pools(&mut pools);
+        pools.clone()
+    }
+
     /// Pools alive (the current one and older ones that still hold entries).
     pub fn nr_pools(&self) -> usize {
         let mut pools = lock(&self.pools);

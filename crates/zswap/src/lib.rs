@@ -11,7 +11,8 @@
 //! give the behaviour of older kernels.
 //!
 //! [`SwapLayer`] is the swap layer around the cache (the zeromap, "zswap, else the device",
-//! the memcg's writeback switch, vmscan's shrinker batching): the one way pages enter and leave
+//! the memcg's writeback switch, vmscan's `shrink_slab()` over zswap's and the allocators'
+//! shrinkers, [`shrinker`]): the one way pages enter and leave
 //! zswap or a swap device. Swap offsets are the caller's: there is no slot allocator.
 
 #![forbid(unsafe_code)]
@@ -21,6 +22,7 @@ mod engine;
 mod error;
 mod lru;
 mod pool;
+pub mod shrinker;
 mod stats;
 mod swap;
 mod swapfile;
@@ -28,6 +30,12 @@ mod swapfile;
 pub use config::{Incompressible, ZswapConfig};
 pub use engine::{MAX_RECLAIM_RETRIES, Meminfo, Reject, StoreOutcome, Zswap};
 pub use error::ZswapError;
+pub use shrinker::{
+    DEF_PRIORITY, DEFAULT_SEEKS, NrDeferred, SHRINK_BATCH, ShrinkSlab, Shrinker, ZPoolShrinker,
+};
 pub use stats::ZswapStats;
-pub use swap::{ShrinkBatch, Stage, SwapDevice, SwapHook, SwapIn, SwapLayer, SwapOut};
+pub use swap::{
+    SlabReclaim, SlabScope, SlabShrinkResult, Stage, SwapDevice, SwapHook, SwapIn, SwapLayer,
+    SwapOut,
+};
 pub use swapfile::{FileSlots, MemSlots, SlotStore, SwapFile};

@@ -12,6 +12,7 @@ use zmem_comp::{Compressor, Params};
 use zmem_pool::{PoolConfig, ZPool};
 
 use crate::ZswapError;
+use crate::shrinker::NrDeferred;
 
 /// A compression context: the compressor and its two-page destination buffer.
 #[derive(Debug)]
@@ -26,6 +27,8 @@ pub(crate) struct ZswapPool {
     params: Params,
     page_size: usize,
     pub zpool: Arc<dyn ZPool>,
+    /// The allocator's own shrinker's deferred work (each zsmalloc pool registers one).
+    pub nr_deferred: NrDeferred,
     streams: Mutex<Vec<Stream>>,
 }
 
@@ -43,6 +46,7 @@ impl ZswapPool {
             params: params.clone(),
             page_size: pool_config.page_size,
             zpool: zmem_pool::create(zpool, pool_config)?,
+            nr_deferred: NrDeferred::default(),
             streams: Mutex::new(Vec::new()),
         };
         let first = p.new_stream()?;

@@ -7,8 +7,10 @@
 //! bit and is offered to `zswap_store()`; a page zswap rejects is written to the device, unless
 //! the memcg has `memory.zswap.writeback` at 0, in which case it stays in RAM
 //! (`folio_mark_dirty` + `AOP_WRITEPAGE_ACTIVATE`: reclaim activates it and moves on). After the
-//! store, the shrink worker the store may have queued runs, and vmscan's `do_shrink_slab()`
-//! asks the zswap shrinker for its share (the batching is [`ShrinkBatch`]).
+//! store, the shrink worker the store may have queued runs, and, unless the caller runs them
+//! itself ([`SwapLayer::set_slab_reclaim`]), vmscan's `shrink_slab()` runs the shrinkers (zswap's,
+//! its pools' zsmalloc compaction, the device's) with `do_shrink_slab()`'s arithmetic
+//! ([`crate::shrinker`]).
 //!
 //! In (`swap_read_folio()`): the zeromap, else `zswap_load()`, else the device; a page read
 //! from the device is counted for the shrinker (`zswap_folio_swapin()`). The slot is then
@@ -24,9 +26,12 @@
 //! device I/O, so the lab can time `zswap_store`/`zswap_load` as seed 001's bpftrace did
 //! (docs/REFERENCES.md [seed-001]; and leave the device out), or charge device I/O with a latency.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
+use crate::shrinker::{
+    DEF_PRIORITY, NrDeferred, ShrinkSlab, Shrinker, ZPoolShrinker, do_shrink_slab,
+};
 use crate::{StoreOutcome, SwapFile, Zswap, ZswapError};
 
 /// The block device behind a swap area, by page offset.
@@ -36,6 +41,12 @@ pub trait SwapDevice: Send + Sync {
     /// `swap_slot_free_notify`: the swap entry at `offset` is gone. A file ignores it; zram
     /// frees the slot.
     fn free_slot(&self, _offset: u64) {}
+    /// The device's memory-pressure shrinker, if it has one: zram's zsmalloc pool registers
+    /// "mm-zspool:zram0", which compacts the pool under global reclaim. The swap layer keeps
+    /// its deferred work and runs it in [`SwapLayer::shrink_slab`].
+    fn shrinker(&self) -> Option<&dyn Shrinker> {
+        None
+    }
 }
 
 impl SwapDevice for SwapFile {
@@ -56,6 +67,9 @@ impl<D: SwapDevice + ?Sized> SwapDevice for Arc<D> {
     }
     fn free_slot(&self, offset: u64) {
         (**self).free_slot(offset)
+    }
+    fn shrinker(&self) -> Option<&dyn Shrinker> {
+        (**self).shrinker()
     }
 }
 
@@ -107,29 +121,47 @@ pub enum SwapIn {
     Device,
 }
 
-/// `SHRINK_BATCH` and the arithmetic of vmscan's `do_shrink_slab()` at the reclaim priority
-/// the kernel starts at (`DEF_PRIORITY` 12) with zswap's `DEFAULT_SEEKS` (2): each call adds
-/// `count * 4 / seeks >> priority` objects of work, scanned in batches of 128 once a batch has
-/// accumulated (the work is kept in units of `1 << priority` to stay exact).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct ShrinkBatch {
-    work: u64,
+/// Whose shrinkers a reclaim pass runs (vmscan's `shrink_slab()` with the memcg it reclaims).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlabScope {
+    /// Reclaim of the root memcg (kswapd, or a machine out of memory): every shrinker.
+    Global,
+    /// A memcg's own reclaim (its `memory.max` / `memory.high`): `shrink_slab_memcg()`, only
+    /// the memcg-aware shrinkers (zswap's; not zsmalloc's).
+    Memcg,
 }
 
-impl ShrinkBatch {
-    pub const SHRINK_BATCH: u64 = 128;
-    const PRIORITY: u32 = 12;
-    const SEEKS: u64 = 2;
+/// The shrinker pass [`SwapLayer::swap_out`] runs after each store: at which reclaim priority,
+/// over which shrinkers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlabReclaim {
+    pub priority: u32,
+    pub scope: SlabScope,
+}
 
-    /// One reclaim pass over the zswap shrinker; returns the pages it wrote back.
-    pub fn shrink(&mut self, z: &Zswap) -> u64 {
-        self.work += z.shrinker_count() * 4 / Self::SEEKS;
-        let mut freed = 0;
-        while self.work >= Self::SHRINK_BATCH << Self::PRIORITY {
-            freed += z.shrinker_scan(Self::SHRINK_BATCH);
-            self.work -= Self::SHRINK_BATCH << Self::PRIORITY;
-        }
-        freed
+impl Default for SlabReclaim {
+    /// `DEF_PRIORITY` (the priority a reclaim pass that meets its target never leaves), all
+    /// shrinkers.
+    fn default() -> Self {
+        Self { priority: DEF_PRIORITY, scope: SlabScope::Global }
+    }
+}
+
+/// What one [`SwapLayer::shrink_slab`] did, by shrinker.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SlabShrinkResult {
+    /// zswap's shrinker (entries written back).
+    pub zswap: ShrinkSlab,
+    /// The allocator shrinkers of zswap's pools, the current pool last (pages compacted).
+    pub zswap_pools: Vec<ShrinkSlab>,
+    /// The device's shrinker (zram's zsmalloc pool: pages compacted).
+    pub device: ShrinkSlab,
+}
+
+impl SlabShrinkResult {
+    /// Objects freed by every shrinker (`shrink_slab()`'s return).
+    pub fn freed(&self) -> u64 {
+        self.zswap.freed + self.zswap_pools.iter().map(|s| s.freed).sum::<u64>() + self.device.freed
     }
 }
 
@@ -142,7 +174,11 @@ pub struct SwapLayer {
     zswap: Option<Zswap>,
     device: Box<dyn SwapDevice>,
     writeback: bool,
-    shrink: Mutex<ShrinkBatch>,
+    /// zswap's shrinker's `nr_deferred`.
+    zswap_deferred: NrDeferred,
+    /// The device's shrinker's `nr_deferred`.
+    device_deferred: NrDeferred,
+    slab_reclaim: Option<SlabReclaim>,
 }
 
 impl std::fmt::Debug for SwapLayer {
@@ -166,7 +202,9 @@ impl SwapLayer {
             zswap: None,
             device,
             writeback: true,
-            shrink: Mutex::new(ShrinkBatch::default()),
+            zswap_deferred: NrDeferred::default(),
+            device_deferred: NrDeferred::default(),
+            slab_reclaim: Some(SlabReclaim::default()),
         }
     }
 
@@ -186,6 +224,46 @@ impl SwapLayer {
 
     pub fn page_size(&self) -> usize {
         self.page_size
+    }
+
+    /// The shrinker pass each [`SwapLayer::swap_out`] runs after its store; `None`: none, the
+    /// caller runs [`SwapLayer::shrink_slab`] itself, as vmscan does once per pass over the
+    /// LRU (`shrink_node()`: `shrink_lruvec()` then `shrink_slab()`), at the pass's priority.
+    /// The default, one pass per swap-out at `DEF_PRIORITY` over every shrinker, is a reclaim
+    /// that always meets its target (so its priority never drops) and calls the shrinkers
+    /// once per page rather than once per batch of `SWAP_CLUSTER_MAX`.
+    pub fn set_slab_reclaim(&mut self, reclaim: Option<SlabReclaim>) {
+        self.slab_reclaim = reclaim;
+    }
+
+    pub fn slab_reclaim(&self) -> Option<SlabReclaim> {
+        self.slab_reclaim
+    }
+
+    /// vmscan's `shrink_slab()` over this swap area's shrinkers at reclaim priority
+    /// `priority` (`DEF_PRIORITY` 12 down to 0; see [`crate::shrinker`]), each with its own
+    /// deferred work: zswap's ("mm-zswap"), then the allocator shrinkers of zswap's pools
+    /// ("mm-zspool:..."; zswap registers its shrinker before it creates its first pool), then
+    /// the device's ([`SwapDevice::shrinker`]). [`SlabScope::Memcg`] runs only the memcg-aware
+    /// ones (zswap's).
+    pub fn shrink_slab(&self, priority: u32, scope: SlabScope) -> SlabShrinkResult {
+        let mut r = SlabShrinkResult::default();
+        let global = scope == SlabScope::Global;
+        if let Some(z) = &self.zswap {
+            r.zswap = do_shrink_slab(z, &self.zswap_deferred, priority);
+            if global {
+                for p in z.pools() {
+                    let s = ZPoolShrinker(&*p.zpool);
+                    r.zswap_pools.push(do_shrink_slab(&s, &p.nr_deferred, priority));
+                }
+            }
+        }
+        if let Some(s) = self.device.shrinker()
+            && (global || s.memcg_aware())
+        {
+            r.device = do_shrink_slab(s, &self.device_deferred, priority);
+        }
+        r
     }
 
     fn check(&self, offset: u64, len: usize) -> Result<(), ZswapError> {
@@ -211,7 +289,9 @@ impl SwapLayer {
         }
     }
 
-    /// `swap_writeout()`: `page` leaves RAM for swap slot `offset`.
+    /// `swap_writeout()`: `page` leaves RAM for swap slot `offset`. Then, with
+    /// [`SwapLayer::set_slab_reclaim`]'s setting, one `shrink_slab()` pass, whatever became of
+    /// the page (the pass belongs to the reclaim, not to the page).
     pub fn swap_out(
         &self,
         offset: u64,
@@ -219,6 +299,19 @@ impl SwapLayer {
         hook: &mut impl SwapHook,
     ) -> Result<SwapOut, ZswapError> {
         self.check(offset, page.len())?;
+        let out = self.writeout(offset, page, hook);
+        if let Some(r) = self.slab_reclaim {
+            self.shrink_slab(r.priority, r.scope);
+        }
+        out
+    }
+
+    fn writeout(
+        &self,
+        offset: u64,
+        page: &[u8],
+        hook: &mut impl SwapHook,
+    ) -> Result<SwapOut, ZswapError> {
         if page.iter().all(|&b| b == 0) {
             // A zero page replaces whatever the slot held before.
             if let Some(z) = &self.zswap {
@@ -242,7 +335,6 @@ impl SwapLayer {
             }
         };
         z.run_pending_work();
-        self.shrink.lock().unwrap_or_else(std::sync::PoisonError::into_inner).shrink(z);
         Ok(out)
     }
 
@@ -443,28 +535,23 @@ mod tests {
         assert!(s.swap_in(9, &mut out, &mut ()).is_err());
     }
 
-    /// vmscan's `do_shrink_slab()`: the shrinker is asked to scan only once `count * 4 / 2`
-    /// per pass has added up to a batch of 128 << 12; the first batch only rotates (every
-    /// entry is referenced at store), the second writes back.
+    /// The per-swap-out pass at `DEF_PRIORITY` never reaches an LRU of 200 entries (delta
+    /// `(count >> 12) * 4 / 2` is 0); the same pages at priority 0 are scanned whole.
     #[test]
-    fn the_shrinker_runs_in_do_shrink_slab_batches() {
+    fn the_per_swap_out_pass_uses_its_priority() {
         let cfg = ZswapConfig { shrinker_enabled: true, ..ZswapConfig::default() };
-        let mut s = layer(cfg, 256);
+        let s = layer(cfg.clone(), 256);
+        assert_eq!(s.slab_reclaim(), Some(SlabReclaim::default()));
         for i in 0..200 {
             assert_eq!(s.swap_out(i, &text_page(i as u8), &mut ()).unwrap(), SwapOut::Zswap);
         }
-        let z = s.zswap.take().unwrap();
-        let count = z.shrinker_count();
-        assert!(count > 0);
-        // Work adds up across passes: the second batch starts once 2 x (128 << 12) is reached.
-        let second_batch = (2 * (128u64 << 12)).div_ceil(count * 4 / 2);
-        let mut b = ShrinkBatch::default();
-        let mut pass = 0;
-        while z.stats().written_back_pages == 0 {
-            pass += 1;
-            b.shrink(&z);
-            assert!(pass <= second_batch, "no writeback after {pass} passes");
+        assert_eq!(s.zswap().unwrap().stats().written_back_pages, 0);
+
+        let mut s = layer(cfg, 256);
+        s.set_slab_reclaim(Some(SlabReclaim { priority: 0, scope: SlabScope::Memcg }));
+        for i in 0..200 {
+            s.swap_out(i, &text_page(i as u8), &mut ()).unwrap();
         }
-        assert_eq!(pass, second_batch);
+        assert!(s.zswap().unwrap().stats().written_back_pages > 0);
     }
 }

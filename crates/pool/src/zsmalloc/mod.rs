@@ -583,6 +583,22 @@ impl ZPool for ZsPool {
         self.read_lock().pages_compacted
     }
 
+    /// `zs_shrinker_count`: `zs_can_compact` over every class (merged size indices count
+    /// once, as the kernel skips `class->index != i`; huge classes give 0).
+    fn shrinker_count(&self) -> u64 {
+        let g = self.read_lock();
+        (0..self.table.classes().len()).map(|slot| g.can_compact(slot)).sum()
+    }
+
+    /// `zs_shrinker_scan`: `zs_compact` (which counts into `pages_compacted` and returns 0 when
+    /// a compaction is already running), `SHRINK_STOP` when it freed nothing.
+    fn shrinker_scan(&self) -> Option<u64> {
+        match self.compact() {
+            0 => None,
+            freed => Some(freed),
+        }
+    }
+
     fn objects(&self) -> usize {
         self.read_lock().handles.len()
     }
