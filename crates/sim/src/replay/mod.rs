@@ -13,9 +13,10 @@
 //! `memory.zswap.writeback` is 0 stays in RAM, activated. A swap-in reads the page back (zswap's loads are exclusive) and
 //! frees the slot (a zram slot is freed, as `swap_slot_free_notify` does), and checks it is the
 //! page that went out. RAM is only the resident budget; the swap pool is reported separately
-//! (its maximum), not charged against it. Not modelled yet: zsmalloc's own shrinker, which in
-//! the kernel compacts the pool under memory pressure (so zsmalloc's maximum here includes the
-//! fragmentation that loads leave behind).
+//! (its maximum), not charged against it. zsmalloc's own shrinker compacts zswap's pools and
+//! a zram device's pool under global reclaim with the kernel's `do_shrink_slab()` arithmetic
+//! (zmem-zswap's `shrinker`); it is not memcg-aware, so a memcg's own reclaim never runs it, and
+//! at priority 12 a pool with less than 4096 pages to gain is never scanned.
 //!
 //! The flow: [`run`] checks the trace, builds a [`Simulator`], feeds it every access and times
 //! the whole; [`Simulator::access`] is one step, for callers that interleave their own work.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use zmem_zram::Zram;
-use zmem_zswap::{Stage, SwapDevice, SwapHook, SwapIn, SwapLayer, SwapOut, ZswapError};
+use zmem_zswap::{Shrinker, Stage, SwapDevice, SwapHook, SwapIn, SwapLayer, SwapOut, ZswapError};
 
 use super::lru::{Lru, SWAP_CLUSTER_MAX};
 use super::{Access, Counter, ReplayConfig, ReplayResult, SwapInHists, SwapKind, build_zswap};
@@ -40,6 +40,21 @@ impl SwapDevice for ZramSwap {
     }
     fn free_slot(&self, offset: u64) {
         self.0.slot_free_notify(offset);
+    }
+    /// zram's pool registers zsmalloc's shrinker ("mm-zspool:zramN"): under global reclaim
+    /// the swap layer runs it with the kernel's `do_shrink_slab()` arithmetic, and it compacts
+    /// the device's pool (`zs_shrinker_scan`), which `mm_stat`'s `pages_compacted` counts.
+    fn shrinker(&self) -> Option<&dyn Shrinker> {
+        Some(self)
+    }
+}
+
+impl Shrinker for ZramSwap {
+    fn count_objects(&self) -> u64 {
+        self.0.shrinker_count()
+    }
+    fn scan_objects(&self, _nr_to_scan: u64) -> Option<u64> {
+        self.0.shrinker_scan()
     }
 }
 
