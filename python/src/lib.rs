@@ -113,6 +113,12 @@ fn workload_err(e: PagesError) -> PyErr {
     to_py(e.into())
 }
 
+/// An algorithm argument (`"zstd"`, `"zstd:3"`, `"zstd:level=3,dict=F"`), checked at once: an
+/// unknown name or parameter is a ValueError naming the argument.
+fn algo_spec(text: &str) -> PyResult<AlgoSpec> {
+    text.parse::<AlgoSpec>().map_err(|e| value_err(format!("algo {text:?}: {e}")))
+}
+
 fn value_err(m: impl Into<String>) -> PyErr {
     PyValueError::new_err(m.into())
 }
@@ -333,9 +339,7 @@ fn comp_bench(
 ) -> PyResult<String> {
     let specs = match algos {
         None => AlgoSpec::all(),
-        Some(a) => {
-            a.iter().map(|s| AlgoSpec::parse(s)).collect::<Result<_, _>>().map_err(lab_err)?
-        }
+        Some(a) => a.iter().map(|s| algo_spec(s)).collect::<Result<_, _>>()?,
     };
     let opts = bench::Options {
         page_size: pages.set.page_size(),
@@ -362,8 +366,16 @@ fn zram_run(
     recomp: Vec<String>,
     recompress: Option<String>,
 ) -> PyResult<String> {
+    let spec = algo_spec(algo.as_deref().unwrap_or(zmem_lab::DEFAULT_ALGORITHM))?;
+    for r in &recomp {
+        algo_spec(r)?;
+    }
+    let params = match (spec.algorithm_params(), params) {
+        (Some(a), Some(b)) => Some(format!("{a} {b}")),
+        (a, b) => a.or(b),
+    };
     let cfg = ZramRunConfig {
-        algo: algo.unwrap_or_else(|| zmem_lab::DEFAULT_ALGORITHM.to_string()),
+        algo: spec.name.clone(),
         params,
         pool,
         page_size: pages.set.page_size(),
@@ -379,7 +391,7 @@ fn zram_run(
     json(&r)
 }
 
-/// A `--ram` value: a byte count, or text in the kernel's memparse syntax; `flag` names it in
+/// A `ram` value: a byte count, or text in the kernel's memparse syntax; `flag` names it in
 /// the error, as the CLI does.
 fn ram_bytes(flag: &str, ram: &Bound<'_, PyAny>) -> PyResult<u64> {
     if let Ok(n) = ram.extract::<u64>() {
@@ -406,7 +418,7 @@ fn load_trace(py: Python<'_>, path: &Path) -> PyResult<Vec<replay_mod::Access>> 
 
 /// `zmem replay --json`: an access trace over the pages under a RAM budget.
 #[pyfunction]
-#[pyo3(signature = (pages, trace, ram, swap = "zswap", algo = "lzo".to_string(), pool = "zsmalloc".to_string(), max_pool_percent = 20, accept_threshold_percent = 90, shrinker = false, reject_incompressible = false, no_writeback = false, swap_dir = None, swap_device = "nvme"))]
+#[pyo3(signature = (pages, trace, ram, swap = "zswap", algo = "lzo-rle".to_string(), pool = "zsmalloc".to_string(), max_pool_percent = 20, accept_threshold_percent = 90, shrinker = false, reject_incompressible = false, no_writeback = false, swap_dir = None, swap_device = "nvme"))]
 #[allow(clippy::too_many_arguments)]
 fn replay(
     py: Python<'_>,
@@ -426,19 +438,26 @@ fn replay(
 ) -> PyResult<String> {
     let ps = pages.set.page_size();
     let spec: DeviceSpec =
-        swap_device.parse().map_err(|e| value_err(format!("--swap-device: {e}")))?;
+        swap_device.parse().map_err(|e| value_err(format!("swap_device: {e}")))?;
     let device = SwapDevice::resolve(&spec, Duration::from_secs(1)).map_err(lab_err)?;
     let ram_text = ram.str()?.to_string();
-    let ram_pages = ram_bytes("--ram", ram)? / ps as u64;
+    let ram_pages = ram_bytes("ram", ram)? / ps as u64;
     if ram_pages == 0 {
-        return Err(value_err(format!("--ram {ram_text} is less than one page")));
+        return Err(value_err(format!("ram={ram_text} is less than one page")));
     }
     let swap: SwapKind = swap.parse().map_err(value_err)?;
     let accesses = load_trace(py, &trace)?;
+    let spec = algo_spec(&algo)?;
+    if swap == SwapKind::Zswap && spec.algorithm_params().is_some() {
+        return Err(value_err(format!(
+            "algo={spec}: zswap's compressors (the kernel's crypto API) take no parameters"
+        )));
+    }
     let cfg = ReplayConfig {
         ram_pages,
         swap,
-        algo,
+        algo: spec.name.clone(),
+        algo_params: spec.algorithm_params(),
         pool,
         page_size: ps,
         max_pool_percent,
@@ -465,7 +484,7 @@ fn replay(
 
 /// `zmem study allocators --json`: zsmalloc, zbud and z3fold under zswap.
 #[pyfunction]
-#[pyo3(signature = (pages, trace = None, algo = "lzo".to_string(), rounds = 3, as_is = false, ram = None, max_pool_percent = 20))]
+#[pyo3(signature = (pages, trace = None, algo = "lzo-rle".to_string(), rounds = 3, as_is = false, ram = None, max_pool_percent = 20))]
 #[allow(clippy::too_many_arguments)]
 fn study_allocators(
     py: Python<'_>,
@@ -479,9 +498,15 @@ fn study_allocators(
 ) -> PyResult<String> {
     let ps = pages.set.page_size();
     let accesses = trace.as_ref().map(|t| load_trace(py, t)).transpose()?;
-    let ram_pages = ram.map(|r| ram_bytes("--ram", r)).transpose()?.map(|b| b / ps as u64);
+    let ram_pages = ram.map(|r| ram_bytes("ram", r)).transpose()?.map(|b| b / ps as u64);
+    let spec = algo_spec(&algo)?;
+    if spec.algorithm_params().is_some() {
+        return Err(value_err(format!(
+            "algo={spec}: zswap's compressors (the kernel's crypto API) take no parameters"
+        )));
+    }
     let cfg = StudyConfig {
-        algo,
+        algo: spec.name,
         page_size: ps,
         rounds,
         incompressible: if as_is { Incompressible::StoreAsIs } else { Incompressible::Reject },

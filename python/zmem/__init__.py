@@ -138,7 +138,7 @@ def replay(
     ram: Union[int, str],
     *,
     swap: str = "zswap",
-    algo: str = "lzo",
+    algo: str = "lzo-rle",
     pool: str = "zsmalloc",
     max_pool_percent: int = 20,
     accept_threshold_percent: int = 90,
@@ -178,13 +178,13 @@ def study_allocators(
     pages: Pages,
     trace: Optional[Union[str, "os.PathLike[str]"]] = None,
     *,
-    algo: str = "lzo",
+    algo: str = "lzo-rle",
     rounds: int = 3,
     as_is: bool = False,
     ram: Optional[Union[int, str]] = None,
     max_pool_percent: int = 20,
 ) -> pa.Table:
-    """Seed 001's study, as ``zmem study allocators --json``: zsmalloc, zbud and z3fold under
+    """The zpool RFC's allocator study, as ``zmem study allocators --json``: zsmalloc, zbud and z3fold under
     zswap, one row each.
 
     >>> zmem.study_allocators(zmem.PageSet.generate(pages=64), rounds=1).column("allocator")  # doctest: +SKIP

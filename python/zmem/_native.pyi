@@ -77,7 +77,7 @@ def replay(
     trace: _Path,
     ram: Union[int, str],
     swap: str = "zswap",
-    algo: str = "lzo",
+    algo: str = "lzo-rle",
     pool: str = "zsmalloc",
     max_pool_percent: int = 20,
     accept_threshold_percent: int = 90,
@@ -90,7 +90,7 @@ def replay(
 def study_allocators(
     pages: PageSet,
     trace: Optional[_Path] = None,
-    algo: str = "lzo",
+    algo: str = "lzo-rle",
     rounds: int = 3,
     as_is: bool = False,
     ram: Optional[Union[int, str]] = None,

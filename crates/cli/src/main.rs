@@ -9,7 +9,7 @@ mod cmd;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -45,7 +45,7 @@ enum Command {
     Capture(cmd::capture::Args),
     /// Rewrite a page file as bare pages (--raw) or as a page set (--page-set).
     Export(cmd::export::Args),
-    /// Generate a page set: perf (seed 004's zram-perf pattern) or mixed (typical memory).
+    /// Generate a page set: perf (the vivo study's zram-perf pattern) or mixed (typical memory).
     Gen(cmd::generate::Args),
     /// Access traces: generate and describe.
     Trace(cmd::trace::Args),
@@ -55,7 +55,7 @@ enum Command {
     /// zmem's models checked against the live kernel: `validate replay`.
     #[command(subcommand)]
     Validate(cmd::validate::Validate),
-    /// Studies that reproduce the seeds on zmem's engines.
+    /// Studies that reproduce published measurements on zmem's engines.
     #[command(subcommand)]
     Study(cmd::study::Study),
     /// Every zram device, zswap, the swap areas and their rates, on one screen (or --json).
@@ -67,8 +67,49 @@ enum Command {
     Dict(cmd::dict::Dict),
 }
 
+/// One example line for every command's `--help` (path of subcommand names, the line).
+const EXAMPLES: &[(&[&str], &str)] = &[
+    (&["lab"], "zmem lab --source builtin --observe 0 --apply-script apply.sh"),
+    (&["comp-bench"], "zmem comp-bench --algo lz4,zstd:3 pages.zpages"),
+    (&["compress"], "zmem compress --algo zstd:3 < page.bin > page.zst"),
+    (&["decompress"], "zmem decompress --algo zstd < page.zst > page.bin"),
+    (&["zram"], "zmem zram --algo zstd:level=3 --recomp zstd --recompress type=huge pages.zpages"),
+    (&["conform"], "sudo zmem conform --algo lz4 pages.zpages"),
+    (&["zram-speed"], "sudo zmem zram-speed --algo lzo-rle pages.zpages"),
+    (&["mapbench"], "zmem mapbench --method map --threads 2"),
+    (&["capture"], "sudo zmem capture --pid 1234 -o app.zpages"),
+    (&["export"], "zmem export --raw -o pages.raw app.zpages"),
+    (&["gen"], "zmem gen --kind mixed --pages 8192 -o mixed.zpages"),
+    (&["trace", "gen"], "zmem trace gen --pages 16384 --accesses 400000 -o zipf.trace"),
+    (&["trace", "record"], "sudo zmem trace record --pid 1234 --duration 30 -o app.trace"),
+    (&["trace", "info"], "zmem trace info app.trace"),
+    (&["replay"], "zmem replay --ram 64M --swap zswap --swap-device ssd app.zpages app.trace"),
+    (&["validate", "replay"], "sudo zmem validate replay --ram 32M app.zpages app.trace"),
+    (&["study", "allocators"], "zmem study allocators app.zpages"),
+    (&["dict", "train"], "zmem dict train --algo zstd -o zram.dict app.zpages"),
+    (&["status"], "zmem status --json"),
+    (&["exporter"], "zmem exporter --listen 127.0.0.1:9863"),
+];
+
+/// The command line with every command's example line added to its help.
+fn command() -> clap::Command {
+    fn add(c: clap::Command, path: &[&str], line: &str) -> clap::Command {
+        match path.split_first() {
+            Some((first, [])) => {
+                c.mut_subcommand(*first, |s| s.after_help(format!("Example:\n  {line}")))
+            }
+            Some((first, rest)) => c.mut_subcommand(*first, |s| add(s, rest, line)),
+            None => c,
+        }
+    }
+    EXAMPLES.iter().fold(Cli::command(), |c, (path, line)| add(c, path, line))
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::from_arg_matches(&command().get_matches()) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
     let result = match cli.command {
         Command::Lab(args) => cmd::lab::run(&args),
         Command::CompBench(args) => cmd::comp_bench::run(&args),
@@ -96,6 +137,77 @@ fn main() -> ExitCode {
             let line = format!("{err:#}").replace('\n', " ");
             eprintln!("zmem: {line}");
             ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every command a user can run (hidden ones aside), with its path of names.
+    fn leaves(c: &clap::Command, path: Vec<String>, out: &mut Vec<(Vec<String>, clap::Command)>) {
+        if c.get_subcommands().next().is_none() {
+            out.push((path.clone(), c.clone()));
+        }
+        for s in c.get_subcommands().filter(|s| !s.is_hide_set()) {
+            let mut p = path.clone();
+            p.push(s.get_name().to_string());
+            leaves(s, p, out);
+        }
+    }
+
+    #[test]
+    fn every_command_has_an_example_and_every_option_a_description() {
+        let mut all = Vec::new();
+        leaves(&command(), Vec::new(), &mut all);
+        assert!(all.len() >= 20, "{}", all.len());
+        let mut missing = Vec::new();
+        for (path, c) in &all {
+            let help = c.get_after_help().map(|h| h.to_string()).unwrap_or_default();
+            let want = format!("zmem {}", path.join(" "));
+            if !help.contains(&want) {
+                missing.push(format!("`{want} --help` has no example line"));
+            }
+            for a in c.get_arguments().filter(|a| !a.is_hide_set()) {
+                let id = a.get_id().as_str();
+                if id == "help" || id == "version" {
+                    continue;
+                }
+                if a.get_help().is_none() {
+                    missing.push(format!("`{want}`: {id} has no description"));
+                }
+            }
+        }
+        assert!(missing.is_empty(), "{missing:#?}");
+    }
+
+    #[test]
+    fn no_user_facing_text_names_internal_documents() {
+        let mut all = Vec::new();
+        leaves(&command(), Vec::new(), &mut all);
+        for (path, mut c) in all {
+            let text = c.render_long_help().to_string().to_lowercase();
+            assert!(!text.contains("seed 00"), "zmem {}: {text}", path.join(" "));
+        }
+    }
+
+    #[test]
+    fn every_output_flag_is_spelled_output_with_o() {
+        let mut all = Vec::new();
+        leaves(&command(), Vec::new(), &mut all);
+        for (path, c) in &all {
+            for a in c.get_arguments() {
+                let long = a.get_long().unwrap_or_default();
+                if long == "out" || long == "output" {
+                    assert_eq!(
+                        (long, a.get_short()),
+                        ("output", Some('o')),
+                        "zmem {}",
+                        path.join(" ")
+                    );
+                }
+            }
         }
     }
 }

@@ -49,7 +49,7 @@ pub struct StudyConfig {
 impl Default for StudyConfig {
     fn default() -> Self {
         Self {
-            algo: "lzo".into(),
+            algo: zmem_zram::DEFAULT_ALGORITHM.into(),
             page_size: 4096,
             rounds: 3,
             incompressible: Incompressible::Reject,

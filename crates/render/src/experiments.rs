@@ -184,8 +184,8 @@ pub fn study(rows: &[AllocatorRow]) -> String {
         "load p50",
         "total s",
         "time",
-        "seed pool",
-        "seed time"
+        "RFC pool",
+        "RFC time"
     );
     for r in rows {
         let seed = SEED_001.iter().find(|(a, _, _)| *a == r.allocator);

@@ -1,5 +1,38 @@
 //! Argument values that several commands take.
 
+use zmem_comp::AlgoSpec;
+
+/// `--algo`: `NAME`, `NAME:LEVEL` or `NAME:level=L,dict=FILE,winbits=W`, checked against the
+/// registry when the command line is parsed (the library's [`AlgoSpec`]).
+pub fn algo(text: &str) -> Result<AlgoSpec, String> {
+    text.parse::<AlgoSpec>().map_err(|e| e.to_string())
+}
+
+/// A comma-separated list of algorithms (`lz4,zstd:3`); a `KEY=VALUE` item without a name
+/// continues the spec before it (`zstd:level=3,dict=F,lz4` is two specs).
+pub fn algo_list(items: &[String]) -> anyhow::Result<Vec<AlgoSpec>> {
+    let mut specs: Vec<String> = Vec::new();
+    for item in items.iter().flat_map(|s| s.split(',')) {
+        match specs.last_mut() {
+            Some(last) if item.contains('=') && !item.contains(':') && last.contains(':') => {
+                last.push(',');
+                last.push_str(item);
+            }
+            _ => specs.push(item.to_string()),
+        }
+    }
+    specs.iter().map(|s| algo(s).map_err(|e| anyhow::anyhow!("--algo: {e}"))).collect()
+}
+
+/// The parameters of `spec` for a command that runs the algorithm at its defaults only (the
+/// kernel's devices here, or zswap, whose crypto compressors take none): refused, saying why.
+pub fn plain_algo(spec: &AlgoSpec, why: &str) -> anyhow::Result<String> {
+    if spec.algorithm_params().is_some() {
+        anyhow::bail!("--algo {spec}: {why}; give the algorithm's name alone");
+    }
+    Ok(spec.name.clone())
+}
+
 /// A size argument such as `--ram 256M`: the kernel's `memparse` syntax (a number with an
 /// optional K, M, G, T, P or E suffix, 1024-based), strictly: text that is not a size is an
 /// error naming `flag`.

@@ -7,8 +7,8 @@ use zmem_experiments::comp_bench::{self, AlgoSpec, Options};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Algorithms to run, comma-separated, each `name` or `name:level` (default: all).
-    #[arg(long, value_delimiter = ',')]
+    /// Algorithms to run, comma-separated or repeated, each NAME, NAME:LEVEL or NAME:level=L,dict=FILE (default: all).
+    #[arg(long)]
     algo: Vec<String>,
     /// Print a JSON array of records instead of the table.
     #[arg(long)]
@@ -34,11 +34,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let specs = if args.algo.is_empty() {
-        AlgoSpec::all()
-    } else {
-        args.algo.iter().map(|s| AlgoSpec::parse(s)).collect::<Result<Vec<_>, _>>()?
-    };
+    let specs =
+        if args.algo.is_empty() { AlgoSpec::all() } else { super::args::algo_list(&args.algo)? };
     let inputs = super::pages::load(&args.files, args.page_size)?;
     let opts = Options {
         page_size: args.page_size,

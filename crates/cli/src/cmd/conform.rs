@@ -7,8 +7,8 @@ use zmem_experiments::conform;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Algorithm (one the running kernel's zram offers: see /sys/block/zram0/comp_algorithm).
-    #[arg(long, default_value = zmem_lab::DEFAULT_ALGORITHM)]
-    algo: String,
+    #[arg(long, default_value = zmem_lab::DEFAULT_ALGORITHM, value_parser = super::args::algo)]
+    algo: zmem_comp::AlgoSpec,
     /// Print a JSON object instead of the report.
     #[arg(long)]
     json: bool,
@@ -18,7 +18,11 @@ pub struct Args {
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let inputs = super::pages::load(std::slice::from_ref(&args.file), 4096)?;
-    let r = conform::run(&args.algo, inputs[0].bytes())?;
+    let algo = super::args::plain_algo(
+        &args.algo,
+        "conform compares both devices at the algorithm's default parameters",
+    )?;
+    let r = conform::run(&algo, inputs[0].bytes())?;
     super::emit(args.json, &r, zmem_render::experiments::conform)?;
     anyhow::ensure!(
         r.identical(),

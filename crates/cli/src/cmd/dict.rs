@@ -30,6 +30,7 @@ pub struct TrainArgs {
     /// which flatters the dictionary).
     #[arg(long)]
     holdout: bool,
+    /// Page size of the pages and the devices.
     #[arg(long, default_value_t = 4096)]
     page_size: usize,
     /// Print a JSON object instead of the report.

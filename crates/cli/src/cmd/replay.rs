@@ -13,12 +13,13 @@ pub struct Args {
     /// Swap behind RAM: `zram` (a zram device) or `zswap` (zswap in front of a swap file).
     #[arg(long, default_value = "zswap")]
     swap: SwapKind,
-    /// Compression algorithm.
-    #[arg(long, default_value = "lzo")]
-    algo: String,
+    /// Compression algorithm (NAME, NAME:LEVEL or NAME:level=L,dict=FILE; parameters with --swap zram only).
+    #[arg(long, default_value = zmem_lab::DEFAULT_ALGORITHM, value_parser = super::args::algo)]
+    algo: zmem_comp::AlgoSpec,
     /// Allocator: zsmalloc, zbud or z3fold.
     #[arg(long, default_value = "zsmalloc")]
     pool: String,
+    /// Page size of the pages and the swap.
     #[arg(long, default_value_t = 4096)]
     page_size: usize,
     /// zswap's max_pool_percent (of --ram).
@@ -67,7 +68,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let cfg = ReplayConfig {
         ram_pages,
         swap: args.swap,
-        algo: args.algo.clone(),
+        algo: match args.swap {
+            SwapKind::Zswap => super::args::plain_algo(
+                &args.algo,
+                "zswap's compressors (the kernel's crypto API) take no parameters",
+            )?,
+            SwapKind::Zram => args.algo.name.clone(),
+        },
+        algo_params: args.algo.algorithm_params(),
         pool: args.pool.clone(),
         page_size: args.page_size,
         max_pool_percent: args.max_pool_percent,

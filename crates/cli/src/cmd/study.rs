@@ -7,15 +7,17 @@ use zmem_lab::Incompressible;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Study {
-    /// Seed 001: zsmalloc, zbud and z3fold under zswap (pool size, store/load latency, time).
+    /// The zpool RFC's comparison: zsmalloc, zbud and z3fold under zswap (pool size, store/load
+    /// latency, time).
     Allocators(AllocatorsArgs),
 }
 
 #[derive(Debug, clap::Args)]
 pub struct AllocatorsArgs {
-    /// Compression algorithm (zswap's default is lzo).
-    #[arg(long, default_value = "lzo")]
-    algo: String,
+    /// zswap's compressor (its crypto API takes no parameters, so a name alone).
+    #[arg(long, default_value = zmem_lab::DEFAULT_ALGORITHM, value_parser = super::args::algo)]
+    algo: zmem_comp::AlgoSpec,
+    /// Page size.
     #[arg(long, default_value_t = 4096)]
     page_size: usize,
     /// Rounds; allocators are interleaved per round and each keeps its fastest round.
@@ -54,7 +56,10 @@ fn allocators(args: &AllocatorsArgs) -> anyhow::Result<()> {
         None => None,
     };
     let cfg = StudyConfig {
-        algo: args.algo.clone(),
+        algo: super::args::plain_algo(
+            &args.algo,
+            "zswap's compressors (the kernel's crypto API) take no parameters",
+        )?,
         page_size: args.page_size,
         rounds: args.rounds,
         incompressible: if args.as_is { Incompressible::StoreAsIs } else { Incompressible::Reject },

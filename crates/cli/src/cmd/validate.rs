@@ -26,8 +26,8 @@ pub struct ReplayArgs {
     #[arg(long)]
     ram: Option<String>,
     /// zram compression algorithm, on both sides (one the kernel's zram offers).
-    #[arg(long, default_value = "lzo-rle")]
-    algo: String,
+    #[arg(long, default_value = zmem_lab::DEFAULT_ALGORITHM, value_parser = super::args::algo)]
+    algo: zmem_comp::AlgoSpec,
     /// The longest each kernel run may take, in seconds.
     #[arg(long, default_value_t = 600)]
     timeout: u64,
@@ -75,7 +75,10 @@ fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     };
     let cfg = ValidateConfig {
         ram_bytes: ram,
-        algorithm: args.algo.clone(),
+        algorithm: super::args::plain_algo(
+            &args.algo,
+            "the kernel's device runs at its default parameters here",
+        )?,
         page_size,
         timeout: Duration::from_secs(args.timeout),
         kernel_runs: args.kernel_runs as usize,

@@ -7,15 +7,18 @@ use zmem_sim::device::ZramRunConfig;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Primary compression algorithm.
-    #[arg(long, default_value = zmem_lab::DEFAULT_ALGORITHM)]
-    algo: String,
-    /// `algorithm_params` for the primary, e.g. "level=3".
+    /// Primary compression algorithm: NAME, NAME:LEVEL or NAME:level=L,dict=FILE (the
+    /// kernel's default, lzo-rle, unless given).
+    #[arg(long, default_value = zmem_lab::DEFAULT_ALGORITHM, value_parser = super::args::algo)]
+    algo: zmem_comp::AlgoSpec,
+    /// `algorithm_params` for the primary, e.g. "level=3" (the older spelling of
+    /// `--algo NAME:level=3`; added to what --algo gives).
     #[arg(long)]
     params: Option<String>,
     /// Allocator: zsmalloc, zbud or z3fold.
     #[arg(long, default_value = "zsmalloc")]
     pool: String,
+    /// Page size of the device and of a raw page file.
     #[arg(long, default_value_t = 4096)]
     page_size: usize,
     /// Writer and reader threads.
@@ -37,8 +40,11 @@ pub struct Args {
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let inputs = super::pages::load(std::slice::from_ref(&args.file), args.page_size)?;
     let cfg = ZramRunConfig {
-        algo: args.algo.clone(),
-        params: args.params.clone(),
+        algo: args.algo.name.clone(),
+        params: match (args.algo.algorithm_params(), &args.params) {
+            (Some(a), Some(b)) => Some(format!("{a} {b}")),
+            (a, b) => a.or_else(|| b.clone()),
+        },
         pool: args.pool.clone(),
         page_size: args.page_size,
         threads: args.threads,

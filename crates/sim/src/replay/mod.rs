@@ -79,6 +79,9 @@ pub struct ReplayConfig {
     pub ram_pages: u64,
     pub swap: SwapKind,
     pub algo: String,
+    /// zram's `algorithm_params` for the algorithm (`level=3 dict=F`), if any; zswap's
+    /// compressors take none.
+    pub algo_params: Option<String>,
     /// Allocator of the zram device or the zswap pool.
     pub pool: String,
     pub page_size: usize,
@@ -105,7 +108,8 @@ impl Default for ReplayConfig {
         Self {
             ram_pages: 1024,
             swap: SwapKind::Zswap,
-            algo: "lzo".into(),
+            algo: zmem_zram::DEFAULT_ALGORITHM.into(),
+            algo_params: None,
             pool: "zsmalloc".into(),
             page_size: 4096,
             max_pool_percent: 20,

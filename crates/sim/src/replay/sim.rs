@@ -255,6 +255,7 @@ impl<'p> Simulator<'p> {
             SwapKind::Zram => {
                 let zc = ZramRunConfig {
                     algo: cfg.algo.clone(),
+                    params: cfg.algo_params.clone(),
                     pool: cfg.pool.clone(),
                     page_size: ps,
                     ..ZramRunConfig::default()
