@@ -6,8 +6,8 @@
 //! ([`Params`]).
 //!
 //! What this crate is for: turning one buffer (normally one page) into compressed bytes and back,
-//! exactly as the kernel's backends do where exactness is possible (`lzo`, `lzo-rle`, `lz4` produce
-//! the kernel's bytes). What it is not for: deciding what to store (same-filled and huge pages are
+//! exactly as the kernel's backends do where exactness is possible (`lzo`, `lzo-rle`, `lz4`, `zstd`
+//! produce the kernel's bytes). What it is not for: deciding what to store (same-filled and huge pages are
 //! zram's business) or where (the allocators live in `zmem-pool`).
 
 mod deflate;

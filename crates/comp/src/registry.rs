@@ -147,7 +147,7 @@ static ALGORITHMS: &[Algorithm] = &[
     },
     Algorithm {
         name: "zstd",
-        summary: "Zstandard (zstd crate), parameters sized for one page as zram's backend",
+        summary: "Zstandard, the kernel's bytes (libzstd 1.5.7 driven as 6.18's backend drives lib/zstd)",
         in_kernel: true,
         levels: Some((crate::zstd::MIN_LEVEL, crate::zstd::MAX_LEVEL)),
         default_level: Some(crate::zstd::DEFAULT_LEVEL),
