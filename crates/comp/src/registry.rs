@@ -137,7 +137,7 @@ static ALGORITHMS: &[Algorithm] = &[
     },
     Algorithm {
         name: "lz4hc",
-        summary: "LZ4 HC (liblz4 1.10 via lz4-sys), decoded by our LZ4 decoder",
+        summary: "LZ4 HC, the kernel's v1.7.3 hash-chain compressor byte for byte; level 1..=16",
         in_kernel: true,
         levels: Some((crate::lz4hc::MIN_LEVEL, crate::lz4hc::MAX_LEVEL)),
         default_level: Some(crate::lz4hc::DEFAULT_LEVEL),
