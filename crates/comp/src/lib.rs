@@ -14,6 +14,8 @@ mod deflate;
 mod error;
 pub mod lz4;
 mod lz4hc;
+#[cfg(feature = "liblz4")]
+mod lz4hc_fast;
 mod lz4m;
 pub mod lzo;
 mod params;
@@ -27,6 +29,8 @@ pub use deflate::Deflate;
 pub use error::CompError;
 pub use lz4::Lz4;
 pub use lz4hc::Lz4Hc;
+#[cfg(feature = "liblz4")]
+pub use lz4hc_fast::Lz4HcFast;
 pub use lz4m::Lz4m;
 pub use lzo::Lzo;
 pub use params::Params;

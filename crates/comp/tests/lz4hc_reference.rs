@@ -144,3 +144,25 @@ fn tight_destinations() {
         assert!(matches!(s.compress(page, &mut short), Err(CompError::OutputTooSmall { .. })));
     }
 }
+
+/// The fast path (liblz4 1.10) writes valid LZ4 but not the kernel's bytes: it is what the
+/// registry must not build.
+#[cfg(feature = "liblz4")]
+#[test]
+fn the_fast_path_is_not_the_kernels_bytes() {
+    use zmem_comp::{Compressor, Lz4HcFast};
+    let pages = common::real_pages();
+    let mut fast = Lz4HcFast::new(&Params::default()).unwrap();
+    let mut exact = create("lz4hc", &Params::default(), 4096).unwrap();
+    let mut differ = 0;
+    for page in pages.iter().take(50) {
+        let (mut a, mut b) = (vec![0u8; 8256], vec![0u8; 8256]);
+        let na = fast.compress(page, &mut a).unwrap();
+        let nb = exact.compress(page, &mut b).unwrap();
+        differ += usize::from(a[..na] != b[..nb]);
+        let mut back = vec![0u8; 4096];
+        assert_eq!(exact.decompress(&a[..na], &mut back).unwrap(), 4096);
+        assert!(&back == page);
+    }
+    assert!(differ > 0, "liblz4 1.10 at level 9 should differ from v1.7.3 somewhere");
+}
