@@ -50,7 +50,8 @@ fn ours(src: &[u8], level: i32) -> Vec<u8> {
 
 fn main() {
     // SAFETY: returns a static C string.
-    let version = unsafe { std::ffi::CStr::from_ptr(z::zlibVersion()) }.to_string_lossy().into_owned();
+    let version =
+        unsafe { std::ffi::CStr::from_ptr(z::zlibVersion()) }.to_string_lossy().into_owned();
     let sets = [
         ("seeds 4K", common::seed_pages()),
         ("real 4K", common::real_pages()),
@@ -85,7 +86,8 @@ fn main() {
             for level in [1, 6, 9] {
                 let p = Params::with_level(level);
                 let mut exact = zmem_comp::create("deflate", &p, 4096).unwrap();
-                let mut fast: Box<dyn Compressor> = Box::new(zmem_comp::Deflate::new_fast(&p).unwrap());
+                let mut fast: Box<dyn Compressor> =
+                    Box::new(zmem_comp::Deflate::new_fast(&p).unwrap());
                 let mut out = vec![0u8; 8256];
                 let mut run = |s: &mut Box<dyn Compressor>| {
                     let t = std::time::Instant::now();

@@ -15,34 +15,63 @@ use lz4_sys as _;
 unsafe extern "C" {
     fn LZ4_versionNumber() -> c_int;
     fn LZ4_compressBound(n: c_int) -> c_int;
-    fn LZ4_compress_HC(src: *const c_char, dst: *mut c_char, n: c_int, cap: c_int, level: c_int) -> c_int;
+    fn LZ4_compress_HC(
+        src: *const c_char,
+        dst: *mut c_char,
+        n: c_int,
+        cap: c_int,
+        level: c_int,
+    ) -> c_int;
     fn LZ4_createStreamHC() -> *mut c_void;
     fn LZ4_freeStreamHC(s: *mut c_void) -> c_int;
     fn LZ4_resetStreamHC(s: *mut c_void, level: c_int);
     fn LZ4_loadDictHC(s: *mut c_void, dict: *const c_char, n: c_int) -> c_int;
-    fn LZ4_compress_HC_continue(s: *mut c_void, src: *const c_char, dst: *mut c_char, n: c_int, cap: c_int) -> c_int;
+    fn LZ4_compress_HC_continue(
+        s: *mut c_void,
+        src: *const c_char,
+        dst: *mut c_char,
+        n: c_int,
+        cap: c_int,
+    ) -> c_int;
 }
 
 /// The kernel's levels the reference can produce, with the liblz4 1.7.5 level that runs the same
 /// search (1 << (level - 1) attempts).
-const LEVELS: [(u8, c_int); 10] = [(1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 7), (8, 8), (9, 9), (16, 10)];
+const LEVELS: [(u8, c_int); 10] =
+    [(1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 7), (8, 8), (9, 9), (16, 10)];
 
 fn reference(src: &[u8], dict: Option<&[u8]>, lib_level: c_int) -> Vec<u8> {
     // SAFETY: FFI on live buffers; the destination is LZ4_compressBound bytes (no-limit path, as
     // zram's two-page destination).
     // An empty slice's pointer is dangling; liblz4 1.7.5 still forms pointers from it.
     let pad = [0u8; 16];
-    let src_ptr: *const c_char = if src.is_empty() { pad.as_ptr().cast() } else { src.as_ptr().cast() };
+    let src_ptr: *const c_char =
+        if src.is_empty() { pad.as_ptr().cast() } else { src.as_ptr().cast() };
     unsafe {
         let cap = LZ4_compressBound(src.len() as c_int);
         let mut out = vec![0u8; cap as usize];
         let n = match dict {
-            None => LZ4_compress_HC(src_ptr, out.as_mut_ptr().cast(), src.len() as c_int, cap, lib_level),
+            None => LZ4_compress_HC(
+                src_ptr,
+                out.as_mut_ptr().cast(),
+                src.len() as c_int,
+                cap,
+                lib_level,
+            ),
             Some(d) => {
                 let s = LZ4_createStreamHC();
                 LZ4_resetStreamHC(s, lib_level);
-                assert_eq!(LZ4_loadDictHC(s, d.as_ptr().cast(), d.len() as c_int), d.len() as c_int);
-                let n = LZ4_compress_HC_continue(s, src_ptr, out.as_mut_ptr().cast(), src.len() as c_int, cap);
+                assert_eq!(
+                    LZ4_loadDictHC(s, d.as_ptr().cast(), d.len() as c_int),
+                    d.len() as c_int
+                );
+                let n = LZ4_compress_HC_continue(
+                    s,
+                    src_ptr,
+                    out.as_mut_ptr().cast(),
+                    src.len() as c_int,
+                    cap,
+                );
                 LZ4_freeStreamHC(s);
                 n
             }
@@ -68,7 +97,10 @@ fn records() -> (Vec<(String, Vec<u8>)>, Vec<Vec<u8>>, Vec<(u32, u8, u8, Vec<u8>
                 recs.push((i as u32, 255, kl, reference(input, None, ll)));
             }
         }
-        if label.starts_with("real-") && i % 4 == 0 || label.starts_with("seed-") || label.starts_with("real16k-") && i % 2 == 0 {
+        if label.starts_with("real-") && i % 4 == 0
+            || label.starts_with("seed-")
+            || label.starts_with("real16k-") && i % 2 == 0
+        {
             for (d, dict) in dicts.iter().enumerate() {
                 for &(kl, ll) in &[(2u8, 2), (9, 9), (16, 10)] {
                     recs.push((i as u32, d as u8, kl, reference(input, Some(dict), ll)));
@@ -173,8 +205,15 @@ fn main() {
                 if out[..n] != want[..] {
                     bad += 1;
                     if bad <= 10 {
-                        let at = out.iter().zip(want).position(|(a, b)| a != b).unwrap_or(n.min(want.len()));
-                        eprintln!("{label} dict {d} level {l}: {n} vs {} bytes, first difference at {at}", want.len());
+                        let at = out
+                            .iter()
+                            .zip(want)
+                            .position(|(a, b)| a != b)
+                            .unwrap_or(n.min(want.len()));
+                        eprintln!(
+                            "{label} dict {d} level {l}: {n} vs {} bytes, first difference at {at}",
+                            want.len()
+                        );
                     }
                 }
             }

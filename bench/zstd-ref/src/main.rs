@@ -14,7 +14,8 @@ fn main() {
     {
         let total = (pages.len() * page_size) as f64;
         for level in [1, 3, 6, 9] {
-            let mut exact = zmem_comp::create("zstd", &Params::with_level(level), page_size).unwrap();
+            let mut exact =
+                zmem_comp::create("zstd", &Params::with_level(level), page_size).unwrap();
             let mut plain = CCtx::create();
             plain.set_parameter(CParameter::CompressionLevel(level)).unwrap();
             let mut out = vec![0u8; zmem_comp::compress_bound(page_size)];
@@ -28,7 +29,8 @@ fn main() {
                 };
                 let mut run_plain = |out: &mut Vec<u8>| {
                     let t = std::time::Instant::now();
-                    let n: usize = pages.iter().map(|p| plain.compress2(&mut out[..], p).unwrap()).sum();
+                    let n: usize =
+                        pages.iter().map(|p| plain.compress2(&mut out[..], p).unwrap()).sum();
                     (t.elapsed().as_secs_f64(), n)
                 };
                 let (x, y) = if round % 2 == 0 {
