@@ -157,7 +157,7 @@ static ALGORITHMS: &[Algorithm] = &[
     },
     Algorithm {
         name: "deflate",
-        summary: "raw deflate (zlib-rs), window bits -11, memLevel 8, as zram's backend",
+        summary: "raw deflate through zlib (the kernel's algorithm), window bits -11, memLevel 8",
         in_kernel: true,
         levels: Some((0, 9)),
         default_level: Some(crate::deflate::DEFAULT_LEVEL),
