@@ -6,14 +6,16 @@
 //! ([`Params`]).
 //!
 //! What this crate is for: turning one buffer (normally one page) into compressed bytes and back,
-//! exactly as the kernel's backends do where exactness is possible (`lzo`, `lzo-rle`, `lz4` produce
-//! the kernel's bytes). What it is not for: deciding what to store (same-filled and huge pages are
+//! exactly as the kernel's backends do where exactness is possible (`lzo`, `lzo-rle`, `lz4`, `zstd`
+//! produce the kernel's bytes). What it is not for: deciding what to store (same-filled and huge pages are
 //! zram's business) or where (the allocators live in `zmem-pool`).
 
 mod deflate;
 mod error;
 pub mod lz4;
 mod lz4hc;
+#[cfg(feature = "liblz4")]
+mod lz4hc_fast;
 mod lz4m;
 pub mod lzo;
 mod params;
@@ -28,6 +30,8 @@ pub use deflate::Deflate;
 pub use error::CompError;
 pub use lz4::Lz4;
 pub use lz4hc::Lz4Hc;
+#[cfg(feature = "liblz4")]
+pub use lz4hc_fast::Lz4HcFast;
 pub use lz4m::Lz4m;
 pub use lzo::Lzo;
 pub use params::Params;

@@ -137,7 +137,7 @@ static ALGORITHMS: &[Algorithm] = &[
     },
     Algorithm {
         name: "lz4hc",
-        summary: "LZ4 HC (liblz4 1.10 via lz4-sys), decoded by our LZ4 decoder",
+        summary: "LZ4 HC, the kernel's v1.7.3 hash-chain compressor byte for byte; level 1..=16",
         in_kernel: true,
         levels: Some((crate::lz4hc::MIN_LEVEL, crate::lz4hc::MAX_LEVEL)),
         default_level: Some(crate::lz4hc::DEFAULT_LEVEL),
@@ -147,7 +147,7 @@ static ALGORITHMS: &[Algorithm] = &[
     },
     Algorithm {
         name: "zstd",
-        summary: "Zstandard (zstd crate), parameters sized for one page as zram's backend",
+        summary: "Zstandard, the kernel's bytes (libzstd 1.5.7 driven as 6.18's backend drives lib/zstd)",
         in_kernel: true,
         levels: Some((crate::zstd::MIN_LEVEL, crate::zstd::MAX_LEVEL)),
         default_level: Some(crate::zstd::DEFAULT_LEVEL),
@@ -157,7 +157,7 @@ static ALGORITHMS: &[Algorithm] = &[
     },
     Algorithm {
         name: "deflate",
-        summary: "raw deflate (zlib-rs), window bits -11, memLevel 8, as zram's backend",
+        summary: "raw deflate through zlib (the kernel's algorithm), window bits -11, memLevel 8",
         in_kernel: true,
         levels: Some((0, 9)),
         default_level: Some(crate::deflate::DEFAULT_LEVEL),
