@@ -198,16 +198,22 @@ impl PageSet {
     }
 
     /// A generated page set, as `zmem gen`: `kind` is `mixed` (typical anonymous memory) or
-    /// `perf` (seed 004's zram-perf pattern); the same seed gives the same bytes.
+    /// `perf` (the vivo study's zram-perf pattern); the same seed gives the same bytes.
     #[staticmethod]
     #[pyo3(signature = (kind = "mixed", pages = 4096, page_size = 4096, seed = 0))]
     fn generate(
         py: Python<'_>,
         kind: &str,
-        pages: usize,
-        page_size: usize,
-        seed: u64,
+        pages: i64,
+        page_size: i64,
+        seed: i64,
     ) -> PyResult<Self> {
+        let count = |name: &str, v: i64| {
+            usize::try_from(v).map_err(|_| value_err(format!("{name}={v}: must be 0 or more")))
+        };
+        let (pages, page_size) = (count("pages", pages)?, count("page_size", page_size)?);
+        let seed = u64::try_from(seed)
+            .map_err(|_| value_err(format!("seed={seed}: must be 0 or more")))?;
         let k = Kind::parse(kind).map_err(workload_err)?;
         let set =
             py.detach(|| generate::generate(k, pages, page_size, seed)).map_err(workload_err)?;
@@ -418,7 +424,7 @@ fn load_trace(py: Python<'_>, path: &Path) -> PyResult<Vec<replay_mod::Access>> 
 
 /// `zmem replay --json`: an access trace over the pages under a RAM budget.
 #[pyfunction]
-#[pyo3(signature = (pages, trace, ram, swap = "zswap", algo = "lzo-rle".to_string(), pool = "zsmalloc".to_string(), max_pool_percent = 20, accept_threshold_percent = 90, shrinker = false, reject_incompressible = false, no_writeback = false, swap_dir = None, swap_device = "nvme"))]
+#[pyo3(signature = (pages, trace, ram, swap = "zswap", algo = "lzo-rle".to_string(), pool = "zsmalloc".to_string(), max_pool_percent = 20, accept_threshold_percent = 90, shrinker = false, reject_incompressible = false, no_writeback = false, swap_dir = None, swap_device = "nvme", swap_in_memory = false))]
 #[allow(clippy::too_many_arguments)]
 fn replay(
     py: Python<'_>,
@@ -435,7 +441,11 @@ fn replay(
     no_writeback: bool,
     swap_dir: Option<PathBuf>,
     swap_device: &str,
+    swap_in_memory: bool,
 ) -> PyResult<String> {
+    if swap_in_memory && swap_dir.is_some() {
+        return Err(value_err("give swap_dir or swap_in_memory, not both"));
+    }
     let ps = pages.set.page_size();
     let spec: DeviceSpec =
         swap_device.parse().map_err(|e| value_err(format!("swap_device: {e}")))?;
@@ -469,7 +479,11 @@ fn replay(
             Incompressible::StoreAsIs
         },
         writeback: !no_writeback,
-        swap_dir: Some(swap_dir.unwrap_or_else(std::env::temp_dir)),
+        swap_dir: if swap_in_memory {
+            None
+        } else {
+            Some(swap_dir.unwrap_or_else(std::env::temp_dir))
+        },
         device,
         ..ReplayConfig::default()
     };

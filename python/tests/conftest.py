@@ -4,6 +4,7 @@ local Ray for the session (started only by the tests that need it)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -36,6 +37,14 @@ def cli_error(zmem_bin: str, *args: str) -> str:
     lines = [l for l in p.stderr.splitlines() if l.startswith("zmem: ")]
     assert len(lines) == 1, p.stderr
     return lines[0][len("zmem: ") :]
+
+
+def same_error(python_message: str, cli_message: str) -> None:
+    """Python says what the CLI says, in Python's terms: the CLI's words after its flag
+    (`--algo: `, `--ram: `) are in the Python message, which names no command-line flag."""
+    core = re.sub(r"^--[a-z-]+( <[A-Z_|]+>)?: ", "", cli_message)
+    assert core in python_message, (python_message, cli_message)
+    assert "--" not in python_message, python_message
 
 
 @pytest.fixture(scope="session")

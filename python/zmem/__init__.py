@@ -10,7 +10,7 @@ JSON field, named as in the JSON; ``.to_pandas()`` works), the lab's report as a
 >>> pages = zmem.PageSet.generate("mixed", pages=256, seed=1)
 >>> len(pages), pages.page_size
 (256, 4096)
->>> t = zmem.comp_bench(pages, algos=["lz4", "zstd"], min_time_ms=1)
+>>> t = zmem.comp_bench(pages, algo=["lz4", "zstd"], min_time_ms=1)
 >>> t.column("algo").to_pylist()
 ['memcpy', 'lz4', 'zstd']
 
@@ -20,9 +20,10 @@ refused) or :class:`zmem.Error` (corrupt input, an engine that failed), with the
 
 from __future__ import annotations
 
+import functools
 import json
 import os
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, TypeVar, Union
 
 import pyarrow as pa
 
@@ -61,12 +62,34 @@ def _path(p: Optional[PathLike]) -> Optional[str]:
     return None if p is None else os.fspath(p)
 
 
-def _pages(pages: Pages) -> PageSet:
-    """A PageSet from a PageSet, a path, or a (n, page_size) uint8 array."""
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _errors(f: F) -> F:
+    """One error mapping for every function: a number out of range (Python's OverflowError from
+    the extension's argument conversion) is a bad argument, a ValueError, like every other."""
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return f(*args, **kwargs)
+        except OverflowError as e:
+            raise ValueError(f"{f.__name__}: a number out of range ({e})") from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _pages(pages: Pages, page_size: Optional[int] = None) -> PageSet:
+    """A PageSet from a PageSet, a path, or a (n, page_size) uint8 array; ``page_size`` is the
+    page size of a raw page file (a PageSet or page-set file knows its own)."""
     if isinstance(pages, PageSet):
+        if page_size is not None and page_size != pages.page_size:
+            raise ValueError(
+                f"page_size={page_size}, but the PageSet's pages are {pages.page_size} bytes"
+            )
         return pages
     if isinstance(pages, (str, os.PathLike)):
-        return PageSet.open(os.fspath(pages))
+        return PageSet.open(os.fspath(pages), page_size or 4096)
     if hasattr(pages, "__array__") or hasattr(pages, "shape"):
         return PageSet.from_numpy(pages)
     raise TypeError(
@@ -91,23 +114,34 @@ def algorithms() -> list[str]:
     return _native.algorithms()
 
 
+@_errors
 def comp_bench(
-    pages: Pages, algos: Optional[Sequence[str]] = None, *, min_time_ms: int = 200
+    pages: Pages,
+    algo: Union[str, Sequence[str], None] = None,
+    *,
+    min_time_ms: int = 200,
+    page_size: Optional[int] = None,
+    algos: Union[str, Sequence[str], None] = None,
 ) -> pa.Table:
     """The compressor table, as ``zmem comp-bench --json``: one row per algorithm (ratio,
     compression and decompression speeds, memory-freeing speed, verified).
 
-    ``algos``: names or ``name:level`` (default: all). ``min_time_ms``: minimum time per timed
-    pass (the best pass counts).
+    ``algo``: one algorithm or a list, each ``name``, ``name:level`` or
+    ``name:level=L,dict=FILE`` (default: all; ``algos`` is the older spelling). ``min_time_ms``:
+    minimum time per timed pass (the best pass counts). ``page_size``: of a raw page file.
+    ``zmem comp-bench --list`` is :func:`algorithms`.
 
-    >>> t = zmem.comp_bench(zmem.PageSet.generate(pages=64), algos=["lzo", "zstd:3"], min_time_ms=1)
+    >>> t = zmem.comp_bench(zmem.PageSet.generate(pages=64), algo=["lzo", "zstd:3"], min_time_ms=1)
     >>> t.column_names[:2]
     ['algo', 'pages']
     """
-    algos = _names(algos)
-    return _table(_native.comp_bench(_pages(pages), algos, min_time_ms))
+    if algo is not None and algos is not None:
+        raise ValueError("give algo or algos (its older spelling), not both")
+    names = _names(algo if algo is not None else algos)
+    return _table(_native.comp_bench(_pages(pages, page_size), names, min_time_ms))
 
 
+@_errors
 def zram_run(
     pages: Pages,
     *,
@@ -115,8 +149,9 @@ def zram_run(
     params: Optional[str] = None,
     pool: str = "zsmalloc",
     threads: int = 1,
-    recomp: Sequence[str] = (),
+    recomp: Union[str, Sequence[str]] = (),
     recompress: Optional[str] = None,
+    page_size: Optional[int] = None,
 ) -> pa.Table:
     """The pages through one zram device, as ``zmem zram --json``: one row (stat files,
     speeds, verified).
@@ -127,11 +162,13 @@ def zram_run(
     """
     return _table(
         _native.zram_run(
-            _pages(pages), algo, params, pool, threads, _names(recomp) or [], recompress
+            _pages(pages, page_size), algo, params, pool, threads, _names(recomp) or [],
+            recompress,
         )
     )
 
 
+@_errors
 def replay(
     pages: Pages,
     trace: Union[str, "os.PathLike[str]"],
@@ -145,8 +182,10 @@ def replay(
     shrinker: bool = False,
     reject_incompressible: bool = False,
     no_writeback: bool = False,
-    swap_dir: Optional[str] = None,
+    swap_dir: Optional[PathLike] = None,
     swap_device: str = "nvme",
+    swap_in_memory: bool = False,
+    page_size: Optional[int] = None,
 ) -> pa.Table:
     """An access trace (``zmem trace gen``) over the pages with ``ram`` bytes of RAM (an int,
     or ``"256M"``), zram or zswap as swap, as ``zmem replay --json``: one row. ``swap_device``:
@@ -157,7 +196,7 @@ def replay(
     """
     return _table(
         _native.replay(
-            _pages(pages),
+            _pages(pages, page_size),
             os.fspath(trace),
             ram,
             swap,
@@ -168,12 +207,14 @@ def replay(
             shrinker,
             reject_incompressible,
             no_writeback,
-            swap_dir,
+            _path(swap_dir),
             swap_device,
+            swap_in_memory,
         )
     )
 
 
+@_errors
 def study_allocators(
     pages: Pages,
     trace: Optional[Union[str, "os.PathLike[str]"]] = None,
@@ -183,6 +224,7 @@ def study_allocators(
     as_is: bool = False,
     ram: Optional[Union[int, str]] = None,
     max_pool_percent: int = 20,
+    page_size: Optional[int] = None,
 ) -> pa.Table:
     """The zpool RFC's allocator study, as ``zmem study allocators --json``: zsmalloc, zbud and z3fold under
     zswap, one row each.
@@ -192,11 +234,12 @@ def study_allocators(
     t = None if trace is None else os.fspath(trace)
     return _table(
         _native.study_allocators(
-            _pages(pages), t, algo, rounds, as_is, ram, max_pool_percent
+            _pages(pages, page_size), t, algo, rounds, as_is, ram, max_pool_percent
         )
     )
 
 
+@_errors
 def lab(
     pages: Optional[Pages] = None,
     *,

@@ -86,6 +86,7 @@ def replay(
     no_writeback: bool = False,
     swap_dir: Optional[_Path] = None,
     swap_device: str = "nvme",
+    swap_in_memory: bool = False,
 ) -> str: ...
 def study_allocators(
     pages: PageSet,
