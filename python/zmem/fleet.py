@@ -560,14 +560,23 @@ def _parser() -> argparse.ArgumentParser:
         help="captures: a directory, a glob, @FILE (one per line), a comma-separated list or a "
         "file; local paths or URIs (s3://, gs://, hdfs://, file://)",
     )
-    ap.add_argument("--out", required=True, metavar="OUT", help="output directory")
+    ap.add_argument(
+        "-o", "--output", "--out", dest="out", required=True, metavar="OUT",
+        help="output directory (--out is the older spelling)",
+    )
     ap.add_argument("--address", help="an existing Ray cluster (default: start Ray locally)")
     ap.add_argument(
         "--workers", type=int, help="captures analysed at once (default: every CPU Ray has)"
     )
     ap.add_argument("--retries", type=int, default=2, help="retries of a failed task (2)")
-    ap.add_argument("--cpu-budget", type=float, default=1.0, metavar="PERCENT")
-    ap.add_argument("--latency-budget", type=float, default=50.0, metavar="MICROSECONDS")
+    ap.add_argument(
+        "--cpu-budget", type=float, default=1.0, metavar="PERCENT",
+        help="CPU the recommendation may use, percent of a core (default 1)",
+    )
+    ap.add_argument(
+        "--latency-budget", type=float, default=50.0, metavar="MICROSECONDS",
+        help="most the recommendation may add to p99 swap-in latency (default 50)",
+    )
     ap.add_argument(
         "--max-pages",
         type=lambda v: v if v == "all" else int(v),
@@ -575,7 +584,8 @@ def _parser() -> argparse.ArgumentParser:
         help="pages per capture, evenly spaced, or all (default: a random sample of 6144 with confidence intervals, as zmem lab)",
     )
     ap.add_argument(
-        "--min-time-ms", type=int, help="compressor table's minimum pass time (the lab's default)"
+        "--min-time-ms", type=int,
+        help="compressor table's minimum pass time (default: the lab's, 50)",
     )
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     return ap

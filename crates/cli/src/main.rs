@@ -106,9 +106,25 @@ fn command() -> clap::Command {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::from_arg_matches(&command().get_matches()) {
+    let parsed = command().try_get_matches().and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(c) => c,
-        Err(e) => e.exit(),
+        Err(e) => {
+            use clap::error::ErrorKind::{DisplayHelp, DisplayVersion};
+            if matches!(e.kind(), DisplayHelp | DisplayVersion) || !e.use_stderr() {
+                e.exit();
+            }
+            // A refused argument is one line, like every other error.
+            // clap's message runs until its usage block; its lines are joined into one.
+            let text = e.to_string();
+            let words: Vec<&str> = text
+                .lines()
+                .take_while(|l| !l.trim().is_empty() && !l.starts_with("Usage:"))
+                .map(str::trim)
+                .collect();
+            eprintln!("zmem: {}", words.join(" ").trim_start_matches("error: "));
+            return ExitCode::from(2);
+        }
     };
     let result = match cli.command {
         Command::Lab(args) => cmd::lab::run(&args),

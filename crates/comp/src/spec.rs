@@ -59,6 +59,13 @@ impl AlgoSpec {
     /// The parameters as zram's `algorithm_params` takes them after `algo=NAME`
     /// (`level=3 dict=/path`), or `None` when every parameter is the default.
     pub fn algorithm_params(&self) -> Option<String> {
+        let parts = self.parts("deflate.winbits");
+        (!parts.is_empty()).then(|| parts.join(" "))
+    }
+
+    /// The parameters that are set, as `KEY=VALUE` (`winbits` spelled as the caller's form
+    /// wants it).
+    fn parts(&self, winbits: &str) -> Vec<String> {
         let mut parts = Vec::new();
         if let Some(l) = self.params.level {
             parts.push(format!("level={l}"));
@@ -67,9 +74,9 @@ impl AlgoSpec {
             parts.push(format!("dict={}", p.display()));
         }
         if let Some(w) = self.params.deflate_winbits {
-            parts.push(format!("deflate.winbits={w}"));
+            parts.push(format!("{winbits}={w}"));
         }
-        (!parts.is_empty()).then(|| parts.join(" "))
+        parts
     }
 }
 
@@ -79,16 +86,7 @@ impl fmt::Display for AlgoSpec {
             (None, None, None) => write!(f, "{}", self.name),
             (Some(l), None, None) => write!(f, "{}:{l}", self.name),
             _ => {
-                let mut parts = Vec::new();
-                if let Some(l) = self.params.level {
-                    parts.push(format!("level={l}"));
-                }
-                if let Some(p) = &self.dict_path {
-                    parts.push(format!("dict={}", p.display()));
-                }
-                if let Some(w) = self.params.deflate_winbits {
-                    parts.push(format!("winbits={w}"));
-                }
+                let parts = self.parts("winbits");
                 write!(f, "{}:{}", self.name, parts.join(","))
             }
         }
