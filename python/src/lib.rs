@@ -456,13 +456,13 @@ fn replay(
         return Err(value_err(format!("ram={ram_text} is less than one page")));
     }
     let swap: SwapKind = swap.parse().map_err(value_err)?;
-    let accesses = load_trace(py, &trace)?;
     let spec = algo_spec(&algo)?;
     if swap == SwapKind::Zswap && spec.algorithm_params().is_some() {
         return Err(value_err(format!(
             "algo={spec}: zswap's compressors (the kernel's crypto API) take no parameters"
         )));
     }
+    let accesses = load_trace(py, &trace)?;
     let cfg = ReplayConfig {
         ram_pages,
         swap,

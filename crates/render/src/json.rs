@@ -3,7 +3,7 @@
 //! rendered in, so a reader of the JSON gets what the terminal shows. The CLI's `--json` and
 //! Python's `zmem.lab` both return this.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use zmem_lab::LabReport;
 
 /// The report as the JSON document.
@@ -11,9 +11,27 @@ pub fn lab_report(r: &LabReport) -> Value {
     let mut v = serde_json::to_value(r).unwrap_or(Value::Null);
     let a = crate::apply::build(r);
     if let Some(rec) = v.get_mut("recommendation").and_then(Value::as_object_mut) {
-        rec.insert("why".into(), Value::String(crate::advice::why(r)));
-        rec.insert("attributes".into(), serde_json::to_value(&a.sysfs).unwrap_or(Value::Null));
-        rec.insert("apply".into(), serde_json::to_value(&a).unwrap_or(Value::Null));
+        // The rendered fields go where the report has always had them: `attributes` after
+        // `config`, `why` after `runner_up`, `apply` last.
+        let mut out = Map::new();
+        for (k, x) in std::mem::take(rec) {
+            let after = k.clone();
+            out.insert(k, x);
+            match after.as_str() {
+                "config" => {
+                    out.insert(
+                        "attributes".into(),
+                        serde_json::to_value(&a.sysfs).unwrap_or_default(),
+                    );
+                }
+                "runner_up" => {
+                    out.insert("why".into(), Value::String(crate::advice::why(r)));
+                }
+                _ => {}
+            }
+        }
+        out.insert("apply".into(), serde_json::to_value(&a).unwrap_or_default());
+        *rec = out;
     }
     v
 }

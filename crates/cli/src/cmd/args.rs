@@ -21,7 +21,7 @@ pub fn algo_list(items: &[String]) -> anyhow::Result<Vec<AlgoSpec>> {
             _ => specs.push(item.to_string()),
         }
     }
-    specs.iter().map(|s| algo(s).map_err(|e| anyhow::anyhow!("--algo: {e}"))).collect()
+    specs.iter().map(|s| algo(s).map_err(|e| anyhow::anyhow!("--algo {s}: {e}"))).collect()
 }
 
 /// The parameters of `spec` for a command that runs the algorithm at its defaults only (the
