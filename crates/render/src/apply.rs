@@ -283,8 +283,9 @@ fn now_function(p: &Policy, a: &Apply, base_prio: i32, size_line: &str) -> Strin
           \x20   swapoff \"/dev/$dev\"\n\
           \x20 fi\n";
     s += &format!(
-        "  # Above every other swap area (left as it is), so this one is filled first.\n\
-         \x20 prio=$(awk -v p={base_prio} 'NR > 1 && $5 + 0 >= p {{ p = $5 + 1 }} END {{ print p }}' /proc/swaps)\n"
+        "  # Above every other swap area (left as it is), so this one is filled first; 32767 is the\n\
+         \x20 # highest priority swapon takes (mm/swapfile.c: SWAP_FLAG_PRIO_MASK).\n\
+         \x20 prio=$(awk -v p={base_prio} 'NR > 1 && $5 + 0 >= p {{ p = $5 + 1 }} END {{ if (p > 32767) p = 32767; print p }}' /proc/swaps)\n"
     );
     for l in configure(p, "$dev", "$sys", size_line, "\"$prio\"") {
         let l = l.replace("/dev/$dev", "\"/dev/$dev\"");

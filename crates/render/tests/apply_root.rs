@@ -79,17 +79,9 @@ fn skip_reason() -> Option<String> {
     None
 }
 
-#[test]
-fn the_apply_script_configures_a_scratch_device_as_recommended() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
-        return;
-    }
-    let scratch = Scratch::add().expect("hot_add a scratch zram device");
-    let dev = scratch.name();
-
-    // The recommendation for this machine's kernel, on a small generated set (no dictionary:
-    // the script would install it under /etc).
+/// The lab's recommendation for this machine's kernel, on a small generated set (no
+/// dictionary: the script would install it under /etc), and its apply script.
+fn script_for_this_machine() -> (String, lab::Policy) {
     let kernel = zmem_kernel::caps::read();
     let set = zmem_pages::generate::generate(zmem_pages::generate::Kind::Mixed, 256, 4096, 5)
         .expect("generator");
@@ -105,7 +97,7 @@ fn the_apply_script_configures_a_scratch_device_as_recommended() {
     let opts = LabOptions {
         min_time: Duration::ZERO,
         policies,
-        kernel: Some(kernel.clone()),
+        kernel: Some(kernel),
         ..LabOptions::default()
     };
     let r = lab::run(set.bytes(), source, &opts, &NoProgress).expect("lab run");
@@ -117,15 +109,19 @@ fn the_apply_script_configures_a_scratch_device_as_recommended() {
         .unwrap()
         .policy
         .clone();
+    (report::render_apply_script(&r), policy)
+}
 
-    let dir = std::env::temp_dir().join(format!("zmem-apply-root-{}", std::process::id()));
+/// Runs the script's sysfs part on `dev`; panics with its output unless it succeeds.
+fn run_sysfs_only(script: &str, dev: &str) {
+    let dir = std::env::temp_dir().join(format!("zmem-apply-root-{}-{dev}", std::process::id()));
     fs::create_dir_all(&dir).unwrap();
     let path = dir.join("apply.sh");
-    fs::write(&path, report::render_apply_script(&r)).unwrap();
+    fs::write(&path, script).unwrap();
     let out = Command::new("sh")
         .arg(&path)
         .arg("--sysfs-only")
-        .env("ZMEM_ZRAM_DEVICE", &dev)
+        .env("ZMEM_ZRAM_DEVICE", dev)
         .output()
         .expect("sh");
     let _ = fs::remove_dir_all(&dir);
@@ -137,6 +133,27 @@ fn the_apply_script_configures_a_scratch_device_as_recommended() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `dev`'s swap priority in /proc/swaps, if it is an active swap area.
+fn swap_priority(dev: &str) -> Option<i32> {
+    fs::read_to_string("/proc/swaps").ok()?.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.first() == Some(&format!("/dev/{dev}").as_str())).then(|| f.get(4)?.parse().ok())?
+    })
+}
+
+/// A fresh device that is not swap: configured as recommended and swapped on.
+#[test]
+fn the_apply_script_configures_a_scratch_device_as_recommended() {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let scratch = Scratch::add().expect("hot_add a scratch zram device");
+    let dev = scratch.name();
+    let (script, policy) = script_for_this_machine();
+    run_sysfs_only(&script, &dev);
 
     let comp = fs::read_to_string(scratch.sys("comp_algorithm")).unwrap();
     assert!(comp.split_whitespace().any(|a| a == format!("[{}]", policy.algo)), "{comp}");
@@ -155,4 +172,30 @@ fn the_apply_script_configures_a_scratch_device_as_recommended() {
         let recomp = fs::read_to_string(scratch.sys("recomp_algorithm")).unwrap();
         assert!(recomp.contains(&format!("[{secondary}]")), "{recomp}");
     }
+}
+
+/// Two more states: a zram swap in use (swapped off, reconfigured, swapped on again) and
+/// another swap area active (left alone; the new one goes above it).
+#[test]
+fn the_apply_script_handles_a_swap_in_use_and_another_swap_area() {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let a = Scratch::add().expect("hot_add a scratch zram device");
+    let b = Scratch::add().expect("hot_add a second scratch zram device");
+    let (script, policy) = script_for_this_machine();
+    run_sysfs_only(&script, &a.name());
+    let prio_a = swap_priority(&a.name()).expect("a is swap");
+    // Another swap area (a) is active: b goes above it, a stays as it is.
+    run_sysfs_only(&script, &b.name());
+    let prio_b = swap_priority(&b.name()).expect("b is swap");
+    assert_eq!(swap_priority(&a.name()), Some(prio_a), "a was left alone");
+    assert!(prio_b > prio_a || prio_a == 32767, "b {prio_b} not above a {prio_a}");
+    // a is a swap in use: swapped off, reconfigured, on again, now above b.
+    run_sysfs_only(&script, &a.name());
+    let again = swap_priority(&a.name()).expect("a is swap again");
+    assert!(again > prio_b || prio_b == 32767, "a {again} not above b {prio_b}");
+    let comp = fs::read_to_string(a.sys("comp_algorithm")).unwrap();
+    assert!(comp.contains(&format!("[{}]", policy.algo)), "{comp}");
 }
