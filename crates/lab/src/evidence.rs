@@ -607,4 +607,33 @@ mod tests {
         assert_eq!(e.source.kind, "captured");
         assert_eq!(e.source.fallback_reason.as_deref(), Some("no active zram swap (/proc/swaps)"));
     }
+
+    /// A page set made by `zmem capture` on another host carries that host's kernel: the lab
+    /// judges candidates against it, and says where it came from.
+    #[test]
+    fn a_capture_brings_its_hosts_kernel() {
+        let caps = KernelCaps {
+            release: "6.1.0".into(),
+            zram_present: true,
+            zram_algorithms: vec!["lzo-rle".into(), "zstd".into()],
+            zram_recompress: true,
+            source: "zram algorithms from /sys/block/zram0/comp_algorithm".into(),
+            ..KernelCaps::default()
+        };
+        let meta: SetMeta = zmem_kernel::caps::set_meta(&caps, "web-7").into_iter().collect();
+        let set =
+            PageSet::from_raw(vec![1u8; 8 * 4096], 4096).unwrap().with_set_meta(meta).unwrap();
+        let e = from_file(set, "web-7.zmem", Coverage::All, &crate::NoProgress).unwrap();
+        assert_eq!(e.kernel.zram_algorithms, caps.zram_algorithms);
+        assert!(e.kernel.zram_recompress && e.kernel.release == "6.1.0");
+        assert!(
+            e.kernel.source.starts_with("recorded by the capture on web-7: "),
+            "{}",
+            e.kernel.source
+        );
+        // A set without it leaves the kernel to be read from this machine.
+        let plain = PageSet::from_raw(vec![1u8; 8 * 4096], 4096).unwrap();
+        let e = from_file(plain, "x", Coverage::All, &crate::NoProgress).unwrap();
+        assert_eq!(e.kernel, KernelCaps::default());
+    }
 }
