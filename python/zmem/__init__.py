@@ -264,6 +264,9 @@ def lab(
 
     ``pages``: a PageSet, path or array; None: ``source`` (``"zram"``, ``"processes"``,
     ``"builtin"``, or None for the automatic choice; ``no_capture=True`` is ``"builtin"``).
+    A source named never falls back: ``"zram"`` without an active zram swap, or
+    ``"processes"`` whose capture fails or is too small, raises ValueError with the reason; a
+    fallback of the automatic choice is ``report["source"]["fallback_reason"]``.
     ``observe``: seconds to watch this machine's swap traffic (0 skips; the trace replay's
     rates stand in). ``max_pages`` (a number: at most that many, evenly spaced; ``"all"``:
     every page) or ``sample`` (a stratified random sample of that many, with 95 % confidence

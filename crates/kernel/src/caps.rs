@@ -20,8 +20,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-/// What the kernel offers for compressed memory, and how each fact was learned.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// What the kernel offers for compressed memory, and how each fact was learned. The default is
+/// a kernel nothing is known of (no zram, no zswap, empty `source`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct KernelCaps {
     /// `uname -r`, from `/proc/sys/kernel/osrelease` (empty when unreadable; see `source`).
     pub release: String,
@@ -127,7 +128,7 @@ pub fn parse_hot_add(text: &str) -> Result<u32, String> {
 }
 
 /// The kernel option that builds a zram backend, for messages (drivers/block/zram/Kconfig).
-fn zram_backend_config(algo: &str) -> Option<&'static str> {
+pub fn zram_backend_config(algo: &str) -> Option<&'static str> {
     Some(match algo {
         "lzo" | "lzo-rle" => "CONFIG_ZRAM_BACKEND_LZO",
         "lz4" => "CONFIG_ZRAM_BACKEND_LZ4",
@@ -226,6 +227,72 @@ impl KernelCaps {
              attribute (recompression needs CONFIG_ZRAM_MULTI_COMP)"
             .to_string())
     }
+}
+
+/// The set-level metadata keys a capture records the kernel's capabilities under (with
+/// [`set_meta`]), so a report on pages from another host judges candidates against that host's
+/// kernel, and a fleet report can say what each host offers.
+pub mod meta_keys {
+    pub const HOST: &str = "host";
+    pub const RELEASE: &str = "kernel.release";
+    pub const ZRAM: &str = "kernel.zram";
+    pub const ZRAM_ALGORITHMS: &str = "kernel.zram.algorithms";
+    pub const ZRAM_RECOMPRESS: &str = "kernel.zram.recompress";
+    pub const ZRAM_WRITEBACK: &str = "kernel.zram.writeback";
+    pub const ZRAM_ALGORITHM_PARAMS: &str = "kernel.zram.algorithm_params";
+    pub const ZSWAP: &str = "kernel.zswap";
+    pub const ZSWAP_COMPRESSORS: &str = "kernel.zswap.compressors";
+    pub const SOURCE: &str = "kernel.source";
+}
+
+/// This machine's host name (`/proc/sys/kernel/hostname`), empty when unreadable.
+pub fn host_name() -> String {
+    fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|t| t.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// `caps` and `host` as set-level metadata ([`meta_keys`]): lists space-separated (an empty
+/// zram list: unknown), booleans `yes`/`no`, presence `present`/`absent`.
+pub fn set_meta(caps: &KernelCaps, host: &str) -> Vec<(String, String)> {
+    use meta_keys::*;
+    let yn = |b: bool| if b { "yes" } else { "no" }.to_string();
+    let pa = |b: bool| if b { "present" } else { "absent" }.to_string();
+    vec![
+        (HOST.into(), host.to_string()),
+        (RELEASE.into(), caps.release.clone()),
+        (ZRAM.into(), pa(caps.zram_present)),
+        (ZRAM_ALGORITHMS.into(), caps.zram_algorithms.join(" ")),
+        (ZRAM_RECOMPRESS.into(), yn(caps.zram_recompress)),
+        (ZRAM_WRITEBACK.into(), yn(caps.zram_writeback)),
+        (ZRAM_ALGORITHM_PARAMS.into(), yn(caps.zram_algorithm_params)),
+        (ZSWAP.into(), pa(caps.zswap_present)),
+        (ZSWAP_COMPRESSORS.into(), caps.zswap_compressors.join(" ")),
+        (SOURCE.into(), caps.source.clone()),
+    ]
+}
+
+/// The capabilities a capture recorded with [`set_meta`], and its host; `None` when the set
+/// records none (older captures, generated sets). zswap's parameters are not recorded.
+pub fn from_set_meta(meta: &BTreeMap<String, String>) -> Option<(KernelCaps, String)> {
+    use meta_keys::*;
+    let zram = meta.get(ZRAM)?;
+    let get = |k: &str| meta.get(k).map(|v| v.trim().to_string()).unwrap_or_default();
+    let list = |k: &str| get(k).split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    let yes = |k: &str| get(k) == "yes";
+    let caps = KernelCaps {
+        release: get(RELEASE),
+        zram_present: zram.trim() == "present",
+        zram_algorithms: list(ZRAM_ALGORITHMS),
+        zram_recompress: yes(ZRAM_RECOMPRESS),
+        zram_writeback: yes(ZRAM_WRITEBACK),
+        zram_algorithm_params: yes(ZRAM_ALGORITHM_PARAMS),
+        zswap_present: get(ZSWAP) == "present",
+        zswap_compressors: list(ZSWAP_COMPRESSORS),
+        zswap_params: BTreeMap::new(),
+        source: get(SOURCE),
+    };
+    Some((caps, get(HOST)))
 }
 
 /// Reads the running system. Never panics; anything unreadable becomes a reason in `source`.
@@ -878,5 +945,25 @@ mod tests {
             !Path::new(&format!("/sys/block/zram{id}")).exists(),
             "zram{id} still exists after the probe"
         );
+    }
+
+    #[test]
+    fn capabilities_survive_the_set_metadata() {
+        let caps = KernelCaps {
+            release: "6.18.0".into(),
+            zram_present: true,
+            zram_algorithms: vec!["lzo-rle".into(), "lzo".into(), "lz4".into()],
+            zram_recompress: false,
+            zram_writeback: true,
+            zram_algorithm_params: true,
+            zswap_present: true,
+            zswap_compressors: vec!["deflate".into(), "lzo".into()],
+            zswap_params: BTreeMap::new(),
+            source: "zram algorithms from /sys/block/zram0/comp_algorithm".into(),
+        };
+        let meta: BTreeMap<String, String> = set_meta(&caps, "web-7").into_iter().collect();
+        assert_eq!(meta["kernel.zram.algorithms"], "lzo-rle lzo lz4");
+        assert_eq!(from_set_meta(&meta), Some((caps, "web-7".to_string())));
+        assert_eq!(from_set_meta(&BTreeMap::new()), None);
     }
 }

@@ -85,9 +85,16 @@ pub struct Traffic {
 pub struct Candidate {
     /// Policy name (as in `policies`).
     pub name: String,
-    /// Whether the live kernel can run it (its algorithms offered, recompression built in);
-    /// an unavailable candidate is never chosen. Always true without a live device.
+    /// What it configures: `zram` (a zram swap device; the only kind the lab measures so far).
+    #[serde(default = "zram_kind")]
+    pub kind: String,
+    /// Whether this kernel can run it (zram present, its algorithms offered, recompression and
+    /// algorithm_params built in; see `recommend::kernel_fit` for the rule when the kernel is
+    /// only partly known); an unavailable candidate is never chosen.
     pub available: bool,
+    /// Why this kernel cannot run it (absent when available).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable_reason: Option<String>,
     /// The configuration the device runs now (or the kernel default, without a live device).
     pub is_current: bool,
     pub verified: bool,
@@ -115,6 +122,11 @@ pub struct Candidate {
     pub within_budgets: bool,
     /// Why not within budgets, in words (empty when within).
     pub over_budget: Vec<String>,
+}
+
+/// The kind of every candidate the lab measures today.
+pub fn zram_kind() -> String {
+    "zram".into()
 }
 
 /// The scale of the projection and the baseline.
@@ -190,7 +202,9 @@ pub fn project(
             }
             Candidate {
                 name: x.name.clone(),
+                kind: zram_kind(),
                 available: true,
+                unavailable_reason: None,
                 is_current: i == cur,
                 verified: x.verified,
                 pool_bytes: pool(x),

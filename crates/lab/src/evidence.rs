@@ -17,6 +17,7 @@
 //! every page.
 
 use serde::{Deserialize, Serialize};
+use zmem_kernel::caps::KernelCaps;
 use zmem_kernel::capture::zram::capture_device;
 use zmem_kernel::{capture, stat as live};
 use zmem_pages::{PageSet, SetMeta, builtin};
@@ -36,6 +37,11 @@ pub struct Source {
     pub detail: String,
     pub pages: u64,
     pub page_size: usize,
+    /// Why the default order fell back from what it tried first (no zram swap, capture refused
+    /// or too small, ...) to these pages; absent when the first choice was used or the user
+    /// named the source. An explicit source never falls back: it is an error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_reason: Option<String>,
 }
 
 /// What the user asked the lab to run on.
@@ -47,7 +53,8 @@ pub enum Input {
     Auto,
     /// The live zram swap devices only (`--source zram`): none is an error.
     Zram,
-    /// This machine's processes (`--source processes`), else the built-in set.
+    /// This machine's processes only (`--source processes`): a capture that fails or gives too
+    /// few pages is an error, never a silent fall back to generated pages.
     Processes,
     /// The built-in generated set.
     Builtin,
@@ -71,6 +78,9 @@ pub struct Evidence {
     pub sample: Option<Design>,
     /// Pages in the set `pages` were sampled from (what a trace's page ids index).
     pub set_pages: u64,
+    /// What the kernel the advice is for can run: this machine's (`zmem_kernel::caps::read`),
+    /// or, for a page set whose metadata records its host's (`zmem capture`), that host's.
+    pub kernel: KernelCaps,
 }
 
 /// How many of the input's pages the lab measures, and how they are chosen.
@@ -138,6 +148,7 @@ fn evidence(kind: &str, detail: String, set: &PageSet, coverage: Coverage) -> Ev
         detail,
         pages: (pages.len() / set.page_size()) as u64,
         page_size: set.page_size(),
+        fallback_reason: None,
     };
     Evidence {
         pages,
@@ -146,53 +157,94 @@ fn evidence(kind: &str, detail: String, set: &PageSet, coverage: Coverage) -> Ev
         zram_ids: Vec::new(),
         sample: design,
         set_pages: set.len() as u64,
+        kernel: KernelCaps::default(),
     }
 }
 
 /// Gathers the pages for `input`, as many as `coverage` says (a number: at most that many,
-/// evenly spaced).
+/// evenly spaced), and what the kernel can run (read once, here).
 pub fn gather(
     input: Input,
     coverage: impl Into<Coverage>,
     progress: &dyn Progress,
 ) -> Result<Evidence, LabError> {
-    let max_pages = coverage.into();
+    let mut e = gather_pages(input, coverage.into(), progress)?;
+    if e.kernel == KernelCaps::default() {
+        e.kernel = zmem_kernel::caps::read();
+    }
+    Ok(e)
+}
+
+fn gather_pages(
+    input: Input,
+    max_pages: Coverage,
+    progress: &dyn Progress,
+) -> Result<Evidence, LabError> {
     let mut why_not = Vec::new();
-    let try_processes = match input {
+    let explicit = matches!(input, Input::Processes);
+    match input {
         Input::Pages { set, label } => return from_file(set, &label, max_pages, progress),
         Input::Builtin => {
-            why_not.push("the built-in set was asked for".to_string());
-            false
+            let set = builtin::default_set_with(4096)?;
+            let detail = "built-in generated set (asked for)".to_string();
+            return Ok(evidence("builtin", detail, &set, max_pages));
         }
         Input::Zram => return from_zram(max_pages, progress)?.map_err(LabError::Setup),
         Input::Auto => match from_zram(max_pages, progress)? {
             Ok(e) => return Ok(e),
-            Err(why) => {
-                why_not.push(why);
-                true
-            }
+            Err(why) => why_not.push(why),
         },
-        Input::Processes => true,
+        Input::Processes => {}
+    }
+    let captured = match capture_processes(progress) {
+        Ok((set, summary)) => Ok((set, summary.to_string())),
+        Err(e) => Err(format!("capture failed: {e}")),
     };
-    if try_processes {
-        match capture_processes(progress) {
-            Ok((set, summary)) if set.len() >= MIN_CAPTURE_PAGES => {
-                let used = max_pages.used(set.len());
-                let mut detail = format!("this machine: {summary}; {used} pages sampled");
-                if !why_not.is_empty() {
-                    detail += &format!(" ({})", why_not.join("; "));
-                }
-                return Ok(evidence("captured", detail, &set, max_pages));
+    processes_or_builtin(captured, why_not, explicit, max_pages)
+}
+
+/// The evidence from a capture of this machine's processes (or why there is none), after
+/// `why_not` said why the sources before it were not used. `explicit`: the user named
+/// `processes`, so a failed or too small capture is an error; otherwise the built-in set is
+/// used and `fallback_reason` says why.
+fn processes_or_builtin(
+    captured: Result<(PageSet, String), String>,
+    mut why_not: Vec<String>,
+    explicit: bool,
+    max_pages: Coverage,
+) -> Result<Evidence, LabError> {
+    let captured = match captured {
+        Ok((set, summary)) if set.len() >= MIN_CAPTURE_PAGES => Ok((set, summary)),
+        Ok((set, summary)) => Err(format!(
+            "capture gave only {} pages, fewer than {MIN_CAPTURE_PAGES} ({summary})",
+            set.len()
+        )),
+        Err(e) => Err(e),
+    };
+    match captured {
+        Ok((set, summary)) => {
+            let used = max_pages.used(set.len());
+            let mut detail = format!("this machine: {summary}; {used} pages sampled");
+            if !why_not.is_empty() {
+                detail += &format!(" ({})", why_not.join("; "));
             }
-            Ok((set, summary)) => {
-                why_not.push(format!("capture gave only {} pages ({summary})", set.len()))
-            }
-            Err(e) => why_not.push(format!("capture failed: {e}")),
+            let mut e = evidence("captured", detail, &set, max_pages);
+            e.source.fallback_reason = (!why_not.is_empty()).then(|| why_not.join("; "));
+            Ok(e)
+        }
+        Err(why) if explicit => Err(LabError::Setup(format!(
+            "--source processes: {why}; nothing measured (no fall back to generated pages)"
+        ))),
+        Err(why) => {
+            why_not.push(why);
+            let set = builtin::default_set_with(4096)?;
+            let reason = why_not.join("; ");
+            let detail = format!("built-in generated set; {reason}");
+            let mut e = evidence("builtin", detail, &set, max_pages);
+            e.source.fallback_reason = Some(reason);
+            Ok(e)
         }
     }
-    let set = builtin::default_set_with(4096)?;
-    let detail = format!("built-in generated set; {}", why_not.join("; "));
-    Ok(evidence("builtin", detail, &set, max_pages))
 }
 
 /// A page set the user named; one captured from a zram device also gives its "Now".
@@ -205,6 +257,12 @@ fn from_file(
     let used = max_pages.used(set.len());
     let detail = format!("{label} ({} pages, {used} used)", set.len());
     let mut e = evidence("file", detail, &set, max_pages);
+    // A capture records what its host's kernel offers: the advice is for that kernel.
+    if let Some((mut k, host)) = set.set_meta().and_then(zmem_kernel::caps::from_set_meta) {
+        let host = if host.is_empty() { "an unnamed host".to_string() } else { host };
+        k.source = format!("recorded by the capture on {host}: {}", k.source);
+        e.kernel = k;
+    }
     if let Some(meta) = set.set_meta().filter(|m| m.get("source").is_some_and(|s| s == "zram")) {
         let config = live_config(meta, None)?;
         let mm_stat = meta_get(meta, "zram.mm_stat")?;
@@ -503,5 +561,79 @@ mod tests {
         assert_eq!(t.len(), 2400);
         assert!(t.iter().all(|a| a.page < 300));
         assert_eq!(t, trace_for(300).unwrap());
+    }
+
+    /// `--source processes` whose capture is too small (or failed) is an error naming why,
+    /// never the built-in set measured in its place.
+    #[test]
+    fn an_explicit_processes_source_never_falls_back() {
+        let small = PageSet::from_raw(vec![7u8; 3 * 4096], 4096).unwrap();
+        let err = processes_or_builtin(
+            Ok((small, "captured 3 pages".into())),
+            Vec::new(),
+            true,
+            Coverage::Even(64),
+        )
+        .unwrap_err();
+        assert!(matches!(err, LabError::Setup(_)), "{err:?}");
+        let text = err.to_string();
+        assert!(text.contains("--source processes") && text.contains("only 3 pages"), "{text}");
+        let err =
+            processes_or_builtin(Err("capture failed: EPERM".into()), Vec::new(), true, 64.into())
+                .unwrap_err();
+        assert!(err.to_string().contains("capture failed: EPERM"), "{err}");
+    }
+
+    /// Under the default order the fall back to the built-in set is kept, and says why in
+    /// `fallback_reason`; a capture that was used after zram was not says why too.
+    #[test]
+    fn a_fallback_under_the_default_order_says_why() {
+        let why_not = vec!["no active zram swap (/proc/swaps)".to_string()];
+        let e = processes_or_builtin(
+            Err("capture failed: EPERM".into()),
+            why_not.clone(),
+            false,
+            Coverage::Even(64),
+        )
+        .unwrap();
+        assert_eq!(e.source.kind, "builtin");
+        assert_eq!(
+            e.source.fallback_reason.as_deref(),
+            Some("no active zram swap (/proc/swaps); capture failed: EPERM")
+        );
+        let big = PageSet::from_raw(vec![7u8; MIN_CAPTURE_PAGES * 4096], 4096).unwrap();
+        let e =
+            processes_or_builtin(Ok((big, "captured".into())), why_not, false, 64.into()).unwrap();
+        assert_eq!(e.source.kind, "captured");
+        assert_eq!(e.source.fallback_reason.as_deref(), Some("no active zram swap (/proc/swaps)"));
+    }
+
+    /// A page set made by `zmem capture` on another host carries that host's kernel: the lab
+    /// judges candidates against it, and says where it came from.
+    #[test]
+    fn a_capture_brings_its_hosts_kernel() {
+        let caps = KernelCaps {
+            release: "6.1.0".into(),
+            zram_present: true,
+            zram_algorithms: vec!["lzo-rle".into(), "zstd".into()],
+            zram_recompress: true,
+            source: "zram algorithms from /sys/block/zram0/comp_algorithm".into(),
+            ..KernelCaps::default()
+        };
+        let meta: SetMeta = zmem_kernel::caps::set_meta(&caps, "web-7").into_iter().collect();
+        let set =
+            PageSet::from_raw(vec![1u8; 8 * 4096], 4096).unwrap().with_set_meta(meta).unwrap();
+        let e = from_file(set, "web-7.zmem", Coverage::All, &crate::NoProgress).unwrap();
+        assert_eq!(e.kernel.zram_algorithms, caps.zram_algorithms);
+        assert!(e.kernel.zram_recompress && e.kernel.release == "6.1.0");
+        assert!(
+            e.kernel.source.starts_with("recorded by the capture on web-7: "),
+            "{}",
+            e.kernel.source
+        );
+        // A set without it leaves the kernel to be read from this machine.
+        let plain = PageSet::from_raw(vec![1u8; 8 * 4096], 4096).unwrap();
+        let e = from_file(plain, "x", Coverage::All, &crate::NoProgress).unwrap();
+        assert_eq!(e.kernel, KernelCaps::default());
     }
 }

@@ -53,11 +53,12 @@ pub use cost::{Budgets, Candidate};
 pub use evidence::{Coverage, Evidence, Input, Source, TraceSource};
 pub use now::{FieldComparison, LiveConfig, Now, Rates};
 pub use policy::{Policy, PolicyRow, candidates, default_policies};
-pub use recommend::{Recommendation, RunnerUpReason, recommend};
+pub use recommend::{BetterKernel, Recommendation, RunnerUpReason, Unfit, kernel_fit, recommend};
 pub use request::{LabRequest, coverage, parse_max_pages, parse_source, run_lab};
+pub use zmem_kernel::caps::KernelCaps;
 
 /// Bumped whenever a field changes meaning or disappears.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// One allocator holding the pages zram stored with the default algorithm.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -120,6 +121,12 @@ pub struct LabReport {
     pub schema_version: u32,
     pub zmem_version: String,
     pub source: Source,
+    /// What the kernel the advice is for can run (zram's compressors, recompression, writeback,
+    /// zswap's compressors), and how each fact was learned: read once, when the evidence was
+    /// gathered (this machine's, or the one a capture's metadata records). Every candidate is
+    /// judged against it ([`kernel_fit`]).
+    #[serde(default)]
+    pub kernel: KernelCaps,
     pub compressors: Vec<comp_bench::Row>,
     pub allocators: Vec<PoolRow>,
     pub policies: Vec<PolicyRow>,
@@ -170,6 +177,9 @@ pub struct LabOptions {
     /// The trace the replays run, fitted to the pages ([`evidence::fit_trace`]); none: the
     /// generated one ([`evidence::trace_for`]).
     pub trace: Option<(Vec<replay::Access>, TraceSource)>,
+    /// What the kernel can run ([`run_lab`] reads it with the evidence; tests give their own).
+    /// None: not checked, every candidate available, and the report's `kernel.source` says so.
+    pub kernel: Option<KernelCaps>,
 }
 
 impl Default for LabOptions {
@@ -184,6 +194,7 @@ impl Default for LabOptions {
             threads: 0,
             sample: None,
             trace: None,
+            kernel: None,
         }
     }
 }
@@ -244,7 +255,7 @@ pub fn run(
         Err(why) => now::replay_rates(&swap, why),
     };
     let (candidates, recommendation) =
-        recommend(&policies, opts.now.as_ref(), &rates, &opts.budgets)?;
+        recommend(&policies, opts.now.as_ref(), opts.kernel.as_ref(), &rates, &opts.budgets)?;
     // Every algorithm measured alone gets its estimate.
     let plain: Vec<&str> = list
         .iter()
@@ -257,6 +268,12 @@ pub fn run(
         schema_version: SCHEMA_VERSION,
         zmem_version: env!("CARGO_PKG_VERSION").into(),
         source,
+        kernel: opts.kernel.clone().unwrap_or_else(|| KernelCaps {
+            source: "not read: the caller gave no kernel capabilities, so every candidate \
+                     counts as available"
+                .into(),
+            ..KernelCaps::default()
+        }),
         compressors,
         allocators,
         policies,
@@ -323,8 +340,13 @@ mod tests {
     fn the_jobs_give_what_each_step_gives_alone() {
         let set = zmem_pages::builtin::default_set_with(4096).unwrap();
         let pages = &set.bytes()[..384 * 4096];
-        let source =
-            Source { kind: "builtin".into(), detail: String::new(), pages: 384, page_size: 4096 };
+        let source = Source {
+            kind: "builtin".into(),
+            detail: String::new(),
+            pages: 384,
+            page_size: 4096,
+            fallback_reason: None,
+        };
         let opts = LabOptions { min_time: Duration::ZERO, threads: 2, ..LabOptions::default() };
         let r = run(pages, source, &opts, &NoProgress).unwrap();
 
@@ -348,7 +370,7 @@ mod tests {
         assert_eq!(untimed(&r.swap), untimed(&swap));
         // The candidates' pools and savings follow from the rows alone.
         let rates = now::replay_rates(&swap, "not observed");
-        let (candidates, _) = recommend(&policies, None, &rates, &opts.budgets).unwrap();
+        let (candidates, _) = recommend(&policies, None, None, &rates, &opts.budgets).unwrap();
         let sizes = |c: &[Candidate]| -> Vec<(String, u64, i64)> {
             c.iter().map(|x| (x.name.clone(), x.pool_bytes, x.memory_saved_bytes_vs_now)).collect()
         };
@@ -362,8 +384,13 @@ mod tests {
     fn one_thread_gives_what_two_give() {
         let set = zmem_pages::builtin::default_set_with(4096).unwrap();
         let pages = &set.bytes()[..256 * 4096];
-        let source =
-            Source { kind: "builtin".into(), detail: String::new(), pages: 256, page_size: 4096 };
+        let source = Source {
+            kind: "builtin".into(),
+            detail: String::new(),
+            pages: 256,
+            page_size: 4096,
+            fallback_reason: None,
+        };
         let policies = candidates("lzo-rle")[7..].to_vec();
         let run_on = |threads| {
             let opts = LabOptions {
@@ -395,8 +422,13 @@ mod tests {
         let whole =
             zmem_pages::PageSet::from_raw(set.bytes()[..1024 * 4096].to_vec(), 4096).unwrap();
         let (pages, design) = sample::draw(&whole, 128, 1);
-        let source =
-            Source { kind: "builtin".into(), detail: String::new(), pages: 128, page_size: 4096 };
+        let source = Source {
+            kind: "builtin".into(),
+            detail: String::new(),
+            pages: 128,
+            page_size: 4096,
+            fallback_reason: None,
+        };
         let policies = vec![Policy::single("lz4"), Policy::single("zstd")];
         let opts = LabOptions {
             min_time: Duration::ZERO,

@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 use crate::LabError;
 use crate::cost::{self, Budgets, Candidate, Measured, Projection, Traffic};
 use crate::now::{Now, Rates};
-use crate::policy::PolicyRow;
+use crate::policy::{Policy, PolicyRow};
+use zmem_kernel::caps::KernelCaps;
 
 /// The recommended configuration and what it is expected to give.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -49,6 +50,21 @@ pub struct Recommendation {
     pub memory_saved_bytes_vs_now: i64,
     pub cpu_secs_per_sec: f64,
     pub added_load_p99_ns: i64,
+    /// Whether the kernel runs it: false only when it runs no candidate at all (no zram).
+    #[serde(default = "yes")]
+    pub available: bool,
+    /// Why the kernel cannot run it (absent when available).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable_reason: Option<String>,
+    /// What a better-equipped kernel would add: candidates this kernel cannot run that would fit
+    /// the budgets and save more than the recommendation, the best per kernel option, most
+    /// saving first.
+    #[serde(default)]
+    pub better_kernel: Vec<BetterKernel>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Why the runner-up lost, as data.
@@ -72,10 +88,81 @@ fn is_plain(r: &PolicyRow, algo: &str) -> bool {
     r.policy.algo == algo && r.policy.recomp.is_empty() && !r.policy.dict
 }
 
-/// Projects every policy row, applies the rule, and says why. Returns the candidates (in the
-/// rows' order) and the recommendation.
-/// Why the live kernel cannot run `p`, if it cannot: an algorithm its `comp_algorithm` does not
-/// offer, or recompression where it has none (CONFIG_ZRAM_MULTI_COMP off).
+/// Why a kernel cannot run a configuration, and the kernel options that would let it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unfit {
+    /// In the user's terms ("this kernel's zram offers lzo-rle, lzo, lz4; zstd needs ...").
+    pub reason: String,
+    /// Kernel options (or kernel versions) it needs, e.g. `CONFIG_ZRAM_BACKEND_ZSTD`.
+    pub needs: Vec<String>,
+}
+
+/// Whether `k` can run `p`. The rule, when the kernel is only partly known:
+///
+/// - zram absent (no `/sys/class/zram-control`, no `/sys/block/zram*`): nothing can run;
+///   every candidate is unavailable with that reason.
+/// - zram present but its compressor list unknown (`k.zram_algorithms` empty: no device could
+///   be read, e.g. not root and no device exists): every candidate stays available, and
+///   `k.source` says the list is unknown; the apply script checks the attributes before
+///   writing them.
+/// - otherwise the primary and every secondary must be in the device's `comp_algorithm`,
+///   recompression needs `recomp_algorithm` (CONFIG_ZRAM_MULTI_COMP) and a dictionary
+///   `algorithm_params` (Linux 6.12 or later).
+pub fn kernel_fit(p: &Policy, k: &KernelCaps) -> Result<(), Unfit> {
+    if !k.zram_present {
+        let reason = k.zram_can_run(&p.algo).err().unwrap_or_default();
+        return Err(Unfit { reason, needs: vec!["CONFIG_ZRAM".into()] });
+    }
+    if k.zram_algorithms.is_empty() {
+        return Ok(());
+    }
+    let mut reasons = Vec::new();
+    let mut needs = Vec::new();
+    let mut seen = Vec::new();
+    for a in std::iter::once(&p.algo).chain(&p.recomp) {
+        if seen.contains(&a) {
+            continue;
+        }
+        seen.push(a);
+        if let Err(why) = k.zram_can_run(a) {
+            reasons.push(why);
+            needs.push(
+                zmem_kernel::caps::zram_backend_config(a)
+                    .map_or_else(|| format!("a zram compressor named {a}"), str::to_string),
+            );
+        }
+    }
+    if (p.recompresses() || !p.recomp.is_empty())
+        && let Err(why) = k.can_recompress()
+    {
+        reasons.push(why);
+        needs.push("CONFIG_ZRAM_MULTI_COMP".into());
+    }
+    if p.dict && !k.zram_algorithm_params {
+        reasons.push(
+            "this kernel's zram has no algorithm_params attribute, so no dictionary (Linux 6.12 \
+             or later)"
+                .into(),
+        );
+        needs.push("Linux 6.12 (zram algorithm_params)".into());
+    }
+    if reasons.is_empty() { Ok(()) } else { Err(Unfit { reason: reasons.join("; "), needs }) }
+}
+
+/// A configuration a better-equipped kernel could run that saves more than the one chosen.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BetterKernel {
+    /// The candidate's name.
+    pub config: String,
+    /// The kernel options it needs, joined with " + " (e.g. `CONFIG_ZRAM_BACKEND_ZSTD`).
+    pub needs: String,
+    /// How much more it saves than the recommendation, bytes (projected like the candidates).
+    pub extra_saved_bytes: i64,
+}
+
+/// Why the live device's kernel cannot run `p`, if it cannot: an algorithm its `comp_algorithm`
+/// does not offer, or recompression where it has none (CONFIG_ZRAM_MULTI_COMP off). Applies when
+/// the pages (and so the device) come from a capture whose kernel may not be this one.
 fn unavailable(p: &crate::Policy, live: &crate::LiveConfig) -> Option<String> {
     if live.offered.is_empty() {
         return None;
@@ -95,9 +182,15 @@ fn unavailable(p: &crate::Policy, live: &crate::LiveConfig) -> Option<String> {
         .then(|| "this kernel has no recompression (CONFIG_ZRAM_MULTI_COMP off)".to_string())
 }
 
+/// Projects every policy row, applies the rule, and says why. Returns the candidates (in the
+/// rows' order) and the recommendation. `kernel`: what the kernel the configuration is for can
+/// run ([`kernel_fit`]); `None`: not checked (every candidate available). The recommendation is
+/// one the kernel runs whenever it runs any; when it runs none (no zram), the rule picks among
+/// all and the recommendation says it is unavailable, and why.
 pub fn recommend(
     rows: &[PolicyRow],
     now: Option<&Now>,
+    kernel: Option<&KernelCaps>,
     rates: &Rates,
     budgets: &Budgets,
 ) -> Result<(Vec<Candidate>, Recommendation), LabError> {
@@ -139,16 +232,55 @@ pub fn recommend(
         swap_outs_per_sec: rates.swap_outs_per_sec,
     };
     let mut cands = cost::project(&measured, proj, traffic, budgets);
-    if let Some(n) = now {
-        for (c, r) in cands.iter_mut().zip(rows) {
-            if let Some(why) = unavailable(&r.policy, &n.config) {
-                c.available = false;
-                c.within_budgets = false;
-                c.over_budget.push(why);
+    // What every candidate would do on a kernel that runs them all.
+    let unrestricted = cands.clone();
+    let mut needs: Vec<Vec<String>> = vec![Vec::new(); cands.len()];
+    for (i, (c, r)) in cands.iter_mut().zip(rows).enumerate() {
+        let why = match kernel.map(|k| kernel_fit(&r.policy, k)) {
+            Some(Err(unfit)) => {
+                needs[i] = unfit.needs;
+                Some(unfit.reason)
             }
+            _ => now.and_then(|n| unavailable(&r.policy, &n.config)),
+        };
+        if let Some(why) = why {
+            // Kept among the reasons it is not within the budgets too, as before.
+            c.available = false;
+            c.within_budgets = false;
+            c.over_budget.push(why.clone());
+            c.unavailable_reason = Some(why);
         }
     }
-    let choice = cost::choose(&cands).ok_or(LabError::NothingVerified)?;
+    let (choice, runs) = match cost::choose(&cands) {
+        Some(ch) => (ch, true),
+        None => (cost::choose(&unrestricted).ok_or(LabError::NothingVerified)?, false),
+    };
+    let chosen_saved = cands[choice.index].memory_saved_bytes_vs_now;
+    // Unavailable candidates that would fit the budgets and save more, best per kernel option.
+    let mut better_kernel: Vec<BetterKernel> = Vec::new();
+    for (i, c) in cands.iter().enumerate() {
+        let u = &unrestricted[i];
+        if c.available || !u.within_budgets || needs[i].is_empty() || !runs {
+            continue;
+        }
+        let extra = u.memory_saved_bytes_vs_now - chosen_saved;
+        if extra <= 0 {
+            continue;
+        }
+        let need = needs[i].join(" + ");
+        match better_kernel.iter_mut().find(|b| b.needs == need) {
+            Some(b) if b.extra_saved_bytes >= extra => {}
+            Some(b) => {
+                *b = BetterKernel { config: c.name.clone(), needs: need, extra_saved_bytes: extra }
+            }
+            None => better_kernel.push(BetterKernel {
+                config: c.name.clone(),
+                needs: need,
+                extra_saved_bytes: extra,
+            }),
+        }
+    }
+    better_kernel.sort_by_key(|b| std::cmp::Reverse(b.extra_saved_bytes));
     let (c, r) = (&cands[choice.index], &rows[choice.index]);
     let now_bytes = (c.memory_saved_bytes_vs_now + c.pool_bytes as i64).max(0) as u64;
 
@@ -209,6 +341,9 @@ pub fn recommend(
             memory_saved_bytes_vs_now: c.memory_saved_bytes_vs_now,
             cpu_secs_per_sec: c.cpu_secs_per_sec,
             added_load_p99_ns: c.added_load_p99_ns,
+            available: c.available,
+            unavailable_reason: c.unavailable_reason.clone(),
+            better_kernel,
         },
     ))
 }
@@ -276,7 +411,7 @@ mod tests {
             row("deflate", "deflate", 300_000, 120_000.0, 1500, true),
             row("broken", "lz4hc", 400_000, 1.0, 100, false),
         ];
-        let (c, r) = recommend(&rows, None, &rates(), &Budgets::default()).unwrap();
+        let (c, r) = recommend(&rows, None, None, &rates(), &Budgets::default()).unwrap();
         assert_eq!(c.len(), 5);
         assert!(c[1].is_current && !c[0].is_current);
         assert_eq!(r.now_config, "lzo-rle");
@@ -296,7 +431,7 @@ mod tests {
             row("zstd", "zstd", 260_000, 20_000.0, 1800, true),
         ];
         let b = Budgets { cpu_percent_of_core: 0.001, ..Budgets::default() };
-        let (_, r) = recommend(&rows, None, &rates(), &b).unwrap();
+        let (_, r) = recommend(&rows, None, None, &rates(), &b).unwrap();
         assert_eq!(r.config, "lzo-rle");
         assert!(r.keep_current && !r.within_budgets);
         assert!(
@@ -337,7 +472,7 @@ mod tests {
             compact_gain_bytes: 0,
             stored_pages: 100,
         };
-        let (c, r) = recommend(&rows, Some(&now), &rates(), &Budgets::default()).unwrap();
+        let (c, r) = recommend(&rows, Some(&now), None, &rates(), &Budgets::default()).unwrap();
         assert_eq!(r.config, "lzo");
         assert!(!c[2].available && !c[2].within_budgets);
         assert!(c[2].over_budget.iter().any(|w| w.contains("offers no zstd")), "{:?}", c[2]);
@@ -351,6 +486,111 @@ mod tests {
     #[test]
     fn nothing_verified_is_an_error() {
         let rows = [row("x", "lz4", 1, 1.0, 1, false)];
-        assert!(recommend(&rows, None, &rates(), &Budgets::default()).is_err());
+        assert!(recommend(&rows, None, None, &rates(), &Budgets::default()).is_err());
+    }
+
+    /// This machine in issue 29: zram offers lzo-rle, lzo and lz4, no recompression, and no
+    /// zram swap is active (no "Now"). zstd and recompression save more but the kernel cannot
+    /// run them: they are unavailable with the kernel option they need, never recommended, and
+    /// what they would add is `better_kernel`.
+    fn small_kernel() -> KernelCaps {
+        KernelCaps {
+            release: "6.18.0".into(),
+            zram_present: true,
+            zram_algorithms: vec!["lzo-rle".into(), "lzo".into(), "lz4".into()],
+            source: "test".into(),
+            ..KernelCaps::default()
+        }
+    }
+
+    fn issue_rows() -> Vec<PolicyRow> {
+        let mut idle = row("lzo-rle + zstd(idle)", "lzo-rle", 280_000, 5000.0, 1000, true);
+        idle.policy.recomp = vec!["zstd".into()];
+        idle.policy.mark_idle = true;
+        idle.policy.recompress = Some("type=idle".into());
+        let mut huge = row("lzo-rle + lz4(huge)", "lzo-rle", 205_000, 5000.0, 1000, true);
+        huge.policy.recomp = vec!["lz4".into()];
+        huge.policy.recompress = Some("type=huge".into());
+        vec![
+            row("lzo-rle", "lzo-rle", 200_000, 5000.0, 1000, true),
+            row("lz4", "lz4", 190_000, 3000.0, 1000, true),
+            row("zstd", "zstd", 260_000, 8000.0, 1000, true),
+            idle,
+            huge,
+        ]
+    }
+
+    #[test]
+    fn without_a_live_device_the_kernel_still_decides_what_is_available() {
+        let rows = issue_rows();
+        let k = small_kernel();
+        let (c, r) = recommend(&rows, None, Some(&k), &rates(), &Budgets::default()).unwrap();
+        assert_eq!(r.config, "lzo-rle", "{r:?}");
+        assert!(r.available && r.unavailable_reason.is_none());
+        let by = |n: &str| c.iter().find(|x| x.name == n).unwrap();
+        assert!(by("lzo-rle").available && by("lz4").available);
+        assert!(by("lzo-rle").unavailable_reason.is_none());
+        let zstd = by("zstd");
+        assert!(!zstd.available && !zstd.within_budgets);
+        let why = zstd.unavailable_reason.as_deref().unwrap();
+        assert!(why.contains("CONFIG_ZRAM_BACKEND_ZSTD") && why.contains("lzo-rle, lzo, lz4"));
+        assert!(zstd.over_budget.iter().any(|w| w == why), "{zstd:?}");
+        // lz4 is offered, but recompression is not.
+        let huge = by("lzo-rle + lz4(huge)");
+        assert!(!huge.available);
+        assert!(huge.unavailable_reason.as_deref().unwrap().contains("CONFIG_ZRAM_MULTI_COMP"));
+        assert_eq!(
+            r.better_kernel,
+            [
+                BetterKernel {
+                    config: "lzo-rle + zstd(idle)".into(),
+                    needs: "CONFIG_ZRAM_BACKEND_ZSTD + CONFIG_ZRAM_MULTI_COMP".into(),
+                    extra_saved_bytes: 80_000,
+                },
+                BetterKernel {
+                    config: "zstd".into(),
+                    needs: "CONFIG_ZRAM_BACKEND_ZSTD".into(),
+                    extra_saved_bytes: 60_000,
+                },
+                BetterKernel {
+                    config: "lzo-rle + lz4(huge)".into(),
+                    needs: "CONFIG_ZRAM_MULTI_COMP".into(),
+                    extra_saved_bytes: 5_000,
+                },
+            ]
+        );
+        // A kernel with everything runs zstd's idle recompression, and nothing is missing.
+        let full = KernelCaps {
+            zram_algorithms: vec!["lzo-rle".into(), "lz4".into(), "zstd".into()],
+            zram_recompress: true,
+            ..small_kernel()
+        };
+        let (_, r) = recommend(&rows, None, Some(&full), &rates(), &Budgets::default()).unwrap();
+        assert_eq!(r.config, "lzo-rle + zstd(idle)");
+        assert!(r.better_kernel.is_empty());
+    }
+
+    /// The rule for a partly known kernel (kernel_fit's doc): no zram, nothing runs; zram with
+    /// an unknown compressor list, everything stays available.
+    #[test]
+    fn no_zram_runs_nothing_and_an_unknown_list_keeps_every_candidate() {
+        let rows = issue_rows();
+        let none = KernelCaps { source: "zram absent".into(), ..KernelCaps::default() };
+        let (c, r) = recommend(&rows, None, Some(&none), &rates(), &Budgets::default()).unwrap();
+        assert!(c.iter().all(|x| !x.available));
+        assert!(c[0].unavailable_reason.as_deref().unwrap().contains("no zram"));
+        assert!(!r.available);
+        assert!(r.unavailable_reason.as_deref().unwrap().contains("no zram"));
+        assert!(r.better_kernel.is_empty());
+        let unknown = KernelCaps { zram_present: true, ..none };
+        let (c, r) = recommend(&rows, None, Some(&unknown), &rates(), &Budgets::default()).unwrap();
+        assert!(c.iter().all(|x| x.available && x.unavailable_reason.is_none()));
+        assert!(r.available);
+        assert_eq!(r.config, "lzo-rle + zstd(idle)");
+        // A dictionary needs algorithm_params, where the list is known.
+        let mut d = Policy::single("lz4");
+        d.dict = true;
+        let unfit = kernel_fit(&d, &small_kernel()).unwrap_err();
+        assert!(unfit.reason.contains("algorithm_params"), "{unfit:?}");
     }
 }

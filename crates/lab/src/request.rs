@@ -140,6 +140,7 @@ pub fn run_lab(req: LabRequest, progress: &dyn Progress) -> Result<LabReport, La
         trace,
         threads: req.threads,
         min_time: req.min_time,
+        kernel: Some(e.kernel),
         ..LabOptions::default()
     };
     crate::run(&e.pages, e.source, &opts, progress)

@@ -8,7 +8,14 @@ const MIB: f64 = (1 << 20) as f64;
 pub fn why(r: &LabReport) -> String {
     let rec = &r.recommendation;
     let b = &r.budgets;
-    let mut why = if !rec.within_budgets {
+    let mut why = if !rec.available {
+        format!(
+            "this kernel runs none of the candidates ({}); on a kernel that does, {} is the \
+             one the rule picks",
+            rec.unavailable_reason.as_deref().unwrap_or("unknown reason"),
+            rec.config
+        )
+    } else if !rec.within_budgets {
         format!(
             "no configuration fits the budgets ({} % of a core, +{} us p99); {} is the cheapest \
              in CPU that saves at least as much memory as now",

@@ -29,9 +29,13 @@ pub struct Apply {
     pub device: String,
     /// Which device and why.
     pub device_note: String,
-    /// Shell lines that reconfigure the device through /sys/block (swapoff, reset, attributes,
-    /// disksize, mkswap, swapon).
+    /// Shell lines that reconfigure the device through /sys/block (swapoff if it is swap,
+    /// reset, attributes, disksize, mkswap, swapon), for the device named; the script runs the
+    /// same steps with every state checked first.
     pub sysfs: Vec<String>,
+    /// The device's size, the one rule the sysfs lines, the zram-generator section and this
+    /// text share (e.g. `min(ram / 2, 4096) MiB, ram = MemTotal in MiB`).
+    pub size_rule: String,
     /// A `[zramN]` section for /etc/systemd/zram-generator.conf(.d).
     pub generator_conf: String,
     /// Which zram-generator version each key used needs.
@@ -40,6 +44,13 @@ pub struct Apply {
     pub service: Option<String>,
     /// The timer that starts it every period.
     pub timer: Option<String>,
+    /// What the reader must know before applying it (made from generated pages; a kernel that
+    /// cannot run it), one sentence each; the script's first comment lines say them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    /// The script's `apply_now` shell function ([`now_function`]); not in the JSON.
+    #[serde(skip)]
+    now_function: String,
 }
 
 /// The device, its size and its swap priority: the live ones when known.
@@ -53,7 +64,9 @@ fn device(now: Option<&Now>) -> (String, String, u64, i32) {
         }
         None => (
             "zram0".into(),
-            "no live zram swap device: zram0 and a size of half the RAM are assumed".into(),
+            "no live zram swap device: zram0 is assumed (the script loads zram and hot-adds it \
+             when missing; ZMEM_ZRAM_DEVICE=zramN names another)"
+                .into(),
             0,
             100,
         ),
@@ -80,47 +93,72 @@ fn pass(p: &Policy, sys: &str) -> Vec<String> {
 pub fn build(r: &LabReport) -> Apply {
     let rec = &r.recommendation;
     let policy = r.policies.iter().find(|row| row.policy.name == rec.config).map(|row| &row.policy);
-    match policy {
-        Some(p) => forms(p, r.now.as_ref(), r.budgets.recompress_period_secs),
-        None => {
-            forms(&Policy::single(&rec.config), r.now.as_ref(), r.budgets.recompress_period_secs)
-        }
+    let single = Policy::single(&rec.config);
+    let mut a = forms(policy.unwrap_or(&single), r.now.as_ref(), r.budgets.recompress_period_secs);
+    if r.source.kind == "builtin" {
+        a.warnings.push(format!(
+            "made from zmem's built-in generated pages, not this machine's memory ({})",
+            r.source.fallback_reason.as_deref().unwrap_or("the built-in set was asked for")
+        ));
     }
+    if !rec.available {
+        a.warnings.push(format!(
+            "this kernel cannot run it: {}",
+            rec.unavailable_reason.as_deref().unwrap_or("unknown reason")
+        ));
+    }
+    a
+}
+
+/// The size in MiB, as a shell assignment to `size_mib` (the script and the sysfs lines), as a
+/// zram-generator `zram-size` expression, and in words. `disksize`: the live device's bytes
+/// (kept, rounded up to MiB), 0: half the RAM, at most 4 GiB.
+fn size(disksize: u64) -> (String, String, String) {
+    if disksize > 0 {
+        let mib = disksize.div_ceil(1 << 20);
+        (format!("size_mib={mib}"), mib.to_string(), format!("{mib} MiB (the live device's size)"))
+    } else {
+        // MemTotal is in kB: kB / 2048 = floor(RAM in MiB / 2), as the generator's ram / 2.
+        (
+            "size_mib=$(( $(awk '/^MemTotal:/ {print $2}' /proc/meminfo) / 2048 )); \
+             [ \"$size_mib\" -le 4096 ] || size_mib=4096"
+                .into(),
+            "min(ram / 2, 4096)".into(),
+            "min(ram / 2, 4096) MiB, ram = MemTotal in MiB".into(),
+        )
+    }
+}
+
+/// The configuring steps for `dev` (a name or `$dev`) under `sys`, `prio` the swap priority
+/// (a number or `$prio`); the device must already exist and not be swap.
+fn configure(p: &Policy, dev: &str, sys: &str, size_line: &str, prio: &str) -> Vec<String> {
+    let mut v =
+        vec![format!("echo 1 > {sys}/reset"), format!("echo {} > {sys}/comp_algorithm", p.algo)];
+    if p.dict {
+        v.push(format!("echo 'algo={} dict={DICT_PATH}' > {sys}/algorithm_params", p.algo));
+    }
+    for (i, a) in p.recomp.iter().enumerate() {
+        v.push(format!("echo 'algo={a} priority={}' > {sys}/recomp_algorithm", i + 1));
+    }
+    v.push(size_line.to_string());
+    v.push(format!("echo \"${{size_mib}}M\" > {sys}/disksize"));
+    v.push(format!("mkswap /dev/{dev} > /dev/null"));
+    v.push(format!("swapon -p {prio} /dev/{dev}"));
+    v
 }
 
 /// Builds the three forms for policy `p`; `period_secs` is the recompression timer's period.
 pub fn forms(p: &Policy, now: Option<&Now>, period_secs: f64) -> Apply {
     let (dev, device_note, disksize, prio) = device(now);
     let sys = format!("/sys/block/{dev}");
-    let size = if disksize > 0 {
-        disksize.to_string()
-    } else {
-        "$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) * 512 ))".into()
-    };
-    let mut sysfs = vec![
-        format!("swapoff /dev/{dev}"),
-        format!("echo 1 > {sys}/reset"),
-        format!("echo {} > {sys}/comp_algorithm", p.algo),
-    ];
-    if p.dict {
-        sysfs.push(format!("echo 'algo={} dict={DICT_PATH}' > {sys}/algorithm_params", p.algo));
-    }
-    for (i, a) in p.recomp.iter().enumerate() {
-        sysfs.push(format!("echo 'algo={a} priority={}' > {sys}/recomp_algorithm", i + 1));
-    }
-    sysfs.push(format!("echo {size} > {sys}/disksize"));
-    sysfs.push(format!("mkswap /dev/{dev}"));
-    sysfs.push(format!("swapon -p {prio} /dev/{dev}"));
+    let (size_line, zram_size, size_rule) = size(disksize);
+    let mut sysfs = vec![format!("grep -q '^/dev/{dev} ' /proc/swaps && swapoff /dev/{dev}")];
+    sysfs.extend(configure(p, &dev, &sys, &size_line, &prio.to_string()));
 
     let mut algos = if p.dict { format!("{}(dict={DICT_PATH})", p.algo) } else { p.algo.clone() };
     for a in &p.recomp {
         algos += &format!(" {a}");
     }
-    let zram_size = if disksize > 0 {
-        format!("{}", disksize.div_ceil(1 << 20))
-    } else {
-        "min(ram / 2, 4096)".into()
-    };
     let generator_conf = format!(
         "[{dev}]\nzram-size = {zram_size}\ncompression-algorithm = {algos}\nswap-priority = {prio}\n"
     );
@@ -167,7 +205,99 @@ pub fn forms(p: &Policy, now: Option<&Now>, period_secs: f64) -> Apply {
     } else {
         (None, None)
     };
-    Apply { device: dev, device_note, sysfs, generator_conf, generator_versions, service, timer }
+    let mut a = Apply {
+        device: dev,
+        device_note,
+        sysfs,
+        size_rule,
+        generator_conf,
+        generator_versions,
+        service,
+        timer,
+        warnings: Vec::new(),
+        now_function: String::new(),
+    };
+    a.now_function = now_function(p, &a, prio, &size_line);
+    a
+}
+
+/// The `--now` part of the script: a shell function that checks every state first (zram
+/// present, or loaded with modprobe; the device present, or hot-added; not mounted; the
+/// algorithms offered; recompression and algorithm_params present), then reconfigures, so that
+/// under `set -eu` it either stops before changing anything or runs to the end. From any state:
+/// no zram module, no device, a device that is not swap (reset, no swapoff), a zram swap in
+/// use (swapoff first), another swap area active (left alone; this one gets a priority above
+/// it).
+fn now_function(p: &Policy, a: &Apply, base_prio: i32, size_line: &str) -> String {
+    let mut s = format!(
+        "apply_now() {{\n\
+         \x20 dev=${{ZMEM_ZRAM_DEVICE:-{dev}}}\n\
+         \x20 sys=/sys/block/$dev\n\
+         \x20 # zram_drv.c: zram_init creates num_devices (1) at load; hot_add makes more.\n\
+         \x20 if [ ! -d /sys/class/zram-control ] && [ ! -d \"$sys\" ] && command -v modprobe > /dev/null 2>&1; then\n\
+         \x20   modprobe zram || true\n\
+         \x20 fi\n\
+         \x20 if [ ! -d /sys/class/zram-control ] && [ ! -d \"$sys\" ]; then\n\
+         \x20   echo \"zmem: this kernel has no zram (no /sys/class/zram-control: CONFIG_ZRAM off or the module missing); nothing was changed\" >&2\n\
+         \x20   return 1\n\
+         \x20 fi\n\
+         \x20 if [ ! -d \"$sys\" ]; then\n\
+         \x20   # hot_add gives the lowest free number, which may not be $dev's.\n\
+         \x20   new=zram$(cat /sys/class/zram-control/hot_add)\n\
+         \x20   if [ \"$new\" != \"$dev\" ]; then\n\
+         \x20     echo \"zmem: $dev does not exist; hot_add made $new, which is configured instead\" >&2\n\
+         \x20     dev=$new\n\
+         \x20     sys=/sys/block/$dev\n\
+         \x20   fi\n\
+         \x20 fi\n\
+         \x20 if grep -q \"^/dev/$dev \" /proc/mounts; then\n\
+         \x20   echo \"zmem: /dev/$dev is mounted, not a swap device: nothing was changed\" >&2\n\
+         \x20   return 1\n\
+         \x20 fi\n",
+        dev = a.device
+    );
+    let mut algos: Vec<&str> = vec![p.algo.as_str()];
+    algos.extend(p.recomp.iter().map(String::as_str));
+    for algo in algos {
+        s += &format!(
+            "  if ! tr -d '[]' < \"$sys/comp_algorithm\" | tr ' ' '\\n' | grep -qx '{algo}'; then\n\
+             \x20   echo \"zmem: this kernel's zram offers no {algo} ($(cat \"$sys/comp_algorithm\")): nothing was changed\" >&2\n\
+             \x20   return 1\n\
+             \x20 fi\n"
+        );
+    }
+    if !p.recomp.is_empty() {
+        s += "  if [ ! -e \"$sys/recomp_algorithm\" ]; then\n\
+              \x20   echo \"zmem: this kernel's zram has no recomp_algorithm (CONFIG_ZRAM_MULTI_COMP off): nothing was changed\" >&2\n\
+              \x20   return 1\n\
+              \x20 fi\n";
+    }
+    if p.dict {
+        s += "  if [ ! -e \"$sys/algorithm_params\" ]; then\n\
+              \x20   echo \"zmem: this kernel's zram has no algorithm_params (Linux 6.12 or later): nothing was changed\" >&2\n\
+              \x20   return 1\n\
+              \x20 fi\n";
+    }
+    s += "  # swapoff moves every page the device stores back into RAM: that much must be free.\n\
+          \x20 if grep -q \"^/dev/$dev \" /proc/swaps; then\n\
+          \x20   swapoff \"/dev/$dev\"\n\
+          \x20 fi\n";
+    s += &format!(
+        "  # Above every other swap area (left as it is), so this one is filled first; 32767 is the\n\
+         \x20 # highest priority swapon takes (mm/swapfile.c: SWAP_FLAG_PRIO_MASK).\n\
+         \x20 prio=$(awk -v p={base_prio} 'NR > 1 && $5 + 0 >= p {{ p = $5 + 1 }} END {{ if (p > 32767) p = 32767; print p }}' /proc/swaps)\n"
+    );
+    for l in configure(p, "$dev", "$sys", size_line, "\"$prio\"") {
+        let l = l.replace("/dev/$dev", "\"/dev/$dev\"");
+        if l.starts_with("mkswap") {
+            // A container without udev has no device node yet.
+            s += "  [ -b \"/dev/$dev\" ] || { command -v udevadm > /dev/null 2>&1 && udevadm settle || true; }\n\
+                  \x20 [ -b \"/dev/$dev\" ] || mknod \"/dev/$dev\" b $(tr ':' ' ' < \"$sys/dev\")\n";
+        }
+        s += &format!("  {l}\n");
+    }
+    s += "  echo \"zmem: /dev/$dev configured: $(cat \"$sys/comp_algorithm\"), ${size_mib} MiB, swap priority $prio\" >&2\n}\n";
+    s
 }
 
 /// Standard base64 (RFC 4648, with padding), wrapped at 76 columns.
@@ -192,24 +322,42 @@ fn base64(data: &[u8]) -> String {
 }
 
 /// The apply script for `config` (the recommendation's name), `a` its forms, `dict` its
-/// dictionary if it has one. Each part is commented; the sysfs part runs only with `--now`.
+/// dictionary if it has one. Each part is commented. `sh SCRIPT` installs the boot-time
+/// configuration; `--now` also reconfigures the device at once through sysfs; `--sysfs-only`
+/// does only that. The device is `ZMEM_ZRAM_DEVICE` when set, else `a.device`.
 pub fn script(config: &str, a: &Apply, dict: Option<&[u8]>) -> String {
-    let mut s = format!(
-        "#!/bin/sh\n\
-         # Apply the zram configuration `zmem lab` recommends: {config}\n\
+    let mut s = String::from("#!/bin/sh\n");
+    for w in &a.warnings {
+        s += &format!("# WARNING: {w}.\n");
+    }
+    s += &format!(
+        "# Apply the zram configuration `zmem lab` recommends: {config}\n\
          #\n\
          # Written by zmem {ver} for you to review. zmem ran none of it and changed nothing on\n\
          # this system. Run it as root: `sh THIS-FILE` installs the zram-generator section{units}\n\
          # (taking effect at the next boot); `sh THIS-FILE --now` also reconfigures\n\
-         # /dev/{dev} at once through /sys/block (swapoff first moves every page it stores\n\
-         # back into RAM: make sure there is room).\n\
+         # /dev/{dev} at once through /sys/block, and `--sysfs-only` does only that. It checks the\n\
+         # device's state first (zram loaded, the device present, the algorithms offered) and\n\
+         # stops before changing anything if one is wrong. A device in use as swap is swapped off\n\
+         # first, which moves every page it stores back into RAM: make sure there is room.\n\
          #\n\
          # Device: {note}.\n\
-         set -eu\n\n",
+         # Size: {rule}.\n\
+         set -eu\n\n\
+         now=0\n\
+         install=1\n\
+         for arg in \"$@\"; do\n\
+         \x20 case $arg in\n\
+         \x20   --now) now=1 ;;\n\
+         \x20   --sysfs-only) now=1; install=0 ;;\n\
+         \x20   *) echo \"usage: sh $0 [--now | --sysfs-only]\" >&2; exit 2 ;;\n\
+         \x20 esac\n\
+         done\n\n",
         ver = env!("CARGO_PKG_VERSION"),
         units = if a.timer.is_some() { " and the recompression timer" } else { "" },
         dev = a.device,
         note = a.device_note,
+        rule = a.size_rule,
     );
     if let Some(d) = dict {
         s += &format!(
@@ -222,7 +370,12 @@ pub fn script(config: &str, a: &Apply, dict: Option<&[u8]>) -> String {
             dir = DICT_PATH.rsplit_once('/').map_or("/etc/zmem", |x| x.0),
         );
     }
-    s += "# 1. zram-generator: the device's configuration at every boot.\n";
+    s += "# 1. With --now or --sysfs-only: reconfigure the device immediately through its sysfs\n\
+          #    attributes (every state checked before anything is changed).\n";
+    s += &a.now_function;
+    s += "if [ \"$now\" = 1 ]; then\n  apply_now\nfi\n\
+          if [ \"$install\" = 0 ]; then\n  exit 0\nfi\n\n";
+    s += "# 2. zram-generator: the device's configuration at every boot.\n";
     for v in &a.generator_versions {
         s += &format!("#    {v}\n");
     }
@@ -234,25 +387,18 @@ pub fn script(config: &str, a: &Apply, dict: Option<&[u8]>) -> String {
     );
     if let (Some(service), Some(timer)) = (&a.service, &a.timer) {
         s += &format!(
-            "# 2. systemd units for what zram-generator cannot express: the periodic recompression.\n\
+            "# 3. systemd units for what zram-generator cannot express: the periodic recompression.\n\
              cat > /etc/systemd/system/{UNIT}.service <<'ZMEM_UNIT'\n{service}ZMEM_UNIT\n\
              cat > /etc/systemd/system/{UNIT}.timer <<'ZMEM_UNIT'\n{timer}ZMEM_UNIT\n\
-             systemctl daemon-reload\n\
-             systemctl enable --now {UNIT}.timer\n\n"
+             if command -v systemctl > /dev/null 2>&1; then\n\
+             \x20 systemctl daemon-reload\n\
+             \x20 systemctl enable --now {UNIT}.timer\n\
+             fi\n"
         );
     } else {
-        s += "# 2. No timer: this configuration does no background recompression.\n\
-              systemctl daemon-reload\n\n";
+        s += "# 3. No timer: this configuration does no background recompression.\n\
+              if command -v systemctl > /dev/null 2>&1; then\n  systemctl daemon-reload\nfi\n";
     }
-    s += &format!(
-        "# 3. With --now: reconfigure /dev/{} immediately through its sysfs attributes.\n\
-         if [ \"${{1:-}}\" = --now ]; then\n",
-        a.device
-    );
-    for l in &a.sysfs {
-        s += &format!("  {l}\n");
-    }
-    s += "fi\n";
     s
 }
 
@@ -279,7 +425,7 @@ mod tests {
     fn a_recompressing_script_has_sysfs_the_generator_and_the_units() {
         let p = policy("lzo-rle + zstd(idle)");
         let a = forms(&p, None, 3600.0);
-        let s = script(&p.name, &a, None);
+        let s = script(&p.name, &a, None) + &a.sysfs.join("\n");
         for want in [
             "echo lzo-rle > /sys/block/zram0/comp_algorithm",
             "echo 'algo=zstd priority=1' > /sys/block/zram0/recomp_algorithm",
@@ -315,12 +461,105 @@ mod tests {
         let d = policy("zstd + dict");
         let a = forms(&d, None, 3600.0);
         let s = script(&d.name, &a, Some(b"dictionary"));
-        assert!(s.contains(
-            "echo 'algo=zstd dict=/etc/zmem/zram-dict' > /sys/block/zram0/algorithm_params"
+        assert!(a.sysfs.contains(
+            &"echo 'algo=zstd dict=/etc/zmem/zram-dict' > /sys/block/zram0/algorithm_params".into()
         ));
+        assert!(s.contains("echo 'algo=zstd dict=/etc/zmem/zram-dict' > $sys/algorithm_params"));
         assert!(s.contains("compression-algorithm = zstd(dict=/etc/zmem/zram-dict)"));
         assert!(s.contains(&base64(b"dictionary")));
         // The dictionary is written before the device is configured.
         assert!(s.find("base64 -d").unwrap() < s.find("comp_algorithm").unwrap());
+    }
+
+    fn at(s: &str, what: &str) -> usize {
+        s.find(what).unwrap_or_else(|| panic!("{what:?} missing from\n{s}"))
+    }
+
+    /// Issue 29: the script ran `swapoff` on a device that was not swap (exit 4 under
+    /// `set -eu`) after installing the generator file. Now every state is checked before
+    /// anything changes, zram is loaded and the device hot-added when missing, swapoff runs
+    /// only for an active swap area, and `--now` configures before anything is installed.
+    #[test]
+    fn the_script_checks_every_state_before_changing_anything() {
+        let p = policy("lzo-rle + zstd(idle)");
+        let a = forms(&p, None, 3600.0);
+        let s = script(&p.name, &a, None);
+        // Loading and hot-adding, guarded.
+        let modprobe = at(&s, "command -v modprobe > /dev/null 2>&1; then\n    modprobe zram");
+        assert!(at(&s, "[ ! -d /sys/class/zram-control ] && [ ! -d \"$sys\" ] &&") < modprobe);
+        let hot_add = at(&s, "new=zram$(cat /sys/class/zram-control/hot_add)");
+        assert!(modprobe < hot_add);
+        assert!(s.contains("dev=${ZMEM_ZRAM_DEVICE:-zram0}"));
+        // swapoff only for an active swap area: every swapoff line is inside that test.
+        for (i, line) in s.lines().enumerate() {
+            if line.trim_start().starts_with("swapoff") {
+                let before = s.lines().nth(i - 1).unwrap();
+                assert!(before.contains("if grep -q \"^/dev/$dev \" /proc/swaps; then"), "{s}");
+            }
+        }
+        assert!(a.sysfs[0].starts_with("grep -q '^/dev/zram0 ' /proc/swaps && swapoff"));
+        // The checks come before the first change (swapoff, reset).
+        let first_change = at(&s, "    swapoff \"/dev/$dev\"");
+        for check in [
+            "grep -qx 'lzo-rle'",
+            "grep -qx 'zstd'",
+            "[ ! -e \"$sys/recomp_algorithm\" ]",
+            "grep -q \"^/dev/$dev \" /proc/mounts",
+        ] {
+            assert!(at(&s, check) < first_change, "{check} after the first change");
+        }
+        assert!(first_change < at(&s, "echo 1 > $sys/reset"));
+        // Another swap area is left alone; this one's priority is above it.
+        assert!(s.contains("awk -v p=100 'NR > 1 && $5 + 0 >= p { p = $5 + 1 }"));
+        assert!(s.contains("swapon -p \"$prio\" \"/dev/$dev\""));
+        // --now configures first; --sysfs-only stops before installing anything.
+        let run_now = at(&s, "if [ \"$now\" = 1 ]; then\n  apply_now\nfi\n");
+        let stop = at(&s, "if [ \"$install\" = 0 ]; then\n  exit 0\nfi\n");
+        assert!(run_now < stop && stop < at(&s, "mkdir -p /etc/systemd/zram-generator.conf.d"));
+        assert!(s.contains("--sysfs-only) now=1; install=0 ;;"));
+        // A plain algorithm never touches recomp_algorithm.
+        let plain = forms(&policy("lz4"), None, 3600.0);
+        let ps = script("lz4", &plain, None);
+        assert!(!ps.contains("recomp_algorithm") && !plain.sysfs.join("\n").contains("recomp"));
+    }
+
+    /// One size rule in all three forms: the sysfs lines' shell arithmetic gives
+    /// min(ram / 2, 4096) MiB on this machine, as the generator's expression says.
+    #[test]
+    fn one_size_rule_in_the_three_forms() {
+        let a = forms(&policy("lz4"), None, 3600.0);
+        assert_eq!(a.size_rule, "min(ram / 2, 4096) MiB, ram = MemTotal in MiB");
+        assert!(a.generator_conf.contains("\nzram-size = min(ram / 2, 4096)\n"));
+        let line = a.sysfs.iter().find(|l| l.starts_with("size_mib=")).unwrap();
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{line}; echo $size_mib"))
+            .output()
+            .unwrap();
+        let got: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+        let kb: u64 = std::fs::read_to_string("/proc/meminfo")
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap();
+        assert_eq!(got, (kb / 1024 / 2).min(4096));
+        assert!(a.sysfs.contains(&"echo \"${size_mib}M\" > /sys/block/zram0/disksize".into()));
+        let s = script("lz4", &a, None);
+        assert!(s.contains(line) && s.contains("echo \"${size_mib}M\" > $sys/disksize"));
+        assert!(s.contains("# Size: min(ram / 2, 4096) MiB"));
+    }
+
+    /// Every script is valid shell (`sh -n`), for every candidate.
+    #[test]
+    fn every_script_parses() {
+        for p in candidates("lzo-rle") {
+            let a = forms(&p, None, 3600.0);
+            let dict: Option<&[u8]> = if p.dict { Some(b"dict") } else { None };
+            let s = script(&p.name, &a, dict);
+            let out =
+                std::process::Command::new("sh").arg("-n").arg("-c").arg(&s).output().unwrap();
+            assert!(out.status.success(), "{}: {}", p.name, String::from_utf8_lossy(&out.stderr));
+        }
     }
 }

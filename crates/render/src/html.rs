@@ -28,6 +28,32 @@ pub fn render_html(r: &LabReport) -> String {
         PLOT_COLORS[0].1,
     );
     let change = change_section(r);
+    // A fallback from the default order is the report's first line.
+    let fallback = r.source.fallback_reason.as_ref().map_or(String::new(), |why| {
+        format!(
+            "<p class=\"fallback\"><strong>Fell back to {} pages:</strong> {}</p>",
+            esc(&r.source.kind),
+            esc(why)
+        )
+    });
+    let rec_available = if r.recommendation.available {
+        String::new()
+    } else {
+        format!(
+            " This kernel cannot run it: {}.",
+            esc(r.recommendation.unavailable_reason.as_deref().unwrap_or("unknown reason"))
+        )
+    };
+    let kernel_notes: String = std::iter::once(rec_available)
+        .chain(
+            crate::summary::better_kernel_lines(r)
+                .iter()
+                .map(|l| format!("</p><p class=\"better-kernel\">{}", esc(l))),
+        )
+        .chain(
+            crate::apply::build(r).warnings.iter().map(|w| format!("</p><p>WARNING: {}", esc(w))),
+        )
+        .collect();
     let algos: Vec<_> = r.compressors.iter().filter(|x| x.algo != "memcpy").collect();
     let scatter = svg::scatter(
         "Compression ratio against compress speed",
@@ -102,8 +128,8 @@ pub fn render_html(r: &LabReport) -> String {
          table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}\
          td:first-child{{text-align:left}}.rec{{background:#f4f8ff;border:1px solid #9bd;padding:1em}}\
          svg{{display:block;margin:1em 0}}</style></head><body>\
-         <h1>zmem lab report</h1>\
-         <p>{} pages of {} bytes &mdash; {}: {}</p>{}\
+         {}<h1>zmem lab report</h1>\
+         <p>{} pages of {} bytes &mdash; {}: {}</p><p>{}</p>{}\
          <div class=\"rec\"><h2>Recommendation: {}</h2>\
          <p>Expected ratio {:.2}; memory saved {:.1} %; {:.2} CPU s per GB compressed; load p50 {} ns, p99 {} ns.</p>\
          <p>{}</p><p><small>Rule: {}</small></p><pre>{}</pre></div>\
@@ -119,10 +145,12 @@ pub fn render_html(r: &LabReport) -> String {
          <th>load p99 ns</th><th>memory p50 ns</th><th>memory p99 ns</th><th>device p50 ns</th>\
          <th>device p99 ns</th><th>device busy s</th></tr>{}</table><p>Trace: {} ({} accesses): {}</p>\
          <p><small>zmem {} &middot; schema {}</small></p></body></html>\n",
+        fallback,
         r.source.pages,
         r.source.page_size,
         esc(&r.source.kind),
         esc(&r.source.detail),
+        esc(&crate::summary::kernel_line(&r.kernel)),
         now_section(r) + &estimates_section(r),
         esc(&rec.config),
         rec.expected_ratio,
@@ -130,7 +158,7 @@ pub fn render_html(r: &LabReport) -> String {
         rec.cpu_seconds_per_gb,
         rec.load_latency_p50_ns,
         rec.load_latency_p99_ns,
-        esc(&crate::advice::why(r)),
+        esc(&crate::advice::why(r)) + &kernel_notes,
         esc(&rec.rule),
         esc(&crate::apply::build(r).sysfs.join("\n")),
         trade,

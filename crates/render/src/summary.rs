@@ -10,10 +10,15 @@ use crate::experiments::comp_table as render_table;
 /// The terminal summary: source, the three tables and the recommendation.
 pub fn render_summary(r: &LabReport) -> String {
     let mib = |b: f64| b / (1 << 20) as f64;
-    let mut s = format!(
-        "zmem lab: {} pages of {} bytes ({}: {})\n\n",
+    let mut s = String::new();
+    if let Some(why) = &r.source.fallback_reason {
+        s += &format!("zmem lab: fell back to {} pages: {why}\n", r.source.kind);
+    }
+    s += &format!(
+        "zmem lab: {} pages of {} bytes ({}: {})\n",
         r.source.pages, r.source.page_size, r.source.kind, r.source.detail
     );
+    s += &format!("{}\n\n", kernel_line(&r.kernel));
     s += &now_text(r);
     s += &estimates_text(r);
     s += "Compressors (one stream, one thread; freeing = compress speed x share of memory freed)\n";
@@ -118,6 +123,18 @@ pub fn render_summary(r: &LabReport) -> String {
         crate::advice::why(r),
         rec.rule
     );
+    if !rec.available {
+        s += &format!(
+            "  this kernel cannot run it: {}\n",
+            rec.unavailable_reason.as_deref().unwrap_or("unknown reason")
+        );
+    }
+    for line in better_kernel_lines(r) {
+        s += &format!("  {line}\n");
+    }
+    for w in &apply.warnings {
+        s += &format!("  WARNING: {w}\n");
+    }
     for a in &apply.sysfs {
         s += &format!("    {a}\n");
     }
@@ -138,6 +155,48 @@ pub fn render_summary(r: &LabReport) -> String {
     }
     s += "  (zmem lab --apply-script FILE writes all of it as one script to review; nothing is run)\n";
     s
+}
+
+/// What the kernel offers, in one line: `kernel 6.18: zram lzo-rle lzo lz4, no recompression,
+/// writeback; zswap lzo deflate`.
+pub fn kernel_line(k: &zmem_lab::KernelCaps) -> String {
+    let zram = if !k.zram_present {
+        "no zram".to_string()
+    } else if k.zram_algorithms.is_empty() {
+        "zram with unknown compressors".to_string()
+    } else {
+        format!(
+            "zram {}, {}recompression, {}writeback",
+            k.zram_algorithms.join(" "),
+            if k.zram_recompress { "" } else { "no " },
+            if k.zram_writeback { "" } else { "no " }
+        )
+    };
+    let zswap = if !k.zswap_present {
+        "no zswap".to_string()
+    } else if k.zswap_compressors.is_empty() {
+        "zswap".to_string()
+    } else {
+        format!("zswap {}", k.zswap_compressors.join(" "))
+    };
+    let release = if k.release.is_empty() { "?" } else { &k.release };
+    format!("kernel {release}: {zram}; {zswap} ({})", k.source)
+}
+
+/// What a better-equipped kernel would add: `with CONFIG_ZRAM_BACKEND_ZSTD: +12.3 MiB (zstd)`.
+pub fn better_kernel_lines(r: &LabReport) -> Vec<String> {
+    r.recommendation
+        .better_kernel
+        .iter()
+        .map(|b| {
+            format!(
+                "with {}: +{:.1} MiB ({})",
+                b.needs,
+                b.extra_saved_bytes as f64 / (1 << 20) as f64,
+                b.config
+            )
+        })
+        .collect()
 }
 
 /// The estimates for every page of the input, when the pages measured are a random sample.

@@ -16,6 +16,7 @@ fn run(trace: Option<(Vec<zmem_pages::access::Access>, TraceSource)>) -> lab::La
         detail: "test set".into(),
         pages: set.len() as u64,
         page_size: 4096,
+        fallback_reason: None,
     };
     let opts = LabOptions { min_time: Duration::ZERO, trace, ..LabOptions::default() };
     lab::run(set.bytes(), source, &opts, &NoProgress).expect("lab run")

@@ -19,6 +19,7 @@ fn small_report() -> lab::LabReport {
         detail: "test set".into(),
         pages: set.len() as u64,
         page_size: 4096,
+        fallback_reason: None,
     };
     let opts = LabOptions { min_time: Duration::ZERO, ..LabOptions::default() };
     lab::run(set.bytes(), source, &opts, &NoProgress).expect("lab run")
@@ -73,7 +74,97 @@ fn every_candidate_is_projected_and_one_is_now() {
     assert!(summary.contains("Change from now") && summary.contains("saved MiB"), "{summary}");
     let script = report::render_apply_script(&r);
     assert!(script.starts_with("#!/bin/sh\n") && script.contains("zram-generator.conf.d"));
+    // Made from the built-in set: the first comment line says so.
+    let first = script.lines().nth(1).unwrap();
+    assert!(first.starts_with("# WARNING: made from zmem's built-in generated pages"), "{first}");
     assert_eq!(script.contains(".timer"), report::apply::build(&r).timer.is_some());
+}
+
+/// Issue 29's machine: zram offers lzo-rle, lzo and lz4, no recompression; no zram swap, so the
+/// default order fell back. The fallback is the summary's and the HTML's first line and in the
+/// JSON; zstd is unavailable with its reason; the recommendation is one the kernel runs and
+/// what zstd would add is said as "with CONFIG_ZRAM_BACKEND_ZSTD: +N MiB".
+#[test]
+fn the_kernel_decides_and_a_fallback_is_said_first() {
+    let set = zmem_pages::generate::generate(zmem_pages::generate::Kind::Mixed, 384, 4096, 7)
+        .expect("generator");
+    let why = "no active zram swap (/proc/swaps); capture failed: EPERM";
+    let source = Source {
+        kind: "builtin".into(),
+        detail: format!("built-in generated set; {why}"),
+        pages: set.len() as u64,
+        page_size: 4096,
+        fallback_reason: Some(why.into()),
+    };
+    let kernel = lab::KernelCaps {
+        release: "6.18.44".into(),
+        zram_present: true,
+        zram_algorithms: vec!["lzo-rle".into(), "lzo".into(), "lz4".into()],
+        source: "test kernel".into(),
+        ..lab::KernelCaps::default()
+    };
+    // Budgets nothing exceeds: only the kernel rules candidates out.
+    let budgets = lab::Budgets::checked(1000.0, 1e6).unwrap();
+    let opts = LabOptions {
+        min_time: Duration::ZERO,
+        kernel: Some(kernel),
+        budgets,
+        ..LabOptions::default()
+    };
+    let r = lab::run(set.bytes(), source, &opts, &NoProgress).expect("lab run");
+    let rec = &r.recommendation;
+    let chosen = r.candidates.iter().find(|c| c.name == rec.config).unwrap();
+    assert!(chosen.available && rec.available, "{rec:?}");
+    assert!(!rec.config.contains("zstd") && !rec.config.contains("+ "), "{}", rec.config);
+    let zstd = r.candidates.iter().find(|c| c.name == "zstd").unwrap();
+    assert!(!zstd.available);
+    assert!(zstd.unavailable_reason.as_deref().unwrap().contains("CONFIG_ZRAM_BACKEND_ZSTD"));
+    let zstd_gain = zstd.memory_saved_bytes_vs_now - chosen.memory_saved_bytes_vs_now;
+    assert!(zstd_gain > 0, "zstd saves more on the mixed set");
+    assert!(rec.better_kernel.iter().any(|b| b.needs == "CONFIG_ZRAM_BACKEND_ZSTD"));
+
+    let summary = report::render_summary(&r);
+    assert_eq!(
+        summary.lines().next().unwrap(),
+        format!("zmem lab: fell back to builtin pages: {why}")
+    );
+    let line = format!(
+        "with CONFIG_ZRAM_BACKEND_ZSTD: +{:.1} MiB",
+        rec.better_kernel
+            .iter()
+            .find(|b| b.needs == "CONFIG_ZRAM_BACKEND_ZSTD")
+            .unwrap()
+            .extra_saved_bytes as f64
+            / (1 << 20) as f64
+    );
+    assert!(summary.contains(&line), "{line} missing from\n{summary}");
+    assert!(
+        summary.contains("kernel 6.18.44: zram lzo-rle lzo lz4, no recompression"),
+        "{summary}"
+    );
+    let html = report::render_html(&r);
+    let body = &html[html.find("<body>").unwrap() + "<body>".len()..];
+    assert!(body.starts_with("<p class=\"fallback\"><strong>Fell back to builtin pages:</strong>"));
+    assert!(html.contains(&line));
+    let json = report::json::lab_report(&r);
+    assert_eq!(json["source"]["fallback_reason"], why);
+    assert_eq!(json["kernel"]["zram_algorithms"], serde_json::json!(["lzo-rle", "lzo", "lz4"]));
+    assert_eq!(json["kernel"]["zram_recompress"], false);
+    assert!(json["candidates"].as_array().unwrap().iter().all(|c| c["kind"] == "zram"));
+    let validator = jsonschema::validator_for(&schema()).expect("the schema compiles");
+    let errors: Vec<String> = validator.iter_errors(&json).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    // An unavailable candidate without its reason, or a stray source field, is refused.
+    let i = r.candidates.iter().position(|c| c.name == "zstd").unwrap();
+    let mut broken = json.clone();
+    broken["candidates"][i].as_object_mut().unwrap().remove("unavailable_reason");
+    assert!(!validator.is_valid(&broken));
+    broken = json.clone();
+    broken["source"]["guess"] = true.into();
+    assert!(!validator.is_valid(&broken));
+    // The script never writes what the kernel lacks: no recompression here.
+    let script = report::render_apply_script(&r);
+    assert!(!script.contains("recomp_algorithm"), "{script}");
 }
 
 fn chromium() -> Option<PathBuf> {

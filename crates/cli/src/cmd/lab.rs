@@ -19,7 +19,8 @@ pub struct Args {
     /// Where the pages come from: `zram` (the active zram swap devices: what the kernel
     /// compresses now), `processes` (this machine's processes' anonymous memory) or `builtin`
     /// (a generated set). Default: zram if any is active and readable, else processes, else
-    /// builtin, and the report says which and why.
+    /// builtin, and the report says which and why (its first line says a fallback). A source
+    /// named never falls back: if it cannot be used, zmem says why and exits with status 2.
     #[arg(long, value_name = "SOURCE", value_parser = ["zram", "processes", "builtin"])]
     source: Option<String>,
     /// Same as `--source builtin`.

@@ -147,14 +147,34 @@ impl std::fmt::Display for Summary {
     }
 }
 
-/// Captures the resident anonymous pages of `pids` into a page set with metadata.
+/// Captures the resident anonymous pages of `pids` into a page set with metadata: per page,
+/// where it came from; for the set, this host's name, kernel release and what its kernel
+/// offers for compressed memory ([`crate::caps::set_meta`]), and the capture's time.
 ///
 /// Fails only for a bad page size; every per-process problem is a skip in the [`Summary`].
 pub fn capture(
     pids: &[u32],
     progress: &mut dyn FnMut(Event<'_>),
 ) -> Result<(PageSet, Summary), PagesError> {
-    capture_in(Path::new("/proc"), pids, progress)
+    let (set, summary) = capture_in(Path::new("/proc"), pids, progress)?;
+    Ok((set.with_set_meta(host_meta())?, summary))
+}
+
+/// The set-level metadata of a capture of this host's processes.
+fn host_meta() -> zmem_pages::SetMeta {
+    let mut meta: zmem_pages::SetMeta =
+        crate::caps::set_meta(&crate::caps::read(), &crate::caps::host_name())
+            .into_iter()
+            .collect();
+    meta.insert("source".into(), "processes".into());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    meta.insert("capture.time".into(), crate::stat::rfc3339_utc(now));
+    meta.insert("capture.unix_time".into(), now.to_string());
+    meta.insert("capture.zmem_version".into(), env!("CARGO_PKG_VERSION").to_string());
+    meta
 }
 
 /// [`capture`] with another procfs root (tests).

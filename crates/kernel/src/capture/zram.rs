@@ -152,6 +152,11 @@ pub fn capture_device(
     if let Ok(release) = live::kernel_release() {
         put("kernel.release", release);
     }
+    // What this host's kernel offers (a fleet report says it per host; the lab judges the
+    // candidates for this capture against it).
+    for (k, v) in crate::caps::set_meta(&crate::caps::read(), &crate::caps::host_name()) {
+        put(&k, v);
+    }
     let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     put("capture.time", live::rfc3339_utc(now));
     put("capture.unix_time", now.to_string());

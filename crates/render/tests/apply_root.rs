@@ -1,0 +1,201 @@
+//! The apply script run for real: as root, on a kernel with zram, the lab's recommendation for
+//! this machine is written as a script, pointed at a scratch zram device this test hot-adds
+//! (`ZMEM_ZRAM_DEVICE`), and its sysfs part run (`--sysfs-only`: nothing installed under /etc).
+//! The device must end configured as recommended (its `comp_algorithm` shows the algorithm in
+//! brackets, its `disksize` follows the size rule) and be an active swap area. The scratch
+//! device is swapped off, reset and hot-removed afterwards, also on failure (a Drop guard).
+//! Nothing else is touched: no module is loaded, no other device is read or written.
+//!
+//! Skipped, with the reason printed, when not root or when zram is not loaded.
+
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use zmem_lab::{self as lab, LabOptions, NoProgress, Source};
+use zmem_render as report;
+
+const CONTROL: &str = "/sys/class/zram-control";
+
+/// A zram device this test made: swapped off, reset and removed when dropped.
+struct Scratch {
+    id: u32,
+}
+
+impl Scratch {
+    fn add() -> Result<Self, String> {
+        let text = fs::read_to_string(format!("{CONTROL}/hot_add"))
+            .map_err(|e| format!("hot_add: {e}"))?;
+        let id = zmem_kernel::caps::parse_hot_add(&text)?;
+        Ok(Self { id })
+    }
+
+    fn name(&self) -> String {
+        format!("zram{}", self.id)
+    }
+
+    fn sys(&self, attr: &str) -> PathBuf {
+        PathBuf::from(format!("/sys/block/zram{}/{attr}", self.id))
+    }
+}
+
+fn is_swap(dev: &str) -> bool {
+    fs::read_to_string("/proc/swaps")
+        .map(|t| t.lines().any(|l| l.split_whitespace().next() == Some(&format!("/dev/{dev}"))))
+        .unwrap_or(false)
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let dev = self.name();
+        if is_swap(&dev) {
+            // Moves what the kernel (DAMON's kdamond included) swapped onto it back into RAM.
+            let _ = Command::new("swapoff").arg(format!("/dev/{dev}")).status();
+        }
+        let _ = fs::write(self.sys("reset"), "1");
+        // udev may hold the fresh device open a moment (zram_drv.c: zram_remove refuses it).
+        for _ in 0..40 {
+            if fs::write(format!("{CONTROL}/hot_remove"), self.id.to_string()).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn skip_reason() -> Option<String> {
+    match fs::metadata("/proc/self") {
+        Ok(m) if m.uid() == 0 => {}
+        _ => return Some("not root".into()),
+    }
+    if !std::path::Path::new(CONTROL).is_dir() {
+        return Some(format!("no {CONTROL}: zram not loaded (this test loads no module)"));
+    }
+    if Command::new("mkswap").arg("--version").output().is_err() {
+        return Some("no mkswap".into());
+    }
+    None
+}
+
+/// The lab's recommendation for this machine's kernel, on a small generated set (no
+/// dictionary: the script would install it under /etc), and its apply script.
+fn script_for_this_machine() -> (String, lab::Policy) {
+    let kernel = zmem_kernel::caps::read();
+    let set = zmem_pages::generate::generate(zmem_pages::generate::Kind::Mixed, 256, 4096, 5)
+        .expect("generator");
+    let source = Source {
+        kind: "builtin".into(),
+        detail: "test set".into(),
+        pages: set.len() as u64,
+        page_size: 4096,
+        fallback_reason: None,
+    };
+    let policies =
+        lab::candidates(lab::DEFAULT_ALGORITHM).into_iter().filter(|p| !p.dict).collect();
+    let opts = LabOptions {
+        min_time: Duration::ZERO,
+        policies,
+        kernel: Some(kernel),
+        ..LabOptions::default()
+    };
+    let r = lab::run(set.bytes(), source, &opts, &NoProgress).expect("lab run");
+    assert!(r.recommendation.available, "{:?}", r.recommendation.unavailable_reason);
+    let policy = r
+        .policies
+        .iter()
+        .find(|p| p.policy.name == r.recommendation.config)
+        .unwrap()
+        .policy
+        .clone();
+    (report::render_apply_script(&r), policy)
+}
+
+/// Runs the script's sysfs part on `dev`; panics with its output unless it succeeds.
+fn run_sysfs_only(script: &str, dev: &str) {
+    let dir = std::env::temp_dir().join(format!("zmem-apply-root-{}-{dev}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("apply.sh");
+    fs::write(&path, script).unwrap();
+    let out = Command::new("sh")
+        .arg(&path)
+        .arg("--sysfs-only")
+        .env("ZMEM_ZRAM_DEVICE", dev)
+        .output()
+        .expect("sh");
+    let _ = fs::remove_dir_all(&dir);
+    eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `dev`'s swap priority in /proc/swaps, if it is an active swap area.
+fn swap_priority(dev: &str) -> Option<i32> {
+    fs::read_to_string("/proc/swaps").ok()?.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.first() == Some(&format!("/dev/{dev}").as_str())).then(|| f.get(4)?.parse().ok())?
+    })
+}
+
+/// A fresh device that is not swap: configured as recommended and swapped on.
+#[test]
+fn the_apply_script_configures_a_scratch_device_as_recommended() {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let scratch = Scratch::add().expect("hot_add a scratch zram device");
+    let dev = scratch.name();
+    let (script, policy) = script_for_this_machine();
+    run_sysfs_only(&script, &dev);
+
+    let comp = fs::read_to_string(scratch.sys("comp_algorithm")).unwrap();
+    assert!(comp.split_whitespace().any(|a| a == format!("[{}]", policy.algo)), "{comp}");
+    let mem_kb: u64 = fs::read_to_string("/proc/meminfo")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap();
+    let want_mib = (mem_kb / 2048).min(4096);
+    let disksize: u64 =
+        fs::read_to_string(scratch.sys("disksize")).unwrap().trim().parse().unwrap();
+    assert_eq!(disksize, want_mib << 20, "size rule: min(ram / 2, 4096) MiB");
+    assert!(is_swap(&dev), "/dev/{dev} is not in /proc/swaps");
+    if let Some(secondary) = policy.recomp.first() {
+        let recomp = fs::read_to_string(scratch.sys("recomp_algorithm")).unwrap();
+        assert!(recomp.contains(&format!("[{secondary}]")), "{recomp}");
+    }
+}
+
+/// Two more states: a zram swap in use (swapped off, reconfigured, swapped on again) and
+/// another swap area active (left alone; the new one goes above it).
+#[test]
+fn the_apply_script_handles_a_swap_in_use_and_another_swap_area() {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let a = Scratch::add().expect("hot_add a scratch zram device");
+    let b = Scratch::add().expect("hot_add a second scratch zram device");
+    let (script, policy) = script_for_this_machine();
+    run_sysfs_only(&script, &a.name());
+    let prio_a = swap_priority(&a.name()).expect("a is swap");
+    // Another swap area (a) is active: b goes above it, a stays as it is.
+    run_sysfs_only(&script, &b.name());
+    let prio_b = swap_priority(&b.name()).expect("b is swap");
+    assert_eq!(swap_priority(&a.name()), Some(prio_a), "a was left alone");
+    assert!(prio_b > prio_a || prio_a == 32767, "b {prio_b} not above a {prio_a}");
+    // a is a swap in use: swapped off, reconfigured, on again, now above b.
+    run_sysfs_only(&script, &a.name());
+    let again = swap_priority(&a.name()).expect("a is swap again");
+    assert!(again > prio_b || prio_b == 32767, "a {again} not above b {prio_b}");
+    let comp = fs::read_to_string(a.sys("comp_algorithm")).unwrap();
+    assert!(comp.contains(&format!("[{}]", policy.algo)), "{comp}");
+}
