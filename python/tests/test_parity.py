@@ -51,11 +51,20 @@ def test_the_lab_defaults_are_the_clis(zmem_bin: str) -> None:
     """Same names and the same defaults where the help states one."""
     p = run_cli(zmem_bin, "lab", "--help")
     sig = inspect.signature(zmem.lab).parameters
-    for flag, default in re.findall(r"--([a-z-]+) <[^>]+>\n?[^\[]*?\[default: ([^\]]+)\]", p.stdout):
-        name = flag.replace("-", "_")
+    # One block per option: from its `--name` line to the next option's.
+    blocks = re.split(r"\n(?=\s+(?:-\w, )?--)", p.stdout)
+    checked = 0
+    for block in blocks:
+        m = re.match(r"\s+(?:-\w, )?--([a-z-]+)", block)
+        d = re.search(r"\[default: ([^\]]+)\]", block)
+        if not (m and d):
+            continue
+        name, default = m.group(1).replace("-", "_"), d.group(1)
         assert name in sig, name
         ours = sig[name].default
         try:
             assert float(ours) == float(default), (name, ours, default)
         except (TypeError, ValueError):
             assert str(ours) == default, (name, ours, default)
+        checked += 1
+    assert checked >= 5, p.stdout
