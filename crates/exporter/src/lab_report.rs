@@ -33,7 +33,10 @@ struct Recommendation {
     config: String,
     memory_saved_bytes_vs_now: i64,
     expected_ratio: f64,
-    apply: Apply,
+    /// Absent from an uncertain report (too few pages measured): nothing to apply.
+    apply: Option<Apply>,
+    #[serde(default)]
+    uncertain: bool,
 }
 
 #[derive(Deserialize)]
@@ -51,8 +54,23 @@ struct Candidate {
 pub fn parse(text: &str) -> Result<LabSavings, ExporterError> {
     let r: Report = serde_json::from_str(text)
         .map_err(|e| ExporterError::Input(format!("not a zmem lab report: {e}")))?;
+    let apply = match (r.recommendation.uncertain, r.recommendation.apply) {
+        (false, Some(a)) => a,
+        (true, _) => {
+            return Err(ExporterError::Input(
+                "the lab report is too uncertain to advise on (too few pages measured): no \
+                 savings to export"
+                    .into(),
+            ));
+        }
+        (false, None) => {
+            return Err(ExporterError::Input(
+                "not a zmem lab report: recommendation without apply".into(),
+            ));
+        }
+    };
     Ok(LabSavings {
-        device: r.recommendation.apply.device,
+        device: apply.device,
         config: r.recommendation.config,
         saved_vs_now_bytes: r.recommendation.memory_saved_bytes_vs_now,
         expected_ratio: r.recommendation.expected_ratio,

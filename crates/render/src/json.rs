@@ -12,8 +12,11 @@ pub fn lab_report(r: &LabReport) -> Value {
     let a = crate::apply::build(r);
     if let Some(rec) = v.get_mut("recommendation").and_then(Value::as_object_mut) {
         rec.insert("why".into(), Value::String(crate::advice::why(r)));
-        rec.insert("attributes".into(), serde_json::to_value(&a.sysfs).unwrap_or(Value::Null));
-        rec.insert("apply".into(), serde_json::to_value(&a).unwrap_or(Value::Null));
+        // An uncertain result is no advice: nothing to apply.
+        if !r.recommendation.uncertain {
+            rec.insert("attributes".into(), serde_json::to_value(&a.sysfs).unwrap_or(Value::Null));
+            rec.insert("apply".into(), serde_json::to_value(&a).unwrap_or(Value::Null));
+        }
     }
     v
 }
