@@ -108,6 +108,9 @@ fn run_zram(args: &Args, dev: &std::path::Path) -> anyhow::Result<()> {
     drop(bar);
     let compression = super::pages::compression(&args.output, args.zstd);
     set.save(&args.output, compression)?;
-    eprintln!("{summary}");
+    match args.max_pages {
+        Some(_) => eprintln!("{summary}; a random sample of {} of them kept", set.len()),
+        None => eprintln!("{summary}"),
+    }
     Ok(())
 }

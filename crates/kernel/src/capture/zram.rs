@@ -38,6 +38,7 @@
 //! | `capture.time`, `capture.unix_time` | RFC 3339 UTC, seconds since the epoch |
 //! | `capture.page_size`, `capture.slots`, `capture.pages`, `capture.zero_slots` | page size, slots read, pages kept, all-zero slots dropped |
 //! | `capture.zmem_version` | the zmem version that captured |
+//! | `capture.sampled` | pages held, when [`capture_device_sampled`] kept a random sample of the `capture.pages` |
 
 use std::fs::File;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
