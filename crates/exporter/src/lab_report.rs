@@ -108,4 +108,15 @@ mod tests {
         assert_eq!(s.candidates, [("lzo-rle".to_string(), 0), ("zstd".to_string(), 123_456)]);
         assert!(parse("{}").is_err());
     }
+
+    /// An uncertain report (too few pages) has nothing to apply and no savings to export.
+    #[test]
+    fn an_uncertain_report_is_refused() {
+        let text = r#"{"candidates": [],
+          "recommendation": {"config": "zstd", "memory_saved_bytes_vs_now": -5,
+            "expected_ratio": 0.24, "uncertain": true,
+            "uncertain_reason": {"kind": "too_few_pages", "measured_pages": 16, "min_pages": 1024}}}"#;
+        let e = parse(text).unwrap_err().to_string();
+        assert!(e.contains("too uncertain"), "{e}");
+    }
 }
