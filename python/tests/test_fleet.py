@@ -130,3 +130,13 @@ def test_command_line_errors_are_one_line(tmp_path, capsys):
     assert len(err) == 1 and err[0].startswith("zmem-fleet: no captures found")
     assert fleet.main([str(tmp_path), "--out", str(tmp_path / "o"), "--workers", "0"]) == 2
     assert "--workers must be at least 1" in capsys.readouterr().err
+
+
+def test_a_run_that_analysed_nothing_fails_in_one_line(ray_session, tmp_path, capsys):
+    # Before: "zmem-fleet: 0 hosts, 1 skipped" and exit 0, with an empty report written.
+    out = tmp_path / "o"
+    assert fleet.main(["/nonexistent", "--out", str(out), "--retries", "0", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("zmem-fleet: no capture could be analysed (1 failed; first: /nonexistent")
+    assert not (out / "results.parquet").exists()

@@ -301,6 +301,13 @@ def run(
         if started:
             ray.shutdown()
     seconds = time.monotonic() - t0
+    if not done:
+        # A fleet run that analysed nothing is an error, not a report of 0 hosts.
+        first = failures[0] if failures else None
+        raise ValueError(
+            f"no capture could be analysed ({len(failures)} failed"
+            + (f"; first: {first.capture}: {first.error})" if first else ")")
+        )
     result = _gather(done, failures, csv_hosts)
     result.seconds = seconds
     if out is not None:

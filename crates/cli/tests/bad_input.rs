@@ -325,3 +325,49 @@ fn lab_trace_over_more_pages_than_the_set() {
         fails_cleanly(&["lab", "--observe", "0", "--trace", "/nonexistent/t", s(&pages)], b"");
     assert!(msg.contains("/nonexistent/t"), "{msg}");
 }
+
+/// A capture that got nothing (no such process) is an error, one line, exit 2, and writes no
+/// file: before, it exited 0 and wrote an empty set.
+#[test]
+fn capture_of_no_such_process_writes_nothing() {
+    let dir = std::env::temp_dir().join(format!("zmem-cli-no-process-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("none.zpages");
+    let _ = std::fs::remove_file(&out);
+    // Above the default pid_max (4194304 at most): no such process can exist.
+    let msg = fails_cleanly(&["capture", "--pid", "999999999", "-o", s(&out)], b"");
+    assert!(msg.contains("nothing captured"), "{msg}");
+    assert!(msg.contains("999999999"), "{msg}");
+    assert!(!out.exists(), "no file written");
+}
+
+/// Tiny inputs give an honest result, not a failure and not advice: 1, 10 and 16 pages each
+/// exit 0 with the recommendation marked uncertain and no lines to apply (before: 10 pages
+/// failed in dictionary training, 16 recommended zstd with "memory saved -318.8 %").
+#[test]
+fn a_tiny_input_is_too_uncertain_to_advise_on() {
+    let text = b"zram stores compressed pages in a zsmalloc pool; ".repeat(2000);
+    let mut bytes = text[..16 * 4096].to_vec();
+    // Pages that differ, so not every one is same-filled or identical.
+    for (i, page) in bytes.chunks_exact_mut(4096).enumerate() {
+        page[..8].copy_from_slice(&(i as u64).to_le_bytes());
+    }
+    let sixteen = file("sixteen.pages", &bytes);
+    let ten = file("ten.pages", &bytes[..10 * 4096]);
+    for args in [
+        vec!["lab", "--observe", "0", "--min-time-ms", "0", "--json", s(&ten)],
+        vec!["lab", "--observe", "0", "--min-time-ms", "0", "--json", s(&sixteen)],
+        vec!["lab", "--observe", "0", "--min-time-ms", "0", "--json", "--max-pages", "1", s(&ten)],
+    ] {
+        let out = zmem(&args, b"");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}:\n{stderr}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}:\n{stderr}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let rec = &v["recommendation"];
+        assert_eq!(rec["uncertain"], true, "{args:?}: {rec}");
+        assert_eq!(rec["uncertain_reason"]["kind"], "too_few_pages", "{rec}");
+        assert!(rec.get("apply").is_none() && rec.get("attributes").is_none(), "{rec}");
+        assert!(rec["why"].as_str().unwrap().contains("too uncertain"), "{rec}");
+    }
+}

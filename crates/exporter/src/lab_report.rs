@@ -33,7 +33,10 @@ struct Recommendation {
     config: String,
     memory_saved_bytes_vs_now: i64,
     expected_ratio: f64,
-    apply: Apply,
+    /// Absent from an uncertain report (too few pages measured): nothing to apply.
+    apply: Option<Apply>,
+    #[serde(default)]
+    uncertain: bool,
 }
 
 #[derive(Deserialize)]
@@ -51,8 +54,23 @@ struct Candidate {
 pub fn parse(text: &str) -> Result<LabSavings, ExporterError> {
     let r: Report = serde_json::from_str(text)
         .map_err(|e| ExporterError::Input(format!("not a zmem lab report: {e}")))?;
+    let apply = match (r.recommendation.uncertain, r.recommendation.apply) {
+        (false, Some(a)) => a,
+        (true, _) => {
+            return Err(ExporterError::Input(
+                "the lab report is too uncertain to advise on (too few pages measured): no \
+                 savings to export"
+                    .into(),
+            ));
+        }
+        (false, None) => {
+            return Err(ExporterError::Input(
+                "not a zmem lab report: recommendation without apply".into(),
+            ));
+        }
+    };
     Ok(LabSavings {
-        device: r.recommendation.apply.device,
+        device: apply.device,
         config: r.recommendation.config,
         saved_vs_now_bytes: r.recommendation.memory_saved_bytes_vs_now,
         expected_ratio: r.recommendation.expected_ratio,
@@ -89,5 +107,16 @@ mod tests {
         assert_eq!(s.expected_ratio, 3.5);
         assert_eq!(s.candidates, [("lzo-rle".to_string(), 0), ("zstd".to_string(), 123_456)]);
         assert!(parse("{}").is_err());
+    }
+
+    /// An uncertain report (too few pages) has nothing to apply and no savings to export.
+    #[test]
+    fn an_uncertain_report_is_refused() {
+        let text = r#"{"candidates": [],
+          "recommendation": {"config": "zstd", "memory_saved_bytes_vs_now": -5,
+            "expected_ratio": 0.24, "uncertain": true,
+            "uncertain_reason": {"kind": "too_few_pages", "measured_pages": 16, "min_pages": 1024}}}"#;
+        let e = parse(text).unwrap_err().to_string();
+        assert!(e.contains("too uncertain"), "{e}");
     }
 }

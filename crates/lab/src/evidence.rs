@@ -18,7 +18,6 @@
 
 use serde::{Deserialize, Serialize};
 use zmem_kernel::caps::KernelCaps;
-use zmem_kernel::capture::zram::capture_device;
 use zmem_kernel::{capture, stat as live};
 use zmem_pages::{PageSet, SetMeta, builtin};
 
@@ -272,7 +271,15 @@ fn from_file(
     Ok(e)
 }
 
-/// Every active zram swap device, captured; `Ok(Err(why))` when there is none to use.
+/// Attempts at a still read of the device "Now" describes: a device that changed while it was
+/// read (mm_stat or its write counters moved) is read again, 200 ms later, up to this many times.
+const STILL_READ_ATTEMPTS: u32 = 4;
+
+/// Every active zram swap device, read once each in bounded memory: the pages sampled as they
+/// are read ([`sample::StreamDraw`]; `max_pages` pages whatever the devices' size, unless every
+/// page is asked for) and "Now" predicted page by page ([`now::Predictor`]), so nothing holds a
+/// whole device. A device that cannot be read (removed meanwhile, reset) is skipped with a
+/// note; `Ok(Err(why))` when none is left to use.
 fn from_zram(
     max_pages: Coverage,
     progress: &dyn Progress,
@@ -284,47 +291,175 @@ fn from_zram(
     };
     // The one the kernel fills first is the one "Now" describes.
     devices.sort_by_key(|d| std::cmp::Reverse(d.priority));
-    let mut sets = Vec::new();
+    let ps = capture::system_page_size();
+    let n = match max_pages {
+        Coverage::All => usize::MAX,
+        Coverage::Even(n) | Coverage::Sample(n) => n,
+    };
+    let mut draw = Draw::new(n, ps);
+    let mut now = None;
+    let mut read = Vec::new();
+    let mut notes = Vec::new();
+    let mut changed = false;
     for d in &devices {
-        let mut read = 0;
-        let got = capture_device(&d.path, &mut |done, total| {
-            if read == 0 {
-                progress.start(&format!("read {}", d.path.display()), total / 4096);
+        let first = now.is_none();
+        let mut attempt = 0;
+        let before = draw.clone();
+        let got = loop {
+            attempt += 1;
+            draw = before.clone();
+            let mut predictor = if first {
+                match predictor_for(d.id, ps) {
+                    Ok(p) => Some(p),
+                    Err(e) => break Err(e.to_string()),
+                }
+            } else {
+                None
+            };
+            let mut done_bytes = 0;
+            let got = capture::zram::capture_device_with(
+                &d.path,
+                &mut |_, _, page| {
+                    if let Some(p) = predictor.as_mut() {
+                        p.push(page).map_err(|e| zmem_pages::PagesError::Invalid(e.to_string()))?;
+                    }
+                    draw.offer(page);
+                    Ok(())
+                },
+                &mut |done, total| {
+                    if done_bytes == 0 {
+                        progress.start(&format!("read {}", d.path.display()), total / 4096);
+                    }
+                    progress.advance((done - done_bytes) / 4096);
+                    done_bytes = done;
+                },
+            );
+            progress.finish();
+            match got {
+                Err(e) => break Err(e.to_string()),
+                Ok((meta, summary)) => {
+                    if first && !summary.stable() && attempt < STILL_READ_ATTEMPTS {
+                        std::thread::sleep(std::time::Duration::from_millis(200));
+                        continue;
+                    }
+                    break Ok((meta, summary, predictor));
+                }
             }
-            progress.advance((done - read) / 4096);
-            read = done;
-        });
-        progress.finish();
+        };
         match got {
-            Ok((set, summary)) => sets.push((d, set, summary)),
-            Err(e) => return Ok(Err(format!("{} unreadable: {e}", d.path.display()))),
+            Err(why) => {
+                // Whatever it offered before it failed is dropped with it.
+                draw = before;
+                notes.push(format!("{} skipped: {why}", d.path.display()));
+            }
+            Ok((meta, summary, predictor)) => {
+                if let Some(p) = predictor {
+                    changed = !summary.stable();
+                    let config = live_config(&meta, Some(d.priority))?;
+                    now = Some(p.finish(config, &summary.mm_stat_after)?);
+                }
+                read.push((d, summary.pages));
+            }
         }
     }
-    let (first, set, summary) = &sets[0];
-    let meta = set.set_meta().cloned().unwrap_or_default();
-    let config = live_config(&meta, Some(first.priority))?;
-    let now = now::assess(set.bytes(), set.page_size(), config, &summary.mm_stat_after, progress)?;
-    let names: Vec<String> = sets
+    if read.is_empty() {
+        return Ok(Err(notes.join("; ")));
+    }
+    let names: Vec<String> = read
         .iter()
-        .map(|(d, s, _)| {
-            format!("{} ({} pages, priority {})", d.path.display(), s.len(), d.priority)
-        })
+        .map(|(d, pages)| format!("{} ({pages} pages, priority {})", d.path.display(), d.priority))
         .collect();
-    let used = max_pages.used(sets.iter().map(|(_, s, _)| s.len()).sum::<usize>());
+    let set_pages = draw.seen();
+    let (pages, design) = draw.finish(max_pages);
+    let used = pages.len() / ps;
     let mut detail = format!("live zram swap: {}; {used} pages sampled", names.join(", "));
-    if !summary.stable() {
+    if changed {
         detail += "; the device changed while it was read";
     }
-    // One device (the usual case) is sampled as it is; several are joined first.
-    let mut e = if sets.len() == 1 {
-        evidence("zram", detail, set, max_pages)
-    } else {
-        let all: Vec<u8> = sets.iter().flat_map(|(_, s, _)| s.bytes().iter().copied()).collect();
-        evidence("zram", detail, &PageSet::from_raw(all, set.page_size())?, max_pages)
+    for note in &notes {
+        detail += &format!("; {note}");
+    }
+    let source = Source {
+        kind: "zram".into(),
+        detail,
+        pages: used as u64,
+        page_size: ps,
+        fallback_reason: None,
     };
-    e.now = Some(now);
-    e.zram_ids = devices.iter().map(|d| d.id).collect();
-    Ok(Ok(e))
+    Ok(Ok(Evidence {
+        pages,
+        source,
+        now,
+        zram_ids: read.iter().map(|(d, _)| d.id).collect(),
+        sample: design,
+        set_pages,
+        kernel: KernelCaps::default(),
+    }))
+}
+
+/// The pages of a device kept as it is read: every one ([`Coverage::All`]), or a stratified
+/// random sample of at most `n` ([`sample::StreamDraw`]).
+#[derive(Clone)]
+enum Draw {
+    All { pages: Vec<u8>, page_size: usize },
+    Sample(sample::StreamDraw),
+}
+
+impl Draw {
+    fn new(n: usize, page_size: usize) -> Self {
+        if n == usize::MAX {
+            Self::All { pages: Vec::new(), page_size }
+        } else {
+            Self::Sample(sample::StreamDraw::new(n, page_size, sample::DEFAULT_SEED))
+        }
+    }
+
+    fn offer(&mut self, page: &[u8]) {
+        match self {
+            Self::All { pages, .. } => pages.extend_from_slice(page),
+            Self::Sample(d) => d.offer(page),
+        }
+    }
+
+    fn seen(&self) -> u64 {
+        match self {
+            Self::All { pages, page_size } => (pages.len() / *page_size) as u64,
+            Self::Sample(d) => d.seen(),
+        }
+    }
+
+    /// The pages and, for a random sample ([`Coverage::Sample`]) of part of the input, its
+    /// design. `--max-pages N` on a live device is a random sample too (a device is read once,
+    /// so "evenly spaced" cannot be known in advance), without estimates.
+    fn finish(self, coverage: Coverage) -> (Vec<u8>, Option<Design>) {
+        match self {
+            Self::All { pages, .. } => (pages, None),
+            Self::Sample(d) => {
+                let (pages, design) = d.finish(sample::DEFAULT_SEED);
+                (pages, design.filter(|_| matches!(coverage, Coverage::Sample(_))))
+            }
+        }
+    }
+}
+
+/// The streamed "Now" predictor for zram device `id`, configured as it is now.
+fn predictor_for(id: u32, ps: usize) -> Result<now::Predictor, LabError> {
+    let attr = |name: &str| live::read_zram_attr(id, name);
+    let line = attr("comp_algorithm")?;
+    let algo = live::selected_algorithm(&line)
+        .ok_or_else(|| LabError::Setup(format!("zram{id}: no algorithm selected in {line:?}")))?;
+    let config = LiveConfig {
+        device: format!("/dev/zram{id}"),
+        comp_algorithm: algo.to_string(),
+        recomp_algorithm: None,
+        algorithm_params: attr("algorithm_params").ok().filter(|p| !p.trim().is_empty()),
+        disksize_bytes: 0,
+        mem_limit_bytes: 0,
+        swap_priority: None,
+        offered: Vec::new(),
+        recompress: false,
+    };
+    now::Predictor::new(&config, ps)
 }
 
 fn meta_get<'m>(meta: &'m SetMeta, key: &str) -> Result<&'m str, LabError> {

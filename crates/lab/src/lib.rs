@@ -53,7 +53,10 @@ pub use cost::{Budgets, Candidate};
 pub use evidence::{Coverage, Evidence, Input, Source, TraceSource};
 pub use now::{FieldComparison, LiveConfig, Now, Rates};
 pub use policy::{Policy, PolicyRow, candidates, default_policies};
-pub use recommend::{BetterKernel, Recommendation, RunnerUpReason, Unfit, kernel_fit, recommend};
+pub use recommend::{
+    BetterKernel, Recommendation, RunnerUpReason, UncertainReason, Unfit, kernel_fit, recommend,
+    uncertainty,
+};
 pub use request::{LabRequest, coverage, parse_max_pages, parse_source, run_lab};
 pub use zmem_kernel::caps::KernelCaps;
 
@@ -151,6 +154,20 @@ pub struct LabReport {
     /// measured are a random sample of it ([`sample`]); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub estimates: Option<sample::Estimates>,
+    /// Candidates left out, and why (a dictionary with too few pages to train on).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped_policies: Vec<SkippedPolicy>,
+}
+
+/// A candidate the lab did not measure: a dictionary whose training half
+/// ([`policy::held_out`]) has fewer pages that are not same-filled than it needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedPolicy {
+    pub name: String,
+    /// Pages that are not same-filled in the training half.
+    pub train_pages: u64,
+    /// Pages it needs.
+    pub need: u64,
 }
 
 /// Knobs of a lab run.
@@ -228,6 +245,26 @@ pub fn run(
     let current =
         opts.now.as_ref().map_or(zmem_zram::DEFAULT_ALGORITHM, |n| &n.config.comp_algorithm);
     let list = if opts.policies.is_empty() { candidates(current) } else { opts.policies.clone() };
+    // A dictionary needs pages to train on besides those it is measured on: with too few it is
+    // left out, and the report says so.
+    let (list, skipped_policies): (Vec<Policy>, Vec<SkippedPolicy>) = {
+        let mut kept = Vec::new();
+        let mut skipped = Vec::new();
+        for p in list {
+            match (p.dict, policy::dict_trainable(pages, ps)) {
+                (true, Err((train_pages, need))) => {
+                    skipped.push(SkippedPolicy { name: p.name, train_pages, need })
+                }
+                _ => kept.push(p),
+            }
+        }
+        (kept, skipped)
+    };
+    if list.is_empty() {
+        return Err(LabError::Setup(
+            "no policy left to measure: a dictionary needs more pages to train on".into(),
+        ));
+    }
     let (accesses, trace) = match &opts.trace {
         Some((a, t)) => (a.clone(), t.clone()),
         None => {
@@ -254,8 +291,12 @@ pub fn run(
         Ok(r) => r.clone(),
         Err(why) => now::replay_rates(&swap, why),
     };
-    let (candidates, recommendation) =
+    let (candidates, mut recommendation) =
         recommend(&policies, opts.now.as_ref(), opts.kernel.as_ref(), &rates, &opts.budgets)?;
+    if let Some(why) = uncertainty((pages.len() / ps) as u64) {
+        recommendation.uncertain = true;
+        recommendation.uncertain_reason = Some(why);
+    }
     // Every algorithm measured alone gets its estimate.
     let plain: Vec<&str> = list
         .iter()
@@ -286,6 +327,7 @@ pub fn run(
         budgets: opts.budgets,
         recommendation,
         estimates,
+        skipped_policies,
     })
 }
 
@@ -413,6 +455,41 @@ mod tests {
         let ms50 = Duration::from_millis(50);
         assert_eq!(per_batch(ms50, 6144 * 4096), ms50);
         assert_eq!(per_batch(ms50, 100 << 20), ms50 / 4);
+    }
+
+    /// 1, 10 and 16 pages: a result, not an error and not advice. The recommendation is marked
+    /// uncertain with its reason, and the dictionary, which needs 16 pages to train on besides
+    /// those it is measured on, is skipped and listed. (Before: 10 pages failed in dictionary
+    /// training, 16 recommended zstd with "memory saved -318.8 %".)
+    #[test]
+    fn too_few_pages_give_an_uncertain_result() {
+        let set = zmem_pages::builtin::default_set_with(4096).unwrap();
+        for n in [1usize, 10, 16] {
+            let source = Source {
+                kind: "file".into(),
+                detail: String::new(),
+                pages: n as u64,
+                page_size: 4096,
+                fallback_reason: None,
+            };
+            let opts = LabOptions { min_time: Duration::ZERO, threads: 2, ..LabOptions::default() };
+            let r = run(&set.bytes()[..n * 4096], source, &opts, &NoProgress)
+                .unwrap_or_else(|e| panic!("{n} pages: {e}"));
+            let rec = &r.recommendation;
+            assert!(rec.uncertain, "{n} pages");
+            assert_eq!(
+                rec.uncertain_reason,
+                Some(UncertainReason::TooFewPages {
+                    measured_pages: n as u64,
+                    min_pages: sample::MIN_PAGES
+                })
+            );
+            let skipped: Vec<&str> = r.skipped_policies.iter().map(|p| p.name.as_str()).collect();
+            assert_eq!(skipped, ["zstd + dict"], "{n} pages");
+            assert!(r.policies.iter().all(|p| !p.policy.dict && p.verified));
+        }
+        assert_eq!(uncertainty(sample::MIN_PAGES), None);
+        assert!(uncertainty(sample::MIN_PAGES - 1).is_some());
     }
 
     /// A sampled run carries estimates for every plain algorithm it measured.

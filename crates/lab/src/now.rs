@@ -116,6 +116,93 @@ pub fn assess(
     Ok(compare(config, &live, &predicted, page_size))
 }
 
+/// zmem's mm_stat for a live device's pages, taken one page at a time as the device is read,
+/// in memory that does not grow with the device: what [`assess`] predicts (the pages written
+/// in slot order to a fresh device configured as the live one) without holding the pages or
+/// the pool. Each page is written to slot 0 of a one-slot zmem device configured as the live
+/// one (its algorithm, its parameters; zram's own path, so the same-filled and huge rules are
+/// the device's) and freed again; its stored length is counted in its zsmalloc size class, and
+/// the pool is the closed form zsmalloc gives objects written one after another
+/// (`ceil(count / objs_per_zspage) x pages_per_zspage` per class, as [`crate::sample`]), which
+/// the tests check against a device holding every page.
+pub struct Predictor {
+    z: zmem_zram::Zram,
+    page_size: usize,
+    classes: zmem_pool::zsmalloc::class::ClassTable,
+    counts: Vec<u64>,
+    stat: MmStat,
+}
+
+impl std::fmt::Debug for Predictor {
+    // The one-slot device has nothing worth printing; the tally is the state.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Predictor").field("stat", &self.stat).finish_non_exhaustive()
+    }
+}
+
+impl Predictor {
+    pub fn new(config: &LiveConfig, page_size: usize) -> Result<Self, LabError> {
+        let cfg = ZramRunConfig {
+            algo: config.comp_algorithm.clone(),
+            params: config.algorithm_params.clone().filter(|p| !p.trim().is_empty()),
+            page_size,
+            ..ZramRunConfig::default()
+        };
+        let z = build_device(&cfg, 1)?;
+        let classes = zmem_pool::zsmalloc::class::ClassTable::new(
+            page_size,
+            zmem_zram::ZramConfig::default().chain_size,
+        )
+        .map_err(|e| LabError::Setup(format!("size classes: {e}")))?;
+        let counts = vec![0; classes.classes().len()];
+        Ok(Self { z, page_size, classes, counts, stat: MmStat::default() })
+    }
+
+    /// Counts the next page (in slot order).
+    pub fn push(&mut self, page: &[u8]) -> Result<(), LabError> {
+        let before = self.z.mm_stat();
+        self.z.write_page(0, page).map_err(|e| LabError::Setup(format!("predict: {e}")))?;
+        let after = self.z.mm_stat();
+        self.z.slot_free_notify(0);
+        self.stat.orig_data_size += self.page_size as u64;
+        if after.same_pages > before.same_pages {
+            self.stat.same_pages += 1;
+            return Ok(());
+        }
+        let len = after.compr_data_size - before.compr_data_size;
+        self.stat.compr_data_size += len;
+        if after.huge_pages > before.huge_pages {
+            self.stat.huge_pages += 1;
+            self.stat.huge_pages_since += 1;
+        }
+        self.counts[self.classes.slot_for_request(len as usize)] += 1;
+        Ok(())
+    }
+
+    /// The mm_stat of a fresh device holding every page pushed, in that order.
+    pub fn mm_stat(&self) -> MmStat {
+        let ps = self.page_size as u64;
+        let pool: u64 = self
+            .counts
+            .iter()
+            .zip(self.classes.classes())
+            .map(|(&m, c)| m.div_ceil(c.objs_per_zspage as u64) * c.pages_per_zspage as u64 * ps)
+            .sum();
+        MmStat { mem_used_total: pool, mem_used_max: pool, ..self.stat }
+    }
+
+    /// The "Now" section: the live device against the pages pushed.
+    pub fn finish(self, config: LiveConfig, live_mm_stat: &str) -> Result<Now, LabError> {
+        let live: MmStat = live_mm_stat.parse().map_err(|e| {
+            LabError::Setup(format!("{}: mm_stat {live_mm_stat:?}: {e}", config.device))
+        })?;
+        if self.stat.orig_data_size == 0 {
+            return Err(LabError::NoPages);
+        }
+        Ok(compare(config, &live, &self.mm_stat(), self.page_size))
+    }
+}
+
 /// The "Now" section from the two mm_stats.
 fn compare(config: LiveConfig, live: &MmStat, predicted: &MmStat, page_size: usize) -> Now {
     let value = |m: &MmStat, f: &str| {
@@ -168,47 +255,66 @@ fn compare(config: LiveConfig, live: &MmStat, predicted: &MmStat, page_size: usi
 }
 
 /// Swap traffic counted at one moment: the system's and the zram devices'.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SwapSample {
     /// `/proc/vmstat` pswpin / pswpout.
     pub system: live::SwapCounters,
-    /// Pages read from and written to the zram devices (`stat` sectors / sectors per page).
-    pub zram_reads: u64,
-    pub zram_writes: u64,
+    /// Per zram device read: its number, and the pages read from and written to it (`stat`
+    /// sectors / sectors per page). A device that could not be read (removed meanwhile) is
+    /// absent.
+    pub zram: Vec<(u32, u64, u64)>,
 }
 
-/// Takes a [`SwapSample`] of the system and of zram devices `ids`.
+/// Takes a [`SwapSample`] of the system and of zram devices `ids`. A device whose `stat`
+/// cannot be read (hot-removed, reset) is left out of the sample, not an error: the rates are
+/// those of the devices present at both ends of a window ([`rates_between`]).
 pub fn sample(ids: &[u32], page_size: usize) -> Result<SwapSample, LabError> {
     let per_page = (page_size / 512).max(1) as u64;
-    let mut s = SwapSample { system: live::swap_counters()?, ..SwapSample::default() };
+    let mut s = SwapSample { system: live::swap_counters()?, zram: Vec::new() };
     for &id in ids {
-        let b = live::zram_block_stat(id)?;
-        s.zram_reads += b.read_sectors / per_page;
-        s.zram_writes += b.write_sectors / per_page;
+        if let Ok(b) = live::zram_block_stat(id) {
+            s.zram.push((id, b.read_sectors / per_page, b.write_sectors / per_page));
+        }
     }
     Ok(s)
 }
 
 /// Rates from two samples `secs` apart. With zram devices watched their own page counts are
-/// the rates (swap to other devices is not zram's); the system's pswpin/pswpout are in the
-/// note beside them.
+/// the rates (swap to other devices is not zram's), summed over the devices present in both
+/// samples; a device gone by the second is named in the note. The system's pswpin/pswpout are
+/// in the note beside them.
 pub fn rates_between(a: &SwapSample, b: &SwapSample, secs: f64, zram: bool) -> Rates {
     let per_sec = |x: u64, y: u64| y.saturating_sub(x) as f64 / secs.max(1e-9);
     let (ins, outs) =
         (per_sec(a.system.pswpin, b.system.pswpin), per_sec(a.system.pswpout, b.system.pswpout));
-    let (zins, zouts) =
-        (per_sec(a.zram_reads, b.zram_reads), per_sec(a.zram_writes, b.zram_writes));
+    let (mut zr, mut zw) = ((0, 0), (0, 0));
+    let mut gone = Vec::new();
+    for &(id, r0, w0) in &a.zram {
+        match b.zram.iter().find(|d| d.0 == id) {
+            Some(&(_, r1, w1)) => {
+                zr = (zr.0 + r0, zr.1 + r1);
+                zw = (zw.0 + w0, zw.1 + w1);
+            }
+            None => gone.push(format!("zram{id}")),
+        }
+    }
+    let (zins, zouts) = (per_sec(zr.0, zr.1), per_sec(zw.0, zw.1));
     let (swap_ins_per_sec, swap_outs_per_sec, whose) = if zram {
         (zins, zouts, "the zram devices' reads and writes")
     } else {
         (ins, outs, "pswpin/pswpout")
     };
+    let mut note =
+        format!("{secs:.1} s of {whose}; system-wide pswpin {ins:.1}/s, pswpout {outs:.1}/s");
+    if !gone.is_empty() {
+        note += &format!("; skipped {} (removed while watched)", gone.join(", "));
+    }
     Rates {
         swap_ins_per_sec,
         swap_outs_per_sec,
         observed_secs: secs,
         source: "observed".into(),
-        note: format!("{secs:.1} s of {whose}; system-wide pswpin {ins:.1}/s, pswpout {outs:.1}/s"),
+        note,
     }
 }
 
@@ -330,13 +436,11 @@ mod tests {
     fn observed_rates_are_the_zram_devices_page_counts_per_second() {
         let a = SwapSample {
             system: live::SwapCounters { pswpin: 100, pswpout: 1000 },
-            zram_reads: 50,
-            zram_writes: 500,
+            zram: vec![(1, 50, 500)],
         };
         let b = SwapSample {
             system: live::SwapCounters { pswpin: 300, pswpout: 1400 },
-            zram_reads: 150,
-            zram_writes: 700,
+            zram: vec![(1, 150, 700)],
         };
         let r = rates_between(&a, &b, 4.0, true);
         assert_eq!((r.swap_ins_per_sec, r.swap_outs_per_sec), (25.0, 50.0));
@@ -355,7 +459,7 @@ mod tests {
     fn a_live_sample_reads_the_system_counters() {
         // /proc/vmstat exists on every Linux: the sample must succeed with no device.
         let s = sample(&[], 4096).unwrap();
-        assert_eq!((s.zram_reads, s.zram_writes), (0, 0));
+        assert!(s.zram.is_empty());
     }
 
     #[test]
@@ -404,5 +508,66 @@ mod tests {
         assert!(r.note.contains("250 of 1000 pages"), "{}", r.note);
         assert!(r.note.starts_with("no live swap to observe: "), "{}", r.note);
         assert_eq!(replay_rates(&[], "x").swap_ins_per_sec, 0.0);
+    }
+}
+
+#[cfg(test)]
+mod watch_tests {
+    use super::*;
+
+    /// A zram device that does not exist (or was removed) is skipped, not an error, and the
+    /// rates count only the devices present at both ends; one that went away meanwhile is named.
+    #[test]
+    fn a_vanished_device_is_skipped_with_a_note() {
+        // No /sys/block/zram4000000000 on any machine.
+        let s = sample(&[4_000_000_000], 4096).expect("a missing device is no error");
+        assert!(s.zram.is_empty(), "{s:?}");
+        let a = SwapSample { system: Default::default(), zram: vec![(1, 10, 20), (2, 100, 200)] };
+        let b = SwapSample { system: Default::default(), zram: vec![(1, 20, 40)] };
+        let r = rates_between(&a, &b, 1.0, true);
+        assert_eq!((r.swap_ins_per_sec, r.swap_outs_per_sec), (10.0, 20.0));
+        assert!(r.note.contains("skipped zram2 (removed while watched)"), "{}", r.note);
+    }
+}
+
+#[cfg(test)]
+mod predictor_tests {
+    use super::*;
+    use crate::NoProgress;
+
+    /// Page by page, in bounded memory, the predictor gives the mm_stat fields "Now" compares
+    /// that a device holding every page gives.
+    #[test]
+    fn the_streamed_prediction_is_the_whole_devices() {
+        let set = zmem_pages::builtin::default_set_with(4096).unwrap();
+        let pages = &set.bytes()[..1500 * 4096];
+        for algo in ["lzo-rle", "zstd"] {
+            let config = LiveConfig {
+                device: "/dev/zram9".into(),
+                comp_algorithm: algo.into(),
+                recomp_algorithm: None,
+                algorithm_params: None,
+                disksize_bytes: 0,
+                mem_limit_bytes: 0,
+                swap_priority: None,
+                offered: Vec::new(),
+                recompress: false,
+            };
+            let whole = zmem_experiments::conform::ours(algo, pages).unwrap();
+            let mut p = Predictor::new(&config, 4096).unwrap();
+            pages.chunks_exact(4096).for_each(|page| p.push(page).unwrap());
+            let m = p.mm_stat();
+            assert_eq!(
+                (m.orig_data_size, m.compr_data_size, m.huge_pages, m.same_pages),
+                (whole.orig_data_size, whole.compr_data_size, whole.huge_pages, whole.same_pages),
+                "{algo}"
+            );
+            assert_eq!(m.mem_used_total, whole.mem_used_total, "{algo}");
+            let live = whole.to_string();
+            let a = assess(pages, 4096, config.clone(), live.trim(), &NoProgress).unwrap();
+            let b = p.finish(config, live.trim()).unwrap();
+            assert_eq!(a.fields, b.fields, "{algo}");
+            assert!(b.exact);
+        }
     }
 }

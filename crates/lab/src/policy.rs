@@ -1,11 +1,15 @@
 //! zram configurations compared end to end: a primary algorithm, optional secondaries and the
 //! `recompress` calls a policy makes (seed 004's multi-compression, docs/REFERENCES.md
-//! [seed-004]), or a trained dictionary, measured on the same pages.
+//! [seed-004]), or a trained dictionary, measured on pages it was not trained on.
 //!
 //! The candidates ([`candidates`]): every primary algorithm of the kernel's list alone; the
 //! current primary with each denser, slower secondary ([`SECONDARIES`]: zstd, deflate)
-//! recompressing huge pages and idle pages; and zstd with a dictionary trained on the pages
-//! ([`crate::dict`]; trained on the same pages it is measured on, so its gain is an upper bound).
+//! recompressing huge pages and idle pages; and zstd with a dictionary ([`crate::dict`]) trained
+//! on one half of the pages and measured on the other ([`held_out`]: the pages at odd positions
+//! train it, the pages at even positions are written to its device), so its gain is what a
+//! dictionary trained on yesterday's pages gives on today's, not the upper bound a dictionary
+//! measured on its own training pages would be. Its row is of the held-out half; the cost model
+//! scales every row per page, so it compares with the others.
 //!
 //! Each measurement gives the thread CPU time per page (not wall time) of the writes (compress
 //! and store), of the reads (load and decompress) and of the recompression, which the cost model
@@ -39,6 +43,34 @@ pub const SECONDARIES: [&str; 2] = ["zstd", "deflate"];
 
 /// Most pages the dictionary is trained on (sampled evenly).
 const DICT_TRAIN_PAGES: usize = 2048;
+
+/// The pages a dictionary is trained on (those at odd positions) and the held-out pages its
+/// device is measured on (those at even positions), whole pages of `ps`. Alternate pages, not
+/// two halves, so both halves span the whole input (every process of a capture, every region
+/// of a device).
+pub fn held_out(pages: &[u8], ps: usize) -> (Vec<u8>, Vec<u8>) {
+    let (mut train, mut measure) = (Vec::new(), Vec::new());
+    for (i, page) in pages.chunks_exact(ps).enumerate() {
+        if i % 2 == 1 { &mut train } else { &mut measure }.extend_from_slice(page);
+    }
+    (train, measure)
+}
+
+/// Whether a dictionary can be trained and measured on `pages`: its training half has
+/// [`dict::MIN_TRAIN_PAGES`] pages that are not same-filled. `Err((have, need))` otherwise.
+pub fn dict_trainable(pages: &[u8], ps: usize) -> Result<(), (u64, u64)> {
+    let have = pages
+        .chunks_exact(ps)
+        .skip(1)
+        .step_by(2)
+        .filter(|p| zmem_zram::same_filled(p).is_none())
+        .count();
+    if have >= dict::MIN_TRAIN_PAGES {
+        Ok(())
+    } else {
+        Err((have as u64, dict::MIN_TRAIN_PAGES as u64))
+    }
+}
 
 /// A zram configuration and what it does after the pages are written.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -194,6 +226,9 @@ pub fn measure(
     back: &mut Vec<u8>,
     progress: &dyn Progress,
 ) -> Result<PolicyRow, LabError> {
+    // A dictionary is measured on the pages it was not trained on.
+    let (train, held) = if p.dict { held_out(pages, ps) } else { (Vec::new(), Vec::new()) };
+    let pages = if p.dict { held.as_slice() } else { pages };
     let n = pages.len() / ps;
     let mut cfg = ZramRunConfig {
         algo: p.algo.clone(),
@@ -204,7 +239,7 @@ pub fn measure(
     // The device reads the dictionary from the file when the parameters are stored; the file
     // goes when `_file` does.
     let (trained, _file) = if p.dict {
-        let d = dict::train(pages, ps, &p.algo, dict::DEFAULT_DICT_SIZE, DICT_TRAIN_PAGES)?;
+        let d = dict::train(&train, ps, &p.algo, dict::DEFAULT_DICT_SIZE, DICT_TRAIN_PAGES)?;
         let file = dict::DictFile::write(&d)?;
         cfg.params = Some(format!("algo={} {}", p.algo, file.params_line(None)?));
         (Some(d), Some(file))
@@ -372,5 +407,23 @@ mod tests {
         assert!(d.verified);
         assert!(d.dict_bytes > 0 && d.dict.as_ref().map(Vec::len) == Some(d.dict_bytes as usize));
         assert_eq!(d.recompress_cpu_ns_per_page, 0.0);
+        // Measured on the held-out half only: the 128 pages at even positions.
+        assert_eq!((d.pages, d.orig_bytes), (128, 128 * 4096));
+    }
+
+    /// The dictionary's training pages and its measured pages are disjoint and together the
+    /// input: odd positions train, even positions are measured.
+    #[test]
+    fn a_dictionary_is_trained_on_one_half_and_measured_on_the_other() {
+        let pages: Vec<u8> = (0..9u8).flat_map(|i| [i; 4096]).collect();
+        let (train, measured) = held_out(&pages, 4096);
+        let firsts = |b: &[u8]| b.chunks(4096).map(|p| p[0]).collect::<Vec<u8>>();
+        assert_eq!(firsts(&train), [1, 3, 5, 7]);
+        assert_eq!(firsts(&measured), [0, 2, 4, 6, 8]);
+        // 9 same-filled pages: nothing to train on.
+        assert_eq!(dict_trainable(&pages, 4096), Err((0, 16)));
+        let set = zmem_pages::builtin::default_set_with(4096).unwrap();
+        assert_eq!(dict_trainable(&set.bytes()[..10 * 4096], 4096), Err((5, 16)));
+        assert!(dict_trainable(&set.bytes()[..64 * 4096], 4096).is_ok());
     }
 }

@@ -61,10 +61,34 @@ pub struct Recommendation {
     /// saving first.
     #[serde(default)]
     pub better_kernel: Vec<BetterKernel>,
+    /// The measurement is too uncertain to act on ([`crate::sample::MIN_PAGES`]): the choice
+    /// above is what the pages measured gave, not advice, and no apply lines go with it.
+    #[serde(default)]
+    pub uncertain: bool,
+    /// Why it is uncertain (zmem-render says it in words), when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncertain_reason: Option<UncertainReason>,
 }
 
 fn yes() -> bool {
     true
+}
+
+/// Why a recommendation is too uncertain to act on, as data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum UncertainReason {
+    /// Fewer pages measured than the lab needs to say anything about a device
+    /// ([`crate::sample::MIN_PAGES`], where the reasoning is).
+    TooFewPages { measured_pages: u64, min_pages: u64 },
+}
+
+/// Why a measurement of `measured_pages` pages is too uncertain to act on, if it is.
+pub fn uncertainty(measured_pages: u64) -> Option<UncertainReason> {
+    (measured_pages < crate::sample::MIN_PAGES).then_some(UncertainReason::TooFewPages {
+        measured_pages,
+        min_pages: crate::sample::MIN_PAGES,
+    })
 }
 
 /// Why the runner-up lost, as data.
@@ -344,6 +368,8 @@ pub fn recommend(
             available: c.available,
             unavailable_reason: c.unavailable_reason.clone(),
             better_kernel,
+            uncertain: false,
+            uncertain_reason: None,
         },
     ))
 }

@@ -32,8 +32,22 @@
 //! last zspages, and the pool comes out low by up to one zspage per missed class; the lab
 //! samples 6144 pages by default, which sees every class holding more than a few pages' worth
 //! of the input.
+//!
+//! **Minimum sample** ([`MIN_PAGES`] = 1024): below it the lab marks its recommendation
+//! uncertain and gives nothing to apply. Chosen from the intervals above: treating the `n`
+//! pages measured as a sample of a large device (`n` of `1000 n`, so no finite-population
+//! correction), the 95 % interval of the pool is +-3.6 % (lzo-rle) and +-4.6 % (zstd) wide at
+//! 1024 pages of the built-in set and +-2.6 % / +-3.2 % on the generated mix, within +-5 %, and
+//! at 512 it is +-5.2 % / +-6.5 %: wider than the differences between the kernel's algorithms
+//! the advice turns on (`minimum_sample` in the tests prints the table; docs/BENCHMARKS.md has
+//! it). Below a few hundred pages a second effect dominates: a device holding only the `n`
+//! pages pays up to one partly filled zspage (up to `chain_size` pages) per size class in use,
+//! so its pool is many times the pages' share of a large device's (+936 % at 16 built-in pages,
+//! +104 % at 1024, +21 % at 4096), which is why 16 pages "saved -318 %" and a 221-page capture
+//! gave a ratio of 1.08 where comp-bench, which counts compressed bytes only, gave 9 to 12.
 
 use serde::{Deserialize, Serialize};
+use zmem_kernel::capture::zram::Reservoir;
 use zmem_pages::PageSet;
 use zmem_pages::prng::SplitMix64;
 use zmem_pool::zsmalloc::class::ClassTable;
@@ -44,6 +58,11 @@ use crate::LabError;
 /// The seed of the lab's sample (`--sample`): fixed, so two runs on one input measure the same
 /// pages.
 pub const DEFAULT_SEED: u64 = 1;
+
+/// Fewest pages the lab measures before it gives advice: below this the recommendation is
+/// marked uncertain ([`crate::Recommendation::uncertain`]) and carries no apply lines. See the
+/// module documentation, "Minimum sample".
+pub const MIN_PAGES: u64 = 1024;
 
 /// The two-sided normal quantile of a 95 % interval.
 const Z95: f64 = 1.959_963_984_540_054;
@@ -100,6 +119,77 @@ pub fn draw(set: &PageSet, n: usize, seed: u64) -> (Vec<u8>, Design) {
         seed,
     };
     (pages, design)
+}
+
+/// The stratified sample of [`draw`], drawn as the pages go by (a device read once, start to
+/// end), in memory bounded by the sample's size whatever the input's: the same-filled and the
+/// other pages each go through a reservoir ([`Reservoir`]; uniform without replacement) of `n`,
+/// a same-filled page held as its fill word only, and once the input's counts are known the
+/// proportional allocation of [`draw`] keeps `n_s` and `n_o` of them (a uniform subset of a
+/// uniform sample is one). Holds at most `n` pages and `n` words.
+#[derive(Debug, Clone)]
+pub struct StreamDraw {
+    n: usize,
+    page_size: usize,
+    seen: u64,
+    others: Reservoir,
+    same: Reservoir,
+}
+
+impl StreamDraw {
+    pub fn new(n: usize, page_size: usize, seed: u64) -> Self {
+        Self {
+            n,
+            page_size,
+            seen: 0,
+            others: Reservoir::new(n, page_size, seed),
+            same: Reservoir::new(n, 8, seed ^ 0x5a5a_5a5a),
+        }
+    }
+
+    /// Offers the next page of the input.
+    pub fn offer(&mut self, page: &[u8]) {
+        let key = self.seen;
+        self.seen += 1;
+        match same_filled(page) {
+            Some(word) => self.same.offer(key, &word.to_ne_bytes()),
+            None => self.others.offer(key, page),
+        }
+    }
+
+    /// Pages offered.
+    pub fn seen(&self) -> u64 {
+        self.seen
+    }
+
+    /// The sample in the input's order, and its design (none when the sample is every page).
+    pub fn finish(mut self, seed: u64) -> (Vec<u8>, Option<Design>) {
+        let total = self.seen as usize;
+        let (n_same, n_other) = (self.same.seen() as usize, self.others.seen() as usize);
+        let n = self.n.min(total);
+        let mut n_s = ((n as f64) * n_same as f64 / total.max(1) as f64).round() as usize;
+        n_s = n_s.min(n_same).min(n.saturating_sub(n_other.min(2)));
+        let n_o = (n - n_s).min(n_other);
+        self.same.shrink_to(n_s);
+        self.others.shrink_to(n_o);
+        let ps = self.page_size;
+        let mut picked: Vec<(u64, Vec<u8>)> = self.others.into_sorted();
+        picked.extend(self.same.into_sorted().into_iter().map(|(k, w)| {
+            let mut page = vec![0u8; ps];
+            page.chunks_exact_mut(8).for_each(|c| c.copy_from_slice(&w));
+            (k, page)
+        }));
+        picked.sort_by_key(|(k, _)| *k);
+        let sampled = picked.len();
+        let pages: Vec<u8> = picked.into_iter().flat_map(|(_, p)| p).collect();
+        let design = (sampled < total).then_some(Design {
+            population_pages: total as u64,
+            population_same_filled: n_same as u64,
+            sample_pages: sampled as u64,
+            seed,
+        });
+        (pages, design)
+    }
 }
 
 /// An estimate and its 95 % confidence interval.
@@ -259,6 +349,77 @@ mod tests {
     fn measured(set: &PageSet, algo: &str) -> (u64, u64) {
         let m = zmem_experiments::conform::ours(algo, set.bytes()).unwrap();
         (m.compr_data_size, m.mem_used_total)
+    }
+
+    /// How the minimum sample was chosen (`cargo test -p zmem-lab --lib -- --ignored
+    /// --nocapture minimum_sample`): for `n` pages of the built-in set and of [`generated`],
+    /// the 95 % interval's half-width of the pool when the `n` pages stand for a large device
+    /// (`n` of `1000 n`), and how much larger the pool zram measures on those `n` pages alone is
+    /// than the same pages' share of a large device's pool (the zspage granularity).
+    #[test]
+    #[ignore]
+    fn minimum_sample() {
+        let builtin = zmem_pages::builtin::default_set_with(4096).unwrap();
+        let generated_set = generated(8192, 5);
+        for (name, set) in [("builtin", &builtin), ("generated", &generated_set)] {
+            for n in [16usize, 32, 64, 128, 256, 512, 1024, 2048, 4096] {
+                if n > set.len() {
+                    continue;
+                }
+                let whole = PageSet::from_raw(crate::evidence::sample(set, n), 4096).unwrap();
+                let same = whole.pages().filter(|p| same_filled(p).is_some()).count() as u64;
+                let big = Design {
+                    population_pages: 1000 * n as u64,
+                    population_same_filled: 1000 * same,
+                    sample_pages: n as u64,
+                    seed: 1,
+                };
+                for algo in ["lzo-rle", "zstd"] {
+                    let e = estimate(whole.bytes(), 4096, big, &[algo]).unwrap();
+                    let r = &e.rows[0];
+                    let half = (r.pool_bytes.high - r.pool_bytes.low) / 2.0 / r.pool_bytes.estimate;
+                    let share = r.pool_bytes.estimate / 1000.0;
+                    let (_, alone) = measured(&whole, algo);
+                    println!(
+                        "{name:9} n {n:5} {algo:8}: ratio on a large device {:6.2}, half-width                          {:5.1} %; alone: ratio {:6.2}, pool {:+7.1} % of its share",
+                        r.ratio.estimate,
+                        100.0 * half,
+                        n as f64 * 4096.0 / alone as f64,
+                        100.0 * (alone as f64 - share) / share
+                    );
+                }
+            }
+        }
+    }
+
+    /// Drawn as the pages go by, the sample has the input's mix, its pages in order, every page
+    /// when the input is smaller, and a design that counts the input.
+    #[test]
+    fn a_streamed_sample_is_stratified_bounded_and_in_order() {
+        let set = generated(3000, 7);
+        let mut d = StreamDraw::new(300, 4096, 1);
+        set.pages().for_each(|p| d.offer(p));
+        let (pages, design) = d.finish(1);
+        let design = design.expect("a sample of part of the input");
+        assert_eq!(
+            (pages.len(), design.sample_pages, design.population_pages),
+            (300 * 4096, 300, 3000)
+        );
+        let same = set.pages().filter(|p| same_filled(p).is_some()).count() as u64;
+        assert_eq!(design.population_same_filled, same);
+        let sampled_same = pages.chunks(4096).filter(|p| same_filled(p).is_some()).count() as f64;
+        assert!((sampled_same - 300.0 * same as f64 / 3000.0).abs() <= 0.5 + 1e-9);
+        // Every sampled page is a page of the input, and they come in the input's order.
+        let index: std::collections::HashMap<&[u8], usize> =
+            set.pages().enumerate().map(|(i, p)| (p, i)).collect();
+        let at: Vec<usize> =
+            pages.chunks(4096).filter(|p| same_filled(p).is_none()).map(|p| index[p]).collect();
+        assert_eq!(at.len() as f64, 300.0 - sampled_same);
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "in order, each page once");
+        let mut d = StreamDraw::new(5000, 4096, 1);
+        set.pages().for_each(|p| d.offer(p));
+        let (all, design) = d.finish(1);
+        assert_eq!((all.as_slice(), design), (set.bytes(), None));
     }
 
     #[test]

@@ -138,8 +138,10 @@ fn live_swap_matches_zmem_zram() {
     }
     h.child.as_mut().unwrap().freeze().unwrap();
 
-    // Other processes may still swap (the kdamond pages out cold memory): capture until mm_stat
-    // is the same before and after the read.
+    // Other processes may still swap (the boot kdamond pages out cold memory whenever swap
+    // exists, faster with a build running beside the tests): capture until the device held still
+    // across the read, mm_stat and the write counters of its `stat` alike
+    // (`ZramSummary::stable`). The lab's own read below does the same (`evidence::from_zram`).
     let mut attempt = 0;
     let (set, summary) = loop {
         attempt += 1;

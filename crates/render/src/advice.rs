@@ -1,11 +1,28 @@
 //! The recommendation in words: why the choice, and why not the runner-up, with the numbers.
 
-use zmem_lab::{LabReport, RunnerUpReason};
+use zmem_lab::{LabReport, RunnerUpReason, UncertainReason};
 
 const MIB: f64 = (1 << 20) as f64;
 
+/// Why the measurement is too uncertain to advise on, in one sentence, when it is.
+pub fn uncertain(r: &LabReport) -> Option<String> {
+    let rec = &r.recommendation;
+    if !rec.uncertain {
+        return None;
+    }
+    Some(match &rec.uncertain_reason {
+        Some(UncertainReason::TooFewPages { measured_pages, min_pages }) => format!(
+            "too uncertain to recommend anything: {measured_pages} pages measured, fewer than the              {min_pages} the lab needs (below that the 95 % interval of the pool is wider than              +-10 %, and zsmalloc's partly filled zspages, one per size class, weigh more than              the pages themselves, so the ratio and the memory saved describe these few pages              only, not a device); measure more pages (--max-pages, --sample) or a larger capture"
+        ),
+        None => "too uncertain to recommend anything".into(),
+    })
+}
+
 /// Why the lab recommends what it does, in one paragraph.
 pub fn why(r: &LabReport) -> String {
+    if let Some(u) = uncertain(r) {
+        return u;
+    }
     let rec = &r.recommendation;
     let b = &r.budgets;
     let mut why = if !rec.available {

@@ -152,7 +152,11 @@ pub fn render_html(r: &LabReport) -> String {
         esc(&r.source.detail),
         esc(&crate::summary::kernel_line(&r.kernel)),
         now_section(r) + &estimates_section(r),
-        esc(&rec.config),
+        if rec.uncertain {
+            format!("none ({} first on these pages alone; too uncertain)", esc(&rec.config))
+        } else {
+            esc(&rec.config)
+        },
         rec.expected_ratio,
         rec.memory_saved_percent,
         rec.cpu_seconds_per_gb,
@@ -160,7 +164,7 @@ pub fn render_html(r: &LabReport) -> String {
         rec.load_latency_p99_ns,
         esc(&crate::advice::why(r)) + &kernel_notes,
         esc(&rec.rule),
-        esc(&crate::apply::build(r).sysfs.join("\n")),
+        if rec.uncertain { String::new() } else { esc(&crate::apply::build(r).sysfs.join("\n")) },
         trade,
         change,
         rows,
@@ -252,18 +256,25 @@ fn change_section(r: &LabReport) -> String {
         .map(|(k, v)| format!("<li><b>{}</b>: {}</li>", esc(k), esc(v)))
         .collect();
     let a = &crate::apply::build(r);
-    let mut apply = format!(
-        "<h3>How to apply it</h3><p>Device: {}. zmem changed nothing; \
+    let mut apply = if let Some(u) = crate::advice::uncertain(r) {
+        format!("<h3>No recommendation</h3><p>{}.</p>", esc(&u))
+    } else {
+        String::new()
+    };
+    if !rec.uncertain {
+        apply += &format!(
+            "<h3>How to apply it</h3><p>Device: {}. zmem changed nothing; \
          <code>zmem lab --apply-script FILE</code> writes all of this as one script to review.</p>\
          <p>Through sysfs, now:</p><pre>{}</pre>\
          <p>With zram-generator, at every boot \
          (<code>/etc/systemd/zram-generator.conf.d/60-zmem.conf</code>):</p><pre>{}</pre><ul>{}</ul>",
-        esc(&a.device_note),
-        esc(&a.sysfs.join("\n")),
-        esc(&a.generator_conf),
-        a.generator_versions.iter().map(|v| format!("<li>{}</li>", esc(v))).collect::<String>()
-    );
-    if let (Some(service), Some(timer)) = (&a.service, &a.timer) {
+            esc(&a.device_note),
+            esc(&a.sysfs.join("\n")),
+            esc(&a.generator_conf),
+            a.generator_versions.iter().map(|v| format!("<li>{}</li>", esc(v))).collect::<String>()
+        );
+    }
+    if let (false, Some(service), Some(timer)) = (rec.uncertain, &a.service, &a.timer) {
         apply += &format!(
             "<p>And the periodic recompression, which zram-generator cannot express \
              (<code>/etc/systemd/system/{u}.service</code> and <code>.timer</code>):</p>\

@@ -30,7 +30,12 @@ pub fn lab_report(r: &LabReport) -> Value {
                 _ => {}
             }
         }
-        out.insert("apply".into(), serde_json::to_value(&a).unwrap_or_default());
+        // An uncertain result is no advice: nothing to apply.
+        if r.recommendation.uncertain {
+            out.shift_remove("attributes");
+        } else {
+            out.insert("apply".into(), serde_json::to_value(&a).unwrap_or_default());
+        }
         *rec = out;
     }
     v

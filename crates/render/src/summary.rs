@@ -111,6 +111,14 @@ pub fn render_summary(r: &LabReport) -> String {
     }
     s += &change_table(r);
     let rec = &r.recommendation;
+    if let Some(u) = crate::advice::uncertain(r) {
+        s += &format!(
+            "\nRecommendation: none, {u}.\n  (On these pages alone {} came first: ratio {:.2}, \
+             memory saved {:.1} %; not advice.)\n",
+            rec.config, rec.expected_ratio, rec.memory_saved_percent
+        );
+        return s;
+    }
     let apply = crate::apply::build(r);
     s += &format!(
         "\nRecommendation: {}\n  expected ratio {:.2}, memory saved {:.1} %, {:.2} CPU s per GB compressed, load p50 {} ns / p99 {} ns\n  {}\n  rule: {}\n  set it up with:\n",
@@ -378,6 +386,9 @@ pub(crate) fn trade_points(r: &LabReport) -> Vec<svg::TradePoint> {
 /// user to review, nothing is run.
 pub fn render_apply_script(r: &LabReport) -> String {
     let rec = &r.recommendation;
+    if let Some(u) = crate::advice::uncertain(r) {
+        return format!("#!/bin/sh\n# zmem lab: no recommendation: {u}.\nexit 1\n");
+    }
     let dict =
         r.policies.iter().find(|p| p.policy.name == rec.config).and_then(|p| p.dict.as_deref());
     crate::apply::script(&rec.config, &crate::apply::build(r), dict)

@@ -12,7 +12,9 @@ use zmem_lab::{self as lab, LabOptions, Source};
 use zmem_render as report;
 
 fn small_report() -> lab::LabReport {
-    let set = zmem_pages::generate::generate(zmem_pages::generate::Kind::Mixed, 384, 4096, 7)
+    // The lab's minimum for advice (zmem_lab::sample::MIN_PAGES): fewer give an uncertain
+    // result with nothing to apply ([`tiny_report`]).
+    let set = zmem_pages::generate::generate(zmem_pages::generate::Kind::Mixed, 1024, 4096, 7)
         .expect("generator");
     let source = Source {
         kind: "builtin".into(),
@@ -23,6 +25,43 @@ fn small_report() -> lab::LabReport {
     };
     let opts = LabOptions { min_time: Duration::ZERO, ..LabOptions::default() };
     lab::run(set.bytes(), source, &opts, &NoProgress).expect("lab run")
+}
+
+/// 16 pages: below the lab's minimum, so the recommendation is uncertain.
+fn tiny_report() -> lab::LabReport {
+    let set = zmem_pages::generate::generate(zmem_pages::generate::Kind::Mixed, 16, 4096, 7)
+        .expect("generator");
+    let source = Source {
+        kind: "builtin".into(),
+        detail: "tiny".into(),
+        pages: 16,
+        page_size: 4096,
+        fallback_reason: None,
+    };
+    let opts = LabOptions { min_time: Duration::ZERO, ..LabOptions::default() };
+    lab::run(set.bytes(), source, &opts, &NoProgress).expect("lab run")
+}
+
+/// An uncertain result validates too, says why in every form, and offers nothing to apply:
+/// no sysfs lines, no generator file, a script that only says so.
+#[test]
+fn an_uncertain_result_is_no_advice() {
+    let r = tiny_report();
+    assert!(r.recommendation.uncertain);
+    let json = report::json::lab_report(&r);
+    let validator = jsonschema::validator_for(&schema()).expect("the schema compiles");
+    let errors: Vec<String> = validator.iter_errors(&json).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    let rec = &json["recommendation"];
+    assert!(rec.get("apply").is_none() && rec.get("attributes").is_none(), "{rec}");
+    assert!(rec["why"].as_str().unwrap().starts_with("too uncertain"), "{rec}");
+    let summary = report::render_summary(&r);
+    assert!(summary.contains("Recommendation: none, too uncertain"), "{summary}");
+    assert!(!summary.contains("set it up with") && !summary.contains("swapon"), "{summary}");
+    let html = report::render_html(&r);
+    assert!(html.contains("too uncertain") && !html.contains("swapon"));
+    let script = report::render_apply_script(&r);
+    assert!(script.contains("no recommendation") && script.ends_with("exit 1\n"), "{script}");
 }
 
 fn schema() -> serde_json::Value {

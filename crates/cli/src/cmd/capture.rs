@@ -24,6 +24,10 @@ pub struct Args {
     /// every slot that is not all zeros, with slot indices and the device's state.
     #[arg(long, value_name = "DEV", conflicts_with_all = ["pids", "all", "cgroup"])]
     zram: Option<PathBuf>,
+    /// With --zram: keep at most N pages, a uniform random sample drawn while the device is
+    /// read, so memory stays at N pages whatever the device's size.
+    #[arg(long, value_name = "N", requires = "zram")]
+    max_pages: Option<usize>,
     /// Compress the page set with zstd at this level (also chosen by an output name ending .zst).
     #[arg(long, value_name = "LEVEL")]
     zstd: Option<i32>,
@@ -66,6 +70,15 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     })?;
     // Cleared before anything else is printed.
     drop(bar);
+    // Nothing captured (no such process, every one gone or unreadable): an error, and no file.
+    if set.is_empty() {
+        let why: Vec<String> =
+            summary.skipped.iter().map(|(pid, why)| format!("{pid}: {why}")).collect();
+        bail!(
+            "nothing captured, no file written ({})",
+            if why.is_empty() { "no resident anonymous pages".to_string() } else { why.join("; ") }
+        );
+    }
     let compression = super::pages::compression(&args.output, args.zstd);
     set.save(&args.output, compression)?;
     if args.verbose {
@@ -80,17 +93,24 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 fn run_zram(args: &Args, dev: &std::path::Path) -> anyhow::Result<()> {
     let bar = Bar::counting("MiB");
     let mut shown = None;
-    let (set, summary) = capture::zram::capture_device(dev, &mut |done, total| {
+    let mut progress = |done: u64, total: u64| {
         let last = *shown.get_or_insert_with(|| {
             bar.start("capture", total >> 20);
             0
         });
         bar.advance((done >> 20) - last);
         shown = Some(done >> 20);
-    })?;
+    };
+    let (set, summary) = match args.max_pages {
+        Some(n) => capture::zram::capture_device_sampled(dev, n, 1, &mut progress)?,
+        None => capture::zram::capture_device(dev, &mut progress)?,
+    };
     drop(bar);
     let compression = super::pages::compression(&args.output, args.zstd);
     set.save(&args.output, compression)?;
-    eprintln!("{summary}");
+    match args.max_pages {
+        Some(_) => eprintln!("{summary}; a random sample of {} of them kept", set.len()),
+        None => eprintln!("{summary}"),
+    }
     Ok(())
 }

@@ -38,6 +38,7 @@
 //! | `capture.time`, `capture.unix_time` | RFC 3339 UTC, seconds since the epoch |
 //! | `capture.page_size`, `capture.slots`, `capture.pages`, `capture.zero_slots` | page size, slots read, pages kept, all-zero slots dropped |
 //! | `capture.zmem_version` | the zmem version that captured |
+//! | `capture.sampled` | pages held, when [`capture_device_sampled`] kept a random sample of the `capture.pages` |
 
 use std::fs::File;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -47,6 +48,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::stat as live;
 use zmem_pages::PageSetBuilder;
+use zmem_pages::prng::SplitMix64;
 use zmem_pages::{MappingKind, PageMeta, SetMeta};
 use zmem_pages::{PageSet, PagesError};
 
@@ -67,12 +69,108 @@ pub struct ZramSummary {
     /// `mm_stat` before and after the read; they differ when the device changed meanwhile.
     pub mm_stat_before: String,
     pub mm_stat_after: String,
+    /// The device's write counters (`stat`: write I/Os, write sectors, discard I/Os) before and
+    /// after the read, where readable. A page swapped out while another was freed can leave
+    /// `mm_stat` as it was; these still move.
+    pub writes_before: Option<[u64; 3]>,
+    pub writes_after: Option<[u64; 3]>,
 }
 
 impl ZramSummary {
-    /// Whether `mm_stat` was the same before and after the read.
+    /// Whether the device held still during the read: `mm_stat` and the write counters the
+    /// same before and after it (our own reads move only the read counters).
     pub fn stable(&self) -> bool {
-        self.mm_stat_before == self.mm_stat_after
+        self.mm_stat_before == self.mm_stat_after && self.writes_before == self.writes_after
+    }
+}
+
+/// Device `id`'s write counters from `/sys/block/zramN/stat`: write I/Os, write sectors,
+/// discard I/Os (a freed swap slot reaches zram as `slot_free_notify`, which mm_stat shows).
+fn write_counters(id: u32) -> Option<[u64; 3]> {
+    live::zram_block_stat(id).ok().map(|b| [b.write_ios, b.write_sectors, b.discard_ios])
+}
+
+/// Up to `capacity` pages chosen uniformly at random from a stream of pages of unknown length
+/// (reservoir sampling, Vitter's algorithm R), each with its slot, in bounded memory:
+/// `capacity` pages whatever the stream's length. Seeded, so a capture is repeatable.
+#[derive(Debug, Clone)]
+pub struct Reservoir {
+    page_size: usize,
+    capacity: usize,
+    seen: u64,
+    slots: Vec<u64>,
+    bytes: Vec<u8>,
+    rng: SplitMix64,
+}
+
+impl Reservoir {
+    pub fn new(capacity: usize, page_size: usize, seed: u64) -> Self {
+        Self {
+            page_size,
+            capacity,
+            seen: 0,
+            slots: Vec::new(),
+            bytes: Vec::new(),
+            rng: SplitMix64::new(seed),
+        }
+    }
+
+    /// Offers the next page of the stream.
+    pub fn offer(&mut self, slot: u64, page: &[u8]) {
+        let ps = self.page_size;
+        self.seen += 1;
+        if self.slots.len() < self.capacity {
+            self.slots.push(slot);
+            self.bytes.extend_from_slice(page);
+            return;
+        }
+        let j = self.rng.below(self.seen) as usize;
+        if j < self.capacity {
+            self.slots[j] = slot;
+            self.bytes[j * ps..(j + 1) * ps].copy_from_slice(page);
+        }
+    }
+
+    /// Pages offered so far.
+    pub fn seen(&self) -> u64 {
+        self.seen
+    }
+
+    /// Pages held.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Keeps `k` of the pages held, uniformly (a uniform subset of a uniform sample is one).
+    pub fn shrink_to(&mut self, k: usize) {
+        let ps = self.page_size;
+        while self.slots.len() > k {
+            let j = self.rng.below(self.slots.len() as u64) as usize;
+            let last = self.slots.len() - 1;
+            self.slots.swap(j, last);
+            self.slots.pop();
+            if j != last {
+                self.bytes.copy_within(last * ps..(last + 1) * ps, j * ps);
+            }
+            self.bytes.truncate(last * ps);
+        }
+    }
+
+    /// The pages held with their slots, in slot order.
+    pub fn into_sorted(self) -> Vec<(u64, Vec<u8>)> {
+        let ps = self.page_size;
+        let mut v: Vec<(u64, Vec<u8>)> = self
+            .slots
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| (s, self.bytes[i * ps..(i + 1) * ps].to_vec()))
+            .collect();
+        v.sort_by_key(|(s, _)| *s);
+        v
     }
 }
 
@@ -92,7 +190,7 @@ impl std::fmt::Display for ZramSummary {
 
 /// Reads zram device `path` (`/dev/zramN`) into a page set with slot metadata and set
 /// metadata (see the module documentation). `progress(done, total)` is called in bytes after
-/// every chunk.
+/// every chunk. Holds every kept page: [`capture_device_sampled`] holds at most a given number.
 ///
 /// Fails for a path that is not a zram device, a device that is not initialised (disksize 0),
 /// and a device that cannot be read (not root).
@@ -100,6 +198,69 @@ pub fn capture_device(
     path: &Path,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<(PageSet, ZramSummary), PagesError> {
+    let page_size = super::system_page_size();
+    let mut builder = PageSetBuilder::new(page_size, true)?;
+    let mut comm: Option<Arc<str>> = None;
+    let (set_meta, summary) = capture_device_with(
+        path,
+        &mut |device, slot, page| {
+            let comm = comm.get_or_insert_with(|| Arc::from(device)).clone();
+            let meta = PageMeta { pid: 0, comm, vaddr: slot, kind: MappingKind::ZramSlot };
+            builder.push(page, Some(meta))
+        },
+        progress,
+    )?;
+    let set = builder.finish().with_set_meta(set_meta)?;
+    Ok((set, summary))
+}
+
+/// [`capture_device`] keeping at most `max_pages` of the kept pages, chosen uniformly at random
+/// as the device is read ([`Reservoir`], seed `seed`), so the memory it holds is
+/// `max_pages` pages whatever the device's size; the set metadata then also has
+/// `capture.sampled` (pages held) of `capture.pages` (pages kept on the device).
+pub fn capture_device_sampled(
+    path: &Path,
+    max_pages: usize,
+    seed: u64,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<(PageSet, ZramSummary), PagesError> {
+    let page_size = super::system_page_size();
+    let mut r = Reservoir::new(max_pages, page_size, seed);
+    let mut name = String::new();
+    let (mut set_meta, summary) = capture_device_with(
+        path,
+        &mut |device, slot, page| {
+            if name.is_empty() {
+                name = device.to_string();
+            }
+            r.offer(slot, page);
+            Ok(())
+        },
+        progress,
+    )?;
+    set_meta.insert("capture.sampled".into(), r.len().to_string());
+    let comm: Arc<str> = Arc::from(name.as_str());
+    let mut builder = PageSetBuilder::new(page_size, true)?;
+    for (slot, page) in r.into_sorted() {
+        let meta =
+            PageMeta { pid: 0, comm: comm.clone(), vaddr: slot, kind: MappingKind::ZramSlot };
+        builder.push(&page, Some(meta))?;
+    }
+    Ok((builder.finish().with_set_meta(set_meta)?, summary))
+}
+
+/// What [`capture_device_with`] calls for every kept page: `(device, slot, page)`.
+pub type PageVisitor<'a> = dyn FnMut(&str, u64, &[u8]) -> Result<(), PagesError> + 'a;
+
+/// Reads zram device `path` page by page: `visit(device, slot, page)` is called for every kept
+/// page (page 0 and every slot that is not all zeros) in slot order, nothing else is held but a
+/// 1 MiB read buffer. Returns the set metadata (the module documentation's keys) and the
+/// summary.
+pub fn capture_device_with(
+    path: &Path,
+    visit: &mut PageVisitor<'_>,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<(SetMeta, ZramSummary), PagesError> {
     let id = live::zram_id_of(path)?;
     let device = format!("zram{id}");
     let attr = |name: &str| live::read_zram_attr(id, name);
@@ -115,6 +276,7 @@ pub fn capture_device(
     }
     let page_size = super::system_page_size();
     let comp_algorithm = attr("comp_algorithm")?;
+    let writes_before = write_counters(id);
     let mm_stat_before = attr("mm_stat")?;
 
     let mut set_meta = SetMeta::new();
@@ -168,8 +330,6 @@ pub fn capture_device(
         .custom_flags(libc::O_DIRECT)
         .open(path)
         .map_err(|e| PagesError::io(path, e))?;
-    let comm: Arc<str> = Arc::from(device.as_str());
-    let mut builder = PageSetBuilder::new(page_size, true)?;
     // A page-aligned window into a slightly larger buffer: O_DIRECT needs the alignment.
     let mut backing = vec![0u8; CHUNK + page_size];
     let skip = backing.as_ptr().align_offset(page_size);
@@ -177,6 +337,7 @@ pub fn capture_device(
     let slots = disksize / page_size as u64;
     let total = slots * page_size as u64;
     let mut zero_slots = 0u64;
+    let mut kept = 0u64;
     let mut pos = 0u64;
     while pos < total {
         let want = (total - pos).min(CHUNK as u64) as usize;
@@ -202,21 +363,29 @@ pub fn capture_device(
                 zero_slots += 1;
                 continue;
             }
-            let meta =
-                PageMeta { pid: 0, comm: comm.clone(), vaddr: slot, kind: MappingKind::ZramSlot };
-            builder.push(page, Some(meta))?;
+            visit(&device, slot, page)?;
+            kept += 1;
         }
         pos += want as u64;
         progress(pos, total);
     }
     let mm_stat_after = attr("mm_stat")?;
-    let pages = builder.len() as u64;
+    let writes_after = write_counters(id);
     set_meta.insert("zram.mm_stat.after".into(), mm_stat_after.clone());
     set_meta.insert("capture.slots".into(), slots.to_string());
-    set_meta.insert("capture.pages".into(), pages.to_string());
+    set_meta.insert("capture.pages".into(), kept.to_string());
     set_meta.insert("capture.zero_slots".into(), zero_slots.to_string());
-    let set = builder.finish().with_set_meta(set_meta)?;
-    Ok((set, ZramSummary { device, slots, pages, zero_slots, mm_stat_before, mm_stat_after }))
+    let summary = ZramSummary {
+        device,
+        slots,
+        pages: kept,
+        zero_slots,
+        mm_stat_before,
+        mm_stat_after,
+        writes_before,
+        writes_after,
+    };
+    Ok((set_meta, summary))
 }
 
 /// Whether every byte of `page` is zero (64 bytes at a time, so it vectorises).
@@ -240,6 +409,37 @@ mod tests {
         p[0] = 0x80;
         assert!(!is_zero(&p));
         assert!(!is_zero(&[0, 0, 1]));
+    }
+
+    /// Every page of a stream shorter than the reservoir is held; of a longer one, exactly
+    /// `capacity`, each page about equally often over many seeds, and in slot order.
+    #[test]
+    fn the_reservoir_holds_a_uniform_bounded_sample() {
+        let page = |i: u64| vec![i as u8; 16];
+        let mut r = Reservoir::new(8, 16, 1);
+        (0..5).for_each(|i| r.offer(i, &page(i)));
+        let all = r.into_sorted();
+        assert_eq!(all.iter().map(|x| x.0).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+        let mut hits = [0u32; 100];
+        for seed in 0..2000 {
+            let mut r = Reservoir::new(10, 16, seed);
+            (0..100).for_each(|i| r.offer(i, &page(i)));
+            assert_eq!((r.len(), r.seen()), (10, 100));
+            let v = r.into_sorted();
+            assert!(v.windows(2).all(|w| w[0].0 < w[1].0));
+            for (slot, p) in v {
+                assert_eq!(p, page(slot), "a page stays with its slot");
+                hits[slot as usize] += 1;
+            }
+        }
+        // 2000 draws of 10 of 100: each page 200 times on average, sd ~13.4.
+        assert!(hits.iter().all(|&h| (140..=260).contains(&h)), "{hits:?}");
+        let mut r = Reservoir::new(10, 16, 3);
+        (0..100).for_each(|i| r.offer(i, &page(i)));
+        r.shrink_to(4);
+        let v = r.into_sorted();
+        assert_eq!(v.len(), 4);
+        assert!(v.iter().all(|(s, p)| *p == page(*s)));
     }
 
     #[test]
