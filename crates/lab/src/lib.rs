@@ -33,6 +33,7 @@ mod policy;
 mod recommend;
 mod request;
 pub mod sample;
+pub mod zswap;
 
 use std::time::Duration;
 
@@ -144,6 +145,10 @@ pub struct LabReport {
     /// measured are a random sample of it ([`sample`]); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub estimates: Option<sample::Estimates>,
+    /// zswap's Now, candidates, the zram-or-zswap verdict and the swap stack ([`zswap`]);
+    /// absent when the run was given no live zswap reading.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zswap: Option<zswap::ZswapAdvice>,
 }
 
 /// Knobs of a lab run.
@@ -170,6 +175,9 @@ pub struct LabOptions {
     /// The trace the replays run, fitted to the pages ([`evidence::fit_trace`]); none: the
     /// generated one ([`evidence::trace_for`]).
     pub trace: Option<(Vec<replay::Access>, TraceSource)>,
+    /// The live zswap read around the observation window: with it the report gains zswap's
+    /// advice ([`zswap::advise`]).
+    pub zswap: Option<zswap::ZswapInput>,
 }
 
 impl Default for LabOptions {
@@ -184,6 +192,7 @@ impl Default for LabOptions {
             threads: 0,
             sample: None,
             trace: None,
+            zswap: None,
         }
     }
 }
@@ -245,6 +254,31 @@ pub fn run(
     };
     let (candidates, recommendation) =
         recommend(&policies, opts.now.as_ref(), &rates, &opts.budgets)?;
+    let zswap = match &opts.zswap {
+        Some(z) => {
+            let algo_of = |name: &str| list.iter().find(|p| p.name == name).map(|p| p.algo.clone());
+            let current_name = candidates.iter().find(|c| c.is_current).map(|c| c.name.clone());
+            let cur =
+                current_name.as_deref().and_then(algo_of).unwrap_or_else(|| current.to_string());
+            let rec = algo_of(&recommendation.config).unwrap_or_else(|| cur.clone());
+            Some(zswap::advise(
+                z,
+                pages,
+                ps,
+                &accesses,
+                &opts.device,
+                &candidates,
+                (&cur, &rec),
+                &recommendation.config,
+                &rates,
+                &opts.budgets,
+                recommendation.projected_pages,
+                threads,
+                progress,
+            )?)
+        }
+        None => None,
+    };
     // Every algorithm measured alone gets its estimate.
     let plain: Vec<&str> = list
         .iter()
@@ -269,6 +303,7 @@ pub fn run(
         budgets: opts.budgets,
         recommendation,
         estimates,
+        zswap,
     })
 }
 

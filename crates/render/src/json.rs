@@ -15,6 +15,7 @@ pub fn lab_report(r: &LabReport) -> Value {
         rec.insert("attributes".into(), serde_json::to_value(&a.sysfs).unwrap_or(Value::Null));
         rec.insert("apply".into(), serde_json::to_value(&a).unwrap_or(Value::Null));
     }
+    crate::zswap::json_into(r, &mut v);
     v
 }
 

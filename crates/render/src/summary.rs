@@ -137,6 +137,7 @@ pub fn render_summary(r: &LabReport) -> String {
         );
     }
     s += "  (zmem lab --apply-script FILE writes all of it as one script to review; nothing is run)\n";
+    s += &crate::zswap::text(r);
     s
 }
 
@@ -321,7 +322,7 @@ pub fn render_apply_script(r: &LabReport) -> String {
     let rec = &r.recommendation;
     let dict =
         r.policies.iter().find(|p| p.policy.name == rec.config).and_then(|p| p.dict.as_deref());
-    crate::apply::script(&rec.config, &crate::apply::build(r), dict)
+    crate::apply::script(&rec.config, &crate::apply::build(r), dict) + &crate::zswap::script(r)
 }
 
 /// A latency, or `-` where nothing was measured.
