@@ -129,6 +129,9 @@ pub struct ZswapNow {
     pub predicted_ratio: Option<f64>,
     /// Live against predicted, the prediction scaled to the live stored pages.
     pub fields: Vec<ZswapField>,
+    /// Live pool_total_size less the predicted one: partly filled zspages and fragmentation
+    /// of the live pool (and other pages' difference from the measured ones).
+    pub pool_difference_bytes: Option<i64>,
     /// Rates over the --observe window (pages per second), when observed.
     pub rates: Option<ZswapRates>,
     pub observed_secs: f64,
@@ -346,6 +349,10 @@ pub fn now(
             predicted: prediction.as_ref().and_then(|p| scale(p.compressed_bytes)),
         },
     ];
+    let pool_difference_bytes = match (fields[1].live, fields[1].predicted) {
+        (Some(l), Some(p)) => Some(l as i64 - p as i64),
+        _ => None,
+    };
     let rates = after.map(|a| zmem_kernel::zswap_state::rates(&live.state, a, secs));
     ZswapNow {
         enabled: st.enabled,
@@ -365,6 +372,7 @@ pub fn now(
         prediction,
         predicted_ratio,
         fields,
+        pool_difference_bytes,
         rates,
         observed_secs: if after.is_some() { secs } else { 0.0 },
         notes,

@@ -15,12 +15,19 @@
 //!   swap, so the counters may move between two reads; the lab's value must lie within the
 //!   range of the two direct reads widened by how much they moved (plus 0: nothing else is
 //!   allowed to differ).
-//! - The prediction (zmem's pool for 4096 copies of the child's page, scaled to the live stored pages, so one partly filled zspage of the prediction weighs at most a few pages)
-//!   against the live `pool_total_size`: the child's pages are known, other processes' are
-//!   not; each of those (`stored_pages` less the child's `VmSwap` pages) can weigh between 0
-//!   and one page in the pool, and zsmalloc keeps at most one partly filled zspage per size
-//!   class in use (at most 4 pages each, a few classes), so the bound is
-//!   `others x 4096 + 64 pages`.
+//! - The prediction (zmem's pool for 16384 copies of the child's page, scaled to the live
+//!   stored pages) against the live `pool_total_size`. The child's pages are known, other
+//!   processes' are not: each of those (`stored_pages` less the child's `VmSwap` pages) weighs
+//!   between 0 and one page in the pool. Then the kernel's pool keeps partly filled zspages
+//!   that a fresh packing does not: measured here (6.18, lzo, 16.5 k copies of a 343-byte
+//!   object, class 352, zspages of 8 pages) the live pool held 129 to 139 pages more than one
+//!   pool packed fresh, even after compaction (drop_caches 2 runs zsmalloc's shrinker), which
+//!   is what 32 separate zsmalloc pools with one partly filled zspage each give (zswap.c's
+//!   ZSWAP_NR_ZPOOLS); a zram device fed the same pages packs them as zmem predicts (354 B
+//!   per page). So: the live pool is at least the prediction less the other pages, and at most
+//!   the prediction plus the other pages plus 32 partly filled zspages of 8 pages for each of
+//!   two classes (2 MiB). A wrong compressor or class table moves the pool by more than that
+//!   (lzo-rle against deflate on these pages: several MiB).
 //!
 //! Skips, printing why, without root, zswap, debugfs, a memory cgroup or swap file support.
 
@@ -276,6 +283,18 @@ fn live_zswap_now_matches_the_kernel() {
     }
     child.freeze().unwrap();
     std::thread::sleep(Duration::from_millis(300));
+    // zsmalloc's pool keeps the holes pages freed while the child was reclaimed (a large folio
+    // split, a store undone): fragmentation that no prediction from the pages can know. Its
+    // shrinker compacts the pool; drop_slab (drop_caches 2) runs every shrinker, zsmalloc's
+    // included (`zsmalloc.c: zs_shrinker_scan` -> `zs_compact`). It also drops dentry and inode
+    // caches, which only costs other processes some re-reads.
+    let before = debugfs_value("pool_total_size");
+    std::fs::write("/proc/sys/vm/drop_caches", "2").expect("drop_caches");
+    std::thread::sleep(Duration::from_millis(300));
+    eprintln!(
+        "pool_total_size {before} B before compaction, {} B after",
+        debugfs_value("pool_total_size")
+    );
 
     // The lab's Now, bracketed by direct reads of the kernel's counters.
     let (stored_a, pool_a) = (debugfs_value("stored_pages"), debugfs_value("pool_total_size"));
@@ -283,7 +302,7 @@ fn live_zswap_now_matches_the_kernel() {
     let (stored_b, pool_b) = (debugfs_value("stored_pages"), debugfs_value("pool_total_size"));
     let child_pages = vm_swap_pages(pid);
     let known = known_page();
-    let pages: Vec<u8> = known.iter().copied().cycle().take(4096 * 4096).collect();
+    let pages: Vec<u8> = known.iter().copied().cycle().take(16384 * 4096).collect();
     let now = zmem_lab::zswap::now(&lab_live, None, 0.0, &pages, 4096);
     eprintln!(
         "zswap {compressor}: stored {stored_a}..{stored_b} pages, pool {pool_a}..{pool_b} B; child \
@@ -305,16 +324,24 @@ fn live_zswap_now_matches_the_kernel() {
 
     // The prediction: the known page with the live compressor, scaled to the live pages.
     let p = now.prediction.as_ref().expect("a prediction");
-    assert_eq!(p.stored_pages, 4096, "every known page is stored");
+    assert_eq!(p.stored_pages, 16384, "every known page is stored");
     let predicted = field("pool_total_size").predicted.expect("predicted pool");
     let others = stored.saturating_sub(child_pages);
-    let bound = others * 4096 + 64 * 4096;
+    let partly_filled = 2 * 32 * 8 * 4096;
     eprintln!(
-        "predicted pool {predicted} B vs live {pool} B (bound {bound} B, {others} other pages)"
+        "predicted pool {predicted} B vs live {pool} B ({others} other pages, {} B of the live \
+         pool beyond the prediction)",
+        pool as i64 - predicted as i64
     );
+    assert!(pool + others * 4096 >= predicted, "live pool {pool} below the prediction {predicted}");
     assert!(
-        predicted.abs_diff(pool) <= bound,
-        "predicted pool {predicted} vs live {pool}: off by more than {bound}"
+        pool <= predicted + others * 4096 + partly_filled,
+        "live pool {pool} above the prediction {predicted} by more than the bound"
+    );
+    assert_eq!(
+        now.pool_difference_bytes,
+        Some(pool as i64 - predicted as i64),
+        "the lab reports the live pool less the prediction"
     );
     drop(child);
     drop(cgroup);

@@ -61,14 +61,20 @@ pub fn apply(a: &ZswapAdvice, c: &ZswapCandidate) -> ZswapApply {
 }
 
 /// The candidate to give apply lines for: the verdict's when it is zswap, else the best zswap
-/// candidate within the budgets (so a user who wants zswap anyway has them).
+/// candidate within the budgets, else the available one saving the most memory (so a user who
+/// wants zswap anyway has them).
 fn target(a: &ZswapAdvice) -> Option<&ZswapCandidate> {
     let name = if a.verdict.choice == "zswap" {
         Some(&a.verdict.config)
     } else {
         a.verdict.zswap.as_ref()
     };
-    name.and_then(|n| a.candidates.iter().find(|c| &c.name == n))
+    name.and_then(|n| a.candidates.iter().find(|c| &c.name == n)).or_else(|| {
+        a.candidates
+            .iter()
+            .filter(|c| c.available && c.verified)
+            .max_by_key(|c| c.memory_saved_bytes_vs_now)
+    })
 }
 
 /// The terminal section: zswap now, the candidates, the verdict and the stack.
