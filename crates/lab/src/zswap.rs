@@ -61,6 +61,9 @@ pub struct ZswapLive {
     /// `/proc/sys/vm/swappiness` and `/proc/sys/vm/page-cluster`, when readable.
     pub swappiness: Option<u32>,
     pub page_cluster: Option<u32>,
+    /// `/proc/meminfo` MemTotal: what max_pool_percent is a percentage of.
+    #[serde(default)]
+    pub mem_total_bytes: Option<u64>,
 }
 
 /// One active swap area and what it holds.
@@ -165,6 +168,9 @@ pub struct ZswapCandidate {
     pub added_load_p99_ns: i64,
     /// Fraction of the replay's swap-ins served from the pool.
     pub hit_fraction: f64,
+    /// The max_pool_percent the replay ran with: the same share of the pages measured as
+    /// max_pool_percent of this machine's RAM is of the pages projected ([`replay_percent`]).
+    pub replay_max_pool_percent: u32,
     /// Bytes per second written to the swap device at the swap rates (flash wear).
     pub device_write_bytes_per_sec: f64,
     /// Microseconds per second spent in swap-ins at the swap rates.
@@ -246,7 +252,12 @@ pub fn read_live(mount_debugfs: bool) -> ZswapLive {
     let sysctl = |name: &str| {
         std::fs::read_to_string(format!("/proc/sys/vm/{name}")).ok()?.trim().parse().ok()
     };
+    let mem_total_bytes = std::fs::read_to_string("/proc/meminfo").ok().and_then(|t| {
+        let kib = t.lines().find_map(|l| l.strip_prefix("MemTotal:"))?;
+        kib.trim().trim_end_matches("kB").trim().parse::<u64>().ok().map(|k| k * 1024)
+    });
     ZswapLive {
+        mem_total_bytes,
         present: caps.zswap_present,
         offered: caps.zswap_compressors,
         state,
@@ -479,7 +490,31 @@ pub struct Replayed {
     pub row: Option<SwapRow>,
 }
 
+/// The max_pool_percent of the replay's RAM that holds the same share of the pages as
+/// `percent` of the machine's RAM holds of the pages it projects to: `pool_scale` is (the
+/// machine's RAM pages / projected pages) x (pages measured / the replay's RAM pages). Within
+/// 1..=100 (a pool larger than the replay's RAM could never fill).
+pub fn replay_percent(percent: u32, pool_scale: f64) -> u32 {
+    if !(pool_scale.is_finite() && pool_scale > 0.0) {
+        return percent;
+    }
+    (percent as f64 * pool_scale).round().clamp(1.0, 100.0) as u32
+}
+
+/// `pool_scale` of [`replay_percent`] for `n` pages measured standing for `projected` pages on
+/// a machine of `mem_total_bytes`; 1 (the replay's RAM taken as the machine's) when unknown.
+pub fn pool_scale(mem_total_bytes: Option<u64>, ps: usize, n: u64, projected: u64) -> f64 {
+    let ram = (n / RAM_FRACTION).max(1) as f64;
+    match mem_total_bytes {
+        Some(m) if m > 0 && projected > 0 => {
+            m as f64 / ps as f64 / projected as f64 * n as f64 / ram
+        }
+        _ => 1.0,
+    }
+}
+
 /// One replay of `accesses` with RAM for a quarter of the pages.
+#[allow(clippy::too_many_arguments)]
 fn replay(
     pages: &[u8],
     ps: usize,
@@ -487,6 +522,7 @@ fn replay(
     device: &SwapDevice,
     kind: SwapKind,
     c: &ZswapConfigChoice,
+    scale: f64,
 ) -> Result<SwapRow, LabError> {
     let n = (pages.len() / ps) as u64;
     let cfg = ReplayConfig {
@@ -495,7 +531,7 @@ fn replay(
         algo: c.compressor.clone(),
         page_size: ps,
         device: device.clone(),
-        max_pool_percent: c.max_pool_percent,
+        max_pool_percent: replay_percent(c.max_pool_percent, scale),
         accept_threshold_percent: c.accept_threshold_percent,
         shrinker: c.shrinker_enabled,
         ..ReplayConfig::default()
@@ -513,6 +549,7 @@ pub fn measure(
     device: &SwapDevice,
     grid: &[ZswapConfigChoice],
     zram_algos: &[&str],
+    scale: f64,
     threads: usize,
     progress: &dyn Progress,
 ) -> Result<(Vec<Replayed>, Vec<SwapRow>), LabError> {
@@ -543,7 +580,7 @@ pub fn measure(
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(&(kind, c)) = jobs.get(i) else { break };
-                    let r = replay(pages, ps, accesses, device, kind, c);
+                    let r = replay(pages, ps, accesses, device, kind, c, scale);
                     if let Ok(mut v) = results.lock() {
                         v[i] = Some(r);
                     }
@@ -599,6 +636,7 @@ fn cpu_secs_per_sec(r: &SwapRow, rates: &Rates) -> f64 {
 }
 
 /// Projects the replays onto the machine (module doc), beside the zram candidates.
+#[allow(clippy::too_many_arguments)]
 pub fn project(
     measured: &[Replayed],
     zram_ref: &SwapRow,
@@ -607,6 +645,7 @@ pub fn project(
     rates: &Rates,
     budgets: &Budgets,
     ps: usize,
+    scale: f64,
 ) -> Vec<ZswapCandidate> {
     let current = zram_candidates.iter().find(|c| c.is_current).or(zram_candidates.first());
     let (cur_pool, now_bytes) = current
@@ -641,6 +680,7 @@ pub fn project(
                 load_p99_ns: 0,
                 added_load_p99_ns: 0,
                 hit_fraction: 0.0,
+                replay_max_pool_percent: replay_percent(c.max_pool_percent, scale),
                 device_write_bytes_per_sec: 0.0,
                 swap_in_us_per_sec: 0.0,
                 within_budgets: false,
@@ -917,18 +957,13 @@ pub fn advise(
     let live = &input.live;
     let now = live.present.then(|| now(live, input.after.as_ref(), input.secs, pages, ps));
     let grid = grid(live.present, &live.offered, live.state.accept_threshold_percent);
-    let (measured, zram_rows) = measure(
-        pages,
-        ps,
-        accesses,
-        device,
-        &grid,
-        &[zram_algos.0, zram_algos.1],
-        threads,
-        progress,
-    )?;
+    let n = (pages.len() / ps) as u64;
+    let scale = pool_scale(live.mem_total_bytes, ps, n, projected_pages.max(n));
+    let algos = [zram_algos.0, zram_algos.1];
+    let (measured, zram_rows) =
+        measure(pages, ps, accesses, device, &grid, &algos, scale, threads, progress)?;
     let candidates =
-        project(&measured, &zram_rows[0], zram_candidates, now.as_ref(), rates, budgets, ps);
+        project(&measured, &zram_rows[0], zram_candidates, now.as_ref(), rates, budgets, ps, scale);
     let zram_choice = zram_candidates.iter().find(|c| c.name == recommended);
     let verdict = verdict(live.present, &candidates, zram_choice, &zram_rows[1], rates, device);
     let stack = stack(live, &verdict, &candidates, rates, projected_pages, ps, device);
@@ -986,6 +1021,7 @@ mod tests {
             }],
             swappiness: Some(60),
             page_cluster: Some(3),
+            mem_total_bytes: None,
         }
     }
 
@@ -1046,6 +1082,22 @@ mod tests {
     }
 
     #[test]
+    fn the_pool_limit_is_scaled_to_the_pages_measured() {
+        // 2048 pages measured standing for themselves on a 24 GiB machine: 20 % of its RAM
+        // holds them all many times over, so the replay's pool is unlimited (100 % of its RAM).
+        let big = pool_scale(Some(24 << 30), 4096, 2048, 2048);
+        assert_eq!(replay_percent(20, big), 100);
+        // 2048 pages standing for 4 GiB of pages (1 Mi pages) on an 8 GiB machine: 20 % of
+        // the RAM is 40 % of the pages' bytes; the replay's RAM is a quarter of the pages, so
+        // that is 160 % of it, capped at 100; 5 % of the RAM is 40 % of the replay's.
+        let s = pool_scale(Some(8 << 30), 4096, 2048, 1 << 20);
+        assert!((s - 8.0).abs() < 1e-9, "{s}");
+        assert_eq!((replay_percent(20, s), replay_percent(5, s)), (100, 40));
+        // Unknown RAM: the replay's RAM is the machine's.
+        assert_eq!(replay_percent(20, pool_scale(None, 4096, 2048, 2048)), 20);
+    }
+
+    #[test]
     fn observed_rates_gain_zswaps_own_traffic() {
         let r = Rates {
             swap_ins_per_sec: 1.0,
@@ -1087,6 +1139,7 @@ mod tests {
             load_p99_ns: 90_000,
             added_load_p99_ns: 0,
             hit_fraction: 0.5,
+            replay_max_pool_percent: 20,
             device_write_bytes_per_sec: 12e6,
             swap_in_us_per_sec: 300.0,
             within_budgets: within,
