@@ -493,13 +493,18 @@ pub struct Replayed {
 /// The max_pool_percent of the replay's RAM that holds the same share of the pages as
 /// `percent` of the machine's RAM holds of the pages it projects to: `pool_scale` is (the
 /// machine's RAM pages / projected pages) x (pages measured / the replay's RAM pages). Within
-/// 1..=100 (a pool larger than the replay's RAM could never fill).
+/// 1..=[`MAX_REPLAY_PERCENT`]. The pool is memory besides the replay's resident pages (as
+/// max_pool_percent may exceed 100 in the kernel: a plain uint).
 pub fn replay_percent(percent: u32, pool_scale: f64) -> u32 {
     if !(pool_scale.is_finite() && pool_scale > 0.0) {
         return percent;
     }
-    (percent as f64 * pool_scale).round().clamp(1.0, 100.0) as u32
+    (percent as f64 * pool_scale).round().clamp(1.0, MAX_REPLAY_PERCENT as f64) as u32
 }
+
+/// A pool of `RAM_FRACTION` x 100 % of the replay's RAM holds every page measured even
+/// uncompressed: a larger limit changes nothing.
+pub const MAX_REPLAY_PERCENT: u32 = RAM_FRACTION as u32 * 100;
 
 /// `pool_scale` of [`replay_percent`] for `n` pages measured standing for `projected` pages on
 /// a machine of `mem_total_bytes`; 1 (the replay's RAM taken as the machine's) when unknown.
@@ -1084,15 +1089,16 @@ mod tests {
     #[test]
     fn the_pool_limit_is_scaled_to_the_pages_measured() {
         // 2048 pages measured standing for themselves on a 24 GiB machine: 20 % of its RAM
-        // holds them all many times over, so the replay's pool is unlimited (100 % of its RAM).
+        // holds them all many times over, so the replay's pool holds every page (400 % of its
+        // RAM, a quarter of the pages).
         let big = pool_scale(Some(24 << 30), 4096, 2048, 2048);
-        assert_eq!(replay_percent(20, big), 100);
+        assert_eq!(replay_percent(20, big), 400);
         // 2048 pages standing for 4 GiB of pages (1 Mi pages) on an 8 GiB machine: 20 % of
         // the RAM is 40 % of the pages' bytes; the replay's RAM is a quarter of the pages, so
-        // that is 160 % of it, capped at 100; 5 % of the RAM is 40 % of the replay's.
+        // that is 160 % of it; 5 % of the RAM is 40 % of the replay's.
         let s = pool_scale(Some(8 << 30), 4096, 2048, 1 << 20);
         assert!((s - 8.0).abs() < 1e-9, "{s}");
-        assert_eq!((replay_percent(20, s), replay_percent(5, s)), (100, 40));
+        assert_eq!((replay_percent(20, s), replay_percent(5, s)), (160, 40));
         // Unknown RAM: the replay's RAM is the machine's.
         assert_eq!(replay_percent(20, pool_scale(None, 4096, 2048, 2048)), 20);
     }
