@@ -272,7 +272,8 @@ pub fn run(
                 &recommendation.config,
                 &rates,
                 &opts.budgets,
-                recommendation.projected_pages,
+                // A random sample stands for its whole input: the pages zswap would hold.
+                recommendation.projected_pages.max(opts.sample.map_or(0, |d| d.population_pages)),
                 threads,
                 progress,
             )?)
