@@ -231,11 +231,39 @@ pub struct ZswapAdvice {
     pub live: ZswapLive,
 }
 
+/// zswap's live state with its debugfs counters: where debugfs is not mounted, zswap is built
+/// and this process is root, debugfs is mounted for the read and unmounted again (what was
+/// mounted stays as it was; `notes` say so). Otherwise a plain read, debugfs or not.
+pub fn read_state() -> ZswapState {
+    const DEBUGFS: &str = "/sys/kernel/debug";
+    let mounted = || {
+        std::fs::read_to_string("/proc/self/mounts")
+            .map(|m| zmem_kernel::zswap_state::debugfs_mounted(&m, DEBUGFS))
+            .unwrap_or(true)
+    };
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root || mounted() || !std::path::Path::new("/sys/module/zswap/parameters").exists() {
+        return zmem_kernel::zswap_state::read();
+    }
+    let mut state = zmem_kernel::zswap_state::read_opts(true);
+    if mounted() {
+        let undone =
+            std::process::Command::new("umount").arg(DEBUGFS).status().is_ok_and(|s| s.success());
+        state.notes.push(if undone {
+            "debugfs was mounted for this read and unmounted again".into()
+        } else {
+            "debugfs was mounted for this read; unmounting it failed".into()
+        });
+    }
+    state
+}
+
 /// Reads zswap's live configuration and the swap areas (never fails: what cannot be read is a
-/// note in the state).
+/// note in the state); with `mount_debugfs`, the state through [`read_state`].
 pub fn read_live(mount_debugfs: bool) -> ZswapLive {
     let caps = zmem_kernel::caps::read();
-    let state = zmem_kernel::zswap_state::read_opts(mount_debugfs);
+    let state = if mount_debugfs { read_state() } else { zmem_kernel::zswap_state::read() };
     let swaps = zmem_kernel::stat::swaps()
         .map(|v| {
             v.into_iter()
