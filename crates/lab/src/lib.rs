@@ -33,6 +33,7 @@ mod policy;
 mod recommend;
 mod request;
 pub mod sample;
+pub mod zswap;
 
 use std::time::Duration;
 
@@ -157,6 +158,10 @@ pub struct LabReport {
     /// Candidates left out, and why (a dictionary with too few pages to train on).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped_policies: Vec<SkippedPolicy>,
+    /// zswap's Now, candidates, the zram-or-zswap verdict and the swap stack ([`zswap`]);
+    /// absent when the run was given no live zswap reading.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zswap: Option<zswap::ZswapAdvice>,
 }
 
 /// A candidate the lab did not measure: a dictionary whose training half
@@ -197,6 +202,9 @@ pub struct LabOptions {
     /// What the kernel can run ([`run_lab`] reads it with the evidence; tests give their own).
     /// None: not checked, every candidate available, and the report's `kernel.source` says so.
     pub kernel: Option<KernelCaps>,
+    /// The live zswap read around the observation window: with it the report gains zswap's
+    /// advice ([`zswap::advise`]).
+    pub zswap: Option<zswap::ZswapInput>,
 }
 
 impl Default for LabOptions {
@@ -212,6 +220,7 @@ impl Default for LabOptions {
             sample: None,
             trace: None,
             kernel: None,
+            zswap: None,
         }
     }
 }
@@ -297,6 +306,32 @@ pub fn run(
         recommendation.uncertain = true;
         recommendation.uncertain_reason = Some(why);
     }
+    let zswap = match &opts.zswap {
+        Some(z) => {
+            let algo_of = |name: &str| list.iter().find(|p| p.name == name).map(|p| p.algo.clone());
+            let current_name = candidates.iter().find(|c| c.is_current).map(|c| c.name.clone());
+            let cur =
+                current_name.as_deref().and_then(algo_of).unwrap_or_else(|| current.to_string());
+            let rec = algo_of(&recommendation.config).unwrap_or_else(|| cur.clone());
+            Some(zswap::advise(
+                z,
+                pages,
+                ps,
+                &accesses,
+                &opts.device,
+                &candidates,
+                (&cur, &rec),
+                &recommendation.config,
+                &rates,
+                &opts.budgets,
+                // A random sample stands for its whole input: the pages zswap would hold.
+                recommendation.projected_pages.max(opts.sample.map_or(0, |d| d.population_pages)),
+                threads,
+                progress,
+            )?)
+        }
+        None => None,
+    };
     // Every algorithm measured alone gets its estimate.
     let plain: Vec<&str> = list
         .iter()
@@ -328,6 +363,7 @@ pub fn run(
         recommendation,
         estimates,
         skipped_policies,
+        zswap,
     })
 }
 

@@ -47,8 +47,6 @@ pub(super) fn swap_row(
     progress: &dyn Progress,
 ) -> Result<SwapRow, LabError> {
     let n = (pages.len() / ps) as u64;
-    // The trace's span: what its swap-ins and swap-outs are per second of.
-    let trace_secs = accesses.last().map_or(0.0, |a| a.time_ns as f64 / 1e9);
     let cfg = ReplayConfig {
         ram_pages: (n / fraction).max(1),
         swap,
@@ -57,7 +55,21 @@ pub(super) fn swap_row(
         device: device.clone(),
         ..ReplayConfig::default()
     };
-    let r = replay::run(pages, accesses, &cfg, progress)?;
+    swap_row_with(pages, ps, accesses, &cfg, progress)
+}
+
+/// One replay of `accesses` as `cfg` says (the zswap candidates' replays, [`crate::zswap`]).
+pub(super) fn swap_row_with(
+    pages: &[u8],
+    _ps: usize,
+    accesses: &[Access],
+    cfg: &ReplayConfig,
+    progress: &dyn Progress,
+) -> Result<SwapRow, LabError> {
+    let swap = cfg.swap;
+    // The trace's span: what its swap-ins and swap-outs are per second of.
+    let trace_secs = accesses.last().map_or(0.0, |a| a.time_ns as f64 / 1e9);
+    let r = replay::run(pages, accesses, cfg, progress)?;
     let h = &r.swap_in_hists;
     // Served from memory, and from the device: one kind of each per swap.
     let (hit, dev) = match swap {

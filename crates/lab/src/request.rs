@@ -130,7 +130,22 @@ pub fn run_lab(req: LabRequest, progress: &dyn Progress) -> Result<LabReport, La
         }
         None => None,
     };
+    // zswap read around the observation window: its own traffic (zswpin/zswpout) is not in
+    // pswpin/pswpout, and its Now is the state at the window's end.
+    let zswap_live = crate::zswap::read_live(true);
+    let started = std::time::Instant::now();
     let rates = now::watch(&e.zram_ids, req.observe_secs, e.source.page_size, progress)?;
+    let after = (zswap_live.present && matches!(rates, Ok(ref r) if r.source == "observed"))
+        .then(crate::zswap::read_state);
+    let secs = started.elapsed().as_secs_f64();
+    let rates = match (&rates, &after) {
+        (Ok(r), Some(a)) => Ok(crate::zswap::with_zswap_traffic(
+            r.clone(),
+            &zmem_kernel::zswap_state::rates(&zswap_live.state, a, secs),
+        )),
+        _ => rates,
+    };
+    let zswap = Some(crate::zswap::ZswapInput { live: zswap_live, after, secs });
     let opts = LabOptions {
         budgets: req.budgets,
         now: e.now,
@@ -141,6 +156,7 @@ pub fn run_lab(req: LabRequest, progress: &dyn Progress) -> Result<LabReport, La
         threads: req.threads,
         min_time: req.min_time,
         kernel: Some(e.kernel),
+        zswap,
         ..LabOptions::default()
     };
     crate::run(&e.pages, e.source, &opts, progress)

@@ -122,7 +122,7 @@ pub fn render_html(r: &LabReport) -> String {
             )
         })
         .collect();
-    format!(
+    let page = format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>zmem lab report</title>\
          <style>body{{font-family:sans-serif;max-width:760px;margin:2em auto;color:#222}}\
          table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}\
@@ -186,7 +186,8 @@ pub fn render_html(r: &LabReport) -> String {
         esc(&r.trace.detail),
         esc(&r.zmem_version),
         r.schema_version,
-    )
+    );
+    crate::zswap::html_into(r, page)
 }
 
 /// The estimates for every page of the input with their confidence intervals, when the pages

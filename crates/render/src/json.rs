@@ -38,6 +38,7 @@ pub fn lab_report(r: &LabReport) -> Value {
         }
         *rec = out;
     }
+    crate::zswap::json_into(r, &mut v);
     v
 }
 

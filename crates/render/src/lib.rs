@@ -17,6 +17,7 @@ pub mod replay;
 pub mod status;
 pub mod summary;
 mod svg;
+pub mod zswap;
 
 pub use html::{PLOT_COLORS, render_html};
 pub use summary::{render_apply_script, render_summary};

@@ -162,6 +162,7 @@ pub fn render_summary(r: &LabReport) -> String {
         );
     }
     s += "  (zmem lab --apply-script FILE writes all of it as one script to review; nothing is run)\n";
+    s += &crate::zswap::text(r);
     s
 }
 
@@ -391,7 +392,7 @@ pub fn render_apply_script(r: &LabReport) -> String {
     }
     let dict =
         r.policies.iter().find(|p| p.policy.name == rec.config).and_then(|p| p.dict.as_deref());
-    crate::apply::script(&rec.config, &crate::apply::build(r), dict)
+    crate::apply::script(&rec.config, &crate::apply::build(r), dict) + &crate::zswap::script(r)
 }
 
 /// A latency, or `-` where nothing was measured.

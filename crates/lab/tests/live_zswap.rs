@@ -1,0 +1,350 @@
+//! The live kernel end to end for zswap: zswap enabled in front of a swap file of ours, a child
+//! in a memory cgroup swaps known pages into it, and the lab's zswap "Now" agrees with the
+//! kernel's counters; its prediction for the same pages agrees with the live pool.
+//!
+//! Set-up (each step undone by a guard, in reverse order, on failure too): debugfs mounted if
+//! it was not (unmounted after); a 256 MiB swap file (fallocate, mkswap, swapon at priority 5;
+//! swapoff and rm after); every zswap parameter the test writes saved and written back after
+//! (`enabled`, `compressor`, `max_pool_percent`, `shrinker_enabled`); a memory cgroup with a 32
+//! MiB limit, and in it this test binary re-executed in child mode (`live_zswap_child`), which
+//! fills 96 MiB with one known page repeated (text, lzo-compressible) and waits.
+//!
+//! Tolerances, and why:
+//! - `stored_pages` and `pool_total_size` of the lab's Now against debugfs read directly just
+//!   before and just after: the boot kdamond pages other processes' cold memory out into any
+//!   swap, so the counters may move between two reads; the lab's value must lie within the
+//!   range of the two direct reads widened by how much they moved (plus 0: nothing else is
+//!   allowed to differ).
+//! - The prediction (zmem's pool for 16384 copies of the child's page, scaled to the live
+//!   stored pages) against the live `pool_total_size`. The child's pages are known, other
+//!   processes' are not: each of those (`stored_pages` less the child's `VmSwap` pages) weighs
+//!   between 0 and one page in the pool. Then the kernel's pool keeps partly filled zspages
+//!   that a fresh packing does not: measured here (6.18, lzo, 16.5 k copies of a 343-byte
+//!   object, class 352, zspages of 8 pages) the live pool held 129 to 139 pages more than one
+//!   pool packed fresh, even after compaction (drop_caches 2 runs zsmalloc's shrinker), which
+//!   is what 32 separate zsmalloc pools with one partly filled zspage each give (zswap.c's
+//!   ZSWAP_NR_ZPOOLS); a zram device fed the same pages packs them as zmem predicts (354 B
+//!   per page). So: the live pool is at least the prediction less the other pages, and at most
+//!   the prediction plus the other pages plus 32 partly filled zspages of 8 pages for each of
+//!   two classes (2 MiB). A wrong compressor or class table moves the pool by more than that
+//!   (lzo-rle against deflate on these pages: several MiB).
+//!
+//! Skips, printing why, without root, zswap, debugfs, a memory cgroup or swap file support.
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use zmem_kernel::harness::{CgroupChild, MemCgroup};
+
+const CHILD_ENV: &str = "ZMEM_LIVE_ZSWAP_CHILD_MIB";
+const READY: &str = "zmem-live-zswap-child ready";
+const LIMIT: u64 = 32 << 20;
+const CHILD_MIB: usize = 96;
+/// Pages zswap must hold before the comparison (48 MiB).
+const ENOUGH_PAGES: u64 = 12 * 1024;
+const PARAMS: &str = "/sys/module/zswap/parameters";
+const DEBUGFS: &str = "/sys/kernel/debug";
+
+/// The one page the child repeats: text, so lzo compresses it well, and neither zero- nor
+/// same-filled (those never reach zswap's compressor).
+fn known_page() -> Vec<u8> {
+    let text = b"zmem live zswap test: a known page, compressed by the kernel and by zmem alike. ";
+    let mut p = Vec::with_capacity(4096);
+    let mut i = 0u32;
+    while p.len() < 4096 {
+        p.extend_from_slice(text);
+        p.extend_from_slice(format!("{i:05} ").as_bytes());
+        i += 1;
+    }
+    p.truncate(4096);
+    p
+}
+
+#[test]
+fn live_zswap_child() {
+    let Some(mib) = std::env::var(CHILD_ENV).ok().and_then(|v| v.parse::<usize>().ok()) else {
+        return;
+    };
+    let page = 4096;
+    let mut backing = vec![0u8; (mib << 20) + page];
+    let skip = backing.as_ptr().align_offset(page);
+    let known = known_page();
+    for p in backing[skip..skip + (mib << 20)].chunks_exact_mut(page) {
+        p.copy_from_slice(&known);
+    }
+    let mut out = std::io::stdout();
+    writeln!(out, "{READY}").unwrap();
+    out.flush().unwrap();
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+        std::hint::black_box(&backing);
+    }
+}
+
+/// zswap parameters written by the test, restored on drop.
+struct ZswapParams {
+    saved: Vec<(String, String)>,
+}
+
+impl ZswapParams {
+    fn set(&mut self, name: &str, value: &str) -> std::io::Result<()> {
+        let path = format!("{PARAMS}/{name}");
+        if !self.saved.iter().any(|(n, _)| n == name) {
+            let old = std::fs::read_to_string(&path)?.trim().to_string();
+            self.saved.push((name.to_string(), old));
+        }
+        std::fs::write(&path, value)
+    }
+}
+
+impl Drop for ZswapParams {
+    fn drop(&mut self) {
+        // `enabled` first saved, restored last: the others are in place before it turns back on.
+        for (name, old) in self.saved.iter().rev() {
+            if let Err(e) = std::fs::write(format!("{PARAMS}/{name}"), old) {
+                eprintln!("could not restore zswap {name}={old}: {e}");
+            }
+        }
+    }
+}
+
+/// debugfs, mounted by the test when it was not.
+struct Debugfs {
+    mounted_here: bool,
+}
+
+impl Debugfs {
+    fn ensure() -> Result<Self, String> {
+        let mounts = std::fs::read_to_string("/proc/self/mounts").map_err(|e| e.to_string())?;
+        if zmem_kernel::zswap_state::debugfs_mounted(&mounts, DEBUGFS) {
+            return Ok(Self { mounted_here: false });
+        }
+        let ok = Command::new("mount")
+            .args(["-t", "debugfs", "none", DEBUGFS])
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok { Ok(Self { mounted_here: true }) } else { Err("cannot mount debugfs".into()) }
+    }
+}
+
+impl Drop for Debugfs {
+    fn drop(&mut self) {
+        if self.mounted_here {
+            let _ = Command::new("umount").arg(DEBUGFS).status();
+        }
+    }
+}
+
+/// A swap file of ours, swapped on; swapped off and removed on drop.
+struct SwapFile {
+    path: PathBuf,
+    on: bool,
+}
+
+impl SwapFile {
+    fn create(path: &Path, bytes: u64, priority: i32) -> Result<Self, String> {
+        let mut f = Self { path: path.to_path_buf(), on: false };
+        let run = |cmd: &mut Command| -> Result<(), String> {
+            let o = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
+            if o.status.success() {
+                Ok(())
+            } else {
+                Err(format!("{cmd:?}: {}", String::from_utf8_lossy(&o.stderr).trim()))
+            }
+        };
+        run(Command::new("fallocate").args(["-l", &bytes.to_string()]).arg(path))?;
+        run(Command::new("chmod").arg("600").arg(path))?;
+        run(Command::new("mkswap").arg(path))?;
+        run(Command::new("swapon").args(["-p", &priority.to_string()]).arg(path))?;
+        f.on = true;
+        Ok(f)
+    }
+}
+
+impl Drop for SwapFile {
+    fn drop(&mut self) {
+        if self.on {
+            let _ = Command::new("swapoff").arg(&self.path).status();
+        }
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn debugfs_value(name: &str) -> u64 {
+    std::fs::read_to_string(format!("{DEBUGFS}/zswap/{name}"))
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Kibibytes of `VmSwap` in /proc/PID/status, as pages.
+fn vm_swap_pages(pid: u32) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    text.lines()
+        .find_map(|l| l.strip_prefix("VmSwap:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kib| kib / 4)
+}
+
+fn skip_reason() -> Option<String> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root (swapon, zswap parameters and cgroups need it)".into());
+    }
+    if !Path::new(PARAMS).exists() {
+        return Some("this kernel has no zswap".into());
+    }
+    None
+}
+
+#[test]
+fn live_zswap_now_matches_the_kernel() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        return;
+    }
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let live = zmem_lab::zswap::read_live(false);
+    let compressor = ["lzo", "lzo-rle", "lz4", "zstd"]
+        .into_iter()
+        .find(|c| live.offered.iter().any(|o| o == c))
+        .expect("the kernel offers zswap one of lzo, lzo-rle, lz4, zstd");
+    // Guards in the order they are undone last-to-first.
+    let _debugfs = match Debugfs::ensure() {
+        Ok(d) => d,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    let swap_path =
+        std::env::temp_dir().join(format!("zmem-live-zswap-{}.swap", std::process::id()));
+    let swap = match SwapFile::create(&swap_path, 256 << 20, 5) {
+        Ok(s) => s,
+        Err(why) => {
+            eprintln!("skipped: no swap file: {why}");
+            return;
+        }
+    };
+    let mut params = ZswapParams { saved: Vec::new() };
+    params.set("enabled", "N").expect("zswap enabled");
+    params.set("compressor", compressor).expect("zswap compressor");
+    params.set("max_pool_percent", "20").expect("zswap max_pool_percent");
+    params.set("shrinker_enabled", "N").expect("zswap shrinker_enabled");
+    params.set("enabled", "Y").expect("zswap enabled");
+    let baseline = debugfs_value("stored_pages");
+
+    let cgroup = match MemCgroup::create(LIMIT) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("skipped: no memory cgroup: {e}");
+            return;
+        }
+    };
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", "live_zswap_child", "--nocapture", "--test-threads", "1"])
+        .env(CHILD_ENV, CHILD_MIB.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = CgroupChild::spawn(cmd, &cgroup).expect("spawn the child");
+    let pid = child.pid();
+    let stdout = child.child_mut().stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            match line {
+                Ok(l) if l.contains(READY) => {
+                    let _ = tx.send(());
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut ready = false;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the child exited before it was ready: {status}");
+        }
+        ready |= rx.try_recv().is_ok();
+        let stored = debugfs_value("stored_pages");
+        if ready && stored >= baseline + ENOUGH_PAGES {
+            break;
+        }
+        assert!(Instant::now() < deadline, "after 30 s: ready {ready}, {stored} pages in zswap");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.freeze().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    // zsmalloc's pool keeps the holes pages freed while the child was reclaimed (a large folio
+    // split, a store undone): fragmentation that no prediction from the pages can know. Its
+    // shrinker compacts the pool; drop_slab (drop_caches 2) runs every shrinker, zsmalloc's
+    // included (`zsmalloc.c: zs_shrinker_scan` -> `zs_compact`). It also drops dentry and inode
+    // caches, which only costs other processes some re-reads.
+    let before = debugfs_value("pool_total_size");
+    std::fs::write("/proc/sys/vm/drop_caches", "2").expect("drop_caches");
+    std::thread::sleep(Duration::from_millis(300));
+    eprintln!(
+        "pool_total_size {before} B before compaction, {} B after",
+        debugfs_value("pool_total_size")
+    );
+
+    // The lab's Now, bracketed by direct reads of the kernel's counters.
+    let (stored_a, pool_a) = (debugfs_value("stored_pages"), debugfs_value("pool_total_size"));
+    let lab_live = zmem_lab::zswap::read_live(false);
+    let (stored_b, pool_b) = (debugfs_value("stored_pages"), debugfs_value("pool_total_size"));
+    let child_pages = vm_swap_pages(pid);
+    let known = known_page();
+    let pages: Vec<u8> = known.iter().copied().cycle().take(16384 * 4096).collect();
+    let now = zmem_lab::zswap::now(&lab_live, None, 0.0, &pages, 4096);
+    eprintln!(
+        "zswap {compressor}: stored {stored_a}..{stored_b} pages, pool {pool_a}..{pool_b} B; child \
+         VmSwap {child_pages} pages; lab {:?}",
+        now.fields
+    );
+    assert!(now.enabled && now.compressor == compressor, "{now:?}");
+    let field = |name: &str| now.fields.iter().find(|f| f.field == name).unwrap().clone();
+    let within = |v: u64, a: u64, b: u64| {
+        let slack = a.abs_diff(b);
+        v + slack >= a.min(b) && v <= a.max(b) + slack
+    };
+    let stored = field("stored_pages").live.expect("stored_pages read");
+    assert!(within(stored, stored_a, stored_b), "stored_pages {stored} vs {stored_a}..{stored_b}");
+    let pool = field("pool_total_size").live.expect("pool_total_size read");
+    assert!(within(pool, pool_a, pool_b), "pool_total_size {pool} vs {pool_a}..{pool_b}");
+    assert!(now.debugfs.as_ref().is_some_and(|d| d.contains_key("written_back_pages")));
+    assert!(now.meminfo_zswapped_bytes.is_some() && now.vmstat.contains_key("zswpout"));
+
+    // The prediction: the known page with the live compressor, scaled to the live pages.
+    let p = now.prediction.as_ref().expect("a prediction");
+    assert_eq!(p.stored_pages, 16384, "every known page is stored");
+    let predicted = field("pool_total_size").predicted.expect("predicted pool");
+    let others = stored.saturating_sub(child_pages);
+    let partly_filled = 2 * 32 * 8 * 4096;
+    eprintln!(
+        "predicted pool {predicted} B vs live {pool} B ({others} other pages, {} B of the live \
+         pool beyond the prediction)",
+        pool as i64 - predicted as i64
+    );
+    assert!(pool + others * 4096 >= predicted, "live pool {pool} below the prediction {predicted}");
+    assert!(
+        pool <= predicted + others * 4096 + partly_filled,
+        "live pool {pool} above the prediction {predicted} by more than the bound"
+    );
+    assert_eq!(
+        now.pool_difference_bytes,
+        Some(pool as i64 - predicted as i64),
+        "the lab reports the live pool less the prediction"
+    );
+    drop(child);
+    drop(cgroup);
+    drop(params);
+    drop(swap);
+}

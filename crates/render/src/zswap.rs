@@ -1,0 +1,334 @@
+//! zswap in the lab's outputs: its "Now" beside zmem's prediction, the zswap candidates, the
+//! zram-or-zswap verdict and the swap stack (terminal text, HTML, JSON), and the lines that
+//! apply a zswap configuration: the module parameters under /sys/module/zswap/parameters, the
+//! kernel command line, a persistent tmpfiles.d snippet and cgroup settings. zmem runs none of
+//! them.
+
+use serde_json::Value;
+use zmem_lab::LabReport;
+use zmem_lab::zswap::{ZswapAdvice, ZswapCandidate, human_bytes};
+
+/// The lines that apply one zswap candidate, each way.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ZswapApply {
+    pub candidate: String,
+    /// Writes to /sys/module/zswap/parameters (effective at once, lost at reboot).
+    pub sysfs: Vec<String>,
+    /// Kernel command line arguments (effective from the next boot).
+    pub cmdline: String,
+    /// /etc/tmpfiles.d/zmem-zswap.conf: the same writes at every boot.
+    pub tmpfiles: String,
+    /// Memory cgroup settings the candidate relies on (writeback to the swap device allowed).
+    pub cgroup: Vec<String>,
+    /// vm sysctls of the stack advice, as /etc/sysctl.d/60-zmem-swap.conf.
+    pub sysctl: String,
+}
+
+/// The apply lines for `c` with the stack advice of `a`.
+pub fn apply(a: &ZswapAdvice, c: &ZswapCandidate) -> ZswapApply {
+    let params = [
+        ("compressor", c.compressor.clone()),
+        ("max_pool_percent", c.max_pool_percent.to_string()),
+        ("accept_threshold_percent", c.accept_threshold_percent.to_string()),
+        ("shrinker_enabled", if c.shrinker_enabled { "Y" } else { "N" }.to_string()),
+        // Last: zswap starts storing with the other parameters in place.
+        ("enabled", "Y".to_string()),
+    ];
+    let sysfs = params
+        .iter()
+        .map(|(k, v)| format!("echo {v} > /sys/module/zswap/parameters/{k}"))
+        .collect();
+    let cmdline =
+        params.iter().map(|(k, v)| format!("zswap.{k}={v}")).collect::<Vec<_>>().join(" ");
+    let tmpfiles = params
+        .iter()
+        .map(|(k, v)| format!("w /sys/module/zswap/parameters/{k} - - - - {v}\n"))
+        .collect();
+    // zswap writes back (and the shrinker works) only where memory.zswap.writeback is 1; a
+    // cgroup with 0 keeps rejected pages in RAM. The candidates were measured with writeback.
+    let cgroup = a
+        .now
+        .iter()
+        .flat_map(|n| &n.cgroups)
+        .filter(|g| g.zswap_writeback == Some(false))
+        .map(|g| format!("echo 1 > {}/memory.zswap.writeback", g.path))
+        .collect();
+    let sysctl = format!(
+        "vm.swappiness = {}\nvm.page-cluster = {}\n",
+        a.stack.swappiness, a.stack.page_cluster
+    );
+    ZswapApply { candidate: c.name.clone(), sysfs, cmdline, tmpfiles, cgroup, sysctl }
+}
+
+/// The candidate to give apply lines for: the verdict's when it is zswap, else the best zswap
+/// candidate within the budgets, else the available one saving the most memory (so a user who
+/// wants zswap anyway has them).
+fn target(a: &ZswapAdvice) -> Option<&ZswapCandidate> {
+    let name = if a.verdict.choice == "zswap" {
+        Some(&a.verdict.config)
+    } else {
+        a.verdict.zswap.as_ref()
+    };
+    name.and_then(|n| a.candidates.iter().find(|c| &c.name == n)).or_else(|| {
+        a.candidates
+            .iter()
+            .filter(|c| c.available && c.verified)
+            .max_by_key(|c| c.memory_saved_bytes_vs_now)
+    })
+}
+
+/// The terminal section: zswap now, the candidates, the verdict and the stack.
+pub fn text(r: &LabReport) -> String {
+    let Some(a) = &r.zswap else { return String::new() };
+    let mib = |b: f64| b / (1 << 20) as f64;
+    let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+    let mut s = String::from("\nzswap\n");
+    match &a.now {
+        None => s += "  Now: this kernel has no zswap\n",
+        Some(n) => {
+            s += &format!(
+                "  Now: enabled={} compressor={} max_pool_percent={} accept_threshold_percent={} shrinker_enabled={}\n",
+                if n.enabled { "Y" } else { "N" },
+                n.compressor,
+                n.max_pool_percent,
+                n.accept_threshold_percent,
+                if n.shrinker_enabled { "Y" } else { "N" }
+            );
+            s += &format!("  {:<18} {:>14} {:>14}\n", "field", "live", "predicted");
+            for f in &n.fields {
+                s += &format!("  {:<18} {:>14} {:>14}\n", f.field, opt(f.live), opt(f.predicted));
+            }
+            if let Some(d) = &n.debugfs {
+                let line: Vec<String> = ["written_back_pages", "pool_limit_hit"]
+                    .iter()
+                    .chain(&[
+                        "reject_compress_poor",
+                        "reject_compress_fail",
+                        "reject_alloc_fail",
+                        "reject_reclaim_fail",
+                    ])
+                    .filter_map(|k| d.get(*k).map(|v| format!("{k} {v}")))
+                    .collect();
+                s += &format!("  debugfs: {}\n", line.join(", "));
+            } else if let Some(why) = &n.debugfs_note {
+                s += &format!("  debugfs: {why}\n");
+            }
+            if let Some(p) = &n.prediction {
+                s += &format!(
+                    "  prediction: {} ({} of {} measured pages stored)\n",
+                    p.note, p.stored_pages, p.pages
+                );
+            }
+            if let Some(rt) = &n.rates {
+                let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+                s += &format!(
+                    "  rates over {:.1} s: zswpout {}/s, zswpin {}/s, zswpwb {}/s, pswpout {}/s, pswpin {}/s\n",
+                    n.observed_secs,
+                    f(rt.zswpout_per_sec),
+                    f(rt.zswpin_per_sec),
+                    f(rt.zswpwb_per_sec),
+                    f(rt.pswpout_per_sec),
+                    f(rt.pswpin_per_sec)
+                );
+            }
+            for g in n.cgroups.iter().filter(|g| g.zswap_bytes.unwrap_or(0) > 0) {
+                s += &format!(
+                    "  cgroup {}: zswap {} B, zswapped {} B, zswap.max {}, writeback {}\n",
+                    g.path,
+                    opt(g.zswap_bytes),
+                    opt(g.zswapped_bytes),
+                    g.zswap_max.as_deref().unwrap_or("-"),
+                    g.zswap_writeback.map_or("-", |w| if w { "1" } else { "0" })
+                );
+            }
+        }
+    }
+    s += &format!(
+        "  Candidates (replayed with RAM for a quarter of the pages, in front of {}):\n",
+        r.swap_device.name
+    );
+    s += &format!(
+        "  {:<44} {:>10} {:>10} {:>9} {:>9} {:>9} {:>10}\n",
+        "zswap", "saved MiB", "CPU %core", "p50 us", "p99 us", "hits %", "dev MB/s"
+    );
+    for c in &a.candidates {
+        if !c.available {
+            s += &format!(
+                "  {:<44} unavailable: {}\n",
+                c.name,
+                c.unavailable_reason.as_deref().unwrap_or("")
+            );
+            continue;
+        }
+        s += &format!(
+            "  {:<44} {:>10.1} {:>10.3} {:>9.1} {:>9.1} {:>9.0} {:>10.2}{}\n",
+            c.name,
+            mib(c.memory_saved_bytes_vs_now as f64),
+            c.cpu_secs_per_sec * 100.0,
+            c.load_p50_ns as f64 / 1e3,
+            c.load_p99_ns as f64 / 1e3,
+            c.hit_fraction * 100.0,
+            c.device_write_bytes_per_sec / 1e6,
+            if c.within_budgets { "" } else { "  (over budget)" }
+        );
+    }
+    s += &format!(
+        "\nzram or zswap: {} ({})\n  {}\n",
+        a.verdict.choice, a.verdict.config, a.verdict.reason
+    );
+    let st = &a.stack;
+    let now = |v: Option<u32>| v.map_or("unknown".to_string(), |v| v.to_string());
+    s += &format!(
+        "  vm.swappiness {} (now {}): {}\n  vm.page-cluster {} (now {}): {}\n  swap device behind zswap: {} ({})\n",
+        st.swappiness,
+        now(st.swappiness_now),
+        st.swappiness_reason,
+        st.page_cluster,
+        now(st.page_cluster_now),
+        st.page_cluster_reason,
+        human_bytes(st.swap_device_bytes as f64),
+        st.swap_device_reason
+    );
+    for h in &st.holds {
+        s += &format!("  holds: {h}\n");
+    }
+    if let Some(c) = target(a) {
+        let ap = apply(a, c);
+        s += &format!("  To run {} (nothing is run by zmem):\n", ap.candidate);
+        for l in &ap.sysfs {
+            s += &format!("    {l}\n");
+        }
+        s += &format!("    kernel command line: {}\n", ap.cmdline);
+    }
+    s
+}
+
+/// The zswap part of the apply script (commented out unless the verdict is zswap).
+pub fn script(r: &LabReport) -> String {
+    let Some(a) = &r.zswap else { return String::new() };
+    let Some(c) = target(a) else { return String::new() };
+    let ap = apply(a, c);
+    let chosen = a.verdict.choice == "zswap";
+    let pre = if chosen { "" } else { "# " };
+    let mut s = format!(
+        "\n# zswap: {} ({}).\n# Verdict: {}: {}\n",
+        ap.candidate,
+        if chosen { "the verdict" } else { "not the verdict: every line is commented out" },
+        a.verdict.choice,
+        a.verdict.reason
+    );
+    s += "# Kernel command line, from the next boot (add to GRUB_CMDLINE_LINUX):\n";
+    s += &format!("#   {}\n", ap.cmdline);
+    s += "# Now, through /sys/module/zswap/parameters:\n";
+    for l in &ap.sysfs {
+        s += &format!("{pre}{l}\n");
+    }
+    s += "# At every boot (tmpfiles.d):\n";
+    s += &format!(
+        "{pre}cat > /etc/tmpfiles.d/zmem-zswap.conf <<'ZMEM_ZSWAP'\n{}{pre}ZMEM_ZSWAP\n",
+        ap.tmpfiles.lines().map(|l| format!("{pre}{l}\n")).collect::<String>()
+    );
+    for l in &ap.cgroup {
+        s += &format!("{pre}{l}\n");
+    }
+    s += &format!(
+        "# The swap stack: {}; {}\n{pre}cat > /etc/sysctl.d/60-zmem-swap.conf <<'ZMEM_SYSCTL'\n{}{pre}ZMEM_SYSCTL\n",
+        a.stack.swappiness_reason,
+        a.stack.page_cluster_reason,
+        ap.sysctl.lines().map(|l| format!("{pre}{l}\n")).collect::<String>()
+    );
+    s += &format!("# zswap needs a swap device behind it: {}\n", a.stack.swap_device_reason);
+    s
+}
+
+/// The HTML section (inserted before the footer of `page`).
+pub fn html_into(r: &LabReport, page: String) -> String {
+    let Some(a) = &r.zswap else { return page };
+    let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    let mut rows = String::new();
+    for c in a.candidates.iter().filter(|c| c.available) {
+        rows += &format!(
+            "<tr><td>{}</td><td>{:.1}</td><td>{:.3}</td><td>{:.1}</td><td>{:.1}</td><td>{:.2}</td></tr>",
+            esc(&c.name),
+            c.memory_saved_bytes_vs_now as f64 / (1 << 20) as f64,
+            c.cpu_secs_per_sec * 100.0,
+            c.load_p50_ns as f64 / 1e3,
+            c.load_p99_ns as f64 / 1e3,
+            c.device_write_bytes_per_sec / 1e6
+        );
+    }
+    let now = a.now.as_ref().map_or("this kernel has no zswap".to_string(), |n| {
+        let f: String = n
+            .fields
+            .iter()
+            .map(|f| {
+                format!(
+                    "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    f.field,
+                    f.live.map_or("-".into(), |v| v.to_string()),
+                    f.predicted.map_or("-".into(), |v| v.to_string())
+                )
+            })
+            .collect();
+        format!(
+            "enabled={} compressor={} max_pool_percent={} shrinker_enabled={}\
+             <table><tr><th>field</th><th>live</th><th>predicted</th></tr>{f}</table>",
+            n.enabled,
+            esc(&n.compressor),
+            n.max_pool_percent,
+            n.shrinker_enabled
+        )
+    });
+    let section = format!(
+        "<h2>zram or zswap: {}</h2><p>{}</p><h3>zswap now</h3><p>{now}</p>\
+         <h3>zswap candidates</h3><table><tr><th>zswap</th><th>saved MiB</th><th>CPU % core</th>\
+         <th>p50 &micro;s</th><th>p99 &micro;s</th><th>device MB/s</th></tr>{rows}</table>\
+         <p>vm.swappiness {}: {}. vm.page-cluster {}: {}.</p>",
+        esc(&a.verdict.choice),
+        esc(&a.verdict.reason),
+        a.stack.swappiness,
+        esc(&a.stack.swappiness_reason),
+        a.stack.page_cluster,
+        esc(&a.stack.page_cluster_reason)
+    );
+    match page.rfind("<p><small>zmem ") {
+        Some(i) => format!("{}{section}{}", &page[..i], &page[i..]),
+        None => page + &section,
+    }
+}
+
+/// The JSON document's zswap parts: `now.zswap`, the zswap candidates appended to
+/// `candidates` (kind `zswap`; the zram ones get kind `zram`), `verdict`, and `zswap` (the
+/// stack advice, the live reading and the apply lines).
+pub fn json_into(r: &LabReport, v: &mut Value) {
+    let Some(a) = &r.zswap else { return };
+    let obj = |x: &mut Value| {
+        if !x.is_object() {
+            *x = Value::Object(Default::default());
+        }
+    };
+    if let Some(root) = v.as_object_mut() {
+        let now = root.entry("now").or_insert(Value::Null);
+        // A kernel without zswap leaves `now` as it was (null without a live zram device).
+        if a.now.is_some() || now.is_object() {
+            obj(now);
+            if let Some(m) = now.as_object_mut() {
+                m.insert("zswap".into(), serde_json::to_value(&a.now).unwrap_or(Value::Null));
+            }
+        }
+        if let Some(list) = root.get_mut("candidates").and_then(Value::as_array_mut) {
+            for c in list.iter_mut().filter_map(Value::as_object_mut) {
+                c.entry("kind").or_insert_with(|| "zram".into());
+            }
+            list.extend(a.candidates.iter().filter_map(|c| serde_json::to_value(c).ok()));
+        }
+        root.insert("verdict".into(), serde_json::to_value(&a.verdict).unwrap_or(Value::Null));
+        if let Some(z) = root.get_mut("zswap").and_then(Value::as_object_mut) {
+            z.remove("now");
+            z.remove("candidates");
+            z.remove("verdict");
+            let ap = target(a).map(|c| apply(a, c));
+            z.insert("apply".into(), serde_json::to_value(ap).unwrap_or(Value::Null));
+        }
+    }
+}
