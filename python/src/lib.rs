@@ -604,10 +604,8 @@ fn lab(
         (None, Some(s), false) => lab_mod::parse_source(s).map_err(lab_err)?,
         (None, None, false) => Input::Auto,
     };
-    if let Some(t) = &trace {
-        if !t.is_file() {
-            return Err(PyOSError::new_err(format!("trace {}: no such file", t.display())));
-        }
+    if let Some(t) = trace.as_ref().filter(|t| !t.is_file()) {
+        return Err(PyOSError::new_err(format!("trace {}: no such file", t.display())));
     }
     let req = LabRequest {
         input,
