@@ -83,7 +83,7 @@ fn skip_reason() -> Option<String> {
 /// dictionary: the script would install it under /etc), and its apply script.
 fn script_for_this_machine() -> (String, lab::Policy) {
     let kernel = zmem_kernel::caps::read();
-    let set = zmem_pages::generate::generate(zmem_pages::generate::Kind::Mixed, 256, 4096, 5)
+    let set = zmem_pages::generate::generate(zmem_pages::generate::Kind::Mixed, 1024, 4096, 5)
         .expect("generator");
     let source = Source {
         kind: "builtin".into(),

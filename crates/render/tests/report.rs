@@ -125,7 +125,7 @@ fn every_candidate_is_projected_and_one_is_now() {
 /// what zstd would add is said as "with CONFIG_ZRAM_BACKEND_ZSTD: +N MiB".
 #[test]
 fn the_kernel_decides_and_a_fallback_is_said_first() {
-    let set = zmem_pages::generate::generate(zmem_pages::generate::Kind::Mixed, 384, 4096, 7)
+    let set = zmem_pages::generate::generate(zmem_pages::generate::Kind::Mixed, 1024, 4096, 7)
         .expect("generator");
     let why = "no active zram swap (/proc/swaps); capture failed: EPERM";
     let source = Source {

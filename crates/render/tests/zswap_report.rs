@@ -50,7 +50,7 @@ fn live() -> ZswapLive {
 }
 
 fn report() -> lab::LabReport {
-    let set = zmem_pages::generate::generate(zmem_pages::generate::Kind::Mixed, 256, 4096, 7)
+    let set = zmem_pages::generate::generate(zmem_pages::generate::Kind::Mixed, 1024, 4096, 7)
         .expect("generator");
     let source = Source {
         kind: "captured".into(),
