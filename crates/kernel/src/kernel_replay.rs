@@ -15,6 +15,14 @@
 //!   occupied before the run.
 //! - the cgroup's `pgmajfault` (every swap-in fault, zero pages included) and `swap` (pages in
 //!   swap at the end), a cross-check that the device's traffic is the player's.
+//! - the player's CPU time when it says `done`: `/proc/PID/schedstat`'s first field (nanoseconds
+//!   on a CPU, user and system; `utime + stime` of `/proc/PID/stat` where schedstat is missing).
+//!   A memory cgroup at its limit reclaims in the faulting task (direct reclaim: the LRU scans,
+//!   the unmapping, zram's compression in `zram_write_page`), and a swap-in's read and
+//!   decompression run in the fault too, so the kernel's swap work is in it; so is the player's
+//!   own (reading the pipe, copying pages), which a run without memory pressure measures alone.
+//! - the swap-in latency the player timed (`player.rs`: accesses to pages `mincore` said were
+//!   out of RAM), its count, p50 and p99.
 //!
 //! Reclaim's view of the cgroup is flushed statistics. The sizes of the LRU lists
 //! (`inactive_is_low()`) and the refault activations (`WORKINGSET_ACTIVATE_ANON`, which set
@@ -38,8 +46,12 @@ use serde::Serialize;
 
 use crate::KernelError;
 use crate::harness::{self as live, Harness, HarnessConfig, ZramSwapConfig};
-use crate::player::{self, DONE, READY};
+use crate::player::{self, DONE, READY, SWAPINS};
 use zmem_pages::access::Access;
+
+/// Where set, the path the kernel's run saves its zram device's contents to once the player has
+/// done its last access (a raw page set, `zmem capture --zram`'s reading): a diagnostic.
+pub const CAPTURE_ENV: &str = "ZMEM_VALIDATE_CAPTURE";
 
 /// How the kernel's run is set up.
 #[derive(Debug, Clone)]
@@ -92,6 +104,39 @@ pub struct KernelRun {
     pub other_swaps: Vec<String>,
     /// Seconds the player took for the accesses.
     pub play_secs: f64,
+    /// The player's CPU seconds (user and system) from its start to its `done`.
+    pub player_cpu_secs: f64,
+    /// Swap-ins the player timed (accesses to pages out of RAM), and their p50 and p99.
+    pub timed_swap_ins: u64,
+    pub swap_in_p50_ns: u64,
+    pub swap_in_p99_ns: u64,
+}
+
+/// CPU seconds process `pid` has run so far: `/proc/PID/schedstat`'s run time (nanoseconds),
+/// else `utime + stime` of `/proc/PID/stat` (clock ticks).
+pub fn process_cpu_secs(pid: u32) -> Result<f64, KernelError> {
+    if let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/schedstat"))
+        && let Some(Ok(ns)) = s.split_whitespace().next().map(str::parse::<u64>)
+    {
+        return Ok(ns as f64 / 1e9);
+    }
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map_err(|e| KernelError::Setup(format!("/proc/{pid}/stat: {e}")))?;
+    parse_stat_cpu_ticks(&stat)
+        .map(|ticks| {
+            // SAFETY: sysconf has no preconditions.
+            let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
+            ticks as f64 / hz as f64
+        })
+        .ok_or_else(|| KernelError::Setup(format!("/proc/{pid}/stat: unreadable {stat:?}")))
+}
+
+/// `utime + stime` (fields 14 and 15) of a `/proc/PID/stat` line, counted after the command's
+/// closing parenthesis (the command may hold spaces).
+fn parse_stat_cpu_ticks(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
 }
 
 /// One memory.stat counter of the cgroup (v1 names; v2 has the same for these two).
@@ -279,6 +324,7 @@ fn measure<'scope, 'env>(
     };
     let mut samples = 0;
     let mut last_swaps = Instant::now();
+    let pid = h.child.as_ref().map(|c| c.pid());
     let done = loop {
         sample(h, &mut peak, &mut samples)?;
         if last_swaps.elapsed() > Duration::from_millis(200) {
@@ -286,7 +332,19 @@ fn measure<'scope, 'env>(
             last_swaps = Instant::now();
         }
         match rx.recv_timeout(Duration::from_millis(2)) {
-            Ok(l) if l.contains(DONE) => break l[l.find(DONE).unwrap_or(0)..].to_string(),
+            Ok(l) if l.contains(SWAPINS) => {
+                let mut f = l[l.find(SWAPINS).unwrap_or(0)..].split_whitespace().skip(1);
+                let mut next = || f.next().and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
+                (out.timed_swap_ins, out.swap_in_p50_ns, out.swap_in_p99_ns) =
+                    (next(), next(), next());
+            }
+            Ok(l) if l.contains(DONE) => {
+                // The player waits for stdin's end now: its CPU time is that of the run.
+                if let Some(pid) = pid {
+                    out.player_cpu_secs = process_cpu_secs(pid)?;
+                }
+                break l[l.find(DONE).unwrap_or(0)..].to_string();
+            }
             Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 // Surface the writer's error (a broken pipe says little) or the exit.
@@ -329,6 +387,30 @@ fn measure<'scope, 'env>(
     out.final_pool_bytes = mm.mem_used_total.saturating_sub(out.header_pool_bytes);
     out.pool_samples = samples;
     out.mm_stat = mm.to_string().trim().to_string();
+    // A diagnostic (docs/BENCHMARKS.md, the pool's dynamics): the device's contents while the
+    // player still holds its pages, read as `zmem capture --zram` does, after every counter above.
+    if let Some(to) = std::env::var_os(CAPTURE_ENV) {
+        let (set, _) = crate::capture::zram::capture_device(h.swap.path(), &mut |_, _| {})
+            .map_err(|e| {
+                KernelError::Setup(format!("capturing {}: {e}", h.swap.path().display()))
+            })?;
+        set.save_raw(std::path::Path::new(&to))
+            .map_err(|e| KernelError::Setup(format!("saving the capture: {e}")))?;
+    }
     drop(stdin);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_ticks_are_read_after_the_command() {
+        let line = "42 (a b) c) S 1 42 42 0 -1 4194560 100 0 0 0 17 5 0 0 20 0 1 0 99 0 0";
+        assert_eq!(parse_stat_cpu_ticks(line), Some(22));
+        assert_eq!(parse_stat_cpu_ticks("42 (x) S 1"), None);
+        // This very process has run.
+        assert!(process_cpu_secs(std::process::id()).unwrap() > 0.0);
+    }
 }

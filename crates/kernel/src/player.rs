@@ -15,8 +15,15 @@
 //! record  u32 page id, u8 flags (bit 0: write, bit 1: first touch: page_size bytes follow)
 //! ```
 //! Integers little-endian. The player answers on stdout: `ready` once its region is mapped,
-//! `done N R` after the N-th and last record (R: pages of its region in RAM then), then waits
-//! until stdin is closed and exits.
+//! `swapins C P50 P99` (see below), then `done N R` after the N-th and last record (R: pages of
+//! its region in RAM then), then waits until stdin is closed and exits.
+//!
+//! Swap-in latency: before each access to a page it touched before, the player asks `mincore(2)`
+//! whether the page is in RAM (a page in the swap cache counts as in RAM: it faults without a
+//! read). One that is not is swapped in by the access, which is timed end to end (the fault, the
+//! device's read and decompression, the mapping): `swapins` gives their count and the p50 and
+//! p99 in nanoseconds (nearest rank; 0 0 0 when none). The `mincore` call is made whether or not
+//! the page is out, so it costs every run the same.
 
 use std::io::{BufRead, Read, Write};
 
@@ -113,13 +120,50 @@ pub fn write_stream_records(
     out.flush()
 }
 
+/// The line that gives the timed swap-ins (count, p50 ns, p99 ns).
+pub const SWAPINS: &str = "swapins";
+
 /// What [`play`] did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Played {
     pub accesses: u64,
     pub first_touches: u64,
     pub reads: u64,
     pub writes: u64,
+    /// Nanoseconds of each access that found its page out of RAM (swapped in), in order.
+    pub swap_in_ns: Vec<u64>,
+}
+
+/// The `p`-th percentile (0..=100) of `v` by nearest rank; 0 for none.
+pub fn percentile(v: &[u64], p: f64) -> u64 {
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    if s.is_empty() {
+        return 0;
+    }
+    let rank = ((p / 100.0) * s.len() as f64).ceil() as usize;
+    s[rank.clamp(1, s.len()) - 1]
+}
+
+impl Played {
+    /// The `swapins C P50 P99` line.
+    pub fn swapins_line(&self) -> String {
+        let v = &self.swap_in_ns;
+        format!("{SWAPINS} {} {} {}", v.len(), percentile(v, 50.0), percentile(v, 99.0))
+    }
+}
+
+/// Whether the page at `addr` (page-aligned) is in RAM, by `mincore(2)`; `None` where the
+/// kernel cannot say (an address that is not page-aligned, or not mapped).
+fn resident(addr: *const u8, page_size: usize) -> Option<bool> {
+    if !(addr as usize).is_multiple_of(page_size) {
+        return None;
+    }
+    let mut v = 0u8;
+    // SAFETY: mincore only reads the page tables of `addr..addr+page_size` and writes one byte
+    // to `v`; an unmapped range is an error, not a fault.
+    let rc = unsafe { libc::mincore(addr as *mut libc::c_void, page_size, &mut v) };
+    (rc == 0).then_some(v & 1 != 0)
 }
 
 /// Performs `records` records from `input` on `region` (pages of `page_size`). Each record
@@ -142,6 +186,12 @@ pub fn play(
         }
         let at = page as usize * page_size;
         let flags = rec[4];
+        let out = if flags & FIRST_TOUCH == 0 {
+            resident(region[at..].as_ptr(), page_size) == Some(false)
+        } else {
+            false
+        };
+        let t = std::time::Instant::now();
         if flags & FIRST_TOUCH != 0 {
             input
                 .read_exact(&mut region[at..at + page_size])
@@ -156,6 +206,9 @@ pub fn play(
         } else {
             std::hint::black_box(region[at]);
             done.reads += 1;
+        }
+        if out {
+            done.swap_in_ns.push(t.elapsed().as_nanos() as u64);
         }
         done.accesses += 1;
     }
@@ -244,6 +297,7 @@ pub fn run_stdio() -> Result<(), KernelError> {
     say(&mut out, READY)?;
     let played = play(&mut input, region.bytes_mut(), h.page_size, h.records)?;
     let resident = region.resident_pages(h.page_size)?;
+    say(&mut out, &played.swapins_line())?;
     say(&mut out, &format!("{DONE} {} {resident}", played.accesses))?;
     // Keep every page mapped until the parent has read the kernel's counters.
     loop {
@@ -331,6 +385,46 @@ mod tests {
         let mut small = vec![0u8; 2 * ps];
         let e = play(&mut &body[..], &mut small, ps, 2).unwrap_err().to_string();
         assert!(e.contains("page 3 outside"), "{e}");
+    }
+
+    #[test]
+    fn percentiles_are_by_nearest_rank() {
+        assert_eq!(percentile(&[], 50.0), 0);
+        let v: Vec<u64> = (1..=100).rev().collect();
+        assert_eq!(percentile(&v, 50.0), 50);
+        assert_eq!(percentile(&v, 99.0), 99);
+        assert_eq!(percentile(&[7], 99.0), 7);
+        let p = Played { swap_in_ns: vec![30, 10, 20], ..Played::default() };
+        assert_eq!(p.swapins_line(), "swapins 3 20 30");
+    }
+
+    /// A page of a mapped region that was never touched is not in RAM; `play` times an access
+    /// only to such a page (here: one the kernel dropped with MADV_DONTNEED after its first
+    /// touch, which refaults as a zero page).
+    #[test]
+    fn only_accesses_to_pages_out_of_ram_are_timed() {
+        let ps = 4096;
+        let mut r = Region::map(4 * ps).unwrap();
+        let pages = vec![3u8; 4 * ps];
+        let trace = [acc(0, false), acc(1, false), acc(0, true), acc(1, false)];
+        let mut stream = Vec::new();
+        write_stream(&mut stream, &pages, ps, &trace[..2]).unwrap();
+        let mut input = &stream[HEADER_LEN..];
+        let p = play(&mut input, r.bytes_mut(), ps, 2).unwrap();
+        assert!(p.swap_in_ns.is_empty(), "first touches are not swap-ins");
+        let page1 = r.bytes_mut()[ps..].as_mut_ptr();
+        assert_eq!(resident(page1, ps), Some(true));
+        // SAFETY: page 1 of our own mapping; its contents are dropped, which nothing relies on.
+        unsafe { libc::madvise(page1.cast(), ps, libc::MADV_DONTNEED) };
+        assert_eq!(resident(page1, ps), Some(false));
+        let mut recs = Vec::new();
+        for a in &trace[2..] {
+            recs.extend_from_slice(&(a.page as u32).to_le_bytes());
+            recs.push(if a.write { WRITE } else { 0 });
+        }
+        let p = play(&mut &recs[..], r.bytes_mut(), ps, 2).unwrap();
+        assert_eq!(p.swap_in_ns.len(), 1, "only page 1 was out of RAM");
+        assert_eq!(resident(r.bytes_mut()[1..].as_ptr(), ps), None, "not page-aligned");
     }
 
     #[test]
