@@ -16,6 +16,7 @@ pub mod json;
 pub mod replay;
 pub mod status;
 pub mod summary;
+pub mod validate_lab;
 mod svg;
 
 pub use html::{PLOT_COLORS, render_html};
