@@ -265,6 +265,19 @@ impl Region {
         Ok(vec.iter().filter(|&&b| b & 1 != 0).count() as u64)
     }
 
+    /// Unlocks the mapping (`munlock`), so reclaim may take its pages though the process
+    /// locked its memory ([`lock_own_memory`]'s `MCL_FUTURE` locks every later mapping).
+    pub fn unlock(&mut self) -> Result<(), KernelError> {
+        // SAFETY: `ptr..ptr+len` is our mapping; munlock changes no contents.
+        if unsafe { libc::munlock(self.ptr.cast(), self.len) } != 0 {
+            return Err(KernelError::Setup(format!(
+                "munlock: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        Ok(())
+    }
+
     /// The mapping's bytes.
     pub fn bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: the mapping is `len` readable and writable bytes (zero-filled on first touch),
@@ -280,9 +293,31 @@ impl Drop for Region {
     }
 }
 
+/// Locks the player's own memory (`mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT)`: each page
+/// as it is faulted in, none populated ahead), so that reclaim in the cgroup can take only the
+/// region's pages, as the replay assumes (it gives the page set the limit less the player's
+/// charge). Without it the kernel swapped out about 90 of the player's own pages (its binary's
+/// relocated data, heap, stack: pages of no page set) in a run of 4,000 swap-outs; their
+/// compressed sizes fall in zsmalloc size classes the page set's do not use, each such class
+/// taking a zspage of its own, and the kernel's pool was 7 % larger than the replay's for that
+/// alone (docs/BENCHMARKS.md, "The pool's dynamics"). `false` where the kernel refused (no
+/// CAP_IPC_LOCK and a small RLIMIT_MEMLOCK): the player runs unlocked.
+fn lock_own_memory() -> bool {
+    // SAFETY: mlockall has no memory-safety preconditions.
+    let rc = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE | libc::MCL_ONFAULT) };
+    if rc != 0 {
+        eprintln!(
+            "player: mlockall: {} (the player's own pages may be swapped)",
+            std::io::Error::last_os_error()
+        );
+    }
+    rc == 0
+}
+
 /// The player's whole life over stdin and stdout (the `zmem validate play` entry point, and the
 /// live tests' child mode): header, map, `ready`, the records, `done N`, wait for stdin's end.
 pub fn run_stdio() -> Result<(), KernelError> {
+    let locked = lock_own_memory();
     let mut input = std::io::BufReader::with_capacity(1 << 16, std::io::stdin().lock());
     let h = Header::read(&mut input)?;
     let len = usize::try_from(h.pages)
@@ -290,6 +325,9 @@ pub fn run_stdio() -> Result<(), KernelError> {
         .and_then(|p| p.checked_mul(h.page_size))
         .ok_or_else(|| bad(format!("{} pages do not fit the address space", h.pages)))?;
     let mut region = Region::map(len)?;
+    if locked {
+        region.unlock()?;
+    }
     let mut out = std::io::stdout().lock();
     let say = |out: &mut std::io::StdoutLock, s: &str| {
         writeln!(out, "{s}").and_then(|()| out.flush()).map_err(|e| bad(format!("stdout: {e}")))
