@@ -54,7 +54,7 @@ pub fn lab_validation(v: &LabValidation) -> String {
         out += &config_table(c);
     }
     out += &format!(
-        "order by memory: lab {} / kernel {} ({})\n",
+        "order by memory: lab {} / kernel, pool per page stored, {} ({})\n",
         v.lab_order.join(" < "),
         v.kernel_order.join(" < "),
         if v.same_order { "the same" } else { "different" }
