@@ -21,6 +21,8 @@
 //!   the unmapping, zram's compression in `zram_write_page`), and a swap-in's read and
 //!   decompression run in the fault too, so the kernel's swap work is in it; so is the player's
 //!   own (reading the pipe, copying pages), which a run without memory pressure measures alone.
+//! - the player's CPU time in its faulting accesses (`player.rs`): what reclaim and swap-ins
+//!   cost it, beside its first touches' own faults.
 //! - the swap-in latency the player timed (`player.rs`: accesses to pages `mincore` said were
 //!   out of RAM), its count, p50 and p99.
 //!
@@ -106,6 +108,9 @@ pub struct KernelRun {
     pub play_secs: f64,
     /// The player's CPU seconds (user and system) from its start to its `done`.
     pub player_cpu_secs: f64,
+    /// The player's thread CPU seconds in the accesses that faulted (first touches and
+    /// swap-ins, with the reclaim their charges did: `player.rs`).
+    pub fault_cpu_secs: f64,
     /// Swap-ins the player timed (accesses to pages out of RAM), and their p50 and p99.
     pub timed_swap_ins: u64,
     pub swap_in_p50_ns: u64,
@@ -175,6 +180,27 @@ fn player_failure(h: &mut Harness, before: &str) -> KernelError {
         )),
         _ => KernelError::PlayerFailed(format!("the player ended before {before:?} ({status})")),
     }
+}
+
+/// Whether zswap is enabled now (`/sys/module/zswap/parameters/enabled`; no zswap: no).
+fn zswap_enabled() -> bool {
+    std::fs::read_to_string("/sys/module/zswap/parameters/enabled")
+        .is_ok_and(|v| matches!(v.trim(), "Y" | "1"))
+}
+
+/// Fails the run where zswap was enabled at some point of it: zswap takes every swap-out before
+/// any swap device (`swap_writepage()` -> `zswap_store()`), ours included, so the device saw
+/// none of the pages it did (measured: 0 swap-outs on our device while another program's test
+/// had zswap on).
+fn check_zswap(seen: bool) -> Result<(), KernelError> {
+    if seen {
+        return Err(KernelError::PlayerFailed(
+            "zswap was enabled during the run (not by us): it takes swap-outs before any swap \
+             device, so our zram device's counts are not the player's; run again with zswap off"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 fn note_other_swaps(h: &Harness, seen: &mut Vec<String>) -> Result<(), KernelError> {
@@ -324,11 +350,13 @@ fn measure<'scope, 'env>(
     };
     let mut samples = 0;
     let mut last_swaps = Instant::now();
+    let mut zswap_seen = zswap_enabled();
     let pid = h.child.as_ref().map(|c| c.pid());
     let done = loop {
         sample(h, &mut peak, &mut samples)?;
         if last_swaps.elapsed() > Duration::from_millis(200) {
             note_other_swaps(h, &mut out.other_swaps)?;
+            zswap_seen |= zswap_enabled();
             last_swaps = Instant::now();
         }
         match rx.recv_timeout(Duration::from_millis(2)) {
@@ -337,6 +365,7 @@ fn measure<'scope, 'env>(
                 let mut next = || f.next().and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
                 (out.timed_swap_ins, out.swap_in_p50_ns, out.swap_in_p99_ns) =
                     (next(), next(), next());
+                out.fault_cpu_secs = next() as f64 / 1e9;
             }
             Ok(l) if l.contains(DONE) => {
                 // The player waits for stdin's end now: its CPU time is that of the run.
@@ -381,6 +410,7 @@ fn measure<'scope, 'env>(
     out.cgroup_major_faults = cgroup_stat(h, "pgmajfault")?.saturating_sub(faults0);
     out.cgroup_swap_pages = cgroup_stat(h, "swap")? / ps as u64;
     note_other_swaps(h, &mut out.other_swaps)?;
+    check_zswap(zswap_seen || zswap_enabled())?;
     out.swap_outs = stat.write_ios - stat0.write_ios;
     out.swap_ins = stat.read_ios - stat0.read_ios;
     out.peak_pool_bytes = peak.saturating_sub(out.header_pool_bytes);
@@ -404,6 +434,13 @@ fn measure<'scope, 'env>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_that_met_zswap_fails() {
+        assert!(check_zswap(false).is_ok());
+        let e = check_zswap(true).unwrap_err().to_string();
+        assert!(e.contains("zswap was enabled"), "{e}");
+    }
 
     #[test]
     fn cpu_ticks_are_read_after_the_command() {

@@ -15,7 +15,7 @@
 //! record  u32 page id, u8 flags (bit 0: write, bit 1: first touch: page_size bytes follow)
 //! ```
 //! Integers little-endian. The player answers on stdout: `ready` once its region is mapped,
-//! `swapins C P50 P99` (see below), then `done N R` after the N-th and last record (R: pages of
+//! `swapins C P50 P99 F` (see below), then `done N R` after the N-th and last record (R: pages of
 //! its region in RAM then), then waits until stdin is closed and exits.
 //!
 //! Swap-in latency: before each access to a page it touched before, the player asks `mincore(2)`
@@ -23,7 +23,10 @@
 //! read). One that is not is swapped in by the access, which is timed end to end (the fault, the
 //! device's read and decompression, the mapping): `swapins` gives their count and the p50 and
 //! p99 in nanoseconds (nearest rank; 0 0 0 when none). The `mincore` call is made whether or not
-//! the page is out, so it costs every run the same.
+//! the page is out, so it costs every run the same. `F` is the thread CPU time, in nanoseconds,
+//! of every access that faults: the swap-ins and the first touches (the copy of the page's bytes
+//! into the region, read from the pipe beforehand), with any reclaim their charge does: a memory
+//! cgroup at its limit reclaims in the faulting task, zram's compression included.
 
 use std::io::{BufRead, Read, Write};
 
@@ -132,6 +135,19 @@ pub struct Played {
     pub writes: u64,
     /// Nanoseconds of each access that found its page out of RAM (swapped in), in order.
     pub swap_in_ns: Vec<u64>,
+    /// Thread CPU nanoseconds of the accesses that fault: first touches (the copy of the page's
+    /// bytes into the region, its fault and any reclaim the charge does) and swap-ins.
+    pub fault_cpu_ns: u64,
+}
+
+/// This thread's CPU time in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`, user and system).
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec to the pointer given, which is ours.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// The `p`-th percentile (0..=100) of `v` by nearest rank; 0 for none.
@@ -146,10 +162,11 @@ pub fn percentile(v: &[u64], p: f64) -> u64 {
 }
 
 impl Played {
-    /// The `swapins C P50 P99` line.
+    /// The `swapins C P50 P99 FAULT_CPU_NS` line.
     pub fn swapins_line(&self) -> String {
         let v = &self.swap_in_ns;
-        format!("{SWAPINS} {} {} {}", v.len(), percentile(v, 50.0), percentile(v, 99.0))
+        let (p50, p99) = (percentile(v, 50.0), percentile(v, 99.0));
+        format!("{SWAPINS} {} {p50} {p99} {}", v.len(), self.fault_cpu_ns)
     }
 }
 
@@ -178,6 +195,7 @@ pub fn play(
     let pages = (region.len() / page_size) as u64;
     let mut done = Played::default();
     let mut rec = [0u8; RECORD_LEN];
+    let mut bytes = vec![0u8; page_size];
     for _ in 0..records {
         input.read_exact(&mut rec).map_err(|e| bad(format!("record {}: {e}", done.accesses)))?;
         let page = u64::from(u32::from_le_bytes(rec[..4].try_into().expect("4 bytes")));
@@ -191,11 +209,14 @@ pub fn play(
         } else {
             false
         };
-        let t = std::time::Instant::now();
-        if flags & FIRST_TOUCH != 0 {
-            input
-                .read_exact(&mut region[at..at + page_size])
-                .map_err(|e| bad(format!("page {page}'s bytes: {e}")))?;
+        let first = flags & FIRST_TOUCH != 0;
+        if first {
+            // Read before the clocks start: the pipe's cost is not the fault's.
+            input.read_exact(&mut bytes).map_err(|e| bad(format!("page {page}'s bytes: {e}")))?;
+        }
+        let (t, cpu) = (std::time::Instant::now(), thread_cpu_ns());
+        if first {
+            region[at..at + page_size].copy_from_slice(&bytes);
             done.first_touches += 1;
         }
         if flags & WRITE != 0 {
@@ -209,6 +230,9 @@ pub fn play(
         }
         if out {
             done.swap_in_ns.push(t.elapsed().as_nanos() as u64);
+        }
+        if out || first {
+            done.fault_cpu_ns += thread_cpu_ns().saturating_sub(cpu);
         }
         done.accesses += 1;
     }
@@ -433,7 +457,7 @@ mod tests {
         assert_eq!(percentile(&v, 99.0), 99);
         assert_eq!(percentile(&[7], 99.0), 7);
         let p = Played { swap_in_ns: vec![30, 10, 20], ..Played::default() };
-        assert_eq!(p.swapins_line(), "swapins 3 20 30");
+        assert_eq!(p.swapins_line(), "swapins 3 20 30 0");
     }
 
     /// A page of a mapped region that was never touched is not in RAM; `play` times an access
@@ -450,6 +474,7 @@ mod tests {
         let mut input = &stream[HEADER_LEN..];
         let p = play(&mut input, r.bytes_mut(), ps, 2).unwrap();
         assert!(p.swap_in_ns.is_empty(), "first touches are not swap-ins");
+        assert!(p.fault_cpu_ns > 0, "the first touches' faults took CPU time");
         let page1 = r.bytes_mut()[ps..].as_mut_ptr();
         assert_eq!(resident(page1, ps), Some(true));
         // SAFETY: page 1 of our own mapping; its contents are dropped, which nothing relies on.

@@ -60,8 +60,9 @@ pub fn lab_validation(v: &LabValidation) -> String {
         if v.same_order { "the same" } else { "different" }
     );
     out += &format!(
-        "baseline (no reclaim, RAM {} bytes): player CPU {:.3} s\n",
-        v.baseline.ram_bytes, v.baseline.player_cpu_secs
+        "baseline (no reclaim, RAM {} bytes): CPU in faulting accesses {:.3} s (the kernel's \
+         CPU seconds are net of it), player CPU {:.3} s\n",
+        v.baseline.ram_bytes, v.baseline.fault_cpu_secs, v.baseline.player_cpu_secs
     );
     for n in &v.not_run {
         out += &format!("not run: {}: {}\n", n.config, n.reason);
