@@ -85,8 +85,9 @@ pub struct KernelRun {
     pub peak_pool_bytes: u64,
     /// Pool after the last access, less the header's pool.
     pub final_pool_bytes: u64,
-    /// Pool the swap header alone took before the run (subtracted above).
+    /// Pool the swap header alone took before the run (subtracted above), and its pages.
     pub header_pool_bytes: u64,
+    pub header_pages: u64,
     /// `mm_stat` samples taken during the run.
     pub pool_samples: u64,
     /// Whether each sample also flushed the cgroup's statistics (read `memory.stat`).
@@ -203,6 +204,31 @@ fn check_zswap(seen: bool) -> Result<(), KernelError> {
     Ok(())
 }
 
+/// Pages another program's reclaim may have put on our device before this check calls it
+/// theirs: one reclaim batch (`SWAP_CLUSTER_MAX`).
+const FOREIGN_SLACK: u64 = 32;
+
+/// Fails the run where other programs used our device: our device has the highest priority, so
+/// when the machine itself is short of memory, global reclaim swaps other processes' pages to
+/// it (measured: 9,606 pages stored for the cgroup's 1,164 in swap, while another program's
+/// test filled memory). The device then stores more pages than the cgroup has in swap (which
+/// counts the zeromap's too), or serves more reads than the cgroup had major faults.
+fn check_only_ours(
+    stored: u64,
+    cgroup_swap_pages: u64,
+    reads: u64,
+    cgroup_major_faults: u64,
+) -> Result<(), KernelError> {
+    if stored > cgroup_swap_pages + FOREIGN_SLACK || reads > cgroup_major_faults + FOREIGN_SLACK {
+        return Err(KernelError::PlayerFailed(format!(
+            "other programs swapped to our device during the run (it stores {stored} pages for \
+             the cgroup's {cgroup_swap_pages} in swap, and served {reads} reads for its \
+             {cgroup_major_faults} major faults): the machine was short of memory; run again"
+        )));
+    }
+    Ok(())
+}
+
 fn note_other_swaps(h: &Harness, seen: &mut Vec<String>) -> Result<(), KernelError> {
     for a in live::other_swaps(&[h.swap.path()])? {
         let s = format!("{} (priority {})", a.filename, a.priority);
@@ -246,6 +272,7 @@ pub fn run(
     note_other_swaps(&h, &mut out.other_swaps)?;
     let mm0 = h.swap.mm_stat()?;
     out.header_pool_bytes = mm0.mem_used_total;
+    out.header_pages = mm0.orig_data_size / cfg.page_size as u64;
 
     player_cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
     let child = h.spawn(player_cmd)?;
@@ -411,6 +438,13 @@ fn measure<'scope, 'env>(
     out.cgroup_swap_pages = cgroup_stat(h, "swap")? / ps as u64;
     note_other_swaps(h, &mut out.other_swaps)?;
     check_zswap(zswap_seen || zswap_enabled())?;
+    let stored = (mm.orig_data_size / ps as u64).saturating_sub(out.header_pages);
+    check_only_ours(
+        stored,
+        out.cgroup_swap_pages,
+        stat.read_ios - stat0.read_ios,
+        out.cgroup_major_faults,
+    )?;
     out.swap_outs = stat.write_ios - stat0.write_ios;
     out.swap_ins = stat.read_ios - stat0.read_ios;
     out.peak_pool_bytes = peak.saturating_sub(out.header_pool_bytes);
@@ -434,6 +468,15 @@ fn measure<'scope, 'env>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_that_shared_its_device_fails() {
+        assert!(check_only_ours(1150, 1152, 156, 159).is_ok());
+        assert!(check_only_ours(1160, 1130, 160, 150).is_ok(), "within one batch");
+        let e = check_only_ours(9606, 1164, 163, 159).unwrap_err().to_string();
+        assert!(e.contains("other programs"), "{e}");
+        assert!(check_only_ours(1000, 1100, 400, 150).is_err(), "reads not the cgroup's");
+    }
 
     #[test]
     fn a_run_that_met_zswap_fails() {
