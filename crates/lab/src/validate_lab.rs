@@ -32,11 +32,13 @@
 //! `mincore` said was out of RAM (fault, read and decompression, mapping), p50 and p99.
 //!
 //! **Order**: the lab orders the configurations by the pool its policy measurement gives for
-//! the pages (what it recommends by); the kernel by its pool per page stored at the end
-//! (`mm_stat`'s `mem_used_total` less the swap header's, over the pages stored less the header):
-//! the kernel's runs of two configurations end with different pages in swap (a few percent more
-//! or fewer from run to run), so its pools alone would order the traffic's noise, not the
-//! configurations. They agree (`same_order`) unless a pair is ordered one way by the lab and the
+//! the whole page set (what it recommends by); the kernel by the pool its own zram device of the
+//! configuration takes for the same pages, all written to a fresh device
+//! (`zmem_kernel::zram_device::mm_stat_of`, `kernel_set_pool_bytes`, beside the lab's figure and
+//! its error). The trace's runs are not what orders: they end with 1,100-1,300 pages in swap,
+//! a different number from run to run, and at a 2 MB pool zsmalloc's partly filled zspages (one
+//! per size class in use) move the pool per page stored by several percent, more than lzo and
+//! lzo-rle differ. They agree (`same_order`) unless a pair is ordered one way by the lab and the
 //! other by the kernel, each by more than [`ORDER_TOLERANCE`] (closer than that is a tie, which
 //! agrees with either order).
 
@@ -139,7 +141,11 @@ pub struct ConfigCheck {
     pub attributes: Vec<String>,
     /// The lab's pool for every page of the set (its policy measurement: what it orders by).
     pub lab_pool_bytes: u64,
-    /// The kernel's final pool per page stored (what the kernel is ordered by).
+    /// The kernel's pool for every page of the set, written to a fresh kernel zram device of
+    /// the configuration (what the kernel is ordered by), and the lab's error on it.
+    pub kernel_set_pool_bytes: u64,
+    pub lab_pool_error: Option<f64>,
+    /// The kernel's final pool per page stored at the end of the trace's median run.
     pub kernel_pool_bytes_per_page: f64,
     pub predicted: Figures,
     pub kernel: Figures,
@@ -196,7 +202,7 @@ pub struct LabValidation {
     pub configurations: Vec<ConfigCheck>,
     /// Candidates not run, with the reason.
     pub not_run: Vec<NotRun>,
-    /// Configurations by the lab's pool, smallest first, and by the kernel's pool per page.
+    /// Configurations by the lab's pool for the page set, smallest first, and by the kernel's.
     pub lab_order: Vec<String>,
     pub kernel_order: Vec<String>,
     /// The kernel orders the configurations by memory as the lab does (ties: see the module doc).
@@ -366,6 +372,11 @@ pub fn run(
         let cpus: Vec<f64> = runs.iter().map(|k| k.fault_cpu_secs).collect();
         let k = runs.swap_remove(median_run(&sides).expect("kernel_runs gives at least one run"));
         let kernel_pool_bytes_per_page = pool_per_page(&k, ps);
+        let kernel_set_pool_bytes = zmem_kernel::zram_device::mm_stat_of(&p.algo, pages)
+            .map_err(|e| {
+                LabError::Setup(format!("the page set on a kernel {} device: {e}", p.algo))
+            })?
+            .mem_used_total;
         let kernel = Figures {
             pool_bytes: k.peak_pool_bytes,
             peak_pool_bytes: k.peak_pool_bytes,
@@ -424,6 +435,8 @@ pub fn run(
             config: p.name.clone(),
             attributes: p.as_attributes(),
             lab_pool_bytes: row.pool_bytes,
+            kernel_set_pool_bytes,
+            lab_pool_error: relative_error(row.pool_bytes, kernel_set_pool_bytes),
             kernel_pool_bytes_per_page,
             error: FigureErrors::between(&predicted, &kernel),
             predicted,
@@ -438,7 +451,7 @@ pub fn run(
     }
 
     let lab: Vec<f64> = checks.iter().map(|c| c.lab_pool_bytes as f64).collect();
-    let kern: Vec<f64> = checks.iter().map(|c| c.kernel_pool_bytes_per_page).collect();
+    let kern: Vec<f64> = checks.iter().map(|c| c.kernel_set_pool_bytes as f64).collect();
     let names = |o: Vec<usize>| o.into_iter().map(|i| checks[i].config.clone()).collect();
     Ok(LabValidation {
         lab_order: names(order(&lab)),

@@ -110,6 +110,8 @@ fn validate_lab_on_the_live_kernel() {
         assert!(c.kernel_run.player_cpu_secs > 0.0);
         assert!(c.predicted.swap_outs > 0 && c.predicted.cpu_seconds > 0.0, "{}", c.config);
         assert!(c.verified, "{}", c.config);
+        assert!(c.kernel_set_pool_bytes > 0, "{}", c.config);
+        assert_eq!(c.lab_pool_error, relative_error(c.lab_pool_bytes, c.kernel_set_pool_bytes));
         assert_eq!(c.error.swap_ins, relative_error(c.predicted.swap_ins, c.kernel.swap_ins));
         assert_eq!(c.error.pool_bytes, relative_error(c.predicted.pool_bytes, c.kernel.pool_bytes));
         assert!(

@@ -23,6 +23,13 @@ fn config_table(c: &ConfigCheck) -> String {
         out += &format!("  {name:<18} {l:>14} {kv:>14} {:>9}\n", percent(err));
     }
     out += &format!(
+        "  {:<18} {:>14} {:>14} {:>9}\n",
+        "page set's pool",
+        c.lab_pool_bytes,
+        c.kernel_set_pool_bytes,
+        percent(c.lab_pool_error)
+    );
+    out += &format!(
         "  {:<18} {:>14.3} {:>14.3} {:>9}\n",
         "CPU seconds",
         p.cpu_seconds,
@@ -54,7 +61,7 @@ pub fn lab_validation(v: &LabValidation) -> String {
         out += &config_table(c);
     }
     out += &format!(
-        "order by memory: lab {} / kernel, pool per page stored, {} ({})\n",
+        "order by memory (the page set's pool): lab {} / kernel {} ({})\n",
         v.lab_order.join(" < "),
         v.kernel_order.join(" < "),
         if v.same_order { "the same" } else { "different" }
