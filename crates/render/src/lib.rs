@@ -16,8 +16,8 @@ pub mod json;
 pub mod replay;
 pub mod status;
 pub mod summary;
-pub mod validate_lab;
 mod svg;
+pub mod validate_lab;
 
 pub use html::{PLOT_COLORS, render_html};
 pub use summary::{render_apply_script, render_summary};
