@@ -1,6 +1,7 @@
 //! `zmem validate`: zmem's models checked against the live kernel. `replay` runs a trace in real
-//! memory under a memory cgroup with a kernel zram swap and compares with `zmem replay`; `play`
-//! (hidden) is the player process it starts, this same binary.
+//! memory under a memory cgroup with a kernel zram swap and compares with `zmem replay`; `lab`
+//! does so for every configuration of the lab's candidate list the kernel runs, beside the lab's
+//! prediction; `play` (hidden) is the player process they start, this same binary.
 
 use std::path::PathBuf;
 use std::time::Duration;
