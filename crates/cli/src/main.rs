@@ -85,6 +85,7 @@ const EXAMPLES: &[(&[&str], &str)] = &[
     (&["trace", "info"], "zmem trace info app.trace"),
     (&["replay"], "zmem replay --ram 64M --swap zswap --swap-device ssd app.zpages app.trace"),
     (&["validate", "replay"], "sudo zmem validate replay --ram 32M app.zpages app.trace"),
+    (&["validate", "lab"], "sudo zmem validate lab --ram 40M --kernel-runs 3 app.zpages app.trace"),
     (&["study", "allocators"], "zmem study allocators app.zpages"),
     (&["dict", "train"], "zmem dict train --algo zstd -o zram.dict app.zpages"),
     (&["status"], "zmem status --json"),

@@ -164,7 +164,7 @@ pub fn median_run(runs: &[Side]) -> Option<usize> {
 /// Runs the kernel's side `cfg.kernel_runs` times (see the module doc): the successful runs and
 /// the failures' reasons. Set-up failures and interruptions end it at once; a failed player
 /// does too when it was the only run asked for.
-fn kernel_runs(
+pub fn kernel_runs(
     pages: &[u8],
     trace: &[Access],
     cfg: &ValidateConfig,

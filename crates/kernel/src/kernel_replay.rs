@@ -15,6 +15,16 @@
 //!   occupied before the run.
 //! - the cgroup's `pgmajfault` (every swap-in fault, zero pages included) and `swap` (pages in
 //!   swap at the end), a cross-check that the device's traffic is the player's.
+//! - the player's CPU time when it says `done`: `/proc/PID/schedstat`'s first field (nanoseconds
+//!   on a CPU, user and system; `utime + stime` of `/proc/PID/stat` where schedstat is missing).
+//!   A memory cgroup at its limit reclaims in the faulting task (direct reclaim: the LRU scans,
+//!   the unmapping, zram's compression in `zram_write_page`), and a swap-in's read and
+//!   decompression run in the fault too, so the kernel's swap work is in it; so is the player's
+//!   own (reading the pipe, copying pages), which a run without memory pressure measures alone.
+//! - the player's CPU time in its faulting accesses (`player.rs`): what reclaim and swap-ins
+//!   cost it, beside its first touches' own faults.
+//! - the swap-in latency the player timed (`player.rs`: accesses to pages `mincore` said were
+//!   out of RAM), its count, p50 and p99.
 //!
 //! Reclaim's view of the cgroup is flushed statistics. The sizes of the LRU lists
 //! (`inactive_is_low()`) and the refault activations (`WORKINGSET_ACTIVATE_ANON`, which set
@@ -38,8 +48,12 @@ use serde::Serialize;
 
 use crate::KernelError;
 use crate::harness::{self as live, Harness, HarnessConfig, ZramSwapConfig};
-use crate::player::{self, DONE, READY};
+use crate::player::{self, DONE, READY, SWAPINS};
 use zmem_pages::access::Access;
+
+/// Where set, the path the kernel's run saves its zram device's contents to once the player has
+/// done its last access (a raw page set, `zmem capture --zram`'s reading): a diagnostic.
+pub const CAPTURE_ENV: &str = "ZMEM_VALIDATE_CAPTURE";
 
 /// How the kernel's run is set up.
 #[derive(Debug, Clone)]
@@ -71,8 +85,9 @@ pub struct KernelRun {
     pub peak_pool_bytes: u64,
     /// Pool after the last access, less the header's pool.
     pub final_pool_bytes: u64,
-    /// Pool the swap header alone took before the run (subtracted above).
+    /// Pool the swap header alone took before the run (subtracted above), and its pages.
     pub header_pool_bytes: u64,
+    pub header_pages: u64,
     /// `mm_stat` samples taken during the run.
     pub pool_samples: u64,
     /// Whether each sample also flushed the cgroup's statistics (read `memory.stat`).
@@ -92,6 +107,42 @@ pub struct KernelRun {
     pub other_swaps: Vec<String>,
     /// Seconds the player took for the accesses.
     pub play_secs: f64,
+    /// The player's CPU seconds (user and system) from its start to its `done`.
+    pub player_cpu_secs: f64,
+    /// The player's thread CPU seconds in the accesses that faulted (first touches and
+    /// swap-ins, with the reclaim their charges did: `player.rs`).
+    pub fault_cpu_secs: f64,
+    /// Swap-ins the player timed (accesses to pages out of RAM), and their p50 and p99.
+    pub timed_swap_ins: u64,
+    pub swap_in_p50_ns: u64,
+    pub swap_in_p99_ns: u64,
+}
+
+/// CPU seconds process `pid` has run so far: `/proc/PID/schedstat`'s run time (nanoseconds),
+/// else `utime + stime` of `/proc/PID/stat` (clock ticks).
+pub fn process_cpu_secs(pid: u32) -> Result<f64, KernelError> {
+    if let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/schedstat"))
+        && let Some(Ok(ns)) = s.split_whitespace().next().map(str::parse::<u64>)
+    {
+        return Ok(ns as f64 / 1e9);
+    }
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map_err(|e| KernelError::Setup(format!("/proc/{pid}/stat: {e}")))?;
+    parse_stat_cpu_ticks(&stat)
+        .map(|ticks| {
+            // SAFETY: sysconf has no preconditions.
+            let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
+            ticks as f64 / hz as f64
+        })
+        .ok_or_else(|| KernelError::Setup(format!("/proc/{pid}/stat: unreadable {stat:?}")))
+}
+
+/// `utime + stime` (fields 14 and 15) of a `/proc/PID/stat` line, counted after the command's
+/// closing parenthesis (the command may hold spaces).
+fn parse_stat_cpu_ticks(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
 }
 
 /// One memory.stat counter of the cgroup (v1 names; v2 has the same for these two).
@@ -130,6 +181,52 @@ fn player_failure(h: &mut Harness, before: &str) -> KernelError {
         )),
         _ => KernelError::PlayerFailed(format!("the player ended before {before:?} ({status})")),
     }
+}
+
+/// Whether zswap is enabled now (`/sys/module/zswap/parameters/enabled`; no zswap: no).
+fn zswap_enabled() -> bool {
+    std::fs::read_to_string("/sys/module/zswap/parameters/enabled")
+        .is_ok_and(|v| matches!(v.trim(), "Y" | "1"))
+}
+
+/// Fails the run where zswap was enabled at some point of it: zswap takes every swap-out before
+/// any swap device (`swap_writepage()` -> `zswap_store()`), ours included, so the device saw
+/// none of the pages it did (measured: 0 swap-outs on our device while another program's test
+/// had zswap on).
+fn check_zswap(seen: bool) -> Result<(), KernelError> {
+    if seen {
+        return Err(KernelError::PlayerFailed(
+            "zswap was enabled during the run (not by us): it takes swap-outs before any swap \
+             device, so our zram device's counts are not the player's; run again with zswap off"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Pages another program's reclaim may have put on our device before this check calls it
+/// theirs: one reclaim batch (`SWAP_CLUSTER_MAX`).
+const FOREIGN_SLACK: u64 = 32;
+
+/// Fails the run where other programs used our device: our device has the highest priority, so
+/// when the machine itself is short of memory, global reclaim swaps other processes' pages to
+/// it (measured: 9,606 pages stored for the cgroup's 1,164 in swap, while another program's
+/// test filled memory). The device then stores more pages than the cgroup has in swap (which
+/// counts the zeromap's too), or serves more reads than the cgroup had major faults.
+fn check_only_ours(
+    stored: u64,
+    cgroup_swap_pages: u64,
+    reads: u64,
+    cgroup_major_faults: u64,
+) -> Result<(), KernelError> {
+    if stored > cgroup_swap_pages + FOREIGN_SLACK || reads > cgroup_major_faults + FOREIGN_SLACK {
+        return Err(KernelError::PlayerFailed(format!(
+            "other programs swapped to our device during the run (it stores {stored} pages for \
+             the cgroup's {cgroup_swap_pages} in swap, and served {reads} reads for its \
+             {cgroup_major_faults} major faults): the machine was short of memory; run again"
+        )));
+    }
+    Ok(())
 }
 
 fn note_other_swaps(h: &Harness, seen: &mut Vec<String>) -> Result<(), KernelError> {
@@ -175,6 +272,7 @@ pub fn run(
     note_other_swaps(&h, &mut out.other_swaps)?;
     let mm0 = h.swap.mm_stat()?;
     out.header_pool_bytes = mm0.mem_used_total;
+    out.header_pages = mm0.orig_data_size / cfg.page_size as u64;
 
     player_cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
     let child = h.spawn(player_cmd)?;
@@ -279,14 +377,30 @@ fn measure<'scope, 'env>(
     };
     let mut samples = 0;
     let mut last_swaps = Instant::now();
+    let mut zswap_seen = zswap_enabled();
+    let pid = h.child.as_ref().map(|c| c.pid());
     let done = loop {
         sample(h, &mut peak, &mut samples)?;
         if last_swaps.elapsed() > Duration::from_millis(200) {
             note_other_swaps(h, &mut out.other_swaps)?;
+            zswap_seen |= zswap_enabled();
             last_swaps = Instant::now();
         }
         match rx.recv_timeout(Duration::from_millis(2)) {
-            Ok(l) if l.contains(DONE) => break l[l.find(DONE).unwrap_or(0)..].to_string(),
+            Ok(l) if l.contains(SWAPINS) => {
+                let mut f = l[l.find(SWAPINS).unwrap_or(0)..].split_whitespace().skip(1);
+                let mut next = || f.next().and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
+                (out.timed_swap_ins, out.swap_in_p50_ns, out.swap_in_p99_ns) =
+                    (next(), next(), next());
+                out.fault_cpu_secs = next() as f64 / 1e9;
+            }
+            Ok(l) if l.contains(DONE) => {
+                // The player waits for stdin's end now: its CPU time is that of the run.
+                if let Some(pid) = pid {
+                    out.player_cpu_secs = process_cpu_secs(pid)?;
+                }
+                break l[l.find(DONE).unwrap_or(0)..].to_string();
+            }
             Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 // Surface the writer's error (a broken pipe says little) or the exit.
@@ -323,12 +437,60 @@ fn measure<'scope, 'env>(
     out.cgroup_major_faults = cgroup_stat(h, "pgmajfault")?.saturating_sub(faults0);
     out.cgroup_swap_pages = cgroup_stat(h, "swap")? / ps as u64;
     note_other_swaps(h, &mut out.other_swaps)?;
+    check_zswap(zswap_seen || zswap_enabled())?;
+    let stored = (mm.orig_data_size / ps as u64).saturating_sub(out.header_pages);
+    check_only_ours(
+        stored,
+        out.cgroup_swap_pages,
+        stat.read_ios - stat0.read_ios,
+        out.cgroup_major_faults,
+    )?;
     out.swap_outs = stat.write_ios - stat0.write_ios;
     out.swap_ins = stat.read_ios - stat0.read_ios;
     out.peak_pool_bytes = peak.saturating_sub(out.header_pool_bytes);
     out.final_pool_bytes = mm.mem_used_total.saturating_sub(out.header_pool_bytes);
     out.pool_samples = samples;
     out.mm_stat = mm.to_string().trim().to_string();
+    // A diagnostic (docs/BENCHMARKS.md, the pool's dynamics): the device's contents while the
+    // player still holds its pages, read as `zmem capture --zram` does, after every counter above.
+    if let Some(to) = std::env::var_os(CAPTURE_ENV) {
+        let (set, _) = crate::capture::zram::capture_device(h.swap.path(), &mut |_, _| {})
+            .map_err(|e| {
+                KernelError::Setup(format!("capturing {}: {e}", h.swap.path().display()))
+            })?;
+        set.save_raw(std::path::Path::new(&to))
+            .map_err(|e| KernelError::Setup(format!("saving the capture: {e}")))?;
+    }
     drop(stdin);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_that_shared_its_device_fails() {
+        assert!(check_only_ours(1150, 1152, 156, 159).is_ok());
+        assert!(check_only_ours(1160, 1130, 160, 150).is_ok(), "within one batch");
+        let e = check_only_ours(9606, 1164, 163, 159).unwrap_err().to_string();
+        assert!(e.contains("other programs"), "{e}");
+        assert!(check_only_ours(1000, 1100, 400, 150).is_err(), "reads not the cgroup's");
+    }
+
+    #[test]
+    fn a_run_that_met_zswap_fails() {
+        assert!(check_zswap(false).is_ok());
+        let e = check_zswap(true).unwrap_err().to_string();
+        assert!(e.contains("zswap was enabled"), "{e}");
+    }
+
+    #[test]
+    fn cpu_ticks_are_read_after_the_command() {
+        let line = "42 (a b) c) S 1 42 42 0 -1 4194560 100 0 0 0 17 5 0 0 20 0 1 0 99 0 0";
+        assert_eq!(parse_stat_cpu_ticks(line), Some(22));
+        assert_eq!(parse_stat_cpu_ticks("42 (x) S 1"), None);
+        // This very process has run.
+        assert!(process_cpu_secs(std::process::id()).unwrap() > 0.0);
+    }
 }

@@ -15,8 +15,18 @@
 //! record  u32 page id, u8 flags (bit 0: write, bit 1: first touch: page_size bytes follow)
 //! ```
 //! Integers little-endian. The player answers on stdout: `ready` once its region is mapped,
-//! `done N R` after the N-th and last record (R: pages of its region in RAM then), then waits
-//! until stdin is closed and exits.
+//! `swapins C P50 P99 F` (see below), then `done N R` after the N-th and last record (R: pages of
+//! its region in RAM then), then waits until stdin is closed and exits.
+//!
+//! Swap-in latency: before each access to a page it touched before, the player asks `mincore(2)`
+//! whether the page is in RAM (a page in the swap cache counts as in RAM: it faults without a
+//! read). One that is not is swapped in by the access, which is timed end to end (the fault, the
+//! device's read and decompression, the mapping): `swapins` gives their count and the p50 and
+//! p99 in nanoseconds (nearest rank; 0 0 0 when none). The `mincore` call is made whether or not
+//! the page is out, so it costs every run the same. `F` is the thread CPU time, in nanoseconds,
+//! of every access that faults: the swap-ins and the first touches (the copy of the page's bytes
+//! into the region, read from the pipe beforehand), with any reclaim their charge does: a memory
+//! cgroup at its limit reclaims in the faulting task, zram's compression included.
 
 use std::io::{BufRead, Read, Write};
 
@@ -113,13 +123,64 @@ pub fn write_stream_records(
     out.flush()
 }
 
+/// The line that gives the timed swap-ins (count, p50 ns, p99 ns).
+pub const SWAPINS: &str = "swapins";
+
 /// What [`play`] did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Played {
     pub accesses: u64,
     pub first_touches: u64,
     pub reads: u64,
     pub writes: u64,
+    /// Nanoseconds of each access that found its page out of RAM (swapped in), in order.
+    pub swap_in_ns: Vec<u64>,
+    /// Thread CPU nanoseconds of the accesses that fault: first touches (the copy of the page's
+    /// bytes into the region, its fault and any reclaim the charge does) and swap-ins.
+    pub fault_cpu_ns: u64,
+}
+
+/// This thread's CPU time in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`, user and system).
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec to the pointer given, which is ours.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The `p`-th percentile (0..=100) of `v` by nearest rank; 0 for none.
+pub fn percentile(v: &[u64], p: f64) -> u64 {
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    if s.is_empty() {
+        return 0;
+    }
+    let rank = ((p / 100.0) * s.len() as f64).ceil() as usize;
+    s[rank.clamp(1, s.len()) - 1]
+}
+
+impl Played {
+    /// The `swapins C P50 P99 FAULT_CPU_NS` line.
+    pub fn swapins_line(&self) -> String {
+        let v = &self.swap_in_ns;
+        let (p50, p99) = (percentile(v, 50.0), percentile(v, 99.0));
+        format!("{SWAPINS} {} {p50} {p99} {}", v.len(), self.fault_cpu_ns)
+    }
+}
+
+/// Whether the page at `addr` (page-aligned) is in RAM, by `mincore(2)`; `None` where the
+/// kernel cannot say (an address that is not page-aligned, or not mapped).
+fn resident(addr: *const u8, page_size: usize) -> Option<bool> {
+    if !(addr as usize).is_multiple_of(page_size) {
+        return None;
+    }
+    let mut v = 0u8;
+    // SAFETY: mincore only reads the page tables of `addr..addr+page_size` and writes one byte
+    // to `v`; an unmapped range is an error, not a fault.
+    let rc = unsafe { libc::mincore(addr as *mut libc::c_void, page_size, &mut v) };
+    (rc == 0).then_some(v & 1 != 0)
 }
 
 /// Performs `records` records from `input` on `region` (pages of `page_size`). Each record
@@ -134,6 +195,7 @@ pub fn play(
     let pages = (region.len() / page_size) as u64;
     let mut done = Played::default();
     let mut rec = [0u8; RECORD_LEN];
+    let mut bytes = vec![0u8; page_size];
     for _ in 0..records {
         input.read_exact(&mut rec).map_err(|e| bad(format!("record {}: {e}", done.accesses)))?;
         let page = u64::from(u32::from_le_bytes(rec[..4].try_into().expect("4 bytes")));
@@ -142,10 +204,19 @@ pub fn play(
         }
         let at = page as usize * page_size;
         let flags = rec[4];
-        if flags & FIRST_TOUCH != 0 {
-            input
-                .read_exact(&mut region[at..at + page_size])
-                .map_err(|e| bad(format!("page {page}'s bytes: {e}")))?;
+        let out = if flags & FIRST_TOUCH == 0 {
+            resident(region[at..].as_ptr(), page_size) == Some(false)
+        } else {
+            false
+        };
+        let first = flags & FIRST_TOUCH != 0;
+        if first {
+            // Read before the clocks start: the pipe's cost is not the fault's.
+            input.read_exact(&mut bytes).map_err(|e| bad(format!("page {page}'s bytes: {e}")))?;
+        }
+        let (t, cpu) = (std::time::Instant::now(), thread_cpu_ns());
+        if first {
+            region[at..at + page_size].copy_from_slice(&bytes);
             done.first_touches += 1;
         }
         if flags & WRITE != 0 {
@@ -156,6 +227,12 @@ pub fn play(
         } else {
             std::hint::black_box(region[at]);
             done.reads += 1;
+        }
+        if out {
+            done.swap_in_ns.push(t.elapsed().as_nanos() as u64);
+        }
+        if out || first {
+            done.fault_cpu_ns += thread_cpu_ns().saturating_sub(cpu);
         }
         done.accesses += 1;
     }
@@ -212,6 +289,19 @@ impl Region {
         Ok(vec.iter().filter(|&&b| b & 1 != 0).count() as u64)
     }
 
+    /// Unlocks the mapping (`munlock`), so reclaim may take its pages though the process
+    /// locked its memory ([`lock_own_memory`]'s `MCL_FUTURE` locks every later mapping).
+    pub fn unlock(&mut self) -> Result<(), KernelError> {
+        // SAFETY: `ptr..ptr+len` is our mapping; munlock changes no contents.
+        if unsafe { libc::munlock(self.ptr.cast(), self.len) } != 0 {
+            return Err(KernelError::Setup(format!(
+                "munlock: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        Ok(())
+    }
+
     /// The mapping's bytes.
     pub fn bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: the mapping is `len` readable and writable bytes (zero-filled on first touch),
@@ -227,9 +317,31 @@ impl Drop for Region {
     }
 }
 
+/// Locks the player's own memory (`mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT)`: each page
+/// as it is faulted in, none populated ahead), so that reclaim in the cgroup can take only the
+/// region's pages, as the replay assumes (it gives the page set the limit less the player's
+/// charge). Without it the kernel swapped out about 90 of the player's own pages (its binary's
+/// relocated data, heap, stack: pages of no page set) in a run of 4,000 swap-outs; their
+/// compressed sizes fall in zsmalloc size classes the page set's do not use, each such class
+/// taking a zspage of its own, and the kernel's pool was 7 % larger than the replay's for that
+/// alone (docs/BENCHMARKS.md, "The pool's dynamics"). `false` where the kernel refused (no
+/// CAP_IPC_LOCK and a small RLIMIT_MEMLOCK): the player runs unlocked.
+fn lock_own_memory() -> bool {
+    // SAFETY: mlockall has no memory-safety preconditions.
+    let rc = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE | libc::MCL_ONFAULT) };
+    if rc != 0 {
+        eprintln!(
+            "player: mlockall: {} (the player's own pages may be swapped)",
+            std::io::Error::last_os_error()
+        );
+    }
+    rc == 0
+}
+
 /// The player's whole life over stdin and stdout (the `zmem validate play` entry point, and the
 /// live tests' child mode): header, map, `ready`, the records, `done N`, wait for stdin's end.
 pub fn run_stdio() -> Result<(), KernelError> {
+    let locked = lock_own_memory();
     let mut input = std::io::BufReader::with_capacity(1 << 16, std::io::stdin().lock());
     let h = Header::read(&mut input)?;
     let len = usize::try_from(h.pages)
@@ -237,6 +349,9 @@ pub fn run_stdio() -> Result<(), KernelError> {
         .and_then(|p| p.checked_mul(h.page_size))
         .ok_or_else(|| bad(format!("{} pages do not fit the address space", h.pages)))?;
     let mut region = Region::map(len)?;
+    if locked {
+        region.unlock()?;
+    }
     let mut out = std::io::stdout().lock();
     let say = |out: &mut std::io::StdoutLock, s: &str| {
         writeln!(out, "{s}").and_then(|()| out.flush()).map_err(|e| bad(format!("stdout: {e}")))
@@ -244,6 +359,7 @@ pub fn run_stdio() -> Result<(), KernelError> {
     say(&mut out, READY)?;
     let played = play(&mut input, region.bytes_mut(), h.page_size, h.records)?;
     let resident = region.resident_pages(h.page_size)?;
+    say(&mut out, &played.swapins_line())?;
     say(&mut out, &format!("{DONE} {} {resident}", played.accesses))?;
     // Keep every page mapped until the parent has read the kernel's counters.
     loop {
@@ -331,6 +447,47 @@ mod tests {
         let mut small = vec![0u8; 2 * ps];
         let e = play(&mut &body[..], &mut small, ps, 2).unwrap_err().to_string();
         assert!(e.contains("page 3 outside"), "{e}");
+    }
+
+    #[test]
+    fn percentiles_are_by_nearest_rank() {
+        assert_eq!(percentile(&[], 50.0), 0);
+        let v: Vec<u64> = (1..=100).rev().collect();
+        assert_eq!(percentile(&v, 50.0), 50);
+        assert_eq!(percentile(&v, 99.0), 99);
+        assert_eq!(percentile(&[7], 99.0), 7);
+        let p = Played { swap_in_ns: vec![30, 10, 20], ..Played::default() };
+        assert_eq!(p.swapins_line(), "swapins 3 20 30 0");
+    }
+
+    /// A page of a mapped region that was never touched is not in RAM; `play` times an access
+    /// only to such a page (here: one the kernel dropped with MADV_DONTNEED after its first
+    /// touch, which refaults as a zero page).
+    #[test]
+    fn only_accesses_to_pages_out_of_ram_are_timed() {
+        let ps = 4096;
+        let mut r = Region::map(4 * ps).unwrap();
+        let pages = vec![3u8; 4 * ps];
+        let trace = [acc(0, false), acc(1, false), acc(0, true), acc(1, false)];
+        let mut stream = Vec::new();
+        write_stream(&mut stream, &pages, ps, &trace[..2]).unwrap();
+        let mut input = &stream[HEADER_LEN..];
+        let p = play(&mut input, r.bytes_mut(), ps, 2).unwrap();
+        assert!(p.swap_in_ns.is_empty(), "first touches are not swap-ins");
+        assert!(p.fault_cpu_ns > 0, "the first touches' faults took CPU time");
+        let page1 = r.bytes_mut()[ps..].as_mut_ptr();
+        assert_eq!(resident(page1, ps), Some(true));
+        // SAFETY: page 1 of our own mapping; its contents are dropped, which nothing relies on.
+        unsafe { libc::madvise(page1.cast(), ps, libc::MADV_DONTNEED) };
+        assert_eq!(resident(page1, ps), Some(false));
+        let mut recs = Vec::new();
+        for a in &trace[2..] {
+            recs.extend_from_slice(&(a.page as u32).to_le_bytes());
+            recs.push(if a.write { WRITE } else { 0 });
+        }
+        let p = play(&mut &recs[..], r.bytes_mut(), ps, 2).unwrap();
+        assert_eq!(p.swap_in_ns.len(), 1, "only page 1 was out of RAM");
+        assert_eq!(resident(r.bytes_mut()[1..].as_ptr(), ps), None, "not page-aligned");
     }
 
     #[test]

@@ -33,6 +33,7 @@ mod policy;
 mod recommend;
 mod request;
 pub mod sample;
+pub mod validate_lab;
 pub mod zswap;
 
 use std::time::Duration;

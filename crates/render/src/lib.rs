@@ -17,6 +17,7 @@ pub mod replay;
 pub mod status;
 pub mod summary;
 mod svg;
+pub mod validate_lab;
 pub mod zswap;
 
 pub use html::{PLOT_COLORS, render_html};

@@ -1,6 +1,7 @@
 //! `zmem validate`: zmem's models checked against the live kernel. `replay` runs a trace in real
-//! memory under a memory cgroup with a kernel zram swap and compares with `zmem replay`; `play`
-//! (hidden) is the player process it starts, this same binary.
+//! memory under a memory cgroup with a kernel zram swap and compares with `zmem replay`; `lab`
+//! does so for every configuration of the lab's candidate list the kernel runs, beside the lab's
+//! prediction; `play` (hidden) is the player process they start, this same binary.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -14,6 +15,11 @@ pub enum Validate {
     /// Replay a trace against the live kernel (memory cgroup + fresh zram swap) and compare
     /// swap-outs, swap-ins and the zram pool with `zmem replay`. Needs root.
     Replay(ReplayArgs),
+    /// Check the lab's prediction for every configuration of its candidate list that the running
+    /// kernel can run: the same pages and trace played in a memory cgroup on a fresh kernel zram
+    /// device of each configuration, beside the lab's pool, swap traffic, CPU and swap-in
+    /// latency for it. Needs root.
+    Lab(LabArgs),
     /// The player process of `validate replay` (reads its work on stdin).
     #[command(hide = true)]
     Play,
@@ -50,9 +56,36 @@ pub struct ReplayArgs {
     trace: PathBuf,
 }
 
+#[derive(Debug, clap::Args)]
+pub struct LabArgs {
+    /// RAM budget (the memory cgroup's limit): bytes with an optional K, M or G suffix
+    /// (1024-based). Default: half the pages the trace touches.
+    #[arg(long)]
+    ram: Option<String>,
+    /// Runs of the kernel's side per configuration (and of the baseline): its figures are the
+    /// run with the median swap-outs.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=99))]
+    kernel_runs: u64,
+    /// The primary algorithm the lab's candidate list is built for (its current configuration).
+    #[arg(long, default_value = "lzo-rle")]
+    primary: String,
+    /// The longest each kernel run may take, in seconds.
+    #[arg(long, default_value_t = 600)]
+    timeout: u64,
+    /// Print a JSON object `{"configurations": [..], "same_order": .., ...}` instead of the
+    /// table.
+    #[arg(long)]
+    json: bool,
+    /// Page set.
+    pages: PathBuf,
+    /// Access trace (`zmem trace gen`). Default: the lab's own generated trace for the pages.
+    trace: Option<PathBuf>,
+}
+
 pub fn run(v: &Validate) -> anyhow::Result<()> {
     match v {
         Validate::Replay(args) => replay(args),
+        Validate::Lab(args) => lab(args),
         Validate::Play => Ok(validate::player::run_stdio()?),
     }
 }
@@ -99,5 +132,60 @@ fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let v = validate::run(inputs[0].bytes(), &trace, &cfg, &player, stop.flag(), &progress)?;
     super::emit(args.json, &v, zmem_render::experiments::validation)?;
     anyhow::ensure!(v.verified, "pages swapped in differ from the pages swapped out");
+    Ok(())
+}
+
+/// The RAM budget: `--ram`, or half the pages the trace touches.
+fn ram_budget(
+    ram: Option<&str>,
+    trace: &[zmem_sim::replay::Access],
+    page_size: usize,
+) -> anyhow::Result<u64> {
+    if let Some(r) = ram {
+        let r = super::args::size("--ram", r)?;
+        if r < page_size as u64 {
+            bail!("--ram {r} is less than one page");
+        }
+        return Ok(r);
+    }
+    let mut seen = std::collections::HashSet::new();
+    let touched = trace.iter().filter(|a| seen.insert(a.page)).count() as u64;
+    Ok((touched / 2).max(1) * page_size as u64)
+}
+
+fn lab(args: &LabArgs) -> anyhow::Result<()> {
+    let page_size = 4096;
+    let inputs = super::pages::load(std::slice::from_ref(&args.pages), page_size)?;
+    let pages = inputs[0].bytes();
+    let trace = match &args.trace {
+        Some(t) => super::pages::load_trace(t)?,
+        None => zmem_lab::evidence::trace_for((pages.len() / page_size) as u64)?,
+    };
+    let cfg = zmem_lab::validate_lab::LabValidateConfig {
+        ram_bytes: ram_budget(args.ram.as_deref(), &trace, page_size)?,
+        page_size,
+        timeout: Duration::from_secs(args.timeout),
+        kernel_runs: args.kernel_runs as usize,
+        flush_stats: true,
+        primary: args.primary.clone(),
+    };
+    let exe = std::env::current_exe()?;
+    let player = || {
+        let mut c = std::process::Command::new(&exe);
+        c.args(["validate", "play"]);
+        c
+    };
+    let caps = zmem_kernel::caps::read();
+    // SIGINT and SIGTERM end the kernel's run through its error path, which removes the
+    // cgroup, the swap area and the zram device it made.
+    let stop = SignalStop::install()?;
+    let progress = super::progress::Bar::new();
+    let v =
+        zmem_lab::validate_lab::run(pages, &trace, &cfg, &caps, &player, stop.flag(), &progress)?;
+    super::emit(args.json, &v, zmem_render::validate_lab::lab_validation)?;
+    anyhow::ensure!(
+        v.configurations.iter().all(|c| c.verified),
+        "pages read back differ from the pages written"
+    );
     Ok(())
 }

@@ -306,6 +306,13 @@ impl<'p> Simulator<'p> {
         self.touched.len() as u64
     }
 
+    /// Whether page `page` is in swap now: touched, and not in RAM (zero pages in the zeromap
+    /// included).
+    pub fn in_swap(&self, page: u64) -> bool {
+        let Ok(p) = u32::try_from(page) else { return false };
+        self.touched.get(p as usize).copied().unwrap_or(false) && !self.ram.is_resident(p)
+    }
+
     fn page(&self, i: usize) -> &'p [u8] {
         &self.pages[i * self.page_size..(i + 1) * self.page_size]
     }

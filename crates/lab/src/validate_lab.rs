@@ -1,0 +1,585 @@
+//! `zmem validate lab`: the lab's prediction for each configuration it would recommend, checked
+//! against the running kernel on the same pages and trace.
+//!
+//! For every configuration of the lab's candidate list ([`crate::candidates`]) that the running
+//! kernel can run ([`runnable`], from `zmem_kernel::caps`), the kernel's side plays the trace
+//! with `zmem validate replay`'s player on a fresh zram device of that configuration, in a memory
+//! cgroup limited to the RAM budget (`zmem_experiments::validate::kernel_runs`: the same RAII
+//! set-up, so the same clean-up: the player, the cgroup and the device are removed whatever
+//! happens, on a signal too), `kernel_runs` times, its figures those of the run with the median
+//! swap-outs. The lab's side is what the lab itself computes for that configuration:
+//!
+//! - pool (peak and final), swap-outs and swap-ins: zmem's replay of the trace with the
+//!   configuration's algorithm and the RAM the cgroup leaves the player's pages (exactly `zmem
+//!   validate replay`'s zmem side);
+//! - CPU seconds: the lab's cost model ([`crate::cost::project`]) with the configuration's
+//!   measured CPU per page ([`crate::policy`]'s measurement on these pages) and, as traffic, the
+//!   replay's swap-outs and swap-ins over the whole run;
+//! - swap-in latency p50 / p99: the lab's measured read latency of the configuration (the
+//!   figure its latency budget is judged with).
+//!
+//! **The kernel's CPU seconds** are the player's thread CPU time in the accesses that fault (its
+//! first touches and its swap-ins: `zmem_kernel::player`) less the same in a baseline run of the
+//! same player, pages and trace with a limit that never reclaims (the page set plus 256 MiB): a
+//! cgroup at its limit reclaims in the faulting task (LRU scans, unmapping, zram's compression),
+//! and a swap-in reads and decompresses in its fault, so what the faults cost beyond the
+//! baseline's is the kernel's swap work. The player's whole CPU time (reading the pipe, about
+//! half a second for 64 MiB) is kept too (`player_cpu_secs`), but the difference of two of
+//! those drowns the swap work (tens of milliseconds) in a shared machine's noise. The
+//! baseline's runs are `kernel_runs` too, its figure their median.
+//!
+//! **The kernel's swap-in latency** is the player's timing of each access to a page that
+//! `mincore` said was out of RAM (fault, read and decompression, mapping), p50 and p99.
+//!
+//! **Order**: the lab orders the configurations by the pool its policy measurement gives for
+//! the whole page set (what it recommends by); the kernel by the pool its own zram device of the
+//! configuration takes for the same pages, all written to a fresh device
+//! (`zmem_kernel::zram_device::mm_stat_of`, `kernel_set_pool_bytes`, beside the lab's figure and
+//! its error). The trace's runs are not what orders: they end with 1,100-1,300 pages in swap,
+//! a different number from run to run, and at a 2 MB pool zsmalloc's partly filled zspages (one
+//! per size class in use) move the pool per page stored by several percent, more than lzo and
+//! lzo-rle differ. They agree (`same_order`) unless a pair is ordered one way by the lab and the
+//! other by the kernel, each by more than [`ORDER_TOLERANCE`] (closer than that is a tie, which
+//! agrees with either order).
+
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::cost::{self, Budgets, Measured, Projection, Traffic};
+use crate::policy::{self, Policy};
+use crate::{LabError, Progress};
+use zmem_experiments::validate::{
+    self as validate, KernelRun, Side, ValidateConfig, median_run, relative_error, replay_ram_pages,
+};
+use zmem_kernel::caps::KernelCaps;
+use zmem_sim::replay::{self, Access, ReplayConfig, SwapKind};
+
+/// Lab pools closer than this (relative) are a tie: the kernel may order them either way.
+pub const ORDER_TOLERANCE: f64 = 0.01;
+
+/// Bytes the baseline run's limit adds to the page set: enough that nothing is reclaimed.
+const BASELINE_HEADROOM: u64 = 256 << 20;
+
+/// How to validate the lab.
+#[derive(Debug, Clone)]
+pub struct LabValidateConfig {
+    /// The memory cgroup's limit (the RAM budget) in bytes.
+    pub ram_bytes: u64,
+    pub page_size: usize,
+    /// The longest each kernel run may take.
+    pub timeout: Duration,
+    /// Runs of the kernel's side per configuration (and of the baseline).
+    pub kernel_runs: usize,
+    /// Flush the cgroup's statistics while the player runs (`validate replay`'s default).
+    pub flush_stats: bool,
+    /// The primary algorithm the candidate list is built for (the lab's current one).
+    pub primary: String,
+}
+
+/// One side's figures for one configuration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Figures {
+    /// The pool the configuration costs: its peak.
+    pub pool_bytes: u64,
+    pub peak_pool_bytes: u64,
+    pub final_pool_bytes: u64,
+    pub swap_outs: u64,
+    pub swap_ins: u64,
+    /// CPU seconds of the swap work over the run (see the module doc for each side's).
+    pub cpu_seconds: f64,
+    pub swap_in_p50_ns: u64,
+    pub swap_in_p99_ns: u64,
+}
+
+/// The prediction's relative error on each figure, `(predicted - kernel) / kernel`; `None`
+/// where the kernel's figure is 0 and the prediction's is not.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct FigureErrors {
+    pub pool_bytes: Option<f64>,
+    pub peak_pool_bytes: Option<f64>,
+    pub final_pool_bytes: Option<f64>,
+    pub swap_outs: Option<f64>,
+    pub swap_ins: Option<f64>,
+    pub cpu_seconds: Option<f64>,
+    pub swap_in_p50_ns: Option<f64>,
+    pub swap_in_p99_ns: Option<f64>,
+}
+
+/// [`relative_error`] for real numbers.
+fn relative_error_f(ours: f64, theirs: f64) -> Option<f64> {
+    if theirs == 0.0 {
+        return (ours == 0.0).then_some(0.0);
+    }
+    Some((ours - theirs) / theirs)
+}
+
+impl FigureErrors {
+    pub fn between(predicted: &Figures, kernel: &Figures) -> Self {
+        let (p, k) = (predicted, kernel);
+        Self {
+            pool_bytes: relative_error(p.pool_bytes, k.pool_bytes),
+            peak_pool_bytes: relative_error(p.peak_pool_bytes, k.peak_pool_bytes),
+            final_pool_bytes: relative_error(p.final_pool_bytes, k.final_pool_bytes),
+            swap_outs: relative_error(p.swap_outs, k.swap_outs),
+            swap_ins: relative_error(p.swap_ins, k.swap_ins),
+            cpu_seconds: relative_error_f(p.cpu_seconds, k.cpu_seconds),
+            swap_in_p50_ns: relative_error(p.swap_in_p50_ns, k.swap_in_p50_ns),
+            swap_in_p99_ns: relative_error(p.swap_in_p99_ns, k.swap_in_p99_ns),
+        }
+    }
+}
+
+/// One configuration checked.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConfigCheck {
+    /// The candidate's name (`lzo-rle`, `lzo-rle + zstd(huge)`, ...).
+    pub config: String,
+    /// The zram attribute writes that make it.
+    pub attributes: Vec<String>,
+    /// The lab's pool for every page of the set (its policy measurement: what it orders by).
+    pub lab_pool_bytes: u64,
+    /// The kernel's pool for every page of the set, written to a fresh kernel zram device of
+    /// the configuration (what the kernel is ordered by), and the lab's error on it.
+    pub kernel_set_pool_bytes: u64,
+    pub lab_pool_error: Option<f64>,
+    /// The kernel's final pool per page stored at the end of the trace's median run.
+    pub kernel_pool_bytes_per_page: f64,
+    pub predicted: Figures,
+    pub kernel: Figures,
+    pub error: FigureErrors,
+    /// The replay's resident pages (the limit less the player's charge, the least of the runs',
+    /// and its page tables).
+    pub replay_ram_pages: u64,
+    /// The median kernel run's details.
+    pub kernel_run: KernelRun,
+    /// Every successful kernel run's figures, and the player's CPU seconds in faulting
+    /// accesses in each, in order.
+    pub kernel_runs: Vec<Side>,
+    pub kernel_runs_fault_cpu_secs: Vec<f64>,
+    /// Why the runs that failed failed.
+    pub kernel_failures: Vec<String>,
+    /// The replay read back every page it swapped out, and the lab's measurement every page.
+    pub verified: bool,
+}
+
+/// A candidate the kernel cannot run here, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct NotRun {
+    pub config: String,
+    pub reason: String,
+}
+
+/// The run without memory pressure whose CPU time the kernel's figures are net of.
+#[derive(Debug, Clone, Serialize)]
+pub struct Baseline {
+    pub ram_bytes: u64,
+    /// The median of the runs' CPU seconds in faulting accesses (what the kernel's figures are
+    /// net of), and each run's.
+    pub fault_cpu_secs: f64,
+    pub runs_fault_cpu_secs: Vec<f64>,
+    /// The median of the runs' whole player CPU seconds.
+    pub player_cpu_secs: f64,
+    /// Swap-outs of the median run (0 unless something else pressed on the cgroup).
+    pub swap_outs: u64,
+}
+
+/// What was replayed.
+#[derive(Debug, Clone, Serialize)]
+pub struct LabSetup {
+    pub pages: u64,
+    pub touched_pages: u64,
+    pub accesses: u64,
+    pub ram_bytes: u64,
+    pub kernel_runs: usize,
+    pub primary: String,
+}
+
+/// `zmem validate lab`'s result.
+#[derive(Debug, Clone, Serialize)]
+pub struct LabValidation {
+    pub configurations: Vec<ConfigCheck>,
+    /// Candidates not run, with the reason.
+    pub not_run: Vec<NotRun>,
+    /// Configurations by the lab's pool for the page set, smallest first, and by the kernel's.
+    pub lab_order: Vec<String>,
+    pub kernel_order: Vec<String>,
+    /// The kernel orders the configurations by memory as the lab does (ties: see the module doc).
+    pub same_order: bool,
+    pub order_tolerance: f64,
+    pub baseline: Baseline,
+    pub setup: LabSetup,
+    /// How each side's CPU seconds and latencies were obtained, in words.
+    pub method: Vec<String>,
+}
+
+/// `Ok` when `zmem validate lab` can run `p` on this kernel, else why not.
+pub fn runnable(p: &Policy, caps: &KernelCaps) -> Result<(), String> {
+    caps.zram_can_run(&p.algo)?;
+    if p.dict {
+        return Err("a dictionary needs the trained file on the kernel's side, which `validate \
+                    lab` does not write (not run)"
+            .into());
+    }
+    if !p.recomp.is_empty() || p.recompresses() {
+        caps.can_recompress()?;
+        for a in &p.recomp {
+            caps.zram_can_run(a)?;
+        }
+        return Err("the kernel's side of recompression (recomp_algorithm, idle, recompress \
+                    while the player holds its pages) is not driven by `validate lab` yet"
+            .into());
+    }
+    Ok(())
+}
+
+/// Indices of `pools` in increasing order (ties: the earlier first).
+fn order(pools: &[f64]) -> Vec<usize> {
+    let mut o: Vec<usize> = (0..pools.len()).collect();
+    o.sort_by(|&a, &b| pools[a].total_cmp(&pools[b]).then(a.cmp(&b)));
+    o
+}
+
+/// Whether `kernel` orders every pair the way `lab` does: a pair disagrees only when each side
+/// separates it by more than `tolerance` (relative to the smaller value), in opposite ways.
+pub fn same_order(lab: &[f64], kernel: &[f64], tolerance: f64) -> bool {
+    let apart = |a: f64, b: f64| (b - a) > tolerance * a.min(b).abs();
+    for i in 0..lab.len() {
+        for j in 0..lab.len() {
+            if apart(lab[i], lab[j]) && apart(kernel[j], kernel[i]) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// The pool per page stored at the end of a kernel run: the final pool over `mm_stat`'s
+/// `orig_data_size` in pages, less the swap header's page (0 when nothing else is stored).
+fn pool_per_page(k: &KernelRun, page_size: usize) -> f64 {
+    let orig: u64 =
+        k.mm_stat.split_whitespace().next().and_then(|f| f.parse().ok()).unwrap_or_default();
+    let stored = (orig / page_size as u64).saturating_sub(1);
+    if stored == 0 { 0.0 } else { k.final_pool_bytes as f64 / stored as f64 }
+}
+
+fn distinct_pages(trace: &[Access], n: u64) -> u64 {
+    let mut seen = vec![false; n as usize];
+    trace.iter().filter(|a| !std::mem::replace(&mut seen[a.page as usize], true)).count() as u64
+}
+
+fn side_of(k: &KernelRun) -> Side {
+    Side {
+        swap_outs: k.swap_outs,
+        swap_ins: k.swap_ins,
+        peak_pool_bytes: k.peak_pool_bytes,
+        final_pool_bytes: k.final_pool_bytes,
+    }
+}
+
+/// The median of `v` (the lower middle for an even count); 0 for none.
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    s.get(s.len().saturating_sub(1) / 2).copied().unwrap_or(0.0)
+}
+
+/// Validates the lab against the kernel. `caps` is what the running kernel offers
+/// (`zmem_kernel::caps::read()`); `player` makes the command that starts a player; `stop`
+/// interrupts the kernel's runs.
+pub fn run(
+    pages: &[u8],
+    trace: &[Access],
+    cfg: &LabValidateConfig,
+    caps: &KernelCaps,
+    player: &dyn Fn() -> Command,
+    stop: &AtomicBool,
+    progress: &dyn Progress,
+) -> Result<LabValidation, LabError> {
+    let ps = cfg.page_size;
+    let n = (pages.len() / ps) as u64;
+    if n == 0 || trace.is_empty() {
+        return Err(LabError::NoPages);
+    }
+    if let Some(a) = trace.iter().find(|a| a.page >= n) {
+        return Err(LabError::Setup(format!(
+            "trace touches page {} but the page set has {n} pages",
+            a.page
+        )));
+    }
+    zmem_kernel::harness::check_available()?;
+    let touched = distinct_pages(trace, n);
+    let (mut run_these, mut not_run) = (Vec::new(), Vec::new());
+    for p in policy::candidates(&cfg.primary) {
+        match runnable(&p, caps) {
+            Ok(()) => run_these.push(p),
+            Err(reason) => not_run.push(NotRun { config: p.name.clone(), reason }),
+        }
+    }
+    if run_these.is_empty() {
+        return Err(LabError::Setup(format!(
+            "the running kernel can run none of the lab's candidates: {}",
+            not_run
+                .iter()
+                .map(|r| format!("{}: {}", r.config, r.reason))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )));
+    }
+    let vcfg = |algo: &str, ram_bytes: u64| ValidateConfig {
+        ram_bytes,
+        algorithm: algo.to_string(),
+        page_size: ps,
+        timeout: cfg.timeout,
+        kernel_runs: cfg.kernel_runs.max(1),
+        flush_stats: cfg.flush_stats,
+    };
+
+    // The baseline: no reclaim, so the player's CPU time is its own work alone.
+    let base_ram = pages.len() as u64 + BASELINE_HEADROOM;
+    let (base_runs, _) = validate::kernel_runs(
+        pages,
+        trace,
+        &vcfg(&run_these[0].algo, base_ram),
+        player,
+        stop,
+        progress,
+    )?;
+    let base_cpu: Vec<f64> = base_runs.iter().map(|k| k.fault_cpu_secs).collect();
+    let base_player: Vec<f64> = base_runs.iter().map(|k| k.player_cpu_secs).collect();
+    let base_sides: Vec<Side> = base_runs.iter().map(side_of).collect();
+    let baseline = Baseline {
+        ram_bytes: base_ram,
+        fault_cpu_secs: median(&base_cpu),
+        runs_fault_cpu_secs: base_cpu,
+        player_cpu_secs: median(&base_player),
+        swap_outs: median_run(&base_sides).map_or(0, |i| base_sides[i].swap_outs),
+    };
+
+    let mut back = Vec::new();
+    let mut checks = Vec::new();
+    for p in &run_these {
+        let (mut runs, kernel_failures) = validate::kernel_runs(
+            pages,
+            trace,
+            &vcfg(&p.algo, cfg.ram_bytes),
+            player,
+            stop,
+            progress,
+        )?;
+        let sides: Vec<Side> = runs.iter().map(side_of).collect();
+        // The player's charge before its first access, read as the cgroup's usage, includes
+        // what the memcg's per-CPU stock has precharged (up to 64 pages, MEMCG_CHARGE_BATCH):
+        // the same player read 768 KiB in one run and 1 MiB in the next, and the replay given
+        // 64 pages less swapped 8 % more. The least of this configuration's and the baseline's
+        // runs is the player's own.
+        let overhead = runs
+            .iter()
+            .chain(&base_runs)
+            .map(|k| k.player_overhead_bytes)
+            .min()
+            .unwrap_or_default();
+        let cpus: Vec<f64> = runs.iter().map(|k| k.fault_cpu_secs).collect();
+        let k = runs.swap_remove(median_run(&sides).expect("kernel_runs gives at least one run"));
+        let kernel_pool_bytes_per_page = pool_per_page(&k, ps);
+        let kernel_set_pool_bytes = zmem_kernel::zram_device::mm_stat_of(&p.algo, pages)
+            .map_err(|e| {
+                LabError::Setup(format!("the page set on a kernel {} device: {e}", p.algo))
+            })?
+            .mem_used_total;
+        let kernel = Figures {
+            pool_bytes: k.peak_pool_bytes,
+            peak_pool_bytes: k.peak_pool_bytes,
+            final_pool_bytes: k.final_pool_bytes,
+            swap_outs: k.swap_outs,
+            swap_ins: k.swap_ins,
+            cpu_seconds: (k.fault_cpu_secs - baseline.fault_cpu_secs).max(0.0),
+            swap_in_p50_ns: k.swap_in_p50_ns,
+            swap_in_p99_ns: k.swap_in_p99_ns,
+        };
+
+        // The lab's side: its measurement of the configuration, its replay, its cost model.
+        let row = policy::measure(p, pages, ps, &[], &mut back, progress)?;
+        let ram_pages = replay_ram_pages(cfg.ram_bytes, overhead, touched, ps);
+        let rcfg = ReplayConfig {
+            ram_pages,
+            swap: SwapKind::Zram,
+            algo: p.algo.clone(),
+            pool: "zsmalloc".into(),
+            page_size: ps,
+            ..ReplayConfig::default()
+        };
+        let r = replay::run(pages, trace, &rcfg, progress)?;
+        let (outs, ins) = (r.swap_outs - r.zero_swap_outs, r.swap_ins - r.zero_swap_ins);
+        let m = Measured {
+            name: p.name.clone(),
+            is_current: true,
+            verified: row.verified,
+            recompresses: p.recompresses(),
+            pages: row.pages,
+            pool_bytes: row.pool_bytes,
+            extra_bytes: row.dict_bytes,
+            compress_ns: row.compress_cpu_ns_per_page,
+            decompress_ns: row.decompress_cpu_ns_per_page,
+            recompress_ns: row.recompress_cpu_ns_per_page,
+            load_p50_ns: row.load_latency.p50_ns,
+            load_p99_ns: row.load_latency.p99_ns,
+        };
+        // The traffic of the whole run in one "second": the projection's CPU seconds per
+        // second are then the run's CPU seconds.
+        let traffic = Traffic { swap_outs_per_sec: outs as f64, swap_ins_per_sec: ins as f64 };
+        let proj = Projection { pages: row.pages, live_bytes: None, current_pool: None };
+        let c = cost::project(std::slice::from_ref(&m), proj, traffic, &Budgets::default());
+        let c = c.first().ok_or_else(|| LabError::Setup("the projection gave nothing".into()))?;
+        let predicted = Figures {
+            pool_bytes: r.max_pool_bytes,
+            peak_pool_bytes: r.max_pool_bytes,
+            final_pool_bytes: r.counter("mem_used_total"),
+            swap_outs: outs,
+            swap_ins: ins,
+            cpu_seconds: c.cpu_secs_per_sec,
+            swap_in_p50_ns: c.load_p50_ns,
+            swap_in_p99_ns: c.load_p99_ns,
+        };
+        checks.push(ConfigCheck {
+            config: p.name.clone(),
+            attributes: p.as_attributes(),
+            lab_pool_bytes: row.pool_bytes,
+            kernel_set_pool_bytes,
+            lab_pool_error: relative_error(row.pool_bytes, kernel_set_pool_bytes),
+            kernel_pool_bytes_per_page,
+            error: FigureErrors::between(&predicted, &kernel),
+            predicted,
+            kernel,
+            replay_ram_pages: ram_pages,
+            kernel_run: k,
+            kernel_runs: sides,
+            kernel_runs_fault_cpu_secs: cpus,
+            kernel_failures,
+            verified: r.verified && row.verified,
+        });
+    }
+
+    let lab: Vec<f64> = checks.iter().map(|c| c.lab_pool_bytes as f64).collect();
+    let kern: Vec<f64> = checks.iter().map(|c| c.kernel_set_pool_bytes as f64).collect();
+    let names = |o: Vec<usize>| o.into_iter().map(|i| checks[i].config.clone()).collect();
+    Ok(LabValidation {
+        lab_order: names(order(&lab)),
+        kernel_order: names(order(&kern)),
+        same_order: same_order(&lab, &kern, ORDER_TOLERANCE),
+        order_tolerance: ORDER_TOLERANCE,
+        baseline,
+        setup: LabSetup {
+            pages: n,
+            touched_pages: touched,
+            accesses: trace.len() as u64,
+            ram_bytes: cfg.ram_bytes,
+            kernel_runs: cfg.kernel_runs.max(1),
+            primary: cfg.primary.clone(),
+        },
+        method: vec![
+            "kernel cpu_seconds: the player's thread CPU time in its faulting accesses (first \
+             touches, swap-ins) less the baseline run's (same pages and trace, no memory \
+             pressure): direct reclaim, compression and swap-in faults run in the player"
+                .into(),
+            "predicted cpu_seconds: the lab's cost model (compress CPU per page x replay \
+             swap-outs + decompress CPU per page x replay swap-ins)"
+                .into(),
+            "kernel swap-in latency: the player's timing of accesses to pages mincore said were \
+             out of RAM (fault + read + decompress); predicted: the lab's measured read latency"
+                .into(),
+            "pool_bytes: the peak pool (mm_stat mem_used_total less the swap header's)".into(),
+        ],
+        configurations: checks,
+        not_run,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caps(algos: &[&str]) -> KernelCaps {
+        KernelCaps {
+            release: "6.18".into(),
+            zram_present: true,
+            zram_algorithms: algos.iter().map(|a| a.to_string()).collect(),
+            zram_recompress: false,
+            zram_writeback: false,
+            zram_algorithm_params: true,
+            zswap_present: true,
+            zswap_compressors: Vec::new(),
+            zswap_params: Default::default(),
+            source: "test".into(),
+        }
+    }
+
+    #[test]
+    fn the_order_check_ignores_ties_and_catches_swaps() {
+        assert!(same_order(&[100.0, 200.0, 300.0], &[10.0, 20.0, 30.0], 0.01));
+        assert!(!same_order(&[100.0, 200.0, 300.0], &[10.0, 30.0, 20.0], 0.01));
+        // 100 and 100.5 are a tie to the lab: either kernel order agrees.
+        assert!(same_order(&[100.5, 100.0, 300.0], &[10.0, 11.0, 30.0], 0.01));
+        assert!(!same_order(&[100.5, 100.0, 300.0], &[10.0, 11.0, 3.0], 0.01));
+        // A kernel tie (1740.4 and 1741.3 per page) agrees with the lab's 1.1 % apart.
+        assert!(same_order(&[19_013_632.0, 18_800_640.0], &[1740.4, 1741.3], 0.01));
+        let k = |mm: &str, fin| KernelRun {
+            mm_stat: mm.into(),
+            final_pool_bytes: fin,
+            ..KernelRun::default()
+        };
+        assert_eq!(pool_per_page(&k("12288 100 200", 4096), 4096), 4096.0 / 2.0);
+        assert_eq!(pool_per_page(&k("4096 1 1", 0), 4096), 0.0);
+        assert_eq!(order(&[3.0, 1.0, 2.0, 1.0]), vec![1, 3, 2, 0]);
+    }
+
+    #[test]
+    fn only_what_the_kernel_offers_runs() {
+        let caps = caps(&["lzo-rle", "lzo", "lz4"]);
+        let runs: Vec<String> = policy::candidates("lzo-rle")
+            .into_iter()
+            .filter(|p| runnable(p, &caps).is_ok())
+            .map(|p| p.name)
+            .collect();
+        assert_eq!(runs, ["lzo-rle", "lzo", "lz4"]);
+        let zstd = runnable(&Policy::single("zstd"), &caps).unwrap_err();
+        assert!(zstd.contains("zstd"), "{zstd}");
+        let huge = &policy::candidates("lzo-rle")[7];
+        assert!(huge.recompresses());
+        assert!(runnable(huge, &caps).unwrap_err().contains("recompress"));
+    }
+
+    #[test]
+    fn errors_are_against_the_kernel() {
+        let k = Figures { pool_bytes: 100, cpu_seconds: 2.0, swap_ins: 0, ..Figures::default() };
+        let p = Figures { pool_bytes: 95, cpu_seconds: 2.5, swap_ins: 0, ..Figures::default() };
+        let e = FigureErrors::between(&p, &k);
+        assert_eq!(e.pool_bytes, Some(-0.05));
+        assert_eq!(e.cpu_seconds, Some(0.25));
+        assert_eq!(e.swap_ins, Some(0.0));
+        assert_eq!(relative_error_f(1.0, 0.0), None);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[]), 0.0);
+    }
+
+    #[test]
+    fn bad_input_fails_before_the_kernel_is_touched() {
+        let cfg = LabValidateConfig {
+            ram_bytes: 8192,
+            page_size: 4096,
+            timeout: Duration::from_secs(1),
+            kernel_runs: 1,
+            flush_stats: true,
+            primary: "lzo-rle".into(),
+        };
+        let pages = vec![1u8; 4 * 4096];
+        let far = [Access { page: 9, write: false, time_ns: 0 }];
+        let cmd = || Command::new("/nonexistent/zmem-player");
+        let go = AtomicBool::new(false);
+        let caps = caps(&["lzo-rle"]);
+        let e = run(&pages, &far, &cfg, &caps, &cmd, &go, &crate::NoProgress).unwrap_err();
+        assert!(e.to_string().contains("page 9"), "{e}");
+    }
+}

@@ -1,0 +1,78 @@
+//! `zmem validate lab`'s terminal table: for each configuration the kernel ran, the lab's
+//! prediction beside the kernel's figures and the relative error, then the orders by memory.
+
+use zmem_lab::validate_lab::{ConfigCheck, LabValidation};
+
+fn percent(e: Option<f64>) -> String {
+    e.map_or_else(|| "n/a".into(), |e| format!("{:+.1} %", e * 100.0))
+}
+
+fn config_table(c: &ConfigCheck) -> String {
+    let (p, k, e) = (&c.predicted, &c.kernel, &c.error);
+    let mut out = format!("{}\n", c.config);
+    out += &format!("  {:<18} {:>14} {:>14} {:>9}\n", "", "lab", "kernel", "error");
+    let ints = [
+        ("peak pool bytes", p.peak_pool_bytes, k.peak_pool_bytes, e.peak_pool_bytes),
+        ("final pool bytes", p.final_pool_bytes, k.final_pool_bytes, e.final_pool_bytes),
+        ("swap-outs", p.swap_outs, k.swap_outs, e.swap_outs),
+        ("swap-ins", p.swap_ins, k.swap_ins, e.swap_ins),
+        ("swap-in p50 ns", p.swap_in_p50_ns, k.swap_in_p50_ns, e.swap_in_p50_ns),
+        ("swap-in p99 ns", p.swap_in_p99_ns, k.swap_in_p99_ns, e.swap_in_p99_ns),
+    ];
+    for (name, l, kv, err) in ints {
+        out += &format!("  {name:<18} {l:>14} {kv:>14} {:>9}\n", percent(err));
+    }
+    out += &format!(
+        "  {:<18} {:>14} {:>14} {:>9}\n",
+        "page set's pool",
+        c.lab_pool_bytes,
+        c.kernel_set_pool_bytes,
+        percent(c.lab_pool_error)
+    );
+    out += &format!(
+        "  {:<18} {:>14.3} {:>14.3} {:>9}\n",
+        "CPU seconds",
+        p.cpu_seconds,
+        k.cpu_seconds,
+        percent(e.cpu_seconds)
+    );
+    if c.kernel_runs.len() + c.kernel_failures.len() > 1 {
+        let outs: Vec<String> = c.kernel_runs.iter().map(|r| r.swap_outs.to_string()).collect();
+        out += &format!("  kernel runs' swap-outs: {} (the median's above)\n", outs.join(", "));
+    }
+    for f in &c.kernel_failures {
+        out += &format!("  kernel: a run failed: {f}\n");
+    }
+    if !c.verified {
+        out += "  lab: pages read back differ from the pages written\n";
+    }
+    out
+}
+
+/// The table `zmem validate lab` prints.
+pub fn lab_validation(v: &LabValidation) -> String {
+    let s = &v.setup;
+    let mut out = format!(
+        "validate lab: {} accesses over {} pages ({} touched), RAM {} bytes, {} kernel run(s) \
+         per configuration\n",
+        s.accesses, s.pages, s.touched_pages, s.ram_bytes, s.kernel_runs
+    );
+    for c in &v.configurations {
+        out += &config_table(c);
+    }
+    out += &format!(
+        "order by memory (the page set's pool): lab {} / kernel {} ({})\n",
+        v.lab_order.join(" < "),
+        v.kernel_order.join(" < "),
+        if v.same_order { "the same" } else { "different" }
+    );
+    out += &format!(
+        "baseline (no reclaim, RAM {} bytes): CPU in faulting accesses {:.3} s (the kernel's \
+         CPU seconds are net of it), player CPU {:.3} s\n",
+        v.baseline.ram_bytes, v.baseline.fault_cpu_secs, v.baseline.player_cpu_secs
+    );
+    for n in &v.not_run {
+        out += &format!("not run: {}: {}\n", n.config, n.reason);
+    }
+    out
+}
