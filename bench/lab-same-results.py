@@ -25,6 +25,8 @@ TIMED = {
     "load_latency_p50_ns", "load_latency_p99_ns",
     # judgements of the timings against the budgets, and the sentence quoting them
     "over_budget", "within_budgets", "why",
+    # the zswap candidates' swap-in time per second and the verdict's sentence quoting it
+    "swap_in_us_per_sec", "reason",
 }
 
 

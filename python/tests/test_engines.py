@@ -138,9 +138,9 @@ def test_bad_budgets_and_sizes_raise_the_cli_message(zmem_bin, page_file, tmp_pa
         zmem.replay(page_file, trace, "12Q")
     same_error(str(e.value), want)
     want = cli_error(zmem_bin, "zram", "--pool", "nopool", str(page_file))
-    with pytest.raises((ValueError, zmem.Error)) as e:
+    with pytest.raises((ValueError, zmem.Error)) as bad_pool:
         zmem.zram_run(page_file, pool="nopool")
-    same_error(str(e.value), want)
+    same_error(str(bad_pool.value), want)
 
 
 def test_a_string_where_a_list_is_expected_is_one_item(page_file):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -9,7 +11,7 @@ import pytest
 import zmem
 from zmem import fleet
 
-LAB = dict(min_time_ms=1, max_pages=256, progress=False)
+LAB: dict[str, Any] = dict(min_time_ms=1, max_pages=256, progress=False)
 
 
 @pytest.fixture(scope="module")

@@ -798,9 +798,18 @@ pub fn verdict(
     let zram_name =
         zram.as_ref().map_or_else(|| "zram".to_string(), |z| format!("zram {}", z.name));
     let best = candidates.iter().filter(|c| c.available && c.within_budgets).max_by(|a, b| {
-        a.memory_saved_bytes_vs_now
-            .cmp(&b.memory_saved_bytes_vs_now)
-            .then(b.cpu_secs_per_sec.total_cmp(&a.cpu_secs_per_sec))
+        a.memory_saved_bytes_vs_now.cmp(&b.memory_saved_bytes_vs_now).then_with(|| {
+            if a.compressor != b.compressor {
+                b.cpu_secs_per_sec.total_cmp(&a.cpu_secs_per_sec)
+            } else {
+                // The same compressor does the same work: a CPU difference between its
+                // configurations is the machine's noise, so the tie goes to the smaller pool
+                // limit (less RAM promised) and no shrinker, the same on every run.
+                b.max_pool_percent
+                    .cmp(&a.max_pool_percent)
+                    .then(b.shrinker_enabled.cmp(&a.shrinker_enabled))
+            }
+        })
     });
     let zram_saved = zram.as_ref().map_or(0, |z| z.memory_saved_bytes_vs_now);
     let (choice, config, reason): (&str, String, String) = match best {
