@@ -16,6 +16,11 @@
 //!    zram against zswap under memory pressure (zmem-sim's replay).
 //! 3. `recommend`, with [`cost`]: how candidates are judged: the projection onto the user's
 //!    device and the rule that picks one within the budgets, stated in the report.
+//! 4. [`zswap`]: zswap's live state beside zmem's prediction, its candidates on the same cost
+//!    model, and the zram-or-zswap verdict.
+//!
+//! [`validate_lab`] (`zmem validate lab`) checks the advice against the kernel: each candidate
+//! the running kernel can run, played by the kernel beside the lab's prediction for it.
 //!
 //! [`run_lab`] is the one entry point both front ends call with [`LabRequest`] (the CLI's
 //! flags, Python's keyword arguments): steps 1 to 3. [`run`] is steps 2 and 3 on what step 1
