@@ -204,6 +204,29 @@ pub fn kernel_runs(
     Ok((runs, failures))
 }
 
+/// The number of pages in `pages`, after checking that there are some, that the trace is not
+/// empty and that it touches no page past the set: what every validation refuses before the
+/// kernel is touched.
+pub fn check_input(pages: &[u8], trace: &[Access], page_size: usize) -> Result<u64, LabError> {
+    let n = (pages.len() / page_size) as u64;
+    if n == 0 || trace.is_empty() {
+        return Err(LabError::NoPages);
+    }
+    if let Some(a) = trace.iter().find(|a| a.page >= n) {
+        return Err(LabError::Setup(format!(
+            "trace touches page {} but the page set has {n} pages",
+            a.page
+        )));
+    }
+    Ok(n)
+}
+
+/// How many distinct pages of an `n`-page set `trace` touches.
+pub fn distinct_pages(trace: &[Access], n: u64) -> u64 {
+    let mut seen = vec![false; n as usize];
+    trace.iter().filter(|a| !std::mem::replace(&mut seen[a.page as usize], true)).count() as u64
+}
+
 /// Validates the replay of `trace` over `pages` against the kernel. `player` makes the command
 /// that starts a player (the caller's binary in its player mode); each kernel run starts one
 /// inside its cgroup. `stop` (a signal handler's flag) interrupts the kernel's runs.
@@ -216,19 +239,8 @@ pub fn run(
     progress: &dyn Progress,
 ) -> Result<Validation, LabError> {
     let ps = cfg.page_size;
-    let n = (pages.len() / ps) as u64;
-    if n == 0 || trace.is_empty() {
-        return Err(LabError::NoPages);
-    }
-    if let Some(a) = trace.iter().find(|a| a.page >= n) {
-        return Err(LabError::Setup(format!(
-            "trace touches page {} but the page set has {n} pages",
-            a.page
-        )));
-    }
-    let mut seen = vec![false; n as usize];
-    let touched = trace.iter().filter(|a| !std::mem::replace(&mut seen[a.page as usize], true));
-    let touched_pages = touched.count() as u64;
+    let n = check_input(pages, trace, ps)?;
+    let touched_pages = distinct_pages(trace, n);
 
     let (mut runs, kernel_failures) = kernel_runs(pages, trace, cfg, player, stop, progress)?;
     let sides: Vec<Side> = runs.iter().map(Side::of).collect();

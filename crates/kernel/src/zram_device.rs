@@ -121,9 +121,22 @@ fn run(cmd: &mut Command) -> io::Result<()> {
 
 impl Drop for KernelZram {
     fn drop(&mut self) {
-        // Best effort: a device left behind is harmless but untidy.
-        let _ = self.store("reset", "1");
-        let _ = std::fs::write(Path::new(CONTROL).join("hot_remove"), format!("{}\n", self.id));
+        // `reset` and `hot_remove` give EBUSY while anything still holds the disk open: right
+        // after a `swapoff`, udev's probe of a new swap signature or a `dd` still closing can.
+        // Retry for up to 2 s, so the device is gone when the guard is (a test that leaves a
+        // device behind fails the next one's clean-up check).
+        let remove = Path::new(CONTROL).join("hot_remove");
+        for _ in 0..40 {
+            let reset = self.store("reset", "1");
+            let removed = std::fs::write(&remove, format!("{}\n", self.id));
+            if removed.is_ok() || !self.sysfs.exists() {
+                return;
+            }
+            if reset.is_err() || removed.is_err() {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        }
+        eprintln!("zmem: could not remove zram{} (still busy after 2 s)", self.id);
     }
 }
 

@@ -52,7 +52,8 @@ use crate::cost::{self, Budgets, Measured, Projection, Traffic};
 use crate::policy::{self, Policy};
 use crate::{LabError, Progress};
 use zmem_experiments::validate::{
-    self as validate, KernelRun, Side, ValidateConfig, median_run, relative_error, replay_ram_pages,
+    self as validate, KernelRun, Side, ValidateConfig, check_input, distinct_pages, median_run,
+    relative_error, replay_ram_pages,
 };
 use zmem_kernel::caps::KernelCaps;
 use zmem_sim::replay::{self, Access, ReplayConfig, SwapKind};
@@ -265,11 +266,6 @@ fn pool_per_page(k: &KernelRun, page_size: usize) -> f64 {
     if stored == 0 { 0.0 } else { k.final_pool_bytes as f64 / stored as f64 }
 }
 
-fn distinct_pages(trace: &[Access], n: u64) -> u64 {
-    let mut seen = vec![false; n as usize];
-    trace.iter().filter(|a| !std::mem::replace(&mut seen[a.page as usize], true)).count() as u64
-}
-
 fn side_of(k: &KernelRun) -> Side {
     Side {
         swap_outs: k.swap_outs,
@@ -299,16 +295,7 @@ pub fn run(
     progress: &dyn Progress,
 ) -> Result<LabValidation, LabError> {
     let ps = cfg.page_size;
-    let n = (pages.len() / ps) as u64;
-    if n == 0 || trace.is_empty() {
-        return Err(LabError::NoPages);
-    }
-    if let Some(a) = trace.iter().find(|a| a.page >= n) {
-        return Err(LabError::Setup(format!(
-            "trace touches page {} but the page set has {n} pages",
-            a.page
-        )));
-    }
+    let n = check_input(pages, trace, ps)?;
     zmem_kernel::harness::check_available()?;
     let touched = distinct_pages(trace, n);
     let (mut run_these, mut not_run) = (Vec::new(), Vec::new());
