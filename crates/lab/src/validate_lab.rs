@@ -48,13 +48,14 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::cost::{self, Budgets, Measured, Projection, Traffic};
+use crate::cost::{self, Budgets, Measured, Projection, SwapOverhead, Traffic};
 use crate::policy::{self, Policy};
 use crate::{LabError, Progress};
 use zmem_experiments::validate::{
     self as validate, KernelRun, Side, ValidateConfig, check_input, distinct_pages, median_run,
     relative_error, replay_ram_pages,
 };
+use zmem_kernel::KernelError;
 use zmem_kernel::caps::KernelCaps;
 use zmem_sim::replay::{self, Access, ReplayConfig, SwapKind};
 
@@ -156,10 +157,12 @@ pub struct ConfigCheck {
     pub replay_ram_pages: u64,
     /// The median kernel run's details.
     pub kernel_run: KernelRun,
-    /// Every successful kernel run's figures, and the player's CPU seconds in faulting
-    /// accesses in each, in order.
+    /// Every successful kernel run's figures, the player's CPU seconds in its faulting
+    /// accesses in each less those of the baseline run just before it (the median is
+    /// `kernel.cpu_seconds`), and the baseline runs' own, in order.
     pub kernel_runs: Vec<Side>,
-    pub kernel_runs_fault_cpu_secs: Vec<f64>,
+    pub kernel_runs_cpu_secs: Vec<f64>,
+    pub baseline_runs_fault_cpu_secs: Vec<f64>,
     /// Why the runs that failed failed.
     pub kernel_failures: Vec<String>,
     /// The replay read back every page it swapped out, and the lab's measurement every page.
@@ -173,7 +176,8 @@ pub struct NotRun {
     pub reason: String,
 }
 
-/// The run without memory pressure whose CPU time the kernel's figures are net of.
+/// The runs without memory pressure whose CPU time the kernel's figures are net of (one before
+/// each kernel run, all of them here).
 #[derive(Debug, Clone, Serialize)]
 pub struct Baseline {
     pub ram_bytes: u64,
@@ -185,6 +189,121 @@ pub struct Baseline {
     pub player_cpu_secs: f64,
     /// Swap-outs of the median run (0 unless something else pressed on the cgroup).
     pub swap_outs: u64,
+}
+
+/// The kernel's own swap work (reclaim per swap-out, fault per swap-in) measured on this
+/// machine, beside what the lab's cost model assumes ([`cost::SWAP_OVERHEAD`]): the trace
+/// played over same-filled pages (page `i` filled with one word of its own), which zram stores
+/// as a flag without compressing or allocating, at the same limit. A swap-in's fault is its
+/// p50 latency (zram reads synchronously, so that is CPU; a same-filled read is a memset); a
+/// swap-out's reclaim is the run's CPU in faulting accesses less its baseline run's and the
+/// swap-ins' faults, over the swap-outs. Each run gives its own figure; the median counts.
+#[derive(Debug, Clone, Serialize)]
+pub struct OverheadCheck {
+    pub model: SwapOverhead,
+    /// `None` when no run swapped anything out.
+    pub measured: Option<SwapOverhead>,
+    /// The model's relative error on the reclaim per swap-out.
+    pub reclaim_error: Option<f64>,
+    /// Each run's swap-outs and swap-ins, and its CPU in faulting accesses less its
+    /// baseline's.
+    pub runs: Vec<Side>,
+    pub runs_cpu_secs: Vec<f64>,
+}
+
+/// Kernel runs, each after a baseline run of its own.
+#[derive(Debug, Clone, Default)]
+struct Paired {
+    runs: Vec<KernelRun>,
+    base: Vec<KernelRun>,
+    /// Each run's CPU seconds in faulting accesses less its baseline's.
+    net_cpu_secs: Vec<f64>,
+    /// Why the pairs that failed failed.
+    failures: Vec<String>,
+}
+
+/// `subject_cfg.kernel_runs` pairs: a baseline run of `pages` and `trace` under a limit of
+/// `base_ram` (nothing reclaimed), then a run under `subject_cfg`. A pair whose player failed
+/// is noted and left out (a test beside us may switch zswap on); none left is an error.
+fn paired_runs(
+    pages: &[u8],
+    trace: &[Access],
+    subject_cfg: &ValidateConfig,
+    base_ram: u64,
+    player: &dyn Fn() -> Command,
+    stop: &AtomicBool,
+    progress: &dyn Progress,
+) -> Result<Paired, LabError> {
+    let one = ValidateConfig { kernel_runs: 1, ..subject_cfg.clone() };
+    let base_cfg = ValidateConfig { ram_bytes: base_ram, ..one.clone() };
+    let wanted = subject_cfg.kernel_runs.max(1);
+    let mut out = Paired::default();
+    for _ in 0..wanted {
+        let pair = validate::kernel_runs(pages, trace, &base_cfg, player, stop, progress).and_then(
+            |(b, _)| {
+                let (r, _) = validate::kernel_runs(pages, trace, &one, player, stop, progress)?;
+                Ok((b, r))
+            },
+        );
+        match pair {
+            Ok((mut b, mut r)) => {
+                let (b, r) = (b.remove(0), r.remove(0));
+                out.net_cpu_secs.push(r.fault_cpu_secs - b.fault_cpu_secs);
+                out.base.push(b);
+                out.runs.push(r);
+            }
+            Err(LabError::Kernel(KernelError::PlayerFailed(why))) if wanted > 1 => {
+                out.failures.push(why)
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    if out.runs.is_empty() {
+        return Err(KernelError::PlayerFailed(format!(
+            "all {wanted} kernel runs failed; the first: {}",
+            out.failures.first().map_or("", String::as_str)
+        ))
+        .into());
+    }
+    Ok(out)
+}
+
+/// [`OverheadCheck`] from the same-filled pairs.
+fn overhead_of(p: &Paired) -> OverheadCheck {
+    let model = cost::SWAP_OVERHEAD;
+    let (mut reclaim, mut fault) = (Vec::new(), Vec::new());
+    for (k, net) in p.runs.iter().zip(&p.net_cpu_secs).filter(|(k, _)| k.swap_outs > 0) {
+        let f = k.swap_in_p50_ns as f64;
+        let net_ns = net * 1e9 - k.swap_ins as f64 * f;
+        reclaim.push(net_ns.max(0.0) / k.swap_outs as f64);
+        fault.push(f);
+    }
+    let measured = (!reclaim.is_empty()).then(|| SwapOverhead {
+        reclaim_ns_per_swap_out: median(&reclaim),
+        fault_ns_per_swap_in: median(&fault),
+    });
+    OverheadCheck {
+        model,
+        reclaim_error: measured.and_then(|m| {
+            relative_error_f(model.reclaim_ns_per_swap_out, m.reclaim_ns_per_swap_out)
+        }),
+        measured,
+        runs: p.runs.iter().map(side_of).collect(),
+        runs_cpu_secs: p.net_cpu_secs.clone(),
+    }
+}
+
+/// `n` pages of `ps` bytes, page `i` filled with a word of its own (never zero): zram's
+/// same-filled pages.
+fn same_filled_pages(n: usize, ps: usize) -> Vec<u8> {
+    let mut v = vec![0u8; n * ps];
+    for (i, page) in v.chunks_exact_mut(ps).enumerate() {
+        let word = (0x5a5a_0000_0000_0000u64 | (i as u64 + 1)).to_le_bytes();
+        for w in page.chunks_exact_mut(8) {
+            w.copy_from_slice(&word);
+        }
+    }
+    v
 }
 
 /// What was replayed.
@@ -211,6 +330,8 @@ pub struct LabValidation {
     pub same_order: bool,
     pub order_tolerance: f64,
     pub baseline: Baseline,
+    /// The kernel's own swap work measured here against the cost model's figure.
+    pub swap_overhead: OverheadCheck,
     pub setup: LabSetup,
     /// How each side's CPU seconds and latencies were obtained, in words.
     pub method: Vec<String>,
@@ -324,38 +445,24 @@ pub fn run(
         flush_stats: cfg.flush_stats,
     };
 
-    // The baseline: no reclaim, so the player's CPU time is its own work alone.
+    // Every run of a configuration (and of the same-filled pages) comes right after a baseline
+    // run of the same pages without reclaim, and its CPU is net of that one's: the machine's
+    // speed drifts over a validation by as much as the swap work being measured.
     let base_ram = pages.len() as u64 + BASELINE_HEADROOM;
-    let (base_runs, _) = validate::kernel_runs(
-        pages,
-        trace,
-        &vcfg(&run_these[0].algo, base_ram),
-        player,
-        stop,
-        progress,
-    )?;
-    let base_cpu: Vec<f64> = base_runs.iter().map(|k| k.fault_cpu_secs).collect();
-    let base_player: Vec<f64> = base_runs.iter().map(|k| k.player_cpu_secs).collect();
-    let base_sides: Vec<Side> = base_runs.iter().map(side_of).collect();
-    let baseline = Baseline {
-        ram_bytes: base_ram,
-        fault_cpu_secs: median(&base_cpu),
-        runs_fault_cpu_secs: base_cpu,
-        player_cpu_secs: median(&base_player),
-        swap_outs: median_run(&base_sides).map_or(0, |i| base_sides[i].swap_outs),
+    let paired = |subject: &[u8], algo: &str| {
+        paired_runs(subject, trace, &vcfg(algo, cfg.ram_bytes), base_ram, player, stop, progress)
     };
+    let fill = paired(&same_filled_pages(n as usize, ps), &run_these[0].algo)?;
+    let swap_overhead = overhead_of(&fill);
+    let mut base_runs: Vec<KernelRun> = fill.base.clone();
 
     let mut back = Vec::new();
     let mut checks = Vec::new();
     for p in &run_these {
-        let (mut runs, kernel_failures) = validate::kernel_runs(
-            pages,
-            trace,
-            &vcfg(&p.algo, cfg.ram_bytes),
-            player,
-            stop,
-            progress,
-        )?;
+        let Paired { mut runs, base, net_cpu_secs: cpus, failures: kernel_failures } =
+            paired(pages, &p.algo)?;
+        let base_cpus: Vec<f64> = base.iter().map(|k| k.fault_cpu_secs).collect();
+        base_runs.extend(base);
         let sides: Vec<Side> = runs.iter().map(side_of).collect();
         // The player's charge before its first access, read as the cgroup's usage, includes
         // what the memcg's per-CPU stock has precharged (up to 64 pages, MEMCG_CHARGE_BATCH):
@@ -368,7 +475,6 @@ pub fn run(
             .map(|k| k.player_overhead_bytes)
             .min()
             .unwrap_or_default();
-        let cpus: Vec<f64> = runs.iter().map(|k| k.fault_cpu_secs).collect();
         let k = runs.swap_remove(median_run(&sides).expect("kernel_runs gives at least one run"));
         let kernel_pool_bytes_per_page = pool_per_page(&k, ps);
         let kernel_set_pool_bytes = zmem_kernel::zram_device::mm_stat_of(&p.algo, pages)
@@ -382,7 +488,7 @@ pub fn run(
             final_pool_bytes: k.final_pool_bytes,
             swap_outs: k.swap_outs,
             swap_ins: k.swap_ins,
-            cpu_seconds: (k.fault_cpu_secs - baseline.fault_cpu_secs).max(0.0),
+            cpu_seconds: median(&cpus).max(0.0),
             swap_in_p50_ns: k.swap_in_p50_ns,
             swap_in_p99_ns: k.swap_in_p99_ns,
         };
@@ -443,12 +549,23 @@ pub fn run(
             replay_ram_pages: ram_pages,
             kernel_run: k,
             kernel_runs: sides,
-            kernel_runs_fault_cpu_secs: cpus,
+            kernel_runs_cpu_secs: cpus,
+            baseline_runs_fault_cpu_secs: base_cpus,
             kernel_failures,
             verified: r.verified && row.verified,
         });
     }
 
+    let base_cpu: Vec<f64> = base_runs.iter().map(|k| k.fault_cpu_secs).collect();
+    let base_player: Vec<f64> = base_runs.iter().map(|k| k.player_cpu_secs).collect();
+    let base_sides: Vec<Side> = base_runs.iter().map(side_of).collect();
+    let baseline = Baseline {
+        ram_bytes: base_ram,
+        fault_cpu_secs: median(&base_cpu),
+        runs_fault_cpu_secs: base_cpu,
+        player_cpu_secs: median(&base_player),
+        swap_outs: median_run(&base_sides).map_or(0, |i| base_sides[i].swap_outs),
+    };
     let lab: Vec<f64> = checks.iter().map(|c| c.lab_pool_bytes as f64).collect();
     let kern: Vec<f64> = checks.iter().map(|c| c.kernel_set_pool_bytes as f64).collect();
     let names = |o: Vec<usize>| o.into_iter().map(|i| checks[i].config.clone()).collect();
@@ -458,6 +575,7 @@ pub fn run(
         same_order: same_order(&lab, &kern, ORDER_TOLERANCE),
         order_tolerance: ORDER_TOLERANCE,
         baseline,
+        swap_overhead,
         setup: LabSetup {
             pages: n,
             touched_pages: touched,
@@ -471,8 +589,13 @@ pub fn run(
              touches, swap-ins) less the baseline run's (same pages and trace, no memory \
              pressure): direct reclaim, compression and swap-in faults run in the player"
                 .into(),
-            "predicted cpu_seconds: the lab's cost model (compress CPU per page x replay \
-             swap-outs + decompress CPU per page x replay swap-ins)"
+            "predicted cpu_seconds: the lab's cost model ((compress CPU per page + the kernel's \
+             reclaim per swap-out) x replay swap-outs + (decompress CPU per page + the kernel's \
+             fault per swap-in) x replay swap-ins)"
+                .into(),
+            "swap_overhead.measured: the trace over same-filled pages (stored by zram without \
+             compressing), CPU in faulting accesses less the baseline's and the swap-ins' p50, \
+             over the swap-outs"
                 .into(),
             "kernel swap-in latency: the player's timing of accesses to pages mincore said were \
              out of RAM (fault + read + decompress); predicted: the lab's measured read latency"
@@ -549,6 +672,43 @@ mod tests {
         assert_eq!(relative_error_f(1.0, 0.0), None);
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[]), 0.0);
+    }
+
+    #[test]
+    fn the_kernels_own_work_by_hand() {
+        // Two runs: 0.020 s and 0.030 s of faulting CPU more than their baselines, 1000
+        // swap-outs and 100 swap-ins at a 6 us p50 each: (20 ms - 0.6 ms) / 1000 = 19.4 us and
+        // (30 ms - 0.6 ms) / 1000 = 29.4 us per swap-out; a run that swapped nothing is left out.
+        let run = |outs: u64| KernelRun {
+            swap_outs: outs,
+            swap_ins: 100,
+            swap_in_p50_ns: 6000,
+            ..KernelRun::default()
+        };
+        let paired = |nets: &[f64], outs: &[u64]| Paired {
+            runs: outs.iter().map(|&o| run(o)).collect(),
+            net_cpu_secs: nets.to_vec(),
+            ..Paired::default()
+        };
+        let o = overhead_of(&paired(&[0.020, 0.030, 0.49], &[1000, 1000, 0]));
+        let m = o.measured.unwrap();
+        assert!((m.reclaim_ns_per_swap_out - 19_400.0).abs() < 1e-6, "{m:?}");
+        assert_eq!(m.fault_ns_per_swap_in, 6000.0);
+        assert_eq!(o.runs.len(), 3);
+        let want = (cost::SWAP_OVERHEAD.reclaim_ns_per_swap_out - 19_400.0) / 19_400.0;
+        assert!((o.reclaim_error.unwrap() - want).abs() < 1e-9);
+        assert!(overhead_of(&paired(&[0.5], &[0])).measured.is_none());
+    }
+
+    #[test]
+    fn same_filled_pages_are_same_filled_and_distinct() {
+        let v = same_filled_pages(3, 4096);
+        let pages: Vec<&[u8]> = v.chunks_exact(4096).collect();
+        for p in &pages {
+            assert!(p.chunks_exact(8).all(|w| w == &p[..8]));
+            assert!(p.iter().any(|&b| b != 0));
+        }
+        assert!(pages[0] != pages[1] && pages[1] != pages[2]);
     }
 
     #[test]

@@ -36,7 +36,7 @@ use zmem_kernel::zswap_state::{ZswapRates, ZswapState};
 use zmem_sim::replay::{Access, ReplayConfig, SwapKind};
 use zmem_sim::swap_device::SwapDevice;
 
-use crate::cost::{Budgets, Candidate};
+use crate::cost::{self, Budgets, Candidate};
 use crate::now::Rates;
 use crate::{LabError, NoProgress, Progress, SwapRow};
 
@@ -659,13 +659,20 @@ fn swap_in_us_per_sec(r: &SwapRow, rates: &Rates) -> f64 {
     rates.swap_ins_per_sec * mean_ns / 1e3
 }
 
-/// CPU seconds per second at `rates` for a replay row: its CPU per swap operation.
+/// CPU seconds per second at `rates` for a replay row: its CPU per swap operation, and the
+/// kernel's own reclaim and fault work ([`cost::SWAP_OVERHEAD`]), which a swap-out to zswap, to
+/// zram or to the device behind zswap costs alike.
 fn cpu_secs_per_sec(r: &SwapRow, rates: &Rates) -> f64 {
     let ops = (r.swap_ins + r.swap_outs) as f64;
     if ops == 0.0 {
         return 0.0;
     }
+    let traffic = cost::Traffic {
+        swap_ins_per_sec: rates.swap_ins_per_sec,
+        swap_outs_per_sec: rates.swap_outs_per_sec,
+    };
     r.cpu_seconds / ops * (rates.swap_ins_per_sec + rates.swap_outs_per_sec)
+        + cost::SWAP_OVERHEAD.cpu_secs_per_sec(traffic)
 }
 
 /// Projects the replays onto the machine (module doc), beside the zram candidates.

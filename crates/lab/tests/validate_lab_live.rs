@@ -132,6 +132,17 @@ fn validate_lab_on_the_live_kernel() {
         assert_eq!(o, names);
     }
     assert_eq!(v.baseline.swap_outs, 0, "the baseline must not reclaim");
+    // The kernel's own swap work, measured on same-filled pages: they swapped, and the
+    // measurement is a time per swap-out and per swap-in fault, beside the model's figures.
+    let o = &v.swap_overhead;
+    assert!(!o.runs.is_empty() && o.runs.iter().all(|r| r.swap_outs > 0), "{o:?}");
+    let m = o.measured.expect("same-filled pages swapped, so the overhead is measured");
+    assert!(m.fault_ns_per_swap_in > 0.0 && m.reclaim_ns_per_swap_out >= 0.0, "{m:?}");
+    assert_eq!(o.model, zmem_lab::cost::SWAP_OVERHEAD);
+    for c in &v.configurations {
+        assert_eq!(c.kernel_runs_cpu_secs.len(), c.kernel_runs.len(), "{}", c.config);
+        assert_eq!(c.baseline_runs_fault_cpu_secs.len(), c.kernel_runs.len(), "{}", c.config);
+    }
 
     let json = serde_json::to_value(&v).unwrap();
     let figures = [

@@ -71,6 +71,25 @@ pub fn lab_validation(v: &LabValidation) -> String {
          CPU seconds are net of it), player CPU {:.3} s\n",
         v.baseline.ram_bytes, v.baseline.fault_cpu_secs, v.baseline.player_cpu_secs
     );
+    let o = &v.swap_overhead;
+    let us = |ns: f64| ns / 1000.0;
+    out += &match o.measured {
+        Some(m) => format!(
+            "the kernel's own swap work (same-filled pages): {:.1} us per swap-out, {:.1} us per \
+             swap-in fault measured here; the lab assumes {:.1} and {:.1} ({} on the swap-out)\n",
+            us(m.reclaim_ns_per_swap_out),
+            us(m.fault_ns_per_swap_in),
+            us(o.model.reclaim_ns_per_swap_out),
+            us(o.model.fault_ns_per_swap_in),
+            percent(o.reclaim_error)
+        ),
+        None => format!(
+            "the kernel's own swap work: not measured (the same-filled run swapped nothing out); \
+             the lab assumes {:.1} us per swap-out, {:.1} us per swap-in fault\n",
+            us(o.model.reclaim_ns_per_swap_out),
+            us(o.model.fault_ns_per_swap_in)
+        ),
+    };
     for n in &v.not_run {
         out += &format!("not run: {}: {}\n", n.config, n.reason);
     }
