@@ -9,8 +9,8 @@
 //! Frames are named by a [`FrameId`] (an index, the analogue of a PFN), never by a pointer, so
 //! the allocators' bookkeeping is plain integers and safe code. Two backings exist:
 //!
-//! - **Heap** (default): frames are carved from 2 MiB chunks of heap memory on huge pages
-//!   (`chunk_cache`; its two `madvise` calls are the only `unsafe` on this path).
+//! - **Heap** (default): frames are carved from 2 MiB chunks of heap memory on small pages
+//!   (`chunk_cache`; its `madvise(MADV_POPULATE_WRITE)` call is the only `unsafe` on this path).
 //!   Chunks are not returned while the arena lives; a freed frame goes on a LIFO free list and
 //!   is reused first, as a just-freed page is the hottest one the buddy allocator has. A dropped
 //!   arena parks its chunks for the next one (`chunk_cache`), as freed pages stay mapped on the

@@ -1,12 +1,16 @@
 //! Heap chunks: how the heap arena gets its memory, and where chunks wait between arenas.
 //!
-//! **Huge pages.** The kernel's zsmalloc reaches its pages through the direct map, which is
-//! mapped with huge pages, so the scattered object copies of a write path cost no TLB misses. A
-//! heap chunk here is 2 MiB, aligned to a 2 MiB boundary inside an allocation one huge page
-//! larger (the slack is never touched, so it costs address space, not memory), and advised with
-//! `MADV_HUGEPAGE` where the system leaves transparent huge pages to `madvise`. On the 2-core VM
-//! of docs/BENCHMARKS.md that made zram writes of real pages 1.5-2.5% faster. Where huge pages
-//! are off, the advice is ignored and nothing else changes.
+//! **No huge pages.** A heap chunk is 2 MiB, aligned to a 2 MiB boundary inside an allocation
+//! one huge page larger (the slack is never touched, so it costs address space, not memory),
+//! but it is not advised with `MADV_HUGEPAGE`. It was, to spare the object copies TLB misses as
+//! the kernel's direct map does, and that made warm writes 1.5-2.5 % faster; but a fresh
+//! process's huge pages come from the free 2 MiB blocks that a VM's free page reporting
+//! (virtio-balloon) has handed back to the host, and the first write to each then waits for
+//! the host to back it again: on the 2-core VM of docs/BENCHMARKS.md a fresh `zmem zram` of 400
+//! MB wrote at 630-800 MB/s three seconds after any other run and at 1,300-1,450 right after one
+//! (whose freed blocks were not yet reported), and `clear_page_erms` went from 2 % to 23 % of
+//! the profile. Small pages come from the allocator's recently freed ones first: 1,160-1,430
+//! MB/s fresh, and no loss warm (docs/BENCHMARKS.md, "Where a fresh process's time goes").
 //!
 //! **Reuse.** When a kernel zram device is reset, zsmalloc's pages go back to the buddy
 //! allocator still mapped, and the next pool takes them without a page fault. A heap chunk freed
@@ -17,7 +21,7 @@
 //! to the OS as before.
 //!
 //! **Faulting ahead, off the writer's path.** A fresh chunk's memory is faulted in (and zeroed
-//! by the kernel, one huge page at a time) on its first write, and that write is an object
+//! by the kernel, page by page) on its first write, and that write is an object
 //! copy made under the pool's write lock: the writer paid the zeroing inside its write, and
 //! every other writer waited for it. The kernel's zsmalloc takes pages that are already mapped
 //! and are not zeroed. So a pool that will soon need a fresh chunk asks for one with
@@ -57,14 +61,12 @@ impl std::fmt::Debug for Chunk {
 }
 
 impl Chunk {
-    /// A fresh chunk of `len` zero bytes (`len` a multiple of the huge page size to get huge
-    /// pages; any length works).
+    /// A fresh chunk of `len` zero bytes, at a huge-page boundary (any length works).
     fn new(len: usize) -> Self {
         // `calloc` of this size maps fresh zero pages and touches none of them.
         let alloc = vec![0u8; len + SLACK].into_boxed_slice();
         let addr = alloc.as_ptr() as usize;
         let start = if SLACK == 0 { 0 } else { addr.next_multiple_of(HUGE_PAGE) - addr };
-        advise_huge_pages(&alloc[start..start + len]);
         Chunk { alloc, start, len }
     }
 }
@@ -81,19 +83,6 @@ impl std::ops::DerefMut for Chunk {
         &mut self.alloc[self.start..self.start + self.len]
     }
 }
-
-#[cfg(all(target_os = "linux", not(miri)))]
-fn advise_huge_pages(region: &[u8]) {
-    // SAFETY: `madvise` reads and writes no memory of ours; it tells the kernel how to back the
-    // pages of a range this allocation owns, and MADV_HUGEPAGE keeps their contents. The range
-    // starts at a huge-page (so page) boundary. A failure (huge pages unsupported) is harmless.
-    unsafe {
-        libc::madvise(region.as_ptr().cast_mut().cast(), region.len(), libc::MADV_HUGEPAGE);
-    }
-}
-
-#[cfg(not(all(target_os = "linux", not(miri))))]
-fn advise_huge_pages(_region: &[u8]) {}
 
 struct Cache {
     chunks: Vec<Chunk>,
