@@ -120,6 +120,10 @@ pub struct SwapRow {
     #[serde(default)]
     pub device_seconds: f64,
     pub cpu_seconds: f64,
+    /// Times zswap's pool hit its limit (debugfs `pool_limit_hit`; 0 for zram): where it
+    /// did, accept_threshold_percent matters and the lab tries other values.
+    #[serde(default)]
+    pub pool_limit_hit: u64,
     /// Seconds the trace spans (its last access's time): swap-ins / trace_secs is a rate.
     pub trace_secs: f64,
     pub verified: bool,

@@ -97,6 +97,7 @@ pub(super) fn swap_row_with(
         device_p99_ns: dev.p99_ns,
         device_seconds: r.device_secs,
         cpu_seconds: r.cpu_secs,
+        pool_limit_hit: r.counter("pool_limit_hit"),
         trace_secs,
         verified: r.verified,
     })

@@ -490,6 +490,7 @@ mod tests {
             device_p99_ns: 0,
             device_seconds: 0.0,
             cpu_seconds: 0.0,
+            pool_limit_hit: 0,
             trace_secs: secs,
             verified: true,
         }

@@ -12,7 +12,9 @@
 //! offers them to zswap (`page_io.c: swap_writeout` -> `is_folio_zero_filled`).
 //!
 //! **Candidates.** Each configuration (compressor the kernel offers x max_pool_percent x
-//! shrinker_enabled, at the live accept_threshold_percent) is replayed on the lab's trace with
+//! shrinker_enabled, at the live accept_threshold_percent; and, where that replay's pool hit its
+//! limit, at each other [`ACCEPT_THRESHOLDS`] value: below the limit the threshold never acts,
+//! since zswap_store only consults it once `pool_limit_hit` has latched) is replayed on the lab's trace with
 //! RAM for a quarter of the pages, in front of the swap device the lab measured or profiled,
 //! beside one zram replay of the current zram configuration on the same trace and RAM:
 //! - pool: the current zram candidate's projected pool x (zswap replay's peak pool / zram
@@ -42,6 +44,12 @@ use crate::{LabError, NoProgress, Progress, SwapRow};
 
 /// zswap's max_pool_percent values tried (the kernel default is 20).
 pub const MAX_POOL_PERCENTS: [u32; 3] = [10, 20, 30];
+/// accept_threshold_percent values tried besides the live one, for configurations whose pool
+/// hit its limit: 100 accepts again as soon as the pool is under the limit (no hysteresis),
+/// 70 waits until it has shrunk by 30 % (fewer limit hits, more pages rejected to the device).
+pub const ACCEPT_THRESHOLDS: [u32; 2] = [70, 100];
+/// The kernel's default accept_threshold_percent (left out of the candidates' names).
+const DEFAULT_ACCEPT: u32 = 90;
 /// Compressors zmem implements that zswap could ask the crypto API for.
 pub const ZMEM_COMPRESSORS: [&str; 6] = ["lzo", "lzo-rle", "lz4", "lz4hc", "zstd", "deflate"];
 /// The replays' RAM: a quarter of the pages (the tightest budget of the lab's swap table).
@@ -459,12 +467,22 @@ pub struct ZswapConfigChoice {
 
 impl ZswapConfigChoice {
     pub fn name(&self) -> String {
+        let accept = if self.accept_threshold_percent == DEFAULT_ACCEPT {
+            String::new()
+        } else {
+            format!(" accept_threshold_percent={}", self.accept_threshold_percent)
+        };
         format!(
-            "zswap {} max_pool_percent={} shrinker={}",
+            "zswap {} max_pool_percent={} shrinker={}{accept}",
             self.compressor,
             self.max_pool_percent,
             if self.shrinker_enabled { "on" } else { "off" }
         )
+    }
+
+    /// The same configuration at accept_threshold_percent `accept`.
+    fn at_accept(&self, accept: u32) -> Self {
+        Self { accept_threshold_percent: accept, ..self.clone() }
     }
 }
 
@@ -572,6 +590,52 @@ fn replay(
     crate::measure::swap_row_with(pages, ps, accesses, &cfg, &NoProgress)
 }
 
+/// Replays `jobs` on `threads` threads, in order.
+#[allow(clippy::too_many_arguments)]
+fn replay_all(
+    pages: &[u8],
+    ps: usize,
+    accesses: &[Access],
+    device: &SwapDevice,
+    jobs: &[(SwapKind, &ZswapConfigChoice)],
+    scale: f64,
+    threads: usize,
+    progress: &dyn Progress,
+) -> Vec<Result<SwapRow, LabError>> {
+    if jobs.is_empty() {
+        return Vec::new();
+    }
+    progress.start("zswap candidates", jobs.len() as u64);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: std::sync::Mutex<Vec<Option<Result<SwapRow, LabError>>>> =
+        std::sync::Mutex::new((0..jobs.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..threads.max(1).min(jobs.len()) {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(&(kind, c)) = jobs.get(i) else { break };
+                    let r = replay(pages, ps, accesses, device, kind, c, scale);
+                    if let Ok(mut v) = results.lock() {
+                        v[i] = Some(r);
+                    }
+                    progress.advance(1);
+                }
+            });
+        }
+    });
+    progress.finish();
+    match results.into_inner() {
+        Ok(v) => v
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(LabError::Setup("a zswap replay did not run".into()))))
+            .collect(),
+        Err(_) => {
+            jobs.iter().map(|_| Err(LabError::Setup("a zswap replay panicked".into()))).collect()
+        }
+    }
+}
+
 /// Replays every available configuration and the zram references (`zram_algos`: the current
 /// zram configuration's algorithm, then the recommended one's) on `threads` threads.
 #[allow(clippy::too_many_arguments)]
@@ -603,31 +667,10 @@ pub fn measure(
         .map(|c| (SwapKind::Zram, c))
         .chain(grid.iter().filter(|c| c.available).map(|c| (SwapKind::Zswap, c)))
         .collect();
-    progress.start("zswap candidates", jobs.len() as u64);
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: std::sync::Mutex<Vec<Option<Result<SwapRow, LabError>>>> =
-        std::sync::Mutex::new((0..jobs.len()).map(|_| None).collect());
-    std::thread::scope(|s| {
-        for _ in 0..threads.max(1).min(jobs.len()) {
-            s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(&(kind, c)) = jobs.get(i) else { break };
-                    let r = replay(pages, ps, accesses, device, kind, c, scale);
-                    if let Ok(mut v) = results.lock() {
-                        v[i] = Some(r);
-                    }
-                    progress.advance(1);
-                }
-            });
-        }
-    });
-    progress.finish();
-    let mut rows = results
-        .into_inner()
-        .map_err(|_| LabError::Setup("a zswap replay panicked".into()))?
-        .into_iter()
-        .map(|r| r.unwrap_or_else(|| Err(LabError::Setup("a zswap replay did not run".into()))));
+    let run = |jobs: &[(SwapKind, &ZswapConfigChoice)]| {
+        replay_all(pages, ps, accesses, device, jobs, scale, threads, progress)
+    };
+    let mut rows = run(&jobs).into_iter();
     let zram = rows.by_ref().take(zram_algos.len()).collect::<Result<Vec<_>, _>>()?;
     if zram.len() != zram_algos.len() || zram.is_empty() {
         return Err(LabError::Setup("no zram replay".into()));
@@ -644,6 +687,22 @@ pub fn measure(
             None
         };
         measured.push(Replayed { config: c.clone(), row });
+    }
+    // Where the pool hit its limit, the accept threshold decides when zswap stores again.
+    let sweep: Vec<ZswapConfigChoice> = measured
+        .iter()
+        .filter(|m| m.row.as_ref().is_some_and(|r| r.pool_limit_hit > 0))
+        .flat_map(|m| {
+            ACCEPT_THRESHOLDS
+                .iter()
+                .filter(|&&a| a != m.config.accept_threshold_percent)
+                .map(|&a| m.config.at_accept(a))
+        })
+        .collect();
+    let jobs: Vec<(SwapKind, &ZswapConfigChoice)> =
+        sweep.iter().map(|c| (SwapKind::Zswap, c)).collect();
+    for (c, row) in sweep.iter().zip(run(&jobs)) {
+        measured.push(Replayed { config: c.clone(), row: Some(row?) });
     }
     Ok((measured, zram))
 }
@@ -699,6 +758,7 @@ pub fn project(
                 l.enabled
                     && l.compressor == c.compressor
                     && l.max_pool_percent == c.max_pool_percent
+                    && l.accept_threshold_percent == c.accept_threshold_percent
                     && l.shrinker_enabled == c.shrinker_enabled
             });
             let mut cand = ZswapCandidate {
@@ -1239,6 +1299,7 @@ mod tests {
             device_p99_ns: 0,
             device_seconds: 0.0,
             cpu_seconds: 0.0,
+            pool_limit_hit: 0,
             trace_secs: 1.0,
             verified: true,
         }
@@ -1281,6 +1342,49 @@ mod tests {
     }
 
     #[test]
+    fn the_accept_threshold_is_swept_only_where_the_pool_hit_its_limit() {
+        let set = zmem_pages::builtin::default_set_with(4096).unwrap();
+        let pages = &set.bytes()[..256 * 4096];
+        let accesses = crate::evidence::trace_for(256).unwrap();
+        let choice = |mpp| ZswapConfigChoice {
+            compressor: "lzo".into(),
+            max_pool_percent: mpp,
+            accept_threshold_percent: 90,
+            shrinker_enabled: false,
+            available: true,
+            unavailable_reason: None,
+        };
+        // 25 % of the replay's RAM (16 pages) fills soon.
+        let grid = [choice(25)];
+        let dev = SwapDevice::default();
+        let run = |pages: &[u8]| {
+            measure(pages, 4096, &accesses, &dev, &grid, &["lzo-rle"], 1.0, 2, &NoProgress)
+                .unwrap()
+                .0
+                .iter()
+                .map(|r| {
+                    (r.config.accept_threshold_percent, r.row.as_ref().unwrap().pool_limit_hit)
+                })
+                .collect::<Vec<_>>()
+        };
+        let full = run(pages);
+        let accepts: Vec<u32> = full.iter().map(|x| x.0).collect();
+        assert_eq!(accepts, [90, 70, 100], "{full:?}");
+        assert!(full.iter().all(|x| x.1 > 0), "{full:?}");
+        // The threshold changes what zswap does: at 70 % a full pool refuses stores without
+        // trying until it has shrunk, at 100 % it tries (and counts a hit) at every store.
+        assert!(full[1].1 < full[2].1, "{full:?}");
+        // Zero-filled pages never reach zswap (the swap core's zeromap): the pool stays empty,
+        // never at its limit, and there is nothing to sweep.
+        let zeros = vec![0u8; 256 * 4096];
+        assert_eq!(run(&zeros), [(90, 0)]);
+        assert_eq!(
+            grid[0].at_accept(70).name(),
+            "zswap lzo max_pool_percent=25 shrinker=off accept_threshold_percent=70"
+        );
+    }
+
+    #[test]
     fn advise_replays_every_available_configuration() {
         let set = zmem_pages::builtin::default_set_with(4096).unwrap();
         let pages = &set.bytes()[..256 * 4096];
@@ -1305,7 +1409,10 @@ mod tests {
         let r = crate::run(pages, source, &opts, &NoProgress).unwrap();
         let a = r.zswap.expect("zswap advice");
         let avail: Vec<_> = a.candidates.iter().filter(|c| c.available).collect();
-        assert_eq!(avail.len(), 2 * 3 * 2);
+        // The grid at the live threshold, and the sweep's variants where a pool hit its limit.
+        let at_live = avail.iter().filter(|c| c.accept_threshold_percent == 90).count();
+        assert_eq!(at_live, 2 * 3 * 2);
+        assert!(avail.iter().all(|c| [70, 90, 100].contains(&c.accept_threshold_percent)));
         assert!(avail.iter().all(|c| c.verified && c.pool_bytes > 0 && c.kind == "zswap"));
         // One of them is what the live zswap runs (lzo, 20 %, shrinker off).
         let cur: Vec<_> = a.candidates.iter().filter(|c| c.is_current).collect();
