@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_zmem")).args(args).output().expect("the zmem binary runs")
@@ -37,13 +38,17 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-/// Eight pages, and a trace of `trace_pages` pages made by `zmem trace gen`.
+/// Eight pages, and a trace of `trace_pages` pages made by `zmem trace gen`, in files of this
+/// call's own: the tests run at once, and one rewriting a file another is reading made that one
+/// read no pages (seen once in ten runs).
 fn inputs(trace_pages: u64) -> (PathBuf, PathBuf) {
+    static CALLS: AtomicU64 = AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, Ordering::Relaxed);
     let d = dir();
-    let pages = d.join("pages.bin");
+    let pages = d.join(format!("pages-{call}.bin"));
     let text = b"validate the replay against the kernel ".repeat(900);
     std::fs::write(&pages, &text[..8 * 4096]).unwrap();
-    let trace = d.join(format!("trace-{trace_pages}.trc"));
+    let trace = d.join(format!("trace-{trace_pages}-{call}.trc"));
     let out = run(&[
         "trace",
         "gen",
