@@ -41,6 +41,7 @@ use zmem_sim::swap_device::SwapDevice;
 use crate::cost::{self, Budgets, Candidate};
 use crate::now::Rates;
 use crate::{LabError, NoProgress, Progress, SwapRow};
+use zmem_pool::zsmalloc::class::ClassTable;
 
 /// zswap's max_pool_percent values tried (the kernel default is 20).
 pub const MAX_POOL_PERCENTS: [u32; 3] = [10, 20, 30];
@@ -97,10 +98,40 @@ pub struct ZswapPrediction {
     pub rejected_pages: u64,
     /// Sum of the stored objects' lengths (what memory.stat `zswap` charges).
     pub compressed_bytes: u64,
-    /// zsmalloc's pages for them (debugfs `pool_total_size`).
+    /// zsmalloc's pages for them (debugfs `pool_total_size`), in zswap's 32 allocator pools.
     pub pool_total_size: u64,
     /// Where the pages came from, and that the live pool's pages were not read.
     pub note: String,
+    /// The stored objects per zsmalloc size class (what the pool is computed from at any
+    /// scale, [`zswap_pool_bytes`]).
+    #[serde(skip)]
+    pub class_counts: Vec<u64>,
+}
+
+/// zsmalloc's size classes as zswap's pools use them (zswap's chain size).
+fn zswap_classes(ps: usize) -> Result<ClassTable, LabError> {
+    ClassTable::new(ps, zmem_zswap::ZswapConfig::default().chain_size)
+        .map_err(|e| LabError::Setup(format!("size classes: {e}")))
+}
+
+/// The pool zswap needs for `counts[k]` objects of each size class `k`, written one after
+/// another and spread evenly over its [`zmem_zswap::NR_ZPOOLS`] allocator pools: per pool and
+/// class `ceil(objects / objs_per_zspage)` zspages of `pages_per_zspage` pages. Each pool has
+/// its own partly filled zspage per class, which a single packing does not: 16,574 objects of
+/// class 352 take 192 zspages so, 179 in one pool (the kernel: 196; the live test).
+pub fn zswap_pool_bytes(classes: &ClassTable, counts: &[u64], ps: usize) -> u64 {
+    let pools = zmem_zswap::NR_ZPOOLS as u64;
+    let pages: u64 = counts
+        .iter()
+        .zip(classes.classes())
+        .map(|(&k, c)| {
+            let (per, extra) = (k / pools, k % pools);
+            let objs = c.objs_per_zspage as u64;
+            let zspages = extra * (per + 1).div_ceil(objs) + (pools - extra) * per.div_ceil(objs);
+            zspages * c.pages_per_zspage as u64
+        })
+        .sum();
+    pages * ps as u64
 }
 
 /// One counter, live against predicted (predicted scaled to the live stored pages).
@@ -314,10 +345,14 @@ pub fn predict(pages: &[u8], ps: usize, compressor: &str) -> Result<ZswapPredict
         swap: SwapKind::Zswap,
         algo: compressor.into(),
         page_size: ps,
+        // The objects' lengths are what counts here; the pool is computed from them.
+        zswap_zpools: 1,
         ..ReplayConfig::default()
     };
     let z = zmem_sim::replay::build_zswap(&cfg, n.max(1))
         .map_err(|e| LabError::Setup(format!("zswap with {compressor}: {e}")))?;
+    let classes = zswap_classes(ps)?;
+    let mut class_counts = vec![0u64; classes.classes().len()];
     let (mut offered, mut rejected, mut compressed) = (0u64, 0u64, 0u64);
     for (i, page) in pages.chunks_exact(ps).enumerate() {
         if page.iter().all(|&b| b == 0) {
@@ -328,7 +363,10 @@ pub fn predict(pages: &[u8], ps: usize, compressor: &str) -> Result<ZswapPredict
             .store(i as u64, page)
             .map_err(|e| LabError::Setup(format!("zswap store with {compressor}: {e}")))?
         {
-            zmem_zswap::StoreOutcome::Stored { length } => compressed += length as u64,
+            zmem_zswap::StoreOutcome::Stored { length } => {
+                compressed += length as u64;
+                class_counts[classes.slot_for_request(length)] += 1;
+            }
             zmem_zswap::StoreOutcome::Rejected(_) => rejected += 1,
         }
     }
@@ -340,7 +378,8 @@ pub fn predict(pages: &[u8], ps: usize, compressor: &str) -> Result<ZswapPredict
         stored_pages: s.stored_pages,
         rejected_pages: rejected,
         compressed_bytes: compressed,
-        pool_total_size: s.pool_total_size,
+        pool_total_size: zswap_pool_bytes(&classes, &class_counts, ps),
+        class_counts,
         note: "predicted from the pages the lab measured: the pages zswap stores cannot be read \
                without faulting them in"
             .into(),
@@ -388,7 +427,16 @@ pub fn now(
         ZswapField {
             field: "pool_total_size".into(),
             live: dbg("pool_total_size").or(st.meminfo_zswap_bytes),
-            predicted: prediction.as_ref().and_then(|p| scale(p.pool_total_size)),
+            // Each class's objects scaled to the live stored pages, then packed as zswap's 32
+            // pools pack them: their partly filled zspages do not scale with the pages.
+            predicted: prediction.as_ref().and_then(|p| {
+                let live = stored_pages?;
+                let classes = zswap_classes(ps).ok()?;
+                let f = live as f64 / p.stored_pages.max(1) as f64;
+                let counts: Vec<u64> =
+                    p.class_counts.iter().map(|&k| (k as f64 * f).round() as u64).collect();
+                (p.stored_pages > 0).then(|| zswap_pool_bytes(&classes, &counts, ps))
+            }),
         },
         ZswapField {
             field: "compressed_bytes".into(),
@@ -585,6 +633,9 @@ fn replay(
         max_pool_percent: replay_percent(c.max_pool_percent, scale),
         accept_threshold_percent: c.accept_threshold_percent,
         shrinker: c.shrinker_enabled,
+        // A scaled-down machine: the 32 allocator pools' partly filled zspages would be most
+        // of a sample's pool and are a sliver of a machine's (`ZswapConfig::nr_zpools`).
+        zswap_zpools: 1,
         ..ReplayConfig::default()
     };
     crate::measure::swap_row_with(pages, ps, accesses, &cfg, &NoProgress)
@@ -1164,7 +1215,14 @@ mod tests {
         let p = n.prediction.clone().unwrap();
         let pool = n.fields.iter().find(|f| f.field == "pool_total_size").unwrap();
         assert_eq!(pool.live, Some(1000 * 1024));
-        assert_eq!(pool.predicted, Some((p.pool_total_size as f64 * 10.0).round() as u64));
+        // 100 copies of one object stand for the live 1000: 1000 objects of its class in
+        // zswap's 32 pools, not the sample's pool times ten (its partly filled zspages, one
+        // per pool, do not scale with the pages).
+        let classes = zswap_classes(4096).unwrap();
+        let mut counts = vec![0u64; classes.classes().len()];
+        counts[classes.slot_for_request((p.compressed_bytes / 100) as usize)] = 1000;
+        assert_eq!(pool.predicted, Some(zswap_pool_bytes(&classes, &counts, 4096)));
+        assert!(pool.predicted.unwrap() < 10 * p.pool_total_size);
         assert_eq!(n.stored_pages, Some(1000));
         assert_eq!(n.live_ratio, Some(4.0));
         assert!(n.rates.is_none() && n.observed_secs == 0.0);
@@ -1339,6 +1397,25 @@ mod tests {
         assert!(v.reason.contains("no zswap configuration fits the budgets"), "{}", v.reason);
         let v = verdict(false, &[], Some(&z), &row(), &rates, &dev);
         assert!(v.choice == "zram" && v.reason.contains("no zswap"), "{}", v.reason);
+    }
+
+    /// The live test's pages by hand: 16,574 objects of 343 bytes (class 352: 93 to a zspage
+    /// of 8 pages) over 32 pools of 517 or 518 take 6 zspages each, 192 in all (1,536 pages;
+    /// the kernel had 196); one pool would take 179.
+    #[test]
+    fn zswaps_pool_is_32_packings() {
+        let classes = zswap_classes(4096).unwrap();
+        let k = classes.slot_for_request(343);
+        let c = &classes.classes()[k];
+        assert_eq!((c.size, c.objs_per_zspage, c.pages_per_zspage), (352, 93, 8));
+        let mut counts = vec![0u64; classes.classes().len()];
+        counts[k] = 16_574;
+        assert_eq!(zswap_pool_bytes(&classes, &counts, 4096), 192 * 8 * 4096);
+        // A few objects: each pool that holds one has a zspage of its own.
+        counts[k] = 40;
+        assert_eq!(zswap_pool_bytes(&classes, &counts, 4096), 32 * 8 * 4096);
+        counts[k] = 0;
+        assert_eq!(zswap_pool_bytes(&classes, &counts, 4096), 0);
     }
 
     #[test]

@@ -70,6 +70,8 @@ pub struct Meminfo {
 #[derive(Debug)]
 struct Entry {
     pool: Arc<ZswapPool>,
+    /// Which of the pool's allocator pools holds it ([`crate::pool::zpool_index`]).
+    zpool: usize,
     handle: Handle,
     length: usize,
     referenced: bool,
@@ -104,6 +106,8 @@ pub struct Zswap {
     page_size: usize,
     zpool: String,
     pool_config: PoolConfig,
+    /// Allocator pools per zswap pool ([`ZswapConfig::nr_zpools`]).
+    nr_zpools: usize,
     total_ram_pages: u64,
     incompressible: Incompressible,
     writeback: bool,
@@ -140,8 +144,9 @@ impl Zswap {
         Self::with_alloc_limit(config, swap, None)
     }
 
-    /// As [`Zswap::new`], with the allocator limited to `alloc_limit_pages` frames: past it
-    /// allocations fail as the kernel's `GFP_NOWAIT` ones do under pressure (`reject_alloc_fail`).
+    /// As [`Zswap::new`], with each allocator pool limited to `alloc_limit_pages` frames: past
+    /// it allocations fail as the kernel's `GFP_NOWAIT` ones do under pressure
+    /// (`reject_alloc_fail`).
     pub fn with_alloc_limit(
         config: &ZswapConfig,
         swap: Arc<SwapFile>,
@@ -162,12 +167,18 @@ impl Zswap {
             max_pages: alloc_limit_pages,
             ..PoolConfig::default()
         };
-        let first =
-            ZswapPool::new(&config.compressor, &config.params, &config.zpool, &pool_config)?;
+        let first = ZswapPool::new(
+            &config.compressor,
+            &config.params,
+            &config.zpool,
+            &pool_config,
+            config.nr_zpools,
+        )?;
         Ok(Self {
             page_size: config.page_size,
             zpool: config.zpool.clone(),
             pool_config,
+            nr_zpools: config.nr_zpools,
             total_ram_pages: config.total_ram_pages,
             incompressible: config.incompressible,
             writeback: config.writeback,
@@ -236,7 +247,13 @@ impl Zswap {
                     }
                     None => {
                         let params = zmem_comp::Params::default();
-                        let p = ZswapPool::new(name, &params, &self.zpool, &self.pool_config)?;
+                        let p = ZswapPool::new(
+                            name,
+                            &params,
+                            &self.zpool,
+                            &self.pool_config,
+                            self.nr_zpools,
+                        )?;
                         pools.push(p);
                     }
                 }
@@ -295,7 +312,7 @@ impl Zswap {
 
     /// `zswap_total_pages()`: pages of all pools.
     pub fn total_pages(&self) -> u64 {
-        lock(&self.pools).iter().map(|p| p.zpool.total_pages()).sum()
+        lock(&self.pools).iter().map(|p| p.total_pages()).sum()
     }
 
     /// `zswap_max_pages()`: the pool cap (`mult_frac`, so no overflow for any percentage).
@@ -387,8 +404,9 @@ impl Zswap {
                 (Incompressible::Reject, _, Ok(_)) => Err(Reject::CompressPoor),
             },
         };
+        let zpool = crate::pool::zpool_index(offset) % pool.zpools.len();
         let stored = match data {
-            Ok(d) => match pool.zpool.store(d) {
+            Ok(d) => match pool.zpools[zpool].store(d) {
                 Ok(h) => Ok((h, d.len())),
                 Err(PoolError::TooLarge { .. }) => Err(Reject::CompressPoor),
                 Err(_) => Err(Reject::AllocFail),
@@ -404,7 +422,7 @@ impl Zswap {
         let old = {
             let mut tree = lock(&self.tree);
             let seq = tree.lru.push_tail(offset);
-            let entry = Entry { pool, handle, length, referenced: true, seq };
+            let entry = Entry { pool, zpool, handle, length, referenced: true, seq };
             let old = tree.index.insert(offset, entry);
             let Tree { index, lru } = &mut *tree;
             lru.maybe_compact(index.len(), Tree::live(index));
@@ -426,7 +444,7 @@ impl Zswap {
     fn free_entry(&self, e: Entry) {
         // The handle came from this pool and is freed once: an error here would be a bug in the
         // allocator, and the entry is gone either way.
-        let _ = e.pool.zpool.free(e.handle);
+        let _ = e.pool.zpools[e.zpool].free(e.handle);
         dec(&self.counters.stored_pages);
         self.compressed_bytes.fetch_sub(e.length as u64, Ordering::Relaxed);
         if e.length == self.page_size {
@@ -441,11 +459,12 @@ impl Zswap {
             ZswapError::Decompress { offset, why }
         };
         if e.length == self.page_size {
-            return e.pool.zpool.read(e.handle, out).map(|_| ()).map_err(|x| fail(x.to_string()));
+            let z = &e.pool.zpools[e.zpool];
+            return z.read(e.handle, out).map(|_| ()).map_err(|x| fail(x.to_string()));
         }
         let mut stream = e.pool.get()?;
         let src = &mut stream.buffer[..e.length];
-        let r = match e.pool.zpool.read(e.handle, src) {
+        let r = match e.pool.zpools[e.zpool].read(e.handle, src) {
             Ok(_) => match stream.comp.decompress(src, out) {
                 Ok(n) if n == self.page_size => Ok(()),
                 Ok(n) => Err(fail(format!("{n} bytes instead of a page"))),

@@ -253,8 +253,10 @@ impl SwapLayer {
             r.zswap = do_shrink_slab(z, &self.zswap_deferred, priority);
             if global {
                 for p in z.pools() {
-                    let s = ZPoolShrinker(&*p.zpool);
-                    r.zswap_pools.push(do_shrink_slab(&s, &p.nr_deferred, priority));
+                    for (zpool, deferred) in p.zpools.iter().zip(&p.nr_deferred) {
+                        let s = ZPoolShrinker(&**zpool);
+                        r.zswap_pools.push(do_shrink_slab(&s, deferred, priority));
+                    }
                 }
             }
         }
