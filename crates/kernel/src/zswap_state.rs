@@ -15,8 +15,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-/// The `/proc/vmstat` counters kept (pages, since boot).
-pub const VMSTAT_KEYS: [&str; 5] = ["zswpin", "zswpout", "zswpwb", "pswpin", "pswpout"];
+/// The `/proc/vmstat` counters kept (pages, since boot): zswap's and the swap devices'
+/// traffic, and the swap read-ahead (`swap_ra`: pages read ahead; `swap_ra_hit`: of those,
+/// pages then asked for), which the page-cluster advice is judged with.
+pub const VMSTAT_KEYS: [&str; 7] =
+    ["zswpin", "zswpout", "zswpwb", "pswpin", "pswpout", "swap_ra", "swap_ra_hit"];
 
 /// Page size assumed when `/proc/self/auxv` cannot tell (noted in `notes`).
 const FALLBACK_PAGE_SIZE: u64 = 4096;
@@ -589,7 +592,7 @@ mod tests {
         let v = parse_vmstat_swap(VMSTAT);
         assert_eq!(
             v.keys().map(String::as_str).collect::<Vec<_>>(),
-            ["pswpin", "pswpout", "zswpin", "zswpout", "zswpwb"]
+            ["pswpin", "pswpout", "swap_ra", "swap_ra_hit", "zswpin", "zswpout", "zswpwb"]
         );
         let v = parse_vmstat_swap("zswpin 5\nzswpout 7 extra\nthp_swpout 3\npswpin -1\n");
         assert_eq!(v.len(), 1);
@@ -641,7 +644,7 @@ mod tests {
             Some("debugfs is not mounted at /sys/kernel/debug (read_opts(true) mounts it)")
         );
         assert_eq!(s.meminfo_zswap_bytes, Some(0));
-        assert_eq!(s.vmstat.len(), 5);
+        assert_eq!(s.vmstat.len(), 7);
         assert!(s.cgroups.is_empty());
         let notes = s.notes.join("\n");
         assert!(notes.contains("memory.stat has no zswap keys"), "{notes}");

@@ -982,6 +982,105 @@ pub fn verdict(
     Verdict { choice: choice.into(), config, reason, zram, zswap: best.map(|b| b.name.clone()) }
 }
 
+/// The kernel's swap read-ahead since boot (`/proc/vmstat`): pages read ahead and, of those,
+/// pages then asked for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReadAhead {
+    pub pages: u64,
+    pub hits: u64,
+}
+
+impl ReadAhead {
+    /// Fewer pages read ahead than this say nothing about the workload.
+    pub const MIN_PAGES: u64 = 1000;
+
+    pub fn of(vmstat: &BTreeMap<String, u64>) -> Option<Self> {
+        Some(Self { pages: *vmstat.get("swap_ra")?, hits: *vmstat.get("swap_ra_hit")? })
+    }
+
+    /// The fraction of pages read ahead that were used, where enough were read ahead.
+    pub fn used(&self) -> Option<f64> {
+        (self.pages >= Self::MIN_PAGES)
+            .then(|| self.hits.min(self.pages) as f64 / self.pages as f64)
+    }
+}
+
+/// vm.page-cluster, from where swap-ins are served (`from_memory`: zram, or zswap hits; `hit`
+/// their fraction in the replay) and how much of the kernel's read-ahead was used
+/// (`swap_ra_hit / swap_ra` since boot): from memory, a page read ahead costs a decompression,
+/// worth it only when the pages are mostly used (3 in 4: 1, two pages a fault; else 0); from a
+/// device it saves a device read, and is cut only when it is mostly wasted (1 in 4 used: 1;
+/// else the kernel's 3). Without enough read-ahead to judge, 0 from memory and 3 from a device.
+fn page_cluster(
+    from_memory: bool,
+    hit: f64,
+    ra: Option<ReadAhead>,
+    rates: &Rates,
+    device: &str,
+) -> (u32, String) {
+    let used = ra.and_then(|r| r.used());
+    let measured = match (ra, used) {
+        (Some(r), Some(u)) => format!(
+            "; the kernel read {} pages ahead since boot and {:.0}% of them were used \
+             (/proc/vmstat swap_ra_hit / swap_ra)",
+            r.pages,
+            u * 100.0
+        ),
+        (Some(r), None) => format!(
+            "; the kernel read only {} pages ahead since boot, too few to judge its read-ahead",
+            r.pages
+        ),
+        (None, _) => "; /proc/vmstat has no swap_ra counters".to_string(),
+    };
+    let rate = if rates.swap_ins_per_sec > 0.0 {
+        format!(", {:.0} swap-ins/s at the rates used", rates.swap_ins_per_sec)
+    } else {
+        String::new()
+    };
+    if from_memory {
+        match used {
+            Some(u) if u >= 0.75 => (
+                1,
+                format!(
+                    "most swap-ins are served from compressed memory ({:.0}% in the replay{rate}), \
+                     and read-ahead pages are mostly used: one neighbour per fault keeps most of \
+                     that and decompresses fewer unused pages{measured}",
+                    hit * 100.0
+                ),
+            ),
+            _ => (
+                0,
+                format!(
+                    "most swap-ins are served from compressed memory ({:.0}% in the replay{rate}), \
+                     where reading 2^page-cluster neighbours ahead only decompresses pages not \
+                     asked for{measured}",
+                    hit * 100.0
+                ),
+            ),
+        }
+    } else {
+        match used {
+            Some(u) if u < 0.25 => (
+                1,
+                format!(
+                    "most swap-ins miss zswap and read the {device} ({:.0}% hits), but the \
+                     kernel's read-ahead is mostly wasted: two pages a fault instead of \
+                     eight{measured}",
+                    hit * 100.0
+                ),
+            ),
+            _ => (
+                3,
+                format!(
+                    "most swap-ins miss zswap and read the {device} ({:.0}% hits): the kernel's \
+                     read-ahead of 8 pages amortises the device reads{measured}",
+                    hit * 100.0
+                ),
+            ),
+        }
+    }
+}
+
 /// vm.swappiness, vm.page-cluster and the swap device size for the verdict.
 pub fn stack(
     live: &ZswapLive,
@@ -994,31 +1093,9 @@ pub fn stack(
 ) -> StackAdvice {
     let chosen = candidates.iter().find(|c| c.name == verdict.config);
     let hit = chosen.map_or(1.0, |c| c.hit_fraction);
-    let (page_cluster, page_cluster_reason) = if verdict.choice == "zram" || hit >= 0.5 {
-        (
-            0,
-            format!(
-                "most swap-ins are served from compressed memory ({:.0}% in the replay{}), where \
-                 reading 2^page-cluster neighbours ahead only decompresses pages not asked for",
-                hit * 100.0,
-                if rates.swap_ins_per_sec > 0.0 {
-                    format!(", {:.0} swap-ins/s at the rates used", rates.swap_ins_per_sec)
-                } else {
-                    String::new()
-                }
-            ),
-        )
-    } else {
-        (
-            3,
-            format!(
-                "most swap-ins miss zswap and read the {} ({:.0}% hits): the kernel's read-ahead \
-                 of 8 pages amortises the device reads",
-                device.name,
-                hit * 100.0
-            ),
-        )
-    };
+    let from_memory = verdict.choice == "zram" || hit >= 0.5;
+    let (page_cluster, page_cluster_reason) =
+        page_cluster(from_memory, hit, ReadAhead::of(&live.state.vmstat), rates, &device.name);
     let (swappiness, swappiness_reason) = if verdict.choice == "zram" {
         (
             150,
@@ -1402,6 +1479,36 @@ mod tests {
     /// The live test's pages by hand: 16,574 objects of 343 bytes (class 352: 93 to a zspage
     /// of 8 pages) over 32 pools of 517 or 518 take 6 zspages each, 192 in all (1,536 pages;
     /// the kernel had 196); one pool would take 179.
+    #[test]
+    fn page_cluster_follows_the_measured_read_ahead() {
+        let rates = Rates {
+            swap_ins_per_sec: 0.0,
+            swap_outs_per_sec: 0.0,
+            observed_secs: 0.0,
+            source: "replay".into(),
+            note: String::new(),
+        };
+        let ra = |pages, hits| Some(ReadAhead { pages, hits });
+        let pc = |mem, r| page_cluster(mem, 0.9, r, &rates, "nvme").0;
+        // From memory: 0 unless read-ahead pages are mostly used.
+        assert_eq!(pc(true, None), 0);
+        assert_eq!(pc(true, ra(333_274, 239_957)), 0, "72 % used: not enough");
+        assert_eq!(pc(true, ra(10_000, 8_000)), 1);
+        assert_eq!(pc(true, ra(500, 500)), 0, "too few to judge");
+        // From a device: the kernel's 3 unless read-ahead is mostly wasted.
+        assert_eq!(pc(false, None), 3);
+        assert_eq!(pc(false, ra(10_000, 8_000)), 3);
+        assert_eq!(pc(false, ra(10_000, 1_000)), 1);
+        assert_eq!(pc(false, ra(999, 0)), 3);
+        let (_, why) = page_cluster(true, 0.9, ra(333_274, 239_957), &rates, "nvme");
+        assert!(
+            why.contains("333274 pages ahead") && why.contains("72% of them were used"),
+            "{why}"
+        );
+        let (_, why) = page_cluster(false, 0.1, None, &rates, "nvme");
+        assert!(why.contains("no swap_ra"), "{why}");
+    }
+
     #[test]
     fn zswaps_pool_is_32_packings() {
         let classes = zswap_classes(4096).unwrap();
