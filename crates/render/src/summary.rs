@@ -302,7 +302,8 @@ pub const CHANGE_MEANINGS: [(&str, &str); 7] = [
         "CPU %",
         "CPU time per second, in % of one core: swap-outs/s x compress CPU per page + \
          swap-ins/s x decompress CPU per page + recompressed pages/s x recompress CPU per page \
-         (thread CPU time measured on the pages, not wall time)",
+         (thread CPU time measured on the pages, not wall time) + the kernel's own reclaim and \
+         fault work per swap-out and swap-in, the same for every row",
     ),
     ("dCPU %", "CPU % less now's"),
     ("p50 us / p99 us", "swap-in (read and decompress one page) latency measured on the pages"),
