@@ -1,13 +1,13 @@
 //! One zswap pool: a compressor (with its streams) and its allocator pools, as the kernel's
 //! `struct zswap_pool` pairs a per-CPU acomp context with [`NR_ZPOOLS`] zsmalloc pools.
 //!
-//! **32 allocator pools.** 6.18's zswap still spreads its entries over `ZSWAP_NR_ZPOOLS` (32)
-//! zpools, by a hash of the entry's address (`zswap_find_zpool`: `hash_ptr(entry, 5)`), to
-//! spread the allocator's lock. Each pool keeps its own partly filled zspage per size class, so
-//! the pool is larger than one packing of the same objects: the live test's 16,574 copies of a
-//! 343-byte object (class 352, 93 to a zspage of 8 pages) took 196 zspages (1,568 pages) in
-//! the kernel, where one pool packs them into 179 (1,432 pages) and 32 pools of about 518 each
-//! into 192 to 196. An entry's address cannot be known here; zmem hashes its swap offset the
+//! **32 allocator pools.** zswap spreads its entries over `ZSWAP_NR_ZPOOLS` (32) zpools, by a
+//! hash of the entry's address (`zswap_find_zpool`: `hash_ptr(entry, 5)`, since 6.5), to spread
+//! the allocator's lock. Each pool keeps its own partly filled zspage per size class, so the
+//! pool is larger than one packing of the same objects. That this 6.18 kernel still does is
+//! measured, not read from its source: the live test's 16,574 copies of a 343-byte object
+//! (class 352, 93 to a zspage of 8 pages) took 196 zspages (1,568 pages), where one pool packs
+//! them into 179 (1,432 pages) and 32 pools of about 518 each into 192 to 196. An entry's address cannot be known here; zmem hashes its swap offset the
 //! same way (the golden-ratio multiply of `hash_64`), which spreads consecutive offsets evenly.
 //!
 //! Changing the `compressor` parameter makes a new pool current; entries keep a reference to the
