@@ -1,0 +1,398 @@
+//! zswap's candidates: the grid of configurations, their replays on the lab's trace (a
+//! scaled-down machine), and their projection onto the machine on zram's cost model.
+
+use super::*;
+
+/// One zswap configuration to replay.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ZswapConfigChoice {
+    pub compressor: String,
+    pub max_pool_percent: u32,
+    pub accept_threshold_percent: u32,
+    pub shrinker_enabled: bool,
+    pub available: bool,
+    pub unavailable_reason: Option<String>,
+}
+
+impl ZswapConfigChoice {
+    pub fn name(&self) -> String {
+        let accept = if self.accept_threshold_percent == DEFAULT_ACCEPT {
+            String::new()
+        } else {
+            format!(" accept_threshold_percent={}", self.accept_threshold_percent)
+        };
+        format!(
+            "zswap {} max_pool_percent={} shrinker={}{accept}",
+            self.compressor,
+            self.max_pool_percent,
+            if self.shrinker_enabled { "on" } else { "off" }
+        )
+    }
+
+    /// The same configuration at accept_threshold_percent `accept`.
+    pub(super) fn at_accept(&self, accept: u32) -> Self {
+        Self { accept_threshold_percent: accept, ..self.clone() }
+    }
+}
+
+/// The grid: every compressor zmem implements, available when the kernel offers it to zswap
+/// (only the available ones are tried at every max_pool_percent and shrinker setting; an
+/// unavailable one is listed once, at the kernel defaults, not replayed).
+pub fn grid(present: bool, offered: &[String], accept: u32) -> Vec<ZswapConfigChoice> {
+    let accept = if accept == 0 { 90 } else { accept };
+    let mut out = Vec::new();
+    for algo in ZMEM_COMPRESSORS {
+        let available = present && offered.iter().any(|o| o == algo);
+        if available {
+            for mpp in MAX_POOL_PERCENTS {
+                for shrinker in [false, true] {
+                    out.push(ZswapConfigChoice {
+                        compressor: algo.into(),
+                        max_pool_percent: mpp,
+                        accept_threshold_percent: accept,
+                        shrinker_enabled: shrinker,
+                        available: true,
+                        unavailable_reason: None,
+                    });
+                }
+            }
+        } else {
+            let reason = if !present {
+                "this kernel has no zswap (no /sys/module/zswap: CONFIG_ZSWAP off)".to_string()
+            } else {
+                format!(
+                    "this kernel's crypto API does not offer {algo} to zswap (offers: {})",
+                    if offered.is_empty() { "none found".to_string() } else { offered.join(", ") }
+                )
+            };
+            out.push(ZswapConfigChoice {
+                compressor: algo.into(),
+                max_pool_percent: 20,
+                accept_threshold_percent: accept,
+                shrinker_enabled: false,
+                available: false,
+                unavailable_reason: Some(reason),
+            });
+        }
+    }
+    out
+}
+
+/// What the replays give, per configuration (kept for the projection).
+#[derive(Debug, Clone)]
+pub struct Replayed {
+    pub config: ZswapConfigChoice,
+    pub row: Option<SwapRow>,
+}
+
+/// The max_pool_percent of the replay's RAM that holds the same share of the pages as
+/// `percent` of the machine's RAM holds of the pages it projects to: `pool_scale` is (the
+/// machine's RAM pages / projected pages) x (pages measured / the replay's RAM pages). Within
+/// 1..=[`MAX_REPLAY_PERCENT`]. The pool is memory besides the replay's resident pages (as
+/// max_pool_percent may exceed 100 in the kernel: a plain uint).
+pub fn replay_percent(percent: u32, pool_scale: f64) -> u32 {
+    if !(pool_scale.is_finite() && pool_scale > 0.0) {
+        return percent;
+    }
+    (percent as f64 * pool_scale).round().clamp(1.0, MAX_REPLAY_PERCENT as f64) as u32
+}
+
+/// A pool of `RAM_FRACTION` x 100 % of the replay's RAM holds every page measured even
+/// uncompressed: a larger limit changes nothing.
+pub const MAX_REPLAY_PERCENT: u32 = RAM_FRACTION as u32 * 100;
+
+/// `pool_scale` of [`replay_percent`] for `n` pages measured standing for `projected` pages on
+/// a machine of `mem_total_bytes`; 1 (the replay's RAM taken as the machine's) when unknown.
+pub fn pool_scale(mem_total_bytes: Option<u64>, ps: usize, n: u64, projected: u64) -> f64 {
+    let ram = (n / RAM_FRACTION).max(1) as f64;
+    match mem_total_bytes {
+        Some(m) if m > 0 && projected > 0 => {
+            m as f64 / ps as f64 / projected as f64 * n as f64 / ram
+        }
+        _ => 1.0,
+    }
+}
+
+/// One replay of `accesses` with RAM for a quarter of the pages.
+#[allow(clippy::too_many_arguments)]
+fn replay(
+    pages: &[u8],
+    ps: usize,
+    accesses: &[Access],
+    device: &SwapDevice,
+    kind: SwapKind,
+    c: &ZswapConfigChoice,
+    scale: f64,
+) -> Result<SwapRow, LabError> {
+    let n = (pages.len() / ps) as u64;
+    let cfg = ReplayConfig {
+        ram_pages: (n / RAM_FRACTION).max(1),
+        swap: kind,
+        algo: c.compressor.clone(),
+        page_size: ps,
+        device: device.clone(),
+        max_pool_percent: replay_percent(c.max_pool_percent, scale),
+        accept_threshold_percent: c.accept_threshold_percent,
+        shrinker: c.shrinker_enabled,
+        // A scaled-down machine: the 32 allocator pools' partly filled zspages would be most
+        // of a sample's pool and are a sliver of a machine's (`ZswapConfig::nr_zpools`).
+        zswap_zpools: 1,
+        ..ReplayConfig::default()
+    };
+    crate::measure::swap_row_with(pages, ps, accesses, &cfg, &NoProgress)
+}
+
+/// Replays `jobs` on `threads` threads, in order.
+#[allow(clippy::too_many_arguments)]
+fn replay_all(
+    pages: &[u8],
+    ps: usize,
+    accesses: &[Access],
+    device: &SwapDevice,
+    jobs: &[(SwapKind, &ZswapConfigChoice)],
+    scale: f64,
+    threads: usize,
+    progress: &dyn Progress,
+) -> Vec<Result<SwapRow, LabError>> {
+    if jobs.is_empty() {
+        return Vec::new();
+    }
+    progress.start("zswap candidates", jobs.len() as u64);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: std::sync::Mutex<Vec<Option<Result<SwapRow, LabError>>>> =
+        std::sync::Mutex::new((0..jobs.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..threads.max(1).min(jobs.len()) {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(&(kind, c)) = jobs.get(i) else { break };
+                    let r = replay(pages, ps, accesses, device, kind, c, scale);
+                    if let Ok(mut v) = results.lock() {
+                        v[i] = Some(r);
+                    }
+                    progress.advance(1);
+                }
+            });
+        }
+    });
+    progress.finish();
+    match results.into_inner() {
+        Ok(v) => v
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(LabError::Setup("a zswap replay did not run".into()))))
+            .collect(),
+        Err(_) => {
+            jobs.iter().map(|_| Err(LabError::Setup("a zswap replay panicked".into()))).collect()
+        }
+    }
+}
+
+/// Replays every available configuration and the zram references (`zram_algos`: the current
+/// zram configuration's algorithm, then the recommended one's) on `threads` threads.
+#[allow(clippy::too_many_arguments)]
+pub fn measure(
+    pages: &[u8],
+    ps: usize,
+    accesses: &[Access],
+    device: &SwapDevice,
+    grid: &[ZswapConfigChoice],
+    zram_algos: &[&str],
+    scale: f64,
+    threads: usize,
+    progress: &dyn Progress,
+) -> Result<(Vec<Replayed>, Vec<SwapRow>), LabError> {
+    let zram_choices: Vec<ZswapConfigChoice> = zram_algos
+        .iter()
+        .map(|a| ZswapConfigChoice {
+            compressor: (*a).into(),
+            max_pool_percent: 20,
+            accept_threshold_percent: 90,
+            shrinker_enabled: false,
+            available: true,
+            unavailable_reason: None,
+        })
+        .collect();
+    // The zram references first; then the available zswap configurations.
+    let jobs: Vec<(SwapKind, &ZswapConfigChoice)> = zram_choices
+        .iter()
+        .map(|c| (SwapKind::Zram, c))
+        .chain(grid.iter().filter(|c| c.available).map(|c| (SwapKind::Zswap, c)))
+        .collect();
+    let run = |jobs: &[(SwapKind, &ZswapConfigChoice)]| {
+        replay_all(pages, ps, accesses, device, jobs, scale, threads, progress)
+    };
+    let mut rows = run(&jobs).into_iter();
+    let zram = rows.by_ref().take(zram_algos.len()).collect::<Result<Vec<_>, _>>()?;
+    if zram.len() != zram_algos.len() || zram.is_empty() {
+        return Err(LabError::Setup("no zram replay".into()));
+    }
+    let mut measured = Vec::new();
+    for c in grid {
+        let row = if c.available {
+            Some(
+                rows.next()
+                    .transpose()?
+                    .ok_or_else(|| LabError::Setup("missing zswap replay".into()))?,
+            )
+        } else {
+            None
+        };
+        measured.push(Replayed { config: c.clone(), row });
+    }
+    // Where the pool hit its limit, the accept threshold decides when zswap stores again.
+    let sweep: Vec<ZswapConfigChoice> = measured
+        .iter()
+        .filter(|m| m.row.as_ref().is_some_and(|r| r.pool_limit_hit > 0))
+        .flat_map(|m| {
+            ACCEPT_THRESHOLDS
+                .iter()
+                .filter(|&&a| a != m.config.accept_threshold_percent)
+                .map(|&a| m.config.at_accept(a))
+        })
+        .collect();
+    let jobs: Vec<(SwapKind, &ZswapConfigChoice)> =
+        sweep.iter().map(|c| (SwapKind::Zswap, c)).collect();
+    for (c, row) in sweep.iter().zip(run(&jobs)) {
+        measured.push(Replayed { config: c.clone(), row: Some(row?) });
+    }
+    Ok((measured, zram))
+}
+
+/// Swap-in microseconds per second at `rates` for a replay row.
+pub(super) fn swap_in_us_per_sec(r: &SwapRow, rates: &Rates) -> f64 {
+    let ins = (r.hit_swap_ins + r.device_swap_ins).max(1) as f64;
+    let mean_ns = (r.hit_swap_ins as f64 * r.hit_p50_ns as f64
+        + r.device_swap_ins as f64 * r.device_p50_ns as f64)
+        / ins;
+    let mean_ns =
+        if r.hit_swap_ins + r.device_swap_ins == 0 { r.load_p50_ns as f64 } else { mean_ns };
+    rates.swap_ins_per_sec * mean_ns / 1e3
+}
+
+/// CPU seconds per second at `rates` for a replay row: its CPU per swap operation, and the
+/// kernel's own reclaim and fault work ([`cost::SWAP_OVERHEAD`]), which a swap-out to zswap, to
+/// zram or to the device behind zswap costs alike.
+fn cpu_secs_per_sec(r: &SwapRow, rates: &Rates) -> f64 {
+    let ops = (r.swap_ins + r.swap_outs) as f64;
+    if ops == 0.0 {
+        return 0.0;
+    }
+    let traffic = cost::Traffic {
+        swap_ins_per_sec: rates.swap_ins_per_sec,
+        swap_outs_per_sec: rates.swap_outs_per_sec,
+    };
+    r.cpu_seconds / ops * (rates.swap_ins_per_sec + rates.swap_outs_per_sec)
+        + cost::SWAP_OVERHEAD.cpu_secs_per_sec(traffic)
+}
+
+/// Projects the replays onto the machine (module doc), beside the zram candidates.
+#[allow(clippy::too_many_arguments)]
+pub fn project(
+    measured: &[Replayed],
+    zram_ref: &SwapRow,
+    zram_candidates: &[Candidate],
+    live: Option<&ZswapNow>,
+    rates: &Rates,
+    budgets: &Budgets,
+    ps: usize,
+    scale: f64,
+) -> Vec<ZswapCandidate> {
+    let current = zram_candidates.iter().find(|c| c.is_current).or(zram_candidates.first());
+    let (cur_pool, now_bytes) = current
+        .map_or((0, 0), |c| (c.pool_bytes, c.pool_bytes as i64 + c.memory_saved_bytes_vs_now));
+    let zram_cpu = cpu_secs_per_sec(zram_ref, rates);
+    measured
+        .iter()
+        .map(|m| {
+            let c = &m.config;
+            let is_current = live.is_some_and(|l| {
+                l.enabled
+                    && l.compressor == c.compressor
+                    && l.max_pool_percent == c.max_pool_percent
+                    && l.accept_threshold_percent == c.accept_threshold_percent
+                    && l.shrinker_enabled == c.shrinker_enabled
+            });
+            let mut cand = ZswapCandidate {
+                kind: "zswap".into(),
+                name: c.name(),
+                compressor: c.compressor.clone(),
+                max_pool_percent: c.max_pool_percent,
+                accept_threshold_percent: c.accept_threshold_percent,
+                shrinker_enabled: c.shrinker_enabled,
+                available: c.available,
+                unavailable_reason: c.unavailable_reason.clone(),
+                is_current,
+                verified: false,
+                pool_bytes: 0,
+                memory_saved_bytes_vs_now: 0,
+                cpu_secs_per_sec: 0.0,
+                added_cpu_secs_per_sec: 0.0,
+                load_p50_ns: 0,
+                load_p99_ns: 0,
+                added_load_p99_ns: 0,
+                hit_fraction: 0.0,
+                replay_max_pool_percent: replay_percent(c.max_pool_percent, scale),
+                device_write_bytes_per_sec: 0.0,
+                swap_in_us_per_sec: 0.0,
+                within_budgets: false,
+                over_budget: Vec::new(),
+            };
+            let Some(r) = &m.row else {
+                cand.over_budget.push("not available on this kernel".into());
+                return cand;
+            };
+            let pool = if zram_ref.max_pool_bytes > 0 {
+                (cur_pool as f64 * r.max_pool_bytes as f64 / zram_ref.max_pool_bytes as f64) as u64
+            } else {
+                r.max_pool_bytes
+            };
+            cand.verified = r.verified;
+            cand.pool_bytes = pool;
+            cand.memory_saved_bytes_vs_now = now_bytes - pool as i64;
+            cand.cpu_secs_per_sec = cpu_secs_per_sec(r, rates);
+            cand.added_cpu_secs_per_sec = cand.cpu_secs_per_sec - zram_cpu;
+            cand.load_p50_ns = r.load_p50_ns;
+            cand.load_p99_ns = r.load_p99_ns;
+            cand.added_load_p99_ns = r.load_p99_ns as i64 - zram_ref.load_p99_ns as i64;
+            cand.hit_fraction =
+                if r.swap_ins == 0 { 1.0 } else { r.hit_swap_ins as f64 / r.swap_ins as f64 };
+            cand.device_write_bytes_per_sec = if r.swap_outs == 0 {
+                0.0
+            } else {
+                r.disk_writes as f64 / r.swap_outs as f64 * rates.swap_outs_per_sec * ps as f64
+            };
+            cand.swap_in_us_per_sec = swap_in_us_per_sec(r, rates);
+            if !r.verified {
+                cand.over_budget.push("did not read every page back".into());
+            }
+            let cpu_budget = budgets.cpu_percent_of_core / 100.0;
+            if cand.cpu_secs_per_sec > cpu_budget {
+                cand.over_budget.push(format!(
+                    "{:.3}% of a core > {:.3}% budget",
+                    cand.cpu_secs_per_sec * 100.0,
+                    budgets.cpu_percent_of_core
+                ));
+            }
+            if cand.added_load_p99_ns as f64 > budgets.added_load_p99_us * 1e3 {
+                cand.over_budget.push(format!(
+                    "adds {:.1} us to the p99 swap-in > {:.1} us budget",
+                    cand.added_load_p99_ns as f64 / 1e3,
+                    budgets.added_load_p99_us
+                ));
+            }
+            cand.within_budgets = cand.over_budget.is_empty();
+            cand
+        })
+        .collect()
+}
+
+/// Bytes in the user's units (GiB above 1 GiB, else MiB).
+pub fn human_bytes(b: f64) -> String {
+    let a = b.abs();
+    if a >= (1u64 << 30) as f64 {
+        format!("{:.1} GiB", b / (1u64 << 30) as f64)
+    } else {
+        format!("{:.1} MiB", b / (1u64 << 20) as f64)
+    }
+}

@@ -1,0 +1,277 @@
+//! zswap's half of the advice: its "Now" (the live state beside zmem's prediction for the same
+//! compressor and pages), zswap candidates on the cost model zram's are judged with, one
+//! zram-or-zswap verdict for the machine, and the rest of the swap stack (vm.swappiness,
+//! vm.page-cluster, the swap device behind zswap).
+//!
+//! **Now.** The live state is `zmem_kernel::zswap_state` (module parameters, debugfs counters,
+//! meminfo, vmstat, memory cgroups). The pages zswap stores cannot be read without faulting
+//! them in, so the prediction is made from the pages the lab measured (the processes' captured
+//! pages, or whatever the source was): each non-zero page stored into zmem's zswap with the live
+//! compressor, scaled to the live `stored_pages` (a ratio estimator, as the zram "Now").
+//! Zero-filled pages are left out: since 6.12 the swap core keeps them in its zeromap and never
+//! offers them to zswap (`page_io.c: swap_writeout` -> `is_folio_zero_filled`).
+//!
+//! **Candidates.** Each configuration (compressor the kernel offers x max_pool_percent x
+//! shrinker_enabled, at the live accept_threshold_percent; and, where that replay's pool hit its
+//! limit, at each other [`ACCEPT_THRESHOLDS`] value: below the limit the threshold never acts,
+//! since zswap_store only consults it once `pool_limit_hit` has latched) is replayed on the lab's trace with
+//! RAM for a quarter of the pages, in front of the swap device the lab measured or profiled,
+//! beside one zram replay of the current zram configuration on the same trace and RAM:
+//! - pool: the current zram candidate's projected pool x (zswap replay's peak pool / zram
+//!   replay's peak pool): a ratio on identical traffic, so the sample's bias cancels as it does
+//!   for zram's candidates; memory saved against now is now's bytes less that pool;
+//! - CPU seconds per second: the replay's CPU per swap operation x the swap rates;
+//! - swap-in p50/p99: end to end, misses read from the device included;
+//! - device writes per second: pages written to the device per swap-out x swap-outs/s x page
+//!   size (flash wear); swap-in microseconds per second: swap-ins/s x the mean of the hit and
+//!   miss p50s weighted by their counts.
+//!
+//! **Verdict** ([`verdict`]): zswap when its best configuration within the budgets (CPU and
+//! added p99 swap-in latency, as zram's rule) saves more memory than zram's recommendation;
+//! otherwise zram (also when zswap is absent, or no zswap configuration fits the budgets).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use zmem_kernel::zswap_state::{ZswapRates, ZswapState};
+use zmem_sim::replay::{Access, ReplayConfig, SwapKind};
+use zmem_sim::swap_device::SwapDevice;
+
+use crate::cost::{self, Budgets, Candidate};
+use crate::now::Rates;
+use crate::{LabError, NoProgress, Progress, SwapRow};
+use zmem_pool::zsmalloc::class::ClassTable;
+
+mod candidates;
+mod now;
+mod verdict;
+
+pub use candidates::*;
+pub use now::*;
+pub use verdict::*;
+
+/// zswap's max_pool_percent values tried (the kernel default is 20).
+pub const MAX_POOL_PERCENTS: [u32; 3] = [10, 20, 30];
+/// accept_threshold_percent values tried besides the live one, for configurations whose pool
+/// hit its limit: 100 accepts again as soon as the pool is under the limit (no hysteresis),
+/// 70 waits until it has shrunk by 30 % (fewer limit hits, more pages rejected to the device).
+pub const ACCEPT_THRESHOLDS: [u32; 2] = [70, 100];
+/// The kernel's default accept_threshold_percent (left out of the candidates' names).
+const DEFAULT_ACCEPT: u32 = 90;
+/// Compressors zmem implements that zswap could ask the crypto API for.
+pub const ZMEM_COMPRESSORS: [&str; 6] = ["lzo", "lzo-rle", "lz4", "lz4hc", "zstd", "deflate"];
+/// The replays' RAM: a quarter of the pages (the tightest budget of the lab's swap table).
+const RAM_FRACTION: u64 = 4;
+
+/// zswap as the kernel is configured, read before the lab runs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ZswapLive {
+    /// Whether the kernel has zswap at all (`/sys/module/zswap/parameters`).
+    pub present: bool,
+    /// Compressors zswap can use on this kernel (`/proc/crypto`, `caps`).
+    pub offered: Vec<String>,
+    /// The live state (parameters, debugfs, meminfo, vmstat, memory cgroups).
+    pub state: ZswapState,
+    /// The active swap areas (`/proc/swaps`).
+    pub swaps: Vec<SwapAreaNow>,
+    /// `/proc/sys/vm/swappiness` and `/proc/sys/vm/page-cluster`, when readable.
+    pub swappiness: Option<u32>,
+    pub page_cluster: Option<u32>,
+    /// `/proc/meminfo` MemTotal: what max_pool_percent is a percentage of.
+    #[serde(default)]
+    pub mem_total_bytes: Option<u64>,
+}
+
+/// One active swap area and what it holds.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SwapAreaNow {
+    pub filename: String,
+    /// `zram`, `file` or `partition`.
+    pub kind: String,
+    pub size_bytes: u64,
+    pub used_bytes: u64,
+    pub priority: i32,
+}
+
+/// One counter, live against predicted (predicted scaled to the live stored pages).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ZswapField {
+    pub field: String,
+    pub live: Option<u64>,
+    pub predicted: Option<u64>,
+}
+
+/// `now.zswap`: the live zswap beside zmem's prediction, with the observed rates.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ZswapNow {
+    pub enabled: bool,
+    pub compressor: String,
+    pub max_pool_percent: u32,
+    pub accept_threshold_percent: u32,
+    pub shrinker_enabled: bool,
+    pub params: BTreeMap<String, String>,
+    /// debugfs counters (pool_total_size, stored_pages, written_back_pages, reject_*,
+    /// pool_limit_hit, ...); absent when debugfs is not readable (`debugfs_note`).
+    pub debugfs: Option<BTreeMap<String, u64>>,
+    pub debugfs_note: Option<String>,
+    pub meminfo_zswap_bytes: Option<u64>,
+    pub meminfo_zswapped_bytes: Option<u64>,
+    /// zswpin, zswpout, zswpwb, pswpin, pswpout (pages since boot).
+    pub vmstat: BTreeMap<String, u64>,
+    /// Memory cgroups' zswap/zswapped and memory.zswap.max/.writeback.
+    pub cgroups: Vec<zmem_kernel::zswap_state::ZswapCgroup>,
+    /// Pages zswap holds now: debugfs stored_pages, else meminfo Zswapped / page size.
+    pub stored_pages: Option<u64>,
+    /// Live original bytes over pool bytes.
+    pub live_ratio: Option<f64>,
+    /// zmem's prediction for the live compressor on the measured pages.
+    pub prediction: Option<ZswapPrediction>,
+    /// Predicted ratio (stored bytes over pool bytes).
+    pub predicted_ratio: Option<f64>,
+    /// Live against predicted, the prediction scaled to the live stored pages.
+    pub fields: Vec<ZswapField>,
+    /// Live pool_total_size less the predicted one: partly filled zspages and fragmentation
+    /// of the live pool (and other pages' difference from the measured ones).
+    pub pool_difference_bytes: Option<i64>,
+    /// Rates over the --observe window (pages per second), when observed.
+    pub rates: Option<ZswapRates>,
+    pub observed_secs: f64,
+    pub notes: Vec<String>,
+}
+
+/// One zswap configuration projected onto the machine (JSON `candidates[]` with kind zswap).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ZswapCandidate {
+    /// Always `zswap`.
+    pub kind: String,
+    pub name: String,
+    pub compressor: String,
+    pub max_pool_percent: u32,
+    pub accept_threshold_percent: u32,
+    pub shrinker_enabled: bool,
+    /// Whether this kernel can run it (its compressor offered to zswap).
+    pub available: bool,
+    pub unavailable_reason: Option<String>,
+    /// The configuration zswap runs now (enabled, same parameters).
+    pub is_current: bool,
+    pub verified: bool,
+    pub pool_bytes: u64,
+    pub memory_saved_bytes_vs_now: i64,
+    pub cpu_secs_per_sec: f64,
+    /// Less the zram replay of the current zram configuration on the same trace.
+    pub added_cpu_secs_per_sec: f64,
+    /// Every swap-in, end to end (misses read from the device included).
+    pub load_p50_ns: u64,
+    pub load_p99_ns: u64,
+    pub added_load_p99_ns: i64,
+    /// Fraction of the replay's swap-ins served from the pool.
+    pub hit_fraction: f64,
+    /// The max_pool_percent the replay ran with: the same share of the pages measured as
+    /// max_pool_percent of this machine's RAM is of the pages projected ([`replay_percent`]).
+    pub replay_max_pool_percent: u32,
+    /// Bytes per second written to the swap device at the swap rates (flash wear).
+    pub device_write_bytes_per_sec: f64,
+    /// Microseconds per second spent in swap-ins at the swap rates.
+    pub swap_in_us_per_sec: f64,
+    pub within_budgets: bool,
+    pub over_budget: Vec<String>,
+}
+
+/// The zram side of the verdict, replayed on the same trace.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ZramSide {
+    pub name: String,
+    pub memory_saved_bytes_vs_now: i64,
+    pub cpu_secs_per_sec: f64,
+    pub load_p99_ns: u64,
+    pub swap_in_us_per_sec: f64,
+}
+
+/// The machine's zram-or-zswap verdict.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Verdict {
+    /// `zram` or `zswap`.
+    pub choice: String,
+    /// The configuration chosen (a zram candidate's or a zswap candidate's name).
+    pub config: String,
+    /// Why, in the user's units.
+    pub reason: String,
+    pub zram: Option<ZramSide>,
+    /// The best zswap candidate within the budgets, if any.
+    pub zswap: Option<String>,
+}
+
+/// vm.swappiness, vm.page-cluster and the swap device behind zswap.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StackAdvice {
+    pub swappiness_now: Option<u32>,
+    pub swappiness: u32,
+    pub swappiness_reason: String,
+    pub page_cluster_now: Option<u32>,
+    pub page_cluster: u32,
+    pub page_cluster_reason: String,
+    /// Bytes of swap device zswap needs behind it (each stored page keeps its swap slot).
+    pub swap_device_bytes: u64,
+    pub swap_device_reason: String,
+    /// What each active swap area holds, in words (zram and disk swap together, zswap's slots).
+    pub holds: Vec<String>,
+}
+
+/// Everything zswap in one report (JSON: `zswap`; also `now.zswap`, `candidates[]` of kind
+/// zswap and `verdict`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ZswapAdvice {
+    pub now: Option<ZswapNow>,
+    pub candidates: Vec<ZswapCandidate>,
+    pub verdict: Verdict,
+    pub stack: StackAdvice,
+    /// The live zswap as read (parameters to restore, swap areas).
+    pub live: ZswapLive,
+}
+
+/// What the front door read of the live zswap for a run: the state before the observation
+/// window, the state after it (none without a window), and the window's length.
+#[derive(Debug, Clone)]
+pub struct ZswapInput {
+    pub live: ZswapLive,
+    pub after: Option<ZswapState>,
+    pub secs: f64,
+}
+
+/// The whole zswap advice for a run: Now, candidates, verdict and the rest of the stack.
+/// `zram_algos`: the current zram configuration's algorithm and the recommended one's.
+#[allow(clippy::too_many_arguments)]
+pub fn advise(
+    input: &ZswapInput,
+    pages: &[u8],
+    ps: usize,
+    accesses: &[Access],
+    device: &SwapDevice,
+    zram_candidates: &[Candidate],
+    zram_algos: (&str, &str),
+    recommended: &str,
+    rates: &Rates,
+    budgets: &Budgets,
+    projected_pages: u64,
+    threads: usize,
+    progress: &dyn Progress,
+) -> Result<ZswapAdvice, LabError> {
+    let live = &input.live;
+    let now = live.present.then(|| now(live, input.after.as_ref(), input.secs, pages, ps));
+    let grid = grid(live.present, &live.offered, live.state.accept_threshold_percent);
+    let n = (pages.len() / ps) as u64;
+    let scale = pool_scale(live.mem_total_bytes, ps, n, projected_pages.max(n));
+    let algos = [zram_algos.0, zram_algos.1];
+    let (measured, zram_rows) =
+        measure(pages, ps, accesses, device, &grid, &algos, scale, threads, progress)?;
+    let candidates =
+        project(&measured, &zram_rows[0], zram_candidates, now.as_ref(), rates, budgets, ps, scale);
+    let zram_choice = zram_candidates.iter().find(|c| c.name == recommended);
+    let verdict = verdict(live.present, &candidates, zram_choice, &zram_rows[1], rates, device);
+    let stack = stack(live, &verdict, &candidates, rates, projected_pages, ps, device);
+    Ok(ZswapAdvice { now, candidates, verdict, stack, live: live.clone() })
+}
+
+#[cfg(test)]
+mod tests;

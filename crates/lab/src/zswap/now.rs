@@ -1,0 +1,284 @@
+//! zswap's "Now": its live state read, and zmem's prediction for the same compressor on the
+//! pages the lab measured, packed as zswap's 32 allocator pools pack them at the live scale.
+
+use super::*;
+
+/// zmem's prediction of zswap's pool for the measured pages with one compressor.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ZswapPrediction {
+    pub compressor: String,
+    /// Pages measured, and those among them zswap would be offered (not zero-filled).
+    pub pages: u64,
+    pub offered_pages: u64,
+    /// Of those, stored (compressed, or as-is) and rejected.
+    pub stored_pages: u64,
+    pub rejected_pages: u64,
+    /// Sum of the stored objects' lengths (what memory.stat `zswap` charges).
+    pub compressed_bytes: u64,
+    /// zsmalloc's pages for them (debugfs `pool_total_size`), in zswap's 32 allocator pools.
+    pub pool_total_size: u64,
+    /// Where the pages came from, and that the live pool's pages were not read.
+    pub note: String,
+    /// The stored objects per zsmalloc size class (what the pool is computed from at any
+    /// scale, [`zswap_pool_bytes`]).
+    #[serde(skip)]
+    pub class_counts: Vec<u64>,
+}
+
+/// zsmalloc's size classes as zswap's pools use them (zswap's chain size).
+pub(super) fn zswap_classes(ps: usize) -> Result<ClassTable, LabError> {
+    ClassTable::new(ps, zmem_zswap::ZswapConfig::default().chain_size)
+        .map_err(|e| LabError::Setup(format!("size classes: {e}")))
+}
+
+/// The pool zswap needs for `counts[k]` objects of each size class `k`, written one after
+/// another and spread evenly over its [`zmem_zswap::NR_ZPOOLS`] allocator pools: per pool and
+/// class `ceil(objects / objs_per_zspage)` zspages of `pages_per_zspage` pages. Each pool has
+/// its own partly filled zspage per class, which a single packing does not: 16,574 objects of
+/// class 352 take 192 zspages so, 179 in one pool (the kernel: 196; the live test).
+pub fn zswap_pool_bytes(classes: &ClassTable, counts: &[u64], ps: usize) -> u64 {
+    let pools = zmem_zswap::NR_ZPOOLS as u64;
+    let pages: u64 = counts
+        .iter()
+        .zip(classes.classes())
+        .map(|(&k, c)| {
+            let (per, extra) = (k / pools, k % pools);
+            let objs = c.objs_per_zspage as u64;
+            let zspages = extra * (per + 1).div_ceil(objs) + (pools - extra) * per.div_ceil(objs);
+            zspages * c.pages_per_zspage as u64
+        })
+        .sum();
+    pages * ps as u64
+}
+
+/// zswap's live state with its debugfs counters: where debugfs is not mounted, zswap is built
+/// and this process is root, debugfs is mounted for the read and unmounted again (what was
+/// mounted stays as it was; `notes` say so). Otherwise a plain read, debugfs or not.
+pub fn read_state() -> ZswapState {
+    const DEBUGFS: &str = "/sys/kernel/debug";
+    let mounted = || {
+        std::fs::read_to_string("/proc/self/mounts")
+            .map(|m| zmem_kernel::zswap_state::debugfs_mounted(&m, DEBUGFS))
+            .unwrap_or(true)
+    };
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root || mounted() || !std::path::Path::new("/sys/module/zswap/parameters").exists() {
+        return zmem_kernel::zswap_state::read();
+    }
+    let mut state = zmem_kernel::zswap_state::read_opts(true);
+    if mounted() {
+        let undone =
+            std::process::Command::new("umount").arg(DEBUGFS).status().is_ok_and(|s| s.success());
+        state.notes.push(if undone {
+            "debugfs was mounted for this read and unmounted again".into()
+        } else {
+            "debugfs was mounted for this read; unmounting it failed".into()
+        });
+    }
+    state
+}
+
+/// Reads zswap's live configuration and the swap areas (never fails: what cannot be read is a
+/// note in the state); with `mount_debugfs`, the state through [`read_state`].
+pub fn read_live(mount_debugfs: bool) -> ZswapLive {
+    let caps = zmem_kernel::caps::read();
+    let state = if mount_debugfs { read_state() } else { zmem_kernel::zswap_state::read() };
+    let swaps = zmem_kernel::stat::swaps()
+        .map(|v| {
+            v.into_iter()
+                .map(|a| SwapAreaNow {
+                    kind: if a.zram_id().is_some() { "zram".into() } else { a.kind.clone() },
+                    filename: a.filename,
+                    size_bytes: a.size_kib * 1024,
+                    used_bytes: a.used_kib * 1024,
+                    priority: a.priority,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let sysctl = |name: &str| {
+        std::fs::read_to_string(format!("/proc/sys/vm/{name}")).ok()?.trim().parse().ok()
+    };
+    let mem_total_bytes = std::fs::read_to_string("/proc/meminfo").ok().and_then(|t| {
+        let kib = t.lines().find_map(|l| l.strip_prefix("MemTotal:"))?;
+        kib.trim().trim_end_matches("kB").trim().parse::<u64>().ok().map(|k| k * 1024)
+    });
+    ZswapLive {
+        mem_total_bytes,
+        present: caps.zswap_present,
+        offered: caps.zswap_compressors,
+        state,
+        swaps,
+        swappiness: sysctl("swappiness"),
+        page_cluster: sysctl("page-cluster"),
+    }
+}
+
+/// zmem's zswap pool for `pages` (whole pages of `ps`) with `compressor`: every non-zero page
+/// stored once into a pool with no limit.
+pub fn predict(pages: &[u8], ps: usize, compressor: &str) -> Result<ZswapPrediction, LabError> {
+    let n = (pages.len() / ps) as u64;
+    let cfg = ReplayConfig {
+        ram_pages: n.max(1) * 4,
+        max_pool_percent: 100,
+        accept_threshold_percent: 100,
+        swap: SwapKind::Zswap,
+        algo: compressor.into(),
+        page_size: ps,
+        // The objects' lengths are what counts here; the pool is computed from them.
+        zswap_zpools: 1,
+        ..ReplayConfig::default()
+    };
+    let z = zmem_sim::replay::build_zswap(&cfg, n.max(1))
+        .map_err(|e| LabError::Setup(format!("zswap with {compressor}: {e}")))?;
+    let classes = zswap_classes(ps)?;
+    let mut class_counts = vec![0u64; classes.classes().len()];
+    let (mut offered, mut rejected, mut compressed) = (0u64, 0u64, 0u64);
+    for (i, page) in pages.chunks_exact(ps).enumerate() {
+        if page.iter().all(|&b| b == 0) {
+            continue;
+        }
+        offered += 1;
+        match z
+            .store(i as u64, page)
+            .map_err(|e| LabError::Setup(format!("zswap store with {compressor}: {e}")))?
+        {
+            zmem_zswap::StoreOutcome::Stored { length } => {
+                compressed += length as u64;
+                class_counts[classes.slot_for_request(length)] += 1;
+            }
+            zmem_zswap::StoreOutcome::Rejected(_) => rejected += 1,
+        }
+    }
+    let s = z.stats();
+    Ok(ZswapPrediction {
+        compressor: compressor.into(),
+        pages: n,
+        offered_pages: offered,
+        stored_pages: s.stored_pages,
+        rejected_pages: rejected,
+        compressed_bytes: compressed,
+        pool_total_size: zswap_pool_bytes(&classes, &class_counts, ps),
+        class_counts,
+        note: "predicted from the pages the lab measured: the pages zswap stores cannot be read \
+               without faulting them in"
+            .into(),
+    })
+}
+
+/// `now.zswap` from the live state, the prediction for its compressor on the measured pages,
+/// and the rates between two snapshots (`after` taken `secs` after `live.state`).
+pub fn now(
+    live: &ZswapLive,
+    after: Option<&ZswapState>,
+    secs: f64,
+    pages: &[u8],
+    ps: usize,
+) -> ZswapNow {
+    let st = after.unwrap_or(&live.state);
+    let mut notes = st.notes.clone();
+    let prediction = if st.compressor.is_empty() {
+        None
+    } else {
+        match predict(pages, ps, &st.compressor) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                notes.push(format!("no prediction with {}: {e}", st.compressor));
+                None
+            }
+        }
+    };
+    let page = st.page_size.max(1);
+    let dbg = |k: &str| st.debugfs.as_ref().and_then(|d| d.get(k).copied());
+    let stored_pages = dbg("stored_pages").or(st.meminfo_zswapped_bytes.map(|b| b / page));
+    let predicted_ratio = prediction.as_ref().and_then(|p| {
+        (p.pool_total_size > 0)
+            .then(|| (p.stored_pages * ps as u64) as f64 / p.pool_total_size as f64)
+    });
+    // The prediction scaled to the pages zswap holds now.
+    let scale = |v: u64| -> Option<u64> {
+        let p = prediction.as_ref()?;
+        let live = stored_pages?;
+        (p.stored_pages > 0)
+            .then(|| (v as f64 * live as f64 / p.stored_pages as f64).round() as u64)
+    };
+    let fields = vec![
+        ZswapField { field: "stored_pages".into(), live: stored_pages, predicted: stored_pages },
+        ZswapField {
+            field: "pool_total_size".into(),
+            live: dbg("pool_total_size").or(st.meminfo_zswap_bytes),
+            // Each class's objects scaled to the live stored pages, then packed as zswap's 32
+            // pools pack them: their partly filled zspages do not scale with the pages.
+            predicted: prediction.as_ref().and_then(|p| {
+                let live = stored_pages?;
+                let classes = zswap_classes(ps).ok()?;
+                let f = live as f64 / p.stored_pages.max(1) as f64;
+                let counts: Vec<u64> =
+                    p.class_counts.iter().map(|&k| (k as f64 * f).round() as u64).collect();
+                (p.stored_pages > 0).then(|| zswap_pool_bytes(&classes, &counts, ps))
+            }),
+        },
+        ZswapField {
+            field: "compressed_bytes".into(),
+            live: top_level_zswap_bytes(&st.cgroups),
+            predicted: prediction.as_ref().and_then(|p| scale(p.compressed_bytes)),
+        },
+    ];
+    let pool_difference_bytes = match (fields[1].live, fields[1].predicted) {
+        (Some(l), Some(p)) => Some(l as i64 - p as i64),
+        _ => None,
+    };
+    let rates = after.map(|a| zmem_kernel::zswap_state::rates(&live.state, a, secs));
+    ZswapNow {
+        enabled: st.enabled,
+        compressor: st.compressor.clone(),
+        max_pool_percent: st.max_pool_percent,
+        accept_threshold_percent: st.accept_threshold_percent,
+        shrinker_enabled: st.shrinker_enabled,
+        params: st.params.clone(),
+        debugfs: st.debugfs.clone(),
+        debugfs_note: st.debugfs_note.clone(),
+        meminfo_zswap_bytes: st.meminfo_zswap_bytes,
+        meminfo_zswapped_bytes: st.meminfo_zswapped_bytes,
+        vmstat: st.vmstat.clone(),
+        cgroups: st.cgroups.clone(),
+        stored_pages,
+        live_ratio: st.ratio(),
+        prediction,
+        predicted_ratio,
+        fields,
+        pool_difference_bytes,
+        rates,
+        observed_secs: if after.is_some() { secs } else { 0.0 },
+        notes,
+    }
+}
+
+/// memory.stat `zswap` summed over the cgroups no other listed cgroup contains (a parent's
+/// figure already counts its children's); `None` without cgroup v2 accounting.
+fn top_level_zswap_bytes(cgroups: &[zmem_kernel::zswap_state::ZswapCgroup]) -> Option<u64> {
+    let top = cgroups.iter().filter(|c| {
+        !cgroups.iter().any(|d| d.path != c.path && c.path.starts_with(&format!("{}/", d.path)))
+    });
+    top.filter_map(|c| c.zswap_bytes).fold(None, |acc, b| Some(acc.unwrap_or(0) + b))
+}
+
+/// The swap rates with zswap's own traffic: with zswap enabled a page it stores or loads is in
+/// zswpout/zswpin and not in pswpout/pswpin (`page_io.c: swap_writeout` returns after a
+/// successful `zswap_store`), so the swap traffic is their sum.
+pub fn with_zswap_traffic(rates: Rates, z: &ZswapRates) -> Rates {
+    if rates.source != "observed" {
+        return rates;
+    }
+    let (zin, zout) = (z.zswpin_per_sec.unwrap_or(0.0), z.zswpout_per_sec.unwrap_or(0.0));
+    if zin == 0.0 && zout == 0.0 {
+        return rates;
+    }
+    Rates {
+        swap_ins_per_sec: rates.swap_ins_per_sec + zin,
+        swap_outs_per_sec: rates.swap_outs_per_sec + zout,
+        note: format!("{}; zswap zswpin {zin:.1}/s, zswpout {zout:.1}/s added", rates.note),
+        ..rates
+    }
+}

@@ -1,0 +1,393 @@
+//! zswap's advice, by hand and end to end on small page sets.
+
+use super::*;
+
+fn text_page(seed: u8) -> Vec<u8> {
+    let mut p = Vec::with_capacity(4096);
+    let mut i = 0u32;
+    while p.len() < 4096 {
+        p.extend_from_slice(
+            format!("page {seed} line {i}: some text zswap compresses. ").as_bytes(),
+        );
+        i += 1;
+    }
+    p.truncate(4096);
+    p
+}
+
+pub(crate) fn fake_live(present: bool, offered: &[&str], enabled: bool) -> ZswapLive {
+    let mut debugfs = BTreeMap::new();
+    debugfs.insert("stored_pages".to_string(), 1000);
+    debugfs.insert("pool_total_size".to_string(), 1000 * 1024);
+    debugfs.insert("written_back_pages".to_string(), 3);
+    debugfs.insert("pool_limit_hit".to_string(), 0);
+    ZswapLive {
+        present,
+        offered: offered.iter().map(|s| s.to_string()).collect(),
+        state: ZswapState {
+            params: BTreeMap::new(),
+            enabled,
+            compressor: if present { "lzo".into() } else { String::new() },
+            max_pool_percent: 20,
+            accept_threshold_percent: 90,
+            shrinker_enabled: false,
+            debugfs: Some(debugfs),
+            debugfs_note: None,
+            meminfo_zswap_bytes: Some(1000 * 1024),
+            meminfo_zswapped_bytes: Some(1000 * 4096),
+            vmstat: BTreeMap::new(),
+            cgroups: Vec::new(),
+            page_size: 4096,
+            notes: Vec::new(),
+        },
+        swaps: vec![SwapAreaNow {
+            filename: "/swapfile".into(),
+            kind: "file".into(),
+            size_bytes: 1 << 30,
+            used_bytes: 4000 * 1024,
+            priority: -2,
+        }],
+        swappiness: Some(60),
+        page_cluster: Some(3),
+        mem_total_bytes: None,
+    }
+}
+
+#[test]
+fn the_prediction_leaves_zero_pages_out_and_sums_the_stored_lengths() {
+    let page = text_page(1);
+    let mut pages = Vec::new();
+    for i in 0..40 {
+        if i % 4 == 0 {
+            pages.extend_from_slice(&[0u8; 4096]);
+        } else {
+            pages.extend_from_slice(&page);
+        }
+    }
+    let p = predict(&pages, 4096, "lzo").unwrap();
+    assert_eq!((p.pages, p.offered_pages, p.stored_pages, p.rejected_pages), (40, 30, 30, 0));
+    // Every stored page is the same page: one length, 30 times.
+    let one = predict(&page, 4096, "lzo").unwrap();
+    assert_eq!(one.stored_pages, 1);
+    assert!(one.compressed_bytes > 0 && one.compressed_bytes < 4096);
+    assert_eq!(p.compressed_bytes, 30 * one.compressed_bytes);
+    assert!(p.pool_total_size >= p.compressed_bytes);
+}
+
+#[test]
+fn now_scales_the_prediction_to_the_live_pages() {
+    let page = text_page(2);
+    let pages: Vec<u8> = page.iter().copied().cycle().take(100 * 4096).collect();
+    let live = fake_live(true, &["lzo", "lzo-rle"], true);
+    let n = now(&live, None, 0.0, &pages, 4096);
+    let p = n.prediction.clone().unwrap();
+    let pool = n.fields.iter().find(|f| f.field == "pool_total_size").unwrap();
+    assert_eq!(pool.live, Some(1000 * 1024));
+    // 100 copies of one object stand for the live 1000: 1000 objects of its class in
+    // zswap's 32 pools, not the sample's pool times ten (its partly filled zspages, one
+    // per pool, do not scale with the pages).
+    let classes = zswap_classes(4096).unwrap();
+    let mut counts = vec![0u64; classes.classes().len()];
+    counts[classes.slot_for_request((p.compressed_bytes / 100) as usize)] = 1000;
+    assert_eq!(pool.predicted, Some(zswap_pool_bytes(&classes, &counts, 4096)));
+    assert!(pool.predicted.unwrap() < 10 * p.pool_total_size);
+    assert_eq!(n.stored_pages, Some(1000));
+    assert_eq!(n.live_ratio, Some(4.0));
+    assert!(n.rates.is_none() && n.observed_secs == 0.0);
+}
+
+#[test]
+fn the_grid_tries_only_what_the_kernel_offers() {
+    let g = grid(true, &["lzo".into(), "lzo-rle".into(), "deflate".into()], 90);
+    let avail: Vec<_> = g.iter().filter(|c| c.available).collect();
+    assert_eq!(avail.len(), 3 * MAX_POOL_PERCENTS.len() * 2);
+    assert!(avail.iter().all(|c| ["lzo", "lzo-rle", "deflate"].contains(&c.compressor.as_str())));
+    let un: Vec<_> = g.iter().filter(|c| !c.available).collect();
+    assert_eq!(
+        un.iter().map(|c| c.compressor.as_str()).collect::<Vec<_>>(),
+        ["lz4", "lz4hc", "zstd"]
+    );
+    assert!(un[0].unavailable_reason.as_deref().unwrap().contains("offers: lzo, lzo-rle, deflate"));
+    let none = grid(false, &[], 0);
+    assert!(none.iter().all(|c| !c.available && c.accept_threshold_percent == 90));
+}
+
+#[test]
+fn the_pool_limit_is_scaled_to_the_pages_measured() {
+    // 2048 pages measured standing for themselves on a 24 GiB machine: 20 % of its RAM
+    // holds them all many times over, so the replay's pool holds every page (400 % of its
+    // RAM, a quarter of the pages).
+    let big = pool_scale(Some(24 << 30), 4096, 2048, 2048);
+    assert_eq!(replay_percent(20, big), 400);
+    // 2048 pages standing for 4 GiB of pages (1 Mi pages) on an 8 GiB machine: 20 % of
+    // the RAM is 40 % of the pages' bytes; the replay's RAM is a quarter of the pages, so
+    // that is 160 % of it; 5 % of the RAM is 40 % of the replay's.
+    let s = pool_scale(Some(8 << 30), 4096, 2048, 1 << 20);
+    assert!((s - 8.0).abs() < 1e-9, "{s}");
+    assert_eq!((replay_percent(20, s), replay_percent(5, s)), (160, 40));
+    // Unknown RAM: the replay's RAM is the machine's.
+    assert_eq!(replay_percent(20, pool_scale(None, 4096, 2048, 2048)), 20);
+}
+
+#[test]
+fn observed_rates_gain_zswaps_own_traffic() {
+    let r = Rates {
+        swap_ins_per_sec: 1.0,
+        swap_outs_per_sec: 2.0,
+        observed_secs: 10.0,
+        source: "observed".into(),
+        note: "x".into(),
+    };
+    let z = ZswapRates {
+        zswpin_per_sec: Some(10.0),
+        zswpout_per_sec: Some(20.0),
+        zswpwb_per_sec: None,
+        pswpin_per_sec: None,
+        pswpout_per_sec: None,
+    };
+    let w = with_zswap_traffic(r.clone(), &z);
+    assert_eq!((w.swap_ins_per_sec, w.swap_outs_per_sec), (11.0, 22.0));
+    let replay = Rates { source: "replay".into(), ..r };
+    assert_eq!(with_zswap_traffic(replay.clone(), &z), replay);
+}
+
+fn cand(name: &str, saved: i64, within: bool) -> ZswapCandidate {
+    ZswapCandidate {
+        kind: "zswap".into(),
+        name: name.into(),
+        compressor: "lzo".into(),
+        max_pool_percent: 20,
+        accept_threshold_percent: 90,
+        shrinker_enabled: false,
+        available: true,
+        unavailable_reason: None,
+        is_current: false,
+        verified: true,
+        pool_bytes: 0,
+        memory_saved_bytes_vs_now: saved,
+        cpu_secs_per_sec: 0.001,
+        added_cpu_secs_per_sec: 0.0,
+        load_p50_ns: 3000,
+        load_p99_ns: 90_000,
+        added_load_p99_ns: 0,
+        hit_fraction: 0.5,
+        replay_max_pool_percent: 20,
+        device_write_bytes_per_sec: 12e6,
+        swap_in_us_per_sec: 300.0,
+        within_budgets: within,
+        over_budget: if within { vec![] } else { vec!["adds 80.0 us".into()] },
+    }
+}
+
+fn zram_cand(saved: i64) -> Candidate {
+    let set = zmem_pages::builtin::default_set_with(4096).unwrap();
+    let pages = &set.bytes()[..64 * 4096];
+    let source = crate::Source {
+        kind: "builtin".into(),
+        detail: String::new(),
+        pages: 64,
+        page_size: 4096,
+        fallback_reason: None,
+    };
+    let opts = crate::LabOptions {
+        min_time: std::time::Duration::ZERO,
+        policies: crate::candidates("lzo-rle")[..1].to_vec(),
+        threads: 1,
+        ..crate::LabOptions::default()
+    };
+    let r = crate::run(pages, source, &opts, &NoProgress).unwrap();
+    Candidate { memory_saved_bytes_vs_now: saved, ..r.candidates[0].clone() }
+}
+
+fn row() -> SwapRow {
+    SwapRow {
+        swap: "zram".into(),
+        ram_pages: 10,
+        pages: 40,
+        accesses: 100,
+        swap_outs: 30,
+        swap_ins: 20,
+        max_pool_bytes: 1,
+        disk_reads: 0,
+        disk_writes: 0,
+        store_p99_ns: 0,
+        load_p50_ns: 1000,
+        load_p99_ns: 2000,
+        hit_swap_ins: 20,
+        hit_p50_ns: 1000,
+        hit_p99_ns: 2000,
+        device_swap_ins: 0,
+        device_p50_ns: 0,
+        device_p99_ns: 0,
+        device_seconds: 0.0,
+        cpu_seconds: 0.0,
+        pool_limit_hit: 0,
+        trace_secs: 1.0,
+        verified: true,
+    }
+}
+
+#[test]
+fn the_verdict_takes_zswap_only_when_it_saves_more_within_the_budgets() {
+    let rates = Rates {
+        swap_ins_per_sec: 100.0,
+        swap_outs_per_sec: 100.0,
+        observed_secs: 0.0,
+        source: "replay".into(),
+        note: String::new(),
+    };
+    let dev = SwapDevice::default();
+    let z = zram_cand(1 << 30);
+    // zswap saves 0.5 GiB more, within budgets: zswap, with the units in the reason.
+    let cs =
+        [cand("zswap lzo a", (1 << 30) + (1 << 29), true), cand("zswap lzo b", 5 << 30, false)];
+    let v = verdict(true, &cs, Some(&z), &row(), &rates, &dev);
+    assert_eq!((v.choice.as_str(), v.config.as_str()), ("zswap", "zswap lzo a"));
+    assert!(v.reason.contains("512.0 MiB more saved than zram"), "{}", v.reason);
+    assert!(
+        v.reason.contains("3.0x the swap-in microseconds") && v.reason.contains("12.0 MB/s"),
+        "{}",
+        v.reason
+    );
+    // Saving less: zram.
+    let cs = [cand("zswap lzo a", 1 << 29, true)];
+    let v = verdict(true, &cs, Some(&z), &row(), &rates, &dev);
+    assert_eq!(v.choice, "zram");
+    assert!(v.reason.contains("512.0 MiB less saved"), "{}", v.reason);
+    // Nothing within budgets, or no zswap: zram, saying why.
+    let cs = [cand("zswap lzo b", 5 << 30, false)];
+    let v = verdict(true, &cs, Some(&z), &row(), &rates, &dev);
+    assert_eq!(v.choice, "zram");
+    assert!(v.reason.contains("no zswap configuration fits the budgets"), "{}", v.reason);
+    let v = verdict(false, &[], Some(&z), &row(), &rates, &dev);
+    assert!(v.choice == "zram" && v.reason.contains("no zswap"), "{}", v.reason);
+}
+
+/// The live test's pages by hand: 16,574 objects of 343 bytes (class 352: 93 to a zspage
+/// of 8 pages) over 32 pools of 517 or 518 take 6 zspages each, 192 in all (1,536 pages;
+/// the kernel had 196); one pool would take 179.
+#[test]
+fn page_cluster_follows_the_measured_read_ahead() {
+    let rates = Rates {
+        swap_ins_per_sec: 0.0,
+        swap_outs_per_sec: 0.0,
+        observed_secs: 0.0,
+        source: "replay".into(),
+        note: String::new(),
+    };
+    let ra = |pages, hits| Some(ReadAhead { pages, hits });
+    let pc = |mem, r| page_cluster(mem, 0.9, r, &rates, "nvme").0;
+    // From memory: 0 unless read-ahead pages are mostly used.
+    assert_eq!(pc(true, None), 0);
+    assert_eq!(pc(true, ra(333_274, 239_957)), 0, "72 % used: not enough");
+    assert_eq!(pc(true, ra(10_000, 8_000)), 1);
+    assert_eq!(pc(true, ra(500, 500)), 0, "too few to judge");
+    // From a device: the kernel's 3 unless read-ahead is mostly wasted.
+    assert_eq!(pc(false, None), 3);
+    assert_eq!(pc(false, ra(10_000, 8_000)), 3);
+    assert_eq!(pc(false, ra(10_000, 1_000)), 1);
+    assert_eq!(pc(false, ra(999, 0)), 3);
+    let (_, why) = page_cluster(true, 0.9, ra(333_274, 239_957), &rates, "nvme");
+    assert!(why.contains("333274 pages ahead") && why.contains("72% of them were used"), "{why}");
+    let (_, why) = page_cluster(false, 0.1, None, &rates, "nvme");
+    assert!(why.contains("no swap_ra"), "{why}");
+}
+
+#[test]
+fn zswaps_pool_is_32_packings() {
+    let classes = zswap_classes(4096).unwrap();
+    let k = classes.slot_for_request(343);
+    let c = &classes.classes()[k];
+    assert_eq!((c.size, c.objs_per_zspage, c.pages_per_zspage), (352, 93, 8));
+    let mut counts = vec![0u64; classes.classes().len()];
+    counts[k] = 16_574;
+    assert_eq!(zswap_pool_bytes(&classes, &counts, 4096), 192 * 8 * 4096);
+    // A few objects: each pool that holds one has a zspage of its own.
+    counts[k] = 40;
+    assert_eq!(zswap_pool_bytes(&classes, &counts, 4096), 32 * 8 * 4096);
+    counts[k] = 0;
+    assert_eq!(zswap_pool_bytes(&classes, &counts, 4096), 0);
+}
+
+#[test]
+fn the_accept_threshold_is_swept_only_where_the_pool_hit_its_limit() {
+    let set = zmem_pages::builtin::default_set_with(4096).unwrap();
+    let pages = &set.bytes()[..256 * 4096];
+    let accesses = crate::evidence::trace_for(256).unwrap();
+    let choice = |mpp| ZswapConfigChoice {
+        compressor: "lzo".into(),
+        max_pool_percent: mpp,
+        accept_threshold_percent: 90,
+        shrinker_enabled: false,
+        available: true,
+        unavailable_reason: None,
+    };
+    // 25 % of the replay's RAM (16 pages) fills soon.
+    let grid = [choice(25)];
+    let dev = SwapDevice::default();
+    let run = |pages: &[u8]| {
+        measure(pages, 4096, &accesses, &dev, &grid, &["lzo-rle"], 1.0, 2, &NoProgress)
+            .unwrap()
+            .0
+            .iter()
+            .map(|r| (r.config.accept_threshold_percent, r.row.as_ref().unwrap().pool_limit_hit))
+            .collect::<Vec<_>>()
+    };
+    let full = run(pages);
+    let accepts: Vec<u32> = full.iter().map(|x| x.0).collect();
+    assert_eq!(accepts, [90, 70, 100], "{full:?}");
+    assert!(full.iter().all(|x| x.1 > 0), "{full:?}");
+    // The threshold changes what zswap does: at 70 % a full pool refuses stores without
+    // trying until it has shrunk, at 100 % it tries (and counts a hit) at every store.
+    assert!(full[1].1 < full[2].1, "{full:?}");
+    // Zero-filled pages never reach zswap (the swap core's zeromap): the pool stays empty,
+    // never at its limit, and there is nothing to sweep.
+    let zeros = vec![0u8; 256 * 4096];
+    assert_eq!(run(&zeros), [(90, 0)]);
+    assert_eq!(
+        grid[0].at_accept(70).name(),
+        "zswap lzo max_pool_percent=25 shrinker=off accept_threshold_percent=70"
+    );
+}
+
+#[test]
+fn advise_replays_every_available_configuration() {
+    let set = zmem_pages::builtin::default_set_with(4096).unwrap();
+    let pages = &set.bytes()[..256 * 4096];
+    let source = crate::Source {
+        kind: "builtin".into(),
+        detail: String::new(),
+        pages: 256,
+        page_size: 4096,
+        fallback_reason: None,
+    };
+    let opts = crate::LabOptions {
+        min_time: std::time::Duration::ZERO,
+        policies: crate::candidates("lzo-rle")[..2].to_vec(),
+        threads: 2,
+        zswap: Some(ZswapInput {
+            live: fake_live(true, &["lzo", "lzo-rle"], true),
+            after: None,
+            secs: 0.0,
+        }),
+        ..crate::LabOptions::default()
+    };
+    let r = crate::run(pages, source, &opts, &NoProgress).unwrap();
+    let a = r.zswap.expect("zswap advice");
+    let avail: Vec<_> = a.candidates.iter().filter(|c| c.available).collect();
+    // The grid at the live threshold, and the sweep's variants where a pool hit its limit.
+    let at_live = avail.iter().filter(|c| c.accept_threshold_percent == 90).count();
+    assert_eq!(at_live, 2 * 3 * 2);
+    assert!(avail.iter().all(|c| [70, 90, 100].contains(&c.accept_threshold_percent)));
+    assert!(avail.iter().all(|c| c.verified && c.pool_bytes > 0 && c.kind == "zswap"));
+    // One of them is what the live zswap runs (lzo, 20 %, shrinker off).
+    let cur: Vec<_> = a.candidates.iter().filter(|c| c.is_current).collect();
+    assert_eq!(cur.len(), 1);
+    assert_eq!(cur[0].name, "zswap lzo max_pool_percent=20 shrinker=off");
+    assert!(a.candidates.iter().any(|c| c.compressor == "zstd" && !c.available));
+    assert!(["zram", "zswap"].contains(&a.verdict.choice.as_str()));
+    assert!(!a.verdict.reason.is_empty());
+    assert!(a.now.unwrap().prediction.is_some());
+    assert!(a.stack.swap_device_bytes >= 256 * 4096);
+    assert!(a.stack.holds[0].contains("/swapfile"));
+}
