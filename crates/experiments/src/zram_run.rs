@@ -2,7 +2,7 @@
 //! optionally recompresses, reads everything back and compares, and returns the stat files in
 //! the kernel's formats with the write and read throughput.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -70,6 +70,41 @@ fn fault_in(pages: &[u8], ps: usize) -> u8 {
     pages.iter().step_by(ps).fold(0u8, |acc, &b| acc ^ std::hint::black_box(b))
 }
 
+/// Runs `work(k)` on `threads` threads that start at once: the caller's thread is worker 0, the
+/// others are spawned first and spin (yielding) until every one of them is running, and only
+/// then is the clock started. A thread that was asleep would otherwise start late by the time
+/// its CPU takes to wake (on the VM of docs/BENCHMARKS.md, up to milliseconds, as long as a
+/// whole 64 MiB read), and the one already running would take most of the batches alone.
+/// Returns each worker's result and the wall time from the start until the last one finished;
+/// a worker that panicked gives `None`.
+fn together<T: Send>(threads: usize, work: impl Fn(usize) -> T + Sync) -> (Vec<Option<T>>, f64) {
+    let ready = AtomicUsize::new(0);
+    let go = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let (ready, go, work) = (&ready, &go, &work);
+        let helpers: Vec<_> = (1..threads)
+            .map(|k| {
+                s.spawn(move || {
+                    ready.fetch_add(1, Ordering::AcqRel);
+                    while !go.load(Ordering::Acquire) {
+                        std::thread::yield_now();
+                    }
+                    work(k)
+                })
+            })
+            .collect();
+        while ready.load(Ordering::Acquire) < threads - 1 {
+            std::thread::yield_now();
+        }
+        let start = Instant::now();
+        go.store(true, Ordering::Release);
+        let mine = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(0))).ok();
+        let mut all = vec![mine];
+        all.extend(helpers.into_iter().map(|h| h.join().ok()));
+        (all, start.elapsed().as_secs_f64())
+    })
+}
+
 /// Runs the page set (whole pages; a short tail is ignored) through a fresh device.
 pub fn run(
     pages: &[u8],
@@ -91,28 +126,21 @@ pub fn run(
     // until the last thread is done, the CPU time the sum of the writers' own.
     progress.start("write", n as u64);
     let work = Batches::new(n, batch);
-    let start = Instant::now();
-    let writes: Vec<Result<(f64, u64), LabError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                let (z, work) = (&z, &work);
-                s.spawn(move || -> Result<(f64, u64), LabError> {
-                    let cpu = Stopwatch::start();
-                    let faults = thread_minor_faults().unwrap_or(0);
-                    while let Some(r) = work.claim() {
-                        let mine = &pages[r.start * ps..r.end * ps];
-                        write_pages(z, mine, ps, r.start as u64, OnRefusal::Fail, label, progress)?;
-                    }
-                    let faults = thread_minor_faults().unwrap_or(0).saturating_sub(faults);
-                    Ok((cpu.elapsed().cpu_secs, faults))
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or(Err(LabError::Panicked))).collect()
+    let (writes, write_secs) = together(threads, |_| -> Result<(f64, u64), LabError> {
+        let cpu = Stopwatch::start();
+        let faults = thread_minor_faults().unwrap_or(0);
+        while let Some(r) = work.claim() {
+            let mine = &pages[r.start * ps..r.end * ps];
+            write_pages(&z, mine, ps, r.start as u64, OnRefusal::Fail, label, progress)?;
+        }
+        let faults = thread_minor_faults().unwrap_or(0).saturating_sub(faults);
+        Ok((cpu.elapsed().cpu_secs, faults))
     });
-    let write_secs = start.elapsed().as_secs_f64();
     progress.finish();
-    let writes = writes.into_iter().collect::<Result<Vec<_>, LabError>>()?;
+    let writes = writes
+        .into_iter()
+        .map(|w| w.unwrap_or(Err(LabError::Panicked)))
+        .collect::<Result<Vec<_>, LabError>>()?;
     let write_cpu_secs = writes.iter().map(|w| w.0).sum();
     let write_faults = writes.iter().map(|w| w.1).sum();
 
@@ -126,34 +154,29 @@ pub fn run(
     // read speed.
     progress.start("read", n as u64);
     let work = Batches::new(n, batch);
-    let reads: Vec<Read> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                let (z, work) = (&z, &work);
-                s.spawn(move || {
-                    let mut buf = vec![0u8; batch * ps];
-                    let mut me = Read { ok: true, secs: 0.0, cpu_secs: 0.0 };
-                    while let Some(r) = work.claim() {
-                        let dst = &mut buf[..r.len() * ps];
-                        let start = Instant::now();
-                        let cpu = Stopwatch::start();
-                        for (k, page) in dst.chunks_mut(ps).enumerate() {
-                            me.ok &= z.read_page((r.start + k) as u64, page).is_ok();
-                        }
-                        me.cpu_secs += cpu.elapsed().cpu_secs;
-                        me.secs += start.elapsed().as_secs_f64();
-                        me.ok &= *dst == pages[r.start * ps..r.end * ps];
-                        progress.advance(r.len() as u64);
-                    }
-                    me
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or(Read { ok: false, secs: 0.0, cpu_secs: 0.0 }))
-            .collect()
+    let (reads, _) = together(threads, |_| {
+        let mut buf = vec![0u8; batch * ps];
+        let mut me = Read { ok: true, secs: 0.0, cpu_secs: 0.0 };
+        while let Some(r) = work.claim() {
+            let dst = &mut buf[..r.len() * ps];
+            let start = Instant::now();
+            let cpu = Stopwatch::start();
+            let mut each = |_, read: Result<(), _>| {
+                me.ok &= read.is_ok();
+                true
+            };
+            me.ok &= z.read_pages(r.start as u64, dst, &mut each).is_ok();
+            me.cpu_secs += cpu.elapsed().cpu_secs;
+            me.secs += start.elapsed().as_secs_f64();
+            me.ok &= *dst == pages[r.start * ps..r.end * ps];
+            progress.advance(r.len() as u64);
+        }
+        me
     });
+    let reads: Vec<Read> = reads
+        .into_iter()
+        .map(|r| r.unwrap_or(Read { ok: false, secs: 0.0, cpu_secs: 0.0 }))
+        .collect();
     progress.finish();
     let verified = reads.iter().all(|r| r.ok);
     let read_cpu_secs = reads.iter().map(|r| r.cpu_secs).sum();

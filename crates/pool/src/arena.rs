@@ -210,73 +210,39 @@ impl PageArena {
 
     /// The bytes of a frame.
     pub fn frame(&self, frame: FrameId) -> &[u8] {
+        // SAFETY: `frame_ptr` checked that the frame's `page_size` bytes lie in the arena's
+        // memory; the slice borrows the arena, so no `&mut` view exists while it lives, and the
+        // only other way to the bytes, `frame_ptr`'s addresses, is zsmalloc's, which never asks
+        // the arena for a frame's bytes.
+        unsafe { std::slice::from_raw_parts(self.frame_ptr(frame), self.page_size) }
+    }
+
+    /// The address of a frame's first byte, for an allocator that reaches its frames under
+    /// locks of its own rather than through the arena (zsmalloc's per-class `Chain`). It stays
+    /// valid while the arena lives: chunks never move or go away before it, and the memfd
+    /// mapping is made once. The arena hands out no reference to a frame of which it gave such
+    /// an address (the caller takes it right after `alloc` and owns the frame until `free`), so
+    /// the caller's own rules decide who may touch the bytes.
+    pub(crate) fn frame_ptr(&self, frame: FrameId) -> *mut u8 {
         let ps = self.page_size;
         match &self.backing {
             Backing::Heap(chunks) => {
+                assert!(frame.0 < self.high_water, "frame not in this arena");
                 let per = self.frames_per_chunk();
+                let chunk = &chunks[(frame.0 / per) as usize];
                 let off = (frame.0 % per) as usize * ps;
-                &chunks[(frame.0 / per) as usize][off..off + ps]
+                assert!(off + ps <= chunk.len());
+                // SAFETY: the frame's `ps` bytes lie inside the chunk (asserted).
+                unsafe { chunk.ptr().add(off) }
             }
-            Backing::Memfd(m) => m.frame(frame, self.high_water),
+            Backing::Memfd(m) => m.frame_ptr(frame, self.high_water),
         }
     }
 
     /// The bytes of a frame, writable.
     pub fn frame_mut(&mut self, frame: FrameId) -> &mut [u8] {
-        let ps = self.page_size;
-        let per = self.frames_per_chunk();
-        match &mut self.backing {
-            Backing::Heap(chunks) => {
-                let off = (frame.0 % per) as usize * ps;
-                &mut chunks[(frame.0 / per) as usize][off..off + ps]
-            }
-            Backing::Memfd(m) => m.frame_mut(frame, self.high_water),
-        }
-    }
-
-    /// Copies `out.len()` bytes starting at byte `offset` of the concatenation of `frames`
-    /// (an object that may straddle a frame boundary), like zsmalloc's copy-in on map.
-    pub fn read_span(&self, frames: &[FrameId], offset: usize, out: &mut [u8]) {
-        let ps = self.page_size;
-        let mut done = 0;
-        while done < out.len() {
-            let pos = offset + done;
-            let (f, in_page) = (frames[pos / ps], pos % ps);
-            let n = (ps - in_page).min(out.len() - done);
-            out[done..done + n].copy_from_slice(&self.frame(f)[in_page..in_page + n]);
-            done += n;
-        }
-    }
-
-    /// Bytes `offset..offset + len` of the concatenation of `frames`, in place, when they lie in
-    /// consecutive frames of one heap chunk: what a zspage built from fresh frames looks like,
-    /// so most objects that cross a page boundary are read without a copy (the kernel's pages
-    /// are never adjacent in its mapping, so it always copies). `None` otherwise.
-    pub fn span(&self, frames: &[FrameId], offset: usize, len: usize) -> Option<&[u8]> {
-        let Backing::Heap(chunks) = &self.backing else { return None };
-        let ps = self.page_size;
-        let (first, last) = (offset / ps, (offset + len.max(1) - 1) / ps);
-        let base = frames.get(first)?.0;
-        let per = self.frames_per_chunk();
-        let in_order = frames.get(first..=last)?.iter().zip(base..).all(|(f, want)| f.0 == want);
-        if !in_order || base / per != (base + (last - first) as u32) / per {
-            return None;
-        }
-        let start = (base % per) as usize * ps + offset % ps;
-        chunks[(base / per) as usize].get(start..start + len)
-    }
-
-    /// Writes `data` at byte `offset` of the concatenation of `frames` (copy-out on unmap).
-    pub fn write_span(&mut self, frames: &[FrameId], offset: usize, data: &[u8]) {
-        let ps = self.page_size;
-        let mut done = 0;
-        while done < data.len() {
-            let pos = offset + done;
-            let (f, in_page) = (frames[pos / ps], pos % ps);
-            let n = (ps - in_page).min(data.len() - done);
-            self.frame_mut(f)[in_page..in_page + n].copy_from_slice(&data[done..done + n]);
-            done += n;
-        }
+        // SAFETY: as in `frame`, and `&mut self` makes this the only view through the arena.
+        unsafe { std::slice::from_raw_parts_mut(self.frame_ptr(frame), self.page_size) }
     }
 
     /// Maps frames `first` and `second` side by side into `window` and returns the 2-page view.
@@ -320,7 +286,9 @@ struct MemfdFrames {
 }
 
 // SAFETY: `base` points into a mapping this struct owns exclusively; shared access only reads
-// (`&self`), writes need `&mut self`, so the usual borrow rules make cross-thread use sound.
+// (`&self`), writes need `&mut self`, so the usual borrow rules make cross-thread use sound; the
+// frame addresses `PageArena::frame_ptr` gives out are used under the same rule by their one
+// user (zsmalloc's `Chain`, under its class's lock).
 unsafe impl Send for MemfdFrames {}
 // SAFETY: as above: `&self` methods only read the mapping.
 unsafe impl Sync for MemfdFrames {}
@@ -377,28 +345,10 @@ impl MemfdFrames {
         Ok(())
     }
 
-    fn frame(&self, frame: FrameId, high_water: u32) -> &[u8] {
+    fn frame_ptr(&self, frame: FrameId, high_water: u32) -> *mut u8 {
         assert!(frame.0 < high_water && u64::from(frame.0) < self.file_frames);
-        // SAFETY: the frame lies inside the mapping and below the file's end (asserted), so the
-        // page is readable for `page_size` bytes; the slice borrows `self`, which owns the map.
-        unsafe {
-            std::slice::from_raw_parts(
-                self.base.add(frame.0 as usize * self.page_size),
-                self.page_size,
-            )
-        }
-    }
-
-    fn frame_mut(&mut self, frame: FrameId, high_water: u32) -> &mut [u8] {
-        assert!(frame.0 < high_water && u64::from(frame.0) < self.file_frames);
-        // SAFETY: as in `frame`, and `&mut self` makes this the only live view of the mapping
-        // (the side-by-side window also borrows the arena mutably while it exists).
-        unsafe {
-            std::slice::from_raw_parts_mut(
-                self.base.add(frame.0 as usize * self.page_size),
-                self.page_size,
-            )
-        }
+        // SAFETY: the frame lies inside the mapping and below the file's end (asserted).
+        unsafe { self.base.add(frame.0 as usize * self.page_size) }
     }
 }
 
@@ -534,34 +484,19 @@ mod tests {
     }
 
     #[test]
-    fn spans_cross_frame_boundaries() {
+    fn frames_are_disjoint_pages_that_keep_their_bytes() {
         let mut a = PageArena::new(ArenaKind::Heap, 4096, None).unwrap();
-        let frames = [a.alloc().unwrap(), a.alloc().unwrap()];
-        let data: Vec<u8> = (0..100u8).collect();
-        a.write_span(&frames, 4096 - 40, &data);
-        assert_eq!(&a.frame(frames[0])[4056..], &data[..40]);
-        assert_eq!(&a.frame(frames[1])[..60], &data[40..]);
-        let mut back = vec![0; 100];
-        a.read_span(&frames, 4056, &mut back);
-        assert_eq!(back, data);
-    }
-
-    #[test]
-    fn spans_of_adjacent_frames_are_handed_out_in_place() {
-        let mut a = PageArena::new(ArenaKind::Heap, 4096, None).unwrap();
-        let frames: Vec<_> = (0..514).map(|_| a.alloc().unwrap()).collect();
-        let data: Vec<u8> = (0..=255u8).cycle().take(5000).collect();
-        a.write_span(&frames[10..12], 3000, &data[..2000]);
-        assert_eq!(a.span(&frames[10..12], 3000, 2000), Some(&data[..2000]));
-        // Inside one frame, and empty, too.
-        assert_eq!(a.span(&frames[10..12], 3000, 1000), Some(&data[..1000]));
-        assert_eq!(a.span(&frames[10..12], 3000, 0), Some(&[][..]));
-        // Not adjacent: reversed, or one 2 MiB chunk's last frame and the next chunk's first.
-        assert_eq!(a.span(&[frames[11], frames[10]], 3000, 2000), None);
-        assert_eq!(a.span(&frames[511..513], 3000, 2000), None);
-        assert!(a.span(&frames[511..513], 3000, 1000).is_some());
-        // Past the frames given.
-        assert_eq!(a.span(&frames[10..12], 7000, 2000), None);
+        // Across a chunk boundary too (512 frames of 4 KiB to a 2 MiB chunk).
+        // (Miri: three frames; interpreting 2 MiB of fills would take minutes.)
+        let n = if cfg!(miri) { 3 } else { 514 };
+        let frames: Vec<_> = (0..n).map(|_| a.alloc().unwrap()).collect();
+        for (k, &f) in frames.iter().enumerate() {
+            a.frame_mut(f).fill(k as u8);
+        }
+        for (k, &f) in frames.iter().enumerate() {
+            assert!(a.frame(f).iter().all(|&b| b == k as u8), "frame {k}");
+        }
+        assert_eq!(a.frame_ptr(frames[1]) as usize - a.frame_ptr(frames[0]) as usize, 4096);
     }
 
     #[test]

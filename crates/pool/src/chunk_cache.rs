@@ -48,11 +48,25 @@ pub(crate) const HUGE_PAGE: usize = 2 << 20;
 const SLACK: usize = if cfg!(miri) { 0 } else { HUGE_PAGE };
 
 /// Memory for frames: `len` bytes at a huge-page boundary inside a larger zeroed allocation.
+///
+/// The allocation is held as a raw pointer (taken from its `Box` once, given back to it on drop)
+/// rather than as the `Box`, so that zsmalloc may keep the addresses of its frames
+/// ([`Chunk::ptr`]) and reach them under its size classes' locks without a reference to the
+/// whole chunk, which would claim all of it (see `zsmalloc::chain`).
 pub(crate) struct Chunk {
-    alloc: Box<[u8]>,
+    /// The whole allocation (`alloc_len` bytes), from `Box::into_raw`.
+    alloc: std::ptr::NonNull<u8>,
+    alloc_len: usize,
     start: usize,
     len: usize,
 }
+
+// SAFETY: a chunk owns its allocation as a `Box<[u8]>` would, and gives access to it only
+// through `&self` (shared bytes) and `&mut self` (exclusive bytes), or through `ptr`, whose
+// users keep to the same rule under their own locks (zsmalloc's `Chain`).
+unsafe impl Send for Chunk {}
+// SAFETY: as above; `&self` methods only read.
+unsafe impl Sync for Chunk {}
 
 impl std::fmt::Debug for Chunk {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -64,23 +78,50 @@ impl Chunk {
     /// A fresh chunk of `len` zero bytes, at a huge-page boundary (any length works).
     fn new(len: usize) -> Self {
         // `calloc` of this size maps fresh zero pages and touches none of them.
-        let alloc = vec![0u8; len + SLACK].into_boxed_slice();
+        let boxed = vec![0u8; len + SLACK].into_boxed_slice();
+        let alloc_len = boxed.len();
+        let alloc = std::ptr::NonNull::from(Box::leak(boxed)).cast::<u8>();
         let addr = alloc.as_ptr() as usize;
         let start = if SLACK == 0 { 0 } else { addr.next_multiple_of(HUGE_PAGE) - addr };
-        Chunk { alloc, start, len }
+        Chunk { alloc, alloc_len, start, len }
+    }
+
+    /// Usable bytes (an inherent method, so that asking makes no reference to the bytes, which
+    /// `Deref` would: zsmalloc's classes write other frames of the chunk meanwhile).
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The address of the chunk's first usable byte. Valid until the chunk is dropped; not a
+    /// reference, so holding it claims nothing.
+    pub(crate) fn ptr(&self) -> *mut u8 {
+        // SAFETY: `start + len <= alloc_len`, so the offset stays inside the allocation.
+        unsafe { self.alloc.as_ptr().add(self.start) }
+    }
+}
+
+impl Drop for Chunk {
+    fn drop(&mut self) {
+        let whole = std::ptr::slice_from_raw_parts_mut(self.alloc.as_ptr(), self.alloc_len);
+        // SAFETY: `alloc` and `alloc_len` are exactly what `Box::leak` gave up in `new`, and
+        // nothing has freed it since; no slice into the chunk outlives it.
+        drop(unsafe { Box::from_raw(whole) });
     }
 }
 
 impl std::ops::Deref for Chunk {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        &self.alloc[self.start..self.start + self.len]
+        // SAFETY: `len` bytes from `ptr()` lie inside the live allocation; the slice borrows
+        // `self`, so it cannot outlive it, and `&self` allows no writes through the chunk.
+        unsafe { std::slice::from_raw_parts(self.ptr(), self.len) }
     }
 }
 
 impl std::ops::DerefMut for Chunk {
     fn deref_mut(&mut self) -> &mut [u8] {
-        &mut self.alloc[self.start..self.start + self.len]
+        // SAFETY: as in `deref`, and `&mut self` makes this the only view through the chunk.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr(), self.len) }
     }
 }
 
@@ -179,19 +220,30 @@ pub(crate) fn prepare(len: usize) {
     give(vec![chunk]);
 }
 
+/// Bytes faulted in per `madvise` call: the call holds the process's `mmap_lock` for reading
+/// while it faults, and a writer thread that needs the lock for writing (glibc growing a thread's
+/// heap with `mprotect`, a large `malloc`'s `mmap`) waits for the whole call; on the VM of
+/// docs/BENCHMARKS.md one call over a 2 MiB chunk held it about a millisecond, and a 64 MiB
+/// write waited that long six to eight times. 64 KiB at a time bounds the wait to a sixteenth.
+const POPULATE_STEP: usize = 64 << 10;
+
 #[cfg(all(target_os = "linux", not(miri)))]
-fn populate(region: &[u8]) {
-    // SAFETY: `madvise` reads and writes no memory of ours: MADV_POPULATE_WRITE (Linux 5.14)
-    // faults the range's pages in as a write would, leaving their contents (zeros, as the
-    // allocation was zeroed) unchanged. The range is one allocation this chunk owns. A failure
-    // (an older kernel) only leaves the faults to the first writes, as before.
-    unsafe {
-        libc::madvise(region.as_ptr().cast_mut().cast(), region.len(), libc::MADV_POPULATE_WRITE);
+fn populate(chunk: &Chunk) {
+    let mut at = 0;
+    while at < chunk.len() {
+        let n = POPULATE_STEP.min(chunk.len() - at);
+        // SAFETY: `madvise` reads and writes no memory of ours: MADV_POPULATE_WRITE (Linux
+        // 5.14) faults the range's pages in as a write would, leaving their contents (zeros,
+        // as the allocation was zeroed) unchanged. The range lies inside the chunk, which this
+        // thread owns. A failure (an older kernel) only leaves the faults to the first writes,
+        // as before.
+        unsafe { libc::madvise(chunk.ptr().add(at).cast(), n, libc::MADV_POPULATE_WRITE) };
+        at += n;
     }
 }
 
 #[cfg(not(all(target_os = "linux", not(miri))))]
-fn populate(_region: &[u8]) {}
+fn populate(_chunk: &Chunk) {}
 
 /// Parks the chunks of a dropped arena, as many as fit under [`MAX_CACHED_BYTES`].
 pub(crate) fn give(chunks: Vec<Chunk>) {

@@ -17,6 +17,7 @@ mod error;
 pub mod handle;
 mod list;
 pub mod registry;
+mod sync;
 pub mod z3fold;
 pub mod zbud;
 pub mod zsmalloc;

@@ -1,7 +1,7 @@
 //! A zmem zram device built from a typed configuration and filled with pages: the one way every
 //! replay, experiment and lab measurement sets up and fills a device.
 
-use zmem_zram::{Features, ObjectSource, Zram, ZramConfig};
+use zmem_zram::{Features, ObjectSource, Zram, ZramConfig, ZramError};
 
 use crate::{Progress, SimError};
 
@@ -76,28 +76,32 @@ pub fn write_pages_with(
 ) -> Result<u64, SimError> {
     const STEP: u64 = 256;
     let mut refused = 0;
-    let mut done = 0;
-    for (k, page) in pages.chunks_exact(ps).enumerate() {
-        let index = first + k as u64;
-        let written = match objects {
-            Some(o) => z.write_page_with(index, page, o),
-            None => z.write_page(index, page),
-        };
-        if let Err(err) = written {
-            match on_refusal {
+    let mut failed = None;
+    // One request per progress step, as a bio of 256 pages (dd's 1 MiB): the device is held
+    // once per request rather than once per page.
+    for (k, batch) in pages.chunks(STEP as usize * ps).enumerate() {
+        let whole = batch.len() / ps * ps;
+        let start = first + (k as u64) * STEP;
+        let mut each = |index: u64, written: Result<(), ZramError>| match written {
+            Ok(()) => true,
+            Err(err) => match on_refusal {
                 OnRefusal::Fail => {
-                    return Err(SimError::ZramWrite { config: config.into(), page: index, err });
+                    failed = Some(SimError::ZramWrite { config: config.into(), page: index, err });
+                    false
                 }
-                OnRefusal::Count => refused += 1,
-            }
+                OnRefusal::Count => {
+                    refused += 1;
+                    true
+                }
+            },
+        };
+        z.write_pages(start, &batch[..whole], objects, &mut each)
+            .map_err(|err| SimError::ZramWrite { config: config.into(), page: start, err })?;
+        if let Some(e) = failed {
+            return Err(e);
         }
-        done += 1;
-        if done == STEP {
-            progress.advance(STEP);
-            done = 0;
-        }
+        progress.advance((whole / ps) as u64);
     }
-    progress.advance(done);
     Ok(refused)
 }
 

@@ -482,13 +482,72 @@ impl Zram {
 
     fn check_io(&self, index: u64, len: usize) -> Result<LiveRef<'_>, ZramError> {
         let live = self.live_or(Errno::EIO)?;
+        self.check_page(&live, index, len)?;
+        Ok(live)
+    }
+
+    /// Whether page `index` is on the disk and `len` is one page.
+    fn check_page(&self, live: &Live, index: u64, len: usize) -> Result<(), ZramError> {
         if index >= live.table.len() as u64 {
             return err(Errno::EIO, format!("page {index} is beyond the disk"));
         }
         if len != self.config.page_size {
             return err(Errno::EINVAL, format!("buffer of {len} bytes is not one page"));
         }
-        Ok(live)
+        Ok(())
+    }
+
+    /// Writes `pages` at page indices `first`, `first + 1`, ... as one request, the way the
+    /// kernel serves a bio of many pages (dd's 1 MiB): the device's state is checked and held
+    /// once for the request, where [`Zram::write_page`] takes it for every page (two atomic
+    /// operations on a line every writer shares). Each page is written exactly as
+    /// `write_page` writes it, taking its object from `objects` where given
+    /// ([`Zram::write_page_with`]); `done` hears each page's result in order and stops the
+    /// request by returning `false`. A short last page is an `EINVAL` for that page. The
+    /// request fails as a whole only on a device that is not initialised. `done` must not call
+    /// back into the device: a `reset` queued meanwhile would wait for the request, and the
+    /// request for it.
+    pub fn write_pages(
+        &self,
+        first: u64,
+        pages: &[u8],
+        objects: Option<&dyn ObjectSource>,
+        done: &mut dyn FnMut(u64, Result<(), ZramError>) -> bool,
+    ) -> Result<(), ZramError> {
+        let live = self.live_or(Errno::EIO)?;
+        for (k, page) in pages.chunks(self.config.page_size).enumerate() {
+            let index = first + k as u64;
+            let r = self.check_page(&live, index, page.len()).and_then(|()| {
+                self.write_page_inner(&live, index as usize, page, objects).inspect_err(|_| {
+                    inc(&self.stats.failed_writes);
+                })
+            });
+            if !done(index, r) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads pages `first`, `first + 1`, ... into `out` as one request, as
+    /// [`Zram::write_pages`] writes them; each page as [`Zram::read_page`] reads it.
+    pub fn read_pages(
+        &self,
+        first: u64,
+        out: &mut [u8],
+        done: &mut dyn FnMut(u64, Result<(), ZramError>) -> bool,
+    ) -> Result<(), ZramError> {
+        let live = self.live_or(Errno::EIO)?;
+        for (k, page) in out.chunks_mut(self.config.page_size).enumerate() {
+            let index = first + k as u64;
+            let r = self
+                .check_page(&live, index, page.len())
+                .and_then(|()| self.read_page_inner(&live, index, page));
+            if !done(index, r) {
+                break;
+            }
+        }
+        Ok(())
     }
 
     /// Writes one page at page index `index`.
@@ -656,9 +715,13 @@ impl Zram {
     /// caller, never `failed_reads`.
     pub fn read_page(&self, index: u64, out: &mut [u8]) -> Result<(), ZramError> {
         let live = self.check_io(index, out.len())?;
+        self.read_page_inner(&live, index, out)
+    }
+
+    fn read_page_inner(&self, live: &Live, index: u64, out: &mut [u8]) -> Result<(), ZramError> {
         let slot = live.table.lock(index as usize);
         let from_backing = slot.test(Flag::Wb);
-        let r = self.read_slot(&live, &slot, out);
+        let r = self.read_slot(live, &slot, out);
         if r.is_ok() || from_backing {
             self.accessed(&slot);
         } else {

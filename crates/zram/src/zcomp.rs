@@ -22,6 +22,7 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
+use crossbeam_utils::CachePadded;
 use zmem_comp::{Compressor, Params};
 
 use crate::errno::{Errno, ZramError};
@@ -52,7 +53,9 @@ pub struct Zcomp {
     /// Bumped (under `current`'s lock) at each change of `current`.
     generation: AtomicU64,
     page_size: usize,
-    slots: Box<[Mutex<Option<Stream>>]>,
+    /// One stream per CPU, each on cache lines of its own: two writers take and release their
+    /// streams' locks on every page, and side by side they would fight over one line.
+    slots: Box<[CachePadded<Mutex<Option<Stream>>>]>,
     overflow: Mutex<Vec<Stream>>,
 }
 
@@ -126,7 +129,7 @@ impl Zcomp {
             current: Mutex::new(Arc::new(params.clone())),
             generation: AtomicU64::new(0),
             page_size,
-            slots: (0..cpus).map(|_| Mutex::new(None)).collect(),
+            slots: (0..cpus).map(|_| CachePadded::new(Mutex::new(None))).collect(),
             overflow: Mutex::new(Vec::new()),
         };
         let first = z.new_stream()?;

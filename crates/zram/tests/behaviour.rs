@@ -554,3 +554,59 @@ fn reset_waits_for_io_in_flight() {
     z.write_page(3, &same_page(7)).unwrap();
     assert_eq!(read(&z, 3), same_page(7));
 }
+
+/// A request of many pages (`write_pages`, `read_pages`) stores and reads exactly what one
+/// request per page does, page by page: the same `mm_stat` and bytes, each page's own error in
+/// order (one past the disk's end, a short last page), `failed_writes` counted as per page, and
+/// `done` returning false ends the request there.
+#[test]
+fn a_request_of_many_pages_is_its_pages_one_by_one() {
+    let pages = mixed_pages(6, 41);
+    let one = device("lzo-rle", 6);
+    for (k, p) in pages.iter().enumerate() {
+        one.write_page(k as u64, p).unwrap();
+    }
+    let many = device("lzo-rle", 6);
+    // Pages 2..=7 of a 6-page disk, the last one short: 2..=5 land, 6 is beyond, 7 is short.
+    let mut buf: Vec<u8> = pages[2..].concat();
+    buf.extend_from_slice(&pages[0]);
+    buf.extend_from_slice(&pages[1][..100]);
+    let mut seen = Vec::new();
+    let mut done = |i, r: Result<(), zmem_zram::ZramError>| {
+        seen.push((i, r.err().map(|e| e.errno)));
+        true
+    };
+    many.write_pages(2, &buf, None, &mut done).unwrap();
+    let want =
+        [(2, None), (3, None), (4, None), (5, None), (6, Some(Errno::EIO)), (7, Some(Errno::EIO))];
+    assert_eq!(seen, want);
+    // And 0..=1, stopping after the first page: page 1 stays unwritten.
+    let mut calls = 0;
+    many.write_pages(0, &pages[..2].concat(), None, &mut |_, r| {
+        r.unwrap();
+        calls += 1;
+        false
+    })
+    .unwrap();
+    assert_eq!(calls, 1);
+    assert_eq!(read(&many, 1), vec![0; PS], "the request stopped before page 1");
+    many.write_page(1, &pages[1]).unwrap();
+    assert_eq!(mm(&many), mm(&one));
+    assert_eq!(many.io_stat().failed_writes, 0, "a page beyond the disk is not a failed write");
+    // Read back as one request: the same bytes, then the page beyond the end fails alone.
+    let mut out = vec![0u8; 7 * PS];
+    let mut errs = Vec::new();
+    many.read_pages(0, &mut out, &mut |i, r| {
+        if let Err(e) = r {
+            errs.push((i, e.errno));
+        }
+        true
+    })
+    .unwrap();
+    assert_eq!(out[..6 * PS], pages.concat()[..]);
+    assert_eq!(errs, [(6, Errno::EIO)]);
+    // An uninitialised device refuses the whole request.
+    let idle = Zram::new(ZramConfig::default()).unwrap();
+    assert_eq!(errno(idle.write_pages(0, &pages[0], None, &mut |_, _| true)), Errno::EIO);
+    assert_eq!(errno(idle.read_pages(0, &mut out[..PS], &mut |_, _| true)), Errno::EIO);
+}

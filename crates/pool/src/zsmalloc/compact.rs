@@ -9,39 +9,19 @@
 //! head, their handle rewritten to the new place, until the destination is full or the source is
 //! empty. The source goes back to the head of its group's list, or is released when empty (its
 //! pages are counted as freed); a full destination goes back to the full list and is dropped.
-//! Each round either releases a zspage or fills one, so the loop ends.
+//! Each round either releases a zspage or fills one, so the loop ends. A class is compacted
+//! under its own lock (the kernel takes `class->lock` per class, and its pool-wide
+//! `migrate_lock`; objects never leave their class, so here the class lock is enough).
 
+use super::size_class::ClassState;
 use super::zspage::{self, RATIO_0, RATIO_10, RATIO_99, RATIO_100, SlotWord};
-use super::{Inner, ObjLoc};
+use super::{ArenaGuard, ObjLoc};
 use crate::handle::Handle;
 
-impl Inner {
-    /// `zs_can_compact`: pages a class could give back.
-    pub(crate) fn can_compact(&self, slot: usize) -> u64 {
-        let k = self.counters[slot];
-        if k.objs_allocated <= k.objs_inuse {
-            return 0;
-        }
-        let c = self.class(slot);
-        (k.objs_allocated - k.objs_inuse) / c.objs_per_zspage as u64 * c.pages_per_zspage as u64
-    }
-
-    /// `zs_compact`: all classes; returns the pages freed by this call.
-    pub(crate) fn compact(&mut self) -> u64 {
-        let mut freed = 0;
-        for slot in (0..self.table.classes().len()).rev() {
-            if self.class(slot).is_huge() {
-                continue; // one object per zspage: nothing to gain
-            }
-            freed += self.compact_class(slot);
-        }
-        self.pages_compacted += freed;
-        freed
-    }
-
-    fn isolate(&mut self, slot: usize, groups: impl Iterator<Item = usize>) -> Option<u32> {
+impl ClassState {
+    fn isolate(&mut self, groups: impl Iterator<Item = usize>) -> Option<u32> {
         for g in groups {
-            if let Some(z) = self.lists.head(Self::list_id(slot, g)) {
+            if let Some(z) = self.lists.head(g) {
                 self.lists.remove(z);
                 return Some(z);
             }
@@ -56,23 +36,25 @@ impl Inner {
         g
     }
 
-    fn compact_class(&mut self, slot: usize) -> u64 {
-        let ppz = self.class(slot).pages_per_zspage as u64;
+    /// `__zs_compact` for this class, under its lock; `arena` is called to give back each
+    /// zspage that empties. Returns the pages freed.
+    pub(crate) fn compact<'a>(&mut self, arena: &dyn Fn() -> ArenaGuard<'a>) -> u64 {
+        let ppz = self.class.pages_per_zspage as u64;
         let mut freed = 0;
         let mut dst: Option<u32> = None;
-        while self.can_compact(slot) > 0 {
+        while self.can_compact() > 0 {
             let d = match dst {
                 Some(d) => d,
-                None => match self.isolate(slot, (RATIO_10..=RATIO_99).rev()) {
+                None => match self.isolate((RATIO_10..=RATIO_99).rev()) {
                     Some(d) => d,
                     None => break,
                 },
             };
             dst = Some(d);
-            let Some(src) = self.isolate(slot, RATIO_10..=RATIO_99) else { break };
+            let Some(src) = self.isolate(RATIO_10..=RATIO_99) else { break };
             self.migrate(src, d);
             if self.putback(src) == RATIO_0 {
-                self.free_zspage(src);
+                self.free_zspage(src, &mut arena());
                 freed += ppz;
             }
             if self.group_of(d) == RATIO_100 {
@@ -88,7 +70,7 @@ impl Inner {
 
     /// `migrate_zspage`: moves allocated objects from `src` to `dst` in ascending slot order.
     fn migrate(&mut self, src: u32, dst: u32) {
-        let c = self.class(usize::from(self.zspage(src).class));
+        let c = self.class;
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.resize(c.size, 0);
         for idx in 0..c.objs_per_zspage as u32 {
@@ -96,11 +78,9 @@ impl Inner {
                 continue;
             };
             let new_idx = self.obj_malloc(dst);
-            let src_frames = &self.zspage(src).frames;
-            self.arena.read_span(src_frames, idx as usize * c.size, &mut scratch);
-            let zs = self.zspages[dst as usize].as_ref().expect("live zspage");
-            self.arena.write_span(&zs.frames, new_idx as usize * c.size, &scratch);
-            // The handle was read from a slot this pool wrote; it is live.
+            self.zspage(src).chain.read(idx as usize * c.size, &mut scratch);
+            self.zspage_mut(dst).chain.write(new_idx as usize * c.size, &scratch);
+            // The handle was read from a slot this class wrote; it is live.
             let _ = self.handles.relocate(Handle(h), ObjLoc { zspage: dst, idx: new_idx });
             self.obj_free(src, idx);
             let (d, s) = (self.zspage(dst), self.zspage(src));

@@ -12,15 +12,15 @@
 //!
 //! Which one is cheaper depends on the machine (copying ~1.7 KB vs two page-table updates and a
 //! TLB flush); `zmem mapbench` measures it, as the seed's zsmapbench did. The mapping is a
-//! closure rather than a guard: the object is only reachable while the pool lock is held, as the
+//! closure rather than a guard: the object is only reachable while its class's lock is held, as the
 //! kernel's mapping is only valid with preemption disabled.
 
 use std::cell::RefCell;
 
 use super::ZsPool;
-use super::class::ZS_HANDLE_SIZE;
+use super::chain::Chain;
 use crate::PoolError;
-use crate::arena::{ArenaKind, FrameId, PageArena, Window};
+use crate::arena::{ArenaKind, Window};
 use crate::handle::Handle;
 
 /// How a straddling object is made contiguous.
@@ -59,8 +59,7 @@ thread_local! {
 }
 
 /// A straddling object as the copy method sees it.
-struct Span<'a> {
-    frames: &'a [FrameId],
+struct Span {
     off: usize,
     slot: usize,
     hdr: usize,
@@ -68,22 +67,22 @@ struct Span<'a> {
     mode: MapMode,
 }
 
-impl Span<'_> {
+impl Span {
     fn copy_map<R>(
         &self,
-        arena: &mut PageArena,
+        chain: &mut Chain,
         buf: &mut Vec<u8>,
         f: impl FnOnce(&mut [u8]) -> R,
     ) -> R {
         if buf.len() < self.slot {
-            buf.resize(arena.page_size(), 0);
+            buf.resize(self.slot, 0);
         }
         if self.mode != MapMode::WriteOnly {
-            arena.read_span(self.frames, self.off, &mut buf[..self.slot]);
+            chain.read(self.off, &mut buf[..self.slot]);
         }
         let r = f(&mut buf[self.hdr..self.hdr + self.size]);
         if self.mode != MapMode::ReadOnly {
-            arena.write_span(self.frames, self.off + self.hdr, &buf[self.hdr..self.slot]);
+            chain.write(self.off + self.hdr, &buf[self.hdr..self.slot]);
         }
         r
     }
@@ -92,14 +91,14 @@ impl Span<'_> {
 impl ZsPool {
     /// Whether the object straddles two frames (so mapping it costs a copy or a window).
     pub fn is_straddling(&self, handle: Handle) -> Result<bool, PoolError> {
-        let g = self.read_lock();
-        let (loc, _) = g.handles.get(handle)?;
-        let c = g.class(usize::from(g.zspage(loc.zspage).class));
-        let in_page = loc.idx as usize * c.size % self.page_size;
-        Ok(in_page + c.size > self.page_size)
+        let c = self.class_read(self.slot_of(handle)?);
+        let (loc, _) = c.handles.get(handle)?;
+        let in_page = loc.idx as usize * c.class.size % self.page_size;
+        Ok(in_page + c.class.size > self.page_size)
     }
 
-    /// Maps the object, runs `f` on its bytes (exactly the requested size), and unmaps it.
+    /// Maps the object, runs `f` on its bytes (exactly the requested size), and unmaps it,
+    /// with the object's class locked.
     pub fn map_object<R>(
         &self,
         handle: Handle,
@@ -108,45 +107,46 @@ impl ZsPool {
         f: impl FnOnce(&mut [u8]) -> R,
     ) -> Result<R, PoolError> {
         let ps = self.page_size;
-        let mut g = self.lock();
-        let inner = &mut *g;
-        let (loc, size) = inner.handles.get(handle)?;
-        let zs = inner.zspages[loc.zspage as usize].as_ref().expect("live zspage");
-        let c = inner.table.classes()[usize::from(zs.class)];
-        let hdr = if c.is_huge() { 0 } else { ZS_HANDLE_SIZE };
-        let off = loc.idx as usize * c.size;
+        let mut c = self.class(self.slot_of(handle)?);
+        let (loc, size) = c.handles.get(handle)?;
+        let (slot, hdr) = (c.class.size, c.header());
+        let off = loc.idx as usize * slot;
         let (page, in_page) = (off / ps, off % ps);
-        if in_page + c.size <= ps {
-            let frame = inner.arena.frame_mut(zs.frames[page]);
-            return Ok(f(&mut frame[in_page + hdr..in_page + hdr + size]));
+        let chain = &mut c.zspage_mut(loc.zspage).chain;
+        if in_page + slot <= ps {
+            let bytes = chain.span_mut(off + hdr, size).expect("inside one frame");
+            return Ok(f(bytes));
         }
         match method {
             MapMethod::Copy => {
-                let span = Span { frames: &zs.frames, off, slot: c.size, hdr, size, mode };
-                let arena = &mut inner.arena;
+                let span = Span { off, slot, hdr, size, mode };
                 let mut f = Some(f);
                 // A nested mapping on the same thread (another pool, inside `f`) finds the
                 // buffer borrowed and falls back to a temporary one.
                 let shared = VM_BUF.try_with(|b| {
                     let mut buf = b.try_borrow_mut().ok()?;
-                    Some(span.copy_map(arena, &mut buf, f.take()?))
+                    Some(span.copy_map(chain, &mut buf, f.take()?))
                 });
                 match (shared, f.take()) {
                     (Ok(Some(r)), _) => Ok(r),
-                    (_, Some(f)) => Ok(span.copy_map(arena, &mut Vec::new(), f)),
+                    (_, Some(f)) => Ok(span.copy_map(chain, &mut Vec::new(), f)),
                     (_, None) => Err(PoolError::Unsupported("copy buffer unavailable")),
                 }
             }
             MapMethod::Window => {
-                if inner.arena.kind() != ArenaKind::Memfd {
+                // Lock order: class, window, arena. The chain stays borrowed mutably while
+                // the window shows its frames, so nothing else reaches their bytes.
+                let mut window = self.window.lock().unwrap_or_else(|e| e.into_inner());
+                let mut arena = self.arena();
+                if arena.kind() != ArenaKind::Memfd {
                     return Err(PoolError::Unsupported("the mapped window needs a memfd arena"));
                 }
-                if inner.window.is_none() {
-                    inner.window = Some(Window::new(ps)?);
+                if window.is_none() {
+                    *window = Some(Window::new(ps)?);
                 }
-                let window = inner.window.as_mut().expect("just created");
-                let (first, second) = (zs.frames[page], zs.frames[page + 1]);
-                let mut pair = inner.arena.map_pair(window, first, second)?;
+                let window = window.as_mut().expect("just created");
+                let (first, second) = (chain.ids()[page], chain.ids()[page + 1]);
+                let mut pair = arena.map_pair(window, first, second)?;
                 let view = pair.bytes();
                 Ok(f(&mut view[in_page + hdr..in_page + hdr + size]))
             }

@@ -12,7 +12,7 @@
 //! Fullness groups follow the kernel's `ZS_INUSE_RATIO_*`: group 0 is empty, group 11 is full,
 //! otherwise `floor(floor(100 * inuse / objs) / 10) + 1` (1 = under 10 % used ... 10 = 90-99 %).
 
-use crate::arena::FrameId;
+use super::chain::Chain;
 
 /// Number of fullness groups (`NR_FULLNESS_GROUPS`).
 pub const NR_FULLNESS_GROUPS: usize = 12;
@@ -43,19 +43,17 @@ pub fn fullness_group(inuse: usize, objs_per_zspage: usize) -> usize {
     }
 }
 
-/// One zspage.
+/// One zspage (its class is the one whose state holds it).
 #[derive(Debug)]
-pub struct ZsPage {
-    /// Position of its class in the class table.
-    pub class: u16,
+pub(crate) struct ZsPage {
     /// Group it was last filed under.
     pub fullness: u8,
     /// Allocated objects.
     pub inuse: u32,
     /// Head of the free list (`NO_FREE` when full).
     pub freeobj: u32,
-    /// The chain's frames, in order.
-    pub frames: Box<[FrameId]>,
+    /// The chain's frames, and the bytes in them.
+    pub chain: Chain,
 }
 
 /// Decoded first word of a slot.
