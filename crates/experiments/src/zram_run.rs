@@ -70,11 +70,12 @@ fn fault_in(pages: &[u8], ps: usize) -> u8 {
     pages.iter().step_by(ps).fold(0u8, |acc, &b| acc ^ std::hint::black_box(b))
 }
 
-/// Runs `work(k)` on `threads` threads that start at once: the caller's thread is worker 0, the
-/// others are spawned first and spin (yielding) until every one of them is running, and only
-/// then is the clock started. A thread that was asleep would otherwise start late by the time
-/// its CPU takes to wake (on the VM of docs/BENCHMARKS.md, up to milliseconds, as long as a
-/// whole 64 MiB read), and the one already running would take most of the batches alone.
+/// Runs `work(k)` on `threads` threads that start at once: they are spawned first and spin
+/// (yielding) until every one of them is running, and only then is the clock started. A thread
+/// that was asleep would otherwise start late by the time its CPU takes to wake (on the VM of
+/// docs/BENCHMARKS.md up to milliseconds, as long as a whole 64 MiB read), and the one already
+/// running would take most of the batches alone. The caller's thread only starts and joins
+/// them: as a worker itself (tried), its reads were 2 % slower than a fresh thread's.
 /// Returns each worker's result and the wall time from the start until the last one finished;
 /// a worker that panicked gives `None`.
 fn together<T: Send>(threads: usize, work: impl Fn(usize) -> T + Sync) -> (Vec<Option<T>>, f64) {
@@ -82,7 +83,7 @@ fn together<T: Send>(threads: usize, work: impl Fn(usize) -> T + Sync) -> (Vec<O
     let go = AtomicBool::new(false);
     std::thread::scope(|s| {
         let (ready, go, work) = (&ready, &go, &work);
-        let helpers: Vec<_> = (1..threads)
+        let helpers: Vec<_> = (0..threads)
             .map(|k| {
                 s.spawn(move || {
                     ready.fetch_add(1, Ordering::AcqRel);
@@ -93,14 +94,12 @@ fn together<T: Send>(threads: usize, work: impl Fn(usize) -> T + Sync) -> (Vec<O
                 })
             })
             .collect();
-        while ready.load(Ordering::Acquire) < threads - 1 {
+        while ready.load(Ordering::Acquire) < threads {
             std::thread::yield_now();
         }
         let start = Instant::now();
         go.store(true, Ordering::Release);
-        let mine = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(0))).ok();
-        let mut all = vec![mine];
-        all.extend(helpers.into_iter().map(|h| h.join().ok()));
+        let all: Vec<_> = helpers.into_iter().map(|h| h.join().ok()).collect();
         (all, start.elapsed().as_secs_f64())
     })
 }

@@ -26,22 +26,27 @@
 //! ones of the same class, as `zs_compact` does, and counts the pages it frees.
 //!
 //! **Locking, as the kernel's.** Each size class has its own lock (`size_class->lock`), which
-//! covers its fullness lists, counters, zspages, handles and the bytes of its objects
-//! ([`chain`]): allocation, free, object reads and writes, and compaction of one class take that
+//! covers its fullness lists, counters, zspages, the handle entries of its objects (in one
+//! table for the pool, in allocation order, as the kernel's handle slab: `handles`) and the
+//! bytes of its objects ([`chain`]): allocation, free, object reads and writes, and compaction of one class take that
 //! lock alone, so writers of different classes never wait for each other. Object reads take it
 //! shared, so readers never wait for readers. The arena is shared by every class behind a mutex
 //! taken only to allocate or free a zspage's frames (class lock first, then the arena's); its
 //! frame count is published in an atomic, the kernel's `pages_allocated`. The kernel also has a
 //! pool-wide `migrate_lock`, because page migration and compaction move objects between zspages
-//! while `zs_map_object` looks a handle up; here an object never leaves its class and the
-//! class's handle table says where it is, so the class lock serves both ends.
+//! while `zs_map_object` looks a handle up; here an object never leaves its class, a handle
+//! names its class, and the class's lock covers its entries, so the class lock serves both
+//! ends.
 
 pub(crate) mod chain;
 pub mod class;
 pub mod compact;
+mod handles;
 pub mod map;
 mod size_class;
 pub mod zspage;
+
+use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
 
@@ -52,6 +57,7 @@ use crate::sync::{
 };
 use crate::{ClassStat, PoolConfig, PoolError, ZPool};
 use class::ClassTable;
+use handles::HandleSlab;
 use size_class::ClassState;
 
 pub use map::{MapMethod, MapMode};
@@ -118,6 +124,8 @@ pub struct ZsPool {
     prepare_ahead: u64,
     /// One lock per class slot (merged size indices share their class's).
     classes: Box<[CachePadded<RwLock<ClassState>>]>,
+    /// Every class's handle entries, in allocation order (`handles`).
+    slab: Arc<HandleSlab>,
     published: CachePadded<Published>,
     arena: CachePadded<Mutex<PageArena>>,
     /// The side-by-side window of [`map`] (memfd arena), made on first use.
@@ -147,6 +155,7 @@ impl ZsPool {
     pub fn new(config: &PoolConfig) -> Result<Self, PoolError> {
         let table = ClassTable::new(config.page_size, config.chain_size)?;
         let arena = PageArena::new(config.arena, config.page_size, config.max_pages)?;
+        let slab = Arc::new(HandleSlab::default());
         let classes = table
             .classes()
             .iter()
@@ -154,7 +163,7 @@ impl ZsPool {
             .map(|(slot, &c)| {
                 // The class table has at most 2^CLASS_BITS slots, so a slot fits a handle's tag.
                 let tag = u8::try_from(slot).expect("class slots fit a handle tag");
-                CachePadded::new(RwLock::new(ClassState::new(c, tag)))
+                CachePadded::new(RwLock::new(ClassState::new(c, tag, slab.clone())))
             })
             .collect();
         // The first chunk too is asked for ahead, now: the kernel's pool starts on pages the
@@ -175,6 +184,7 @@ impl ZsPool {
             prepared: AtomicU64::new(u64::from(heap)),
             prepare_ahead: PageArena::frames_per_heap_chunk(config.page_size) / 2,
             classes,
+            slab,
             arena: CachePadded::new(Mutex::new(arena)),
             window: Mutex::new(None),
             pages_compacted: AtomicU64::new(0),
@@ -420,6 +430,7 @@ impl ZPool for ZsPool {
             (0..self.classes.len()).map(|slot| self.class_read(slot).metadata_bytes()).sum();
         classes
             + self.classes.len() * std::mem::size_of::<CachePadded<RwLock<ClassState>>>()
+            + self.slab.metadata_bytes()
             + self.arena().metadata_bytes()
     }
 }

@@ -1,5 +1,6 @@
 //! One size class's live state, behind its own lock: the kernel's `struct size_class` (its
-//! `lock`, its twelve `fullness_list`s and its stats), plus the zspages and handles of the class.
+//! `lock`, its twelve `fullness_list`s and its stats), plus the zspages of the class and its
+//! view of the pool's handle table.
 //!
 //! Everything an allocation, a free, an object access or a compaction of one class touches is
 //! here, so those run under this class's lock alone; the arena, shared by all classes, is locked
@@ -10,10 +11,11 @@
 use super::ObjLoc;
 use super::chain::Chain;
 use super::class::{SizeClass, ZS_HANDLE_SIZE};
+use super::handles::{ClassHandles, HandleSlab};
 use super::zspage::{self, NO_FREE, NR_FULLNESS_GROUPS, SlotWord, ZsPage, fullness_group};
 use crate::PoolError;
 use crate::arena::PageArena;
-use crate::handle::{Handle, HandleTable};
+use crate::handle::Handle;
 use crate::list::Lists;
 
 /// Per-class counters (`ZS_OBJS_ALLOCATED`, `ZS_OBJS_INUSE`, zspages).
@@ -34,21 +36,22 @@ pub(crate) struct ClassState {
     /// The twelve fullness lists (`ZS_INUSE_RATIO_0` ... `_100`).
     pub lists: Lists,
     pub counters: ClassCounters,
-    pub handles: HandleTable<ObjLoc>,
+    pub handles: ClassHandles,
     /// Compaction's copy buffer, kept between runs.
     pub scratch: Vec<u8>,
 }
 
 impl ClassState {
-    /// An empty class; its handles carry `slot` (its position in the class table).
-    pub(crate) fn new(class: SizeClass, slot: u8) -> Self {
+    /// An empty class; its handles carry `slot` (its position in the class table) and live in
+    /// the pool's `slab`.
+    pub(crate) fn new(class: SizeClass, slot: u8, slab: std::sync::Arc<HandleSlab>) -> Self {
         Self {
             class,
             zspages: Vec::new(),
             free_ids: Vec::new(),
             lists: Lists::new(NR_FULLNESS_GROUPS),
             counters: ClassCounters::default(),
-            handles: HandleTable::tagged(slot),
+            handles: ClassHandles::new(slab, slot),
             scratch: Vec::new(),
         }
     }
@@ -165,7 +168,7 @@ impl ClassState {
     pub(crate) fn malloc<'a>(
         &mut self,
         size: usize,
-        arena: impl FnOnce() -> super::ArenaGuard<'a>,
+        arena: impl Fn() -> super::ArenaGuard<'a>,
     ) -> Result<Handle, PoolError> {
         let (z, new) = match self.find_get_zspage() {
             Some(z) => (z, false),
@@ -176,7 +179,17 @@ impl ClassState {
             }
         };
         let idx = self.obj_malloc(z);
-        let h = self.handles.insert(ObjLoc { zspage: z, idx }, size);
+        let h = match self.handles.insert(ObjLoc { zspage: z, idx }, size) {
+            Ok(h) => h,
+            Err(e) => {
+                // Out of handle indices: give the slot back as it was.
+                self.obj_free(z, idx);
+                if new {
+                    self.free_zspage(z, &mut arena());
+                }
+                return Err(e);
+            }
+        };
         if !self.class.is_huge() {
             self.write_word(z, idx, zspage::encode_allocated(h.0));
         }
@@ -194,7 +207,7 @@ impl ClassState {
     pub(crate) fn free<'a>(
         &mut self,
         h: Handle,
-        arena: impl FnOnce() -> super::ArenaGuard<'a>,
+        arena: impl Fn() -> super::ArenaGuard<'a>,
     ) -> Result<(), PoolError> {
         let (loc, _) = self.handles.remove(h)?;
         self.obj_free(loc.zspage, loc.idx);
