@@ -361,7 +361,7 @@ impl Drop for MemfdFrames {
 
 /// A reserved 2-page virtual window into which two frames of a memfd arena are mapped side by
 /// side (the per-CPU `vm_struct` of zsmalloc's page-table method). Each pool keeps one; the
-/// pool's lock makes it single-user, as disabled preemption did per CPU.
+/// pool's window mutex makes it single-user, as disabled preemption did per CPU.
 #[derive(Debug)]
 pub struct Window {
     addr: *mut u8,

@@ -21,10 +21,10 @@
 //! to the OS as before.
 //!
 //! **Faulting ahead, off the writer's path.** A fresh chunk's memory is faulted in (and zeroed
-//! by the kernel, page by page) on its first write, and that write is an object
-//! copy made under the pool's write lock: the writer paid the zeroing inside its write, and
-//! every other writer waited for it. The kernel's zsmalloc takes pages that are already mapped
-//! and are not zeroed. So a pool that will soon need a fresh chunk asks for one with
+//! by the kernel, page by page) on its first write, and that write is an object copy made
+//! under a class lock: the writer paid the zeroing inside its write, and every other writer of
+//! the class waited for it. The kernel's zsmalloc takes pages that are already mapped and are
+//! not zeroed. So a pool that will soon need a fresh chunk asks for one with
 //! [`prepare_in_background`]: a helper thread (one per process, started on the first request)
 //! makes the chunk, faults all its pages in and parks it here, where the arena takes it; a
 //! chunk not ready in time is faulted in by its first writes, as before.

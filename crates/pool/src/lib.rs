@@ -101,7 +101,7 @@ pub trait ZPool: Send + Sync + std::fmt::Debug {
     /// Runs `f` on the object's bytes, in place where the pool can hand them out without a
     /// copy (zsmalloc's `zs_obj_read_begin`: an object inside one page, or across two pages
     /// that lie side by side in the arena), else copied into
-    /// `scratch` first (at least the object's size). `f` may run under the pool's lock, held
+    /// `scratch` first (at least the object's size). `f` may run under a lock of the pool, held
     /// for reading, so it must not call back into the pool. The default copies, as `read`.
     fn read_with(
         &self,

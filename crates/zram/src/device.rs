@@ -254,9 +254,10 @@ impl Drop for ClaimGuard<'_> {
 
 /// The live state, read-locked for one operation on it. `reset` and `disksize` wait for the
 /// operations in flight (in the kernel both take `init_lock` for writing), so no page I/O (or
-/// writeback, or recompression) finishes on a reset device and counts in its fresh stats. For page I/O it
-/// is also cheaper: holding the read lock is two atomic operations where cloning the `Arc` out
-/// of it is four. No code holding a `LiveRef` takes the lock again (a second read could wait
+/// writeback, or recompression) finishes on a reset device and counts in its fresh stats. For
+/// page I/O it is also cheaper: holding the read lock is two atomic operations where cloning
+/// the `Arc` out of it is four, and a request of many pages (`write_pages`, `read_pages`)
+/// takes it once. No code holding a `LiveRef` takes the lock again (a second read could wait
 /// behind a queued `reset` and deadlock).
 pub(crate) struct LiveRef<'a>(RwLockReadGuard<'a, Option<Arc<Live>>>);
 

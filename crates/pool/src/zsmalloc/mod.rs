@@ -28,9 +28,9 @@
 //! **Locking, as the kernel's.** Each size class has its own lock (`size_class->lock`), which
 //! covers its fullness lists, counters, zspages, the handle entries of its objects (in one
 //! table for the pool, in allocation order, as the kernel's handle slab: `handles`) and the
-//! bytes of its objects ([`chain`]): allocation, free, object reads and writes, and compaction of one class take that
-//! lock alone, so writers of different classes never wait for each other. Object reads take it
-//! shared, so readers never wait for readers. The arena is shared by every class behind a mutex
+//! bytes of its objects ([`chain`]): allocation, free, object reads and writes, and compaction
+//! of one class take that lock alone, so writers of different classes never wait for each
+//! other. Object reads take it shared, so readers never wait for readers. The arena is shared by every class behind a mutex
 //! taken only to allocate or free a zspage's frames (class lock first, then the arena's); its
 //! frame count is published in an atomic, the kernel's `pages_allocated`. The kernel also has a
 //! pool-wide `migrate_lock`, because page migration and compaction move objects between zspages
