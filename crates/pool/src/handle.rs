@@ -3,13 +3,11 @@
 //! The kernel's zsmalloc allocates each handle as a separate word (kmem_cache `"zs_handle"`) that
 //! holds the object's current location, so compaction can move the object and rewrite the word
 //! while the user's handle stays valid; z3fold does the same with its per-page `slots`. Here all
-//! three allocators share one table: a handle is `(generation << 40) | (tag << 32) | index`, the
-//! entry at `index` holds the location and the requested size, and the generation is bumped on
-//! free so a stale or forged handle is detected instead of aliasing a new object (until a
-//! generation wraps after 2^23 reuses of one entry). The tag names the table among a pool's
-//! tables: zsmalloc keeps one table per size class (so that two classes never share a lock) and
-//! finds an object's class from its handle; zbud and z3fold have one table, tag 0. Handle 0 is
-//! never issued (the kernel's "allocation failed" value), and every handle is below 2^63.
+//! three allocators share one table: a handle is `(generation << 32) | index`, the entry at
+//! `index` holds the location and the requested size, and the generation is bumped on free so a
+//! stale or forged handle is detected instead of aliasing a new object (until a generation wraps
+//! after 2^31 reuses of one entry). Handle 0 is never issued (the kernel's "allocation failed"
+//! value), and every handle is below 2^63.
 
 use crate::PoolError;
 
@@ -31,45 +29,21 @@ struct Entry<L> {
 
 const NIL: u32 = u32::MAX;
 
-/// Bits of a handle's generation (above the tag).
-const GENERATION_BITS: u32 = 23;
-const GENERATION_SHIFT: u32 = 40;
-const TAG_SHIFT: u32 = 32;
-
-/// Handle → (location, size) for every live object of one pool (or one size class).
+/// Handle → (location, size) for every live object of one pool.
 #[derive(Debug)]
 pub struct HandleTable<L> {
     entries: Vec<Entry<L>>,
     free_head: u32,
     live: usize,
-    tag: u8,
 }
 
 impl<L: Copy> Default for HandleTable<L> {
     fn default() -> Self {
-        Self::tagged(0)
+        Self { entries: Vec::new(), free_head: NIL, live: 0 }
     }
-}
-
-/// The tag of the table that issued `h` (see the module's text).
-pub fn tag_of(h: Handle) -> u8 {
-    (h.0 >> TAG_SHIFT) as u8
 }
 
 impl<L: Copy> HandleTable<L> {
-    /// An empty table whose handles carry `tag`.
-    pub fn tagged(tag: u8) -> Self {
-        Self { entries: Vec::new(), free_head: NIL, live: 0, tag }
-    }
-
-    fn handle(&self, generation: u32, index: u32) -> Handle {
-        Handle(
-            (u64::from(generation) << GENERATION_SHIFT)
-                | (u64::from(self.tag) << TAG_SHIFT)
-                | u64::from(index),
-        )
-    }
-
     /// Issues a handle for an object of `size` bytes at `loc`.
     pub fn insert(&mut self, loc: L, size: usize) -> Handle {
         let size = size as u32;
@@ -81,18 +55,17 @@ impl<L: Copy> HandleTable<L> {
                 self.free_head = next;
             }
             e.slot = Slot::Live { loc, size };
-            let generation = e.generation;
-            return self.handle(generation, index);
+            return Handle((u64::from(e.generation) << 32) | u64::from(index));
         }
         let index = self.entries.len() as u32;
         self.entries.push(Entry { generation: 1, slot: Slot::Live { loc, size } });
-        self.handle(1, index)
+        Handle((1u64 << 32) | u64::from(index))
     }
 
     fn entry(&self, h: Handle) -> Option<(usize, &Entry<L>)> {
         let index = (h.0 & 0xffff_ffff) as usize;
         let e = self.entries.get(index)?;
-        (self.handle(e.generation, index as u32) == h && matches!(e.slot, Slot::Live { .. }))
+        (u64::from(e.generation) == h.0 >> 32 && matches!(e.slot, Slot::Live { .. }))
             .then_some((index, e))
     }
 
@@ -118,9 +91,9 @@ impl<L: Copy> HandleTable<L> {
         let got = self.get(h)?;
         let index = (h.0 & 0xffff_ffff) as usize;
         let e = &mut self.entries[index];
-        // Generations stay in 23 bits (a handle must fit zsmalloc's 63-bit slot header) and
+        // Generations stay in 31 bits (a handle must fit zsmalloc's 63-bit slot header) and
         // skip 0, so that no issued handle is ever 0.
-        e.generation = ((e.generation + 1) & ((1 << GENERATION_BITS) - 1)).max(1);
+        e.generation = ((e.generation + 1) & 0x7fff_ffff).max(1);
         e.slot = Slot::Free { next: self.free_head };
         self.free_head = index as u32;
         self.live -= 1;
@@ -131,7 +104,7 @@ impl<L: Copy> HandleTable<L> {
     pub fn iter(&self) -> impl Iterator<Item = (Handle, L, usize)> + '_ {
         self.entries.iter().enumerate().filter_map(|(i, e)| match e.slot {
             Slot::Live { loc, size } => {
-                Some((self.handle(e.generation, i as u32), loc, size as usize))
+                Some((Handle((u64::from(e.generation) << 32) | i as u64), loc, size as usize))
             }
             Slot::Free { .. } => None,
         })
@@ -180,26 +153,5 @@ mod tests {
         t.relocate(b, 11).unwrap();
         assert_eq!(t.get(b), Ok((11, 5)));
         assert_eq!(t.len(), 1);
-    }
-
-    #[test]
-    fn a_tagged_table_refuses_another_tables_handles() {
-        let (mut a, mut b) = (HandleTable::<u32>::tagged(3), HandleTable::<u32>::tagged(200));
-        let (ha, hb) = (a.insert(1, 10), b.insert(2, 20));
-        assert_eq!((tag_of(ha), tag_of(hb)), (3, 200));
-        assert_eq!(ha.0 & 0xffff_ffff, hb.0 & 0xffff_ffff, "same index in both tables");
-        assert!(a.get(hb).is_err() && b.get(ha).is_err());
-        assert_eq!(a.get(ha), Ok((1, 10)));
-        assert!(ha.0 < 1 << 63 && hb.0 < 1 << 63);
-        // The generation wraps within its bits and never makes handle 0 or leaves the tag.
-        let mut t = HandleTable::<u32>::tagged(255);
-        let mut h = t.insert(0, 1);
-        // (Miri: a few rounds only; interpreting 2^23 would take hours.)
-        let rounds = if cfg!(miri) { 3 } else { (1 << GENERATION_BITS) + 2 };
-        for _ in 0..rounds {
-            t.remove(h).unwrap();
-            h = t.insert(0, 1);
-            assert!(h.0 != 0 && h.0 < 1 << 63 && tag_of(h) == 255);
-        }
     }
 }

@@ -1,8 +1,10 @@
 //! zsmalloc's handles: one table for the whole pool, in allocation order, as the kernel's
 //! `zs_handle` slab cache, while each entry belongs to the class of its object.
 //!
-//! A handle is `(generation << 40) | (class slot << 32) | index` (as [`crate::handle`]'s tagged
-//! handles), and entry `index` holds the object's location and size. The table is shared by
+//! A handle is `(generation << 40) | (class slot << 32) | index` ([`tag_of`] gives the slot),
+//! and entry `index` holds the object's location and size; generations wrap after 2^23 reuses
+//! of an entry, skipping 0, so that no handle is 0 and every handle fits the 63 bits of
+//! zsmalloc's slot header. The table is shared by
 //! every class so that objects written one after another have their entries side by side: a
 //! device read back in the order it was written then walks the table from start to end, where a
 //! table per class (tried first) had each page's entry in another class's table and missed the
@@ -49,6 +51,11 @@ impl Entry {
 
 fn state(generation: u32, tag: u8) -> u64 {
     (u64::from(generation) << 9) | (u64::from(tag) << 1) | 1
+}
+
+/// The class slot a handle names.
+pub(crate) fn tag_of(h: Handle) -> u8 {
+    (h.0 >> TAG_SHIFT) as u8
 }
 
 fn handle(generation: u32, tag: u8, index: u32) -> Handle {
@@ -159,7 +166,7 @@ impl ClassHandles {
     /// The live entry `h` names, if `h` is a live handle of this class.
     fn live_entry(&self, h: Handle) -> Result<&Entry, PoolError> {
         let bad = PoolError::BadHandle(h.0);
-        if (h.0 >> TAG_SHIFT) as u8 != self.tag {
+        if tag_of(h) != self.tag {
             return Err(bad);
         }
         let Some(e) = self.slab.entry(h.0 & 0xffff_ffff) else { return Err(bad) };

@@ -51,13 +51,13 @@ use std::sync::Arc;
 use crossbeam_utils::CachePadded;
 
 use crate::arena::{ArenaKind, PageArena, Window};
-use crate::handle::{Handle, tag_of};
+use crate::handle::Handle;
 use crate::sync::{
     AtomicBool, AtomicU64, Mutex, MutexGuard, Ordering, RwLock, RwLockReadGuard, RwLockWriteGuard,
 };
 use crate::{ClassStat, PoolConfig, PoolError, ZPool};
 use class::ClassTable;
-use handles::HandleSlab;
+use handles::{HandleSlab, tag_of};
 use size_class::ClassState;
 
 pub use map::{MapMethod, MapMode};

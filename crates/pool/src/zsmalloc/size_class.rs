@@ -5,8 +5,7 @@
 //! Everything an allocation, a free, an object access or a compaction of one class touches is
 //! here, so those run under this class's lock alone; the arena, shared by all classes, is locked
 //! only to take or give back a zspage's frames (lock order: class, then arena). Handles carry
-//! the class's slot in their tag ([`crate::handle`]), so a free or a read finds its class without
-//! a pool-wide table.
+//! the class's slot (`handles`), so a free or a read finds its class's lock at once.
 
 use super::ObjLoc;
 use super::chain::Chain;
