@@ -78,49 +78,45 @@ impl Chain {
         assert!(offset + len <= self.ids.len() * self.page_size, "span past the zspage's end");
     }
 
+    /// Bytes `offset..offset + len` of the chain as pieces that each lie in one frame: the
+    /// address of the piece's first byte, its position in the range, and its length. Panics
+    /// if the range leaves the chain.
+    fn pieces(&self, offset: usize, len: usize) -> impl Iterator<Item = (*mut u8, usize, usize)> {
+        self.check(offset, len);
+        let ps = self.page_size;
+        let mut done = 0;
+        std::iter::from_fn(move || {
+            (done < len).then(|| {
+                let pos = offset + done;
+                let (page, in_page) = (pos / ps, pos % ps);
+                let n = (ps - in_page).min(len - done);
+                // SAFETY: `in_page < ps`: the address lies inside frame `page` of the chain
+                // (the range was checked above).
+                let at = unsafe { self.ptrs[page].0.add(in_page) };
+                let piece = (at, done, n);
+                done += n;
+                piece
+            })
+        })
+    }
+
     /// Copies `out.len()` bytes from byte `offset` of the chain (an object may straddle two
     /// frames: the kernel's copy-in on map).
     pub(crate) fn read(&self, offset: usize, out: &mut [u8]) {
-        self.check(offset, out.len());
-        let ps = self.page_size;
-        let mut done = 0;
-        while done < out.len() {
-            let pos = offset + done;
-            let (page, in_page) = (pos / ps, pos % ps);
-            let n = (ps - in_page).min(out.len() - done);
-            // SAFETY: `in_page + n <= ps`: the bytes lie in one frame this chain owns (range
-            // checked above); `&self` means no writer exists (module text); `out` is ours and
-            // cannot overlap a frame, which no Rust reference outside the chain points into.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    self.ptrs[page].0.add(in_page),
-                    out.as_mut_ptr().add(done),
-                    n,
-                );
-            }
-            done += n;
+        for (at, done, n) in self.pieces(offset, out.len()) {
+            // SAFETY: the piece's `n` bytes lie in one frame this chain owns (`pieces`);
+            // `&self` means no writer exists (module text); `out` is ours and cannot overlap a
+            // frame, which no Rust reference outside the chain points into.
+            unsafe { std::ptr::copy_nonoverlapping(at, out.as_mut_ptr().add(done), n) };
         }
     }
 
     /// Writes `data` at byte `offset` of the chain (copy-out on unmap, `zs_obj_write`).
     pub(crate) fn write(&mut self, offset: usize, data: &[u8]) {
-        self.check(offset, data.len());
-        let ps = self.page_size;
-        let mut done = 0;
-        while done < data.len() {
-            let pos = offset + done;
-            let (page, in_page) = (pos / ps, pos % ps);
-            let n = (ps - in_page).min(data.len() - done);
+        for (at, done, n) in self.pieces(offset, data.len()) {
             // SAFETY: as in `read`, and `&mut self` makes this the only access to the frame's
             // bytes; `data` cannot overlap a frame for the same reason `out` cannot there.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    data.as_ptr().add(done),
-                    self.ptrs[page].0.add(in_page),
-                    n,
-                );
-            }
-            done += n;
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr().add(done), at, n) };
         }
     }
 

@@ -213,7 +213,7 @@ impl ClassHandles {
     /// next handle for it gets the one after) and goes on this class's free list.
     pub(crate) fn remove(&mut self, h: Handle) -> Result<(ObjLoc, usize), PoolError> {
         let got = self.get(h)?;
-        let e = self.live_entry(h)?;
+        let e = self.slab.entry(h.0 & 0xffff_ffff).expect("`get` found the entry");
         e.state.fetch_and(!1, Ordering::Relaxed);
         self.free.push((h.0 & 0xffff_ffff) as u32);
         self.live -= 1;
