@@ -116,11 +116,6 @@ pub fn allocators(
     Ok(rows)
 }
 
-/// The study compares the allocators' own packing, one pool each: zswap's 32 pools
-/// (`ZswapConfig::nr_zpools`) would add a partly filled zspage (or page) per pool and class to
-/// every allocator, which on a study's few thousand pages is more than the packing differs.
-const STUDY_ZPOOLS: usize = 1;
-
 fn with_trace(
     pages: &[u8],
     trace: &[Access],
@@ -138,7 +133,6 @@ fn with_trace(
         max_pool_percent: cfg.max_pool_percent,
         incompressible: cfg.incompressible,
         swap_dir: cfg.swap_dir.clone(),
-        zswap_zpools: STUDY_ZPOOLS,
         ..ReplayConfig::default()
     };
     let r = replay::run(pages, trace, &rc, progress)?;
@@ -174,7 +168,6 @@ fn store_then_load(
         max_pool_percent: 100,
         incompressible: cfg.incompressible,
         swap_dir: cfg.swap_dir.clone(),
-        zswap_zpools: STUDY_ZPOOLS,
         ..ReplayConfig::default()
     };
     let swap = SwapLayer::with_zswap(replay::build_zswap(&rc, n as u64)?);

@@ -53,8 +53,6 @@ pub(super) fn swap_row(
         algo: zmem_zram::DEFAULT_ALGORITHM.into(),
         page_size: ps,
         device: device.clone(),
-        // A scaled-down machine: one allocator pool (`ZswapConfig::nr_zpools`).
-        zswap_zpools: 1,
         ..ReplayConfig::default()
     };
     swap_row_with(pages, ps, accesses, &cfg, progress)

@@ -159,8 +159,8 @@ fn with_writeback_disabled_rejected_pages_stay_in_ram() {
     const POOL_PCT: u32 = 1600;
     // A few noise pages: 6.18 rejects them whenever writeback is off (-EINVAL), so they stay
     // in RAM; too many of them at once would be an OOM (the next test). The pool (1600 % of
-    // RAM: zswap's 32 allocator pools each start zspages of their own, up to 8 pages per size
-    // class, for a few pages each) holds everything else.
+    // RAM: a partly filled zspage of up to 8 pages per size class, for a few pages each, is a
+    // large share of 64 pages) holds everything else.
     let p: Vec<u8> = pages(250, 12)
         .chunks(PS)
         .enumerate()

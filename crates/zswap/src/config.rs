@@ -29,11 +29,6 @@ pub struct ZswapConfig {
     pub zpool: String,
     /// zsmalloc chain size.
     pub chain_size: usize,
-    /// Allocator pools per zswap pool: 6.18's `ZSWAP_NR_ZPOOLS` ([`crate::NR_ZPOOLS`], the
-    /// default). Each keeps its own partly filled zspages; a scaled-down model of a machine
-    /// (the lab's replays of a sample) takes 1, since at the machine's scale those partial
-    /// zspages are a negligible part of the pool and at the sample's they would be most of it.
-    pub nr_zpools: usize,
     /// `totalram_pages()`: the RAM size the pool limit is a percentage of.
     pub total_ram_pages: u64,
     /// `max_pool_percent` (default 20).
@@ -58,7 +53,6 @@ impl Default for ZswapConfig {
             params: Params::default(),
             zpool: "zsmalloc".into(),
             chain_size: 8,
-            nr_zpools: crate::NR_ZPOOLS,
             total_ram_pages: 1 << 18,
             max_pool_percent: 20,
             accept_threshold_percent: 90,

@@ -70,8 +70,6 @@ pub struct Meminfo {
 #[derive(Debug)]
 struct Entry {
     pool: Arc<ZswapPool>,
-    /// Which of the pool's allocator pools holds it ([`crate::pool::zpool_index`]).
-    zpool: usize,
     handle: Handle,
     length: usize,
     referenced: bool,
@@ -106,8 +104,6 @@ pub struct Zswap {
     page_size: usize,
     zpool: String,
     pool_config: PoolConfig,
-    /// Allocator pools per zswap pool ([`ZswapConfig::nr_zpools`]).
-    nr_zpools: usize,
     total_ram_pages: u64,
     incompressible: Incompressible,
     writeback: bool,
@@ -167,18 +163,12 @@ impl Zswap {
             max_pages: alloc_limit_pages,
             ..PoolConfig::default()
         };
-        let first = ZswapPool::new(
-            &config.compressor,
-            &config.params,
-            &config.zpool,
-            &pool_config,
-            config.nr_zpools,
-        )?;
+        let first =
+            ZswapPool::new(&config.compressor, &config.params, &config.zpool, &pool_config)?;
         Ok(Self {
             page_size: config.page_size,
             zpool: config.zpool.clone(),
             pool_config,
-            nr_zpools: config.nr_zpools,
             total_ram_pages: config.total_ram_pages,
             incompressible: config.incompressible,
             writeback: config.writeback,
@@ -247,13 +237,7 @@ impl Zswap {
                     }
                     None => {
                         let params = zmem_comp::Params::default();
-                        let p = ZswapPool::new(
-                            name,
-                            &params,
-                            &self.zpool,
-                            &self.pool_config,
-                            self.nr_zpools,
-                        )?;
+                        let p = ZswapPool::new(name, &params, &self.zpool, &self.pool_config)?;
                         pools.push(p);
                     }
                 }
@@ -359,29 +343,77 @@ impl Zswap {
         Ok(())
     }
 
+    /// A folio of `len` bytes at `offset`: a power-of-two number of whole pages, all inside the
+    /// swap device. Returns its number of pages.
+    fn check_folio(&self, offset: u64, len: usize) -> Result<u64, ZswapError> {
+        let ps = self.page_size;
+        if len == 0 || len % ps != 0 || !(len / ps).is_power_of_two() {
+            return Err(ZswapError::BadLength { len, page_size: ps });
+        }
+        let nr = (len / ps) as u64;
+        match offset.checked_add(nr) {
+            Some(end) if end <= self.swap.nr_slots() => Ok(nr),
+            _ => Err(ZswapError::OffsetOutOfRange { offset, slots: self.swap.nr_slots() }),
+        }
+    }
+
     /// `zswap_store()`: tries to keep `page` for swap offset `offset`. A rejection is not an
     /// error: the caller writes the page to the swap device (see [`crate::SwapLayer::swap_out`]). Any
     /// older entry for the offset is replaced on success and dropped on rejection, so it can
     /// never shadow the newer page on the device.
     pub fn store(&self, offset: u64, page: &[u8]) -> Result<StoreOutcome, ZswapError> {
         self.check_page(offset, page.len())?;
+        self.store_folio(offset, page)
+    }
+
+    /// `zswap_store()` of a folio of one or more pages (a large folio: 2, 4, ... 512 pages) at
+    /// swap offsets `offset..offset + nr`, as 6.18 stores one (mm/zswap.c `zswap_store()`): the
+    /// limits are checked once for the folio (`zswap_check_limits()`), then each page is
+    /// compressed and stored on its own (`zswap_store_page()`, one entry per page); if any page
+    /// fails, the folio is rejected whole and every entry at its offsets is erased, those this
+    /// store made included (the `check_old` loop), so the device gets the folio whole. `zswpout`
+    /// counts the folio's pages only when all were stored (`count_vm_events(ZSWPOUT,
+    /// nr_pages)`). [`StoreOutcome::Stored`]'s `length` is then the sum of the entries' lengths.
+    pub fn store_folio(&self, offset: u64, folio: &[u8]) -> Result<StoreOutcome, ZswapError> {
+        let nr = self.check_folio(offset, folio.len())?;
         let outcome = if !self.enabled.load(Ordering::Relaxed) {
             StoreOutcome::Rejected(Reject::Disabled)
         } else if self.check_limits() {
             StoreOutcome::Rejected(Reject::PoolLimit)
         } else {
-            self.compress_and_insert(offset, page)?
-        };
-        if let StoreOutcome::Rejected(why) = outcome {
-            self.invalidate(offset);
-            match why {
-                Reject::CompressPoor => inc(&self.counters.reject_compress_poor),
-                Reject::CompressFail => inc(&self.counters.reject_compress_fail),
-                Reject::AllocFail => inc(&self.counters.reject_alloc_fail),
-                Reject::Disabled | Reject::PoolLimit => {}
+            let mut total = 0;
+            let mut outcome = StoreOutcome::Stored { length: 0 };
+            for (i, page) in folio.chunks_exact(self.page_size).enumerate() {
+                match self.compress_and_insert(offset + i as u64, page)? {
+                    StoreOutcome::Stored { length } => total += length,
+                    rejected => {
+                        outcome = rejected;
+                        break;
+                    }
+                }
             }
-            if why != Reject::Disabled && self.is_full() {
-                self.shrink_pending.store(true, Ordering::Relaxed);
+            if let StoreOutcome::Stored { .. } = outcome {
+                outcome = StoreOutcome::Stored { length: total };
+            }
+            outcome
+        };
+        match outcome {
+            StoreOutcome::Stored { .. } => {
+                self.counters.zswpout.fetch_add(nr, Ordering::Relaxed);
+            }
+            StoreOutcome::Rejected(why) => {
+                for o in offset..offset + nr {
+                    self.invalidate(o);
+                }
+                match why {
+                    Reject::CompressPoor => inc(&self.counters.reject_compress_poor),
+                    Reject::CompressFail => inc(&self.counters.reject_compress_fail),
+                    Reject::AllocFail => inc(&self.counters.reject_alloc_fail),
+                    Reject::Disabled | Reject::PoolLimit => {}
+                }
+                if why != Reject::Disabled && self.is_full() {
+                    self.shrink_pending.store(true, Ordering::Relaxed);
+                }
             }
         }
         Ok(outcome)
@@ -404,9 +436,8 @@ impl Zswap {
                 (Incompressible::Reject, _, Ok(_)) => Err(Reject::CompressPoor),
             },
         };
-        let zpool = crate::pool::zpool_index(offset) % pool.zpools.len();
         let stored = match data {
-            Ok(d) => match pool.zpools[zpool].store(d) {
+            Ok(d) => match pool.zpool.store(d) {
                 Ok(h) => Ok((h, d.len())),
                 Err(PoolError::TooLarge { .. }) => Err(Reject::CompressPoor),
                 Err(_) => Err(Reject::AllocFail),
@@ -422,7 +453,7 @@ impl Zswap {
         let old = {
             let mut tree = lock(&self.tree);
             let seq = tree.lru.push_tail(offset);
-            let entry = Entry { pool, zpool, handle, length, referenced: true, seq };
+            let entry = Entry { pool, handle, length, referenced: true, seq };
             let old = tree.index.insert(offset, entry);
             let Tree { index, lru } = &mut *tree;
             lru.maybe_compact(index.len(), Tree::live(index));
@@ -436,7 +467,6 @@ impl Zswap {
         if length == ps {
             inc(&self.counters.stored_incompressible_pages);
         }
-        inc(&self.counters.zswpout);
         self.max_pool_pages.fetch_max(self.total_pages(), Ordering::Relaxed);
         Ok(StoreOutcome::Stored { length })
     }
@@ -444,7 +474,7 @@ impl Zswap {
     fn free_entry(&self, e: Entry) {
         // The handle came from this pool and is freed once: an error here would be a bug in the
         // allocator, and the entry is gone either way.
-        let _ = e.pool.zpools[e.zpool].free(e.handle);
+        let _ = e.pool.zpool.free(e.handle);
         dec(&self.counters.stored_pages);
         self.compressed_bytes.fetch_sub(e.length as u64, Ordering::Relaxed);
         if e.length == self.page_size {
@@ -459,12 +489,11 @@ impl Zswap {
             ZswapError::Decompress { offset, why }
         };
         if e.length == self.page_size {
-            let z = &e.pool.zpools[e.zpool];
-            return z.read(e.handle, out).map(|_| ()).map_err(|x| fail(x.to_string()));
+            return e.pool.zpool.read(e.handle, out).map(|_| ()).map_err(|x| fail(x.to_string()));
         }
         let mut stream = e.pool.get()?;
         let src = &mut stream.buffer[..e.length];
-        let r = match e.pool.zpools[e.zpool].read(e.handle, src) {
+        let r = match e.pool.zpool.read(e.handle, src) {
             Ok(_) => match stream.comp.decompress(src, out) {
                 Ok(n) if n == self.page_size => Ok(()),
                 Ok(n) => Err(fail(format!("{n} bytes instead of a page"))),

@@ -22,7 +22,6 @@ mod engine;
 mod error;
 mod lru;
 mod pool;
-pub use pool::{NR_ZPOOLS, zpool_index};
 pub mod shrinker;
 mod stats;
 mod swap;

@@ -1,19 +1,24 @@
-//! One zswap pool: a compressor (with its streams) and its allocator pools, as the kernel's
-//! `struct zswap_pool` pairs a per-CPU acomp context with [`NR_ZPOOLS`] zsmalloc pools.
-//!
-//! **32 allocator pools.** zswap spreads its entries over `ZSWAP_NR_ZPOOLS` (32) zpools, by a
-//! hash of the entry's address (`zswap_find_zpool`: `hash_ptr(entry, 5)`, since 6.5), to spread
-//! the allocator's lock. Each pool keeps its own partly filled zspage per size class, so the
-//! pool is larger than one packing of the same objects. That this 6.18 kernel still does is
-//! measured, not read from its source: the live test's 16,574 copies of a 343-byte object
-//! (class 352, 93 to a zspage of 8 pages) took 196 zspages (1,568 pages), where one pool packs
-//! them into 179 (1,432 pages) and 32 pools of about 518 each into 192 to 196. An entry's address cannot be known here; zmem hashes its swap offset the
-//! same way (the golden-ratio multiply of `hash_64`), which spreads consecutive offsets evenly.
+//! One zswap pool: a compressor (with its streams) and one zsmalloc pool, as 6.18's `struct
+//! zswap_pool` pairs a per-CPU acomp context with one `struct zs_pool *zs_pool` (mm/zswap.c,
+//! `struct zswap_pool`; `zswap_pool_create()` calls `zs_create_pool(name)` once, and
+//! `zswap_compress()` allocates every entry with `zs_malloc(pool->zs_pool, ...)`), and
+//! `zswap_total_pages()` sums one `zs_get_total_pages()` per compressor pool. Kernels from 6.5
+//! spread entries over 32 zpools (`ZSWAP_NR_ZPOOLS`, `zswap_find_zpool()`); "mm/zswap: use only
+//! one pool in zswap" (2024) removed that, and 6.18 has no zpool layer at all (the live 6.18.44
+//! kernel has no `zswap_find_zpool` or `zpool_*` symbol in /proc/kallsyms).
 //!
 //! Changing the `compressor` parameter makes a new pool current; entries keep a reference to the
 //! pool they were compressed with, so an old pool lives until its last entry is gone. Streams
 //! sit in a free list (user space has no stable CPU to pin per-CPU contexts to): a store takes
 //! one, compresses, and gives it back.
+//!
+//! **The destination buffer.** 6.18's per-CPU buffer is one page (`zswap_cpu_comp_prepare()`:
+//! `kmalloc_node(PAGE_SIZE, ...)`; `zswap_compress()` gives the compressor `PAGE_SIZE` of
+//! output), so an output that would not fit fails inside the compressor (crypto/lzo.c
+//! `__lzo_compress()` and crypto/lz4.c return -EINVAL) and `zswap_compress()` treats it as it
+//! treats `dlen >= PAGE_SIZE`. Ours is two pages, so our compressors take their unchecked fast
+//! path (a destination of their worst case); an output of a page or more is then handled as the
+//! kernel handles the failure (`crate::engine`), with the same outcome and counters.
 
 use std::sync::{Arc, Mutex};
 
@@ -23,17 +28,7 @@ use zmem_pool::{PoolConfig, ZPool};
 use crate::ZswapError;
 use crate::shrinker::NrDeferred;
 
-/// Allocator pools per zswap pool (6.18 `ZSWAP_NR_ZPOOLS`).
-pub const NR_ZPOOLS: usize = 32;
-
-/// The allocator pool of the entry for swap offset `offset`: the top five bits of the offset
-/// times the 64-bit golden ratio (`hash_64(val, 5)`).
-pub fn zpool_index(offset: u64) -> usize {
-    const GOLDEN_RATIO_64: u64 = 0x61c8_8646_80b5_83eb;
-    (offset.wrapping_mul(GOLDEN_RATIO_64) >> (64 - NR_ZPOOLS.trailing_zeros())) as usize
-}
-
-/// A compression context: the compressor and its two-page destination buffer.
+/// A compression context: the compressor and its destination buffer (two pages; see above).
 #[derive(Debug)]
 pub(crate) struct Stream {
     pub comp: Box<dyn Compressor>,
@@ -45,11 +40,11 @@ pub(crate) struct ZswapPool {
     pub compressor: String,
     params: Params,
     page_size: usize,
-    /// The allocator pools (1 to [`NR_ZPOOLS`]); an entry's is [`zpool_index`] of its swap
-    /// offset, modulo their number.
-    pub zpools: Vec<Arc<dyn ZPool>>,
-    /// Each allocator pool's own shrinker's deferred work (each zsmalloc pool registers one).
-    pub nr_deferred: Vec<NrDeferred>,
+    /// The allocator pool (`pool->zs_pool`).
+    pub zpool: Arc<dyn ZPool>,
+    /// The allocator's own shrinker's deferred work (`zs_create_pool()` registers one,
+    /// "mm-zspool:zswapN").
+    pub nr_deferred: NrDeferred,
     streams: Mutex<Vec<Stream>>,
 }
 
@@ -61,18 +56,13 @@ impl ZswapPool {
         params: &Params,
         zpool: &str,
         pool_config: &PoolConfig,
-        nr_zpools: usize,
     ) -> Result<Arc<Self>, ZswapError> {
         let p = Self {
             compressor: compressor.to_string(),
             params: params.clone(),
             page_size: pool_config.page_size,
-            zpools: (0..nr_zpools.clamp(1, NR_ZPOOLS))
-                .map(|_| zmem_pool::create(zpool, pool_config))
-                .collect::<Result<_, _>>()?,
-            nr_deferred: (0..nr_zpools.clamp(1, NR_ZPOOLS))
-                .map(|_| NrDeferred::default())
-                .collect(),
+            zpool: zmem_pool::create(zpool, pool_config)?,
+            nr_deferred: NrDeferred::default(),
             streams: Mutex::new(Vec::new()),
         };
         let first = p.new_stream()?;
@@ -80,9 +70,9 @@ impl ZswapPool {
         Ok(Arc::new(p))
     }
 
-    /// Pages all its allocator pools hold.
+    /// Pages its allocator pool holds (`zs_get_total_pages()`).
     pub fn total_pages(&self) -> u64 {
-        self.zpools.iter().map(|z| z.total_pages()).sum()
+        self.zpool.total_pages()
     }
 
     fn new_stream(&self) -> Result<Stream, ZswapError> {
@@ -102,23 +92,5 @@ impl ZswapPool {
 
     pub fn put(&self, s: Stream) {
         self.streams.lock().unwrap_or_else(|p| p.into_inner()).push(s);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The golden-ratio hash of consecutive offsets fills the 32 pools evenly (a kernel entry's
-    /// address hash is as even, on average), and never names a pool past the last.
-    #[test]
-    fn consecutive_offsets_spread_evenly_over_the_pools() {
-        let mut count = [0u32; NR_ZPOOLS];
-        for offset in 0..3200 {
-            count[zpool_index(offset)] += 1;
-        }
-        assert!(count.iter().all(|&c| (99..=101).contains(&c)), "{count:?}");
-        assert!((0..1 << 20).step_by(977).all(|o| zpool_index(o) < NR_ZPOOLS));
-        assert_eq!(zpool_index(u64::MAX), zpool_index(u64::MAX));
     }
 }

@@ -2,9 +2,12 @@
 //! the swap device, and back. This is the one path into zswap and the device for everything
 //! that swaps (the lab's replay and allocator study, tests, library users).
 //!
-//! Out (`swap_writeout()`, mm/page_io.c, 6.18): an all-zero page only sets its bit in the swap
-//! area's zeromap (6.12+) and reaches neither zswap nor the device; any other page clears the
-//! bit and is offered to `zswap_store()`; a page zswap rejects is written to the device, unless
+//! Out (`swap_writeout()`, mm/page_io.c, 6.18), one folio at a time (a page, or a large folio
+//! such as a THP's 512 pages: [`SwapLayer::swap_out_folio`]): an all-zero folio
+//! (`is_folio_zero_filled()`, every word of every subpage) only sets its slots' bits in the swap
+//! area's zeromap (6.12+) and reaches neither zswap nor the device; any other folio, whole, with
+//! its zero subpages, clears the bits and is offered to `zswap_store()`; a folio zswap rejects
+//! is written to the device, unless
 //! the memcg has `memory.zswap.writeback` at 0, in which case it stays in RAM
 //! (`folio_mark_dirty` + `AOP_WRITEPAGE_ACTIVATE`: reclaim activates it and moves on). After the
 //! store, the shrink worker the store may have queued runs, and, unless the caller runs them
@@ -253,10 +256,8 @@ impl SwapLayer {
             r.zswap = do_shrink_slab(z, &self.zswap_deferred, priority);
             if global {
                 for p in z.pools() {
-                    for (zpool, deferred) in p.zpools.iter().zip(&p.nr_deferred) {
-                        let s = ZPoolShrinker(&**zpool);
-                        r.zswap_pools.push(do_shrink_slab(&s, deferred, priority));
-                    }
+                    let s = ZPoolShrinker(&*p.zpool);
+                    r.zswap_pools.push(do_shrink_slab(&s, &p.nr_deferred, priority));
                 }
             }
         }
@@ -301,38 +302,89 @@ impl SwapLayer {
         hook: &mut impl SwapHook,
     ) -> Result<SwapOut, ZswapError> {
         self.check(offset, page.len())?;
-        let out = self.writeout(offset, page, hook);
+        self.swap_out_folio(offset, page, hook)
+    }
+
+    /// `swap_writeout()` of a folio: one page, or a large folio of a power-of-two number of
+    /// pages (a THP: 512) at slots `offset..offset + nr`. 6.18 decides a folio as a whole
+    /// (mm/page_io.c `swap_writeout()`): `is_folio_zero_filled()` is true only when every word
+    /// of every subpage is zero, and then every slot's zeromap bit is set
+    /// (`swap_zeromap_folio_set()`, `swpout_zero` += nr); a folio with one non-zero word
+    /// anywhere clears its bits (`swap_zeromap_folio_clear()`) and goes whole to
+    /// `zswap_store()` ([`Zswap::store_folio`]: all its pages, or none) and, failing that, to
+    /// the device, where a zram device sees each page (its own same-filled check then counts
+    /// the zero subpages in `same_pages`). One [`SwapOut`] for the whole folio.
+    pub fn swap_out_folio(
+        &self,
+        offset: u64,
+        folio: &[u8],
+        hook: &mut impl SwapHook,
+    ) -> Result<SwapOut, ZswapError> {
+        self.check_folio(offset, folio.len())?;
+        let out = self.writeout(offset, folio, hook);
         if let Some(r) = self.slab_reclaim {
             self.shrink_slab(r.priority, r.scope);
         }
         out
     }
 
+    /// A power-of-two number of whole pages, all inside the swap area.
+    fn check_folio(&self, offset: u64, len: usize) -> Result<u64, ZswapError> {
+        let ps = self.page_size;
+        if len == 0 || len % ps != 0 || !(len / ps).is_power_of_two() {
+            return Err(ZswapError::BadLength { len, page_size: ps });
+        }
+        let nr = (len / ps) as u64;
+        match offset.checked_add(nr) {
+            Some(end) if end <= self.nr_slots => Ok(nr),
+            _ => Err(ZswapError::OffsetOutOfRange { offset, slots: self.nr_slots }),
+        }
+    }
+
+    /// Writes each page of `folio` to the device at its slot.
+    fn device_write_folio(
+        &self,
+        offset: u64,
+        folio: &[u8],
+        hook: &mut impl SwapHook,
+    ) -> Result<(), ZswapError> {
+        for (i, page) in folio.chunks_exact(self.page_size).enumerate() {
+            let o = offset + i as u64;
+            hook.around(Stage::DeviceWrite, || self.device.write_page(o, page))?;
+        }
+        Ok(())
+    }
+
     fn writeout(
         &self,
         offset: u64,
-        page: &[u8],
+        folio: &[u8],
         hook: &mut impl SwapHook,
     ) -> Result<SwapOut, ZswapError> {
-        if page.iter().all(|&b| b == 0) {
-            // A zero page replaces whatever the slot held before.
-            if let Some(z) = &self.zswap {
-                z.invalidate(offset);
+        let nr = (folio.len() / self.page_size) as u64;
+        if is_zero_filled(folio) {
+            // A zero folio replaces whatever its slots held before.
+            for o in offset..offset + nr {
+                if let Some(z) = &self.zswap {
+                    z.invalidate(o);
+                }
+                self.set_zero_bit(o, true);
             }
-            self.set_zero_bit(offset, true);
             return Ok(SwapOut::Zeromap);
         }
-        self.set_zero_bit(offset, false);
+        for o in offset..offset + nr {
+            self.set_zero_bit(o, false);
+        }
         let Some(z) = &self.zswap else {
-            hook.around(Stage::DeviceWrite, || self.device.write_page(offset, page))?;
+            self.device_write_folio(offset, folio, hook)?;
             return Ok(SwapOut::Device);
         };
-        let outcome = hook.around(Stage::ZswapStore, || z.store(offset, page))?;
+        let outcome = hook.around(Stage::ZswapStore, || z.store_folio(offset, folio))?;
         let out = match outcome {
             StoreOutcome::Stored { .. } => SwapOut::Zswap,
             StoreOutcome::Rejected(_) if !self.writeback => SwapOut::KeptInRam,
             StoreOutcome::Rejected(_) => {
-                hook.around(Stage::DeviceWrite, || self.device.write_page(offset, page))?;
+                self.device_write_folio(offset, folio, hook)?;
                 SwapOut::Device
             }
         };
@@ -395,6 +447,13 @@ impl SwapLayer {
     }
 }
 
+/// `is_folio_zero_filled()` (mm/page_io.c): every 8-byte word of every page is zero.
+fn is_zero_filled(folio: &[u8]) -> bool {
+    let mut words = folio.chunks_exact(64);
+    words.all(|c| c.iter().fold(0u8, |a, &b| a | b) == 0)
+        && words.remainder().iter().all(|&b| b == 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -445,6 +504,95 @@ mod tests {
         assert_eq!(s.swap_out(3, &p, &mut ()).unwrap(), SwapOut::Zswap);
         assert_eq!(s.swap_in(3, &mut out, &mut ()).unwrap(), SwapIn::Zswap);
         assert_eq!(out, p);
+    }
+
+    /// A THP-sized folio of 256 zero and 256 text pages.
+    fn half_zero_folio() -> Vec<u8> {
+        let mut f = vec![0u8; 512 * 4096];
+        for (i, p) in f.chunks_exact_mut(4096).enumerate().skip(256) {
+            p.copy_from_slice(&text_page(i as u8));
+        }
+        f
+    }
+
+    /// 6.18 `swap_writeout()`: `is_folio_zero_filled()` is false for the folio as a whole, so
+    /// its 256 zero subpages reach the device with the rest (measured on 6.18.44: a 2 MiB THP of
+    /// 256 zero and 256 random pages paged out to zram gave `same_pages` +256 and
+    /// `swpout_zero` +0). Per-page zero detection would send them to the zeromap.
+    #[test]
+    fn a_half_zero_large_folio_reaches_the_device_whole() {
+        struct Counting(SwapFile, AtomicU64);
+        impl SwapDevice for Counting {
+            fn write_page(&self, o: u64, p: &[u8]) -> Result<(), ZswapError> {
+                self.1.fetch_add(1, Ordering::Relaxed);
+                self.0.write_page(o, p)
+            }
+            fn read_page(&self, o: u64, out: &mut [u8]) -> Result<(), ZswapError> {
+                self.0.read_page(o, out)
+            }
+        }
+        let dev = Arc::new(Counting(SwapFile::in_memory(4096, 1024), AtomicU64::new(0)));
+        let s = SwapLayer::new(Box::new(Arc::clone(&dev)), 4096, 1024);
+        let folio = half_zero_folio();
+        assert_eq!(s.swap_out_folio(512, &folio, &mut ()).unwrap(), SwapOut::Device);
+        assert_eq!(dev.1.load(Ordering::Relaxed), 512, "every subpage written, zeros too");
+        let mut out = vec![1u8; 4096];
+        assert_eq!(s.swap_in(512, &mut out, &mut ()).unwrap(), SwapIn::Device);
+        assert!(out.iter().all(|&b| b == 0), "a zero subpage comes back from the device");
+        assert_eq!(s.swap_in(1023, &mut out, &mut ()).unwrap(), SwapIn::Device);
+        assert_eq!(out, text_page(255));
+
+        // An all-zero folio: the zeromap only, for each of its slots.
+        assert_eq!(s.swap_out_folio(0, &[0u8; 512 * 4096], &mut ()).unwrap(), SwapOut::Zeromap);
+        assert_eq!(dev.1.load(Ordering::Relaxed), 512, "nothing more written");
+        assert_eq!(s.swap_in(511, &mut out, &mut ()).unwrap(), SwapIn::Zeromap);
+    }
+
+    /// zswap takes the half-zero folio whole: one entry per subpage, `zswpout` += 512; a folio
+    /// with one page zswap cannot keep is rejected whole, the entries it had made erased, and
+    /// goes to the device whole (`zswap_store()`'s `check_old` loop).
+    #[test]
+    fn zswap_stores_a_large_folio_whole_or_not_at_all() {
+        let s = layer(ZswapConfig::default(), 2048);
+        assert_eq!(s.swap_out_folio(0, &half_zero_folio(), &mut ()).unwrap(), SwapOut::Zswap);
+        let z = s.zswap().unwrap();
+        assert_eq!((z.nr_entries(), z.stats().zswpout, z.stats().stored_pages), (512, 512, 512));
+        let mut out = vec![1u8; 4096];
+        assert_eq!(s.swap_in(7, &mut out, &mut ()).unwrap(), SwapIn::Zswap);
+        assert!(out.iter().all(|&b| b == 0));
+
+        let cfg =
+            ZswapConfig { incompressible: crate::Incompressible::Reject, ..ZswapConfig::default() };
+        let s = layer(cfg, 2048);
+        let mut folio = half_zero_folio();
+        folio[511 * 4096..].copy_from_slice(&noise_page(3));
+        let mut seen = Seen::default();
+        assert_eq!(s.swap_out_folio(512, &folio, &mut seen).unwrap(), SwapOut::Device);
+        let z = s.zswap().unwrap();
+        let st = z.stats();
+        assert_eq!((z.nr_entries(), st.zswpout, st.stored_pages), (0, 0, 0));
+        assert_eq!(st.reject_compress_poor, 1, "one page failed, one rejection");
+        assert_eq!(z.swap_file().writes(), 512);
+        assert_eq!(seen.0.iter().filter(|&&x| x == Stage::DeviceWrite).count(), 512);
+        assert_eq!(s.swap_in(512 + 300, &mut out, &mut ()).unwrap(), SwapIn::Device);
+        assert_eq!(out, text_page(44), "page 300 of the folio");
+    }
+
+    #[test]
+    fn a_folio_must_be_a_power_of_two_of_pages_inside_the_area() {
+        let s = layer(ZswapConfig::default(), 16);
+        let three = vec![1u8; 3 * 4096];
+        assert!(matches!(s.swap_out_folio(0, &three, &mut ()), Err(ZswapError::BadLength { .. })));
+        let four = vec![1u8; 4 * 4096];
+        assert!(matches!(
+            s.swap_out_folio(13, &four, &mut ()),
+            Err(ZswapError::OffsetOutOfRange { .. })
+        ));
+        assert!(matches!(
+            s.swap_out_folio(u64::MAX - 1, &four, &mut ()),
+            Err(ZswapError::OffsetOutOfRange { .. })
+        ));
+        assert_eq!(s.swap_out_folio(12, &four, &mut ()).unwrap(), SwapOut::Zswap);
     }
 
     #[test]

@@ -94,8 +94,6 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         },
         device,
         zram_backing: false,
-        // The kernel's 32 allocator pools: the trace is replayed at its own size.
-        zswap_zpools: ReplayConfig::default().zswap_zpools,
     };
     let r = replay::run(inputs[0].bytes(), &trace, &cfg, &super::progress::Bar::new())?;
     super::emit(args.json, &r, zmem_render::replay::replay)?;

@@ -7,16 +7,23 @@
 //! written since).
 //!
 //! Which slots are kept: page 0, always (on a swap device it is the swap header, itself a page
-//! that zram stores: `mkswap` wrote it), and every slot whose page is not all zeros. Since Linux
-//! 6.12 the swap layer's zeromap keeps all-zero pages out of the swap device altogether (it marks
-//! the slot in a bitmap and writes nothing), so on a swap device an all-zero page read back is a
-//! slot never written or already freed, and is dropped. Same-filled pages with a non-zero pattern
-//! do reach zram and are kept; `same_pages` in `mm_stat` counts those only. The kept pages,
-//! written in slot order to a fresh device with the same algorithm, give the live device's
-//! `orig_data_size`, `compr_data_size` and `huge_pages` exactly (while nothing swaps meanwhile:
-//! freeze the programs using it first). On a zram device that is not swap (a file system, a
-//! device written by hand), zero pages that were written are stored as same-filled pages and
-//! are dropped here all the same: the capture then holds fewer pages than `mm_stat` counts.
+//! that zram stores: `mkswap` wrote it), every slot whose page is not all zeros, and as many
+//! all-zero slots as were written. An all-zero page read back is either a slot never written
+//! (or freed) or a zero page zram stores as a same-filled page; the read cannot tell which, but
+//! `same_pages` in `mm_stat` counts the second kind together with the same-filled pages of a
+//! non-zero pattern, which the read does see. So the written zero pages are `same_pages` (read
+//! before the scan) less the non-zero same-filled pages read (and less page 0, kept anyway, if
+//! it is zero). On a swap device they come from large folios: 6.18's swap layer keeps a folio
+//! out of the device only when the whole folio is zero (mm/page_io.c `swap_writeout()` ->
+//! `is_folio_zero_filled()`), so a THP with some zero subpages reaches zram whole and zram's
+//! own check (`zram_write_page()` -> `page_same_filled()`) stores each zero subpage as a
+//! same-filled page (measured on 6.18.44: a 2 MiB THP of 256 zero and 256 random pages paged
+//! out gave `same_pages` +256 and `swpout_zero` +0). Which all-zero slots they are cannot be
+//! read from user space (without `CONFIG_ZRAM_MEMORY_TRACKING`'s `block_state`): the capture
+//! takes the first ones in slot order and visits them after the others, once their number is
+//! known. The kept pages, written to a fresh device with the same algorithm, give the live
+//! device's `orig_data_size`, `compr_data_size`, `same_pages` and `huge_pages` exactly (while
+//! nothing swaps meanwhile: freeze the programs using it first).
 //!
 //! Every kept page carries [`MappingKind::ZramSlot`] metadata: `vaddr` = slot index, `pid` 0,
 //! `comm` the device name. The set metadata (keys below) records the device's state before the
@@ -36,7 +43,8 @@
 //! | `swap.priority`, `swap.size_kib`, `swap.used_kib` | from /proc/swaps, when the device is active swap |
 //! | `kernel.release` | `uname -r` |
 //! | `capture.time`, `capture.unix_time` | RFC 3339 UTC, seconds since the epoch |
-//! | `capture.page_size`, `capture.slots`, `capture.pages`, `capture.zero_slots` | page size, slots read, pages kept, all-zero slots dropped |
+//! | `capture.page_size`, `capture.slots`, `capture.pages`, `capture.zero_slots` | page size, slots read, pages kept, all-zero slots dropped (never written) |
+//! | `capture.zero_pages` | all-zero slots kept as written zero pages (`same_pages` less the non-zero same-filled pages read) |
 //! | `capture.zmem_version` | the zmem version that captured |
 //! | `capture.sampled` | pages held, when [`capture_device_sampled`] kept a random sample of the `capture.pages` |
 
@@ -62,10 +70,12 @@ pub struct ZramSummary {
     pub device: String,
     /// Slots read (disksize / page size).
     pub slots: u64,
-    /// Pages kept (page 0 and every slot that is not all zeros).
+    /// Pages kept (page 0, every slot that is not all zeros, and the written zero pages).
     pub pages: u64,
-    /// All-zero slots dropped.
+    /// All-zero slots dropped: never written, or freed.
     pub zero_slots: u64,
+    /// All-zero slots kept as written zero pages (stored by zram as same-filled pages).
+    pub zero_pages: u64,
     /// `mm_stat` before and after the read; they differ when the device changed meanwhile.
     pub mm_stat_before: String,
     pub mm_stat_after: String,
@@ -178,10 +188,12 @@ impl std::fmt::Display for ZramSummary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "captured {} pages from {} ({} slots, {} all-zero slots dropped){}",
+            "captured {} pages from {} ({} slots, {} of them written zero pages, {} all-zero \
+             slots never written dropped){}",
             self.pages,
             self.device,
             self.slots,
+            self.zero_pages,
             self.zero_slots,
             if self.stable() { "" } else { "; mm_stat changed during the read" }
         )
@@ -253,8 +265,9 @@ pub fn capture_device_sampled(
 pub type PageVisitor<'a> = dyn FnMut(&str, u64, &[u8]) -> Result<(), PagesError> + 'a;
 
 /// Reads zram device `path` page by page: `visit(device, slot, page)` is called for every kept
-/// page (page 0 and every slot that is not all zeros) in slot order, nothing else is held but a
-/// 1 MiB read buffer. Returns the set metadata (the module documentation's keys) and the
+/// page (page 0 and every slot that is not all zeros) in slot order, then for the written zero
+/// pages (see the module documentation) in slot order; nothing else is held but a 1 MiB read
+/// buffer and the slot numbers of at most `same_pages` all-zero slots. Returns the set metadata (the module documentation's keys) and the
 /// summary.
 pub fn capture_device_with(
     path: &Path,
@@ -336,6 +349,10 @@ pub fn capture_device_with(
     let buf = &mut backing[skip..skip + CHUNK];
     let slots = disksize / page_size as u64;
     let total = slots * page_size as u64;
+    // Candidates for the written zero pages: at most `same_pages` of them can be.
+    let same_before = live::stat_field(&mm_stat_before, 5).unwrap_or(0);
+    let mut zero_candidates: Vec<u64> = Vec::new();
+    let mut same_seen = 0u64;
     let mut zero_slots = 0u64;
     let mut kept = 0u64;
     let mut pos = 0u64;
@@ -359,9 +376,16 @@ pub fn capture_device_with(
         }
         for (i, page) in chunk.chunks_exact(page_size).enumerate() {
             let slot = pos / page_size as u64 + i as u64;
-            if slot != 0 && is_zero(page) {
+            let zero = is_zero(page);
+            if slot != 0 && zero {
                 zero_slots += 1;
+                if (zero_candidates.len() as u64) < same_before {
+                    zero_candidates.push(slot);
+                }
                 continue;
+            }
+            if is_same_filled(page) {
+                same_seen += 1;
             }
             visit(&device, slot, page)?;
             kept += 1;
@@ -369,17 +393,26 @@ pub fn capture_device_with(
         pos += want as u64;
         progress(pos, total);
     }
+    let written_zero = same_before.saturating_sub(same_seen).min(zero_candidates.len() as u64);
+    let zero_page = vec![0u8; page_size];
+    for &slot in &zero_candidates[..written_zero as usize] {
+        visit(&device, slot, &zero_page)?;
+        kept += 1;
+    }
+    zero_slots -= written_zero;
     let mm_stat_after = attr("mm_stat")?;
     let writes_after = write_counters(id);
     set_meta.insert("zram.mm_stat.after".into(), mm_stat_after.clone());
     set_meta.insert("capture.slots".into(), slots.to_string());
     set_meta.insert("capture.pages".into(), kept.to_string());
     set_meta.insert("capture.zero_slots".into(), zero_slots.to_string());
+    set_meta.insert("capture.zero_pages".into(), written_zero.to_string());
     let summary = ZramSummary {
         device,
         slots,
         pages: kept,
         zero_slots,
+        zero_pages: written_zero,
         mm_stat_before,
         mm_stat_after,
         writes_before,
@@ -395,9 +428,35 @@ fn is_zero(page: &[u8]) -> bool {
         && chunks.remainder().iter().all(|&b| b == 0)
 }
 
+/// zram's `page_same_filled()`: every 8-byte word equals the first (a zero page included).
+fn is_same_filled(page: &[u8]) -> bool {
+    let mut words = page.chunks_exact(8);
+    let Some(first) = words.next() else {
+        return false;
+    };
+    words.remainder().is_empty() && words.all(|w| w == first)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn same_filled_pages_are_recognised_as_zram_does() {
+        let mut p = vec![0u8; 4096];
+        assert!(is_same_filled(&p));
+        for w in p.chunks_exact_mut(8) {
+            w.copy_from_slice(&0x0102_0304_0506_0708u64.to_le_bytes());
+        }
+        assert!(is_same_filled(&p));
+        p[4095] ^= 1;
+        assert!(!is_same_filled(&p));
+        // A byte pattern repeating every 4 bytes is one 8-byte word repeated: same-filled.
+        let q: Vec<u8> = (0..4096).map(|i| (i % 4) as u8).collect();
+        assert!(is_same_filled(&q));
+        let r: Vec<u8> = (0..4096).map(|i| (i % 3) as u8).collect();
+        assert!(!is_same_filled(&r));
+    }
 
     #[test]
     fn zero_pages_are_recognised() {

@@ -134,9 +134,6 @@ fn replay(
         max_pool_percent: replay_percent(c.max_pool_percent, scale),
         accept_threshold_percent: c.accept_threshold_percent,
         shrinker: c.shrinker_enabled,
-        // A scaled-down machine: the 32 allocator pools' partly filled zspages would be most
-        // of a sample's pool and are a sliver of a machine's (`ZswapConfig::nr_zpools`).
-        zswap_zpools: 1,
         ..ReplayConfig::default()
     };
     crate::measure::swap_row_with(pages, ps, accesses, &cfg, &NoProgress)

@@ -1,5 +1,5 @@
 //! zswap's "Now": its live state read, and zmem's prediction for the same compressor on the
-//! pages the lab measured, packed as zswap's 32 allocator pools pack them at the live scale.
+//! pages the lab measured, packed as zswap's one zsmalloc pool packs them at the live scale.
 
 use super::*;
 
@@ -15,7 +15,7 @@ pub struct ZswapPrediction {
     pub rejected_pages: u64,
     /// Sum of the stored objects' lengths (what memory.stat `zswap` charges).
     pub compressed_bytes: u64,
-    /// zsmalloc's pages for them (debugfs `pool_total_size`), in zswap's 32 allocator pools.
+    /// zsmalloc's pages for them (debugfs `pool_total_size`), in zswap's one zsmalloc pool.
     pub pool_total_size: u64,
     /// Where the pages came from, and that the live pool's pages were not read.
     pub note: String,
@@ -32,21 +32,15 @@ pub(super) fn zswap_classes(ps: usize) -> Result<ClassTable, LabError> {
 }
 
 /// The pool zswap needs for `counts[k]` objects of each size class `k`, written one after
-/// another and spread evenly over its [`zmem_zswap::NR_ZPOOLS`] allocator pools: per pool and
-/// class `ceil(objects / objs_per_zspage)` zspages of `pages_per_zspage` pages. Each pool has
-/// its own partly filled zspage per class, which a single packing does not: 16,574 objects of
-/// class 352 take 192 zspages so, 179 in one pool (the kernel: 196; the live test).
+/// another into its one zsmalloc pool (6.18: one `zs_pool` per compressor, mm/zswap.c
+/// `zswap_pool_create()`): per class `ceil(objects / objs_per_zspage)` zspages of
+/// `pages_per_zspage` pages (mm/zsmalloc.c: a class fills its partly used zspages before
+/// `alloc_zspage()`), so one partly filled zspage per class at most.
 pub fn zswap_pool_bytes(classes: &ClassTable, counts: &[u64], ps: usize) -> u64 {
-    let pools = zmem_zswap::NR_ZPOOLS as u64;
     let pages: u64 = counts
         .iter()
         .zip(classes.classes())
-        .map(|(&k, c)| {
-            let (per, extra) = (k / pools, k % pools);
-            let objs = c.objs_per_zspage as u64;
-            let zspages = extra * (per + 1).div_ceil(objs) + (pools - extra) * per.div_ceil(objs);
-            zspages * c.pages_per_zspage as u64
-        })
+        .map(|(&k, c)| k.div_ceil(c.objs_per_zspage as u64) * c.pages_per_zspage as u64)
         .sum();
     pages * ps as u64
 }
@@ -126,8 +120,6 @@ pub fn predict(pages: &[u8], ps: usize, compressor: &str) -> Result<ZswapPredict
         swap: SwapKind::Zswap,
         algo: compressor.into(),
         page_size: ps,
-        // The objects' lengths are what counts here; the pool is computed from them.
-        zswap_zpools: 1,
         ..ReplayConfig::default()
     };
     let z = zmem_sim::replay::build_zswap(&cfg, n.max(1))
@@ -208,8 +200,8 @@ pub fn now(
         ZswapField {
             field: "pool_total_size".into(),
             live: dbg("pool_total_size").or(st.meminfo_zswap_bytes),
-            // Each class's objects scaled to the live stored pages, then packed as zswap's 32
-            // pools pack them: their partly filled zspages do not scale with the pages.
+            // Each class's objects scaled to the live stored pages, then packed: the partly
+            // filled zspage of each class does not scale with the pages.
             predicted: prediction.as_ref().and_then(|p| {
                 let live = stored_pages?;
                 let classes = zswap_classes(ps).ok()?;

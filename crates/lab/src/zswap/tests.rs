@@ -84,8 +84,8 @@ fn now_scales_the_prediction_to_the_live_pages() {
     let pool = n.fields.iter().find(|f| f.field == "pool_total_size").unwrap();
     assert_eq!(pool.live, Some(1000 * 1024));
     // 100 copies of one object stand for the live 1000: 1000 objects of its class in
-    // zswap's 32 pools, not the sample's pool times ten (its partly filled zspages, one
-    // per pool, do not scale with the pages).
+    // zswap's pool, not the sample's pool times ten (its partly filled zspage does not scale
+    // with the pages).
     let classes = zswap_classes(4096).unwrap();
     let mut counts = vec![0u64; classes.classes().len()];
     counts[classes.slot_for_request((p.compressed_bytes / 100) as usize)] = 1000;
@@ -263,9 +263,6 @@ fn the_verdict_takes_zswap_only_when_it_saves_more_within_the_budgets() {
     assert!(v.choice == "zram" && v.reason.contains("no zswap"), "{}", v.reason);
 }
 
-/// The live test's pages by hand: 16,574 objects of 343 bytes (class 352: 93 to a zspage
-/// of 8 pages) over 32 pools of 517 or 518 take 6 zspages each, 192 in all (1,536 pages;
-/// the kernel had 196); one pool would take 179.
 #[test]
 fn page_cluster_follows_the_measured_read_ahead() {
     let rates = Rates {
@@ -293,19 +290,26 @@ fn page_cluster_follows_the_measured_read_ahead() {
     assert!(why.contains("no swap_ra"), "{why}");
 }
 
+/// The live test's pages by hand: 16,574 objects of 343 bytes (class 352: 93 to a zspage of 8
+/// pages) in 6.18's one zsmalloc pool take ceil(16574 / 93) = 179 zspages (1,432 pages); 40
+/// objects one zspage; objects of two classes one partly filled zspage each.
 #[test]
-fn zswaps_pool_is_32_packings() {
+fn zswaps_pool_is_one_packing_per_class() {
     let classes = zswap_classes(4096).unwrap();
     let k = classes.slot_for_request(343);
     let c = &classes.classes()[k];
     assert_eq!((c.size, c.objs_per_zspage, c.pages_per_zspage), (352, 93, 8));
     let mut counts = vec![0u64; classes.classes().len()];
     counts[k] = 16_574;
-    assert_eq!(zswap_pool_bytes(&classes, &counts, 4096), 192 * 8 * 4096);
-    // A few objects: each pool that holds one has a zspage of its own.
+    assert_eq!(zswap_pool_bytes(&classes, &counts, 4096), 179 * 8 * 4096);
     counts[k] = 40;
-    assert_eq!(zswap_pool_bytes(&classes, &counts, 4096), 32 * 8 * 4096);
+    assert_eq!(zswap_pool_bytes(&classes, &counts, 4096), 8 * 4096);
+    let j = classes.slot_for_request(1000);
+    let cj = &classes.classes()[j];
+    counts[j] = 1;
+    assert_eq!(zswap_pool_bytes(&classes, &counts, 4096), (8 + cj.pages_per_zspage as u64) * 4096);
     counts[k] = 0;
+    counts[j] = 0;
     assert_eq!(zswap_pool_bytes(&classes, &counts, 4096), 0);
 }
 

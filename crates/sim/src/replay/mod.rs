@@ -101,9 +101,6 @@ pub struct ReplayConfig {
     /// zram only: give the device a backing device (`backing_dev`; held in memory, charged
     /// as `device`), so [`Simulator::zram_writeback_idle`] can write slots back to it.
     pub zram_backing: bool,
-    /// zswap only: allocator pools per zswap pool (`ZswapConfig::nr_zpools`; the kernel's 32
-    /// by default).
-    pub zswap_zpools: usize,
 }
 
 impl Default for ReplayConfig {
@@ -123,7 +120,6 @@ impl Default for ReplayConfig {
             swap_dir: None,
             device: SwapDevice::default(),
             zram_backing: false,
-            zswap_zpools: zmem_zswap::NR_ZPOOLS,
         }
     }
 }
@@ -215,7 +211,6 @@ pub fn build_zswap(cfg: &ReplayConfig, nr_slots: u64) -> Result<Zswap, SimError>
         shrinker_enabled: cfg.shrinker,
         incompressible: cfg.incompressible,
         writeback: cfg.writeback,
-        nr_zpools: cfg.zswap_zpools,
         ..ZswapConfig::default()
     };
     Ok(Zswap::new(&zcfg, swap)?)

@@ -1,0 +1,185 @@
+//! The live kernel's large-folio page-out, end to end: a THP of 256 zero and 256 random pages,
+//! paged out whole to a zram swap device of ours, reaches zram whole (6.18's
+//! `is_folio_zero_filled()` is per folio, mm/page_io.c `swap_writeout()`), so zram stores its
+//! zero subpages as same-filled pages; `capture --zram` counts those written zero slots
+//! (`same_pages` says how many) and zmem's zram, given the captured pages, gives the live
+//! `mm_stat` field by field.
+//!
+//! Set-up, undone by guards on failure too: a fresh zram swap device (lzo-rle, the highest
+//! priority) and a memory cgroup (256 MiB, far above what the child uses: the page-out is
+//! `MADV_PAGEOUT`, not pressure), and in it this test binary re-executed in child mode
+//! (`large_folio_child`), which maps 4 MiB, asks for huge pages (`MADV_HUGEPAGE`) on the 2 MiB
+//! aligned half, fills it, checks it is one THP (`AnonHugePages` in /proc/self/smaps_rollup),
+//! pages it out with `MADV_PAGEOUT` and waits. The boot kdamond pages other processes out into
+//! any swap, ours included: the capture is retried until the device holds still, and the
+//! comparison covers every page the device holds, the others' too.
+//!
+//! Skips, printing why, without root, kernel zram, a memory cgroup or THP (`never`). A kernel
+//! that split the THP instead of swapping it out whole (no `thp_swpout` after the page-out) is a
+//! skip too, saying so: the per-folio rule is then not exercised.
+
+use std::io::{BufRead, Write};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use zmem_kernel::capture::zram::capture_device;
+use zmem_kernel::harness::{self as live, Harness, HarnessConfig, ZramSwapConfig};
+use zmem_pages::prng::SplitMix64;
+use zmem_zram::MmStat;
+
+const CHILD_ENV: &str = "ZMEM_LIVE_LARGE_FOLIO_CHILD";
+const READY: &str = "zmem-large-folio-child paged-out";
+const NOT_THP: &str = "zmem-large-folio-child no-thp";
+const ALGO: &str = "lzo-rle";
+const HPAGE: usize = 2 << 20;
+
+fn thp_kib() -> u64 {
+    let t = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap_or_default();
+    t.lines()
+        .find_map(|l| l.strip_prefix("AnonHugePages:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Child mode: does nothing unless re-executed by the test with the environment variable set.
+#[test]
+fn large_folio_child() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return;
+    }
+    // SAFETY: an anonymous private mapping of 2 huge pages, at an address the kernel picks; no
+    // Rust object aliases it, and it is never unmapped (the child is killed).
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            2 * HPAGE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(base, libc::MAP_FAILED, "mmap");
+    let aligned = (base as usize).next_multiple_of(HPAGE) as *mut libc::c_void;
+    // SAFETY: `aligned..aligned + HPAGE` lies inside the mapping (4 MiB from `base`).
+    let r = unsafe { libc::madvise(aligned, HPAGE, libc::MADV_HUGEPAGE) };
+    assert_eq!(r, 0, "madvise(MADV_HUGEPAGE)");
+    // SAFETY: the same range, readable and writable, used only through this slice.
+    let mem = unsafe { std::slice::from_raw_parts_mut(aligned as *mut u8, HPAGE) };
+    // The first write faults in the whole THP, zeroed; the second half gets random bytes.
+    mem[0] = 0;
+    let mut rng = SplitMix64::new(7);
+    rng.fill(&mut mem[HPAGE / 2..]);
+    let mut out = std::io::stdout();
+    if thp_kib() < 2048 {
+        writeln!(out, "{NOT_THP}").unwrap();
+    } else {
+        // SAFETY: the range is ours; MADV_PAGEOUT only reclaims it.
+        let r = unsafe { libc::madvise(aligned, HPAGE, libc::MADV_PAGEOUT) };
+        assert_eq!(r, 0, "madvise(MADV_PAGEOUT)");
+        writeln!(out, "{READY}").unwrap();
+    }
+    out.flush().unwrap();
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+fn vmstat(name: &str) -> u64 {
+    let t = std::fs::read_to_string("/proc/vmstat").unwrap_or_default();
+    t.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_half_zero_thp_reaches_zram_whole_and_the_capture_counts_its_zero_pages() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        return;
+    }
+    if let Some(why) = live::unavailable_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let thp =
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    if thp.is_empty() || thp.contains("[never]") {
+        eprintln!("skipped: transparent huge pages are off here ({})", thp.trim());
+        return;
+    }
+    let cfg = HarnessConfig {
+        swap: ZramSwapConfig {
+            algorithm: ALGO.into(),
+            disksize: 128 << 20,
+            priority: 32000,
+            mem_limit: None,
+        },
+        memory_limit: 256 << 20,
+    };
+    let mut h = Harness::new(&cfg).expect("live set-up");
+    let before = h.swap.mm_stat().unwrap();
+    let (thp_swpout, swpout_zero) = (vmstat("thp_swpout"), vmstat("swpout_zero"));
+
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", "large_folio_child", "--nocapture", "--test-threads", "1"])
+        .env(CHILD_ENV, "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let child = h.spawn(cmd).expect("spawn the child");
+    let stdout = child.child_mut().stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            match line {
+                Ok(l) if l.contains(READY) || l.contains(NOT_THP) => {
+                    let _ = tx.send(l);
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+    });
+    let line = rx.recv_timeout(Duration::from_secs(20)).expect("the child reports");
+    if line.contains(NOT_THP) {
+        eprintln!("skipped: the child's region did not become a THP (no free huge page?)");
+        return;
+    }
+    h.child.as_mut().unwrap().freeze().unwrap();
+    let thp_out = vmstat("thp_swpout") - thp_swpout;
+    if thp_out == 0 {
+        eprintln!("skipped: the kernel split the THP before swapping it out (thp_swpout +0)");
+        return;
+    }
+
+    // Capture until the device held still across the read (others swap into it too).
+    let mut attempt = 0;
+    let (set, summary) = loop {
+        attempt += 1;
+        std::thread::sleep(Duration::from_millis(200));
+        let (set, summary) = capture_device(h.swap.path(), &mut |_, _| {}).unwrap();
+        if summary.stable() || attempt == 8 {
+            break (set, summary);
+        }
+    };
+    assert!(summary.stable(), "mm_stat never held still for a capture");
+    let live: MmStat = summary.mm_stat_before.parse().unwrap();
+    eprintln!(
+        "thp_swpout +{thp_out}, swpout_zero +{}; same_pages {} -> {}; {summary}",
+        vmstat("swpout_zero") - swpout_zero,
+        before.same_pages,
+        live.same_pages
+    );
+    // The kernel: the folio's 256 zero subpages went to zram, as same-filled pages.
+    assert!(live.same_pages >= before.same_pages + 256, "{live:?}");
+    // The capture: those written zero slots are kept, not dropped as never written.
+    assert!(summary.zero_pages >= 256, "{summary:?}");
+    assert_eq!(live.orig_data_size, set.len() as u64 * 4096, "every stored slot was captured");
+    let ours = zmem_experiments::conform::ours(ALGO, set.bytes()).unwrap();
+    assert_eq!(ours.same_pages, live.same_pages, "same_pages");
+    assert_eq!(ours.orig_data_size, live.orig_data_size, "orig_data_size");
+    assert_eq!(ours.compr_data_size, live.compr_data_size, "compr_data_size");
+    assert_eq!(ours.huge_pages, live.huge_pages, "huge_pages");
+    drop(h);
+}
