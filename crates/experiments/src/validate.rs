@@ -128,7 +128,9 @@ pub struct ReadaheadSides {
 }
 
 /// What [`ReadaheadSides::kernel`] counts.
-pub const KERNEL_RA_SCOPE: &str = "system-wide /proc/vmstat deltas over the player's accesses:     every process's readahead, not only the player's (memory.stat has no swap_ra)";
+pub const KERNEL_RA_SCOPE: &str =
+    "system-wide /proc/vmstat deltas over the player's accesses (every process's readahead; \
+     memory.stat has no swap_ra)";
 
 /// `zmem validate replay`'s result: `kernel`, `zmem` and `error` are the comparison; the rest
 /// says how it was obtained.
