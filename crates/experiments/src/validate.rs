@@ -128,8 +128,7 @@ pub struct ReadaheadSides {
 }
 
 /// What [`ReadaheadSides::kernel`] counts.
-pub const KERNEL_RA_SCOPE: &str =
-    "system-wide /proc/vmstat deltas over the player's accesses (every process's readahead; \
+pub const KERNEL_RA_SCOPE: &str = "system-wide /proc/vmstat deltas over the player's accesses (every process's readahead; \
      memory.stat has no swap_ra)";
 
 /// `zmem validate replay`'s result: `kernel`, `zmem` and `error` are the comparison; the rest
