@@ -163,4 +163,13 @@ fn two_kernel_runs_give_the_median_run() {
     assert!(runs.contains(&v["kernel"]), "the kernel's side is not one run: {v}");
     assert!(v["kernel"]["swap_outs"].as_u64().unwrap() > 0, "nothing swapped: {v}");
     assert_eq!(v["kernel_run"]["stats_flushed"], true);
+    // Readahead on both sides: on zram neither side's faults read ahead, so zmem's are 0; the
+    // kernel's are system-wide /proc/vmstat deltas (others' swap-ins), present on 6.18.
+    let ra = &v["readahead"];
+    assert_eq!(
+        (ra["zmem"]["swap_ra"].as_u64(), ra["zmem"]["swap_ra_hit"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert!(ra["kernel"]["swap_ra"].is_u64() && ra["kernel"]["swap_ra_hit"].is_u64(), "{v}");
+    assert!(["vma", "cluster"].contains(&ra["mode"].as_str().unwrap()), "{v}");
 }

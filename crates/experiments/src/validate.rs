@@ -36,7 +36,8 @@ use zmem_kernel::kernel_replay as kernel;
 pub use zmem_kernel::kernel_replay::{KernelRun, KernelRunConfig};
 
 use crate::{LabError, Progress};
-use zmem_sim::replay::{self, Access, ReplayConfig, SwapKind};
+pub use zmem_kernel::stat::ReadaheadCounters;
+use zmem_sim::replay::{self, Access, Readahead, ReplayConfig, SwapKind};
 
 /// How to validate.
 #[derive(Debug, Clone)]
@@ -108,6 +109,28 @@ pub struct Setup {
     pub replay_ram_pages: u64,
 }
 
+/// Swap readahead on both sides: the kernel's `/proc/vmstat` `swap_ra` and `swap_ra_hit` over
+/// the median run's accesses beside the replay's. The replay runs with this machine's
+/// settings (`vm.page-cluster`, `vma_ra_enabled`), but on zram neither side's faults read
+/// ahead (`SWP_SYNCHRONOUS_IO`, 6.18 `do_swap_page()`): zmem's counts are 0, and the kernel's
+/// are other processes' (its counters are system-wide; `memory.stat` has none).
+#[derive(Debug, Clone, Serialize)]
+pub struct ReadaheadSides {
+    /// The machine's readahead (`vma` or `cluster`), which the replay was given.
+    pub mode: Readahead,
+    /// The machine's `vm.page-cluster`, which the replay was given.
+    pub page_cluster: u32,
+    /// System-wide deltas; `None` where /proc/vmstat has no readahead counters.
+    pub kernel: Option<ReadaheadCounters>,
+    pub zmem: ReadaheadCounters,
+    /// What the kernel's figures count.
+    pub kernel_scope: &'static str,
+}
+
+/// What [`ReadaheadSides::kernel`] counts.
+pub const KERNEL_RA_SCOPE: &str = "system-wide /proc/vmstat deltas over the player's accesses (every process's readahead; \
+     memory.stat has no swap_ra)";
+
 /// `zmem validate replay`'s result: `kernel`, `zmem` and `error` are the comparison; the rest
 /// says how it was obtained.
 #[derive(Debug, Clone, Serialize)]
@@ -123,6 +146,8 @@ pub struct Validation {
     pub kernel_runs: Vec<Side>,
     /// Why the kernel runs that failed failed (OOM kills, timeouts), in the order they ran.
     pub kernel_failures: Vec<String>,
+    /// Swap readahead counts on both sides (not compared: the kernel's are system-wide).
+    pub readahead: ReadaheadSides,
     /// Every page the replay swapped in equalled the page that went out.
     pub verified: bool,
 }
@@ -247,16 +272,26 @@ pub fn run(
     let k = runs.swap_remove(median_run(&sides).expect("at least one run"));
 
     let ram_pages = replay_ram_pages(cfg.ram_bytes, k.player_overhead_bytes, touched_pages, ps);
+    // The machine's readahead settings (the kernel's defaults where unreadable), so both sides
+    // run the same; with zram as the swap neither side's faults read ahead.
+    let (readahead, page_cluster) = match zmem_kernel::stat::swap_readahead() {
+        Ok(l) if !l.vma_ra_enabled => (Readahead::Cluster, l.page_cluster),
+        Ok(l) => (Readahead::Vma, l.page_cluster),
+        Err(_) => (Readahead::Vma, replay::DEFAULT_PAGE_CLUSTER),
+    };
     let rcfg = ReplayConfig {
         ram_pages,
         swap: SwapKind::Zram,
         algo: cfg.algorithm.clone(),
         pool: "zsmalloc".into(),
         page_size: ps,
+        readahead,
+        page_cluster,
         ..ReplayConfig::default()
     };
     let r = replay::run(pages, trace, &rcfg, progress)?;
     let kernel = Side::of(&k);
+    let kernel_ra = k.readahead;
     let zmem = Side {
         swap_outs: r.swap_outs - r.zero_swap_outs,
         swap_ins: r.swap_ins - r.zero_swap_ins,
@@ -278,6 +313,13 @@ pub fn run(
         kernel_run: k,
         kernel_runs: sides,
         kernel_failures,
+        readahead: ReadaheadSides {
+            mode: readahead,
+            page_cluster,
+            kernel: kernel_ra,
+            zmem: ReadaheadCounters { swap_ra: r.swap_ra, swap_ra_hit: r.swap_ra_hit },
+            kernel_scope: KERNEL_RA_SCOPE,
+        },
         verified: r.verified,
     })
 }

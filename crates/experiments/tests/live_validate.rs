@@ -104,6 +104,11 @@ fn validate_replay_on_the_live_kernel() {
         }
     }
     assert_eq!(json["kernel"]["swap_outs"], v.kernel.swap_outs);
+    // zram is SWP_SYNCHRONOUS_IO: the replay reads nothing ahead; the kernel's vmstat deltas
+    // (system-wide) are read on both ends of the accesses.
+    assert_eq!((v.readahead.zmem.swap_ra, v.readahead.zmem.swap_ra_hit), (0, 0));
+    assert!(v.readahead.kernel.is_some(), "/proc/vmstat has swap_ra: {json}");
+    assert!(json["readahead"]["kernel"]["swap_ra"].is_u64(), "{json}");
 
     // Nothing of ours is left: the cgroup directory is gone, the device is not swapped on.
     assert!(!std::path::Path::new(&v.kernel_run.cgroup).exists(), "{} left", v.kernel_run.cgroup);

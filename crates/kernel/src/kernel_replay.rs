@@ -23,6 +23,8 @@
 //!   own (reading the pipe, copying pages), which a run without memory pressure measures alone.
 //! - the player's CPU time in its faulting accesses (`player.rs`): what reclaim and swap-ins
 //!   cost it, beside its first touches' own faults.
+//! - `/proc/vmstat`'s `swap_ra` and `swap_ra_hit` before and after the accesses: system-wide
+//!   (6.18's `memory.stat` has no readahead counters), so others' swap-ins are in them.
 //! - the swap-in latency the player timed (`player.rs`: accesses to pages `mincore` said were
 //!   out of RAM), its count, p50 and p99.
 //!
@@ -116,6 +118,12 @@ pub struct KernelRun {
     pub timed_swap_ins: u64,
     pub swap_in_p50_ns: u64,
     pub swap_in_p99_ns: u64,
+    /// `/proc/vmstat`'s `swap_ra` and `swap_ra_hit` over the player's accesses (its `ready` to
+    /// its `done`); `None` where /proc/vmstat has no such counters. System-wide: 6.18's
+    /// `memory.stat` has no readahead counters, so these include every other process's swap-ins
+    /// meanwhile (the boot's DAMON pages other processes out to any swap there is). On our zram
+    /// device the player's own faults read nothing ahead (`SWP_SYNCHRONOUS_IO`).
+    pub readahead: Option<crate::stat::ReadaheadCounters>,
 }
 
 /// CPU seconds process `pid` has run so far: `/proc/PID/schedstat`'s run time (nanoseconds),
@@ -358,6 +366,7 @@ fn measure<'scope, 'env>(
     wait_line(h, READY)?;
     out.player_overhead_bytes = h.cgroup.usage()?;
     let faults0 = cgroup_stat(h, "pgmajfault")?;
+    let ra0 = crate::stat::readahead_counters().ok();
     let started = Instant::now();
     // The player's stdin is written from a thread while this one samples the device.
     let writer = s.spawn(move || {
@@ -418,6 +427,7 @@ fn measure<'scope, 'env>(
         }
     };
     out.play_secs = started.elapsed().as_secs_f64();
+    out.readahead = ra0.zip(crate::stat::readahead_counters().ok()).map(|(b, a)| a.since(&b));
     let stdin = writer
         .join()
         .map_err(|_| KernelError::Panicked)?

@@ -165,6 +165,97 @@ pub fn swap_counters() -> Result<SwapCounters, PagesError> {
     parse_swap_counters(&text)
 }
 
+/// The system-wide swap readahead events of `/proc/vmstat` (since boot): `swap_ra`, pages read
+/// ahead into the swap cache with a fault's own page, and `swap_ra_hit`, faults that found a
+/// read-ahead page there (mm/swap_state.c: `swap_vma_readahead()` / `swap_cluster_readahead()`
+/// and `swap_update_readahead()`). 6.18's `memory.stat` has neither (`memcg_vm_event_stat[]`,
+/// mm/memcontrol.c), so a cgroup's own readahead can only be read system-wide: the deltas
+/// include every other process's swap-ins over the same time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ReadaheadCounters {
+    pub swap_ra: u64,
+    pub swap_ra_hit: u64,
+}
+
+impl ReadaheadCounters {
+    /// `self - before`, each saturating at 0.
+    pub fn since(&self, before: &Self) -> Self {
+        Self {
+            swap_ra: self.swap_ra.saturating_sub(before.swap_ra),
+            swap_ra_hit: self.swap_ra_hit.saturating_sub(before.swap_ra_hit),
+        }
+    }
+}
+
+/// `swap_ra` and `swap_ra_hit` from the text of `/proc/vmstat` (a kernel built without
+/// `CONFIG_SWAP` has neither: an error).
+pub fn parse_readahead_counters(text: &str) -> Result<ReadaheadCounters, PagesError> {
+    let map = parse_vmstat(text)?;
+    let get = |k: &str| {
+        map.get(k).copied().ok_or_else(|| PagesError::Invalid(format!("/proc/vmstat has no {k}")))
+    };
+    Ok(ReadaheadCounters { swap_ra: get("swap_ra")?, swap_ra_hit: get("swap_ra_hit")? })
+}
+
+/// The live readahead counters from `/proc/vmstat`.
+pub fn readahead_counters() -> Result<ReadaheadCounters, PagesError> {
+    let path = "/proc/vmstat";
+    let text = std::fs::read_to_string(path).map_err(|e| PagesError::io(path, e))?;
+    parse_readahead_counters(&text)
+}
+
+/// The running kernel's swap readahead settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct SwapReadahead {
+    /// `vm.page-cluster` (`/proc/sys/vm/page-cluster`).
+    pub page_cluster: u32,
+    /// `/sys/kernel/mm/swap/vma_ra_enabled` (mm/swap_state.c `enable_vma_readahead`): VMA-based
+    /// readahead, else cluster-based. (The kernel also falls back to cluster readahead while a
+    /// rotational swap area is active, `nr_rotate_swap`, which it does not show.)
+    pub vma_ra_enabled: bool,
+}
+
+/// `vma_ra_enabled`'s text: `true` or `false` (`str_true_false()`; older kernels wrote the
+/// same).
+pub fn parse_vma_ra_enabled(text: &str) -> Result<bool, PagesError> {
+    match text.trim() {
+        "true" | "1" | "Y" | "y" => Ok(true),
+        "false" | "0" | "N" | "n" => Ok(false),
+        t => Err(PagesError::Invalid(format!("vma_ra_enabled: {t:?}"))),
+    }
+}
+
+/// The live `vm.page-cluster` and `vma_ra_enabled`.
+pub fn swap_readahead() -> Result<SwapReadahead, PagesError> {
+    let read = |path: &str| std::fs::read_to_string(path).map_err(|e| PagesError::io(path, e));
+    let pc = read("/proc/sys/vm/page-cluster")?;
+    let page_cluster = pc
+        .trim()
+        .parse()
+        .map_err(|_| PagesError::Invalid(format!("/proc/sys/vm/page-cluster: {pc:?}")))?;
+    let vma_ra_enabled = parse_vma_ra_enabled(&read("/sys/kernel/mm/swap/vma_ra_enabled")?)?;
+    Ok(SwapReadahead { page_cluster, vma_ra_enabled })
+}
+
+/// Whether the block device holding `path` is rotational
+/// (`/sys/dev/block/MAJ:MIN/queue/rotational`, a partition's from its disk); `None` where that
+/// cannot be read (a file system without a block device, such as tmpfs). 6.18 counts a swap
+/// area on such a device in `nr_rotate_swap` (mm/swapfile.c, swapon without `bdev_nonrot()`),
+/// which turns VMA readahead off (`swap_use_vma_readahead()`, mm/swap_state.c).
+pub fn rotational(path: &Path) -> Option<bool> {
+    let dev = std::fs::metadata(path).ok()?.dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let base = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    [base.join("queue/rotational"), base.join("../queue/rotational")]
+        .iter()
+        .find_map(|f| std::fs::read_to_string(f).ok())
+        .and_then(|t| match t.trim() {
+            "1" => Some(true),
+            "0" => Some(false),
+            _ => None,
+        })
+}
+
 /// `/sys/block/NAME/stat`, the block layer's counters (Documentation/block/stat.rst). Sectors
 /// are 512 bytes; times are milliseconds. Kernels before 4.18 have no discard fields and before
 /// 5.5 no flush fields: those read 0.
@@ -346,6 +437,19 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
         assert_eq!(parse_vmstat(text).unwrap()["nr_free_pages"], 12345);
         assert!(parse_swap_counters("pswpin 1\n").is_err());
         assert!(parse_vmstat("pswpin x\n").is_err());
+    }
+
+    #[test]
+    fn vmstat_parses_readahead_counters_and_settings() {
+        let text = "pswpin 17\nswap_ra 300\nswap_ra_hit 250\n";
+        let c = parse_readahead_counters(text).unwrap();
+        assert_eq!(c, ReadaheadCounters { swap_ra: 300, swap_ra_hit: 250 });
+        let before = ReadaheadCounters { swap_ra: 100, swap_ra_hit: 260 };
+        assert_eq!(c.since(&before), ReadaheadCounters { swap_ra: 200, swap_ra_hit: 0 });
+        assert!(parse_readahead_counters("swap_ra 1\n").is_err());
+        assert!(parse_vma_ra_enabled("true\n").unwrap());
+        assert!(!parse_vma_ra_enabled("false\n").unwrap());
+        assert!(parse_vma_ra_enabled("maybe").is_err());
     }
 
     #[test]

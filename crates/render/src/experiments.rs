@@ -245,6 +245,21 @@ pub fn validation(v: &Validation) -> String {
     for (name, k, z, e) in rows {
         out += &format!("{name:<18} {k:>14} {z:>14} {:>9}\n", percent(e));
     }
+    let ra = &v.readahead;
+    let kernel_ra = |f: fn(&zmem_experiments::validate::ReadaheadCounters) -> u64| {
+        ra.kernel.as_ref().map_or_else(|| "n/a".to_string(), |c| f(c).to_string())
+    };
+    for (name, k, z) in [
+        ("swap_ra", kernel_ra(|c| c.swap_ra), ra.zmem.swap_ra),
+        ("swap_ra_hit", kernel_ra(|c| c.swap_ra_hit), ra.zmem.swap_ra_hit),
+    ] {
+        out += &format!("{name:<18} {k:>14} {z:>14} {:>9}\n", "-");
+    }
+    out += &format!(
+        "readahead: {} with page-cluster {} on both sides; zram is synchronous, so neither \
+         side's faults read ahead; the kernel's swap_ra and swap_ra_hit are {}\n",
+        ra.mode, ra.page_cluster, ra.kernel_scope
+    );
     let k = &v.kernel_run;
     out += &format!(
         "kernel: player overhead {} bytes (replay RAM {} pages), {} major faults, {} pages in \

@@ -34,6 +34,11 @@ pub fn replay(r: &ReplayResult) -> String {
         r.disk_reads,
         r.disk_writes
     );
+    s += &format!(
+        "readahead {} (page-cluster {}): swap_ra {}, swap_ra_hit {}; read-ahead pages reclaimed \
+         before a fault {} ({} dropped clean)\n",
+        r.readahead, r.page_cluster, r.swap_ra, r.swap_ra_hit, r.ra_reclaimed, r.ra_dropped
+    );
     s += &r
         .counters
         .iter()
@@ -72,6 +77,13 @@ pub fn replay(r: &ReplayResult) -> String {
         if x.count > 0 || name == "all" {
             s += &format!("  {name:<26} {:>8} {:>10} {:>10}\n", x.count, x.p50_ns, x.p99_ns);
         }
+    }
+    if h.readahead.count > 0 {
+        let x = &h.readahead;
+        s += &format!(
+            "  {:<26} {:>8} {:>10} {:>10}\n",
+            "(read ahead, per page)", x.count, x.p50_ns, x.p99_ns
+        );
     }
     s += &latency_hist("store_ns", &r.store_hist);
     s += &latency_hist("load_ns", &r.load_hist);

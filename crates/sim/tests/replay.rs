@@ -2,7 +2,7 @@
 //! accounting identities between the simulator's counts and the engines' counters.
 
 use zmem_pages::prng::SplitMix64;
-use zmem_sim::replay::{self, Access, ReplayConfig, ReplayResult, SwapKind};
+use zmem_sim::replay::{self, Access, Readahead, ReplayConfig, ReplayResult, SwapKind};
 use zmem_sim::{NoProgress, SimError};
 use zmem_zswap::Incompressible;
 
@@ -47,7 +47,7 @@ fn trace(n: u64, len: usize, seed: u64) -> Vec<Access> {
 /// Everything but the timings.
 fn counts(r: &ReplayResult) -> String {
     format!(
-        "{} {} {} {} {} {} {} {} {} {} {} {} {:?} {}",
+        "{} {} {} {} {} {} {} {} {} {} {} {} {:?} {} {} {} {} {}",
         r.reads,
         r.writes,
         r.first_touches,
@@ -61,7 +61,11 @@ fn counts(r: &ReplayResult) -> String {
         r.disk_writes,
         r.store_hist.count + r.load_hist.count,
         r.counters,
-        r.verified
+        r.verified,
+        r.swap_ra,
+        r.swap_ra_hit,
+        r.ra_reclaimed,
+        r.ra_dropped
     )
 }
 
@@ -113,8 +117,13 @@ fn zswap_replay_accounts_for_every_page_it_wrote_to_disk() {
     assert_eq!(r.disk_writes, r.rejected + wb, "disk writes are rejections plus writebacks");
     assert_eq!(counter(&r, "zswpout"), r.stored);
     assert!(r.max_pool_bytes <= (64 / 10 + 1) * PS as u64 * 2, "the pool stays near its cap");
-    // Swap-ins from zswap plus those from disk are all the non-zero swap-ins.
-    assert_eq!(counter(&r, "zswpin") + r.disk_reads, r.load_hist.count);
+    // Loads from zswap plus reads from disk are all the non-zero swap-ins and read-ahead pages
+    // (readahead: `zswpin` counts every `zswap_load()` that found its page, read-ahead or not).
+    assert!(r.swap_ra > 0, "the trace must read ahead");
+    assert_eq!(
+        counter(&r, "zswpin") + r.disk_reads,
+        r.load_hist.count + r.swap_in_hists.readahead.count
+    );
 }
 
 #[test]
@@ -231,7 +240,11 @@ fn a_slow_swap_device_makes_misses_slower_and_changes_no_count() {
     let (fm, sm) = (&fast.swap_in_hists.zswap_miss, &slow.swap_in_hists.zswap_miss);
     assert!(fm.count > 10, "the trace must miss zswap");
     assert_eq!((fm.count, fast.disk_reads), (sm.count, slow.disk_reads));
-    assert_eq!(fm.count, fast.disk_reads, "every device read is a miss");
+    // Every device read is a fault's miss or a read-ahead page's miss (read-ahead loads that
+    // hit zswap are the rest of the read-ahead histogram).
+    let ra_zswap = counter(&fast, "zswpin") - fast.swap_in_hists.zswap_hit.count;
+    let ra_device = fast.swap_in_hists.readahead.count - ra_zswap;
+    assert_eq!(fm.count + ra_device, fast.disk_reads);
     assert!(sm.p50_ns > 10 * fm.p50_ns, "miss p50 {} (hdd) vs {} (nvme)", sm.p50_ns, fm.p50_ns);
     // A miss costs at least a device read: the nvme profile's p50 is 60 us.
     assert!(fm.p50_ns > 20_000, "{}", fm.p50_ns);
@@ -287,4 +300,143 @@ fn zram_written_back_slots_are_charged_a_device_read() {
     assert!(h.zram_written_back.p50_ns > 20_000 && h.zram.p50_ns < h.zram_written_back.p50_ns);
     assert_eq!(r.device_reads_charged, h.zram_written_back.count);
     assert_eq!(r.device_writes_charged, written);
+}
+
+/// Pages no two alike, all compressible and none zero.
+fn text_pages(n: usize) -> Vec<u8> {
+    (0..n * PS).map(|j| b"zmem readahead "[(j + j / PS) % 15] ^ (j / PS) as u8 | 1).collect()
+}
+
+/// Two sequential passes over `n` pages.
+fn two_passes(n: u64) -> Vec<Access> {
+    (0..2 * n).map(|k| Access { page: k % n, write: false, time_ns: k }).collect()
+}
+
+/// 6.18 `swapin_readahead()`: a sequential second pass over zswap (a swap file is not
+/// `SWP_SYNCHRONOUS_IO`) reads ahead, VMA-based or cluster-based, and most of the pass's faults
+/// find their page read ahead (`swap_ra_hit`, minor faults). Without readahead, every page of
+/// the pass is a major fault.
+#[test]
+fn a_sequential_pass_over_zswap_reads_ahead_and_hits() {
+    let n = 256;
+    let p = text_pages(n);
+    let t = two_passes(n as u64);
+    let run = |readahead| {
+        // A pool that holds every page (zswap's 32 allocator pools each start their own zspages).
+        let cfg = ReplayConfig {
+            ram_pages: 64,
+            max_pool_percent: 1600,
+            readahead,
+            ..ReplayConfig::default()
+        };
+        replay::run(&p, &t, &cfg, &NoProgress).unwrap()
+    };
+    let none = run(Readahead::None);
+    assert!(none.verified);
+    assert_eq!((none.swap_ra, none.swap_ra_hit, none.swap_ins), (0, 0, n as u64));
+    for mode in [Readahead::Vma, Readahead::Cluster] {
+        let r = run(mode);
+        assert!(r.verified, "{mode}");
+        assert_eq!(r.readahead, mode);
+        // Every page of the second pass was out of RAM: a major fault, or a read-ahead hit.
+        assert_eq!(r.swap_ins + r.swap_ra_hit, n as u64, "{mode}");
+        // A read-ahead page is hit, reclaimed first (unmapped, so unaccessed: when reclaim has
+        // rotated every page the pass touched once, the window's unhit pages go first; all were
+        // read from zswap, so none is dropped clean), or still in the swap cache at the end.
+        assert!(r.swap_ra_hit + r.ra_reclaimed <= r.swap_ra, "{mode}");
+        assert_eq!(r.ra_dropped, 0, "{mode}");
+        // Sequential: the window grows to page_cluster's 8, so at most one fault in 8 is major
+        // once it has; nearly every read-ahead page is hit.
+        assert!(r.swap_ins <= n as u64 / 8 + 4, "{mode}: {} major faults", r.swap_ins);
+        assert!(r.swap_ra >= n as u64 * 7 / 8 - 4, "{mode}: swap_ra {}", r.swap_ra);
+        // Read-ahead loads are zswap loads: zswpin counts them with the faults' own.
+        assert_eq!(counter(&r, "zswpin"), r.swap_ins + r.swap_ra, "{mode}");
+    }
+}
+
+/// 6.18 `do_swap_page()`: zram is `SWP_SYNCHRONOUS_IO` and every entry here has a swap count
+/// of 1, so its faults skip the swap cache and readahead, whatever `vm.page-cluster` says.
+#[test]
+fn zram_swap_in_faults_read_only_their_own_page() {
+    let n = 256;
+    let p = text_pages(n);
+    let t = two_passes(n as u64);
+    for readahead in [Readahead::Vma, Readahead::Cluster] {
+        let cfg = ReplayConfig {
+            ram_pages: 64,
+            swap: SwapKind::Zram,
+            readahead,
+            page_cluster: 5,
+            ..ReplayConfig::default()
+        };
+        let r = replay::run(&p, &t, &cfg, &NoProgress).unwrap();
+        assert!(r.verified);
+        assert_eq!((r.swap_ra, r.swap_ra_hit), (0, 0));
+        assert_eq!(r.readahead, Readahead::None);
+        assert_eq!(r.swap_ins, n as u64);
+    }
+}
+
+/// `vm.page-cluster=0`: `swapin_nr_pages()` and `swap_vma_ra_win()` return a window of one page,
+/// so the replay is the one without readahead, count for count.
+#[test]
+fn page_cluster_0_reads_nothing_ahead() {
+    let p = pages(400, 21);
+    let t = trace(400, 6000, 22);
+    let run = |readahead, page_cluster| {
+        let cfg =
+            ReplayConfig { ram_pages: 64, readahead, page_cluster, ..ReplayConfig::default() };
+        replay::run(&p, &t, &cfg, &NoProgress).unwrap()
+    };
+    let off = run(Readahead::None, 3);
+    for mode in [Readahead::Vma, Readahead::Cluster] {
+        let r = run(mode, 0);
+        assert_eq!((r.swap_ra, r.swap_ra_hit, r.readahead), (0, 0, Readahead::None));
+        assert_eq!(counts(&r), counts(&off), "{mode}");
+        assert!(run(mode, 3).swap_ra > 0, "{mode}: the same trace reads ahead at 3");
+    }
+}
+
+/// `zswap_load()` of a folio in the swap cache (every read-ahead page) frees the zswap entry
+/// (mm/zswap.c): the entries drop and `zswpin` counts each read-ahead page; reclaimed before any
+/// fault, such a page (dirty) is stored in zswap again, and comes back from there.
+#[test]
+fn read_ahead_pages_leave_zswap_and_are_stored_again_when_reclaimed() {
+    let p = text_pages(128);
+    let cfg = ReplayConfig { ram_pages: 16, max_pool_percent: 1600, ..ReplayConfig::default() };
+    let mut sim = replay::Simulator::new(&p, &cfg).unwrap();
+    let mut k = 0;
+    let mut touch = |sim: &mut replay::Simulator, page| {
+        k += 1;
+        sim.access(Access { page, write: false, time_ns: k }).unwrap();
+    };
+    let zswap = |sim: &replay::Simulator| {
+        let z = sim.swap_layer().zswap().unwrap();
+        (z.nr_entries(), z.stats().zswpin, z.stats().zswpout)
+    };
+    // 64 first touches through 16 pages of RAM, reclaimed 16 at a time: 0..48 are in zswap.
+    for page in 0..64 {
+        touch(&mut sim, page);
+    }
+    assert_eq!(zswap(&sim), (48, 0, 48));
+    // A fault on 10, the VMA's first: hits 4 -> a window of 8, centred: 7..15. Reading 7 finds
+    // RAM full (48..64) and reclaims those 16 into zswap; then 7, 8, 9, 11..14 are read ahead
+    // and 10 is faulted in: 8 loads, each freeing its entry.
+    touch(&mut sim, 10);
+    assert_eq!(zswap(&sim), (48 + 16 - 8, 8, 64));
+    // 16 first touches: the one reclaim (at the 9th) takes all 16 pages, the 7 read-ahead ones
+    // (never faulted, dirty) stored again with 10 and 64..72.
+    for page in 64..80 {
+        touch(&mut sim, page);
+    }
+    assert_eq!(zswap(&sim), (56 + 16, 8, 80));
+    // A fault on 8 (window: 2 pages not adjacent to 10 -> 1, but at least 8 / 2 -> 4, centred
+    // 7..11): 7, 9, 10 read ahead and 8 itself, all from zswap again.
+    touch(&mut sim, 8);
+    assert_eq!(zswap(&sim), (72 - 4, 12, 80));
+    let r = sim.finish(Default::default());
+    assert!(r.verified, "the pages stored again came back intact");
+    assert_eq!((r.swap_ra, r.swap_ra_hit, r.ra_reclaimed, r.ra_dropped), (10, 0, 7, 0));
+    assert_eq!(r.swap_ins, 2);
+    assert_eq!(r.stored, 80);
 }

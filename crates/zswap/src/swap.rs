@@ -50,6 +50,13 @@ pub trait SwapDevice: Send + Sync {
     fn shrinker(&self) -> Option<&dyn Shrinker> {
         None
     }
+    /// `SWP_SYNCHRONOUS_IO`: set at swapon for a `bdev_synchronous()` device (zram; mm/swapfile.c,
+    /// `SYSCALL_DEFINE2(swapon)`), not for a swap file. `do_swap_page()` (mm/memory.c) reads a
+    /// faulting entry of such a device whose swap count is 1 straight into a private folio,
+    /// without the swap cache and without readahead.
+    fn synchronous_io(&self) -> bool {
+        false
+    }
 }
 
 impl SwapDevice for SwapFile {
@@ -73,6 +80,9 @@ impl<D: SwapDevice + ?Sized> SwapDevice for Arc<D> {
     }
     fn shrinker(&self) -> Option<&dyn Shrinker> {
         (**self).shrinker()
+    }
+    fn synchronous_io(&self) -> bool {
+        (**self).synchronous_io()
     }
 }
 
@@ -227,6 +237,12 @@ impl SwapLayer {
 
     pub fn page_size(&self) -> usize {
         self.page_size
+    }
+
+    /// Whether the device is `SWP_SYNCHRONOUS_IO` ([`SwapDevice::synchronous_io`]): swap-in
+    /// faults on it read only their own page (no swap cache, no readahead).
+    pub fn synchronous_io(&self) -> bool {
+        self.device.synchronous_io()
     }
 
     /// The shrinker pass each [`SwapLayer::swap_out`] runs after its store; `None`: none, the

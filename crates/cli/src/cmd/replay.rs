@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use zmem_lab::Incompressible;
-use zmem_sim::replay::{self, ReplayConfig, SwapKind};
+use zmem_sim::replay::{self, Readahead, ReplayConfig, SwapKind};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -49,6 +49,16 @@ pub struct Args {
     /// or a file path whose directory is on it) to measure for about a second with O_DIRECT.
     #[arg(long, default_value = "nvme", value_name = "PATH|nvme|ssd|emmc|hdd")]
     swap_device: String,
+    /// Swap readahead on swap-in faults (zswap's swap file; zram never reads ahead): `vma`,
+    /// `cluster` or `none`. Default: this machine's (/sys/kernel/mm/swap/vma_ra_enabled, else
+    /// vma), and cluster where --swap-device is rotational (hdd, or a path on a rotational disk),
+    /// as the kernel reads by cluster while a rotational swap area is on.
+    #[arg(long, value_name = "vma|cluster|none")]
+    readahead: Option<Readahead>,
+    /// vm.page-cluster: readahead reads at most 2^N pages (VMA readahead at most 32); 0 reads
+    /// none. Default: this machine's (/proc/sys/vm/page-cluster), else the kernel's 3.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=31))]
+    page_cluster: Option<u32>,
     /// Print a JSON object instead of the report.
     #[arg(long)]
     json: bool,
@@ -65,6 +75,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let device = super::args::swap_device(&args.swap_device)?;
     let inputs = super::pages::load(std::slice::from_ref(&args.pages), args.page_size)?;
     let trace = super::pages::load_trace(&args.trace)?;
+    let (readahead, page_cluster) = readahead_settings(args.readahead, args.page_cluster, &device);
     let cfg = ReplayConfig {
         ram_pages,
         swap: args.swap,
@@ -94,9 +105,37 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         },
         device,
         zram_backing: false,
+        readahead,
+        page_cluster,
     };
     let r = replay::run(inputs[0].bytes(), &trace, &cfg, &super::progress::Bar::new())?;
     super::emit(args.json, &r, zmem_render::replay::replay)?;
     anyhow::ensure!(r.verified, "pages swapped in differ from the pages swapped out");
     Ok(())
+}
+
+/// The readahead to replay with: what was asked, else this machine's settings, else the
+/// kernel's defaults (VMA readahead, `vm.page-cluster` 3). VMA readahead needs no rotational
+/// swap area on (6.18 `swap_use_vma_readahead()`): a swap file on `device` that is rotational
+/// (the `hdd` profile, or a measured path on a rotational disk) reads by cluster.
+pub fn readahead_settings(
+    mode: Option<Readahead>,
+    page_cluster: Option<u32>,
+    device: &zmem_sim::swap_device::SwapDevice,
+) -> (Readahead, u32) {
+    let live = zmem_kernel::stat::swap_readahead().ok();
+    let rotational = if device.kind == "profile" {
+        device.name == "hdd"
+    } else {
+        zmem_kernel::stat::rotational(std::path::Path::new(&device.name)).unwrap_or(false)
+    };
+    let mode = mode.unwrap_or(match live {
+        Some(l) if !l.vma_ra_enabled => Readahead::Cluster,
+        _ if rotational => Readahead::Cluster,
+        _ => Readahead::Vma,
+    });
+    let page_cluster = page_cluster
+        .or(live.map(|l| l.page_cluster))
+        .unwrap_or(zmem_sim::replay::DEFAULT_PAGE_CLUSTER);
+    (mode, page_cluster)
 }

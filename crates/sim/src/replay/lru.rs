@@ -51,6 +51,8 @@ pub(crate) struct Lru {
     /// Inactive pages scanned since the last rebalance.
     scanned: usize,
     capacity: usize,
+    /// A page reclaim must pass over (the faulting page while its fault reads ahead), or NONE.
+    pinned: u32,
 }
 
 impl Lru {
@@ -69,6 +71,7 @@ impl Lru {
             active: empty,
             scanned: 0,
             capacity,
+            pinned: NONE,
         }
     }
 
@@ -140,8 +143,31 @@ impl Lru {
     /// A page faulted in: onto the inactive head, accessed; a swap-in (`refault`) whose refault
     /// distance is within the active list goes onto the active list.
     pub(crate) fn install(&mut self, page: u32, refault: bool) {
+        self.add(page, refault, true);
+    }
+
+    /// A page read ahead into the swap cache (`__read_swap_cache_async()`: `workingset_refault()`
+    /// then `folio_add_lru()`): as [`Lru::install`], but no PTE maps it, so it is not accessed,
+    /// and reclaim takes it at its first scan unless a fault maps and touches it first.
+    pub(crate) fn install_unmapped(&mut self, page: u32, refault: bool) {
+        self.add(page, refault, false);
+    }
+
+    /// Keeps `page` (resident) out of [`Lru::victim`]'s choice until unpinned (`None`): a folio
+    /// locked by its fault, which `shrink_folio_list()` cannot lock and puts back.
+    pub(crate) fn pin(&mut self, page: Option<u32>) {
+        self.pinned = page.unwrap_or(NONE);
+    }
+
+    /// Resident pages reclaim may take (all but a pinned one).
+    pub(crate) fn evictable(&self) -> usize {
+        let pinned = self.pinned != NONE && self.is_resident(self.pinned);
+        self.len() - usize::from(pinned)
+    }
+
+    fn add(&mut self, page: u32, refault: bool, accessed: bool) {
         let i = page as usize;
-        self.accessed[i] = true;
+        self.accessed[i] = accessed;
         self.referenced[i] = false;
         let activate = refault && {
             let distance = self.nonresident_age.wrapping_sub(self.shadow[i]);
@@ -169,7 +195,7 @@ impl Lru {
         }
     }
 
-    /// The next page reclaim evicts (RAM full): scans as `shrink_folio_list()` does until an
+    /// The next page reclaim evicts (RAM full; at least one page not pinned): scans as `shrink_folio_list()` does until an
     /// inactive page not accessed since the last scan is at the tail. The page stays resident
     /// until [`Lru::evict`] (reclaim may fail to write it out and keep it).
     pub(crate) fn victim(&mut self) -> u32 {
@@ -183,6 +209,11 @@ impl Lru {
             let t = self.inactive.tail;
             assert!(t != NONE, "victim() of an empty RAM");
             self.scanned += 1;
+            if t == self.pinned {
+                self.unlink(t);
+                self.push_head(t, Where::Inactive);
+                continue;
+            }
             let i = t as usize;
             if !self.accessed[i] {
                 return t;

@@ -18,6 +18,21 @@
 //! (zmem-zswap's `shrinker`); it is not memcg-aware, so a memcg's own reclaim never runs it, and
 //! at priority 12 a pool with less than 4096 pages to gain is never scanned.
 //!
+//! Swap-in faults read ahead as 6.18's `do_swap_page()` does ([`readahead`], each rule cited
+//! there): on zram (a `SWP_SYNCHRONOUS_IO` device; every entry here has a swap count of 1) only
+//! the faulting page is read; on zswap's swap file `swapin_readahead()` reads a window of pages
+//! around it, VMA-based (the default: the page set is one VMA, page id = virtual page) or
+//! cluster-based, at most `1 << vm.page-cluster` pages ([`ReplayConfig::readahead`],
+//! [`ReplayConfig::page_cluster`]). A read-ahead page comes from the zeromap, zswap (whose entry
+//! `zswap_load()` frees, as for every folio in the swap cache) or the device, and is counted in
+//! `swap_ra`. It is then in the swap cache: resident, charged to RAM's budget and on the LRU as
+//! the kernel charges it to the memcg and adds it there (inactive unless its refault distance
+//! activates it), but not mapped, so not accessed: reclaim takes it at its first scan. A fault
+//! that finds it there is a minor fault and a `swap_ra_hit`; the page is mapped and its slot
+//! freed. Reclaimed before any fault, a page read from zswap (dirty: its entry is gone) is
+//! stored again; one read from the device or the zeromap (clean) is dropped without a write, its
+//! slot still holding it.
+//!
 //! The flow: [`run`] checks the trace, builds a [`Simulator`], feeds it every access and times
 //! the whole; [`Simulator::access`] is one step, for callers that interleave their own work.
 //!
@@ -34,6 +49,7 @@
 //! and the same charges.
 
 mod lru;
+pub mod readahead;
 mod sim;
 
 use std::path::PathBuf;
@@ -48,6 +64,7 @@ use crate::latency::LatencyHist;
 use crate::swap_device::SwapDevice;
 use crate::{Progress, SimError};
 
+pub use readahead::{DEFAULT_PAGE_CLUSTER, Readahead};
 pub use sim::Simulator;
 pub use sim::SwapTimer;
 
@@ -101,6 +118,12 @@ pub struct ReplayConfig {
     /// zram only: give the device a backing device (`backing_dev`; held in memory, charged
     /// as `device`), so [`Simulator::zram_writeback_idle`] can write slots back to it.
     pub zram_backing: bool,
+    /// Swap readahead on swap-in faults ([`readahead`]): VMA-based (the kernel's default,
+    /// `/sys/kernel/mm/swap/vma_ra_enabled`), cluster-based, or none. zram never reads ahead.
+    pub readahead: Readahead,
+    /// `vm.page-cluster`: readahead reads at most `1 << page_cluster` pages (VMA readahead at
+    /// most 32); 0 reads only the faulting page. The kernel's default is 3.
+    pub page_cluster: u32,
 }
 
 impl Default for ReplayConfig {
@@ -120,6 +143,8 @@ impl Default for ReplayConfig {
             swap_dir: None,
             device: SwapDevice::default(),
             zram_backing: false,
+            readahead: Readahead::Vma,
+            page_cluster: DEFAULT_PAGE_CLUSTER,
         }
     }
 }
@@ -135,6 +160,9 @@ pub struct SwapInHists {
     pub zram: LatencyHist,
     /// zram's read of a slot written back to its backing device, plus the device read.
     pub zram_written_back: LatencyHist,
+    /// Pages read ahead (not a fault's own page; not in `load_hist`): `zswap_load`, plus the
+    /// device read's charge where zswap missed; zero pages are not timed.
+    pub readahead: LatencyHist,
 }
 
 /// What a replay measured. All fields but the histograms of measured times, `cpu_secs` and
@@ -151,14 +179,31 @@ pub struct ReplayResult {
     pub writes: u64,
     /// First touches (faults that read nothing from swap).
     pub first_touches: u64,
-    /// Pages evicted from RAM.
+    /// Pages written out of RAM to swap (zeromap, zswap or the device); read-ahead pages
+    /// dropped clean are in `ra_dropped` instead.
     pub swap_outs: u64,
     /// Of those, zero pages caught by the zeromap.
     pub zero_swap_outs: u64,
-    /// Pages brought back from swap.
+    /// Faults that read their page from swap (major faults).
     pub swap_ins: u64,
     /// Of those, zero pages (the zeromap's: no device read).
     pub zero_swap_ins: u64,
+    /// The readahead the replay did: [`Readahead::None`] where the swap is zram (synchronous)
+    /// or `page_cluster` is 0.
+    pub readahead: Readahead,
+    pub page_cluster: u32,
+    /// Pages read ahead into the swap cache with a fault's own page (/proc/vmstat `swap_ra`);
+    /// not in `swap_ins`.
+    pub swap_ra: u64,
+    /// Faults that found a read-ahead page in the swap cache (/proc/vmstat `swap_ra_hit`):
+    /// minor faults, not in `swap_ins`.
+    pub swap_ra_hit: u64,
+    /// Read-ahead pages reclaimed before any fault on them; those read from zswap were
+    /// stored again (in `swap_outs`), the others dropped (`ra_dropped`).
+    pub ra_reclaimed: u64,
+    /// Of those, clean pages dropped without a write (read from the device or the zeromap; the
+    /// slot still holds them): not in `swap_outs`.
+    pub ra_dropped: u64,
     /// Stores the swap kept (zswap: zswpout; zram: every non-zero swap-out).
     pub stored: u64,
     /// zswap stores rejected (written to the swap file instead, or kept in RAM).

@@ -13,6 +13,7 @@ use zmem_zram::Zram;
 use zmem_zswap::{Shrinker, Stage, SwapDevice, SwapHook, SwapIn, SwapLayer, SwapOut, ZswapError};
 
 use super::lru::{Lru, SWAP_CLUSTER_MAX};
+use super::readahead::SwapRa;
 use super::{Access, Counter, ReplayConfig, ReplayResult, SwapInHists, SwapKind, build_zswap};
 use crate::SimError;
 use crate::cputime::Elapsed;
@@ -46,6 +47,11 @@ impl SwapDevice for ZramSwap {
     /// the device's pool (`zs_shrinker_scan`), which `mm_stat`'s `pages_compacted` counts.
     fn shrinker(&self) -> Option<&dyn Shrinker> {
         Some(self)
+    }
+    /// zram's disk is `BLK_FEAT_SYNCHRONOUS`, so its swap area is `SWP_SYNCHRONOUS_IO`: a
+    /// swap-in fault reads only its own page ([`super::readahead`]).
+    fn synchronous_io(&self) -> bool {
+        true
     }
 }
 
@@ -83,6 +89,10 @@ pub struct SwapTimer {
     pub(crate) zram_read: LatencyRecorder,
     pub(crate) zram_written_back: LatencyRecorder,
     pub(crate) device_write: LatencyRecorder,
+    /// Read-ahead pages' loads ([`ReadaheadTimer`]), and a read-ahead `zswap_load`'s time until
+    /// its read says whether it hit.
+    pub(crate) readahead: LatencyRecorder,
+    pending_ra_ns: Option<u64>,
     /// Device I/Os charged, and their total charge.
     pub(crate) device_reads: u64,
     pub(crate) device_writes: u64,
@@ -106,6 +116,8 @@ impl SwapTimer {
             zram_read: LatencyRecorder::new(),
             zram_written_back: LatencyRecorder::new(),
             device_write: LatencyRecorder::new(),
+            readahead: LatencyRecorder::new(),
+            pending_ra_ns: None,
             device_reads: 0,
             device_writes: 0,
             device_ns: 0,
@@ -196,6 +208,56 @@ impl SwapHook for SwapTimer {
     }
 }
 
+/// The hook for the pages a swap-in fault reads ahead: a read-ahead page's `zswap_load` is
+/// timed, and its device read (a zswap miss) charged as every device read is, into
+/// [`SwapTimer::readahead`], not into the swap-in histograms: those are what faults waited for
+/// their own page. (The fault does the read-ahead `zswap_load`s itself, in
+/// `swap_read_folio()`, before its own page is mapped; device reads are queued together.)
+struct ReadaheadTimer<'t>(&'t mut SwapTimer);
+
+impl SwapHook for ReadaheadTimer<'_> {
+    fn around<R>(&mut self, stage: Stage, f: impl FnOnce() -> R) -> R {
+        let t = &mut *self.0;
+        match stage {
+            Stage::ZswapLoad => {
+                let (r, ns) = timed(f);
+                t.pending_ra_ns = Some(ns);
+                r
+            }
+            Stage::DeviceRead => {
+                let r = f();
+                let total = t.pending_ra_ns.take().unwrap_or(0) + t.charge_read();
+                t.readahead.record(total);
+                r
+            }
+            // Reads ahead never write.
+            Stage::ZswapStore | Stage::DeviceWrite => f(),
+        }
+    }
+
+    fn swapped_in(&mut self, from: SwapIn) {
+        let t = &mut *self.0;
+        if from == SwapIn::Zswap
+            && let Some(ns) = t.pending_ra_ns.take()
+        {
+            t.readahead.record(ns);
+        }
+    }
+}
+
+/// Where a resident page stands with the swap cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cached {
+    /// Mapped by the process (faulted in, or first touched): not in the swap cache.
+    Mapped,
+    /// Read ahead, not faulted yet (`PG_readahead`), clean: read from the device or the
+    /// zeromap, its slot still holds it, and reclaim drops it without a write.
+    Clean,
+    /// Read ahead from zswap: `zswap_load()` freed the entry and marked the folio dirty, so
+    /// reclaim must store it again.
+    Dirty,
+}
+
 #[derive(Debug, Default)]
 struct Counts {
     accesses: u64,
@@ -209,6 +271,10 @@ struct Counts {
     stored: u64,
     rejected: u64,
     kept_in_ram: u64,
+    swap_ra: u64,
+    swap_ra_hit: u64,
+    ra_reclaimed: u64,
+    ra_dropped: u64,
 }
 
 /// RAM, the swap area behind it, and what has happened so far.
@@ -220,6 +286,10 @@ pub struct Simulator<'p> {
     zram: Option<Arc<Zram>>,
     ram: Lru,
     touched: Vec<bool>,
+    /// Each resident page's place in the swap cache.
+    cached: Vec<Cached>,
+    /// Readahead on swap-in faults, unless the device is synchronous (zram).
+    ra: Option<SwapRa>,
     timer: SwapTimer,
     counts: Counts,
     buf: Vec<u8>,
@@ -272,6 +342,10 @@ impl<'p> Simulator<'p> {
             SwapKind::Zswap => (SwapLayer::with_zswap(build_zswap(cfg, n as u64)?), None),
         };
         let timer = SwapTimer::new(cfg.swap, &cfg.device, zram.clone());
+        // `do_swap_page()`: a synchronous device's faults read only their own page (every entry
+        // here has a swap count of 1: one process, no fork).
+        let ra = Some(SwapRa::new(cfg.readahead, cfg.page_cluster, n as u64, ps))
+            .filter(|r| r.reads_ahead() && !swap.synchronous_io());
         Ok(Self {
             pages: &pages[..n * ps],
             page_size: ps,
@@ -280,6 +354,8 @@ impl<'p> Simulator<'p> {
             zram,
             ram: Lru::new(cfg.ram_pages.min(n as u64) as usize, n),
             touched: vec![false; n],
+            cached: vec![Cached::Mapped; n],
+            ra,
             timer,
             counts: Counts::default(),
             buf: vec![0u8; ps],
@@ -299,6 +375,11 @@ impl<'p> Simulator<'p> {
         z.store("idle", "all")?;
         z.store("writeback", "idle")?;
         Ok(z.bd_stat().bd_writes - before)
+    }
+
+    /// The swap area (zswap's entries and counters, the device).
+    pub fn swap_layer(&self) -> &SwapLayer {
+        &self.swap
     }
 
     /// Pages in the page set.
@@ -334,25 +415,103 @@ impl<'p> Simulator<'p> {
             self.counts.reads += 1;
         }
         if self.ram.is_resident(p) {
+            if self.cached[p as usize] != Cached::Mapped {
+                self.swap_cache_hit(p);
+            }
             self.ram.touch(p);
             return Ok(());
+        }
+        let i = p as usize;
+        if self.touched[i] && self.ra.is_some() {
+            return self.swapin_readahead(p);
         }
         if self.ram.len() >= self.ram.capacity() {
             self.reclaim()?;
         }
-        let i = p as usize;
         let refault = self.touched[i];
         if !self.touched[i] {
             self.touched[i] = true;
             self.counts.first_touches += 1;
         } else {
-            self.counts.swap_ins += 1;
-            if self.swap.swap_in(a.page, &mut self.buf, &mut self.timer)? == SwapIn::Zeromap {
-                self.counts.zero_swap_ins += 1;
-            }
-            self.verified &= self.buf == self.page(i);
+            self.fault_in(p)?;
         }
         self.ram.install(p, refault);
+        Ok(())
+    }
+
+    /// The faulting page's own read: through the swap layer, then its slot is freed.
+    fn fault_in(&mut self, p: u32) -> Result<(), SimError> {
+        self.counts.swap_ins += 1;
+        if self.swap.swap_in(u64::from(p), &mut self.buf, &mut self.timer)? == SwapIn::Zeromap {
+            self.counts.zero_swap_ins += 1;
+        }
+        self.verified &= self.buf == self.page(p as usize);
+        Ok(())
+    }
+
+    /// A fault on a page read ahead and not faulted since (`do_swap_page()` finds it with
+    /// `swap_cache_get_folio()`): a minor fault. `swap_update_readahead()` clears its
+    /// `PG_readahead` and counts a `swap_ra_hit`; the page is mapped and its slot freed, as
+    /// every swap-in here frees it. It stays where it is on the LRU; the caller marks the
+    /// access.
+    fn swap_cache_hit(&mut self, p: u32) {
+        self.cached[p as usize] = Cached::Mapped;
+        self.counts.swap_ra_hit += 1;
+        if let Some(ra) = &mut self.ra {
+            ra.cache_hit(u64::from(p), true);
+        }
+        self.swap.free(u64::from(p));
+    }
+
+    /// `swapin_readahead()` for a fault on swapped page `p` (see [`super::readahead`]): the
+    /// window's pages in ascending order, each one that is in swap and not in the swap cache
+    /// charged (reclaiming first when RAM is full), put on the inactive LRU unmapped (or the
+    /// active one, as `workingset_refault()` decides) and read through the swap layer without
+    /// freeing its slot; a page other than `p` is a read-ahead page (`swap_ra`). `p` itself is
+    /// read, mapped and its slot freed, as without readahead, and stays out of reclaim's reach
+    /// until the window is done (its folio is locked during the fault).
+    fn swapin_readahead(&mut self, p: u32) -> Result<(), SimError> {
+        let window = self.ra.as_mut().expect("readahead").window(u64::from(p));
+        let result = self.read_window(p, window);
+        self.ram.pin(None);
+        result
+    }
+
+    fn read_window(&mut self, p: u32, window: std::ops::Range<u64>) -> Result<(), SimError> {
+        for q in window {
+            let q = q as u32;
+            if q == p {
+                if self.ram.len() >= self.ram.capacity() {
+                    self.reclaim()?;
+                }
+                self.fault_in(p)?;
+                self.ram.install(p, true);
+                self.ram.pin(Some(p));
+                continue;
+            }
+            let i = q as usize;
+            // `__read_swap_cache_async()`: only entries in use, not already in the swap cache.
+            if !self.touched[i] || self.ram.is_resident(q) {
+                continue;
+            }
+            if self.ram.len() >= self.ram.capacity() {
+                if self.ram.evictable() == 0 {
+                    // RAM holds only the faulting page: the charge fails and the page is
+                    // skipped (`mem_cgroup_swapin_charge_folio()`).
+                    continue;
+                }
+                self.reclaim()?;
+            }
+            let from = self.swap.read(
+                u64::from(q),
+                &mut self.buf,
+                &mut ReadaheadTimer(&mut self.timer),
+            )?;
+            self.verified &= self.buf == self.page(i);
+            self.cached[i] = if from == SwapIn::Zswap { Cached::Dirty } else { Cached::Clean };
+            self.ram.install_unmapped(q, true);
+            self.counts.swap_ra += 1;
+        }
         Ok(())
     }
 
@@ -362,12 +521,28 @@ impl<'p> Simulator<'p> {
     /// than twice RAM's worth in a row is kept, nothing can leave RAM and the replay stops as
     /// the kernel would OOM.
     fn reclaim(&mut self) -> Result<(), SimError> {
-        let want = SWAP_CLUSTER_MAX.min(self.ram.len());
+        let want = SWAP_CLUSTER_MAX.min(self.ram.evictable());
         let mut freed = 0;
         let mut kept_in_a_row = 0;
         while freed < want {
             let victim = self.ram.victim();
             let data = self.page(victim as usize);
+            match self.cached[victim as usize] {
+                Cached::Mapped => {}
+                // A read-ahead page never faulted, clean: `shrink_folio_list()` removes it from
+                // the swap cache without `pageout()`; its slot still holds it.
+                Cached::Clean => {
+                    self.counts.ra_reclaimed += 1;
+                    self.counts.ra_dropped += 1;
+                    self.cached[victim as usize] = Cached::Mapped;
+                    self.ram.evict(victim);
+                    freed += 1;
+                    kept_in_a_row = 0;
+                    continue;
+                }
+                // Dirty (zswap freed its entry at the load): written out again below.
+                Cached::Dirty => {}
+            }
             let out = self.swap.swap_out(u64::from(victim), data, &mut self.timer)?;
             match out {
                 SwapOut::KeptInRam => {
@@ -387,6 +562,10 @@ impl<'p> Simulator<'p> {
             }
             kept_in_a_row = 0;
             self.counts.swap_outs += 1;
+            if self.cached[victim as usize] == Cached::Dirty {
+                self.counts.ra_reclaimed += 1;
+                self.cached[victim as usize] = Cached::Mapped;
+            }
             self.ram.evict(victim);
             freed += 1;
         }
@@ -447,6 +626,12 @@ impl<'p> Simulator<'p> {
             stored: c.stored,
             rejected: c.rejected,
             kept_in_ram: c.kept_in_ram,
+            readahead: self.ra.as_ref().map_or(super::Readahead::None, |_| self.cfg.readahead),
+            page_cluster: self.cfg.page_cluster,
+            swap_ra: c.swap_ra,
+            swap_ra_hit: c.swap_ra_hit,
+            ra_reclaimed: c.ra_reclaimed,
+            ra_dropped: c.ra_dropped,
             max_pool_bytes,
             disk_reads,
             disk_writes,
@@ -458,6 +643,7 @@ impl<'p> Simulator<'p> {
                 zswap_miss: self.timer.zswap_miss.finish(),
                 zram: self.timer.zram_read.finish(),
                 zram_written_back: self.timer.zram_written_back.finish(),
+                readahead: self.timer.readahead.finish(),
             },
             device: self.cfg.device.clone(),
             device_write_hist: self.timer.device_write.finish(),

@@ -1,0 +1,85 @@
+//! `zmem replay`'s readahead flags: a sequential second pass over zswap reads ahead with
+//! `--readahead vma|cluster` (6.18 `swapin_readahead()`), nothing with `--readahead none` or
+//! `--page-cluster 0`, and never on zram (`SWP_SYNCHRONOUS_IO`); bad values fail cleanly.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use zmem_pages::trace::{Access, Op, Trace};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zmem")).args(args).output().expect("the zmem binary runs")
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+const PAGES: u32 = 256;
+
+/// 256 compressible pages, no two alike, and two sequential passes over them.
+fn inputs() -> (PathBuf, PathBuf) {
+    let d = std::env::temp_dir().join(format!("zmem-cli-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let pages = d.join("pages.bin");
+    let bytes: Vec<u8> = (0..PAGES as usize * 4096)
+        .map(|j| b"sequential readahead "[(j + j / 4096) % 21] ^ (j / 4096) as u8 | 1)
+        .collect();
+    std::fs::write(&pages, bytes).unwrap();
+    let trace = d.join("two-passes.trc");
+    let accesses = (0..2 * PAGES)
+        .map(|k| Access { time_ns: u64::from(k) * 1000, page: k % PAGES, op: Op::Read })
+        .collect();
+    Trace { page_count: u64::from(PAGES), accesses }.save(&trace).unwrap();
+    (pages, trace)
+}
+
+fn replay(pages: &Path, trace: &Path, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["replay", "--json", "--ram", "256K", "--swap-in-memory"];
+    args.extend_from_slice(extra);
+    args.extend([s(pages), s(trace)]);
+    let out = run(&args);
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn readahead_flags_choose_the_kernels_readahead() {
+    let (pages, trace) = inputs();
+    let n = u64::from(PAGES);
+    for mode in ["vma", "cluster"] {
+        let v = replay(&pages, &trace, &["--readahead", mode, "--page-cluster", "3"]);
+        assert_eq!(v["readahead"], mode, "{v}");
+        assert_eq!(v["page_cluster"], 3);
+        let (ra, hit, ins) = (
+            v["swap_ra"].as_u64().unwrap(),
+            v["swap_ra_hit"].as_u64().unwrap(),
+            v["swap_ins"].as_u64().unwrap(),
+        );
+        assert!(ra > n / 2 && hit > n / 2, "{mode}: swap_ra {ra}, swap_ra_hit {hit}");
+        assert_eq!(ins + hit, n, "{mode}: every page of the second pass faulted or hit");
+        assert_eq!(v["verified"], true);
+    }
+    let none = replay(&pages, &trace, &["--readahead", "none"]);
+    let zero = replay(&pages, &trace, &["--readahead", "vma", "--page-cluster", "0"]);
+    let zram = replay(&pages, &trace, &["--swap", "zram", "--readahead", "vma"]);
+    for v in [&none, &zero, &zram] {
+        assert_eq!((v["swap_ra"].as_u64(), v["swap_ra_hit"].as_u64()), (Some(0), Some(0)), "{v}");
+        assert_eq!(v["swap_ins"].as_u64(), Some(n));
+        assert_eq!(v["readahead"], "none");
+    }
+    // The text report says what was read ahead.
+    let out = run(&["replay", "--ram", "256K", "--readahead", "cluster", s(&pages), s(&trace)]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("readahead cluster (page-cluster"), "{text}");
+
+    for bad in [&["--readahead", "sideways"][..], &["--page-cluster", "32"]] {
+        let mut args = vec!["replay", "--ram", "256K"];
+        args.extend_from_slice(bad);
+        args.extend([s(&pages), s(&trace)]);
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+    }
+}
