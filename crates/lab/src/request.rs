@@ -93,10 +93,12 @@ impl Budgets {
     /// The default budgets with the user's CPU (percent of a core) and added p99 latency
     /// (microseconds), refused unless both are numbers of at least 0.
     pub fn checked(cpu_percent_of_core: f64, added_load_p99_us: f64) -> Result<Self, LabError> {
-        if !(cpu_percent_of_core >= 0.0 && added_load_p99_us >= 0.0) {
-            return Err(LabError::Setup(
-                "cpu_budget and latency_budget must be numbers >= 0".into(),
-            ));
+        for (name, v) in
+            [("cpu_budget", cpu_percent_of_core), ("latency_budget", added_load_p99_us)]
+        {
+            if !(v >= 0.0 && v.is_finite()) {
+                return Err(LabError::Setup(format!("{name} {v}: must be a number >= 0")));
+            }
         }
         Ok(Self { cpu_percent_of_core, added_load_p99_us, ..Self::default() })
     }

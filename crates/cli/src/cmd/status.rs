@@ -13,7 +13,7 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// Seconds between the two samples of /proc/vmstat the rates come from (0: no rates).
-    #[arg(long, default_value_t = 1.0, value_name = "SECS")]
+    #[arg(long, default_value_t = 1.0, value_name = "SECS", value_parser = super::args::seconds)]
     interval: f64,
 }
 
