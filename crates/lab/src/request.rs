@@ -35,6 +35,9 @@ pub struct LabRequest {
     pub threads: usize,
     /// Minimum time per compressor pass.
     pub min_time: Duration,
+    /// Mount debugfs for the read of zswap's counters where it is not mounted (and unmount it
+    /// after): the one change to the machine the lab makes, and only when asked.
+    pub mount_debugfs: bool,
 }
 
 impl Default for LabRequest {
@@ -48,6 +51,7 @@ impl Default for LabRequest {
             trace: None,
             threads: 0,
             min_time: LabOptions::default().min_time,
+            mount_debugfs: false,
         }
     }
 }
@@ -134,7 +138,7 @@ pub fn run_lab(req: LabRequest, progress: &dyn Progress) -> Result<LabReport, La
     };
     // zswap read around the observation window: its own traffic (zswpin/zswpout) is not in
     // pswpin/pswpout, and its Now is the state at the window's end.
-    let zswap_live = crate::zswap::read_live(true);
+    let zswap_live = crate::zswap::read_live(req.mount_debugfs);
     let started = std::time::Instant::now();
     let rates = now::watch(&e.zram_ids, req.observe_secs, e.source.page_size, progress)?;
     let after = (zswap_live.present && matches!(rates, Ok(ref r) if r.source == "observed"))

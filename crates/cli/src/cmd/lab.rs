@@ -26,6 +26,11 @@ pub struct Args {
     /// Same as `--source builtin`.
     #[arg(long, conflicts_with = "source")]
     no_capture: bool,
+    /// As root, mount debugfs at /sys/kernel/debug for the read of zswap's counters where it is
+    /// not mounted, and unmount it after (without this flag zmem changes nothing and says which
+    /// counters it could not read).
+    #[arg(long)]
+    mount_debugfs: bool,
     /// Seconds to watch the live system's swap traffic for the CPU cost projection (0 skips;
     /// with no swap active there is nothing to watch and the trace replay's rates are used).
     #[arg(long, default_value_t = 10, value_name = "SECONDS", value_parser = super::args::duration("s"))]
@@ -99,6 +104,7 @@ fn request(args: &Args) -> anyhow::Result<LabRequest> {
         trace: args.trace.clone(),
         threads: args.threads,
         min_time: std::time::Duration::from_millis(args.min_time_ms),
+        mount_debugfs: args.mount_debugfs,
     })
 }
 
