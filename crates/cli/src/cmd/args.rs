@@ -111,13 +111,9 @@ pub fn seconds(text: &str) -> Result<f64, String> {
     Ok(v)
 }
 
-/// A flag that takes a number 0 or more, with fractions (`--cpu-budget 0.5`).
-pub fn non_negative(text: &str) -> Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        Ok(_) => Err("give a number 0 or more".into()),
-        Err(_) => Err("not a number".into()),
-    }
+/// `--pool`: an allocator zmem has, checked before any input is read.
+pub fn pool(name: &str) -> anyhow::Result<()> {
+    zmem_pool::registry::find(name).map(|_| ()).map_err(|e| anyhow::anyhow!("--pool {name}: {e}"))
 }
 
 /// Refuses `count` items of `item_bytes` bytes each that would not fit in this machine's

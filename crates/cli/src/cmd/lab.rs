@@ -47,10 +47,10 @@ pub struct Args {
     sample: Option<u64>,
     /// CPU the recommended configuration may use, in percent of one core (compression of the
     /// swap-outs, decompression of the swap-ins, background recompression).
-    #[arg(long, default_value_t = 1.0, value_name = "PERCENT", value_parser = super::args::non_negative)]
+    #[arg(long, default_value_t = 1.0, value_name = "PERCENT")]
     cpu_budget: f64,
     /// Most the recommended configuration may add to the p99 swap-in latency, in microseconds.
-    #[arg(long, default_value_t = 50.0, value_name = "MICROSECONDS", value_parser = super::args::non_negative)]
+    #[arg(long, default_value_t = 50.0, value_name = "MICROSECONDS")]
     latency_budget: f64,
     /// The block device behind a swap file, whose 4 KiB latency the zram-vs-zswap replays
     /// charge to every device read and write: a profile (nvme, ssd, emmc, hdd) or a path on the

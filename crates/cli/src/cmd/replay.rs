@@ -59,6 +59,7 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    super::args::pool(&args.pool)?;
     let ram = super::args::size("--ram", &args.ram)?;
     let ram_pages = ram / args.page_size as u64;
     anyhow::ensure!(ram_pages > 0, "--ram {} is less than one page", args.ram);

@@ -38,6 +38,7 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    super::args::pool(&args.pool)?;
     let inputs = super::pages::load(std::slice::from_ref(&args.file), args.page_size)?;
     let cfg = ZramRunConfig {
         algo: args.algo.name.clone(),
