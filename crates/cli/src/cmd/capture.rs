@@ -12,7 +12,7 @@ use super::progress::Bar;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Process to capture (repeatable).
-    #[arg(long = "pid", value_name = "P", value_parser = super::args::count::<u32>(1, u32::MAX.into()))]
+    #[arg(long = "pid", value_name = "P", value_parser = super::args::count::<u32>(0, u32::MAX.into()))]
     pids: Vec<u32>,
     /// Capture every process (except zmem itself).
     #[arg(long)]

@@ -17,7 +17,7 @@ pub struct Args {
     #[arg(long)]
     list: bool,
     /// Page size to cut the inputs into.
-    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(1, zmem_pages::format::MAX_PAGE_SIZE as u64))]
+    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(0, zmem_pages::format::MAX_PAGE_SIZE as u64))]
     page_size: usize,
     /// Minimum time per timed pass over each batch, in milliseconds; the best pass counts.
     #[arg(long, default_value_t = 200, value_parser = super::args::duration("ms"))]

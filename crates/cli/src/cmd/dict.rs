@@ -31,7 +31,7 @@ pub struct TrainArgs {
     #[arg(long)]
     holdout: bool,
     /// Page size of the pages and the devices.
-    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(1, zmem_pages::format::MAX_PAGE_SIZE as u64))]
+    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(0, zmem_pages::format::MAX_PAGE_SIZE as u64))]
     page_size: usize,
     /// Print a JSON object instead of the report.
     #[arg(long)]

@@ -16,7 +16,7 @@ pub struct Args {
     #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(0, u64::MAX))]
     pages: usize,
     /// Page size.
-    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(1, zmem_pages::format::MAX_PAGE_SIZE as u64))]
+    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(0, zmem_pages::format::MAX_PAGE_SIZE as u64))]
     page_size: usize,
     /// Seed: the same seed gives the same bytes in every version.
     #[arg(long, default_value_t = 0, value_parser = super::args::count::<u64>(0, u64::MAX))]

@@ -18,7 +18,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1000, value_parser = super::args::duration("ms"))]
     duration_ms: u64,
     /// Page size of the pools.
-    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(1, zmem_pages::format::MAX_PAGE_SIZE as u64))]
+    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(0, zmem_pages::format::MAX_PAGE_SIZE as u64))]
     page_size: usize,
     /// Print `{method, threads, cycles_per_map, maps_per_sec}` as JSON instead of the log.
     #[arg(long)]

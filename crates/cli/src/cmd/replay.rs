@@ -20,7 +20,7 @@ pub struct Args {
     #[arg(long, default_value = "zsmalloc")]
     pool: String,
     /// Page size of the pages and the swap.
-    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(1, zmem_pages::format::MAX_PAGE_SIZE as u64))]
+    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(0, zmem_pages::format::MAX_PAGE_SIZE as u64))]
     page_size: usize,
     /// zswap's max_pool_percent (of --ram).
     #[arg(long, default_value_t = 20, value_parser = super::args::count::<u32>(0, u32::MAX.into()))]

@@ -18,7 +18,7 @@ pub struct AllocatorsArgs {
     #[arg(long, default_value = zmem_lab::DEFAULT_ALGORITHM, value_parser = super::args::algo)]
     algo: zmem_comp::AlgoSpec,
     /// Page size.
-    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(1, zmem_pages::format::MAX_PAGE_SIZE as u64))]
+    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(0, zmem_pages::format::MAX_PAGE_SIZE as u64))]
     page_size: usize,
     /// Rounds; allocators are interleaved per round and each keeps its fastest round.
     #[arg(long, default_value_t = 3, value_parser = super::args::count::<usize>(1, 1000))]

@@ -77,7 +77,7 @@ struct GenArgs {
 #[derive(Debug, clap::Args)]
 struct RecordArgs {
     /// Process to record (repeatable).
-    #[arg(long = "pid", value_name = "P", required_unless_present = "cgroup", value_parser = super::args::count::<u32>(1, u32::MAX.into()))]
+    #[arg(long = "pid", value_name = "P", required_unless_present = "cgroup", value_parser = super::args::count::<u32>(0, u32::MAX.into()))]
     pids: Vec<u32>,
     /// Record the processes of this cgroup (its directory, absolute or under /sys/fs/cgroup).
     #[arg(long, value_name = "PATH", conflicts_with = "pids")]

@@ -19,7 +19,7 @@ pub struct Args {
     #[arg(long, default_value = "zsmalloc")]
     pool: String,
     /// Page size of the device and of a raw page file.
-    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(1, zmem_pages::format::MAX_PAGE_SIZE as u64))]
+    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(0, zmem_pages::format::MAX_PAGE_SIZE as u64))]
     page_size: usize,
     /// Writer and reader threads.
     #[arg(long, default_value_t = 1, value_parser = super::args::count::<usize>(1, super::args::MAX_THREADS))]
