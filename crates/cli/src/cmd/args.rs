@@ -87,7 +87,7 @@ where
         match n {
             None => Err(format!("more than the most this takes, {max}")),
             Some(n) if n < min => Err(format!("less than {min}")),
-            Some(n) => T::try_from(n).map_err(|_| format!("more than this machine can take")),
+            Some(n) => T::try_from(n).map_err(|_| "more than this machine can take".to_string()),
         }
     }
 }
