@@ -86,7 +86,7 @@ struct RecordArgs {
     #[arg(long, value_name = "S", value_parser = super::args::seconds)]
     duration: f64,
     /// Time between two observations, in milliseconds: the trace's time resolution.
-    #[arg(long, value_name = "MS", default_value_t = 100, value_parser = super::args::count::<u64>(1, super::args::MAX_SECS * 1000))]
+    #[arg(long, value_name = "MS", default_value_t = 100, value_parser = super::args::count::<u64>(0, super::args::MAX_SECS * 1000))]
     interval: u64,
     /// How to watch the pages: damon, soft-dirty (writes only) or page-out (reads and writes;
     /// every page touched in an interval costs the process a major fault). Default: the first
