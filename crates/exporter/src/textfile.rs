@@ -49,6 +49,6 @@ mod tests {
         let missing = d.path().join("no/such/dir.prom");
         let e = write_atomically(&missing, "x").unwrap_err().to_string();
         assert!(e.starts_with(&format!("{}: ", missing.display())), "{e}");
-        assert!(!e.contains(".tmp"), "{e}");
+        assert!(!e.contains(".dir.prom."), "the temporary file is named: {e}");
     }
 }
