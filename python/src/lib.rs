@@ -54,7 +54,11 @@ fn one_line(e: &dyn std::error::Error) -> String {
     let mut line = e.to_string();
     let mut cause = e.source();
     while let Some(c) = cause {
-        line += &format!(": {c}");
+        // A wrapper that prints its source (`zram: {0}`) would repeat it: each text once.
+        let text = c.to_string();
+        if !line.contains(&text) {
+            line += &format!(": {text}");
+        }
         cause = c.source();
     }
     line.replace('\n', " ")
@@ -123,6 +127,64 @@ fn value_err(m: impl Into<String>) -> PyErr {
     PyValueError::new_err(m.into())
 }
 
+/// The most threads a `threads=` may ask for (the CLI's `--threads` bound).
+const MAX_THREADS: u64 = 1024;
+/// The longest a duration argument may be, in seconds (a week, as the CLI's).
+const MAX_SECS: u64 = 7 * 24 * 3600;
+/// The largest page size (`zmem_pages::format::MAX_PAGE_SIZE`).
+const MAX_PAGE: u64 = zmem_pages::format::MAX_PAGE_SIZE as u64;
+
+/// A count argument `name`: an int in `min..=max`, else a ValueError naming it (never Python's
+/// OverflowError, whatever the size of the int), or a TypeError for what is not an int.
+fn count<T: TryFrom<u64>>(
+    name: &str,
+    v: Option<&Bound<'_, PyAny>>,
+    default: u64,
+    min: u64,
+    max: u64,
+) -> PyResult<T> {
+    use pyo3::types::PyInt;
+    let Some(v) = v else {
+        return T::try_from(default).map_err(|_| value_err(format!("{name}={default}: too large")));
+    };
+    if !v.is_instance_of::<PyInt>() {
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "{name}: expected an int, got {}",
+            v.get_type().name()?
+        )));
+    }
+    let text = v.str()?.to_string();
+    let range = || format!("give a number from {min} to {max}");
+    if v.lt(0)? {
+        return Err(value_err(format!("{name}={text}: negative; {}", range())));
+    }
+    match v.extract::<u64>() {
+        Ok(n) if (min..=max).contains(&n) => {
+            T::try_from(n).map_err(|_| value_err(format!("{name}={text}: too large")))
+        }
+        _ => Err(value_err(format!("{name}={text}: out of range; {}", range()))),
+    }
+}
+
+/// A number argument `name` (int or float) as an f64; an int too large for one is a ValueError
+/// naming it (the range is the library's check, in the CLI's words).
+fn number(name: &str, v: Option<&Bound<'_, PyAny>>, default: f64) -> PyResult<f64> {
+    use pyo3::types::{PyFloat, PyInt};
+    let Some(v) = v else { return Ok(default) };
+    if !(v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>()) {
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!("{name}: expected a number")));
+    }
+    let text = v.str()?.to_string();
+    v.extract::<f64>().map_err(|_| value_err(format!("{name}={text}: too large a number")))
+}
+
+/// A pool argument, checked at once: an unknown allocator is a ValueError.
+fn pool_name(pool: &str) -> PyResult<()> {
+    zmem_pool::registry::find(pool)
+        .map(|_| ())
+        .map_err(|e| value_err(format!("pool={pool:?}: {e}")))
+}
+
 fn json<T: serde::Serialize>(v: &T) -> PyResult<String> {
     serde_json::to_string(v).map_err(|e| Error::new_err(format!("encoding JSON: {e}")))
 }
@@ -148,8 +210,9 @@ impl PageSet {
     /// Reads a page-set file (plain or zstd-compressed) or a raw page file of `page_size`-byte
     /// pages, checking every page's checksum; the pages are copied into memory.
     #[staticmethod]
-    #[pyo3(signature = (path, page_size = 4096))]
-    fn open(py: Python<'_>, path: PathBuf, page_size: usize) -> PyResult<Self> {
+    #[pyo3(signature = (path, page_size = None))]
+    fn open(py: Python<'_>, path: PathBuf, page_size: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let page_size = count("page_size", page_size, 4096, 1, MAX_PAGE)?;
         let opts = ReadOptions { page_size, ..ReadOptions::default() };
         let set = py.detach(|| Pages::open_with(&path, &opts)).map_err(workload_err)?;
         Ok(Self { set, label: path.display().to_string() })
@@ -157,8 +220,14 @@ impl PageSet {
 
     /// Parses a whole page file held in memory (`bytes`), in any format `open` reads.
     #[staticmethod]
-    #[pyo3(signature = (data, page_size = 4096, label = "bytes".to_string()))]
-    fn from_bytes(py: Python<'_>, data: &[u8], page_size: usize, label: String) -> PyResult<Self> {
+    #[pyo3(signature = (data, page_size = None, label = "bytes".to_string()))]
+    fn from_bytes(
+        py: Python<'_>,
+        data: &[u8],
+        page_size: Option<&Bound<'_, PyAny>>,
+        label: String,
+    ) -> PyResult<Self> {
+        let page_size = count("page_size", page_size, 4096, 1, MAX_PAGE)?;
         let opts = ReadOptions { page_size, ..ReadOptions::default() };
         let set = py.detach(|| Pages::from_bytes(data, &opts)).map_err(workload_err)?;
         Ok(Self { set, label })
@@ -200,20 +269,21 @@ impl PageSet {
     /// A generated page set, as `zmem gen`: `kind` is `mixed` (typical anonymous memory) or
     /// `perf` (the vivo study's zram-perf pattern); the same seed gives the same bytes.
     #[staticmethod]
-    #[pyo3(signature = (kind = "mixed", pages = 4096, page_size = 4096, seed = 0))]
+    #[pyo3(signature = (kind = "mixed", pages = None, page_size = None, seed = None))]
     fn generate(
         py: Python<'_>,
         kind: &str,
-        pages: i64,
-        page_size: i64,
-        seed: i64,
+        pages: Option<&Bound<'_, PyAny>>,
+        page_size: Option<&Bound<'_, PyAny>>,
+        seed: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let count = |name: &str, v: i64| {
-            usize::try_from(v).map_err(|_| value_err(format!("{name}={v}: must be 0 or more")))
-        };
-        let (pages, page_size) = (count("pages", pages)?, count("page_size", page_size)?);
-        let seed = u64::try_from(seed)
-            .map_err(|_| value_err(format!("seed={seed}: must be 0 or more")))?;
+        let pages: usize = count("pages", pages, 4096, 0, u64::MAX)?;
+        let page_size: usize = count("page_size", page_size, 4096, 1, MAX_PAGE)?;
+        let seed: u64 = count("seed", seed, 0, 0, u64::MAX)?;
+        zmem_pages::format::check_page_size(page_size)
+            .map_err(|e| value_err(format!("page_size={page_size}: {e}")))?;
+        zmem_pages::limits::fits_in_memory(pages as u64, page_size as u64)
+            .map_err(|e| value_err(format!("pages={pages}: {e}")))?;
         let k = Kind::parse(kind).map_err(workload_err)?;
         let set =
             py.detach(|| generate::generate(k, pages, page_size, seed)).map_err(workload_err)?;
@@ -222,8 +292,9 @@ impl PageSet {
 
     /// The built-in page set the CLI runs on when given no file.
     #[staticmethod]
-    #[pyo3(signature = (page_size = 4096))]
-    fn builtin(page_size: usize) -> PyResult<Self> {
+    #[pyo3(signature = (page_size = None))]
+    fn builtin(page_size: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let page_size = count("page_size", page_size, 4096, 1, MAX_PAGE)?;
         let set = builtin::default_set_with(page_size).map_err(workload_err)?;
         Ok(Self { set, label: "built-in set".into() })
     }
@@ -235,11 +306,15 @@ impl PageSet {
     #[pyo3(signature = (pids = Vec::new(), all = false, cgroup = None, zram = None))]
     fn capture(
         py: Python<'_>,
-        pids: Vec<u32>,
+        pids: Vec<Bound<'_, PyAny>>,
         all: bool,
         cgroup: Option<PathBuf>,
         zram: Option<PathBuf>,
     ) -> PyResult<Self> {
+        let pids: Vec<u32> = pids
+            .iter()
+            .map(|p| count("pids", Some(p), 0, 1, u32::MAX.into()))
+            .collect::<PyResult<_>>()?;
         if let Some(dev) = zram {
             if !pids.is_empty() || all || cgroup.is_some() {
                 return Err(value_err("zram= cannot be combined with pids, all or cgroup"));
@@ -271,7 +346,21 @@ impl PageSet {
     /// Writes the set: a page-set file (zstd-compressed at level `zstd`, or at level 3 for a
     /// name ending `.zst`), or bare pages with `raw=True`, as `zmem gen`/`zmem export` do.
     #[pyo3(signature = (path, zstd = None, raw = false))]
-    fn save(&self, py: Python<'_>, path: PathBuf, zstd: Option<i32>, raw: bool) -> PyResult<()> {
+    fn save(
+        &self,
+        py: Python<'_>,
+        path: PathBuf,
+        zstd: Option<&Bound<'_, PyAny>>,
+        raw: bool,
+    ) -> PyResult<()> {
+        let zstd = zstd
+            .map(|z| {
+                z.extract::<i32>()
+                    .ok()
+                    .filter(|l| (-131072..=22).contains(l))
+                    .ok_or_else(|| value_err(format!("zstd={z}: a zstd level, -131072 to 22")))
+            })
+            .transpose()?;
         if raw && zstd.is_some() {
             return Err(value_err("raw=True cannot be combined with zstd"));
         }
@@ -336,13 +425,14 @@ impl PageSet {
 
 /// `zmem comp-bench --json`: one record per algorithm, as JSON.
 #[pyfunction]
-#[pyo3(signature = (pages, algos = None, min_time_ms = 200))]
+#[pyo3(signature = (pages, algos = None, min_time_ms = None))]
 fn comp_bench(
     py: Python<'_>,
     pages: PyRef<'_, PageSet>,
     algos: Option<Vec<String>>,
-    min_time_ms: u64,
+    min_time_ms: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<String> {
+    let min_time_ms: u64 = count("min_time_ms", min_time_ms, 200, 0, MAX_SECS * 1000)?;
     let specs = match algos {
         None => AlgoSpec::all(),
         Some(a) => a.iter().map(|s| algo_spec(s)).collect::<Result<_, _>>()?,
@@ -360,7 +450,7 @@ fn comp_bench(
 
 /// `zmem zram --json`: the pages through one zram device.
 #[pyfunction]
-#[pyo3(signature = (pages, algo = None, params = None, pool = "zsmalloc".to_string(), threads = 1, recomp = Vec::new(), recompress = None))]
+#[pyo3(signature = (pages, algo = None, params = None, pool = "zsmalloc".to_string(), threads = None, recomp = Vec::new(), recompress = None))]
 #[allow(clippy::too_many_arguments)]
 fn zram_run(
     py: Python<'_>,
@@ -368,10 +458,12 @@ fn zram_run(
     algo: Option<String>,
     params: Option<String>,
     pool: String,
-    threads: usize,
+    threads: Option<&Bound<'_, PyAny>>,
     recomp: Vec<String>,
     recompress: Option<String>,
 ) -> PyResult<String> {
+    let threads: usize = count("threads", threads, 1, 1, MAX_THREADS)?;
+    pool_name(&pool)?;
     let spec = algo_spec(algo.as_deref().unwrap_or(zmem_lab::DEFAULT_ALGORITHM))?;
     for r in &recomp {
         algo_spec(r)?;
@@ -400,8 +492,8 @@ fn zram_run(
 /// A `ram` value: a byte count, or text in the kernel's memparse syntax; `flag` names it in
 /// the error, as the CLI does.
 fn ram_bytes(flag: &str, ram: &Bound<'_, PyAny>) -> PyResult<u64> {
-    if let Ok(n) = ram.extract::<u64>() {
-        return Ok(n);
+    if ram.is_instance_of::<pyo3::types::PyInt>() {
+        return count(flag, Some(ram), 0, 0, u64::MAX);
     }
     let text: String = ram
         .extract()
@@ -424,7 +516,7 @@ fn load_trace(py: Python<'_>, path: &Path) -> PyResult<Vec<replay_mod::Access>> 
 
 /// `zmem replay --json`: an access trace over the pages under a RAM budget.
 #[pyfunction]
-#[pyo3(signature = (pages, trace, ram, swap = "zswap", algo = "lzo-rle".to_string(), pool = "zsmalloc".to_string(), max_pool_percent = 20, accept_threshold_percent = 90, shrinker = false, reject_incompressible = false, no_writeback = false, swap_dir = None, swap_device = "nvme", swap_in_memory = false))]
+#[pyo3(signature = (pages, trace, ram, swap = "zswap", algo = "lzo-rle".to_string(), pool = "zsmalloc".to_string(), max_pool_percent = None, accept_threshold_percent = None, shrinker = false, reject_incompressible = false, no_writeback = false, swap_dir = None, swap_device = "nvme", swap_in_memory = false))]
 #[allow(clippy::too_many_arguments)]
 fn replay(
     py: Python<'_>,
@@ -434,8 +526,8 @@ fn replay(
     swap: &str,
     algo: String,
     pool: String,
-    max_pool_percent: u32,
-    accept_threshold_percent: u32,
+    max_pool_percent: Option<&Bound<'_, PyAny>>,
+    accept_threshold_percent: Option<&Bound<'_, PyAny>>,
     shrinker: bool,
     reject_incompressible: bool,
     no_writeback: bool,
@@ -443,6 +535,11 @@ fn replay(
     swap_device: &str,
     swap_in_memory: bool,
 ) -> PyResult<String> {
+    let max_pool_percent: u32 =
+        count("max_pool_percent", max_pool_percent, 20, 0, u32::MAX.into())?;
+    let accept_threshold_percent: u32 =
+        count("accept_threshold_percent", accept_threshold_percent, 90, 0, u32::MAX.into())?;
+    pool_name(&pool)?;
     if swap_in_memory && swap_dir.is_some() {
         return Err(value_err("give swap_dir or swap_in_memory, not both"));
     }
@@ -498,18 +595,21 @@ fn replay(
 
 /// `zmem study allocators --json`: zsmalloc, zbud and z3fold under zswap.
 #[pyfunction]
-#[pyo3(signature = (pages, trace = None, algo = "lzo-rle".to_string(), rounds = 3, as_is = false, ram = None, max_pool_percent = 20))]
+#[pyo3(signature = (pages, trace = None, algo = "lzo-rle".to_string(), rounds = None, as_is = false, ram = None, max_pool_percent = None))]
 #[allow(clippy::too_many_arguments)]
 fn study_allocators(
     py: Python<'_>,
     pages: PyRef<'_, PageSet>,
     trace: Option<PathBuf>,
     algo: String,
-    rounds: usize,
+    rounds: Option<&Bound<'_, PyAny>>,
     as_is: bool,
     ram: Option<&Bound<'_, PyAny>>,
-    max_pool_percent: u32,
+    max_pool_percent: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<String> {
+    let rounds: usize = count("rounds", rounds, 3, 1, 1000)?;
+    let max_pool_percent: u32 =
+        count("max_pool_percent", max_pool_percent, 20, 0, u32::MAX.into())?;
     let ps = pages.set.page_size();
     let accesses = trace.as_ref().map(|t| load_trace(py, t)).transpose()?;
     let ram_pages = ram.map(|r| ram_bytes("ram", r)).transpose()?.map(|b| b / ps as u64);
@@ -544,25 +644,33 @@ fn study_allocators(
 /// choice); `apply_script` and `output` write the script and the HTML + JSON report as the CLI
 /// does.
 #[pyfunction]
-#[pyo3(signature = (pages = None, source = None, no_capture = false, observe = 10, max_pages = None, sample = None, cpu_budget = 1.0, latency_budget = 50.0, swap_device = "nvme", apply_script = None, trace = None, threads = 0, min_time_ms = 50, output = None))]
+#[pyo3(signature = (pages = None, source = None, no_capture = false, observe = None, max_pages = None, sample = None, cpu_budget = None, latency_budget = None, swap_device = "nvme", apply_script = None, trace = None, threads = None, min_time_ms = None, output = None, mount_debugfs = false))]
 #[allow(clippy::too_many_arguments)]
 fn lab(
     py: Python<'_>,
     pages: Option<PyRef<'_, PageSet>>,
     source: Option<&str>,
     no_capture: bool,
-    observe: u64,
+    observe: Option<&Bound<'_, PyAny>>,
     max_pages: Option<&Bound<'_, PyAny>>,
-    sample: Option<usize>,
-    cpu_budget: f64,
-    latency_budget: f64,
+    sample: Option<&Bound<'_, PyAny>>,
+    cpu_budget: Option<&Bound<'_, PyAny>>,
+    latency_budget: Option<&Bound<'_, PyAny>>,
     swap_device: &str,
     apply_script: Option<PathBuf>,
     trace: Option<PathBuf>,
-    threads: usize,
-    min_time_ms: u64,
+    threads: Option<&Bound<'_, PyAny>>,
+    min_time_ms: Option<&Bound<'_, PyAny>>,
     output: Option<PathBuf>,
+    mount_debugfs: bool,
 ) -> PyResult<String> {
+    let observe: u64 = count("observe", observe, 10, 0, MAX_SECS)?;
+    let sample: Option<usize> =
+        sample.map(|s| count("sample", Some(s), 0, 2, 1 << 32)).transpose()?;
+    let cpu_budget = number("cpu_budget", cpu_budget, 1.0)?;
+    let latency_budget = number("latency_budget", latency_budget, 50.0)?;
+    let threads: usize = count("threads", threads, 0, 0, MAX_THREADS)?;
+    let min_time_ms: u64 = count("min_time_ms", min_time_ms, 50, 0, MAX_SECS * 1000)?;
     let max_pages = match max_pages {
         None => None,
         Some(v) => {
@@ -616,6 +724,7 @@ fn lab(
         trace,
         threads,
         min_time: Duration::from_millis(min_time_ms),
+        mount_debugfs,
     };
     let report = py.detach(|| lab_mod::run_lab(req, &NoProgress)).map_err(lab_err)?;
     if let Some(path) = &apply_script {

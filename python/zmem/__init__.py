@@ -256,6 +256,7 @@ def lab(
     threads: int = 0,
     min_time_ms: int = 50,
     output: Optional[PathLike] = None,
+    mount_debugfs: bool = False,
 ) -> dict[str, Any]:
     """The lab, as ``zmem lab --json``: the report (``docs/lab-report.schema.json``) as a dict.
 
@@ -277,7 +278,9 @@ def lab(
     recommendation there (nothing is run). ``trace``: replay this access trace instead of the
     generated one. ``threads``: threads the measurements run on (0: one per core).
     ``min_time_ms``: the compressor table's least pass time. ``output``: also write
-    report.html and report.json into this directory.
+    report.html and report.json into this directory. ``mount_debugfs``: as root, mount debugfs
+    for the read of zswap's counters where it is not mounted, and unmount it after (the only
+    change to the machine the lab makes, and only when asked).
 
     >>> r = zmem.lab(zmem.PageSet.generate(pages=2048), observe=0, min_time_ms=1)  # doctest: +SKIP
     >>> r["recommendation"]["config"]  # doctest: +SKIP
@@ -288,6 +291,7 @@ def lab(
         _native.lab(
             p, source, no_capture, observe, max_pages, sample, cpu_budget, latency_budget,
             swap_device, _path(apply_script), _path(trace), threads, min_time_ms, _path(output),
+            mount_debugfs,
         )
     )
 

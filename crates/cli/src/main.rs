@@ -103,7 +103,16 @@ fn command() -> clap::Command {
             None => c,
         }
     }
-    EXAMPLES.iter().fold(Cli::command(), |c, (path, line)| add(c, path, line))
+    let c = EXAMPLES.iter().fold(Cli::command(), |c, (path, line)| add(c, path, line));
+    negatives_reach_checks(c)
+}
+
+/// Lets every option that takes a value take a negative number as it (`--cpu-budget -1`, as
+/// `--cpu-budget=-1`), so the option's own check says what is wrong with the number instead of
+/// clap calling `-1` an unexpected argument.
+fn negatives_reach_checks(c: clap::Command) -> clap::Command {
+    c.mut_args(|a| if a.get_action().takes_values() { a.allow_negative_numbers(true) } else { a })
+        .mut_subcommands(negatives_reach_checks)
 }
 
 fn main() -> ExitCode {

@@ -371,3 +371,92 @@ fn a_tiny_input_is_too_uncertain_to_advise_on() {
         assert!(rec["why"].as_str().unwrap().contains("too uncertain"), "{rec}");
     }
 }
+
+/// Every numeric flag of every command, given values past its range (negative, huge, past
+/// u64), in both spellings (`--flag -1` and `--flag=-1`): exit status 2 with one line naming
+/// the flag, never a panic, an abort or an unexpected-argument complaint.
+#[test]
+fn numeric_flags_refuse_out_of_range_values_by_name() {
+    let p = file("sweep.bin", &pages());
+    let t = std::env::temp_dir().join(format!("zmem-sweep-{}.out", std::process::id()));
+    let (p, t) = (s(&p).to_string(), s(&t).to_string());
+    let flags: &[(&[&str], &str)] = &[
+        (&["gen", "-o", &t], "--pages"),
+        (&["gen", "-o", &t], "--page-size"),
+        (&["gen", "-o", &t], "--seed"),
+        (&["zram", &p], "--threads"),
+        (&["zram", &p], "--page-size"),
+        (&["comp-bench", &p], "--min-time-ms"),
+        (&["comp-bench", &p], "--page-size"),
+        (&["lab", &p], "--threads"),
+        (&["lab", &p], "--observe"),
+        (&["lab", &p], "--sample"),
+        (&["lab", &p], "--min-time-ms"),
+        (&["lab", &p], "--cpu-budget"),
+        (&["lab", &p], "--latency-budget"),
+        (&["mapbench"], "--threads"),
+        (&["mapbench"], "--duration-ms"),
+        (&["status"], "--interval"),
+        (&["trace", "gen", "-o", &t], "--pages"),
+        (&["trace", "gen", "-o", &t], "--accesses"),
+        (&["trace", "gen", "-o", &t], "--phases"),
+        (&["trace", "gen", "-o", &t], "--gap-us"),
+        (&["trace", "gen", "-o", &t], "--idle-ms"),
+        (&["study", "allocators", &p], "--rounds"),
+        (&["replay", "--ram", "1M", &p, &p], "--max-pool-percent"),
+        (&["dict", "train", "--algo", "zstd", "-o", &t, &p], "--samples"),
+        (&["capture", "-o", &t], "--pid"),
+        (&["validate", "replay", &p, &p], "--timeout"),
+    ];
+    let huge = ["-1", "-9223372036854775808", "18446744073709551616", "1e300", "nan"];
+    let mut checked = 0;
+    for (args, flag) in flags {
+        for v in huge {
+            // Floats take 1e300 as a number; seeds, percentages take any u64: only the values
+            // past every type's range and the negatives are swept for them.
+            let float = ["--cpu-budget", "--latency-budget"].contains(flag);
+            if float && !v.starts_with('-') && v != "nan" {
+                continue;
+            }
+            for spelled in [vec![flag.to_string(), v.to_string()], vec![format!("{flag}={v}")]] {
+                let mut all: Vec<&str> = args.to_vec();
+                all.extend(spelled.iter().map(String::as_str));
+                let msg = fails_cleanly(&all, b"");
+                let name = flag.trim_start_matches("--").replace('-', "_");
+                assert!(
+                    msg.contains(*flag) || msg.contains(&name),
+                    "{all:?}: the message does not name {flag}: {msg}"
+                );
+                assert!(!msg.contains("unexpected argument"), "{all:?}: {msg}");
+                assert!(!msg.contains(".tmp"), "{all:?}: {msg}");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 200, "{checked}");
+    let _ = std::fs::remove_file(&t);
+}
+
+#[test]
+fn huge_counts_are_refused_before_any_allocation() {
+    let t = std::env::temp_dir().join(format!("zmem-huge-{}.out", std::process::id()));
+    let msg = fails_cleanly(&["gen", "--pages", "1000000000000", "-o", s(&t)], b"");
+    assert!(msg.contains("--pages") && msg.contains("more than this machine's memory"), "{msg}");
+    let msg = fails_cleanly(&["trace", "gen", "--accesses", "99999999999999", "-o", s(&t)], b"");
+    assert!(msg.contains("--accesses") && msg.contains("memory"), "{msg}");
+    assert!(!t.exists(), "a refused command wrote its output");
+}
+
+#[test]
+fn directories_devices_and_empty_files_are_named() {
+    let dir = std::env::temp_dir();
+    for (path, what) in [(s(&dir), "a directory"), ("/dev/null", "a character device")] {
+        for cmd in ["lab", "zram", "comp-bench"] {
+            let msg = fails_cleanly(&[cmd, path], b"");
+            assert!(msg.contains(what) && msg.contains(path), "{cmd} {path}: {msg}");
+        }
+    }
+    let empty = file("empty-lab", b"");
+    let msg = fails_cleanly(&["lab", s(&empty)], b"");
+    assert!(msg.contains("an empty file"), "{msg}");
+}

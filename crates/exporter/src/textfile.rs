@@ -9,7 +9,8 @@ use crate::ExporterError;
 
 /// Writes `text` to `path` atomically.
 pub fn write_atomically(path: &Path, text: &str) -> Result<(), ExporterError> {
-    let io = |e: std::io::Error, p: &Path| ExporterError::Io(format!("{}: {e}", p.display()));
+    // Errors name the file the user gave, never the temporary one beside it.
+    let io = |e: std::io::Error| ExporterError::Io(format!("{}: {e}", path.display()));
     let name = path
         .file_name()
         .ok_or_else(|| ExporterError::Input(format!("{}: not a file name", path.display())))?;
@@ -20,10 +21,10 @@ pub fn write_atomically(path: &Path, text: &str) -> Result<(), ExporterError> {
     // A dot name: node_exporter's textfile collector ignores it (it reads *.prom only).
     let tmp = dir.join(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp).map_err(|e| io(e, &tmp))?;
-        f.write_all(text.as_bytes()).map_err(|e| io(e, &tmp))?;
-        f.sync_all().map_err(|e| io(e, &tmp))?;
-        std::fs::rename(&tmp, path).map_err(|e| io(e, path))
+        let mut f = std::fs::File::create(&tmp).map_err(io)?;
+        f.write_all(text.as_bytes()).map_err(io)?;
+        f.sync_all().map_err(io)?;
+        std::fs::rename(&tmp, path).map_err(io)
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
@@ -45,6 +46,9 @@ mod tests {
         let names: Vec<_> =
             std::fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, ["zmem.prom"]);
-        assert!(write_atomically(&d.path().join("no/such/dir.prom"), "x").is_err());
+        let missing = d.path().join("no/such/dir.prom");
+        let e = write_atomically(&missing, "x").unwrap_err().to_string();
+        assert!(e.starts_with(&format!("{}: ", missing.display())), "{e}");
+        assert!(!e.contains(".dir.prom."), "the temporary file is named: {e}");
     }
 }

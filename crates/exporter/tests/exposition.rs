@@ -118,7 +118,7 @@ fn serves_metrics_by_content_negotiation() {
     let scrape = Scrape { status: opts, lab: None };
     std::thread::spawn(move || {
         let _keep = t;
-        serve::serve("127.0.0.1:0".parse().unwrap(), &scrape, |a| tx.send(a).unwrap())
+        serve::serve("127.0.0.1:0".parse().unwrap(), scrape, |a| tx.send(a).unwrap())
     });
     let addr = rx.recv_timeout(Duration::from_secs(10)).unwrap();
     assert!(addr.ip().is_loopback());

@@ -227,6 +227,50 @@ pub fn parse_auxv_page_size(auxv: &[u8]) -> Option<u64> {
     None
 }
 
+/// Runs `f` with debugfs mounted at `/sys/kernel/debug`: when it is not mounted, mounts it
+/// first and unmounts it after (what was mounted stays as it was). The notes say what was done
+/// or why it failed. Only callers given the user's explicit `--mount-debugfs` call this.
+pub fn with_debugfs_mounted<T>(f: impl FnOnce() -> T) -> (T, Vec<String>) {
+    const DEBUGFS: &str = "/sys/kernel/debug";
+    let mounted = || {
+        fs::read_to_string("/proc/self/mounts")
+            .map(|m| debugfs_mounted(&m, DEBUGFS))
+            .unwrap_or(true)
+    };
+    if mounted() {
+        return (f(), Vec::new());
+    }
+    let mut notes = Vec::new();
+    let result =
+        std::process::Command::new("mount").args(["-t", "debugfs", "none", DEBUGFS]).output();
+    let ours = match result {
+        Ok(o) if o.status.success() => true,
+        Ok(o) => {
+            notes.push(format!(
+                "mounting debugfs at {DEBUGFS} failed ({}): {}",
+                o.status,
+                String::from_utf8_lossy(&o.stderr).trim()
+            ));
+            false
+        }
+        Err(e) => {
+            notes.push(format!("mounting debugfs failed: could not run mount ({e})"));
+            false
+        }
+    };
+    let out = f();
+    if ours {
+        let undone =
+            std::process::Command::new("umount").arg(DEBUGFS).status().is_ok_and(|s| s.success());
+        notes.push(if undone {
+            format!("debugfs was mounted at {DEBUGFS} for this read (--mount-debugfs) and unmounted again")
+        } else {
+            format!("debugfs was mounted at {DEBUGFS} for this read (--mount-debugfs); unmounting it failed")
+        });
+    }
+    (out, notes)
+}
+
 /// Reads the live system without mounting anything.
 pub fn read() -> ZswapState {
     read_opts(false)
@@ -428,8 +472,9 @@ fn read_debugfs(root: &Path) -> (Option<BTreeMap<String, u64>>, Option<String>) 
             let mounted = fs::read_to_string(root.join("proc/self/mounts"))
                 .map(|m| debugfs_mounted(&m, "/sys/kernel/debug"));
             let why = match mounted {
-                Ok(false) => "debugfs is not mounted at /sys/kernel/debug (read_opts(true) \
-                              mounts it)"
+                Ok(false) => "zswap's debugfs counters are not readable: debugfs is not mounted \
+                              at /sys/kernel/debug (zmem mounts nothing unless asked: \
+                              `--mount-debugfs`, as root, mounts it for the read and unmounts it)"
                     .to_string(),
                 Ok(true) => format!(
                     "debugfs is mounted but /sys/kernel/debug/zswap is not there ({e}): zswap \
@@ -641,7 +686,11 @@ mod tests {
         assert_eq!(s.debugfs, None);
         assert_eq!(
             s.debugfs_note.as_deref(),
-            Some("debugfs is not mounted at /sys/kernel/debug (read_opts(true) mounts it)")
+            Some(
+                "zswap's debugfs counters are not readable: debugfs is not mounted at \
+                 /sys/kernel/debug (zmem mounts nothing unless asked: `--mount-debugfs`, as root, \
+                 mounts it for the read and unmounts it)"
+            )
         );
         assert_eq!(s.meminfo_zswap_bytes, Some(0));
         assert_eq!(s.vmstat.len(), 7);

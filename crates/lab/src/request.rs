@@ -35,6 +35,9 @@ pub struct LabRequest {
     pub threads: usize,
     /// Minimum time per compressor pass.
     pub min_time: Duration,
+    /// Mount debugfs for the read of zswap's counters where it is not mounted (and unmount it
+    /// after): the one change to the machine the lab makes, and only when asked.
+    pub mount_debugfs: bool,
 }
 
 impl Default for LabRequest {
@@ -48,6 +51,7 @@ impl Default for LabRequest {
             trace: None,
             threads: 0,
             min_time: LabOptions::default().min_time,
+            mount_debugfs: false,
         }
     }
 }
@@ -93,10 +97,12 @@ impl Budgets {
     /// The default budgets with the user's CPU (percent of a core) and added p99 latency
     /// (microseconds), refused unless both are numbers of at least 0.
     pub fn checked(cpu_percent_of_core: f64, added_load_p99_us: f64) -> Result<Self, LabError> {
-        if !(cpu_percent_of_core >= 0.0 && added_load_p99_us >= 0.0) {
-            return Err(LabError::Setup(
-                "cpu_budget and latency_budget must be numbers >= 0".into(),
-            ));
+        for (name, v) in
+            [("cpu_budget", cpu_percent_of_core), ("latency_budget", added_load_p99_us)]
+        {
+            if !(v >= 0.0 && v.is_finite()) {
+                return Err(LabError::Setup(format!("{name} {v}: must be a number >= 0")));
+            }
         }
         Ok(Self { cpu_percent_of_core, added_load_p99_us, ..Self::default() })
     }
@@ -132,7 +138,7 @@ pub fn run_lab(req: LabRequest, progress: &dyn Progress) -> Result<LabReport, La
     };
     // zswap read around the observation window: its own traffic (zswpin/zswpout) is not in
     // pswpin/pswpout, and its Now is the state at the window's end.
-    let zswap_live = crate::zswap::read_live(true);
+    let zswap_live = crate::zswap::read_live(req.mount_debugfs);
     let started = std::time::Instant::now();
     let rates = now::watch(&e.zram_ids, req.observe_secs, e.source.page_size, progress)?;
     let after = (zswap_live.present && matches!(rates, Ok(ref r) if r.source == "observed"))

@@ -20,6 +20,7 @@ pub mod builtin;
 mod error;
 pub mod format;
 pub mod generate;
+pub mod limits;
 mod meta;
 mod pageset;
 pub mod prng;

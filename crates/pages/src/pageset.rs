@@ -47,7 +47,7 @@ impl PageSet {
 
     /// [`open`](Self::open) with options (raw page size, size limit).
     pub fn open_with(path: &Path, opts: &ReadOptions) -> Result<Self, PagesError> {
-        let len = std::fs::metadata(path).map_err(|e| PagesError::io(path, e))?.len();
+        let len = page_file_len(path)?;
         let reader = PageReader::open_with(path, opts)?;
         // Reserve what the file can hold, never what an untrusted header claims.
         let hint = match reader.kind() {
@@ -98,6 +98,7 @@ impl PageSet {
     /// because the file is the user's, either accept that outcome and say so, or use
     /// [`open_with`](Self::open_with), which copies the pages into memory.
     pub unsafe fn map(path: &Path, opts: &ReadOptions) -> Result<Self, PagesError> {
+        page_file_len(path)?;
         let file = std::fs::File::open(path).map_err(|e| PagesError::io(path, e))?;
         // SAFETY: the mapping is read-only, but shared with the file (`MAP_SHARED`): that the
         // file stays as it is while mapped is this function's contract, passed on to the caller.
@@ -317,6 +318,32 @@ pub struct PageSetBuilder {
     meta: Option<Vec<PageMeta>>,
 }
 
+/// The length of the page file at `path`, or what it is instead of one: a directory, a device,
+/// a FIFO or socket, or an empty file are each named as such (a map or read of them would
+/// otherwise fail with the system's words for something else, such as "No such device").
+fn page_file_len(path: &Path) -> Result<u64, PagesError> {
+    use std::os::unix::fs::FileTypeExt;
+    let m = std::fs::metadata(path).map_err(|e| PagesError::io(path, e))?;
+    let t = m.file_type();
+    let what = if t.is_dir() {
+        "a directory"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device (capture a zram device with `zmem capture --zram`)"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if m.len() == 0 {
+        "an empty file: no pages in it"
+    } else {
+        return Ok(m.len());
+    };
+    let error = Box::new(PagesError::Invalid(format!("not a page file: {what}")));
+    Err(PagesError::File { path: path.to_path_buf(), error })
+}
+
 impl PageSetBuilder {
     /// An empty set of `page_size` pages; `with_meta`: whether pages will carry metadata.
     pub fn new(page_size: usize, with_meta: bool) -> Result<Self, PagesError> {
@@ -324,9 +351,10 @@ impl PageSetBuilder {
         Ok(Self { page_size, data: Vec::new(), meta: with_meta.then(Vec::new) })
     }
 
-    /// Reserves room for `pages` more pages.
+    /// Reserves room for `pages` more pages, as a hint: room that cannot be had is left to the
+    /// pushes (a caller sizing a set by a user's count checks it with [`crate::limits`] first).
     pub fn reserve(&mut self, pages: usize) {
-        self.data.reserve(pages.saturating_mul(self.page_size));
+        let _ = self.data.try_reserve(pages.saturating_mul(self.page_size));
     }
 
     /// Appends one page; `meta` must be given exactly when the builder was made `with_meta`.

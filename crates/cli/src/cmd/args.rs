@@ -58,9 +58,74 @@ pub fn swap_device(text: &str) -> anyhow::Result<zmem_sim::swap_device::SwapDevi
     Ok(d)
 }
 
+/// The most threads a `--threads` may ask for.
+pub const MAX_THREADS: u64 = 1024;
+/// The longest a duration flag may be in seconds (a week): longer is a typo, and a deadline that
+/// far off cannot be added to the clock on every system.
+pub const MAX_SECS: u64 = 7 * 24 * 3600;
+
+/// A count flag's value parser: a whole number in `min..=max` (clap names the flag in front of
+/// the reason). Negative numbers reach it (main.rs lets every option take one as its value), so
+/// `-1` is "negative", not an unknown argument.
+pub fn count<T>(
+    min: u64,
+    max: u64,
+) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
+where
+    T: TryFrom<u64> + Clone + Send + Sync + 'static,
+{
+    move |text| {
+        let t = text.trim();
+        let digits = t.strip_prefix(['-', '+']).unwrap_or(t);
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err("not a whole number".into());
+        }
+        if t.starts_with('-') && digits.bytes().any(|b| b != b'0') {
+            return Err(format!("negative; give a number from {min} to {max}"));
+        }
+        let n = digits.parse::<u64>().ok().filter(|n| *n <= max);
+        match n {
+            None => Err(format!("more than the most this takes, {max}")),
+            Some(n) if n < min => Err(format!("less than {min}")),
+            Some(n) => T::try_from(n).map_err(|_| "more than this machine can take".to_string()),
+        }
+    }
+}
+
+/// A duration flag's value parser in whole `unit`s (`"s"` or `"ms"`), at most [`MAX_SECS`].
+pub fn duration(unit: &'static str) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync {
+    let max = if unit == "ms" { MAX_SECS * 1000 } else { MAX_SECS };
+    count::<u64>(0, max)
+}
+
+/// A seconds flag that takes fractions (`--interval 0.5`): finite, 0 or more, at most
+/// [`MAX_SECS`].
+pub fn seconds(text: &str) -> Result<f64, String> {
+    let v: f64 = text.trim().parse().map_err(|_| "not a number of seconds".to_string())?;
+    if !v.is_finite() || v < 0.0 {
+        return Err("give a number of seconds, 0 or more".into());
+    }
+    if v > MAX_SECS as f64 {
+        return Err(format!("more than the most this takes, {MAX_SECS} seconds"));
+    }
+    Ok(v)
+}
+
+/// `--pool`: an allocator zmem has, checked before any input is read.
+pub fn pool(name: &str) -> anyhow::Result<()> {
+    zmem_pool::registry::find(name).map(|_| ()).map_err(|e| anyhow::anyhow!("--pool {name}: {e}"))
+}
+
+/// Refuses `count` items of `item_bytes` bytes each that would not fit in this machine's
+/// memory, naming `flag`: the check before any allocation that a user-given count sizes.
+pub fn fits_in_memory(flag: &str, count: u64, item_bytes: u64) -> anyhow::Result<()> {
+    zmem_pages::limits::fits_in_memory(count, item_bytes)
+        .map_err(|e| anyhow::anyhow!("{flag} {count}: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::size;
+    use super::{count, seconds, size};
 
     #[test]
     fn sizes_take_1024_based_suffixes() {
@@ -72,6 +137,27 @@ mod tests {
         for bad in ["12Q", "M", "", "99999999999T", "12abc"] {
             let e = size("--ram", bad).unwrap_err().to_string();
             assert!(e.starts_with("--ram: ") && e.contains(&format!("{bad:?}")), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn counts_refuse_negatives_text_and_too_much_with_the_reason() {
+        let c = count::<usize>(1, 100);
+        assert_eq!(c("7"), Ok(7));
+        assert_eq!(c(" 100 "), Ok(100));
+        assert!(c("-1").unwrap_err().starts_with("negative"));
+        assert!(c("0").unwrap_err().contains("less than 1"));
+        assert!(c("101").unwrap_err().contains("100"));
+        // Past u64 and u128 alike: "too many", not "not a number".
+        assert!(c("18446744073709551616").unwrap_err().contains("most"));
+        assert!(c(&"9".repeat(60)).unwrap_err().contains("most"));
+        for bad in ["", "1e3", "0x10", "1.5", "ten", "--1"] {
+            assert_eq!(c(bad), Err("not a whole number".to_string()), "{bad:?}");
+        }
+        assert!(count::<u8>(0, 1000)("300").unwrap_err().contains("machine"));
+        assert_eq!(seconds("0.5"), Ok(0.5));
+        for bad in ["-1", "nan", "inf", "1e300", "x"] {
+            assert!(seconds(bad).is_err(), "{bad}");
         }
     }
 }

@@ -12,7 +12,7 @@ use super::progress::Bar;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Process to capture (repeatable).
-    #[arg(long = "pid", value_name = "P")]
+    #[arg(long = "pid", value_name = "P", value_parser = super::args::count::<u32>(0, u32::MAX.into()))]
     pids: Vec<u32>,
     /// Capture every process (except zmem itself).
     #[arg(long)]
@@ -26,7 +26,7 @@ pub struct Args {
     zram: Option<PathBuf>,
     /// With --zram: keep at most N pages, a uniform random sample drawn while the device is
     /// read, so memory stays at N pages whatever the device's size.
-    #[arg(long, value_name = "N", requires = "zram")]
+    #[arg(long, value_name = "N", requires = "zram", value_parser = super::args::count::<usize>(1, u64::MAX))]
     max_pages: Option<usize>,
     /// Compress the page set with zstd at this level (also chosen by an output name ending .zst).
     #[arg(long, value_name = "LEVEL")]

@@ -23,7 +23,7 @@ pub struct StreamArgs {
     #[arg(long = "deflate-winbits", allow_hyphen_values = true)]
     deflate_winbits: Option<i32>,
     /// Page size the stream is set up for; the buffer may be up to two pages.
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(0, zmem_pages::format::MAX_PAGE_SIZE as u64))]
     page_size: usize,
 }
 

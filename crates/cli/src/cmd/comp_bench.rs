@@ -17,10 +17,10 @@ pub struct Args {
     #[arg(long)]
     list: bool,
     /// Page size to cut the inputs into.
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(0, zmem_pages::format::MAX_PAGE_SIZE as u64))]
     page_size: usize,
     /// Minimum time per timed pass over each batch, in milliseconds; the best pass counts.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, value_parser = super::args::duration("ms"))]
     min_time_ms: u64,
     /// Page files (raw pages or page sets); none: the built-in page set.
     files: Vec<PathBuf>,

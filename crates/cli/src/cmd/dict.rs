@@ -21,7 +21,7 @@ pub struct TrainArgs {
     #[arg(long, default_value = "64K")]
     size: String,
     /// Pages sampled (evenly) for training.
-    #[arg(long, default_value_t = dict::DEFAULT_SAMPLES)]
+    #[arg(long, default_value_t = dict::DEFAULT_SAMPLES, value_parser = super::args::count::<usize>(1, 1 << 24))]
     samples: usize,
     /// Level (zstd) or acceleration (lz4) of the measuring devices, as `algorithm_params level=`.
     #[arg(long, allow_negative_numbers = true)]
@@ -31,7 +31,7 @@ pub struct TrainArgs {
     #[arg(long)]
     holdout: bool,
     /// Page size of the pages and the devices.
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(0, zmem_pages::format::MAX_PAGE_SIZE as u64))]
     page_size: usize,
     /// Print a JSON object instead of the report.
     #[arg(long)]

@@ -17,7 +17,7 @@ pub struct Args {
     #[arg(long, value_name = "LEVEL", requires = "page_set")]
     zstd: Option<i32>,
     /// Page size of a raw input file (page sets carry their own).
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(0, zmem_pages::format::MAX_PAGE_SIZE as u64))]
     page_size: usize,
     /// Output file.
     #[arg(short = 'o', long = "output", value_name = "OUT")]

@@ -44,7 +44,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         Some(a) => resolve(a)?,
         None => SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT)),
     };
-    serve::serve(addr, &scrape, |bound| {
+    serve::serve(addr, scrape, |bound| {
         // One line, so a supervisor (or a test) knows when and where it listens.
         eprintln!("zmem exporter: listening on http://{bound}/metrics");
     })?;

@@ -26,9 +26,14 @@ pub struct Args {
     /// Same as `--source builtin`.
     #[arg(long, conflicts_with = "source")]
     no_capture: bool,
+    /// As root, mount debugfs at /sys/kernel/debug for the read of zswap's counters where it is
+    /// not mounted, and unmount it after (without this flag zmem changes nothing and says which
+    /// counters it could not read).
+    #[arg(long)]
+    mount_debugfs: bool,
     /// Seconds to watch the live system's swap traffic for the CPU cost projection (0 skips;
     /// with no swap active there is nothing to watch and the trace replay's rates are used).
-    #[arg(long, default_value_t = 10, value_name = "SECONDS")]
+    #[arg(long, default_value_t = 10, value_name = "SECONDS", value_parser = super::args::duration("s"))]
     observe: u64,
     /// Most pages to run on: a number (a larger capture or file is sampled evenly down to it)
     /// or `all` (every page). Without it (and without --sample) a larger input is sampled at
@@ -38,7 +43,7 @@ pub struct Args {
     /// Run on a stratified random sample of N pages and estimate the pool, ratio and memory
     /// saved of every page of the input, with 95 % confidence intervals (docs/BENCHMARKS.md,
     /// "Sampling"). Default for inputs of more than 6144 pages: 6144.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(2..))]
+    #[arg(long, value_name = "N", value_parser = super::args::count::<u64>(2, 1 << 32))]
     sample: Option<u64>,
     /// CPU the recommended configuration may use, in percent of one core (compression of the
     /// swap-outs, decompression of the swap-ins, background recompression).
@@ -61,10 +66,10 @@ pub struct Args {
     #[arg(long, value_name = "TRACE")]
     trace: Option<PathBuf>,
     /// Threads the measurements run on (0: one per core).
-    #[arg(long, default_value_t = 0, value_name = "N")]
+    #[arg(long, default_value_t = 0, value_name = "N", value_parser = super::args::count::<usize>(0, super::args::MAX_THREADS))]
     threads: usize,
     /// Least time each compressor pass is timed for, in milliseconds.
-    #[arg(long, default_value_t = 50, value_name = "MS")]
+    #[arg(long, default_value_t = 50, value_name = "MS", value_parser = super::args::duration("ms"))]
     min_time_ms: u64,
     /// Page file (raw pages or a page set, such as `zmem capture --zram`'s); none: see --source.
     #[arg(conflicts_with_all = ["source", "no_capture"])]
@@ -99,6 +104,7 @@ fn request(args: &Args) -> anyhow::Result<LabRequest> {
         trace: args.trace.clone(),
         threads: args.threads,
         min_time: std::time::Duration::from_millis(args.min_time_ms),
+        mount_debugfs: args.mount_debugfs,
     })
 }
 

@@ -12,13 +12,13 @@ pub struct Args {
     #[arg(long, default_value = "copy")]
     method: String,
     /// Threads, each with its own pool (default: one per CPU, as zsmapbench).
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::count::<usize>(1, super::args::MAX_THREADS))]
     threads: Option<usize>,
     /// Milliseconds each thread maps.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, value_parser = super::args::duration("ms"))]
     duration_ms: u64,
     /// Page size of the pools.
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(0, zmem_pages::format::MAX_PAGE_SIZE as u64))]
     page_size: usize,
     /// Print `{method, threads, cycles_per_map, maps_per_sec}` as JSON instead of the log.
     #[arg(long)]

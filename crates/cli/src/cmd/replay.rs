@@ -20,13 +20,13 @@ pub struct Args {
     #[arg(long, default_value = "zsmalloc")]
     pool: String,
     /// Page size of the pages and the swap.
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(0, zmem_pages::format::MAX_PAGE_SIZE as u64))]
     page_size: usize,
     /// zswap's max_pool_percent (of --ram).
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_parser = super::args::count::<u32>(0, u32::MAX.into()))]
     max_pool_percent: u32,
     /// zswap's accept_threshold_percent.
-    #[arg(long, default_value_t = 90)]
+    #[arg(long, default_value_t = 90, value_parser = super::args::count::<u32>(0, u32::MAX.into()))]
     accept_threshold_percent: u32,
     /// Turn on zswap's memory-pressure shrinker (shrinker_enabled=Y).
     #[arg(long)]
@@ -69,6 +69,7 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    super::args::pool(&args.pool)?;
     let ram = super::args::size("--ram", &args.ram)?;
     let ram_pages = ram / args.page_size as u64;
     anyhow::ensure!(ram_pages > 0, "--ram {} is less than one page", args.ram);

@@ -13,8 +13,13 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// Seconds between the two samples of /proc/vmstat the rates come from (0: no rates).
-    #[arg(long, default_value_t = 1.0, value_name = "SECS")]
+    #[arg(long, default_value_t = 1.0, value_name = "SECS", value_parser = super::args::seconds)]
     interval: f64,
+    /// As root, mount debugfs at /sys/kernel/debug for this read where it is not mounted, and
+    /// unmount it after (zswap's counters, zsmalloc's classes, zram's block_state live there;
+    /// without this flag zmem changes nothing and lists what it could not read).
+    #[arg(long)]
+    mount_debugfs: bool,
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
@@ -26,6 +31,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         block_state: true,
         ..status::Options::default()
     };
-    let s = status::read(&opts)?;
+    let s = if args.mount_debugfs {
+        let (s, notes) = zmem_kernel::zswap_state::with_debugfs_mounted(|| status::read(&opts));
+        for n in notes {
+            eprintln!("zmem status: {n}");
+        }
+        s?
+    } else {
+        status::read(&opts)?
+    };
     super::emit(args.json, &s, render::render)
 }

@@ -18,10 +18,10 @@ pub struct AllocatorsArgs {
     #[arg(long, default_value = zmem_lab::DEFAULT_ALGORITHM, value_parser = super::args::algo)]
     algo: zmem_comp::AlgoSpec,
     /// Page size.
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(0, zmem_pages::format::MAX_PAGE_SIZE as u64))]
     page_size: usize,
     /// Rounds; allocators are interleaved per round and each keeps its fastest round.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = super::args::count::<usize>(1, 1000))]
     rounds: usize,
     /// Store incompressible pages as-is (6.18) instead of rejecting them (the seed's 6.8).
     #[arg(long)]
@@ -31,7 +31,7 @@ pub struct AllocatorsArgs {
     #[arg(long)]
     ram: Option<String>,
     /// With a trace: zswap's max_pool_percent.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_parser = super::args::count::<u32>(0, u32::MAX.into()))]
     max_pool_percent: u32,
     /// Print the rows as a JSON list instead of the table.
     #[arg(long)]

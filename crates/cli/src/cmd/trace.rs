@@ -40,16 +40,16 @@ enum Sub {
 #[derive(Debug, clap::Args)]
 struct GenArgs {
     /// Page ids are below this (the page set the trace will be replayed on).
-    #[arg(long, default_value_t = 65536)]
+    #[arg(long, default_value_t = 65536, value_parser = super::args::count::<u64>(1, 1 << 32))]
     pages: u64,
     /// Number of accesses.
-    #[arg(long, default_value_t = 1_000_000)]
+    #[arg(long, default_value_t = 1_000_000, value_parser = super::args::count::<u64>(0, u64::MAX))]
     accesses: u64,
     /// Pages in each phase's working set (default: a quarter of --pages).
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::count::<u64>(1, 1 << 26))]
     working_set: Option<u64>,
     /// Number of phases; each has its own working set and ranking.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = super::args::count::<u32>(1, 1 << 20))]
     phases: u32,
     /// Zipf exponent of page popularity.
     #[arg(long, default_value_t = 0.99)]
@@ -58,16 +58,16 @@ struct GenArgs {
     #[arg(long, default_value_t = 0.3)]
     write_fraction: f64,
     /// Mean gap between accesses within a burst, in microseconds.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = super::args::count::<u64>(0, super::args::MAX_SECS * 1_000_000))]
     gap_us: u64,
     /// Bursts per phase, separated by idle periods.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = super::args::count::<u32>(1, 1 << 20))]
     bursts: u32,
     /// Base idle period between bursts, in milliseconds (each is 1-4 times this).
-    #[arg(long, default_value_t = 2000)]
+    #[arg(long, default_value_t = 2000, value_parser = super::args::count::<u64>(0, super::args::MAX_SECS * 1000))]
     idle_ms: u64,
     /// Seed: the same seed gives the same trace in every version.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = super::args::count::<u64>(0, u64::MAX))]
     seed: u64,
     /// Output trace file.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
@@ -77,16 +77,16 @@ struct GenArgs {
 #[derive(Debug, clap::Args)]
 struct RecordArgs {
     /// Process to record (repeatable).
-    #[arg(long = "pid", value_name = "P", required_unless_present = "cgroup")]
+    #[arg(long = "pid", value_name = "P", required_unless_present = "cgroup", value_parser = super::args::count::<u32>(0, u32::MAX.into()))]
     pids: Vec<u32>,
     /// Record the processes of this cgroup (its directory, absolute or under /sys/fs/cgroup).
     #[arg(long, value_name = "PATH", conflicts_with = "pids")]
     cgroup: Option<PathBuf>,
     /// How long to record, in seconds (fractions allowed).
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "S", value_parser = super::args::seconds)]
     duration: f64,
     /// Time between two observations, in milliseconds: the trace's time resolution.
-    #[arg(long, value_name = "MS", default_value_t = 100)]
+    #[arg(long, value_name = "MS", default_value_t = 100, value_parser = super::args::count::<u64>(0, super::args::MAX_SECS * 1000))]
     interval: u64,
     /// How to watch the pages: damon, soft-dirty (writes only) or page-out (reads and writes;
     /// every page touched in an interval costs the process a major fault). Default: the first
@@ -166,6 +166,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     match &args.command {
         Sub::Record(a) => run_record(a),
         Sub::Gen(g) => {
+            let access = std::mem::size_of::<zmem_pages::trace::Access>() as u64;
+            super::args::fits_in_memory("--accesses", g.accesses, access)?;
             let o = Options {
                 pages: g.pages,
                 accesses: g.accesses,

@@ -35,7 +35,7 @@ pub struct ReplayArgs {
     #[arg(long, default_value = zmem_lab::DEFAULT_ALGORITHM, value_parser = super::args::algo)]
     algo: zmem_comp::AlgoSpec,
     /// The longest each kernel run may take, in seconds.
-    #[arg(long, default_value_t = 600)]
+    #[arg(long, default_value_t = 600, value_parser = super::args::duration("s"))]
     timeout: u64,
     /// Runs of the kernel's side: the kernel does not repeat itself exactly at tight budgets, so
     /// its figures are the run with the median swap-outs (every run's are printed). A run the
@@ -71,7 +71,7 @@ pub struct LabArgs {
     #[arg(long, default_value = "lzo-rle")]
     primary: String,
     /// The longest each kernel run may take, in seconds.
-    #[arg(long, default_value_t = 600)]
+    #[arg(long, default_value_t = 600, value_parser = super::args::duration("s"))]
     timeout: u64,
     /// Print a JSON object `{"configurations": [..], "same_order": .., ...}` instead of the
     /// table.

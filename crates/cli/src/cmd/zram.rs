@@ -19,10 +19,10 @@ pub struct Args {
     #[arg(long, default_value = "zsmalloc")]
     pool: String,
     /// Page size of the device and of a raw page file.
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(0, zmem_pages::format::MAX_PAGE_SIZE as u64))]
     page_size: usize,
     /// Writer and reader threads.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = super::args::count::<usize>(1, super::args::MAX_THREADS))]
     threads: usize,
     /// Secondary algorithms for recompression, in priority order (repeat or comma-separate).
     #[arg(long, value_delimiter = ',')]
@@ -38,6 +38,7 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    super::args::pool(&args.pool)?;
     let inputs = super::pages::load(std::slice::from_ref(&args.file), args.page_size)?;
     let cfg = ZramRunConfig {
         algo: args.algo.name.clone(),

@@ -215,7 +215,7 @@ impl Reader<'_> {
                 self.unreadable.push(Unreadable {
                     what: what.to_string(),
                     path: path.display().to_string(),
-                    why: why(&e, path, &self.roots.debug),
+                    why: why(&e, path, self.roots),
                 });
                 None
             }
@@ -253,7 +253,8 @@ impl Reader<'_> {
 }
 
 /// Why a read failed, in words that say what to do.
-fn why(e: &std::io::Error, path: &Path, debug: &Path) -> String {
+fn why(e: &std::io::Error, path: &Path, roots: &Roots) -> String {
+    let debug = &roots.debug;
     let under_debug = path.starts_with(debug);
     match e.kind() {
         std::io::ErrorKind::PermissionDenied if under_debug => {
@@ -261,12 +262,37 @@ fn why(e: &std::io::Error, path: &Path, debug: &Path) -> String {
                 .into()
         }
         std::io::ErrorKind::PermissionDenied => "permission denied".into(),
+        std::io::ErrorKind::NotFound if under_debug && !debugfs_mounted(debug) => format!(
+            "not readable: debugfs is not mounted at {} (zmem mounts nothing; `zmem status \
+             --mount-debugfs` as root mounts it and says so)",
+            debug.display()
+        ),
         std::io::ErrorKind::NotFound if under_debug => {
-            "not present: debugfs not mounted (mount -t debugfs none /sys/kernel/debug) or the kernel lacks it".into()
+            "not present: debugfs is mounted, but this kernel does not have this file".into()
         }
-        std::io::ErrorKind::NotFound => "not present in this kernel".into(),
+        std::io::ErrorKind::NotFound => match removed_device(path, &roots.sys) {
+            Some(dev) => format!("{dev} was removed while it was read"),
+            None => "not present in this kernel".into(),
+        },
         _ => e.to_string(),
     }
+}
+
+/// Whether debugfs is mounted at `debug`: its mount point is an empty directory when it is not
+/// (and debugfs's own root always lists something).
+fn debugfs_mounted(debug: &Path) -> bool {
+    match std::fs::read_dir(debug) {
+        Ok(mut entries) => entries.next().is_some(),
+        // Unlistable (debugfs is root-only): something is mounted there.
+        Err(e) => e.kind() == std::io::ErrorKind::PermissionDenied,
+    }
+}
+
+/// The block device `path` belongs to (`sys/block/zramN/...`), when that device is gone now.
+fn removed_device(path: &Path, sys: &Path) -> Option<String> {
+    let rel = path.strip_prefix(sys.join("block")).ok()?;
+    let dev = rel.components().next()?.as_os_str().to_string_lossy().into_owned();
+    (!sys.join("block").join(&dev).exists()).then_some(dev)
 }
 
 /// Reads the whole state. Fails only when /proc/vmstat or /proc/swaps cannot be read (no procfs);
@@ -509,7 +535,7 @@ fn read_zswap(
     } else {
         let e = std::fs::metadata(&dir).err();
         let why = match e {
-            Some(e) => why(&e, &dir, &r.roots.debug),
+            Some(e) => why(&e, &dir, r.roots),
             None => "not a directory".into(),
         };
         r.note("zswap counters (rejects, writeback, stored pages)", &dir, why);

@@ -161,3 +161,29 @@ fn a_mangled_mm_stat_is_listed_not_fatal() {
     assert_eq!(s.zram[0].mm_stat, None);
     assert!(s.unreadable.iter().any(|u| u.what == "zram3 mm_stat" && u.why.contains("unexpected")));
 }
+
+#[test]
+fn a_missing_debugfs_file_says_whether_debugfs_is_mounted() {
+    let (_t, roots) = fixture(false);
+    let s = read(&Options { roots, rate_window: None, block_state: true }).unwrap();
+    let u = s.unreadable.iter().find(|u| u.what == "zram3 zsmalloc classes").unwrap();
+    assert!(u.why.contains("debugfs is not mounted"), "{u:?}");
+    assert!(u.why.contains("--mount-debugfs"), "{u:?}");
+    // Mounted (the directory lists something), but this kernel has no zsmalloc statistics.
+    let (_t, roots) = fixture(false);
+    write(&roots.debug, "zswap/stored_pages", "1\n");
+    let s = read(&Options { roots, rate_window: None, block_state: true }).unwrap();
+    let u = s.unreadable.iter().find(|u| u.what == "zram3 zsmalloc classes").unwrap();
+    assert!(u.why.contains("debugfs is mounted, but this kernel does not have"), "{u:?}");
+    assert!(!u.why.contains("not mounted"), "{u:?}");
+}
+
+#[test]
+fn a_device_gone_mid_read_is_said_to_be_removed() {
+    let (_t, roots) = fixture(true);
+    let gone = roots.sys.join("block/zram3/mm_stat");
+    let e = std::io::Error::from(std::io::ErrorKind::NotFound);
+    assert_eq!(why(&e, &gone, &roots), "not present in this kernel", "the device is still there");
+    std::fs::remove_dir_all(roots.sys.join("block/zram3")).unwrap();
+    assert_eq!(why(&e, &gone, &roots), "zram3 was removed while it was read");
+}

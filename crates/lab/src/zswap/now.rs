@@ -45,31 +45,13 @@ pub fn zswap_pool_bytes(classes: &ClassTable, counts: &[u64], ps: usize) -> u64 
     pages * ps as u64
 }
 
-/// zswap's live state with its debugfs counters: where debugfs is not mounted, zswap is built
-/// and this process is root, debugfs is mounted for the read and unmounted again (what was
-/// mounted stays as it was; `notes` say so). Otherwise a plain read, debugfs or not.
+/// zswap's live state with its debugfs counters: debugfs mounted for the read and unmounted
+/// again where it was not mounted (what was mounted stays as it was; `notes` say so). Called
+/// only when the user asked for it (`--mount-debugfs`).
 pub fn read_state() -> ZswapState {
-    const DEBUGFS: &str = "/sys/kernel/debug";
-    let mounted = || {
-        std::fs::read_to_string("/proc/self/mounts")
-            .map(|m| zmem_kernel::zswap_state::debugfs_mounted(&m, DEBUGFS))
-            .unwrap_or(true)
-    };
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root || mounted() || !std::path::Path::new("/sys/module/zswap/parameters").exists() {
-        return zmem_kernel::zswap_state::read();
-    }
-    let mut state = zmem_kernel::zswap_state::read_opts(true);
-    if mounted() {
-        let undone =
-            std::process::Command::new("umount").arg(DEBUGFS).status().is_ok_and(|s| s.success());
-        state.notes.push(if undone {
-            "debugfs was mounted for this read and unmounted again".into()
-        } else {
-            "debugfs was mounted for this read; unmounting it failed".into()
-        });
-    }
+    let (mut state, mut notes) =
+        zmem_kernel::zswap_state::with_debugfs_mounted(zmem_kernel::zswap_state::read);
+    state.notes.append(&mut notes);
     state
 }
 

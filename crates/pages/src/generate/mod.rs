@@ -30,13 +30,17 @@ impl Kind {
     }
 }
 
-/// Generates `pages` pages of `page_size` bytes of `kind` from `seed`.
+/// Generates `pages` pages of `page_size` bytes of `kind` from `seed`. More pages than this
+/// machine's memory holds are refused before anything is allocated.
 pub fn generate(
     kind: Kind,
     pages: usize,
     page_size: usize,
     seed: u64,
 ) -> Result<PageSet, PagesError> {
+    crate::format::check_page_size(page_size)?;
+    crate::limits::fits_in_memory(pages as u64, page_size as u64)
+        .map_err(|e| PagesError::Invalid(format!("{pages} pages: {e}")))?;
     match kind {
         Kind::Perf => perf::generate(pages, page_size, seed),
         Kind::Mixed => mixed::generate(pages, page_size, seed),
