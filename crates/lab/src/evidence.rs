@@ -80,6 +80,9 @@ pub struct Evidence {
     /// What the kernel the advice is for can run: this machine's (`zmem_kernel::caps::read`),
     /// or, for a page set whose metadata records its host's (`zmem capture`), that host's.
     pub kernel: KernelCaps,
+    /// The process each of `pages` came from, where the input records it (a capture of
+    /// processes; 0 for a zram slot): zswap's Now weighs each process by its swapped pages.
+    pub pids: Option<Vec<u32>>,
 }
 
 /// How many of the input's pages the lab measures, and how they are chosen.
@@ -125,23 +128,31 @@ impl Coverage {
 
 /// Every `len / max`-th page of `set`, at most `max` pages (all of them if it has no more).
 pub fn sample(set: &PageSet, max: usize) -> Vec<u8> {
-    let n = set.len();
-    if n <= max {
-        return set.bytes().to_vec();
-    }
-    (0..max).flat_map(|k| set.page(k * n / max).iter().copied()).collect()
+    even_indices(set.len(), max).flat_map(|i| set.page(i).iter().copied()).collect()
+}
+
+/// The indices [`sample`] takes: every page, or `max` evenly spaced.
+fn even_indices(n: usize, max: usize) -> Box<dyn Iterator<Item = usize>> {
+    if n <= max { Box::new(0..n) } else { Box::new((0..max).map(move |k| k * n / max)) }
 }
 
 fn evidence(kind: &str, detail: String, set: &PageSet, coverage: Coverage) -> Evidence {
-    let (pages, design) = match coverage {
-        Coverage::All => (set.bytes().to_vec(), None),
-        Coverage::Even(max) => (sample(set, max), None),
+    let (indices, design): (Vec<usize>, _) = match coverage {
+        Coverage::All => ((0..set.len()).collect(), None),
+        Coverage::Even(max) => (even_indices(set.len(), max).collect(), None),
         Coverage::Sample(n) if n < set.len() => {
-            let (pages, design) = sample::draw(set, n, sample::DEFAULT_SEED);
-            (pages, Some(design))
+            let (picked, design) = sample::draw_indices(set, n, sample::DEFAULT_SEED);
+            (picked, Some(design))
         }
-        Coverage::Sample(_) => (set.bytes().to_vec(), None),
+        Coverage::Sample(_) => ((0..set.len()).collect(), None),
     };
+    let pages = if indices.len() == set.len() {
+        set.bytes().to_vec()
+    } else {
+        indices.iter().flat_map(|&i| set.page(i).iter().copied()).collect()
+    };
+    // The process of each page, where the set records it (a capture of processes).
+    let pids = set.metas().map(|m| indices.iter().map(|&i| m[i].pid).collect());
     let source = Source {
         kind: kind.into(),
         detail,
@@ -157,6 +168,7 @@ fn evidence(kind: &str, detail: String, set: &PageSet, coverage: Coverage) -> Ev
         sample: design,
         set_pages: set.len() as u64,
         kernel: KernelCaps::default(),
+        pids,
     }
 }
 
@@ -256,6 +268,8 @@ fn from_file(
     let used = max_pages.used(set.len());
     let detail = format!("{label} ({} pages, {used} used)", set.len());
     let mut e = evidence("file", detail, &set, max_pages);
+    // Its processes were another time's, or another host's: their ids mean nothing here.
+    e.pids = None;
     // A capture records what its host's kernel offers: the advice is for that kernel.
     if let Some((mut k, host)) = set.set_meta().and_then(zmem_kernel::caps::from_set_meta) {
         let host = if host.is_empty() { "an unnamed host".to_string() } else { host };
@@ -394,6 +408,7 @@ fn from_zram(
         sample: design,
         set_pages,
         kernel: KernelCaps::default(),
+        pids: None,
     }))
 }
 

@@ -151,7 +151,8 @@ pub fn run_lab(req: LabRequest, progress: &dyn Progress) -> Result<LabReport, La
         )),
         _ => rates,
     };
-    let zswap = Some(crate::zswap::ZswapInput { live: zswap_live, after, secs });
+    let pids = e.pids.clone();
+    let zswap = Some(crate::zswap::ZswapInput { live: zswap_live, after, secs, pids });
     let opts = LabOptions {
         budgets: req.budgets,
         now: e.now,

@@ -95,6 +95,13 @@ fn choose(n: usize, k: usize, rng: &mut SplitMix64) -> Vec<usize> {
 /// A stratified random sample of `n` pages of `set` (all of them if it has no more), in the
 /// input's order, and its design.
 pub fn draw(set: &PageSet, n: usize, seed: u64) -> (Vec<u8>, Design) {
+    let (picked, design) = draw_indices(set, n, seed);
+    let pages = picked.iter().flat_map(|&i| set.page(i).iter().copied()).collect();
+    (pages, design)
+}
+
+/// [`draw`]'s pages by their index in `set`, ascending.
+pub fn draw_indices(set: &PageSet, n: usize, seed: u64) -> (Vec<usize>, Design) {
     let total = set.len();
     let (same, other): (Vec<usize>, Vec<usize>) =
         (0..total).partition(|&i| same_filled(set.page(i)).is_some());
@@ -111,14 +118,13 @@ pub fn draw(set: &PageSet, n: usize, seed: u64) -> (Vec<u8>, Design) {
         .chain(choose(same.len(), n_s, &mut rng).into_iter().map(|i| same[i]))
         .collect();
     picked.sort_unstable();
-    let pages = picked.iter().flat_map(|&i| set.page(i).iter().copied()).collect();
     let design = Design {
         population_pages: total as u64,
         population_same_filled: same.len() as u64,
         sample_pages: picked.len() as u64,
         seed,
     };
-    (pages, design)
+    (picked, design)
 }
 
 /// The stratified sample of [`draw`], drawn as the pages go by (a device read once, start to

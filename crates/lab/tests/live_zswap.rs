@@ -361,7 +361,7 @@ fn live_zswap_now_matches_the_kernel() {
     let child_pages = vm_swap_pages(pid);
     let known = known_page();
     let pages: Vec<u8> = known.iter().copied().cycle().take(16384 * 4096).collect();
-    let now = zmem_lab::zswap::now(&lab_live, None, 0.0, &pages, 4096);
+    let now = zmem_lab::zswap::now(&lab_live, None, 0.0, &pages, 4096, None);
     eprintln!(
         "zswap {compressor}: stored {stored_a}..{stored_b} pages, pool {pool_a}..{pool_b} B; child \
          VmSwap {child_pages} pages; lab {:?}",

@@ -56,4 +56,21 @@ mod tests {
         assert!(e.contains("more than 2^64 bytes"), "{e}");
         assert_eq!(human(1536), "1.5 KiB");
     }
+
+    proptest::proptest! {
+        /// Any count and item size: accepted exactly when their product fits the machine's
+        /// memory (and a usize), refused with the sizes otherwise; never a panic or overflow.
+        #[test]
+        fn any_count_is_judged_by_its_product(count: u64, item in 0u64..1 << 40) {
+            let have = memory_bytes();
+            let fits = count.checked_mul(item).is_some_and(|n| n <= have);
+            match fits_in_memory(count, item) {
+                Ok(()) => proptest::prop_assert!(fits),
+                Err(e) => {
+                    proptest::prop_assert!(!fits);
+                    proptest::prop_assert!(e.contains("more than this machine's memory"), "{}", e);
+                }
+            }
+        }
+    }
 }

@@ -62,7 +62,7 @@ fn report() -> lab::LabReport {
     let opts = LabOptions {
         min_time: Duration::ZERO,
         policies: lab::candidates("lzo-rle")[..3].to_vec(),
-        zswap: Some(ZswapInput { live: live(), after: None, secs: 0.0 }),
+        zswap: Some(ZswapInput { live: live(), after: None, secs: 0.0, pids: None }),
         ..LabOptions::default()
     };
     lab::run(set.bytes(), source, &opts, &NoProgress).expect("lab run")

@@ -20,8 +20,9 @@ pub struct Args {
     /// Capture the processes of this cgroup (v2 directory, absolute or under /sys/fs/cgroup).
     #[arg(long, value_name = "PATH")]
     cgroup: Option<PathBuf>,
-    /// Capture the pages a zram device stores (/dev/zramN, read with O_DIRECT): page 0 and
-    /// every slot that is not all zeros, with slot indices and the device's state.
+    /// Capture the pages a zram device stores (/dev/zramN, read with O_DIRECT): page 0, every
+    /// slot that is not all zeros and the zero pages written to it (as many as its same_pages
+    /// says), with slot indices and the device's state.
     #[arg(long, value_name = "DEV", conflicts_with_all = ["pids", "all", "cgroup"])]
     zram: Option<PathBuf>,
     /// With --zram: keep at most N pages, a uniform random sample drawn while the device is

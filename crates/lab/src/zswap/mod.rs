@@ -7,7 +7,10 @@
 //! meminfo, vmstat, memory cgroups). The pages zswap stores cannot be read without faulting
 //! them in, so the prediction is made from the pages the lab measured (the processes' captured
 //! pages, or whatever the source was): each non-zero page stored into zmem's zswap with the live
-//! compressor, scaled to the live `stored_pages` (a ratio estimator, as the zram "Now").
+//! compressor, scaled to the live `stored_pages` (a ratio estimator, as the zram "Now"), and
+//! packed as 6.18 packs them, into one zsmalloc pool. Where the pages are a capture of
+//! processes, each process weighs as much as it has in swap (`VmSwap`, [`swap_weights`]): zswap
+//! holds the swapped pages of the processes that swapped, not a mix of everyone's resident ones.
 //! Zero-filled pages are left out: since 6.12 the swap core keeps them in its zeromap and never
 //! offers them to zswap (`page_io.c: swap_writeout` -> `is_folio_zero_filled`).
 //!
@@ -237,6 +240,9 @@ pub struct ZswapInput {
     pub live: ZswapLive,
     pub after: Option<ZswapState>,
     pub secs: f64,
+    /// The process of each measured page, where the pages are a capture of processes: the
+    /// Now's prediction weighs each process by the pages it has in swap ([`swap_weights`]).
+    pub pids: Option<Vec<u32>>,
 }
 
 /// The whole zswap advice for a run: Now, candidates, verdict and the rest of the stack.
@@ -258,7 +264,10 @@ pub fn advise(
     progress: &dyn Progress,
 ) -> Result<ZswapAdvice, LabError> {
     let live = &input.live;
-    let now = live.present.then(|| now(live, input.after.as_ref(), input.secs, pages, ps));
+    let weights = input.pids.as_deref().and_then(|p| swap_weights(p, vm_swap_pages));
+    let now = live
+        .present
+        .then(|| now(live, input.after.as_ref(), input.secs, pages, ps, weights.as_deref()));
     let grid = grid(live.present, &live.offered, live.state.accept_threshold_percent);
     let n = (pages.len() / ps) as u64;
     let scale = pool_scale(live.mem_total_bytes, ps, n, projected_pages.max(n));

@@ -20,9 +20,53 @@ pub struct ZswapPrediction {
     /// Where the pages came from, and that the live pool's pages were not read.
     pub note: String,
     /// The stored objects per zsmalloc size class (what the pool is computed from at any
-    /// scale, [`zswap_pool_bytes`]).
+    /// scale, [`zswap_pool_bytes`]), each page counted by its weight (1 without weights).
     #[serde(skip)]
-    pub class_counts: Vec<u64>,
+    pub class_counts: Vec<f64>,
+    /// The stored pages' weights summed, and their objects' lengths each times its weight:
+    /// what the class counts and the compressed bytes are scaled by to the live pages.
+    #[serde(skip)]
+    pub stored_weight: f64,
+    #[serde(skip)]
+    pub weighted_bytes: f64,
+    /// How the pages were weighed: `None` each page alike; otherwise what the weights are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weighting: Option<String>,
+}
+
+/// Kibibytes of `VmSwap` in /proc/PID/status as pages (0 for a process gone or without swap).
+pub fn vm_swap_pages(pid: u32) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    text.lines()
+        .find_map(|l| l.strip_prefix("VmSwap:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kib| kib * 1024 / zmem_kernel::capture::system_page_size() as u64)
+}
+
+/// Per-page weights for a sample of processes' resident pages standing for the pages they have
+/// in swap: the pages zswap holds are the swapped-out pages of processes (`VmSwap`, which
+/// counts the zeromap's and the device's too), not their resident ones, and which processes
+/// swapped is not which processes are large. A page of process P weighs `swapped(P) / n(P)`,
+/// `n(P)` its pages in the sample, so each process counts as much as it has in swap. `None`
+/// where no process of the sample has anything in swap (then every page weighs the same).
+pub fn swap_weights(pids: &[u32], swapped: impl Fn(u32) -> u64) -> Option<Vec<f64>> {
+    let mut per: std::collections::HashMap<u32, (u64, u64)> = std::collections::HashMap::new();
+    for &pid in pids {
+        per.entry(pid).or_insert((0, 0)).1 += 1;
+    }
+    let mut total = 0;
+    for (&pid, v) in per.iter_mut() {
+        v.0 = if pid == 0 { 0 } else { swapped(pid) };
+        total += v.0;
+    }
+    (total > 0).then(|| {
+        pids.iter()
+            .map(|p| {
+                let (s, n) = per[p];
+                s as f64 / n as f64
+            })
+            .collect()
+    })
 }
 
 /// zsmalloc's size classes as zswap's pools use them (zswap's chain size).
@@ -94,6 +138,17 @@ pub fn read_live(mount_debugfs: bool) -> ZswapLive {
 /// zmem's zswap pool for `pages` (whole pages of `ps`) with `compressor`: every non-zero page
 /// stored once into a pool with no limit.
 pub fn predict(pages: &[u8], ps: usize, compressor: &str) -> Result<ZswapPrediction, LabError> {
+    predict_weighted(pages, ps, compressor, None)
+}
+
+/// [`predict`] with each page weighed ([`swap_weights`]): the class counts and compressed bytes
+/// are the weighted sums, so scaled to the live pages they stand for what is in swap.
+pub fn predict_weighted(
+    pages: &[u8],
+    ps: usize,
+    compressor: &str,
+    weights: Option<&[f64]>,
+) -> Result<ZswapPrediction, LabError> {
     let n = (pages.len() / ps) as u64;
     let cfg = ReplayConfig {
         ram_pages: n.max(1) * 4,
@@ -107,20 +162,30 @@ pub fn predict(pages: &[u8], ps: usize, compressor: &str) -> Result<ZswapPredict
     let z = zmem_sim::replay::build_zswap(&cfg, n.max(1))
         .map_err(|e| LabError::Setup(format!("zswap with {compressor}: {e}")))?;
     let classes = zswap_classes(ps)?;
-    let mut class_counts = vec![0u64; classes.classes().len()];
+    let mut class_counts = vec![0f64; classes.classes().len()];
+    let mut unit = vec![0u64; classes.classes().len()];
     let (mut offered, mut rejected, mut compressed) = (0u64, 0u64, 0u64);
+    let (mut stored_weight, mut weighted_bytes) = (0f64, 0f64);
     for (i, page) in pages.chunks_exact(ps).enumerate() {
+        // A zero page of an order-0 folio never reaches zswap (mm/page_io.c `swap_writeout()`:
+        // `is_folio_zero_filled()` sends it to the zeromap). The pages here carry no folio:
+        // a zero subpage of a large folio with data elsewhere, which 6.18 stores, is left out.
         if page.iter().all(|&b| b == 0) {
             continue;
         }
         offered += 1;
+        let w = weights.map_or(1.0, |w| w.get(i).copied().unwrap_or(0.0));
         match z
             .store(i as u64, page)
             .map_err(|e| LabError::Setup(format!("zswap store with {compressor}: {e}")))?
         {
             zmem_zswap::StoreOutcome::Stored { length } => {
                 compressed += length as u64;
-                class_counts[classes.slot_for_request(length)] += 1;
+                let k = classes.slot_for_request(length);
+                unit[k] += 1;
+                class_counts[k] += w;
+                stored_weight += w;
+                weighted_bytes += w * length as f64;
             }
             zmem_zswap::StoreOutcome::Rejected(_) => rejected += 1,
         }
@@ -133,8 +198,11 @@ pub fn predict(pages: &[u8], ps: usize, compressor: &str) -> Result<ZswapPredict
         stored_pages: s.stored_pages,
         rejected_pages: rejected,
         compressed_bytes: compressed,
-        pool_total_size: zswap_pool_bytes(&classes, &class_counts, ps),
+        pool_total_size: zswap_pool_bytes(&classes, &unit, ps),
         class_counts,
+        stored_weight,
+        weighted_bytes,
+        weighting: None,
         note: "predicted from the pages the lab measured: the pages zswap stores cannot be read \
                without faulting them in"
             .into(),
@@ -149,14 +217,24 @@ pub fn now(
     secs: f64,
     pages: &[u8],
     ps: usize,
+    weights: Option<&[f64]>,
 ) -> ZswapNow {
     let st = after.unwrap_or(&live.state);
     let mut notes = st.notes.clone();
     let prediction = if st.compressor.is_empty() {
         None
     } else {
-        match predict(pages, ps, &st.compressor) {
-            Ok(p) => Some(p),
+        match predict_weighted(pages, ps, &st.compressor, weights) {
+            Ok(mut p) => {
+                if weights.is_some() {
+                    p.weighting = Some(
+                        "each process's pages weighed by its pages in swap (VmSwap): the pages \
+                         zswap holds are the swapped ones"
+                            .into(),
+                    );
+                }
+                Some(p)
+            }
             Err(e) => {
                 notes.push(format!("no prediction with {}: {e}", st.compressor));
                 None
@@ -166,16 +244,12 @@ pub fn now(
     let page = st.page_size.max(1);
     let dbg = |k: &str| st.debugfs.as_ref().and_then(|d| d.get(k).copied());
     let stored_pages = dbg("stored_pages").or(st.meminfo_zswapped_bytes.map(|b| b / page));
-    let predicted_ratio = prediction.as_ref().and_then(|p| {
-        (p.pool_total_size > 0)
-            .then(|| (p.stored_pages * ps as u64) as f64 / p.pool_total_size as f64)
-    });
-    // The prediction scaled to the pages zswap holds now.
-    let scale = |v: u64| -> Option<u64> {
+    // The prediction scaled to the pages zswap holds now: the weighted sums over the
+    // weighted stored pages.
+    let scale = |v: f64| -> Option<u64> {
         let p = prediction.as_ref()?;
         let live = stored_pages?;
-        (p.stored_pages > 0)
-            .then(|| (v as f64 * live as f64 / p.stored_pages as f64).round() as u64)
+        (p.stored_weight > 0.0).then(|| (v * live as f64 / p.stored_weight).round() as u64)
     };
     let fields = vec![
         ZswapField { field: "stored_pages".into(), live: stored_pages, predicted: stored_pages },
@@ -185,20 +259,27 @@ pub fn now(
             // Each class's objects scaled to the live stored pages, then packed: the partly
             // filled zspage of each class does not scale with the pages.
             predicted: prediction.as_ref().and_then(|p| {
-                let live = stored_pages?;
                 let classes = zswap_classes(ps).ok()?;
-                let f = live as f64 / p.stored_pages.max(1) as f64;
                 let counts: Vec<u64> =
-                    p.class_counts.iter().map(|&k| (k as f64 * f).round() as u64).collect();
-                (p.stored_pages > 0).then(|| zswap_pool_bytes(&classes, &counts, ps))
+                    p.class_counts.iter().map(|&k| scale(k)).collect::<Option<_>>()?;
+                Some(zswap_pool_bytes(&classes, &counts, ps))
             }),
         },
         ZswapField {
             field: "compressed_bytes".into(),
             live: top_level_zswap_bytes(&st.cgroups),
-            predicted: prediction.as_ref().and_then(|p| scale(p.compressed_bytes)),
+            predicted: prediction.as_ref().and_then(|p| scale(p.weighted_bytes)),
         },
     ];
+    // The predicted pool's ratio: at the live scale where zswap holds pages, else the measured
+    // pages' own.
+    let predicted_ratio = match (stored_pages, fields[1].predicted) {
+        (Some(n), Some(pool)) if n > 0 && pool > 0 => Some((n * ps as u64) as f64 / pool as f64),
+        _ => prediction.as_ref().and_then(|p| {
+            (p.pool_total_size > 0)
+                .then(|| (p.stored_pages * ps as u64) as f64 / p.pool_total_size as f64)
+        }),
+    };
     let pool_difference_bytes = match (fields[1].live, fields[1].predicted) {
         (Some(l), Some(p)) => Some(l as i64 - p as i64),
         _ => None,

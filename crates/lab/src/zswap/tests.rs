@@ -15,6 +15,13 @@ fn text_page(seed: u8) -> Vec<u8> {
     p
 }
 
+/// Bytes lzo cannot shrink much: a page of a 64-bit PRNG's output in its low bytes only.
+fn pseudo_random_page(seed: u64) -> Vec<u8> {
+    let mut p = vec![0u8; 4096];
+    zmem_pages::prng::SplitMix64::new(seed).fill(&mut p[..2048]);
+    p
+}
+
 pub(crate) fn fake_live(present: bool, offered: &[&str], enabled: bool) -> ZswapLive {
     let mut debugfs = BTreeMap::new();
     debugfs.insert("stored_pages".to_string(), 1000);
@@ -79,7 +86,7 @@ fn now_scales_the_prediction_to_the_live_pages() {
     let page = text_page(2);
     let pages: Vec<u8> = page.iter().copied().cycle().take(100 * 4096).collect();
     let live = fake_live(true, &["lzo", "lzo-rle"], true);
-    let n = now(&live, None, 0.0, &pages, 4096);
+    let n = now(&live, None, 0.0, &pages, 4096, None);
     let p = n.prediction.clone().unwrap();
     let pool = n.fields.iter().find(|f| f.field == "pool_total_size").unwrap();
     assert_eq!(pool.live, Some(1000 * 1024));
@@ -94,6 +101,52 @@ fn now_scales_the_prediction_to_the_live_pages() {
     assert_eq!(n.stored_pages, Some(1000));
     assert_eq!(n.live_ratio, Some(4.0));
     assert!(n.rates.is_none() && n.observed_secs == 0.0);
+}
+
+/// Each process counts as much as it has in swap: a process with nothing in swap weighs
+/// nothing, one with 300 swapped pages and 3 sampled pages gives each 100; no swap at all is no
+/// weighting; pid 0 (a zram slot) never weighs.
+#[test]
+fn swap_weights_follow_each_process_s_swapped_pages() {
+    let swapped = |pid| match pid {
+        7 => 300,
+        8 => 0,
+        9 => 50,
+        _ => 1000,
+    };
+    let w = swap_weights(&[7, 8, 7, 9, 7, 8, 0], swapped).unwrap();
+    assert_eq!(w, [100.0, 0.0, 100.0, 50.0, 100.0, 0.0, 0.0]);
+    assert_eq!(w.iter().sum::<f64>(), 350.0, "the sampled processes' swapped pages");
+    assert!(swap_weights(&[8, 8, 0], swapped).is_none());
+    assert!(swap_weights(&[], swapped).is_none());
+}
+
+/// Weighted, the Now's prediction is the swapped process's pages': two kinds of page, one from
+/// a process with everything in swap and one from a process with nothing there, predict the
+/// first kind's pool alone.
+#[test]
+fn the_now_predicts_the_pages_of_the_processes_that_swapped() {
+    let (a, b) = (text_page(3), pseudo_random_page(4));
+    let mut pages = Vec::new();
+    let mut pids = Vec::new();
+    for i in 0..200 {
+        pages.extend_from_slice(if i % 2 == 0 { &a } else { &b });
+        pids.push(if i % 2 == 0 { 11 } else { 12 });
+    }
+    let w = swap_weights(&pids, |pid| if pid == 11 { 1000 } else { 0 }).unwrap();
+    let live = fake_live(true, &["lzo", "lzo-rle"], true);
+    let weighted = now(&live, None, 0.0, &pages, 4096, Some(&w));
+    let only_a: Vec<u8> = a.iter().copied().cycle().take(100 * 4096).collect();
+    let alone = now(&live, None, 0.0, &only_a, 4096, None);
+    let field = |n: &ZswapNow, f: &str| n.fields.iter().find(|x| x.field == f).unwrap().predicted;
+    assert_eq!(field(&weighted, "pool_total_size"), field(&alone, "pool_total_size"));
+    assert_eq!(field(&weighted, "compressed_bytes"), field(&alone, "compressed_bytes"));
+    let unweighted = now(&live, None, 0.0, &pages, 4096, None);
+    assert!(
+        field(&unweighted, "pool_total_size") > field(&alone, "pool_total_size"),
+        "the resident mix is not what is in swap"
+    );
+    assert!(weighted.prediction.unwrap().weighting.is_some());
 }
 
 #[test]
@@ -373,6 +426,7 @@ fn advise_replays_every_available_configuration() {
             live: fake_live(true, &["lzo", "lzo-rle"], true),
             after: None,
             secs: 0.0,
+            pids: None,
         }),
         ..crate::LabOptions::default()
     };
