@@ -74,7 +74,8 @@ fn shrink_worker_follows_the_mem_cgroup_iter_cursor() {
 #[test]
 fn an_overflowing_page_without_writeback_counts_the_compressors_errno() {
     for (alg, poor, fail) in [("deflate", 1, 0), ("842", 1, 0), ("lzo", 0, 1), ("lz4", 0, 1)] {
-        let cfg = ZswapConfig { compressor: alg.into(), writeback: false, ..ZswapConfig::default() };
+        let cfg =
+            ZswapConfig { compressor: alg.into(), writeback: false, ..ZswapConfig::default() };
         let z = zswap(cfg);
         assert!(matches!(z.store(0, &page(7, PS)).unwrap(), StoreOutcome::Rejected(_)), "{alg}");
         let s = z.stats();
