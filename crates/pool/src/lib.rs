@@ -4,12 +4,13 @@
 //! page frames that takes, with the kernel's placement and accounting, so zmem's zram and zswap
 //! engines report the memory the kernel would. [`ZsPool`] is zsmalloc (kernel >= 6.3: min-waste
 //! chains, twelve fullness groups, compaction); [`ZbudPool`] and [`Z3foldPool`] are the two
-//! allocators the kernel removed in 6.15, kept as the seeds' baselines. All sit behind the
+//! allocators the kernel removed in 6.15 (6.18's mm/ has no zbud.c, z3fold.c or zpool.c),
+//! kept as the seeds' baselines. All sit behind the
 //! [`ZPool`] trait and are built by name through [`registry`].
 //!
 //! What it is not for: general-purpose allocation, or modelling the kernel's slab caches (the
 //! memory for handles and zspage descriptors is not counted, as the kernel does not count it in
-//! `zs_get_total_pages`; [`ZPool::metadata_bytes`] reports ours separately).
+//! `zs_get_total_pages()`; [`ZPool::metadata_bytes`] reports ours separately).
 
 pub mod arena;
 mod chunk_cache;
@@ -58,7 +59,8 @@ impl Default for PoolConfig {
     }
 }
 
-/// Statistics of one size class (zsmalloc's debugfs `classes` columns). zbud and z3fold report
+/// Statistics of one size class (zsmalloc's debugfs `classes` columns, mm/zsmalloc.c
+/// `zs_stats_size_show()`). zbud and z3fold report
 /// pseudo-classes (see their modules).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClassStat {
@@ -99,7 +101,8 @@ pub trait ZPool: Send + Sync + std::fmt::Debug {
     /// the size.
     fn read(&self, handle: Handle, out: &mut [u8]) -> Result<usize, PoolError>;
     /// Runs `f` on the object's bytes, in place where the pool can hand them out without a
-    /// copy (zsmalloc's `zs_obj_read_begin`: an object inside one page, or across two pages
+    /// copy (an object inside one page, as mm/zsmalloc.c `zs_obj_read_begin()` maps it, or,
+    /// unlike the kernel, which always copies one that straddles two pages, across two frames
     /// that lie side by side in the arena), else copied into
     /// `scratch` first (at least the object's size). `f` may run under a lock of the pool, held
     /// for reading, so it must not call back into the pool. The default copies, as `read`.
@@ -123,14 +126,14 @@ pub trait ZPool: Send + Sync + std::fmt::Debug {
     /// Pages freed by all compactions so far (zram's `pages_compacted`), the shrinker's
     /// included.
     fn pages_compacted(&self) -> u64;
-    /// The pool's memory-pressure shrinker, `count_objects` side (zsmalloc.c:
-    /// `zs_shrinker_count`): the pages compaction could free now, `zs_can_compact` summed over
-    /// the classes. Allocators the kernel registers no shrinker for (zbud, z3fold) return 0,
+    /// The pool's memory-pressure shrinker, `count_objects` side (mm/zsmalloc.c
+    /// `zs_shrinker_count()`): the pages compaction could free now, `zs_can_compact()` summed
+    /// over the classes. Allocators the kernel registers no shrinker for (zbud, z3fold) return 0,
     /// which vmscan's `do_shrink_slab` takes as "nothing to do".
     fn shrinker_count(&self) -> u64 {
         0
     }
-    /// The shrinker's `scan_objects` side (`zs_shrinker_scan`): compacts the whole pool, as
+    /// The shrinker's `scan_objects` side (mm/zsmalloc.c `zs_shrinker_scan()`): compacts the whole pool, as
     /// the kernel does whatever `nr_to_scan` asks, counting the freed pages into
     /// [`ZPool::pages_compacted`]; `Some(pages freed)`, or `None` for `SHRINK_STOP` (nothing
     /// freed, or another compaction running, or no shrinker).

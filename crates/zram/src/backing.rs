@@ -43,12 +43,12 @@ impl FileStore {
         Ok(Self { file, len })
     }
 
-    /// What `backing_dev` accepts, in 6.18's `backing_dev_store` order: the path opened
-    /// read-write (`filp_open`; its errors as they are, e.g. ENOENT), then ENOTBLK for
-    /// anything but a block device, then the block device opened exclusively (`O_EXCL`, as the
-    /// kernel's `bdev_file_open_by_dev` with zram as holder: EBUSY when mounted, swapped on or
-    /// held by another backing_dev). The size check (`nr_pages == 0`: EINVAL) is
-    /// [`crate::Zram::set_backing_store`]'s.
+    /// What `backing_dev` accepts, in 6.18's order (drivers/block/zram/zram_drv.c
+    /// `backing_dev_store()`): one `filp_open(O_RDWR | O_LARGEFILE | O_EXCL)`, its errors as
+    /// they are (ENOENT; and EBUSY for a block device mounted, swapped on or held by another
+    /// backing_dev, since block/fops.c `blkdev_open()` opens a block device exclusively under
+    /// `O_EXCL`, the file as holder), then ENOTBLK for anything but a block device. The size
+    /// check (`nr_pages == 0`: EINVAL) is [`crate::Zram::set_backing_store`]'s.
     ///
     /// With `allow_regular` (zmem's [`crate::ZramConfig::allow_regular_backing_file`]) a
     /// regular file is accepted too, opened without `O_EXCL` (which means nothing for an

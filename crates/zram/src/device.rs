@@ -651,7 +651,8 @@ impl Zram {
         Ok((handle, object.len(), huge))
     }
 
-    /// `zs_malloc` + the memory-limit check + `zs_obj_write`. The pool allocates and writes
+    /// `zs_malloc()` + the memory-limit check + `zs_obj_write()`, in 6.18's
+    /// `zram_write_page()` order. The pool allocates and writes
     /// under one lock, before the check rather than after it: a write the limit refuses frees
     /// its object either way, and the check sees the same page count.
     fn alloc_object(&self, live: &Live, object: &[u8]) -> Result<Handle, ZramError> {
@@ -663,7 +664,7 @@ impl Zram {
         Ok(handle)
     }
 
-    /// `zram_can_store_page`: tracks the maximum and applies the limit, after the allocation.
+    /// zram_drv.c `zram_can_store_page()`: tracks the maximum and applies the limit, after the allocation.
     fn can_store_page(&self, live: &Live) -> bool {
         let used = live.pool.total_pages();
         if used > self.stats.max_used_pages.load(Ordering::Relaxed) {
@@ -673,7 +674,7 @@ impl Zram {
         limit == 0 || used <= limit
     }
 
-    /// `slot_free`: releases whatever the slot holds and clears it (the lock stays held).
+    /// drivers/block/zram/zram_drv.c `zram_free_page()`: releases whatever the slot holds and clears it (the lock stays held).
     pub(crate) fn free_slot(&self, live: &Live, slot: &SlotGuard<'_>) {
         let size = slot.size() as u64;
         let (same, wb, huge) = (slot.test(Flag::Same), slot.test(Flag::Wb), slot.test(Flag::Huge));
@@ -812,7 +813,9 @@ impl Zram {
         Ok(())
     }
 
-    /// `swap_slot_free_notify`: frees the slot unless its lock is busy (then `miss_free`).
+    /// The block device's `swap_slot_free_notify`, zram_drv.c `zram_slot_free_notify()`:
+    /// counts `notify_free`, then frees the slot unless its lock is busy (`zram_slot_trylock()`
+    /// fails: `miss_free`).
     pub fn slot_free_notify(&self, index: u64) {
         let Ok(live) = self.live_or(Errno::EIO) else { return };
         if index >= live.table.len() as u64 {

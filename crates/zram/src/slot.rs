@@ -1,4 +1,5 @@
-//! The slot table: one 16-byte entry per page of the disk, as the kernel's `zram_table_entry`:
+//! The slot table: one 16-byte entry per page of the disk, as drivers/block/zram/zram_drv.h
+//! `struct zram_table_entry` (its `dep_map` is empty without lockdep):
 //! the allocator handle (or the fill word of a SAME slot, or the block index of a WB slot) and a
 //! 32-bit word of object size plus flags. With CONFIG_ZRAM_TRACK_ENTRY_ACTIME each entry also has
 //! its access time, in nanoseconds as 6.18's `ktime_t ac_time` (7.0 cut it to 32-bit seconds);
@@ -6,8 +7,9 @@
 //! bytes without it and 24 with it, as in 6.18.
 //!
 //! The flags word keeps the object size in its low `PAGE_SHIFT + 1` bits and the kernel's
-//! `zram_pageflags` above, in the kernel's order. One of them, ENTRY_LOCK, is the per-slot lock:
-//! taking it is a compare-and-swap on the word, so a slot costs no more memory than the kernel's
+//! `zram_pageflags` above, in the kernel's order. One of them, ENTRY_LOCK, is the per-slot lock
+//! (zram_drv.c `zram_slot_lock()`: a bit lock on `flags`): taking it is a compare-and-swap on
+//! the word, so a slot costs no more memory than the kernel's
 //! and readers and writers of different pages never contend.
 
 use crate::sync::atomic::{AtomicU32, AtomicU64, Ordering};

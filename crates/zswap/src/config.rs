@@ -1,4 +1,6 @@
-//! What a zswap instance is built with: the five module parameters of 6.18 plus what the kernel
+//! What a zswap instance is built with: the five module parameters of 6.18 (mm/zswap.c
+//! `module_param_cb()` / `module_param_named()`: `enabled`, `compressor`, `max_pool_percent`,
+//! `accept_threshold_percent`, `shrinker_enabled`) plus what the kernel
 //! takes from elsewhere (RAM size, page size, the memcg writeback switch) and the choices older
 //! kernels made differently (allocator, incompressible pages).
 
@@ -7,9 +9,11 @@ use zmem_comp::Params;
 /// What happens to a page that does not compress below a page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Incompressible {
-    /// 6.18+: stored uncompressed (object length = page size, counted in
-    /// `stored_incompressible_pages`) so it keeps its place in the LRU and writeback order.
-    /// Only while writeback is allowed; otherwise rejected as in 6.18.
+    /// 6.18+ (mm/zswap.c `zswap_compress()`): stored uncompressed (object length = page size,
+    /// counted in `stored_incompressible_pages`) so it keeps its place in the LRU and writeback
+    /// order. Only while the memcg allows writeback; otherwise rejected
+    /// (`reject_compress_fail`, or `reject_compress_poor` for a compressor that returns
+    /// -ENOSPC; see `crate::engine`).
     StoreAsIs,
     /// Before 6.18: rejected (`reject_compress_poor`), the page goes to the swap device.
     Reject,
@@ -20,14 +24,15 @@ pub enum Incompressible {
 pub struct ZswapConfig {
     /// 4096, 16384 or 65536.
     pub page_size: usize,
-    /// `compressor`: any algorithm of the zmem-comp registry (kernel default `lzo`).
+    /// `compressor`: any algorithm of the zmem-comp registry (kernel default
+    /// `CONFIG_ZSWAP_COMPRESSOR_DEFAULT`, `lzo` unless configured otherwise).
     pub compressor: String,
     /// Compressor parameters (zswap has no knob for them; the algorithm's defaults apply).
     pub params: Params,
     /// Allocator of `zmem_pool::allocators()` (6.18 has only zsmalloc; zbud and z3fold are the
     /// zpool choices of older kernels).
     pub zpool: String,
-    /// zsmalloc chain size.
+    /// zsmalloc chain size (`CONFIG_ZSMALLOC_CHAIN_SIZE`, default 8).
     pub chain_size: usize,
     /// `totalram_pages()`: the RAM size the pool limit is a percentage of.
     pub total_ram_pages: u64,
@@ -35,12 +40,14 @@ pub struct ZswapConfig {
     pub max_pool_percent: u32,
     /// `accept_threshold_percent` (default 90; 100 disables the hysteresis).
     pub accept_threshold_percent: u32,
-    /// `enabled`.
+    /// `enabled` (kernel default `CONFIG_ZSWAP_DEFAULT_ON`, off unless configured).
     pub enabled: bool,
-    /// `shrinker_enabled`: the memory-pressure shrinker ([`crate::Zswap::shrinker_scan`]).
+    /// `shrinker_enabled`: the memory-pressure shrinker ([`crate::Zswap::shrinker_scan`];
+    /// kernel default `CONFIG_ZSWAP_SHRINKER_DEFAULT_ON`, off unless configured).
     pub shrinker_enabled: bool,
-    /// `memory.zswap.writeback` of the (single) memcg: 0 disables writeback, the shrinker and
-    /// as-is storage.
+    /// `memory.zswap.writeback` of the (single) memcg (`mem_cgroup_zswap_writeback_enabled()`):
+    /// 0 disables writeback (`shrink_memcg()` -ENOENT), the shrinker (`zswap_shrinker_count()`
+    /// and `_scan()` do nothing) and as-is storage (`zswap_compress()`).
     pub writeback: bool,
     pub incompressible: Incompressible,
 }
@@ -64,7 +71,8 @@ impl Default for ZswapConfig {
     }
 }
 
-/// Parses a kernel bool parameter as `param_set_bool` does with 6.18's `kstrtobool`: only the
+/// Parses a kernel bool parameter as kernel/params.c `param_set_bool()` does with lib/kstrtox.c
+/// `kstrtobool()`: only the
 /// first character counts (`y Y t T e E 1` true, `n N f F d D 0` false), or the first two for
 /// `o`: `on`/`off` in either case. "yes", "true", "enable", "disable" all work; nothing else.
 pub(crate) fn parse_bool(v: &str) -> Option<bool> {
@@ -82,7 +90,8 @@ pub(crate) fn parse_bool(v: &str) -> Option<bool> {
 }
 
 /// Parses a percentage parameter. 6.18 declares `max_pool_percent` and
-/// `accept_threshold_percent` as plain `uint` parameters (`param_set_uint`, `kstrtouint` in
+/// `accept_threshold_percent` as plain `uint` parameters (mm/zswap.c `module_param_named(...,
+/// uint, 0644)`: kernel/params.c `param_set_uint()`, `kstrtouint` in
 /// base 0): any 32-bit value is taken, 150 included, in decimal, `0x` hex or `0` octal, with
 /// an optional `+` and one trailing newline.
 pub(crate) fn parse_percent(name: &str, v: &str) -> Result<u32, crate::ZswapError> {

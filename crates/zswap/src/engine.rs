@@ -2,20 +2,26 @@
 //! hysteresis, and the two reclaim paths (the limit's shrink worker and the memory-pressure
 //! shrinker).
 //!
-//! Data structures: the kernel indexes entries in one xarray per 64 MiB of swap; here one
-//! `HashMap<offset, Entry>` (the "tree") plays that role, and the [`Lru`] beside it orders the
-//! same entries for reclaim. Both sit under one mutex, which also covers a writeback from
-//! start to end, so a load racing with the writeback of the same offset finds either the entry
-//! or the page on the swap device, never neither. Compression runs outside the lock (into the
-//! stream's buffer), as in the kernel; the allocator locks itself.
+//! Data structures: 6.18 indexes entries in one xarray per `1 << ZSWAP_ADDRESS_SPACE_SHIFT`
+//! (16384) swap slots, 64 MiB of 4 KiB pages (mm/zswap.c `swap_zswap_tree()`, `zswap_swapon()`);
+//! here one `HashMap<offset, Entry>` (the "tree") plays that role, and the [`Lru`] beside it
+//! orders the same entries for reclaim (the kernel's global `zswap_list_lru`). Both sit under
+//! one mutex, which also covers a writeback from start to end, so a load racing with the
+//! writeback of the same offset finds either the entry or the page on the swap device, never
+//! neither (the kernel gets that from the locked swap-cache folio `zswap_writeback_entry()`
+//! allocates, and the `xa_load()` check that the entry is still the tree's). Compression runs
+//! outside the lock (into the stream's buffer), as `zswap_store_page()` compresses
+//! (`zswap_compress()`) before its `xa_store()`; the allocator locks itself.
 //!
-//! An entry is what `struct zswap_entry` holds: the pool it was compressed with, the object
-//! handle, the stored length (`length == page_size` marks a page stored as-is) and the
-//! `referenced` bit of the second chance, set at store and cleared by the first shrinker visit.
+//! An entry is what mm/zswap.c `struct zswap_entry` holds: the pool it was compressed with, the
+//! object handle, the stored length (`length == page_size` marks a page stored as-is) and the
+//! `referenced` bit of the second chance, set by `zswap_store_page()` and cleared by the first
+//! `shrink_memcg_cb()` visit.
 //!
-//! The shrink worker, which the kernel queues on a workqueue when a store is rejected while the
-//! pool is full, runs here when the caller asks ([`Zswap::run_pending_work`], called by
-//! [`crate::SwapLayer::swap_out`] after the store), so store latency does not include it, as in the kernel.
+//! The shrink worker, which `zswap_store()` queues on `shrink_wq` when a store fails while
+//! `zswap_pool_reached_full` is set, runs here when the caller asks
+//! ([`Zswap::run_pending_work`], called by [`crate::SwapLayer::swap_out`] after the store), so
+//! store latency does not include it, as in the kernel.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -30,7 +36,8 @@ use crate::pool::ZswapPool;
 use crate::stats::{Counters, dec, inc};
 use crate::{Incompressible, SwapFile, ZswapConfig, ZswapError, ZswapStats};
 
-/// `MAX_RECLAIM_RETRIES` of mm/internal.h: failed shrink steps before the worker gives up.
+/// `MAX_RECLAIM_RETRIES` of mm/internal.h: the failures after which mm/zswap.c
+/// `shrink_worker()` gives up.
 pub const MAX_RECLAIM_RETRIES: u32 = 16;
 
 /// Why a store did not keep the page (it then goes to the swap device).
@@ -38,13 +45,17 @@ pub const MAX_RECLAIM_RETRIES: u32 = 16;
 pub enum Reject {
     /// zswap is disabled.
     Disabled,
-    /// The pool is full, or refilling after being full (`pool_limit_hit` counts the first).
+    /// `zswap_check_limits()` said no: the pool is at or over `zswap_max_pages()` (each such
+    /// store counts `pool_limit_hit`), or refilling after being full and still above the accept
+    /// threshold (not counted).
     PoolLimit,
-    /// Does not compress, or the allocator cannot hold the object (`reject_compress_poor`).
+    /// `-ENOSPC` from the compressor or the allocator (`zswap_compress()`:
+    /// `reject_compress_poor`); with [`Incompressible::Reject`], a page that does not compress.
     CompressPoor,
-    /// The compressor failed (`reject_compress_fail`).
+    /// Any other compressor error, or in 6.18 an incompressible page while writeback is
+    /// disabled (`-EINVAL`; `reject_compress_fail`).
     CompressFail,
-    /// The allocator is out of memory (`reject_alloc_fail`).
+    /// The allocator is out of memory (`zs_malloc()` fails: `reject_alloc_fail`).
     AllocFail,
 }
 
@@ -117,10 +128,14 @@ pub struct Zswap {
     swap: Arc<SwapFile>,
     reached_full: AtomicBool,
     shrink_pending: AtomicBool,
+    /// `zswap_next_shrink` of the one-memcg walk: true when `shrink_worker()`'s next
+    /// `mem_cgroup_iter()` returns the memcg, false when it returns NULL (the end of the walk).
+    shrink_cursor_at_memcg: AtomicBool,
     nr_disk_swapins: AtomicU64,
     max_pool_pages: AtomicU64,
     /// Compressed bytes of the stored entries: the memcg's `MEMCG_ZSWAP_B`, which
-    /// `obj_cgroup_charge_zswap` charges with each entry's length.
+    /// `zswap_store_page()` charges with each entry's length (`obj_cgroup_charge_zswap()`,
+    /// mm/memcontrol.c) and `zswap_entry_free()` uncharges.
     compressed_bytes: AtomicU64,
     counters: Counters,
 }
@@ -129,9 +144,27 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// `mult_frac(x, n, d)`: x * n / d without overflowing the product, saturated to u64.
+/// x * n / d, exact (in u128, saturated to u64). 6.18's `zswap_max_pages()` and
+/// `zswap_accept_thr_pages()` compute `x * n / 100` in `unsigned long`: the same value whenever
+/// the product fits in 64 bits (any percentage up to 100 on any 64-bit machine); past that the
+/// kernel's product wraps and ours does not.
 fn mult_frac(x: u64, n: u32, d: u64) -> u64 {
     u64::try_from(u128::from(x) * u128::from(n) / u128::from(d)).unwrap_or(u64::MAX)
+}
+
+/// How 6.18 counts, while writeback is disabled, a page whose compressed output is not smaller
+/// than a page (`overflow`: larger, so it overflows the one-page destination of
+/// `zswap_compress()`): by the errno the crypto driver returns. On overflow crypto/deflate.c
+/// `deflate_compress_one()` (no destination left) and lib/842/842_compress.c `sw842_compress()`
+/// return -ENOSPC (`reject_compress_poor`); crypto/lzo.c `__lzo_compress()`, crypto/lzo-rle.c,
+/// crypto/lz4.c, crypto/lz4hc.c and crypto/zstd.c `zstd_compress_one()` return -EINVAL
+/// (`reject_compress_fail`). An empty output or one of exactly a page gets -EINVAL from
+/// `zswap_compress()` itself.
+fn overflow_reject(compressor: &str, overflow: bool) -> Reject {
+    match compressor {
+        "deflate" | "842" if overflow => Reject::CompressPoor,
+        _ => Reject::CompressFail,
+    }
 }
 
 impl Zswap {
@@ -181,6 +214,7 @@ impl Zswap {
             swap,
             reached_full: AtomicBool::new(false),
             shrink_pending: AtomicBool::new(false),
+            shrink_cursor_at_memcg: AtomicBool::new(true),
             nr_disk_swapins: AtomicU64::new(0),
             max_pool_pages: AtomicU64::new(0),
             compressed_bytes: AtomicU64::new(0),
@@ -294,12 +328,13 @@ impl Zswap {
 
     // ---- limits ----
 
-    /// `zswap_total_pages()`: pages of all pools.
+    /// mm/zswap.c `zswap_total_pages()`: `zs_get_total_pages()` summed over the pools.
     pub fn total_pages(&self) -> u64 {
         lock(&self.pools).iter().map(|p| p.total_pages()).sum()
     }
 
-    /// `zswap_max_pages()`: the pool cap (`mult_frac`, so no overflow for any percentage).
+    /// `zswap_max_pages()`: `totalram_pages() * max_pool_percent / 100` (see [`mult_frac`] for
+    /// the overflow).
     pub fn max_pages(&self) -> u64 {
         mult_frac(self.total_ram_pages, self.max_pool_percent.load(Ordering::Relaxed), 100)
     }
@@ -319,7 +354,7 @@ impl Zswap {
         self.max_pool_pages.load(Ordering::Relaxed)
     }
 
-    /// `zswap_check_limits()`: true when the store must be rejected.
+    /// mm/zswap.c `zswap_check_limits()`: true when the store must be rejected.
     fn check_limits(&self) -> bool {
         let cur = self.total_pages();
         if cur >= self.max_pages() {
@@ -347,7 +382,7 @@ impl Zswap {
     /// swap device. Returns its number of pages.
     fn check_folio(&self, offset: u64, len: usize) -> Result<u64, ZswapError> {
         let ps = self.page_size;
-        if len == 0 || len % ps != 0 || !(len / ps).is_power_of_two() {
+        if len == 0 || !len.is_multiple_of(ps) || !(len / ps).is_power_of_two() {
             return Err(ZswapError::BadLength { len, page_size: ps });
         }
         let nr = (len / ps) as u64;
@@ -357,7 +392,7 @@ impl Zswap {
         }
     }
 
-    /// `zswap_store()`: tries to keep `page` for swap offset `offset`. A rejection is not an
+    /// mm/zswap.c `zswap_store()`: tries to keep `page` for swap offset `offset`. A rejection is not an
     /// error: the caller writes the page to the swap device (see [`crate::SwapLayer::swap_out`]). Any
     /// older entry for the offset is replaced on success and dropped on rejection, so it can
     /// never shadow the newer page on the device.
@@ -424,15 +459,28 @@ impl Zswap {
         let mut stream = pool.get()?;
         let ps = self.page_size;
         let compressed = stream.comp.compress(page, &mut stream.buffer);
+        // mm/zswap.c `zswap_compress()`: a compressor error, an empty output or one of a page or
+        // more is stored as-is while writeback is allowed, and otherwise rejected with the
+        // compressor's errno (-EINVAL when it had none): -ENOSPC counts `reject_compress_poor`,
+        // anything else `reject_compress_fail`.
         let data: Result<&[u8], Reject> = match compressed {
             Ok(dlen) if dlen > 0 && dlen < ps => Ok(&stream.buffer[..dlen]),
             failed => match (self.incompressible, self.writeback, failed) {
                 (Incompressible::StoreAsIs, true, _) => Ok(page),
-                (_, _, Err(CompError::OutputTooSmall { .. })) => Err(Reject::CompressPoor),
-                (_, _, Err(_)) => Err(Reject::CompressFail),
-                // 6.18 with writeback disabled: -EINVAL, counted as a compressor failure.
-                (Incompressible::StoreAsIs, false, Ok(_)) => Err(Reject::CompressFail),
+                // 6.18 with writeback disabled: our buffer (two pages, see `crate::pool`) may
+                // hold an output 6.18's one-page buffer would have refused, so the errno is the
+                // one the kernel's compressor returns on overflow (`overflow_reject`).
+                (Incompressible::StoreAsIs, false, Err(CompError::OutputTooSmall { .. })) => {
+                    Err(overflow_reject(&pool.compressor, true))
+                }
+                (Incompressible::StoreAsIs, false, Ok(dlen)) => {
+                    Err(overflow_reject(&pool.compressor, dlen > ps))
+                }
                 // Older kernels: an object of a page or more does not fit (-ENOSPC).
+                (Incompressible::Reject, _, Err(CompError::OutputTooSmall { .. })) => {
+                    Err(Reject::CompressPoor)
+                }
+                (_, _, Err(_)) => Err(Reject::CompressFail),
                 (Incompressible::Reject, _, Ok(_)) => Err(Reject::CompressPoor),
             },
         };
@@ -505,9 +553,12 @@ impl Zswap {
         r
     }
 
-    /// `zswap_load()`: if zswap holds `offset`, decompresses it into `out`, erases the entry
-    /// (loads are exclusive) and returns true; false means the page is on the swap device. A
-    /// decompression failure keeps the entry and returns [`ZswapError::Decompress`] (-EIO).
+    /// mm/zswap.c `zswap_load()`: if zswap holds `offset`, decompresses it into `out`, erases
+    /// the entry and returns true; false (-ENOENT) means the page is on the swap device. 6.18
+    /// erases the entry only when the folio is in the swap cache, which every swap-in from a
+    /// swap file is (the exception, a `SWP_SYNCHRONOUS_IO` device's singleton fault, is not
+    /// modelled). A decompression failure keeps the entry and returns
+    /// [`ZswapError::Decompress`] (-EIO).
     pub fn load(&self, offset: u64, out: &mut [u8]) -> Result<bool, ZswapError> {
         self.check_page(offset, out.len())?;
         let Some(e) = lock(&self.tree).index.remove(&offset) else {
@@ -527,7 +578,8 @@ impl Zswap {
         Ok(true)
     }
 
-    /// `zswap_invalidate()`: the swap slot is freed; drops the entry if there is one.
+    /// mm/zswap.c `zswap_invalidate()` (called by mm/swapfile.c `swap_range_free()`):
+    /// drops the entry if there is one.
     pub fn invalidate(&self, offset: u64) -> bool {
         let e = lock(&self.tree).index.remove(&offset);
         match e {
@@ -549,15 +601,20 @@ impl Zswap {
         lock(&self.tree).index.len()
     }
 
-    /// `zswap_folio_swapin()`: a page came from the swap device, so zswap wrote back something
-    /// that was still in use; the shrinker's count is reduced by such swap-ins.
+    /// mm/zswap.c `zswap_folio_swapin()`, which mm/page_io.c `swap_read_folio()` calls for
+    /// every read that `zswap_load()` did not serve: a page came from the swap device, so
+    /// zswap wrote back (or rejected) something still in use. `zswap_shrinker_count()` consumes
+    /// these from its count (`nr_disk_swapins`).
     pub fn note_disk_swapin(&self) {
         self.nr_disk_swapins.fetch_add(1, Ordering::Relaxed);
     }
 
     // ---- writeback and reclaim ----
 
-    /// One step from the LRU head: rotate a referenced entry, or write an unreferenced one back.
+    /// One step from the LRU head, as mm/zswap.c `shrink_memcg_cb()`: rotate a referenced entry
+    /// to the tail with the bit cleared (`LRU_ROTATE`), or write an unreferenced one back
+    /// (`zswap_writeback_entry()`); a failed writeback leaves the entry at the tail (the kernel
+    /// rotates it before trying) and counts `reject_reclaim_fail`.
     fn shrink_one(&self) -> Step {
         let mut tree = lock(&self.tree);
         let Tree { index, lru } = &mut *tree;
@@ -599,6 +656,7 @@ impl Zswap {
     }
 
     /// Writes back the LRU head entry (second chance applies); true if one was written back.
+    /// A lab helper: no kernel path loops like this.
     pub fn writeback_one(&self) -> bool {
         loop {
             match self.shrink_one() {
@@ -616,28 +674,62 @@ impl Zswap {
         }
     }
 
-    /// `shrink_worker()`: writes back one LRU entry per step until the pool is at or below the
-    /// accept threshold (taken once, at the start); a step that only rotates or fails counts
-    /// as a failure, and the worker gives up after [`MAX_RECLAIM_RETRIES`] of them or on an
-    /// empty LRU. As 6.18's `do { ... } while (zswap_total_pages() > thr)`, the first step is
-    /// taken before the pool is measured, so a worker that finds the pool already below the
-    /// threshold still writes one entry back (or rotates one). Returns the pages written back.
+    /// mm/zswap.c `shrink_worker()`, for the one memcg this model has. Returns the pages
+    /// written back.
+    ///
+    /// The kernel's loop, `do { ... } while (zswap_total_pages() > thr)` with `thr` the accept
+    /// threshold taken once at the start, visits one memcg per iteration, round-robin through
+    /// `mem_cgroup_iter()` from a cursor (`zswap_next_shrink`) that persists across runs. A memcg
+    /// is shrunk by `shrink_memcg()`: one LRU entry per node (`shrink_memcg_cb()`), so one
+    /// [`Zswap::shrink_one`] here; it fails (-EAGAIN) when it only rotated a referenced entry
+    /// or the writeback failed, and has nothing to shrink (-ENOENT: empty LRU, or writeback
+    /// disabled) otherwise. An iteration where `mem_cgroup_iter()` returns NULL, the end of
+    /// a tree walk, shrinks nothing. Failures are counted for a failed shrink, and for an end of
+    /// walk only when no memcg was tried (`attempts`) in that walk; the worker gives up at
+    /// [`MAX_RECLAIM_RETRIES`].
+    ///
+    /// With one memcg holding entries (memcgs with an empty LRU return -ENOENT and change no
+    /// count), the walk is memcg, end, memcg, end, ... and the counts are the kernel's: a failed
+    /// shrink is one failure, and the end of a walk after a tried memcg none. Where a run starts
+    /// is the cursor's: the first run ever starts at the memcg (`zswap_next_shrink` is NULL, so
+    /// the walk begins), and a run that stopped after shrinking the memcg leaves the next one to
+    /// start at the end of the walk, which costs that run one failure (no memcg tried yet) and
+    /// measures the pool before any writeback. An empty LRU ends the run here: the pool is then
+    /// empty, so the kernel's loop ends at its next test as well.
     pub fn shrink_worker(&self) -> u64 {
         if !self.writeback {
+            // Every visit is -ENOENT: the kernel gives up after MAX_RECLAIM_RETRIES walks.
             return 0;
         }
         let thr = self.accept_thr_pages();
-        let (mut failures, mut written) = (0, 0);
+        let (mut failures, mut attempts, mut written) = (0, 0, 0);
         loop {
-            match self.shrink_one() {
-                Step::Empty => break,
-                Step::WrittenBack => written += 1,
-                Step::Rotated | Step::Failed => {
+            if self.shrink_cursor_at_memcg.swap(false, Ordering::Relaxed) {
+                match self.shrink_one() {
+                    Step::Empty => break,
+                    Step::WrittenBack => {
+                        attempts += 1;
+                        written += 1;
+                    }
+                    Step::Rotated | Step::Failed => {
+                        attempts += 1;
+                        failures += 1;
+                        if failures == MAX_RECLAIM_RETRIES {
+                            break;
+                        }
+                    }
+                }
+            } else {
+                // `mem_cgroup_iter()` returned NULL: the walk ended; the next one starts at the
+                // memcg.
+                self.shrink_cursor_at_memcg.store(true, Ordering::Relaxed);
+                if attempts == 0 {
                     failures += 1;
                     if failures == MAX_RECLAIM_RETRIES {
                         break;
                     }
                 }
+                attempts = 0;
             }
             if self.total_pages() <= thr {
                 break;

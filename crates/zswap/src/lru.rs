@@ -1,9 +1,11 @@
 //! The LRU of stored entries, with the shrinker's second chance.
 //!
-//! The kernel links each entry into a `list_lru` (per memcg and NUMA node): new entries go to the
-//! tail, the shrinker walks from the head (oldest), and an entry whose `referenced` bit is set is
-//! rotated to the tail with the bit cleared instead of being written back. Entries leave the
-//! list when they are loaded (loads are exclusive), invalidated or written back.
+//! 6.18 links each entry into the global `zswap_list_lru` (a `list_lru`, per memcg and NUMA
+//! node; mm/zswap.c `zswap_lru_add()`): `zswap_store_page()` adds new entries at the tail, the
+//! walks (`shrink_memcg_cb()`) start at the head (oldest), and an entry whose `referenced` bit
+//! is set is rotated to the tail with the bit cleared instead of being written back. Entries
+//! leave the list in `zswap_entry_free()`: when a load into the swap cache erases them (every
+//! load here), when the slot is invalidated, and when they are written back.
 //!
 //! Here the list is a queue of `(offset, seq)` tickets with lazy deletion: an entry remembers the
 //! `seq` of its live ticket, and a ticket whose offset is gone or holds a newer `seq` is stale and

@@ -19,17 +19,18 @@
 //! since `nr >> 12` stays 0 under the `2 * freeable` cap, is never scanned: only a lower
 //! priority (reclaim that keeps failing) reaches small caches.
 //!
-//! The priority is the reclaim pass's `sc->priority`: vmscan's `shrink_node()` (classic LRU,
-//! `shrink_node_memcgs()`) and MGLRU's `shrink_one()` call `shrink_slab(..., sc->priority)`
-//! after each pass over a memcg's LRU; `do_try_to_free_pages()` and kswapd's `balance_pgdat()`
-//! start `sc->priority` at `DEF_PRIORITY` and lower it by one for each pass that fails to
-//! reclaim enough.
+//! The priority is the reclaim pass's `sc->priority`: mm/vmscan.c `shrink_node_memcgs()`
+//! (classic LRU, under `shrink_node()`) and MGLRU's `shrink_one()` call `shrink_slab(...,
+//! sc->priority)` after each pass over a memcg's LRU; `do_try_to_free_pages()` and kswapd's
+//! `balance_pgdat()` start `sc->priority` at `DEF_PRIORITY` and lower it by one for each pass
+//! that fails to reclaim enough.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// `DEF_PRIORITY`: the priority every reclaim starts at.
 pub const DEF_PRIORITY: u32 = 12;
-/// `DEFAULT_SEEKS`: what `shrinker_alloc()` gives every shrinker (zswap's and zsmalloc's keep it).
+/// `DEFAULT_SEEKS`: what mm/shrinker.c `shrinker_alloc()` gives every shrinker (zswap's and
+/// zsmalloc's keep it).
 pub const DEFAULT_SEEKS: u32 = 2;
 /// `SHRINK_BATCH`: the scan batch of a shrinker whose `batch` is 0 (zswap's and zsmalloc's).
 pub const SHRINK_BATCH: u64 = 128;
@@ -57,9 +58,11 @@ pub trait Shrinker {
     }
 }
 
-/// zswap's shrinker, "mm-zswap" (`zswap_alloc_shrinker()`: NUMA- and memcg-aware, batch 0,
-/// `DEFAULT_SEEKS`). `zswap_shrinker_scan()` answers `SHRINK_STOP` when it wrote nothing back
-/// (or is disabled), so a batch that only rotates referenced entries ends the pass.
+/// zswap's shrinker, "mm-zswap" (mm/zswap.c `zswap_alloc_shrinker()`: NUMA- and memcg-aware,
+/// batch 0, `DEFAULT_SEEKS`). `zswap_shrinker_scan()` answers `SHRINK_STOP` when it wrote
+/// nothing back (or is disabled), so a batch that only rotates referenced entries ends the
+/// pass. It also stops when a writeback finds the folio already in the swap cache (-EEXIST,
+/// a race with swap-in), which cannot happen here: the tree lock covers the writeback.
 impl Shrinker for crate::Zswap {
     fn count_objects(&self) -> u64 {
         self.shrinker_count()
@@ -75,9 +78,11 @@ impl Shrinker for crate::Zswap {
     }
 }
 
-/// A zpool's shrinker: zsmalloc's "mm-zspool:<name>" (`zs_register_shrinker()`: not
-/// memcg-aware, batch 0, `DEFAULT_SEEKS` from `shrinker_alloc()`), which compacts the whole
-/// pool whatever `nr_to_scan` asks; zbud and z3fold have none (count 0).
+/// A zpool's shrinker: zsmalloc's "mm-zspool:<name>" (mm/zsmalloc.c `zs_register_shrinker()`:
+/// not memcg-aware, batch 0, `DEFAULT_SEEKS` from `shrinker_alloc()`); `zs_shrinker_count()`
+/// sums `zs_can_compact()` over the classes and `zs_shrinker_scan()` compacts the whole pool
+/// (`zs_compact()`) whatever `nr_to_scan` asks, `SHRINK_STOP` when it freed nothing. zbud and
+/// z3fold (older kernels) have none (count 0).
 #[derive(Debug, Clone, Copy)]
 pub struct ZPoolShrinker<'a>(pub &'a dyn zmem_pool::ZPool);
 

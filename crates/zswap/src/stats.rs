@@ -1,9 +1,12 @@
-//! The counters: debugfs `/sys/kernel/debug/zswap/*` by their names and in their order, the
-//! `/proc/vmstat` events and the two `/proc/meminfo` lines.
+//! The counters: debugfs `/sys/kernel/debug/zswap/*` by their names and in their order
+//! (mm/zswap.c `zswap_debugfs_init()`), the `/proc/vmstat` events (ZSWPIN, ZSWPOUT, ZSWPWB) and
+//! the two `/proc/meminfo` lines (fs/proc/meminfo.c `meminfo_proc_show()`: `Zswap` is
+//! `zswap_total_pages()`, `Zswapped` is `zswap_stored_pages`).
 //!
-//! The kernel keeps most debugfs values as plain u64s updated racily and `stored_pages` /
-//! `stored_incompressible_pages` as atomics that go up on store and down on free (gauges, not
-//! event counts). `pool_total_size` is computed on read from the pools.
+//! mm/zswap.c keeps most debugfs values as plain u64s updated racily and `zswap_stored_pages` /
+//! `zswap_stored_incompressible_pages` as atomics that `zswap_store_page()` raises and
+//! `zswap_entry_free()` lowers (gauges, not event counts). `pool_total_size` is computed on read
+//! (`debugfs_get_total_size()`: `zswap_total_pages() * PAGE_SIZE`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -39,7 +42,8 @@ pub struct ZswapStats {
     pub pool_limit_hit: u64,
     pub reject_reclaim_fail: u64,
     pub reject_alloc_fail: u64,
-    /// Entry allocation never fails here; kept so the file list matches the kernel's.
+    /// Entry allocation (`zswap_entry_cache_alloc()` in `zswap_store_page()`) never fails here;
+    /// kept so the file list matches the kernel's.
     pub reject_kmemcache_fail: u64,
     pub reject_compress_fail: u64,
     pub reject_compress_poor: u64,
@@ -51,11 +55,11 @@ pub struct ZswapStats {
     pub stored_pages: u64,
     /// Entries now stored uncompressed.
     pub stored_incompressible_pages: u64,
-    /// vmstat: loads that hit.
+    /// vmstat ZSWPIN: loads that hit (`zswap_load()`).
     pub zswpin: u64,
-    /// vmstat: successful stores.
+    /// vmstat ZSWPOUT: pages of folios stored whole (`zswap_store()`, counted only on success).
     pub zswpout: u64,
-    /// vmstat: entries written back.
+    /// vmstat ZSWPWB: entries written back (`zswap_writeback_entry()`).
     pub zswpwb: u64,
 }
 

@@ -5,7 +5,9 @@
 //! the device unless the shrinker writes it back, and a page it rejects is written by the swap
 //! layer instead. Here the device is the byte range `offset * page_size ..` of a [`SlotStore`]
 //! (a real file, or memory for tests), wrapped in a [`SwapFile`] that counts page reads and
-//! writes (`/proc/vmstat` pswpin and pswpout). The store is a trait so tests can inject the
+//! writes (`/proc/vmstat` pswpin and pswpout, which mm/page_io.c counts per page of each folio
+//! read from or written to the device: `count_swpout_vm_event()`, `swap_read_folio_bdev_sync()`
+//! and `_async()`). The store is a trait so tests can inject the
 //! failures real devices have.
 
 use std::fs::File;

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use zmem_zswap::{SwapFile, Zswap, ZswapConfig};
+use zmem_zswap::{StoreOutcome, SwapFile, Zswap, ZswapConfig};
 
 const PS: usize = 4096;
 
@@ -48,19 +48,39 @@ fn zswap_pool_find_get_reuses_a_pool_that_still_has_entries() {
     assert_eq!(z.nr_pools(), 1);
 }
 
-/// `shrink_worker`: `do { ... } while (zswap_total_pages() > thr)` takes its first step before
-/// looking at the pool, so a worker run while the pool is below the threshold still visits the
-/// LRU head (here: the second chance clears its referenced bit, and the next run writes it
-/// back).
+/// `shrink_worker`: `do { ... } while (zswap_total_pages() > thr)` measures the pool only after
+/// an iteration, and each iteration takes the next `mem_cgroup_iter()` step from the cursor
+/// `zswap_next_shrink`, which persists across runs. With one memcg the walk is memcg, end,
+/// memcg, end, ...: the first run ever starts at the memcg, so it visits the LRU head while the
+/// pool is below the threshold (the second chance clears the referenced bit); that run stopped
+/// after the memcg, so the next one starts at the end of the walk, shrinks nothing and stops
+/// there; the third starts at the memcg again and writes the entry back.
 #[test]
-fn shrink_worker_takes_at_least_one_step() {
+fn shrink_worker_follows_the_mem_cgroup_iter_cursor() {
     let z = zswap(ZswapConfig { total_ram_pages: 1 << 20, ..ZswapConfig::default() });
     z.store(0, &page(1, 800)).unwrap();
     assert!(z.total_pages() <= z.accept_thr_pages());
     assert_eq!(z.shrink_worker(), 0, "the first visit only rotates the referenced entry");
-    assert_eq!(z.shrink_worker(), 1, "the second writes it back");
+    assert_eq!(z.shrink_worker(), 0, "the end of the walk, then the pool is measured");
+    assert!(z.contains(0));
+    assert_eq!(z.shrink_worker(), 1, "the memcg again: written back");
     assert!(!z.contains(0));
     assert_eq!(z.stats().written_back_pages, 1);
+}
+
+/// `zswap_compress()` with `memory.zswap.writeback=0` rejects an incompressible page with the
+/// compressor's errno: crypto/deflate.c and lib/842 return -ENOSPC when the output overflows
+/// the one-page buffer (`reject_compress_poor`), crypto/lzo.c -EINVAL (`reject_compress_fail`).
+#[test]
+fn an_overflowing_page_without_writeback_counts_the_compressors_errno() {
+    for (alg, poor, fail) in [("deflate", 1, 0), ("842", 1, 0), ("lzo", 0, 1), ("lz4", 0, 1)] {
+        let cfg =
+            ZswapConfig { compressor: alg.into(), writeback: false, ..ZswapConfig::default() };
+        let z = zswap(cfg);
+        assert!(matches!(z.store(0, &page(7, PS)).unwrap(), StoreOutcome::Rejected(_)), "{alg}");
+        let s = z.stats();
+        assert_eq!((s.reject_compress_poor, s.reject_compress_fail), (poor, fail), "{alg}");
+    }
 }
 
 /// `zswap_shrinker_count` with memcg: the scale is `MEMCG_ZSWAP_B >> PAGE_SHIFT` (the entries'

@@ -1,11 +1,12 @@
-//! zsmalloc's size classes, derived from the page size and the chain size as `zs_create_pool`
-//! derives them (kernel >= 6.3).
+//! zsmalloc's size classes, derived from the page size and the chain size as mm/zsmalloc.c
+//! `zs_create_pool()` derives them (kernel >= 6.3, 6.18 included).
 //!
 //! Raw class index `i` has slot size `min(ZS_MIN_ALLOC_SIZE + i * ZS_SIZE_CLASS_DELTA,
 //! PAGE_SIZE)`, with the delta `PAGE_SIZE >> CLASS_BITS` (16 B at 4 KiB). Each size gets the
 //! zspage chain length (1..=chain pages) that wastes the fewest bytes at its tail (first
-//! minimum; 1 for powers of two). Walking from the largest index down, an index whose
-//! (pages per zspage, objects per zspage) equals the class created just before it is *merged*
+//! minimum; 1 for powers of two: `calculate_zspage_chain_size()`). Walking from the largest
+//! index down, an index whose (pages per zspage, objects per zspage) equals the class created
+//! just before it is *merged* (`can_merge()`)
 //! into that larger class: it costs the same pages per object, and sharing one class lets
 //! objects of neighbouring sizes fill the same zspages. `huge_class_size` is the raw size of the
 //! first index from the top that holds more than one object in more than one page, minus

@@ -1,17 +1,22 @@
-//! zsmalloc compaction (`zs_compact`): move objects out of the sparsest zspages into the fullest
-//! ones of the same class until the class cannot free a whole zspage any more.
+//! zsmalloc compaction (mm/zsmalloc.c `zs_compact()`): move objects out of the sparsest
+//! zspages into the fullest ones of the same class until the class cannot free a whole zspage
+//! any more.
 //!
 //! Per class, from the largest class index down (merged indices are visited once, as their
-//! class): while `(objs_allocated - objs_inuse) / objs_per_zspage * pages_per_zspage > 0`, hold
-//! a *destination* (the head of the fullest group, `_99` down to `_10`, taken off its list and
-//! kept across rounds until it fills up) and take a *source* (the head of the sparsest group,
-//! `_10` up to `_99`). Objects move in ascending slot order, each into the destination's free-list
-//! head, their handle rewritten to the new place, until the destination is full or the source is
-//! empty. The source goes back to the head of its group's list, or is released when empty (its
-//! pages are counted as freed); a full destination goes back to the full list and is dropped.
-//! Each round either releases a zspage or fills one, so the loop ends. A class is compacted
-//! under its own lock (the kernel takes `class->lock` per class, and its pool-wide
-//! `migrate_lock`; objects never leave their class, so here the class lock is enough).
+//! class: `zs_compact()` skips `class->index != i`), `__zs_compact()`: while
+//! `zs_can_compact()`, `(objs_allocated - objs_inuse) / objs_per_zspage * pages_per_zspage`,
+//! is above 0, hold a *destination* (`isolate_dst_zspage()`: the head of the fullest group, `_99`
+//! down to `_10`, taken off its list and kept across rounds until it fills up) and take a
+//! *source* (`isolate_src_zspage()`: the head of the sparsest group, `_10` up to `_99`).
+//! Objects move in ascending slot order (`migrate_zspage()`, `find_alloced_obj()`), each into
+//! the destination's free-list head, their handle rewritten to the new place, until the
+//! destination is full or the source is empty. The source goes back to the head of its group's
+//! list (`putback_zspage()`), or is released when empty (its pages are counted as freed); a
+//! full destination goes back to the full list and is dropped. Each round either releases a
+//! zspage or fills one, so the loop ends. A class is compacted under its own lock (the kernel
+//! holds `class->lock` and write-holds the pool-wide `pool->lock` per class, and also drops the
+//! destination when that lock is contended, which it never is here; objects never leave their
+//! class, so here the class lock is enough).
 
 use super::size_class::ClassState;
 use super::zspage::{self, RATIO_0, RATIO_10, RATIO_99, RATIO_100, SlotWord};
@@ -29,14 +34,14 @@ impl ClassState {
         None
     }
 
-    /// `putback_zspage`: files the zspage under its current group, at the head.
+    /// `putback_zspage()`: files the zspage under its current group, at the head.
     fn putback(&mut self, z: u32) -> usize {
         let g = self.group_of(z);
         self.insert_zspage(z, g);
         g
     }
 
-    /// `__zs_compact` for this class, under its lock; `arena` is called to give back each
+    /// `__zs_compact()` for this class, under its lock; `arena` is called to give back each
     /// zspage that empties. Returns the pages freed.
     pub(crate) fn compact<'a>(&mut self, arena: &dyn Fn() -> ArenaGuard<'a>) -> u64 {
         let ppz = self.class.pages_per_zspage as u64;
@@ -68,7 +73,7 @@ impl ClassState {
         freed
     }
 
-    /// `migrate_zspage`: moves allocated objects from `src` to `dst` in ascending slot order.
+    /// `migrate_zspage()`: moves allocated objects from `src` to `dst` in ascending slot order.
     fn migrate(&mut self, src: u32, dst: u32) {
         let c = self.class;
         let mut scratch = std::mem::take(&mut self.scratch);

@@ -1,11 +1,15 @@
 //! Object access: the two ways zsmalloc has read an object that straddles two frames.
 //!
-//! An object inside one frame is handed out in place (the kernel's `kmap_atomic(page) + off`).
-//! An object that straddles frame `k` and `k + 1` of its zspage is not contiguous anywhere, so:
+//! An object inside one frame is handed out in place (the kernel's `kmap_local` of the page
+//! plus the offset). An object that straddles frame `k` and `k + 1` of its zspage is not
+//! contiguous anywhere, so:
 //!
-//! - **Copy** (`zs_map_object` until 6.15, per-CPU `vm_buf`): copy the whole slot (class size,
+//! - **Copy** (`zs_map_object()` until 6.15, per-CPU `vm_buf`): copy the whole slot (class size,
 //!   header included) into a per-thread buffer on map, unless the mode is write-only; on unmap
-//!   copy the slot minus its header back, unless the mode is read-only.
+//!   copy the slot minus its header back, unless the mode is read-only. 6.18 has no
+//!   `zs_map_object()`: mm/zsmalloc.c `zs_obj_read_begin()` copies a straddling object's two
+//!   halves into a buffer the caller passes (zswap's and zram's per-CPU buffers), and
+//!   `zs_obj_write()` copies the data into the two frames directly.
 //! - **Window** (`CONFIG_PGTABLE_MAPPING`, dropped in 5.10): map the two frames side by side
 //!   into the pool's reserved 2-page virtual window and hand out the object in place; unmap the
 //!   window afterwards. Needs the memfd arena.

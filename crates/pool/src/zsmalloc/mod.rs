@@ -1,4 +1,5 @@
-//! zsmalloc: the kernel's allocator for compressed pages, with its exact page accounting.
+//! zsmalloc: the kernel's allocator for compressed pages (mm/zsmalloc.c), with its exact page
+//! accounting.
 //!
 //! Compressed pages come in every size from a few bytes to a page. A buddy allocator would
 //! round each up to a power of two, and a slab per size would waste the tail of every page.
@@ -9,21 +10,25 @@
 //! reading it means either copying its two halves into a buffer or mapping the two frames side
 //! by side (see [`map`]).
 //!
-//! Every request grows by the 8-byte handle header (`ZS_HANDLE_SIZE`) written at the start of
-//! its slot, which lets compaction find an object's handle from its slot. Classes that hold one
-//! object in one page ("huge") have no header: the whole page is usable.
+//! Every request grows by the 8-byte handle header (`ZS_HANDLE_SIZE`, added by `zs_malloc()`)
+//! written at the start of its slot, which lets compaction find an object's handle from its
+//! slot (`find_alloced_obj()`). Classes that hold one object in one page ("huge",
+//! `ZsHugePage()`) have no header: the whole page is usable.
 //!
 //! Each class keeps its zspages on twelve *fullness lists* by percentage of slots in use
 //! (`ZS_INUSE_RATIO_0`, `_10` ... `_99`, `_100`; see [`zspage`]). Allocation takes the head of
-//! the fullest non-full list (so zspages fill up before new ones are made, and the most recently
-//! touched zspage of a group is used first); a zspage moves to the head of another list only
-//! when its group changes, and it is released the moment its last object is freed. The pool's
-//! size is `pages_allocated`: the sum of the chain lengths of the live zspages, which is exactly
-//! the arena's count of frames in use. Handles and zspage descriptors are not counted (the
-//! kernel keeps them in slab caches that `zs_get_total_pages` does not see either).
+//! the fullest non-full list (`find_get_zspage()`: so zspages fill up before new ones are made,
+//! and the most recently touched zspage of a group is used first); a zspage moves to the head
+//! of another list only when its group changes (`fix_fullness_group()`, `insert_zspage()`),
+//! and `zs_free()` releases it the moment its last object is freed (`free_zspage()`). The
+//! pool's size is `pages_allocated`: the sum of the chain lengths of the live zspages, which is
+//! exactly the arena's count of frames in use. Handles and zspage descriptors are not counted
+//! (the kernel keeps them in slab caches, `zs_handle` and `zspage`, that
+//! `zs_get_total_pages()` does not see either).
 //!
 //! Frees leave holes; [`compact`] moves objects out of the sparsest zspages into the fullest
-//! ones of the same class, as `zs_compact` does, and counts the pages it frees.
+//! ones of the same class, as `zs_compact()` does, and counts the pages it frees
+//! (`pages_compacted`).
 //!
 //! **Locking, as the kernel's.** Each size class has its own lock (`size_class->lock`), which
 //! covers its fullness lists, counters, zspages, the handle entries of its objects (in one
@@ -32,11 +37,12 @@
 //! of one class take that lock alone, so writers of different classes never wait for each
 //! other. Object reads take it shared, so readers never wait for readers. The arena is shared by every class behind a mutex
 //! taken only to allocate or free a zspage's frames (class lock first, then the arena's); its
-//! frame count is published in an atomic, the kernel's `pages_allocated`. The kernel also has a
-//! pool-wide `migrate_lock`, because page migration and compaction move objects between zspages
-//! while `zs_map_object` looks a handle up; here an object never leaves its class, a handle
-//! names its class, and the class's lock covers its entries, so the class lock serves both
-//! ends.
+//! frame count is published in an atomic, the kernel's `pages_allocated`. 6.18 also has a
+//! pool-wide rwlock (`pool->lock`, the former `migrate_lock`) and a per-zspage lock, because
+//! page migration and compaction move objects between zspages while `zs_obj_read_begin()`,
+//! `zs_obj_write()` and `zs_free()` look a handle up; here an object never leaves its class, a
+//! handle names its class, and the class's lock covers its entries, so the class lock serves
+//! both ends.
 
 pub(crate) mod chain;
 pub mod class;
@@ -357,8 +363,10 @@ impl ZPool for ZsPool {
         self.published.pages.load(Ordering::Relaxed)
     }
 
-    /// `zs_compact`: class by class from the largest, each under its own lock, so writers of
-    /// other classes go on meanwhile.
+    /// mm/zsmalloc.c `zs_compact()`: class by class from the largest, each under its own lock,
+    /// so writers of other classes go on meanwhile (the kernel also write-holds `pool->lock`
+    /// per class, `__zs_compact()`). A second caller while one runs returns 0 at once
+    /// (`compaction_in_progress`).
     fn compact(&self) -> u64 {
         if self.compaction_in_progress.swap(true, Ordering::Acquire) {
             return 0;
@@ -379,13 +387,13 @@ impl ZPool for ZsPool {
         self.pages_compacted.load(Ordering::Relaxed)
     }
 
-    /// `zs_shrinker_count`: `zs_can_compact` over every class (merged size indices count
-    /// once, as the kernel skips `class->index != i`; huge classes give 0).
+    /// mm/zsmalloc.c `zs_shrinker_count()`: `zs_can_compact()` over every class (merged size
+    /// indices count once, as the kernel skips `class->index != i`; huge classes give 0).
     fn shrinker_count(&self) -> u64 {
         (0..self.classes.len()).map(|slot| self.class_read(slot).can_compact()).sum()
     }
 
-    /// `zs_shrinker_scan`: `zs_compact` (which counts into `pages_compacted` and returns 0 when
+    /// mm/zsmalloc.c `zs_shrinker_scan()`: `zs_compact()` (which counts into `pages_compacted` and returns 0 when
     /// a compaction is already running), `SHRINK_STOP` when it freed nothing.
     fn shrinker_scan(&self) -> Option<u64> {
         match self.compact() {

@@ -9,7 +9,8 @@
 //! slot sizes are multiples of 16 and pages of 4096. The free list is LIFO: slots start chained
 //! 0 -> 1 -> 2 ..., allocation pops the head and a free pushes the slot back on the head.
 //!
-//! Fullness groups follow the kernel's `ZS_INUSE_RATIO_*`: group 0 is empty, group 11 is full,
+//! Fullness groups follow mm/zsmalloc.c `ZS_INUSE_RATIO_*` (`get_fullness_group()`): group 0
+//! is empty, group 11 is full,
 //! otherwise `floor(floor(100 * inuse / objs) / 10) + 1` (1 = under 10 % used ... 10 = 90-99 %).
 
 use super::chain::Chain;
