@@ -516,7 +516,7 @@ fn load_trace(py: Python<'_>, path: &Path) -> PyResult<Vec<replay_mod::Access>> 
 
 /// `zmem replay --json`: an access trace over the pages under a RAM budget.
 #[pyfunction]
-#[pyo3(signature = (pages, trace, ram, swap = "zswap", algo = "lzo-rle".to_string(), pool = "zsmalloc".to_string(), max_pool_percent = None, accept_threshold_percent = None, shrinker = false, reject_incompressible = false, no_writeback = false, swap_dir = None, swap_device = "nvme", swap_in_memory = false))]
+#[pyo3(signature = (pages, trace, ram, swap = "zswap", algo = "lzo-rle".to_string(), pool = "zsmalloc".to_string(), max_pool_percent = None, accept_threshold_percent = None, shrinker = false, reject_incompressible = false, no_writeback = false, swap_dir = None, swap_device = "nvme", swap_in_memory = false, readahead = None, page_cluster = None))]
 #[allow(clippy::too_many_arguments)]
 fn replay(
     py: Python<'_>,
@@ -534,7 +534,16 @@ fn replay(
     swap_dir: Option<PathBuf>,
     swap_device: &str,
     swap_in_memory: bool,
+    readahead: Option<&str>,
+    page_cluster: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<String> {
+    let readahead: Option<zmem_sim::replay::Readahead> = readahead
+        .map(|r| r.parse().map_err(|e| value_err(format!("readahead: {e}"))))
+        .transpose()?;
+    let page_cluster: Option<u32> = match page_cluster {
+        Some(v) => Some(count("page_cluster", Some(v), 3, 0, 31)?),
+        None => None,
+    };
     let max_pool_percent: u32 =
         count("max_pool_percent", max_pool_percent, 20, 0, u32::MAX.into())?;
     let accept_threshold_percent: u32 =
@@ -560,6 +569,8 @@ fn replay(
         )));
     }
     let accesses = load_trace(py, &trace)?;
+    let (readahead, page_cluster) =
+        zmem_experiments::readahead::settings(readahead, page_cluster, &device);
     let cfg = ReplayConfig {
         ram_pages,
         swap,
@@ -582,6 +593,8 @@ fn replay(
             Some(swap_dir.unwrap_or_else(std::env::temp_dir))
         },
         device,
+        readahead,
+        page_cluster,
         ..ReplayConfig::default()
     };
     let p: &PageSet = &pages;

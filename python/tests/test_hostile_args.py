@@ -64,9 +64,9 @@ def test_every_numeric_argument_refuses_huge_and_negative_values_by_name(
 
 def test_wrong_types_are_type_errors(pages: zmem.PageSet) -> None:
     with pytest.raises(TypeError, match="threads"):
-        zmem.zram_run(pages, threads="many")
+        zmem.zram_run(pages, threads="many")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="pages"):
-        zmem.PageSet.generate("mixed", pages=1.5)
+        zmem.PageSet.generate("mixed", pages=1.5)  # type: ignore[arg-type]
 
 
 def test_an_unknown_pool_is_one_value_error_said_once(pages: zmem.PageSet) -> None:

@@ -185,12 +185,17 @@ def replay(
     swap_dir: Optional[PathLike] = None,
     swap_device: str = "nvme",
     swap_in_memory: bool = False,
+    readahead: Optional[str] = None,
+    page_cluster: Optional[int] = None,
     page_size: Optional[int] = None,
 ) -> pa.Table:
     """An access trace (``zmem trace gen``) over the pages with ``ram`` bytes of RAM (an int,
     or ``"256M"``), zram or zswap as swap, as ``zmem replay --json``: one row. ``swap_device``:
     the device behind the swap file whose latency each device read and write is charged
     (``nvme``, ``ssd``, ``emmc``, ``hdd``, or a path to measure), as ``--swap-device``.
+    ``readahead`` (``vma``, ``cluster`` or ``none``) and ``page_cluster`` (``vm.page-cluster``):
+    the swap readahead of zswap's swap-ins, by default this machine's, as ``--readahead`` and
+    ``--page-cluster``.
 
     >>> zmem.replay(pages, "trace.zt", "1M", swap="zram").column("swap_ins")  # doctest: +SKIP
     """
@@ -210,6 +215,8 @@ def replay(
             _path(swap_dir),
             swap_device,
             swap_in_memory,
+            readahead,
+            page_cluster,
         )
     )
 

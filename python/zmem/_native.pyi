@@ -87,6 +87,8 @@ def replay(
     swap_dir: Optional[_Path] = None,
     swap_device: str = "nvme",
     swap_in_memory: bool = False,
+    readahead: Optional[str] = None,
+    page_cluster: Optional[int] = None,
 ) -> str: ...
 def study_allocators(
     pages: PageSet,

@@ -14,6 +14,7 @@ pub mod dict;
 mod error;
 pub mod mapbench;
 pub mod objects;
+pub mod readahead;
 pub mod study;
 pub mod validate;
 pub mod zram_run;

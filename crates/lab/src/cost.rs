@@ -295,12 +295,30 @@ pub fn rule(b: &Budgets) -> String {
 }
 
 /// Applies the rule. `None` when no candidate read every page back.
+/// CPU figures closer than this fraction of the larger are the machine's noise, not a
+/// difference between two configurations: the CPU a replay measures moves by several per cent
+/// between two runs of the same pages on a shared machine (docs/BENCHMARKS.md, the replay's
+/// run-to-run spread), so at equal memory a smaller gap decides nothing.
+pub const CPU_NOISE: f64 = 0.10;
+
 pub fn choose(c: &[Candidate]) -> Option<Choice> {
     let better_fit = |a: &Candidate, b: &Candidate| {
-        // Is `a` preferred over `b` within the budgets?
-        (a.memory_saved_bytes_vs_now, -a.cpu_secs_per_sec, a.is_current)
-            .partial_cmp(&(b.memory_saved_bytes_vs_now, -b.cpu_secs_per_sec, b.is_current))
-            .is_some_and(|o| o.is_gt())
+        // Is `a` preferred over `b` within the budgets? More memory saved; at equal memory,
+        // clearly less CPU (a difference inside the machine's noise decides nothing, so two runs
+        // on the same pages choose alike), then what runs now; else the earlier candidate stays.
+        use std::cmp::Ordering::*;
+        match a.memory_saved_bytes_vs_now.cmp(&b.memory_saved_bytes_vs_now) {
+            Greater => true,
+            Less => false,
+            Equal => {
+                let (ca, cb) = (a.cpu_secs_per_sec, b.cpu_secs_per_sec);
+                if (ca - cb).abs() > CPU_NOISE * ca.max(cb) {
+                    ca < cb
+                } else {
+                    a.is_current && !b.is_current
+                }
+            }
+        }
     };
     let mut best: Option<usize> = None;
     for (i, x) in c.iter().enumerate().filter(|(_, x)| x.within_budgets && x.available) {
@@ -442,6 +460,33 @@ mod tests {
         );
         // 0.5 recompressions a second at 1 ms, and the kernel's reclaim of 0.5 swap-outs.
         assert!((c[0].cpu_secs_per_sec - 0.5e-3 - 0.5 * RECLAIM_NS / 1e9).abs() < 1e-12);
+    }
+
+    /// Equal memory, CPU inside the noise: the earlier candidate (or the current one) on every
+    /// run, whichever measured faster; CPU clearly lower: that one.
+    #[test]
+    fn equal_memory_is_not_decided_by_cpu_noise() {
+        let base = project(
+            &[m("lzo", 1_000_000, 5000.0, 2000.0, 0.0, 4000)],
+            Projection { pages: 1000, live_bytes: None, current_pool: None },
+            TRAFFIC,
+            &Budgets::default(),
+        )
+        .remove(0);
+        let mk = |cpu: f64, current: bool| Candidate {
+            cpu_secs_per_sec: cpu,
+            is_current: current,
+            within_budgets: true,
+            ..base.clone()
+        };
+        for (a, b) in [(0.0100, 0.0105), (0.0105, 0.0100)] {
+            let c = [mk(a, false), mk(b, false)];
+            assert_eq!(choose(&c), Some(Choice { index: 0, fits: true }), "{a} vs {b}");
+            let c = [mk(a, false), mk(b, true)];
+            assert_eq!(choose(&c), Some(Choice { index: 1, fits: true }), "the current one");
+        }
+        let c = [mk(0.02, true), mk(0.01, false)];
+        assert_eq!(choose(&c), Some(Choice { index: 1, fits: true }), "half the CPU");
     }
 
     #[test]

@@ -76,7 +76,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let device = super::args::swap_device(&args.swap_device)?;
     let inputs = super::pages::load(std::slice::from_ref(&args.pages), args.page_size)?;
     let trace = super::pages::load_trace(&args.trace)?;
-    let (readahead, page_cluster) = readahead_settings(args.readahead, args.page_cluster, &device);
+    let (readahead, page_cluster) =
+        zmem_experiments::readahead::settings(args.readahead, args.page_cluster, &device);
     let cfg = ReplayConfig {
         ram_pages,
         swap: args.swap,
@@ -113,30 +114,4 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     super::emit(args.json, &r, zmem_render::replay::replay)?;
     anyhow::ensure!(r.verified, "pages swapped in differ from the pages swapped out");
     Ok(())
-}
-
-/// The readahead to replay with: what was asked, else this machine's settings, else the
-/// kernel's defaults (VMA readahead, `vm.page-cluster` 3). VMA readahead needs no rotational
-/// swap area on (6.18 `swap_use_vma_readahead()`): a swap file on `device` that is rotational
-/// (the `hdd` profile, or a measured path on a rotational disk) reads by cluster.
-pub fn readahead_settings(
-    mode: Option<Readahead>,
-    page_cluster: Option<u32>,
-    device: &zmem_sim::swap_device::SwapDevice,
-) -> (Readahead, u32) {
-    let live = zmem_kernel::stat::swap_readahead().ok();
-    let rotational = if device.kind == "profile" {
-        device.name == "hdd"
-    } else {
-        zmem_kernel::stat::rotational(std::path::Path::new(&device.name)).unwrap_or(false)
-    };
-    let mode = mode.unwrap_or(match live {
-        Some(l) if !l.vma_ra_enabled => Readahead::Cluster,
-        _ if rotational => Readahead::Cluster,
-        _ => Readahead::Vma,
-    });
-    let page_cluster = page_cluster
-        .or(live.map(|l| l.page_cluster))
-        .unwrap_or(zmem_sim::replay::DEFAULT_PAGE_CLUSTER);
-    (mode, page_cluster)
 }

@@ -280,6 +280,41 @@ fn row() -> SwapRow {
     }
 }
 
+/// Two compressors saving the same memory at CPU figures within the machine's noise: the same
+/// configuration wins whichever measured faster (the kernel's order, lzo-rle before lzo); one
+/// clearly cheaper wins; the one running now wins a tie.
+#[test]
+fn equal_savings_are_decided_the_same_way_on_every_run() {
+    let rates = Rates {
+        swap_ins_per_sec: 100.0,
+        swap_outs_per_sec: 100.0,
+        observed_secs: 0.0,
+        source: "replay".into(),
+        note: String::new(),
+    };
+    let dev = SwapDevice::default();
+    let z = zram_cand(1 << 20);
+    let pair = |cpu_lzo: f64, cpu_rle: f64| {
+        let mut a = cand("zswap lzo", 1 << 30, true);
+        a.cpu_secs_per_sec = cpu_lzo;
+        let mut b = cand("zswap lzo-rle", 1 << 30, true);
+        b.compressor = "lzo-rle".into();
+        b.cpu_secs_per_sec = cpu_rle;
+        [a, b]
+    };
+    for (l, r) in [(0.0100, 0.0104), (0.0104, 0.0100)] {
+        let mut cs = pair(l, r);
+        let v = verdict(true, &cs, Some(&z), &row(), &rates, &dev);
+        assert_eq!(v.config, "zswap lzo-rle", "noise decides nothing ({l} vs {r})");
+        cs.reverse();
+        assert_eq!(verdict(true, &cs, Some(&z), &row(), &rates, &dev).config, "zswap lzo-rle");
+        cs[1].is_current = true; // lzo runs now
+        assert_eq!(verdict(true, &cs, Some(&z), &row(), &rates, &dev).config, "zswap lzo");
+    }
+    let v = verdict(true, &pair(0.010, 0.020), Some(&z), &row(), &rates, &dev);
+    assert_eq!(v.config, "zswap lzo", "half the CPU is a difference, not noise");
+}
+
 #[test]
 fn the_verdict_takes_zswap_only_when_it_saves_more_within_the_budgets() {
     let rates = Rates {

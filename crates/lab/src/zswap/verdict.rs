@@ -23,18 +23,7 @@ pub fn verdict(
     let zram_name =
         zram.as_ref().map_or_else(|| "zram".to_string(), |z| format!("zram {}", z.name));
     let best = candidates.iter().filter(|c| c.available && c.within_budgets).max_by(|a, b| {
-        a.memory_saved_bytes_vs_now.cmp(&b.memory_saved_bytes_vs_now).then_with(|| {
-            if a.compressor != b.compressor {
-                b.cpu_secs_per_sec.total_cmp(&a.cpu_secs_per_sec)
-            } else {
-                // The same compressor does the same work: a CPU difference between its
-                // configurations is the machine's noise, so the tie goes to the smaller pool
-                // limit (less RAM promised) and no shrinker, the same on every run.
-                b.max_pool_percent
-                    .cmp(&a.max_pool_percent)
-                    .then(b.shrinker_enabled.cmp(&a.shrinker_enabled))
-            }
-        })
+        a.memory_saved_bytes_vs_now.cmp(&b.memory_saved_bytes_vs_now).then_with(|| tie(a, b))
     });
     let zram_saved = zram.as_ref().map_or(0, |z| z.memory_saved_bytes_vs_now);
     let (choice, config, reason): (&str, String, String) = match best {
@@ -269,4 +258,23 @@ pub fn stack(
         swap_device_reason,
         holds,
     }
+}
+
+/// Between two zswap configurations that save the same memory, the greater is the one to run:
+/// the one using clearly less CPU (by more than [`crate::cost::CPU_NOISE`]); else the one running now;
+/// else the simpler set-up (the smaller pool limit, no shrinker) and then the compressor first
+/// in the kernel's order: the same answer on every run, whatever the machine's noise.
+fn tie(a: &ZswapCandidate, b: &ZswapCandidate) -> std::cmp::Ordering {
+    let (ca, cb) = (a.cpu_secs_per_sec, b.cpu_secs_per_sec);
+    if (ca - cb).abs() > crate::cost::CPU_NOISE * ca.max(cb) {
+        return cb.total_cmp(&ca);
+    }
+    let rank =
+        |c: &str| zmem_comp::algorithms().iter().position(|x| x.name == c).unwrap_or(usize::MAX);
+    a.is_current
+        .cmp(&b.is_current)
+        .then(b.max_pool_percent.cmp(&a.max_pool_percent))
+        .then(b.shrinker_enabled.cmp(&a.shrinker_enabled))
+        .then_with(|| rank(&b.compressor).cmp(&rank(&a.compressor)))
+        .then_with(|| b.name.cmp(&a.name))
 }
