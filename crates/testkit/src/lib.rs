@@ -29,6 +29,7 @@
 //! that line with [`Ready`] (libtest may print `test NAME ... ` before it on the same line, so
 //! the line is split on the marker, never on whitespace).
 
+use std::cell::Cell;
 use std::fmt::Display;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -97,7 +98,8 @@ fn report(line: &str) {
 pub struct Live {
     name: String,
     _lock: Option<File>,
-    done: bool,
+    /// Skipped (reported already).
+    done: Cell<bool>,
 }
 
 /// A live test's start: `None` (the test returns) when `why_not` gives a reason, reported as a
@@ -106,7 +108,7 @@ pub struct Live {
 pub fn live(why_not: Option<String>) -> Option<Live> {
     let mut t = may_skip();
     if let Some(why) = why_not {
-        t.skip(why);
+        t.skip(&why);
         return None;
     }
     t._lock = Some(lock());
@@ -115,7 +117,7 @@ pub fn live(why_not: Option<String>) -> Option<Live> {
 
 /// The start of a test that may skip but touches nothing the live tests share (no lock).
 pub fn may_skip() -> Live {
-    Live { name: qualified(&test_name()), _lock: None, done: false }
+    Live { name: qualified(&test_name()), _lock: None, done: Cell::new(false) }
 }
 
 /// Takes the live lock, waiting for whoever holds it.
@@ -141,10 +143,12 @@ fn lock() -> File {
 impl Live {
     /// The test cannot run here: reported as skipped. Where the machine can run live tests this
     /// panics instead (the test fails), unless `ZMEM_LIVE_SKIP_OK=1`.
-    pub fn skip(mut self, why: impl Display) {
-        self.done = true;
-        let strict = machine_can_run_live_tests()
-            && std::env::var(SKIP_OK_ENV).map_or(true, |v| v != "1");
+    /// The guard keeps the lock until it is dropped, after what the test made is undone:
+    /// `return live.skip(why)` with the other guards declared after it.
+    pub fn skip(&self, why: impl Display) {
+        self.done.set(true);
+        let strict =
+            machine_can_run_live_tests() && std::env::var(SKIP_OK_ENV).map_or(true, |v| v != "1");
         if strict {
             report(&format!("failed\t{}\tskipped where live tests can run: {why}", self.name));
             panic!(
@@ -158,8 +162,8 @@ impl Live {
 
     /// The test cannot run here for want of an optional tool, or for a state of the machine it
     /// does not control: reported as skipped, never a failure.
-    pub fn skip_optional(mut self, why: impl Display) {
-        self.done = true;
+    pub fn skip_optional(&self, why: impl Display) {
+        self.done.set(true);
         self.say_skipped(why);
     }
 
@@ -173,7 +177,7 @@ impl Live {
 
 impl Drop for Live {
     fn drop(&mut self) {
-        if !self.done {
+        if !self.done.get() {
             let outcome = if std::thread::panicking() { "failed" } else { "ran" };
             report(&format!("{outcome}\t{}", self.name));
         }
@@ -196,10 +200,22 @@ pub fn child(role: &str, body: impl FnOnce(&str)) {
 /// [`child`]), `arg` passed to its body. stdin is null and stdout piped (for [`Ready`]), stderr
 /// inherited; the caller may change any of them, and spawns it (in a cgroup, say).
 pub fn reexec(role: &str, arg: &str) -> Command {
+    reexec_fn(role, arg)()
+}
+
+/// [`reexec`] as a function that builds the command again at each call, from any thread (the
+/// test's name is taken now, on the test's thread): for code that starts the child itself,
+/// maybe several times (`zmem validate`'s player).
+pub fn reexec_fn(role: &str, arg: &str) -> impl Fn() -> Command + Send + Sync + Clone + 'static {
+    let (name, env) = (test_name(), format!("{role}={arg}"));
+    move || command(&name, &env)
+}
+
+fn command(name: &str, env: &str) -> Command {
     let exe = std::env::current_exe().expect("the test binary's path");
     let mut c = Command::new(exe);
-    c.args(["--include-ignored", "--exact", &test_name(), "--nocapture", "--test-threads", "1"])
-        .env(CHILD_ENV, format!("{role}={arg}"))
+    c.args(["--include-ignored", "--exact", name, "--nocapture", "--test-threads", "1"])
+        .env(CHILD_ENV, env)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
@@ -246,7 +262,9 @@ impl Ready {
     /// child's stdout closed first.
     pub fn wait(&self, timeout: Duration) -> Result<String, String> {
         self.rx.recv_timeout(timeout).map_err(|e| match e {
-            mpsc::RecvTimeoutError::Timeout => format!("no ready line from the child in {timeout:?}"),
+            mpsc::RecvTimeoutError::Timeout => {
+                format!("no ready line from the child in {timeout:?}")
+            }
             mpsc::RecvTimeoutError::Disconnected => {
                 "the child's stdout closed before its ready line (did it exit?)".into()
             }
