@@ -126,6 +126,7 @@ fn lock() -> File {
         .read(true)
         .write(true)
         .create(true)
+        .truncate(false)
         .open(LOCK_PATH)
         .or_else(|_| File::open(LOCK_PATH))
         .unwrap_or_else(|e| panic!("cannot open the live lock {LOCK_PATH}: {e}"));
@@ -243,10 +244,10 @@ impl Ready {
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                if let Some(payload) = ready_payload(&line) {
-                    if tx.send(payload).is_err() {
-                        break;
-                    }
+                if let Some(payload) = ready_payload(&line)
+                    && tx.send(payload).is_err()
+                {
+                    break;
                 }
             }
         });
@@ -285,7 +286,7 @@ mod tests {
     fn ready_lines_are_split_on_the_marker() {
         let l = format!("test live_child ... {READY} 7f00 6000000");
         assert_eq!(ready_payload(&l).as_deref(), Some("7f00 6000000"));
-        assert_eq!(ready_payload(&format!("{READY}")).as_deref(), Some(""));
+        assert_eq!(ready_payload(READY).as_deref(), Some(""));
         assert_eq!(ready_payload("running 1 test"), None);
     }
 

@@ -347,7 +347,7 @@ impl Zswap {
     /// swap device. Returns its number of pages.
     fn check_folio(&self, offset: u64, len: usize) -> Result<u64, ZswapError> {
         let ps = self.page_size;
-        if len == 0 || len % ps != 0 || !(len / ps).is_power_of_two() {
+        if len == 0 || !len.is_multiple_of(ps) || !(len / ps).is_power_of_two() {
             return Err(ZswapError::BadLength { len, page_size: ps });
         }
         let nr = (len / ps) as u64;
