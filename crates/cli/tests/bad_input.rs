@@ -373,3 +373,14 @@ fn a_tiny_input_is_too_uncertain_to_advise_on() {
         assert!(rec["why"].as_str().unwrap().contains("too uncertain"), "{rec}");
     }
 }
+
+/// `zmem lab FILE` on a page set of 16 KiB pages: refused in one line that names no option the
+/// lab lacks (it once said "run with --page-size 16384").
+#[test]
+fn lab_of_a_page_set_with_other_pages() {
+    let out = file("lab-16k.zpages", b"");
+    let made = zmem(&["gen", "--pages", "8", "--page-size", "16384", "-o", s(&out)], b"");
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let msg = fails_cleanly(&["lab", s(&out), "--observe", "0"], b"");
+    assert!(msg.contains("16384-byte pages") && !msg.contains("--page-size"), "{msg}");
+}
