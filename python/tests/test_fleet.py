@@ -142,3 +142,16 @@ def test_a_run_that_analysed_nothing_fails_in_one_line(ray_session, tmp_path, ca
     assert len(err) == 1, err
     assert err[0].startswith("zmem-fleet: no capture could be analysed (1 failed; first: /nonexistent")
     assert not (out / "results.parquet").exists()
+
+
+def test_the_command_with_only_its_required_arguments(ray_session, captures, tmp_path, capsys):
+    # Before: every run without --max-pages and --min-time-ms failed in each task with
+    # "TypeError: 'NoneType' object cannot be interpreted as an integer" (None passed to zmem.lab).
+    d, _ = captures
+    out = tmp_path / "o"
+    assert fleet.main([str(d / "cap1.zpages"), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "zmem-fleet: 1 hosts, 0 skipped" in err, err
+    table = pq.read_table(out / "results.parquet")
+    assert table.num_rows > 0 and set(table.column("host").to_pylist()) == {"db-1"}
+    assert (out / "report.html").read_text().startswith("<!doctype html>")

@@ -265,15 +265,18 @@ def run(
     if not captures:
         raise ValueError(f"no captures found in {', '.join(inputs)}")
     csv_hosts = host_table(captures)
-    lab_args = dict(
+    lab_args: dict[str, Any] = dict(
         cpu_budget=cpu_budget,
         latency_budget=latency_budget,
-        max_pages=max_pages,
-        min_time_ms=min_time_ms,
         # Each task holds one of Ray's CPUs (num_cpus=1 below): the lab in it runs on one
         # thread, so Ray's placement, not the lab's own threads, spreads the work over cores.
         threads=1,
     )
+    # Only what was given: zmem.lab's own defaults stand for the rest (it takes no None).
+    if max_pages is not None:
+        lab_args["max_pages"] = max_pages
+    if min_time_ms is not None:
+        lab_args["min_time_ms"] = min_time_ms
     started = _init_ray(address, workers)
     t0 = time.monotonic()
     task = ray.remote(num_cpus=1, max_retries=retries, retry_exceptions=[OSError])(analyse)

@@ -4,8 +4,9 @@
 //! metrics` must pass on the exposition, and `zmem status --json` must show the same numbers.
 //! The device and both processes are gone afterwards, on failure too (Drop guards).
 //!
-//! Skipped, saying why, without root, kernel zram, or Prometheus (`.ci/run` installs Debian's
-//! `prometheus` package, which brings `promtool`).
+//! A live test (`#[ignore]`, run by scripts/test's live pass): skipped, reported by
+//! zmem-testkit, without root, kernel zram, or Prometheus (`.ci/run` installs Debian's
+//! `prometheus` package, which brings `promtool`; its absence is never a failure).
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -156,21 +157,21 @@ fn query(port: u16, expr: &str) -> Option<f64> {
 }
 
 #[test]
+#[ignore = "live: needs root, kernel zram, prometheus and promtool (scripts/test runs it)"]
 fn prometheus_scrapes_what_mm_stat_says() {
     // SAFETY: geteuid has no preconditions.
     let why = if unsafe { libc::geteuid() } != 0 {
         Some("not root (hot-adding a zram device needs root)".to_string())
     } else if !Path::new(CONTROL).join("hot_add").exists() {
         Some(format!("no kernel zram ({CONTROL}/hot_add)"))
-    } else if !on_path("prometheus") || !on_path("promtool") {
-        Some("prometheus or promtool not installed (apt-get install prometheus)".to_string())
     } else {
         None
     };
-    if let Some(why) = why {
-        eprintln!("SKIPPED prometheus_scrapes_what_mm_stat_says: {why}");
-        println!("SKIPPED prometheus_scrapes_what_mm_stat_says: {why}");
-        return;
+    let Some(live) = zmem_testkit::live(why) else { return };
+    if !on_path("prometheus") || !on_path("promtool") {
+        // An optional tool (.ci/run installs it): a skip, never a failure.
+        return live
+            .skip_optional("prometheus or promtool not installed (apt-get install prometheus)");
     }
     let scratch =
         Scratch(std::env::temp_dir().join(format!("zmem-exporter-{}", std::process::id())));
@@ -306,7 +307,9 @@ fn prometheus_scrapes_what_mm_stat_says() {
 /// `--textfile`: one atomic write of the classic text format, which promtool (and so
 /// node_exporter's textfile collector) accepts. Needs no root.
 #[test]
+#[ignore = "live: needs promtool (scripts/test runs it)"]
 fn textfile_is_written_once_and_passes_promtool() {
+    let live = zmem_testkit::may_skip();
     let scratch =
         Scratch(std::env::temp_dir().join(format!("zmem-textfile-{}", std::process::id())));
     std::fs::create_dir_all(&scratch.0).unwrap();
@@ -331,10 +334,7 @@ fn textfile_is_written_once_and_passes_promtool() {
         .unwrap();
     assert!(!out.status.success());
     if !on_path("promtool") {
-        eprintln!(
-            "SKIPPED the promtool half of textfile_is_written_once_and_passes_promtool: promtool not installed"
-        );
-        return;
+        return live.skip_optional("promtool not installed: the file was checked without it");
     }
     let out = Command::new("promtool")
         .args(["check", "metrics"])

@@ -95,14 +95,15 @@ fn a_trace_beyond_the_page_set() {
 
 /// Without root the command refuses before it makes anything.
 #[test]
+#[ignore = "live: needs root and setpriv to drop to user 65534 (scripts/test runs it)"]
 fn refuses_without_root() {
+    let live = zmem_testkit::may_skip();
     let (pages, trace) = inputs(8);
     let probe = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "true"])
         .output();
     if !probe.is_ok_and(|o| o.status.success()) {
-        eprintln!("skipped: setpriv cannot drop to user 65534 here (not root, or not installed)");
-        return;
+        return live.skip("setpriv cannot drop to user 65534 here (not root, or not installed)");
     }
     let out = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
@@ -111,8 +112,7 @@ fn refuses_without_root() {
         .output()
         .unwrap();
     if String::from_utf8_lossy(&out.stderr).contains("Permission denied") {
-        eprintln!("skipped: user 65534 cannot read the binary or the test files here");
-        return;
+        return live.skip_optional("user 65534 cannot read the binary or the test files here");
     }
     let msg = fails_cleanly_with(out, "validate replay as nobody");
     assert!(msg.contains("not root"), "{msg}");
@@ -120,13 +120,14 @@ fn refuses_without_root() {
 
 /// Two kernel runs through the CLI, on the live kernel: the JSON lists every run, the kernel's
 /// side is the run with the lower swap-outs (the lower median of two), and the statistics were
-/// flushed. Skips, printing why, without root, kernel zram or a memory cgroup.
+/// flushed. A live test: skipped, reported by zmem-testkit, without root, kernel zram or a
+/// memory cgroup.
 #[test]
+#[ignore = "live: needs root, kernel zram and a memory cgroup (scripts/test runs it)"]
 fn two_kernel_runs_give_the_median_run() {
-    if let Some(why) = zmem_kernel::harness::unavailable_reason() {
-        eprintln!("skipped: {why}");
+    let Some(_live) = zmem_testkit::live(zmem_kernel::harness::unavailable_reason()) else {
         return;
-    }
+    };
     let d = dir();
     let pages = d.join("mixed.zps");
     let trace = d.join("mixed.trc");

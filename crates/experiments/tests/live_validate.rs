@@ -1,15 +1,14 @@
 //! `validate replay` end to end on the live kernel: a small page set (16 MiB of zmem's `mixed`
-//! pages) and a Zipf trace, played by this test binary re-executed in player mode inside a
+//! pages) and a Zipf trace, played by this test re-executed as its player (zmem-testkit) inside a
 //! memory cgroup of half the touched pages (plus the player's own memory), with a fresh kernel zram swap; then the replay.
 //!
 //! Asserts what must hold whatever the model's accuracy: the kernel really swapped (swap-outs
 //! and a pool), the errors are the two sides' relative differences, the JSON has the keys the
 //! command documents, the replay read back every page it wrote out, and nothing was left behind
 //! (our cgroup and device are gone), also after a run interrupted (as SIGINT or SIGTERM would) in
-//! the middle of the player's accesses. Skips, printing why, without root, kernel zram or a memory
+//! the middle of the player's accesses. A live test (`#[ignore]`, run by scripts/test's live pass): skips, reported by zmem-testkit, without root, kernel zram or a memory
 //! cgroup.
 
-use std::process::Command;
 use std::time::Duration;
 
 use zmem_experiments::NoProgress;
@@ -19,30 +18,19 @@ use zmem_pages::access::accesses;
 use zmem_pages::generate::mixed;
 use zmem_pages::trace::generate::{Options, generate};
 
-const PLAYER_ENV: &str = "ZMEM_VALIDATE_PLAYER";
-
-/// Player mode: does nothing unless re-executed by `validate_replay_on_the_live_kernel`.
-#[test]
+/// The player: the kernel's side of the run, on this process's stdin and stdout.
 fn player() {
-    if std::env::var_os(PLAYER_ENV).is_none() {
-        return;
-    }
     if let Err(e) = validate::player::run_stdio() {
         eprintln!("player: {e}");
         std::process::exit(2);
     }
-    std::process::exit(0);
 }
 
 #[test]
+#[ignore = "live: needs root, kernel zram and a memory cgroup (scripts/test runs it)"]
 fn validate_replay_on_the_live_kernel() {
-    if std::env::var_os(PLAYER_ENV).is_some() {
-        return;
-    }
-    if let Some(why) = live::unavailable_reason() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    zmem_testkit::child("player", |_| player());
+    let Some(_live) = zmem_testkit::live(live::unavailable_reason()) else { return };
     let n = 4096;
     let set = mixed::generate(n, 4096, 11).unwrap();
     let trace = generate(&Options {
@@ -71,11 +59,7 @@ fn validate_replay_on_the_live_kernel() {
         kernel_runs: 1,
         flush_stats: true,
     };
-    let player = || {
-        let mut c = Command::new(std::env::current_exe().unwrap());
-        c.args(["--exact", "player", "--nocapture", "--test-threads", "1"]).env(PLAYER_ENV, "1");
-        c
-    };
+    let player = zmem_testkit::reexec_fn("player", "");
     let go = std::sync::atomic::AtomicBool::new(false);
     let v = validate::run(set.bytes(), &trace, &cfg, &player, &go, &NoProgress).expect("validate");
     eprintln!("{}", serde_json::to_string_pretty(&v).unwrap());

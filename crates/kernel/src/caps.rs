@@ -893,11 +893,11 @@ mod tests {
 
     /// The live kernel: `read()` must agree with the files read here independently.
     #[test]
+    #[ignore = "live: needs kernel zram (scripts/test runs it)"]
     fn live_read_agrees_with_sysfs_and_crypto() {
-        if !Path::new("/sys/class/zram-control").exists() {
-            println!("skipped: /sys/class/zram-control missing (no zram in this kernel)");
-            return;
-        }
+        let why = (!Path::new("/sys/class/zram-control").exists())
+            .then(|| "/sys/class/zram-control missing (no zram in this kernel)".to_string());
+        let Some(_live) = zmem_testkit::live(why) else { return };
         let caps = read();
         println!("{caps:#?}");
         let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
@@ -932,12 +932,13 @@ mod tests {
     /// As root, the hot-add path on the live kernel: a device appears, is read, and is gone
     /// afterwards.
     #[test]
+    #[ignore = "live: needs root and kernel zram (scripts/test runs it)"]
     fn live_hot_add_probe_removes_its_device() {
         let ctl = Path::new("/sys/class/zram-control/hot_add");
-        if fs::File::open(ctl).is_err() {
-            println!("skipped: cannot read {} (no zram, or not root)", ctl.display());
-            return;
-        }
+        let why = fs::File::open(ctl)
+            .err()
+            .map(|e| format!("cannot read {} (no zram, or not root): {e}", ctl.display()));
+        let Some(_live) = zmem_testkit::live(why) else { return };
         let (id, facts) = probe_hot_added(Path::new("/")).unwrap();
         let algos = facts.algorithms.unwrap();
         assert!(!algos.is_empty());

@@ -8,7 +8,9 @@ use zmem_kernel::capture::{self, Event, fill_pattern, system_page_size};
 use zmem_pages::MappingKind;
 
 #[test]
+#[ignore = "live: reads a child's /proc/PID/mem (ptrace rules may forbid it) (scripts/test runs it)"]
 fn captures_a_child_process_pattern_at_its_addresses() {
+    let live = zmem_testkit::may_skip();
     let pages = 48usize;
     let mut child = Command::new(env!("CARGO_BIN_EXE_zmem-fillpat"))
         .arg(pages.to_string())
@@ -26,12 +28,9 @@ fn captures_a_child_process_pattern_at_its_addresses() {
     if let Err(e) = std::fs::File::open(format!("/proc/{pid}/mem"))
         .and_then(|f| std::os::unix::fs::FileExt::read_at(&f, &mut [0u8; 1], addr))
     {
-        eprintln!(
-            "SKIPPED captures_a_child_process_pattern_at_its_addresses: /proc/{pid}/mem not readable: {e}"
-        );
         drop(child.stdin.take());
         child.wait().unwrap();
-        return;
+        return live.skip(format!("/proc/{pid}/mem not readable: {e}"));
     }
 
     let mut events = Vec::new();
@@ -78,15 +77,17 @@ fn captures_a_child_process_pattern_at_its_addresses() {
 
 #[test]
 fn a_process_that_exits_before_capture_is_skipped() {
-    let mut child = Command::new("true").spawn().expect("spawning true");
-    let pid = child.id();
-    child.wait().unwrap();
-    // Reaped: /proc/PID is gone (unless the pid was reused in between, then it is captured).
-    let (_, summary) = capture::capture(&[pid], &mut |_| {}).unwrap();
-    if summary.processes + summary.empty == 1 {
-        eprintln!("SKIPPED a_process_that_exits_before_capture_is_skipped: pid {pid} was reused");
-        return;
-    }
+    // Reaped: /proc/PID is gone, unless the pid was reused in between (then it is captured):
+    // another exited process then, up to ten.
+    let (pid, summary) = (0..10)
+        .map(|_| {
+            let mut child = Command::new("true").spawn().expect("spawning true");
+            let pid = child.id();
+            child.wait().unwrap();
+            (pid, capture::capture(&[pid], &mut |_| {}).unwrap().1)
+        })
+        .find(|(_, s)| s.processes + s.empty == 0)
+        .expect("ten pids, each reused before its capture");
     assert_eq!(summary.skipped.len(), 1);
     assert_eq!(summary.skipped[0].0, pid);
     assert_eq!(summary.pages, 0);

@@ -1,10 +1,9 @@
 //! `zmem trace record` by page-out sampling on the live kernel: a child process writes every
 //! fourth page of a region it owns, and the recording, with a zram swap device of its own that
-//! it removes at the end, must find exactly those pages hot. Skipped, with the reason, without
-//! root or kernel zram.
+//! it removes at the end, must find exactly those pages hot. Live tests (`#[ignore]`, run by
+//! scripts/test's live pass): skipped, reported by zmem-testkit, without root or kernel zram.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
@@ -12,9 +11,6 @@ use zmem_kernel::capture::{fill_pattern, system_page_size};
 use zmem_kernel::record::page_out;
 use zmem_kernel::record::{self, Method};
 use zmem_pages::trace::{Op, Origin};
-
-/// The live tests change the machine's swap areas: one at a time.
-static LIVE: Mutex<()> = Mutex::new(());
 
 /// A forked child that writes the last byte of every `stride`-th page of its `pages`-page region
 /// every 20 ms until killed. The region is mapped and filled (distinct, incompressible pages)
@@ -82,13 +78,10 @@ impl Drop for Writer {
 }
 
 #[test]
+#[ignore = "live: needs root and kernel zram (scripts/test runs it)"]
 fn page_out_recording_of_a_child_finds_the_pages_it_writes() {
     let why = zmem_kernel::harness::unavailable_reason().or_else(page_out::unavailable_reason);
-    if let Some(why) = why {
-        eprintln!("SKIPPED page_out_recording_of_a_child_finds_the_pages_it_writes: {why}");
-        return;
-    }
-    let _live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(_live) = zmem_testkit::live(why) else { return };
     let swaps_before = zmem_kernel::stat::swaps().unwrap();
     let (pages, stride) = (64usize, 4usize);
     let child = Writer::spawn(pages, stride);
@@ -134,18 +127,14 @@ fn page_out_recording_of_a_child_finds_the_pages_it_writes() {
 
 /// Where a zram device is already the first swap area, page-out sampling uses it and makes none.
 #[test]
+#[ignore = "live: needs root and kernel zram (scripts/test runs it)"]
 fn an_active_zram_swap_is_used_not_doubled() {
-    if let Some(why) = zmem_kernel::harness::unavailable_reason() {
-        eprintln!("SKIPPED an_active_zram_swap_is_used_not_doubled: {why}");
+    let Some(live) = zmem_testkit::live(zmem_kernel::harness::unavailable_reason()) else {
         return;
-    }
-    let _live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    };
     let others = zmem_kernel::harness::other_swaps(&[]).unwrap();
     if others.iter().any(|a| a.priority >= 32767) {
-        eprintln!(
-            "SKIPPED an_active_zram_swap_is_used_not_doubled: a swap area has priority 32767"
-        );
-        return;
+        return live.skip_optional("a swap area not ours has priority 32767");
     }
     let cfg = zmem_kernel::harness::ZramSwapConfig { priority: 32767, ..Default::default() };
     let ours = zmem_kernel::harness::ZramSwapDevice::create(&cfg).unwrap();

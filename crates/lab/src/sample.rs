@@ -387,7 +387,7 @@ mod tests {
                     let share = r.pool_bytes.estimate / 1000.0;
                     let (_, alone) = measured(&whole, algo);
                     println!(
-                        "{name:9} n {n:5} {algo:8}: ratio on a large device {:6.2}, half-width                          {:5.1} %; alone: ratio {:6.2}, pool {:+7.1} % of its share",
+                        "{name:9} n {n:5} {algo:8}: ratio on a large device {:6.2}, half-width {:5.1} %; alone: ratio {:6.2}, pool {:+7.1} % of its share",
                         r.ratio.estimate,
                         100.0 * half,
                         n as f64 * 4096.0 / alone as f64,

@@ -7,20 +7,18 @@
 //!
 //! Set-up, undone by guards on failure too: a fresh zram swap device (lzo-rle, the highest
 //! priority) and a memory cgroup (256 MiB, far above what the child uses: the page-out is
-//! `MADV_PAGEOUT`, not pressure), and in it this test binary re-executed in child mode
+//! `MADV_PAGEOUT`, not pressure), and in it this test re-executed as its child
 //! (`large_folio_child`), which maps 4 MiB, asks for huge pages (`MADV_HUGEPAGE`) on the 2 MiB
 //! aligned half, fills it, checks it is one THP (`AnonHugePages` in /proc/self/smaps_rollup),
 //! pages it out with `MADV_PAGEOUT` and waits. The boot kdamond pages other processes out into
 //! any swap, ours included: the capture is retried until the device holds still, and the
 //! comparison covers every page the device holds, the others' too.
 //!
-//! Skips, printing why, without root, kernel zram, a memory cgroup or THP (`never`). A kernel
-//! that split the THP instead of swapping it out whole (no `thp_swpout` after the page-out) is a
-//! skip too, saying so: the per-folio rule is then not exercised.
+//! A live test (`#[ignore]`, run by scripts/test's live pass): skips, reported as such by
+//! zmem-testkit, without root, kernel zram, a memory cgroup or THP (`never`). A kernel that
+//! split the THP instead of swapping it out whole (no `thp_swpout` after the page-out) is a skip
+//! too, saying so: the per-folio rule is then not exercised.
 
-use std::io::{BufRead, Write};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use zmem_kernel::capture::zram::capture_device;
@@ -28,9 +26,8 @@ use zmem_kernel::harness::{self as live, Harness, HarnessConfig, ZramSwapConfig}
 use zmem_pages::prng::SplitMix64;
 use zmem_zram::MmStat;
 
-const CHILD_ENV: &str = "ZMEM_LIVE_LARGE_FOLIO_CHILD";
-const READY: &str = "zmem-large-folio-child paged-out";
-const NOT_THP: &str = "zmem-large-folio-child no-thp";
+const PAGED_OUT: &str = "paged-out";
+const NOT_THP: &str = "no-thp";
 const ALGO: &str = "lzo-rle";
 const HPAGE: usize = 2 << 20;
 
@@ -42,12 +39,8 @@ fn thp_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// Child mode: does nothing unless re-executed by the test with the environment variable set.
-#[test]
+/// The child: a THP, half zero, paged out; says whether it was a THP, and waits to be killed.
 fn large_folio_child() {
-    if std::env::var_os(CHILD_ENV).is_none() {
-        return;
-    }
     // SAFETY: an anonymous private mapping of 2 huge pages, at an address the kernel picks; no
     // Rust object aliases it, and it is never unmapped (the child is killed).
     let base = unsafe {
@@ -71,16 +64,14 @@ fn large_folio_child() {
     mem[0] = 0;
     let mut rng = SplitMix64::new(7);
     rng.fill(&mut mem[HPAGE / 2..]);
-    let mut out = std::io::stdout();
     if thp_kib() < 2048 {
-        writeln!(out, "{NOT_THP}").unwrap();
+        zmem_testkit::say_ready(NOT_THP);
     } else {
         // SAFETY: the range is ours; MADV_PAGEOUT only reclaims it.
         let r = unsafe { libc::madvise(aligned, HPAGE, libc::MADV_PAGEOUT) };
         assert_eq!(r, 0, "madvise(MADV_PAGEOUT)");
-        writeln!(out, "{READY}").unwrap();
+        zmem_testkit::say_ready(PAGED_OUT);
     }
-    out.flush().unwrap();
     loop {
         std::thread::sleep(Duration::from_secs(1));
     }
@@ -94,19 +85,14 @@ fn vmstat(name: &str) -> u64 {
 }
 
 #[test]
+#[ignore = "live: needs root, kernel zram, a memory cgroup and THP (scripts/test runs it)"]
 fn a_half_zero_thp_reaches_zram_whole_and_the_capture_counts_its_zero_pages() {
-    if std::env::var_os(CHILD_ENV).is_some() {
-        return;
-    }
-    if let Some(why) = live::unavailable_reason() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    zmem_testkit::child("thp", |_| large_folio_child());
+    let Some(live) = zmem_testkit::live(live::unavailable_reason()) else { return };
     let thp =
         std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
     if thp.is_empty() || thp.contains("[never]") {
-        eprintln!("skipped: transparent huge pages are off here ({})", thp.trim());
-        return;
+        return live.skip(format!("transparent huge pages are off here ({})", thp.trim()));
     }
     let cfg = HarnessConfig {
         swap: ZramSwapConfig {
@@ -121,36 +107,17 @@ fn a_half_zero_thp_reaches_zram_whole_and_the_capture_counts_its_zero_pages() {
     let before = h.swap.mm_stat().unwrap();
     let (thp_swpout, swpout_zero) = (vmstat("thp_swpout"), vmstat("swpout_zero"));
 
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", "large_folio_child", "--nocapture", "--test-threads", "1"])
-        .env(CHILD_ENV, "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    let child = h.spawn(cmd).expect("spawn the child");
-    let stdout = child.child_mut().stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines() {
-            match line {
-                Ok(l) if l.contains(READY) || l.contains(NOT_THP) => {
-                    let _ = tx.send(l);
-                }
-                Ok(_) => {}
-                Err(_) => break,
-            }
-        }
-    });
-    let line = rx.recv_timeout(Duration::from_secs(20)).expect("the child reports");
-    if line.contains(NOT_THP) {
-        eprintln!("skipped: the child's region did not become a THP (no free huge page?)");
-        return;
+    let child = h.spawn(zmem_testkit::reexec("thp", "")).expect("spawn the child");
+    let ready = zmem_testkit::Ready::watch(child.child_mut().stdout.take().unwrap());
+    let line = ready.wait(Duration::from_secs(20)).expect("the child reports");
+    if line == NOT_THP {
+        return live.skip("the child's region did not become a THP (no free huge page?)");
     }
+    assert_eq!(line, PAGED_OUT);
     h.child.as_mut().unwrap().freeze().unwrap();
     let thp_out = vmstat("thp_swpout") - thp_swpout;
     if thp_out == 0 {
-        eprintln!("skipped: the kernel split the THP before swapping it out (thp_swpout +0)");
-        return;
+        return live.skip("the kernel split the THP before swapping it out (thp_swpout +0)");
     }
 
     // Capture until the device held still across the read (others swap into it too).

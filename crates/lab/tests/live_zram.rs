@@ -2,19 +2,17 @@
 //! given the pages captured from that device, stores them exactly as the kernel did.
 //!
 //! A fresh zram swap device (lzo-rle, the highest priority), a memory cgroup with a 48 MiB limit,
-//! and in it this test binary re-executed in child mode (`live_child` below), which fills three
+//! and in it this test re-executed as its child (`live_child` below, through zmem-testkit), which fills three
 //! times the limit with pages of zmem's `mixed` kinds (heap, text, integers, floats, sparse,
 //! random, same-filled) and then waits. Once the device holds enough, the child is frozen, the
 //! device captured with O_DIRECT (`capture::zram::capture_device`), and the captured pages, swap
 //! header included, written in slot order to a zmem zram device with the same algorithm:
 //! `orig_data_size`, `compr_data_size` and `huge_pages` must equal the live `mm_stat`.
 //!
-//! Skips, printing why, without root, kernel zram or a memory cgroup. Everything it makes
-//! (program, cgroup, swap device) is undone by guards, on failure too.
+//! A live test (`#[ignore]`, run by scripts/test's live pass): skips, reported as such by
+//! zmem-testkit, without root, kernel zram or a memory cgroup. Everything it makes (program,
+//! cgroup, swap device) is undone by guards, on failure too.
 
-use std::io::{BufRead, Write};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use zmem_kernel::capture::zram::capture_device;
@@ -24,21 +22,14 @@ use zmem_pages::prng::SplitMix64;
 use zmem_pages::{MappingKind, PageSet};
 use zmem_zram::MmStat;
 
-const CHILD_ENV: &str = "ZMEM_LIVE_CHILD_MIB";
-const READY: &str = "zmem-live-child ready";
 const ALGO: &str = "lzo-rle";
 const LIMIT: u64 = 48 << 20;
 const CHILD_MIB: usize = 144;
 /// Stored bytes the device must reach before the capture.
 const ENOUGH: u64 = 48 << 20;
 
-/// Child mode: does nothing unless re-executed by `live_swap_matches_zmem_zram` with the
-/// environment variable set.
-#[test]
-fn live_child() {
-    let Some(mib) = std::env::var(CHILD_ENV).ok().and_then(|v| v.parse::<usize>().ok()) else {
-        return;
-    };
+/// The child: fills `mib` MiB with the mixed kinds, says it is ready, and waits to be killed.
+fn live_child(mib: usize) {
     let page = 4096;
     // calloc'd: untouched pages (the `zero` kind) never become resident. malloc's header puts
     // the buffer 16 bytes into its first page: align, so each generated page is a real page
@@ -60,9 +51,7 @@ fn live_child() {
             .map_or(WEIGHTS[0].0, |w| w.0);
         mixed::fill(kind, &mut rng, p);
     }
-    let mut out = std::io::stdout();
-    writeln!(out, "{READY}").unwrap();
-    out.flush().unwrap();
+    zmem_testkit::say_ready("filled");
     loop {
         std::thread::sleep(Duration::from_secs(1));
         std::hint::black_box(&backing);
@@ -70,14 +59,10 @@ fn live_child() {
 }
 
 #[test]
+#[ignore = "live: needs root, kernel zram and a memory cgroup (scripts/test runs it)"]
 fn live_swap_matches_zmem_zram() {
-    if std::env::var_os(CHILD_ENV).is_some() {
-        return;
-    }
-    if let Some(why) = live::unavailable_reason() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    zmem_testkit::child("fill", |mib| live_child(mib.parse().unwrap()));
+    let Some(_live) = zmem_testkit::live(live::unavailable_reason()) else { return };
     let started = Instant::now();
     let cfg = HarnessConfig {
         swap: ZramSwapConfig {
@@ -94,27 +79,10 @@ fn live_swap_matches_zmem_zram() {
         eprintln!("note: other swap areas are active and share the traffic: {others:?}");
     }
 
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", "live_child", "--nocapture", "--test-threads", "1"])
-        .env(CHILD_ENV, CHILD_MIB.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
+    let cmd = zmem_testkit::reexec("fill", &CHILD_MIB.to_string());
     let child = h.spawn(cmd).expect("spawn the child");
     let pid = child.pid();
-    let stdout = child.child_mut().stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines() {
-            match line {
-                Ok(l) if l.contains(READY) => {
-                    let _ = tx.send(());
-                }
-                Ok(_) => {}
-                Err(_) => break,
-            }
-        }
-    });
+    let ready_line = zmem_testkit::Ready::watch(child.child_mut().stdout.take().unwrap());
     assert!(h.cgroup.procs().unwrap().contains(&pid), "the child is in its cgroup");
 
     // Filled, and swapped enough.
@@ -125,7 +93,7 @@ fn live_swap_matches_zmem_zram() {
         if let Some(status) = child.try_wait().unwrap() {
             panic!("the child exited before it was ready: {status} (OOM-killed? see dmesg)");
         }
-        ready |= rx.try_recv().is_ok();
+        ready |= ready_line.try_take().is_some();
         let stored = h.swap.mm_stat().unwrap().orig_data_size;
         if ready && stored >= ENOUGH {
             break;

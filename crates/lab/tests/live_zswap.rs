@@ -6,7 +6,7 @@
 //! it was not (unmounted after); a 256 MiB swap file (fallocate, mkswap, swapon at priority 5;
 //! swapoff and rm after); every zswap parameter the test writes saved and written back after
 //! (`enabled`, `compressor`, `max_pool_percent`, `shrinker_enabled`); a memory cgroup with a 32
-//! MiB limit, and in it this test binary re-executed in child mode (`live_zswap_child`), which
+//! MiB limit, and in it this test re-executed as its child (`live_zswap_child`), which
 //! fills 96 MiB with one known page repeated (text, lzo-compressible) and waits.
 //!
 //! Tolerances, and why:
@@ -30,18 +30,15 @@
 //!   other pages' partly filled zspages (450-630 KB here), and never above it by more than a
 //!   zspage.
 //!
-//! Skips, printing why, without root, zswap, debugfs, a memory cgroup or swap file support.
+//! A live test (`#[ignore]`, run by scripts/test's live pass): skips, reported as such by
+//! zmem-testkit, without root, zswap, debugfs, a memory cgroup or swap file support.
 
-use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use zmem_kernel::harness::{CgroupChild, MemCgroup};
 
-const CHILD_ENV: &str = "ZMEM_LIVE_ZSWAP_CHILD_MIB";
-const READY: &str = "zmem-live-zswap-child ready";
 const LIMIT: u64 = 32 << 20;
 const CHILD_MIB: usize = 96;
 /// Pages zswap must hold before the comparison (48 MiB).
@@ -64,11 +61,8 @@ fn known_page() -> Vec<u8> {
     p
 }
 
-#[test]
-fn live_zswap_child() {
-    let Some(mib) = std::env::var(CHILD_ENV).ok().and_then(|v| v.parse::<usize>().ok()) else {
-        return;
-    };
+/// The child: fills `mib` MiB with the known page, says where, and waits to be killed.
+fn live_zswap_child(mib: usize) {
     let page = 4096;
     let mut backing = vec![0u8; (mib << 20) + page];
     let skip = backing.as_ptr().align_offset(page);
@@ -76,10 +70,8 @@ fn live_zswap_child() {
     for p in backing[skip..skip + (mib << 20)].chunks_exact_mut(page) {
         p.copy_from_slice(&known);
     }
-    let mut out = std::io::stdout();
     let start = backing[skip..].as_ptr() as usize;
-    writeln!(out, "{READY} {start:x} {:x}", mib << 20).unwrap();
-    out.flush().unwrap();
+    zmem_testkit::say_ready(format!("{start:x} {:x}", mib << 20));
     loop {
         std::thread::sleep(Duration::from_secs(1));
         std::hint::black_box(&backing);
@@ -248,14 +240,10 @@ fn skip_reason() -> Option<String> {
 }
 
 #[test]
+#[ignore = "live: needs root, zswap, debugfs, a swap file and a memory cgroup (scripts/test runs it)"]
 fn live_zswap_now_matches_the_kernel() {
-    if std::env::var_os(CHILD_ENV).is_some() {
-        return;
-    }
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    zmem_testkit::child("fill", |mib| live_zswap_child(mib.parse().unwrap()));
+    let Some(kit) = zmem_testkit::live(skip_reason()) else { return };
     let live = zmem_lab::zswap::read_live(false);
     let compressor = ["lzo", "lzo-rle", "lz4", "zstd"]
         .into_iter()
@@ -264,19 +252,13 @@ fn live_zswap_now_matches_the_kernel() {
     // Guards in the order they are undone last-to-first.
     let _debugfs = match Debugfs::ensure() {
         Ok(d) => d,
-        Err(why) => {
-            eprintln!("skipped: {why}");
-            return;
-        }
+        Err(why) => return kit.skip(why),
     };
     let swap_path =
         std::env::temp_dir().join(format!("zmem-live-zswap-{}.swap", std::process::id()));
     let swap = match SwapFile::create(&swap_path, 256 << 20, 5) {
         Ok(s) => s,
-        Err(why) => {
-            eprintln!("skipped: no swap file: {why}");
-            return;
-        }
+        Err(why) => return kit.skip(format!("no swap file: {why}")),
     };
     let mut params = ZswapParams { saved: Vec::new() };
     params.set("enabled", "N").expect("zswap enabled");
@@ -290,32 +272,12 @@ fn live_zswap_now_matches_the_kernel() {
 
     let cgroup = match MemCgroup::create(LIMIT) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("skipped: no memory cgroup: {e}");
-            return;
-        }
+        Err(e) => return kit.skip(format!("no memory cgroup: {e}")),
     };
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", "live_zswap_child", "--nocapture", "--test-threads", "1"])
-        .env(CHILD_ENV, CHILD_MIB.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
+    let cmd = zmem_testkit::reexec("fill", &CHILD_MIB.to_string());
     let mut child = CgroupChild::spawn(cmd, &cgroup).expect("spawn the child");
     let pid = child.pid();
-    let stdout = child.child_mut().stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines() {
-            match line {
-                Ok(l) if l.contains(READY) => {
-                    let _ = tx.send(l);
-                }
-                Ok(_) => {}
-                Err(_) => break,
-            }
-        }
-    });
+    let ready_line = zmem_testkit::Ready::watch(child.child_mut().stdout.take().unwrap());
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut ready = false;
     let mut known_range = (0u64, 0u64);
@@ -323,10 +285,8 @@ fn live_zswap_now_matches_the_kernel() {
         if let Some(status) = child.try_wait().unwrap() {
             panic!("the child exited before it was ready: {status}");
         }
-        if let Ok(line) = rx.try_recv() {
-            // libtest may print "test live_zswap_child ... " before it on the same line.
-            let after = line.split(READY).nth(1).unwrap_or("");
-            let mut f = after.split_whitespace();
+        if let Some(payload) = ready_line.try_take() {
+            let mut f = payload.split_whitespace();
             let mut hex = || u64::from_str_radix(f.next().unwrap_or(""), 16).unwrap();
             let start = hex();
             known_range = (start, start + hex());

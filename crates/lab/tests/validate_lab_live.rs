@@ -1,5 +1,5 @@
 //! `validate lab` end to end on the live kernel: a small page set (8 MiB of zmem's `mixed`
-//! pages) and a Zipf trace, played by this test binary re-executed in player mode, once per
+//! pages) and a Zipf trace, played by this test re-executed as its player (zmem-testkit), once per
 //! configuration of the lab's candidate list the running kernel can run, plus the baseline.
 //!
 //! Asserts what must hold whatever the lab's accuracy: every configuration run is one of the
@@ -10,7 +10,6 @@
 //! devices and /proc/swaps are as before, every cgroup made is gone). Skips, printing why,
 //! without root, kernel zram or a memory cgroup.
 
-use std::process::Command;
 use std::time::Duration;
 
 use zmem_experiments::validate::relative_error;
@@ -21,19 +20,12 @@ use zmem_pages::access::accesses;
 use zmem_pages::generate::mixed;
 use zmem_pages::trace::generate::{Options, generate};
 
-const PLAYER_ENV: &str = "ZMEM_VALIDATE_LAB_PLAYER";
-
-/// Player mode: does nothing unless re-executed by `validate_lab_on_the_live_kernel`.
-#[test]
+/// The player: the kernel's side of the run, on this process's stdin and stdout.
 fn player() {
-    if std::env::var_os(PLAYER_ENV).is_none() {
-        return;
-    }
     if let Err(e) = zmem_kernel::player::run_stdio() {
         eprintln!("player: {e}");
         std::process::exit(2);
     }
-    std::process::exit(0);
 }
 
 fn zram_devices() -> Vec<String> {
@@ -48,14 +40,10 @@ fn zram_devices() -> Vec<String> {
 }
 
 #[test]
+#[ignore = "live: needs root, kernel zram and a memory cgroup (scripts/test runs it)"]
 fn validate_lab_on_the_live_kernel() {
-    if std::env::var_os(PLAYER_ENV).is_some() {
-        return;
-    }
-    if let Some(why) = live::unavailable_reason() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    zmem_testkit::child("player", |_| player());
+    let Some(_live) = zmem_testkit::live(live::unavailable_reason()) else { return };
     let n = 2048;
     let set = mixed::generate(n, 4096, 13).unwrap();
     let trace = generate(&Options {
@@ -83,11 +71,7 @@ fn validate_lab_on_the_live_kernel() {
         flush_stats: true,
         primary: "lzo-rle".into(),
     };
-    let player = || {
-        let mut c = Command::new(std::env::current_exe().unwrap());
-        c.args(["--exact", "player", "--nocapture", "--test-threads", "1"]).env(PLAYER_ENV, "1");
-        c
-    };
+    let player = zmem_testkit::reexec_fn("player", "");
     let caps = zmem_kernel::caps::read();
     let (devices0, swaps0) = (zram_devices(), std::fs::read_to_string("/proc/swaps").unwrap());
     let go = std::sync::atomic::AtomicBool::new(false);

@@ -12,7 +12,11 @@ pub fn uncertain(r: &LabReport) -> Option<String> {
     }
     Some(match &rec.uncertain_reason {
         Some(UncertainReason::TooFewPages { measured_pages, min_pages }) => format!(
-            "too uncertain to recommend anything: {measured_pages} pages measured, fewer than the              {min_pages} the lab needs (below that the 95 % interval of the pool is wider than              +-10 %, and zsmalloc's partly filled zspages, one per size class, weigh more than              the pages themselves, so the ratio and the memory saved describe these few pages              only, not a device); measure more pages (--max-pages, --sample) or a larger capture"
+            "too uncertain to recommend anything: {measured_pages} pages measured, fewer than the \
+             {min_pages} the lab needs (below that the 95 % interval of the pool is wider than \
+             +-10 %, and zsmalloc's partly filled zspages, one per size class, weigh more than \
+             the pages themselves, so the ratio and the memory saved describe these few pages \
+             only, not a device); measure more pages (--max-pages, --sample) or a larger capture"
         ),
         None => "too uncertain to recommend anything".into(),
     })

@@ -6,7 +6,8 @@
 //! device is swapped off, reset and hot-removed afterwards, also on failure (a Drop guard).
 //! Nothing else is touched: no module is loaded, no other device is read or written.
 //!
-//! Skipped, with the reason printed, when not root or when zram is not loaded.
+//! Live tests (`#[ignore]`, run by scripts/test's live pass): skipped, reported by
+//! zmem-testkit, when not root or when zram is not loaded.
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
@@ -145,11 +146,9 @@ fn swap_priority(dev: &str) -> Option<i32> {
 
 /// A fresh device that is not swap: configured as recommended and swapped on.
 #[test]
+#[ignore = "live: needs root, kernel zram and mkswap (scripts/test runs it)"]
 fn the_apply_script_configures_a_scratch_device_as_recommended() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    let Some(_live) = zmem_testkit::live(skip_reason()) else { return };
     let scratch = Scratch::add().expect("hot_add a scratch zram device");
     let dev = scratch.name();
     let (script, policy) = script_for_this_machine();
@@ -177,11 +176,9 @@ fn the_apply_script_configures_a_scratch_device_as_recommended() {
 /// Two more states: a zram swap in use (swapped off, reconfigured, swapped on again) and
 /// another swap area active (left alone; the new one goes above it).
 #[test]
+#[ignore = "live: needs root, kernel zram and mkswap (scripts/test runs it)"]
 fn the_apply_script_handles_a_swap_in_use_and_another_swap_area() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    let Some(_live) = zmem_testkit::live(skip_reason()) else { return };
     let a = Scratch::add().expect("hot_add a scratch zram device");
     let b = Scratch::add().expect("hot_add a second scratch zram device");
     let (script, policy) = script_for_this_machine();

@@ -30,17 +30,17 @@ fn is_tmpfs(p: &Path) -> bool {
 }
 
 #[test]
+#[ignore = "live: needs a target directory on a block device with O_DIRECT (scripts/test runs it)"]
 fn a_directory_on_a_block_device_is_measured_and_left_clean() {
+    let live = zmem_testkit::may_skip();
     let dir = scratch("dir");
     if is_tmpfs(Path::new(env!("CARGO_TARGET_TMPDIR"))) {
-        eprintln!("skipped: the target directory is on tmpfs, which cannot be measured");
-        return;
+        return live.skip_optional("the target directory is on tmpfs, which cannot be measured");
     }
     let d = match measure(&dir, Duration::from_millis(200)) {
         Ok(d) => d,
         Err(e) if e.to_string().contains("O_DIRECT") => {
-            eprintln!("skipped: the target directory's file system has no O_DIRECT: {e}");
-            return;
+            return live.skip_optional(format!("the target directory has no O_DIRECT: {e}"));
         }
         Err(e) => panic!("{e}"),
     };
@@ -69,11 +69,12 @@ fn a_directory_on_a_block_device_is_measured_and_left_clean() {
 }
 
 #[test]
+#[ignore = "live: needs /dev/shm on tmpfs (scripts/test runs it)"]
 fn tmpfs_is_refused_with_a_clear_error() {
+    let live = zmem_testkit::may_skip();
     let shm = Path::new("/dev/shm");
     if !is_tmpfs(shm) {
-        eprintln!("skipped: /dev/shm is not tmpfs here");
-        return;
+        return live.skip_optional("/dev/shm is not tmpfs here");
     }
     let e = measure(shm, Duration::from_millis(50)).unwrap_err().to_string();
     assert!(e.contains("tmpfs") && e.contains("/dev/shm"), "{e}");

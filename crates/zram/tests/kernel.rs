@@ -1,4 +1,5 @@
-//! zmem's zram against the live kernel's (the oracle). Every test prints why it skips where
+//! zmem's zram against the live kernel's (the oracle). Live tests (`#[ignore]`, run by scripts/test's
+//! live pass): each is reported as skipped by zmem-testkit where
 //! /sys/class/zram-control is missing or not writable, and runs where it exists.
 
 mod common;
@@ -7,14 +8,10 @@ use common::*;
 use zmem_kernel::zram_device::{self as kernel, KernelZram};
 use zmem_zram::{Errno, Features, MmStat, Zram, ZramConfig, same_filled};
 
-fn oracle() -> bool {
-    match kernel::unavailable_reason() {
-        Some(why) => {
-            eprintln!("SKIPPED: kernel zram oracle unavailable: {why}");
-            false
-        }
-        None => true,
-    }
+/// The live kernel's zram, or a skip (reported by zmem-testkit) where it is unavailable; the
+/// guard holds the live lock until the test ends.
+fn oracle() -> Option<zmem_testkit::Live> {
+    zmem_testkit::live(kernel::unavailable_reason())
 }
 
 /// The kernel backends this machine's zram offers.
@@ -41,10 +38,9 @@ fn ours(algo: &str, data: &[u8]) -> (Zram, MmStat) {
 }
 
 #[test]
+#[ignore = "live: needs root and kernel zram (scripts/test runs it)"]
 fn codecs_match_the_kernel_compressed_size() {
-    if !oracle() {
-        return;
-    }
+    let Some(_live) = oracle() else { return };
     // Pages that are neither same-filled nor huge: the kernel's compr_data_size is then exactly
     // the sum of its compressed lengths, which ours must equal byte for byte.
     for algo in ["lzo", "lzo-rle", "lz4"] {
@@ -67,10 +63,9 @@ fn codecs_match_the_kernel_compressed_size() {
 }
 
 #[test]
+#[ignore = "live: needs root and kernel zram (scripts/test runs it)"]
 fn mm_stat_is_identical_for_pages_written_in_order() {
-    if !oracle() {
-        return;
-    }
+    let Some(_live) = oracle() else { return };
     let data = concat(&mixed_pages(4000, 5));
     for algo in ["lzo", "lzo-rle", "lz4"] {
         let (_, ours) = ours(algo, &data);
@@ -82,10 +77,9 @@ fn mm_stat_is_identical_for_pages_written_in_order() {
 
 /// Discards of ranges followed by rewrites, then compaction: compared field by field.
 #[test]
+#[ignore = "live: needs root and kernel zram (scripts/test runs it)"]
 fn discard_rewrite_and_compact_against_the_kernel() {
-    if !oracle() {
-        return;
-    }
+    let Some(_live) = oracle() else { return };
     let pages = mixed_pages(2048, 13);
     let data = concat(&pages);
     let algo = "lzo-rle";
@@ -118,10 +112,9 @@ fn discard_rewrite_and_compact_against_the_kernel() {
 /// Attribute writes fail with the kernel's errno. The kernel here is built without writeback,
 /// multi-compression and access-time tracking, so ours is configured the same way.
 #[test]
+#[ignore = "live: needs root and kernel zram (scripts/test runs it)"]
 fn attribute_errors_match_the_kernel() {
-    if !oracle() {
-        return;
-    }
+    let Some(_live) = oracle() else { return };
     let algos = kernel_algos();
     let ours = Zram::new(ZramConfig {
         features: Features { writeback: false, multi_comp: false, track_actime: false },

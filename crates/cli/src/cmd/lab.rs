@@ -84,7 +84,16 @@ fn max_pages(text: &str) -> Result<Coverage, String> {
 /// The request the flags make (each flag maps onto one field of [`LabRequest`]).
 fn request(args: &Args) -> anyhow::Result<LabRequest> {
     let input = if let Some(path) = &args.pages {
-        let set = super::pages::load(std::slice::from_ref(path), 4096)?.remove(0);
+        // The lab has no --page-size: a page set of another size is refused in its own words.
+        let opts = zmem_pages::ReadOptions { page_size: 4096, ..Default::default() };
+        let set = super::pages::map(path, &opts)?;
+        if set.page_size() != 4096 {
+            anyhow::bail!(
+                "{} holds {}-byte pages; zmem lab FILE measures 4096-byte pages only",
+                path.display(),
+                set.page_size()
+            );
+        }
         Input::Pages { set, label: path.display().to_string() }
     } else if args.no_capture {
         Input::Builtin

@@ -474,12 +474,11 @@ mod tests {
     /// The kernel's drain, where the kernel lists memory nodes (NUMA kernels; every kernel
     /// with migrate_pages has the file).
     #[test]
+    #[ignore = "live: needs /sys/devices/system/node/has_memory (scripts/test runs it)"]
     fn the_kernel_drain_works_where_nodes_are_listed() {
+        let live = zmem_testkit::may_skip();
         if !Path::new(NODES_WITH_MEMORY).exists() {
-            eprintln!(
-                "SKIPPED the_kernel_drain_works_where_nodes_are_listed: no {NODES_WITH_MEMORY}"
-            );
-            return;
+            return live.skip(format!("no {NODES_WITH_MEMORY}"));
         }
         let mut m = Madvise::new(PS);
         m.drain_lru().unwrap();
