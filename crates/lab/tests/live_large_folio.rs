@@ -21,7 +21,7 @@
 
 use std::time::Duration;
 
-use zmem_kernel::capture::zram::capture_device;
+use zmem_kernel::capture::zram::capture_device_still;
 use zmem_kernel::harness::{self as live, Harness, HarnessConfig, ZramSwapConfig};
 use zmem_pages::prng::SplitMix64;
 use zmem_zram::MmStat;
@@ -121,15 +121,8 @@ fn a_half_zero_thp_reaches_zram_whole_and_the_capture_counts_its_zero_pages() {
     }
 
     // Capture until the device held still across the read (others swap into it too).
-    let mut attempt = 0;
-    let (set, summary) = loop {
-        attempt += 1;
-        std::thread::sleep(Duration::from_millis(200));
-        let (set, summary) = capture_device(h.swap.path(), &mut |_, _| {}).unwrap();
-        if summary.stable() || attempt == 8 {
-            break (set, summary);
-        }
-    };
+    let (set, summary, _) =
+        capture_device_still(h.swap.path(), 8, Duration::from_millis(200)).unwrap();
     assert!(summary.stable(), "mm_stat never held still for a capture");
     let live: MmStat = summary.mm_stat_before.parse().unwrap();
     eprintln!(

@@ -15,7 +15,7 @@
 
 use std::time::{Duration, Instant};
 
-use zmem_kernel::capture::zram::capture_device;
+use zmem_kernel::capture::zram::capture_device_still;
 use zmem_kernel::harness::{self as live, Harness, HarnessConfig, ZramSwapConfig};
 use zmem_pages::generate::mixed::{self, WEIGHTS};
 use zmem_pages::prng::SplitMix64;
@@ -110,16 +110,8 @@ fn live_swap_matches_zmem_zram() {
     // exists, faster with a build running beside the tests): capture until the device held still
     // across the read, mm_stat and the write counters of its `stat` alike
     // (`ZramSummary::stable`). The lab's own read below does the same (`evidence::from_zram`).
-    let mut attempt = 0;
-    let (set, summary) = loop {
-        attempt += 1;
-        std::thread::sleep(Duration::from_millis(200));
-        let (set, summary) = capture_device(h.swap.path(), &mut |_, _| {}).unwrap();
-        if summary.stable() || attempt == 8 {
-            break (set, summary);
-        }
-        eprintln!("mm_stat changed during capture {attempt}; again");
-    };
+    let (set, summary, attempt) =
+        capture_device_still(h.swap.path(), 8, Duration::from_millis(200)).unwrap();
     assert!(summary.stable(), "mm_stat never held still for a capture");
     let live: MmStat = summary.mm_stat_before.parse().unwrap();
     check_capture(&set, &h);

@@ -381,15 +381,7 @@ impl Zswap {
     /// A folio of `len` bytes at `offset`: a power-of-two number of whole pages, all inside the
     /// swap device. Returns its number of pages.
     fn check_folio(&self, offset: u64, len: usize) -> Result<u64, ZswapError> {
-        let ps = self.page_size;
-        if len == 0 || !len.is_multiple_of(ps) || !(len / ps).is_power_of_two() {
-            return Err(ZswapError::BadLength { len, page_size: ps });
-        }
-        let nr = (len / ps) as u64;
-        match offset.checked_add(nr) {
-            Some(end) if end <= self.swap.nr_slots() => Ok(nr),
-            _ => Err(ZswapError::OffsetOutOfRange { offset, slots: self.swap.nr_slots() }),
-        }
+        crate::folio_pages(offset, len, self.page_size, self.swap.nr_slots())
     }
 
     /// mm/zswap.c `zswap_store()`: tries to keep `page` for swap offset `offset`. A rejection is not an

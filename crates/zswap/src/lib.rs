@@ -39,3 +39,21 @@ pub use swap::{
     SwapOut,
 };
 pub use swapfile::{FileSlots, MemSlots, SlotStore, SwapFile};
+
+/// The pages of a folio of `len` bytes at swap offset `offset`: a power-of-two number of whole
+/// pages of `page_size` (a large folio's order), all below `nr_slots`.
+pub(crate) fn folio_pages(
+    offset: u64,
+    len: usize,
+    page_size: usize,
+    nr_slots: u64,
+) -> Result<u64, ZswapError> {
+    if len == 0 || !len.is_multiple_of(page_size) || !(len / page_size).is_power_of_two() {
+        return Err(ZswapError::BadLength { len, page_size });
+    }
+    let nr = (len / page_size) as u64;
+    match offset.checked_add(nr) {
+        Some(end) if end <= nr_slots => Ok(nr),
+        _ => Err(ZswapError::OffsetOutOfRange { offset, slots: nr_slots }),
+    }
+}

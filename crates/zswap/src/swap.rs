@@ -346,15 +346,7 @@ impl SwapLayer {
 
     /// A power-of-two number of whole pages, all inside the swap area.
     fn check_folio(&self, offset: u64, len: usize) -> Result<u64, ZswapError> {
-        let ps = self.page_size;
-        if len == 0 || !len.is_multiple_of(ps) || !(len / ps).is_power_of_two() {
-            return Err(ZswapError::BadLength { len, page_size: ps });
-        }
-        let nr = (len / ps) as u64;
-        match offset.checked_add(nr) {
-            Some(end) if end <= self.nr_slots => Ok(nr),
-            _ => Err(ZswapError::OffsetOutOfRange { offset, slots: self.nr_slots }),
-        }
+        crate::folio_pages(offset, len, self.page_size, self.nr_slots)
     }
 
     /// Writes each page of `folio` to the device at its slot.

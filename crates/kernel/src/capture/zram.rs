@@ -226,6 +226,26 @@ pub fn capture_device(
     Ok((set, summary))
 }
 
+/// [`capture_device`] until the device held still across a read ([`ZramSummary::stable`]: other
+/// processes may swap into it meanwhile; the boot kdamond pages cold memory out into any swap),
+/// `attempts` reads at most, each after `pause`; the last read when none held still, with the
+/// number of reads made.
+pub fn capture_device_still(
+    path: &Path,
+    attempts: u32,
+    pause: std::time::Duration,
+) -> Result<(PageSet, ZramSummary, u32), PagesError> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        std::thread::sleep(pause);
+        let (set, summary) = capture_device(path, &mut |_, _| {})?;
+        if summary.stable() || attempt >= attempts.max(1) {
+            return Ok((set, summary, attempt));
+        }
+    }
+}
+
 /// [`capture_device`] keeping at most `max_pages` of the kept pages, chosen uniformly at random
 /// as the device is read ([`Reservoir`], seed `seed`), so the memory it holds is
 /// `max_pages` pages whatever the device's size; the set metadata then also has

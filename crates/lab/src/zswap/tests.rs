@@ -280,18 +280,23 @@ fn row() -> SwapRow {
     }
 }
 
-/// Two compressors saving the same memory at CPU figures within the machine's noise: the same
-/// configuration wins whichever measured faster (the kernel's order, lzo-rle before lzo); one
-/// clearly cheaper wins; the one running now wins a tie.
-#[test]
-fn equal_savings_are_decided_the_same_way_on_every_run() {
-    let rates = Rates {
+/// 100 swap-ins and 100 swap-outs a second, from a replay.
+fn hundred_a_second() -> Rates {
+    Rates {
         swap_ins_per_sec: 100.0,
         swap_outs_per_sec: 100.0,
         observed_secs: 0.0,
         source: "replay".into(),
         note: String::new(),
-    };
+    }
+}
+
+/// Two compressors saving the same memory at CPU figures within the machine's noise: the same
+/// configuration wins whichever measured faster (the kernel's order, lzo-rle before lzo); one
+/// clearly cheaper wins; the one running now wins a tie.
+#[test]
+fn equal_savings_are_decided_the_same_way_on_every_run() {
+    let rates = hundred_a_second();
     let dev = SwapDevice::default();
     let z = zram_cand(1 << 20);
     let pair = |cpu_lzo: f64, cpu_rle: f64| {
@@ -317,13 +322,7 @@ fn equal_savings_are_decided_the_same_way_on_every_run() {
 
 #[test]
 fn the_verdict_takes_zswap_only_when_it_saves_more_within_the_budgets() {
-    let rates = Rates {
-        swap_ins_per_sec: 100.0,
-        swap_outs_per_sec: 100.0,
-        observed_secs: 0.0,
-        source: "replay".into(),
-        note: String::new(),
-    };
+    let rates = hundred_a_second();
     let dev = SwapDevice::default();
     let z = zram_cand(1 << 30);
     // zswap saves 0.5 GiB more, within budgets: zswap, with the units in the reason.
