@@ -173,7 +173,7 @@ fn is_space(c: char) -> bool {
     matches!(c, ' ' | '\t' | '\n' | '\x0b' | '\x0c' | '\r')
 }
 
-/// lib/cmdline.c `next_arg()` over a whole string, after lib/string.c `skip_spaces()`:
+/// lib/cmdline.c `next_arg()` over a whole string, after lib/string_helpers.c `skip_spaces()`:
 /// `isspace()`-separated tokens, double quotes group spaces (and are stripped from the value),
 /// `param=value` splits at the first `=`.
 pub fn args(s: &str) -> Vec<Arg<'_>> {
@@ -303,7 +303,7 @@ mod tests {
         assert!(args(" \n").is_empty());
     }
 
-    /// lib/cmdline.c `next_arg()` and lib/string.c `skip_spaces()` split on the kernel's
+    /// lib/cmdline.c `next_arg()` and lib/string_helpers.c `skip_spaces()` split on the kernel's
     /// `isspace()`: space and \t \n \v \f \r (lib/ctype.c `_ctype[]`), so a vertical tab
     /// separates two pairs, and a Unicode space (U+2003) is part of a token, not a separator.
     #[test]
