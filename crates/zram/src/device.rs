@@ -959,11 +959,13 @@ fn default_algs() -> [Option<String>; MAX_COMPS] {
 }
 
 /// Allocation failures as the kernel reports them from mm/zsmalloc.c `zs_malloc()`: ENOMEM
-/// when no page can be had, EINVAL for a size of 0 or over `ZS_MAX_ALLOC_SIZE`.
+/// when no handle or page can be had, EINVAL for a size of 0, ENOSPC for one over
+/// `ZS_MAX_ALLOC_SIZE` (zram never asks for more than a page).
 pub(crate) fn pool_error(e: zmem_pool::PoolError) -> ZramError {
     let errno = match e {
         zmem_pool::PoolError::NoMemory { .. } => Errno::ENOMEM,
-        zmem_pool::PoolError::TooLarge { .. } | zmem_pool::PoolError::ZeroSize => Errno::EINVAL,
+        zmem_pool::PoolError::TooLarge { .. } => Errno::ENOSPC,
+        zmem_pool::PoolError::ZeroSize => Errno::EINVAL,
         _ => Errno::EIO,
     };
     ZramError::new(errno, e.to_string())
@@ -972,6 +974,16 @@ pub(crate) fn pool_error(e: zmem_pool::PoolError) -> ZramError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// mm/zsmalloc.c `zs_malloc()` (6.18): a size of 0 is EINVAL, one over
+    /// `ZS_MAX_ALLOC_SIZE` is ENOSPC, a failed handle or page allocation ENOMEM.
+    #[test]
+    fn pool_errors_carry_zs_mallocs_errnos() {
+        let too_large =
+            zmem_pool::PoolError::TooLarge { allocator: "zsmalloc", size: 4097, max: 4096 };
+        assert_eq!(pool_error(too_large).errno, Errno::ENOSPC);
+        assert_eq!(pool_error(zmem_pool::PoolError::ZeroSize).errno, Errno::EINVAL);
+    }
 
     /// 6.18's `zram_accessed` stamps `ktime_get_boottime()`: nanoseconds of boot time, which
     /// advance between two reads a moment apart (whole seconds would not).

@@ -310,7 +310,10 @@ mod tests {
     fn args_split_on_the_kernels_isspace() {
         assert_eq!(
             args("\x0bpriority=1\x0balgo=zstd\x0c"),
-            vec![Arg { param: "priority", val: Some("1") }, Arg { param: "algo", val: Some("zstd") }]
+            vec![
+                Arg { param: "priority", val: Some("1") },
+                Arg { param: "algo", val: Some("zstd") }
+            ]
         );
         assert_eq!(args("\u{2003}a=1"), vec![Arg { param: "\u{2003}a", val: Some("1") }]);
     }
