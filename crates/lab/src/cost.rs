@@ -19,10 +19,12 @@
 //! for the configuration, `reclaim` and `fault` the kernel's own work per swap-out and per
 //! swap-in whatever the configuration ([`SWAP_OVERHEAD`]: LRU scans, reverse-map walks,
 //! unmapping and TLB flushes, swap slots and a bio per page; a fault, a page allocated and
-//! charged, mapped), and `recompressed/s = min(swap_outs/s, N / period)`: a
-//! background pass every `period` seconds recompresses each page at most once (the kernel skips
-//! slots already recompressed with the last priority, and marks those that failed
-//! INCOMPRESSIBLE), so it can do no more than the pages swapped out since the last pass and no
+//! charged, mapped; measured, not read from the source), and
+//! `recompressed/s = min(swap_outs/s, N / period)`: a background pass every `period` seconds
+//! recompresses each page at most once (6.18's drivers/block/zram/zram_drv.c
+//! `scan_slots_for_recompress()` skips slots already at the last priority and INCOMPRESSIBLE
+//! ones, and `recompress_slot()` marks INCOMPRESSIBLE a slot the last priority could not
+//! shrink), so it can do no more than the pages swapped out since the last pass and no
 //! more than the pages stored. The first pass over what the device holds already costs
 //! `N x recompress` once (reported apart).
 //!
@@ -80,7 +82,8 @@ pub struct Measured {
 /// The kernel's own CPU work per swap operation, beside the compressor's: what reclaim spends
 /// to swap a page out (LRU scans, the reverse-map walk and unmapping, TLB flushes, a swap slot,
 /// a bio) and what a swap-in fault spends beyond the read and decompression (the fault, a page
-/// allocated and charged, the swap cache, the mapping). The same for every configuration, so it
+/// allocated and charged, the swap cache except on zram's `SWP_SYNCHRONOUS_IO` path, the
+/// mapping: mm/vmscan.c `shrink_folio_list()` and mm/memory.c `do_swap_page()`). The same for every configuration, so it
 /// never changes their order by CPU; it makes the CPU seconds per second the kernel's.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 pub struct SwapOverhead {
@@ -88,8 +91,8 @@ pub struct SwapOverhead {
     pub fault_ns_per_swap_in: f64,
 }
 
-/// [`SwapOverhead`] as measured on a 2-core AMD EPYC VM under Linux 6.18 (docs/BENCHMARKS.md,
-/// "The kernel's own swap work"): `zmem validate lab` plays the trace over same-filled pages,
+/// [`SwapOverhead`] as measured on a 2-core AMD EPYC VM under Linux 6.18 (measured, not read
+/// from the source: docs/BENCHMARKS.md, "The kernel's own swap work (issue 31)"): `zmem validate lab` plays the trace over same-filled pages,
 /// which zram stores without compressing or allocating, in a memory cgroup at its limit; the
 /// player's CPU in its faulting accesses, less a run that never reclaims, over the swap-outs,
 /// once the swap-ins' faults (their p50) are taken out. `zmem validate lab` prints the figure

@@ -1,5 +1,6 @@
 //! The control surface: `store(attr, text)` and `show(attr)` with the attribute names, modes,
-//! parse rules, errors and output formats of `/sys/block/zramN` in Linux 6.18.
+//! parse rules, errors and output formats of `/sys/block/zramN` in Linux 6.18: the `*_store()`
+//! and `*_show()` handlers of drivers/block/zram/zram_drv.c, each cited where it is modelled.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -24,7 +25,8 @@ enum Needs {
     MultiComp,
 }
 
-/// Every attribute, its mode, and the build option it needs.
+/// Every attribute, its mode, and the build option it needs: zram_drv.c `zram_disk_attrs[]`
+/// and the `DEVICE_ATTR_RO/WO/RW` lines above it (CONFIG_ZRAM_WRITEBACK, CONFIG_ZRAM_MULTI_COMP).
 const ATTRS: &[(&str, Mode, Needs)] = &[
     ("disksize", Mode::Rw, Needs::Always),
     ("initstate", Mode::Ro, Needs::Always),
@@ -74,6 +76,7 @@ impl Zram {
             return err(Errno::EACCES, format!("{attr} is read-only"));
         }
         match attr {
+            // zram_drv.c `disksize_store()`: `memparse()` of 0 is EINVAL; the rest is `init`.
             "disksize" => {
                 let size = memparse(text);
                 if size == 0 {
@@ -81,24 +84,28 @@ impl Zram {
                 }
                 self.init(size)
             }
+            // zram_drv.c `reset_store()`: `kstrtou16()`, its error as it is; 0 is EINVAL.
             "reset" => {
                 if kstrto::<u16>(text, 10)? == 0 {
                     return err(Errno::EINVAL, "reset needs a non-zero value");
                 }
-                // `reset_store`: EBUSY while the disk is open or claimed; else it claims the
-                // disk (so no open gets in) for the time of the reset.
+                // `reset_store()`: EBUSY while the disk is open (`disk_openers()`) or claimed;
+                // else it sets `zram->claim` (so `zram_open()` is EBUSY) for the time of the
+                // reset (`zram_reset_device()`).
                 let _claim = self.claim()?;
                 self.reset();
                 Ok(())
             }
+            // zram_drv.c `compact_store()`: EINVAL before `disksize`, else `zs_compact()`.
             "compact" => {
                 self.live_or(Errno::EINVAL)?.pool.compact();
                 Ok(())
             }
             "mem_limit" => {
-                // `mem_limit_store`: memparse must consume something, a number (text that
-                // starts with a decimal digit) or a bare size suffix (`K` reads as 0 KiB),
-                // else EINVAL and the old limit stays.
+                // zram_drv.c `mem_limit_store()`: `memparse()` must consume something
+                // (`buf == tmp` is EINVAL, the old limit stays). lib/cmdline.c `memparse()` is
+                // `simple_strtoull()` (no sign, no leading space) then one suffix letter, so
+                // that is text starting with a decimal digit or a bare suffix (`K`: 0 KiB).
                 if !text.starts_with(|c: char| c.is_ascii_digit() || "KMGTPEkmgtpe".contains(c)) {
                     return err(Errno::EINVAL, format!("bad mem_limit {:?}", strip_newline(text)));
                 }
@@ -109,6 +116,8 @@ impl Zram {
                 self.limit_pages.store(limit / ps, Ordering::Relaxed);
                 Ok(())
             }
+            // zram_drv.c `mem_used_max_store()`: `kstrtoul(buf, 10)` must read 0, else EINVAL;
+            // on an initialised device the maximum restarts at `zs_get_total_pages()`.
             "mem_used_max" => {
                 if parse::kstrtou::<u64>(text, 10).ok() != Some(0) {
                     return err(Errno::EINVAL, "mem_used_max only takes 0");
@@ -118,6 +127,9 @@ impl Zram {
                 }
                 Ok(())
             }
+            // zram_drv.c `idle_store()`: `all`, or (CONFIG_ZRAM_TRACK_ENTRY_ACTIME only) an
+            // age in seconds by `kstrtoull(buf, 0)`; anything else is EINVAL before the init
+            // check, which is EINVAL too (`mark_idle`).
             "idle" => {
                 let age = if sysfs_streq(text, "all") {
                     None
@@ -131,6 +143,9 @@ impl Zram {
                 self.mark_idle(age)
             }
             "comp_algorithm" => self.set_algorithm(0, text),
+            // zram_drv.c `recomp_algorithm_store()`: `next_arg()` pairs, each with a value
+            // (EINVAL), `priority` by `kstrtoint()`; `algo` required, priority 1..=3, then
+            // `__comp_algorithm_store()`.
             "recomp_algorithm" => {
                 let (mut algo, mut prio) = (None, 1i64);
                 for a in parse::args(text) {
@@ -152,6 +167,8 @@ impl Zram {
                 self.set_algorithm(prio as usize, algo)
             }
             "algorithm_params" => self.store_params(text),
+            // zram_drv.c `backing_dev_store()`: the init check (EBUSY) comes before the path
+            // is opened (backing.rs).
             "backing_dev" => {
                 if self.is_initialised() {
                     return err(Errno::EBUSY, "backing_dev must be set before disksize");
@@ -164,8 +181,9 @@ impl Zram {
                 self.set_backing_store(path, Box::new(store))
             }
             "writeback" => self.writeback(text),
-            // `writeback_limit_store` / `writeback_limit_enable_store`: any `kstrtoull`
-            // failure, overflow (ERANGE) included, is EINVAL.
+            // zram_drv.c `writeback_limit_store()` / `writeback_limit_enable_store()`: any
+            // `kstrtoull(buf, 10)` failure, overflow (ERANGE) included, is EINVAL; neither
+            // checks init.
             "writeback_limit" => {
                 *self.wb_limit() = kstrtoull(text, 10).map_err(|e| e.with_errno(Errno::EINVAL))?;
                 Ok(())
@@ -180,7 +198,11 @@ impl Zram {
         }
     }
 
-    /// `cat /sys/block/zramN/attr`.
+    /// `cat /sys/block/zramN/attr`: zram_drv.c `disksize_show()`, `initstate_show()`,
+    /// `mm_stat_show()`, `io_stat_show()`, `bd_stat_show()`, `debug_stat_show()`,
+    /// `comp_algorithm_show()`, `recomp_algorithm_show()` (`#prio: ` before each secondary's
+    /// list), `backing_dev_show()` (the path, or `none`), `writeback_limit_show()`,
+    /// `writeback_limit_enable_show()`.
     pub fn show(&self, attr: &str) -> Result<String, ZramError> {
         if self.mode(attr)? == Mode::Wo {
             return err(Errno::EACCES, format!("{attr} is write-only"));
@@ -223,9 +245,9 @@ impl Zram {
         })
     }
 
-    /// `__comp_algorithm_store`: E2BIG for text of `ZRAM_MAX_ALGO_NAME_SZ` (128) bytes or
-    /// more (its trailing newline counted), EINVAL for a name that is not offered, EBUSY
-    /// after init.
+    /// zram_drv.c `__comp_algorithm_store()`: E2BIG for text of `ZRAM_MAX_ALGO_NAME_SZ` (128)
+    /// bytes or more (its trailing newline counted), EINVAL for a name that is not offered
+    /// (zcomp.c `zcomp_available_algorithm()`), then EBUSY after init.
     fn set_algorithm(&self, prio: usize, text: &str) -> Result<(), ZramError> {
         if text.len() >= 128 {
             return err(Errno::E2BIG, "algorithm name too long");
@@ -242,8 +264,9 @@ impl Zram {
         Ok(())
     }
 
-    /// `algorithm_params`: `priority=`/`algo=` select the slot, `level=`, `dict=`,
-    /// `deflate.winbits=` fill it; the slot's previous params are dropped first.
+    /// zram_drv.c `algorithm_params_store()`: `priority=`/`algo=` select the slot (an `algo`
+    /// no priority has is EINVAL), `level=`, `dict=`, `deflate.winbits=` fill it; unknown keys
+    /// are skipped; `comp_params_store()` drops the slot's previous params first.
     fn store_params(&self, text: &str) -> Result<(), ZramError> {
         let (mut prio, mut level, mut winbits) = (0i64, None, None);
         let (mut algo, mut dict_path) = (None, None);
@@ -281,7 +304,8 @@ impl Zram {
             params.deflate_winbits = winbits;
         }
         // 6.18 has no init check here: on a live device the streams see the new parameters
-        // (what each backend makes of them: `Zcomp::update_params`).
+        // through `comp->params` (zcomp.c `zcomp_compress()`; what each backend makes of them:
+        // `Zcomp::update_params`).
         if let Some(live) = self.live()
             && let Some(comp) = &live.comps[prio as usize]
         {
@@ -306,9 +330,10 @@ impl Zram {
     }
 }
 
-/// `comp_params_store`'s `kernel_read_file_from_path`: only a regular file
-/// (`kernel_read_file`: `!S_ISREG` is EINVAL) that is not empty (`i_size <= 0` is EINVAL) is a
-/// dictionary; every failure reaches the writer as EINVAL (`if (sz < 0) return -EINVAL`).
+/// zram_drv.c `comp_params_store()`'s fs/kernel_read_file.c `kernel_read_file_from_path()`:
+/// only a regular file (`kernel_read_file()`: `!S_ISREG` is EINVAL) that is not empty
+/// (`i_size <= 0` is EINVAL) is a dictionary; every failure reaches the writer as EINVAL
+/// (`if (sz < 0) return -EINVAL`).
 fn read_dict(path: &str) -> Result<Vec<u8>, ZramError> {
     let fail = |why: String| ZramError::new(Errno::EINVAL, format!("dict {path}: {why}"));
     let mut file = std::fs::File::open(path).map_err(|e| fail(e.to_string()))?;
@@ -324,7 +349,9 @@ fn read_dict(path: &str) -> Result<Vec<u8>, ZramError> {
     Ok(dict)
 }
 
-/// `recompress_store`'s argument parse.
+/// zram_drv.c `recompress_store()`'s argument parse: `next_arg()` pairs, each with a value
+/// (EINVAL), `max_pages` by `kstrtoull()`, `threshold` and `priority` by `kstrtouint()`,
+/// their errors as they are; unknown keys skipped. `priority=0` reads as 1 (postprocess.rs).
 fn parse_recompress(text: &str) -> Result<RecompressRequest, ZramError> {
     {
         let mut req = RecompressRequest { max_pages: u64::MAX, ..RecompressRequest::default() };
@@ -355,8 +382,8 @@ fn parse_recompress(text: &str) -> Result<RecompressRequest, ZramError> {
 }
 
 impl Zram {
-    /// `zcomp_available_show`: every offered algorithm, the selected one in brackets, each
-    /// followed by a space, then a newline.
+    /// zcomp.c `zcomp_available_show()`: every built-in backend in `backends[]` order, the
+    /// selected one in brackets, each followed by a space, then a newline.
     fn available_show(&self, selected: &str) -> String {
         let mut s = String::new();
         for name in self.config.offered() {

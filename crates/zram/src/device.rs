@@ -2,15 +2,17 @@
 //!
 //! Lifecycle as in the kernel: a fresh device takes its algorithm, parameters, backing device
 //! and limits; writing `disksize` builds the slot table, the pool and one [`Zcomp`] per
-//! configured priority (the "live" state); `reset` throws the live state away. I/O on a device
-//! without live state fails with EIO.
+//! configured priority (the "live" state; drivers/block/zram/zram_drv.c `disksize_store()`);
+//! `reset` throws the live state away (`zram_reset_device()`). I/O on a device without live
+//! state fails with EIO (its capacity is 0, so the block layer's end-of-device check fails the
+//! bio).
 //!
 //! Concurrency: the live state sits behind an `RwLock<Option<Arc<Live>>>`; page I/O and the
 //! other operations on it hold it read-locked ([`LiveRef`]), so pages contend only on their own
 //! slot lock, and `reset` waits for operations in flight.
-//! Compression runs outside the slot lock, as in the kernel: a write compresses into its stream's
-//! buffer, allocates and fills the object, and only then locks the slot to swap the old object
-//! for the new one.
+//! Compression runs outside the slot lock, as in the kernel (zram_drv.c `zram_write_page()`): a
+//! write compresses into its stream's buffer, allocates and fills the object, and only then
+//! locks the slot to swap the old object for the new one.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -25,10 +27,12 @@ use crate::slot::{Flag, SlotGuard, SlotTable};
 use crate::zcomp::{Stream, Zcomp};
 use crate::{BdStat, IoStat, MmStat};
 
-/// The kernel's `ZRAM_MAX_COMPS` with multi-compression: the primary and three secondaries.
+/// zram_drv.h `ZRAM_MAX_COMPS` with CONFIG_ZRAM_MULTI_COMP (1 without): the primary and three
+/// secondaries.
 pub const MAX_COMPS: usize = 4;
 
-/// The kernel's `CONFIG_ZRAM_DEF_COMP`.
+/// The kernel's `CONFIG_ZRAM_DEF_COMP` at its Kconfig default (drivers/block/zram/Kconfig:
+/// `ZRAM_DEF_COMP_LZORLE`).
 pub const DEFAULT_ALGORITHM: &str = "lzo-rle";
 
 /// The build options of the kernel's zram that change its interface. All on by default; the
@@ -134,7 +138,7 @@ impl Clock for MonotonicClock {
     }
 }
 
-/// Counters behind the stat files (`struct zram_stats`).
+/// Counters behind the stat files (zram_drv.h `struct zram_stats`).
 #[derive(Debug, Default)]
 pub(crate) struct Stats {
     pub compr_data_size: AtomicU64,
@@ -212,10 +216,10 @@ pub struct Zram {
     pub(crate) live: RwLock<Option<Arc<Live>>>,
     pub(crate) limit_pages: AtomicU64,
     pub(crate) stats: Stats,
-    /// 6.18 runs one writeback or recompression at a time (`pp_in_progress`).
+    /// 6.18 runs one writeback or recompression at a time (`zram->pp_in_progress`).
     pub(crate) pp_in_progress: AtomicBool,
     pub(crate) wb_limit_enable: AtomicBool,
-    /// Writeback budget in 4 KiB units (`bd_wb_limit`).
+    /// Writeback budget in 4 KiB units (`zram->bd_wb_limit`, under `wb_limit_lock`).
     pub(crate) wb_limit: Mutex<u64>,
     /// The disk's openers and zram's `claim` (under the disk's `open_mutex` in the kernel).
     pub(crate) opened: Mutex<OpenState>,
@@ -290,7 +294,8 @@ pub trait ObjectSource {
     fn object(&self, index: u64, algo: &str, params: &Params) -> Option<&[u8]>;
 }
 
-/// `page_same_filled`: the fill word when every 8-byte word of the page is equal.
+/// zram_drv.c `page_same_filled()`: the fill word when every `unsigned long` (8 bytes on
+/// 64-bit) of the page is equal.
 pub fn same_filled(page: &[u8]) -> Option<u64> {
     let (words, rest) = page.as_chunks::<8>();
     debug_assert!(rest.is_empty());
@@ -330,7 +335,7 @@ impl Zram {
         self.opened.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Opens the device (the kernel's `zram_open`: EBUSY while it is claimed). Any number may
+    /// Opens the device (zram_drv.c `zram_open()`: EBUSY while it is claimed). Any number may
     /// hold it open at once.
     pub fn open(&self) -> Result<OpenGuard<'_>, ZramError> {
         let mut state = self.opened();
@@ -341,8 +346,8 @@ impl Zram {
         Ok(OpenGuard(self))
     }
 
-    /// Claims the device, as `reset_store` does before resetting it: EBUSY while it is open or
-    /// already claimed.
+    /// Claims the device, as zram_drv.c `reset_store()` (and `zram_remove()`) does before
+    /// resetting it: EBUSY while it is open or already claimed.
     pub fn claim(&self) -> Result<ClaimGuard<'_>, ZramError> {
         let mut state = self.opened();
         if state.openers > 0 || state.claimed {
@@ -395,7 +400,8 @@ impl Zram {
 
     /// Attaches a backing store directly (what `backing_dev` does with a path). Tests use it to
     /// inject a store that fails. EBUSY once initialised; EINVAL for a store of less than a
-    /// page (`backing_dev_store`: `nr_pages == 0`), which leaves the previous one in place.
+    /// page (zram_drv.c `backing_dev_store()`: `nr_pages == 0`), which leaves the previous one
+    /// in place.
     pub fn set_backing_store(
         &self,
         path: PathBuf,
@@ -415,7 +421,9 @@ impl Zram {
         Ok(())
     }
 
-    /// `disksize`: builds the live state.
+    /// `disksize` (zram_drv.c `disksize_store()`): EBUSY once initialised, then the table and
+    /// pool (`zram_meta_alloc()`), then a `zcomp_create()` per configured priority
+    /// (`num_active_comps`).
     pub(crate) fn init(&self, disksize: u64) -> Result<(), ZramError> {
         let mut control = self.control();
         let mut live = self.live.write().unwrap_or_else(|p| p.into_inner());
@@ -469,8 +477,10 @@ impl Zram {
         Ok(())
     }
 
-    /// `reset`: frees everything and returns to the fresh state (the kernel's `zram_reset_device`,
-    /// docs/REFERENCES.md [zram-drv]).
+    /// `reset`: frees everything and returns to the fresh state (zram_drv.c
+    /// `zram_reset_device()`: `limit_pages` 0, every slot freed, the streams and algorithms
+    /// dropped (`zram_destroy_comps()`, parameters too), the stats zeroed, the backing device
+    /// released (`reset_bdev()`), the primary back to `default_compressor`).
     pub(crate) fn reset(&self) {
         let mut control = self.control();
         let mut live = self.live.write().unwrap_or_else(|p| p.into_inner());
@@ -699,7 +709,9 @@ impl Zram {
         slot.reset();
     }
 
-    /// `zram_accessed`: an access clears IDLE and PP_SLOT and stamps the time.
+    /// zram_drv.c `zram_accessed()`: an access clears IDLE and PP_SLOT and stamps the time.
+    /// 6.18 calls it from `zram_bio_read()`/`zram_bio_write()` after the page, under a second
+    /// hold of the slot lock; here under the same hold.
     pub(crate) fn accessed(&self, slot: &SlotGuard<'_>) {
         slot.clear(Flag::Idle);
         slot.clear(Flag::PpSlot);
@@ -711,10 +723,11 @@ impl Zram {
 
     /// Reads one page at page index `index` into `out`. A page never written reads as zeros.
     ///
-    /// A written-back page is read as 6.18's `zram_bio_read` reads it: `read_from_bdev` counts
-    /// `bd_reads` before the I/O and chains an asynchronous bio to the caller's, so the read
-    /// "succeeds" for zram (the slot is marked accessed) and a device error reaches only the
-    /// caller, never `failed_reads`.
+    /// zram_drv.c `zram_bio_read()` → `zram_read_page()`: a failed read counts `failed_reads`
+    /// and leaves the slot as it was. A written-back page is read as 6.18 reads it:
+    /// `read_from_bdev()` counts `bd_reads` before the I/O and chains an asynchronous bio to
+    /// the caller's (`read_from_bdev_async()`), so the read "succeeds" for zram (the slot is
+    /// marked accessed) and a device error reaches only the caller, never `failed_reads`.
     pub fn read_page(&self, index: u64, out: &mut [u8]) -> Result<(), ZramError> {
         let live = self.check_io(index, out.len())?;
         self.read_page_inner(&live, index, out)
@@ -732,8 +745,11 @@ impl Zram {
         r
     }
 
-    /// Reads a locked slot's page. Unlike 6.18, a WB slot is read with its lock held, so a
-    /// concurrent free cannot hand its block to another page mid-read.
+    /// Reads a locked slot's page (zram_drv.c `zram_read_from_zspool()`: SAME or no handle is
+    /// the fill word, HUGE a page copy (`read_incompressible_page()`), else a decompression on
+    /// the slot's priority's stream (`read_compressed_page()`)). Unlike 6.18's
+    /// `zram_read_page()`, a WB slot is read with its lock held, so a concurrent free cannot
+    /// hand its block to another page mid-read.
     pub(crate) fn read_slot(
         &self,
         live: &Live,
@@ -784,9 +800,10 @@ impl Zram {
         decoded.unwrap_or_else(|| err(Errno::EIO, "the pool never handed out the object"))
     }
 
-    /// A discard or write-zeroes of `len` bytes at byte `offset`: a partial first page is
-    /// skipped, every whole page is freed and counted in `notify_free`, a partial last page is
-    /// ignored.
+    /// A discard or write-zeroes of `len` bytes at byte `offset` (zram_drv.c
+    /// `zram_bio_discard()`): a partial first page is skipped, every whole page is freed and
+    /// counted in `notify_free`, a partial last page is ignored. A range past the disk is EIO,
+    /// as block/blk-core.c `bio_check_eod()` fails such a bio before zram sees it.
     pub fn discard(&self, offset: u64, len: u64) -> Result<(), ZramError> {
         let live = self.live_or(Errno::EIO)?;
         let ps = self.config.page_size as u64;
@@ -828,7 +845,7 @@ impl Zram {
         }
     }
 
-    /// The `mm_stat` values.
+    /// The `mm_stat` values (zram_drv.c `mm_stat_show()`).
     pub fn mm_stat(&self) -> MmStat {
         let ps = self.config.page_size as u64;
         let live = self.live();
@@ -858,7 +875,7 @@ impl Zram {
         }
     }
 
-    /// `bd_stat`, converted to 4 KiB units as the kernel's `FOUR_K()`.
+    /// `bd_stat`, converted to 4 KiB units as zram_drv.c `bd_stat_show()`'s `FOUR_K()`.
     pub fn bd_stat(&self) -> BdStat {
         let four_k =
             |c: &AtomicU64| c.load(Ordering::Relaxed) * (self.config.page_size as u64 / 4096);
@@ -869,7 +886,8 @@ impl Zram {
         }
     }
 
-    /// The debugfs `block_state` file (CONFIG_ZRAM_MEMORY_TRACKING): one line per allocated
+    /// The debugfs `block_state` file (CONFIG_ZRAM_MEMORY_TRACKING; zram_drv.c
+    /// `read_block_state()`): one line per allocated
     /// slot, `index ac_time flags`, the flags `s`ame `w`b `h`uge `i`dle `r`ecompressed
     /// i`n`compressible, `.` when unset. The access time is printed as 6.18 prints its
     /// nanosecond `ktime_t`: seconds, a dot, six digits of microseconds (7.0 keeps seconds
@@ -930,7 +948,7 @@ impl Zram {
     }
 }
 
-/// The kernel's `PAGE_ALIGN`: rounds up to a multiple of the page size in u64 arithmetic, which
+/// The kernel's `PAGE_ALIGN()`: rounds up to a multiple of the page size in u64 arithmetic, which
 /// wraps to 0 for the last `page_size - 1` values (`disksize_store`, `mem_limit_store`).
 pub(crate) fn page_align(bytes: u64, page_size: u64) -> u64 {
     bytes.wrapping_add(page_size - 1) & !(page_size - 1)
@@ -940,11 +958,14 @@ fn default_algs() -> [Option<String>; MAX_COMPS] {
     [Some(DEFAULT_ALGORITHM.to_string()), None, None, None]
 }
 
-/// Allocation failures as the kernel reports them from zs_malloc.
+/// Allocation failures as the kernel reports them from mm/zsmalloc.c `zs_malloc()`: ENOMEM
+/// when no handle or page can be had, EINVAL for a size of 0, ENOSPC for one over
+/// `ZS_MAX_ALLOC_SIZE` (zram never asks for more than a page).
 pub(crate) fn pool_error(e: zmem_pool::PoolError) -> ZramError {
     let errno = match e {
         zmem_pool::PoolError::NoMemory { .. } => Errno::ENOMEM,
-        zmem_pool::PoolError::TooLarge { .. } | zmem_pool::PoolError::ZeroSize => Errno::EINVAL,
+        zmem_pool::PoolError::TooLarge { .. } => Errno::ENOSPC,
+        zmem_pool::PoolError::ZeroSize => Errno::EINVAL,
         _ => Errno::EIO,
     };
     ZramError::new(errno, e.to_string())
@@ -953,6 +974,16 @@ pub(crate) fn pool_error(e: zmem_pool::PoolError) -> ZramError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// mm/zsmalloc.c `zs_malloc()` (6.18): a size of 0 is EINVAL, one over
+    /// `ZS_MAX_ALLOC_SIZE` is ENOSPC, a failed handle or page allocation ENOMEM.
+    #[test]
+    fn pool_errors_carry_zs_mallocs_errnos() {
+        let too_large =
+            zmem_pool::PoolError::TooLarge { allocator: "zsmalloc", size: 4097, max: 4096 };
+        assert_eq!(pool_error(too_large).errno, Errno::ENOSPC);
+        assert_eq!(pool_error(zmem_pool::PoolError::ZeroSize).errno, Errno::EINVAL);
+    }
 
     /// 6.18's `zram_accessed` stamps `ktime_get_boottime()`: nanoseconds of boot time, which
     /// advance between two reads a moment apart (whole seconds would not).

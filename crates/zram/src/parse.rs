@@ -1,12 +1,15 @@
 //! The kernel's string parsers as zram's sysfs handlers use them, so that every attribute accepts
-//! and rejects exactly what the kernel does: `memparse` (lenient: a number with an optional
-//! K/M/G/T/P/E suffix, garbage after it ignored, no number = 0), the strict `kstrto*` family
-//! (optional `+`, digits, at most one trailing newline), `sysfs_streq`, and `next_arg`, the
-//! `key=value` tokenizer of `algorithm_params`, `recompress` and `writeback`.
+//! and rejects exactly what the kernel does: lib/cmdline.c `memparse()` (lenient: a number with
+//! an optional K/M/G/T/P/E suffix, garbage after it ignored, no number = 0), the strict
+//! lib/kstrtox.c `kstrto*()` family (optional `+`, digits, at most one trailing newline),
+//! lib/string_helpers.c `sysfs_streq()`, and lib/cmdline.c `next_arg()`, the `key=value`
+//! tokenizer of `algorithm_params`, `recompress` and `writeback`.
 
 use crate::errno::{Errno, ZramError, err};
 
-/// Splits off a radix prefix as the kernel's `_parse_integer_fixup_radix` does for base 0.
+/// Splits off a radix prefix as lib/kstrtox.c `_parse_integer_fixup_radix()` does: for base 0,
+/// `0x` followed by a hex digit is hex, another leading `0` octal; for base 16 a `0x` is
+/// skipped.
 fn fixup_radix(s: &str, base: u32) -> (&str, u32) {
     let b = s.as_bytes();
     let hex_prefix = b.len() >= 2 && b[0] == b'0' && (b[1] | 0x20) == b'x';
@@ -19,7 +22,8 @@ fn fixup_radix(s: &str, base: u32) -> (&str, u32) {
     }
 }
 
-/// Parses the longest run of digits; returns (value, digits consumed, overflowed).
+/// Parses the longest run of digits; returns (value, digits consumed, overflowed). As
+/// lib/kstrtox.c `_parse_integer_limit()`: an overflowing value keeps wrapping.
 fn parse_digits(s: &str, base: u32) -> (u64, usize, bool) {
     let mut value: u64 = 0;
     let mut overflow = false;
@@ -51,8 +55,9 @@ fn suffix_shift(c: char) -> Option<u32> {
     }
 }
 
-/// `memparse`: a number (base from its prefix) with an optional binary suffix. Never fails; what
-/// cannot be read reads as 0, as in the kernel, and callers decide what 0 means.
+/// lib/cmdline.c `memparse()`: `simple_strtoull(ptr, &end, 0)` (base from its prefix; no sign,
+/// no leading space) with an optional binary suffix. Never fails; what cannot be read reads as
+/// 0, as in the kernel, and callers decide what 0 means.
 pub fn memparse(s: &str) -> u64 {
     let (digits, base) = fixup_radix(s, 0);
     let (value, n, _) = parse_digits(digits, base);
@@ -94,7 +99,8 @@ pub fn parse_size(s: &str) -> Result<u64, ZramError> {
     }
 }
 
-/// `kstrtoull(s, base)`: strict unsigned parse.
+/// lib/kstrtox.c `kstrtoull(s, base)`: strict unsigned parse (one leading `+`; ERANGE on
+/// overflow, EINVAL for no digit or anything but one `\n` after them).
 pub fn kstrtoull(s: &str, base: u32) -> Result<u64, ZramError> {
     let s = s.strip_prefix('+').unwrap_or(s);
     let (digits, base) = fixup_radix(s, base);
@@ -111,7 +117,7 @@ pub fn kstrtoull(s: &str, base: u32) -> Result<u64, ZramError> {
     }
 }
 
-/// `kstrtoll(s, base)`: strict signed parse.
+/// lib/kstrtox.c `kstrtoll(s, base)`: strict signed parse (a leading `-`, then `kstrtoull`).
 pub fn kstrtoll(s: &str, base: u32) -> Result<i64, ZramError> {
     match s.strip_prefix('-') {
         Some(rest) => {
@@ -148,7 +154,7 @@ pub fn kstrtou<T: TryFrom<u64>>(s: &str, base: u32) -> Result<T, ZramError> {
     T::try_from(v).or_else(|_| err(Errno::ERANGE, format!("{v} is out of range")))
 }
 
-/// `sysfs_streq`: equal, ignoring one trailing newline on either side.
+/// lib/string_helpers.c `sysfs_streq()`: equal, ignoring one trailing newline on either side.
 pub fn sysfs_streq(a: &str, b: &str) -> bool {
     a.strip_suffix('\n').unwrap_or(a) == b.strip_suffix('\n').unwrap_or(b)
 }
@@ -161,11 +167,18 @@ pub struct Arg<'a> {
     pub val: Option<&'a str>,
 }
 
-/// `next_arg` over a whole string: whitespace-separated tokens, double quotes group spaces (and
-/// are stripped from the value), `param=value` splits at the first `=`.
+/// The kernel's `isspace()` (lib/ctype.c `_ctype[]`): space and `\t \n \v \f \r`. (Its
+/// Latin-1 0xA0 cannot stand alone in a `&str`.)
+fn is_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\x0b' | '\x0c' | '\r')
+}
+
+/// lib/cmdline.c `next_arg()` over a whole string, after lib/string_helpers.c `skip_spaces()`:
+/// `isspace()`-separated tokens, double quotes group spaces (and are stripped from the value),
+/// `param=value` splits at the first `=`.
 pub fn args(s: &str) -> Vec<Arg<'_>> {
     let mut out = Vec::new();
-    let mut rest = s.trim_start();
+    let mut rest = s.trim_start_matches(is_space);
     while !rest.is_empty() {
         let mut in_quote = false;
         let end = rest
@@ -174,7 +187,7 @@ pub fn args(s: &str) -> Vec<Arg<'_>> {
                 if c == '"' {
                     in_quote = !in_quote;
                 }
-                c.is_ascii_whitespace() && !in_quote
+                is_space(c) && !in_quote
             })
             .map_or(rest.len(), |(i, _)| i);
         let token = &rest[..end];
@@ -186,7 +199,7 @@ pub fn args(s: &str) -> Vec<Arg<'_>> {
             }
             None => Arg { param: token, val: None },
         });
-        rest = rest[end..].trim_start();
+        rest = rest[end..].trim_start_matches(is_space);
     }
     out
 }
@@ -288,5 +301,20 @@ mod tests {
         );
         assert_eq!(args("x="), vec![Arg { param: "x", val: Some("") }]);
         assert!(args(" \n").is_empty());
+    }
+
+    /// lib/cmdline.c `next_arg()` and lib/string_helpers.c `skip_spaces()` split on the kernel's
+    /// `isspace()`: space and \t \n \v \f \r (lib/ctype.c `_ctype[]`), so a vertical tab
+    /// separates two pairs, and a Unicode space (U+2003) is part of a token, not a separator.
+    #[test]
+    fn args_split_on_the_kernels_isspace() {
+        assert_eq!(
+            args("\x0bpriority=1\x0balgo=zstd\x0c"),
+            vec![
+                Arg { param: "priority", val: Some("1") },
+                Arg { param: "algo", val: Some("zstd") }
+            ]
+        );
+        assert_eq!(args("\u{2003}a=1"), vec![Arg { param: "\u{2003}a", val: Some("1") }]);
     }
 }

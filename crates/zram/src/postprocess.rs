@@ -1,13 +1,16 @@
 //! Post-processing: idle marking, writeback to the backing device, and recompression with the
 //! secondary algorithms, with the kernel's selection rules and order.
 //!
-//! Writeback and recompression share the kernel's two-phase shape: a scan marks candidate slots
-//! PP_SLOT and sorts them into 64-byte size buckets; the work then takes slots largest bucket
-//! first (within a bucket, the last one scanned first, as the kernel's `list_add`). Any access
-//! to a slot between the two phases clears PP_SLOT and the slot is skipped. As 6.18's
-//! `release_pp_ctl`, every slot a scan marked has PP_SLOT cleared when the operation ends,
-//! whether it finished, failed or stopped parsing half-way; and, as 6.18's scans, a scan does
-//! not look at PP_SLOT (only one post-processing runs at a time).
+//! Writeback and recompression share the kernel's two-phase shape (drivers/block/zram/zram_drv.c
+//! `struct zram_pp_ctl`): a scan marks candidate slots PP_SLOT and sorts them into 64-byte size
+//! buckets (`place_pp_slot()`, `PP_BUCKET_SIZE_RANGE`); the work then takes slots largest
+//! bucket first (`select_pp_slot()`; within a bucket, the last one scanned first, as its
+//! `list_add`). Any access to a slot between the two phases clears PP_SLOT (`zram_accessed()`,
+//! `zram_free_page()`) and the slot is skipped. As 6.18's `release_pp_ctl()`, every slot a scan
+//! marked has PP_SLOT cleared when the operation ends, whether it finished, failed or stopped
+//! parsing half-way; and, as 6.18's `scan_slots_for_writeback()` and
+//! `scan_slots_for_recompress()`, a scan does not look at PP_SLOT (only one post-processing
+//! runs at a time: `pp_in_progress`).
 
 use std::sync::atomic::Ordering;
 
@@ -20,7 +23,8 @@ use crate::zcomp::{Stream, StreamGuard};
 
 const PP_BUCKET_SIZE_RANGE: usize = 64;
 
-/// Slots picked by a scan, in the kernel's processing order.
+/// Slots picked by a scan, in the kernel's processing order: `NUM_PP_BUCKETS` =
+/// `PAGE_SIZE / 64 + 1` buckets by object size.
 struct PpCtl {
     buckets: Vec<Vec<usize>>,
 }
@@ -40,7 +44,8 @@ impl PpCtl {
     }
 }
 
-/// Writeback mode filters (combinable, as the kernel's bit flags).
+/// Writeback mode filters (combinable, as zram_drv.c's `IDLE_WRITEBACK`, `HUGE_WRITEBACK`,
+/// `INCOMPRESSIBLE_WRITEBACK` bits).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WbMode {
     pub idle: bool,
@@ -49,7 +54,7 @@ pub struct WbMode {
 }
 
 impl WbMode {
-    /// `idle`, `huge`, `huge_idle`, `incompressible`.
+    /// zram_drv.c `parse_mode()`: `idle`, `huge`, `huge_idle`, `incompressible`; else EINVAL.
     pub fn parse(s: &str) -> Result<Self, ZramError> {
         Ok(match s {
             "idle" => Self { idle: true, ..Self::default() },
@@ -61,7 +66,7 @@ impl WbMode {
     }
 }
 
-/// Recompression mode filters.
+/// Recompression mode filters (zram_drv.c `RECOMPRESS_IDLE`, `RECOMPRESS_HUGE`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RecompMode {
     pub idle: bool,
@@ -72,7 +77,7 @@ pub struct RecompMode {
 #[derive(Debug, Clone, Default)]
 pub struct RecompressRequest {
     pub mode: RecompMode,
-    /// Slots to attempt at most (`u64::MAX`: no limit).
+    /// Slots to attempt at most (`u64::MAX`: no limit; `num_recomp_pages`).
     pub max_pages: u64,
     /// Only slots of at least this size, and only results below it (0: no threshold).
     pub threshold: usize,
@@ -81,10 +86,11 @@ pub struct RecompressRequest {
 }
 
 impl Zram {
-    /// `idle` (6.18 `idle_store` + `mark_idle`): `None` marks every slot; `Some(age)` takes
-    /// the cutoff `boottime - age` in nanoseconds (`ktime_t` arithmetic) and marks the slots
-    /// whose access time is strictly before it, clearing IDLE on the others. A cutoff of
-    /// exactly 0 is "all", as in the kernel.
+    /// `idle` (zram_drv.c `idle_store()` + `mark_idle()`): `None` marks every slot; `Some(age)`
+    /// takes the cutoff `ktime_get_boottime() - age` in nanoseconds (`ktime_t` arithmetic) and
+    /// marks the slots whose access time is strictly before it (`ktime_after(cutoff,
+    /// ac_time)`), clearing IDLE on the others. A cutoff of exactly 0 is "all", as in the
+    /// kernel. Free, WB and SAME slots are left alone.
     pub(crate) fn mark_idle(&self, age_secs: Option<u64>) -> Result<(), ZramError> {
         let cutoff = match age_secs {
             None => 0,
@@ -108,7 +114,8 @@ impl Zram {
         Ok(())
     }
 
-    /// Runs `f` as the one post-processing operation allowed at a time.
+    /// Runs `f` as the one post-processing operation allowed at a time (zram_drv.c
+    /// `writeback_store()` / `recompress_store()`: `atomic_xchg(&pp_in_progress, 1)`, EAGAIN).
     fn exclusive<T>(&self, f: impl FnOnce() -> Result<T, ZramError>) -> Result<T, ZramError> {
         if self.pp_in_progress.swap(true, Ordering::Acquire) {
             return err(Errno::EAGAIN, "another writeback or recompression is running");
@@ -118,9 +125,12 @@ impl Zram {
         r
     }
 
-    /// `writeback`, with the 6.18 parse: each `page_index=`/`page_indexes=` scans its range with
-    /// the mode parsed so far; a valueless mode or `type=` scans the current range and ends the
-    /// parse. Returns the last write error, if any; other slots are still written.
+    /// `writeback`, as zram_drv.c `writeback_store()`: EINVAL before `disksize`, EAGAIN while
+    /// another post-processing runs, ENODEV without a backing device; then the parse: each
+    /// `page_index=`/`page_indexes=` scans its range with the mode parsed so far; a valueless
+    /// mode or `type=` scans the current range and ends the parse; a parse error writes
+    /// nothing. Then `zram_writeback_slots()`: returns the last write error, if any; other
+    /// slots are still written.
     pub(crate) fn writeback(&self, args: &str) -> Result<(), ZramError> {
         let live = self.live_or(Errno::EINVAL)?;
         self.exclusive(|| {
@@ -150,6 +160,7 @@ impl Zram {
                         self.scan_for_writeback(live, mode, lo, hi, ctl);
                         break;
                     }
+                    // `parse_page_index()`: `kstrtoul()`, ERANGE past the disk.
                     ("page_index", Some(v)) => {
                         lo = crate::parse::kstrtoull(v, 10)?;
                         if lo >= nr_pages {
@@ -185,6 +196,8 @@ impl Zram {
         }
     }
 
+    /// zram_drv.c `scan_slots_for_writeback()`: allocated slots that are neither WB nor SAME
+    /// and pass the mode's flags.
     fn scan_for_writeback(&self, live: &Live, mode: WbMode, lo: u64, hi: u64, ctl: &mut PpCtl) {
         for index in lo as usize..hi as usize {
             let slot = live.table.lock(index);
@@ -202,6 +215,11 @@ impl Zram {
         }
     }
 
+    /// zram_drv.c `zram_writeback_slots()`: per slot, the `writeback_limit` check (EIO), a
+    /// block (`alloc_block_bdev()`, ENOSPC; a block left unused goes back at the end), the
+    /// PP_SLOT recheck, the read, one synchronous page write (an error is remembered and the
+    /// next slot tried), then the slot becomes WB (`zram_free_page()`, `pages_stored` counted
+    /// again) and the budget drops by a page in 4 KiB units.
     fn writeback_slots(&self, live: &Live, ctl: &mut PpCtl) -> Result<(), ZramError> {
         let Some(backing) = &live.backing else { return err(Errno::ENODEV, "no backing device") };
         let mut page = vec![0u8; self.config.page_size];
@@ -250,6 +268,9 @@ impl Zram {
             slot.set_handle(blk);
             block = None;
             self.stats.pages_stored.fetch_add(1, Ordering::Relaxed);
+            // 6.18 subtracts `1 << (PAGE_SHIFT - 12)` from any non-zero budget, which wraps
+            // the u64 on 16/64 KiB pages when fewer units are left; zmem saturates
+            // (ARCHITECTURE.md, "Which kernel zmem follows"). Equal on 4 KiB pages.
             if self.wb_limit_enable.load(Ordering::Relaxed) {
                 let mut limit = self.wb_limit();
                 *limit = limit.saturating_sub(self.config.page_size as u64 / 4096);
@@ -266,9 +287,11 @@ impl Zram {
         self.wb_limit.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// `recompress` in 6.18's order: (arguments parsed by the caller), the threshold, then
-    /// the device, then `pp_in_progress` (EAGAIN) before the algorithm and priority are
-    /// resolved against the device. With `objects`, a secondary's object comes from there
+    /// `recompress` in zram_drv.c `recompress_store()`'s order: (arguments parsed by the
+    /// caller), the threshold (`>= huge_class_size`: EINVAL), then the device, then
+    /// `pp_in_progress` (EAGAIN) before the algorithm and priority are resolved against the
+    /// device: `priority=N` tries only N (0 reads as 1), `algo=` the first priority from there
+    /// that has it, the default every secondary; `prio_max` is capped at `num_active_comps`. With `objects`, a secondary's object comes from there
     /// where it has one, instead of from compressing the page on the secondary's stream.
     pub(crate) fn recompress(
         &self,
@@ -309,7 +332,10 @@ impl Zram {
         })
     }
 
-    /// The scan and the work of `recompress`; the caller releases what is left in `ctl`.
+    /// The scan (zram_drv.c `scan_slots_for_recompress()`: allocated, the mode's flags, not
+    /// WB/SAME/INCOMPRESSIBLE, not already at `prio_max - 1` or above) and the work of
+    /// `recompress` (`recompress_store()`'s loop: stops at `max_pages` or the first error); the
+    /// caller releases what is left in `ctl`.
     fn recompress_ctl(
         &self,
         live: &Live,
@@ -359,8 +385,11 @@ impl Zram {
         }
     }
 
-    /// `recompress_slot`: tries the secondaries from `max(prio, current + 1)` up and keeps the
-    /// first result that lands in a smaller size class (and under the threshold).
+    /// zram_drv.c `recompress_slot()`: skips objects under the threshold, reads the page and
+    /// clears IDLE, tries the secondaries from `max(prio, current + 1)` up and keeps the first
+    /// result that lands in a smaller size class (`zs_lookup_class_index()`) and under the
+    /// threshold. Every slot tried counts against `max_pages`; when none helps and the highest
+    /// priority was tried, the slot becomes INCOMPRESSIBLE.
     fn recompress_slot(
         &self,
         live: &Live,
@@ -428,7 +457,8 @@ impl Zram {
             }
             return Ok(());
         };
-        // Recompression allocates without the memory-limit check, as in the kernel.
+        // Recompression allocates without the memory-limit check (`zs_malloc()`, no
+        // `zram_can_store_page()`), as 6.18's `recompress_slot()`.
         let stored = match &object {
             Recompressed::Stream(strm) => live.pool.store(&strm.buffer[..len]),
             Recompressed::Given(bytes) => live.pool.store(bytes),
@@ -436,7 +466,8 @@ impl Zram {
         .map_err(pool_error);
         drop(object);
         let handle: Handle = stored?;
-        // As in the kernel, the slot comes out freshly set: not idle, access time 0.
+        // As in the kernel (`zram_free_page()` then the new handle, size and priority), the
+        // slot comes out freshly set: not idle, access time 0.
         self.free_slot(live, slot);
         slot.set_handle(handle.0);
         slot.set_size(len);
@@ -470,7 +501,7 @@ fn release_remaining(live: &Live, index: usize, ctl: &mut PpCtl) {
     release_all(live, ctl);
 }
 
-/// `release_pp_ctl`: clears PP_SLOT on every slot still in `ctl`.
+/// zram_drv.c `release_pp_ctl()`: clears PP_SLOT on every slot still in `ctl`.
 fn release_all(live: &Live, ctl: &mut PpCtl) {
     while let Some(i) = ctl.select() {
         live.table.lock(i).clear(Flag::PpSlot);

@@ -1,21 +1,25 @@
-//! The device's zsmalloc shrinker. `zram_meta_alloc()` creates the pool with
-//! `zs_create_pool(disk_name)`, which registers "mm-zspool:zram0": under global reclaim vmscan
-//! asks it how many pages compaction could free (`zs_shrinker_count`) and has it compact
-//! (`zs_shrinker_scan`), with no zram lock taken, and the pages it frees show in `mm_stat`'s
+//! The device's zsmalloc shrinker. zram_drv.c `zram_meta_alloc()` creates the pool with
+//! `zs_create_pool(disk_name)`, and mm/zsmalloc.c `zs_register_shrinker()` registers
+//! "mm-zspool:zram0" (`shrinker_alloc(0, ...)`: neither memcg- nor NUMA-aware). mm/shrinker.c
+//! `shrink_slab()` runs such a shrinker only for the root memcg (global reclaim, or memcg
+//! disabled; a child memcg's reclaim goes to `shrink_slab_memcg()`, which skips it): it asks
+//! how many pages compaction could free (`zs_shrinker_count()`) and has it compact
+//! (`zs_shrinker_scan()`), with no zram lock taken, and the pages it frees show in `mm_stat`'s
 //! `pages_compacted` as the `compact` attribute's do. The arithmetic of how often it is asked
 //! is the caller's (zmem-zswap's `do_shrink_slab`).
 
 use crate::Zram;
 
 impl Zram {
-    /// `zs_shrinker_count` of the device's pool: pages compaction could free now; 0 before
+    /// `zs_shrinker_count()` of the device's pool (the sum of `zs_can_compact()` over the
+    /// classes): pages compaction could free now; 0 before
     /// `disksize` or after `reset` (no pool, no shrinker).
     pub fn shrinker_count(&self) -> u64 {
         self.live().map_or(0, |l| l.pool.shrinker_count())
     }
 
-    /// `zs_shrinker_scan` of the device's pool: compacts it; `Some(pages freed)`, or `None`
-    /// (`SHRINK_STOP`) when nothing was freed or there is no pool.
+    /// `zs_shrinker_scan()` of the device's pool: `zs_compact()`; `Some(pages freed)`, or
+    /// `None` (`SHRINK_STOP`) when nothing was freed or there is no pool.
     pub fn shrinker_scan(&self) -> Option<u64> {
         self.live().and_then(|l| l.pool.shrinker_scan())
     }

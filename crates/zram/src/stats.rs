@@ -1,4 +1,7 @@
-//! The stat files in the kernel's exact text formats (zram_drv.c, Linux 6.18).
+//! The stat files in the kernel's exact text formats (drivers/block/zram/zram_drv.c, Linux 6.18:
+//! `mm_stat_show()`, `io_stat_show()`, `bd_stat_show()`, `debug_stat_show()`, each a
+//! `sysfs_emit()` of `struct zram_stats` counters). Every counter is zeroed by
+//! `zram_reset_device()` (`memset(&zram->stats, 0, ...)`).
 //!
 //! Scripts parse these files by position, so the widths, the literal `0` columns that stand for
 //! removed counters, and the trailing newline are part of the interface.
@@ -6,26 +9,32 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// `mm_stat`: nine fields, `"%8llu %8llu %8llu %8lu %8ld %8llu %8lu %8llu %8llu\n"`.
+/// `mm_stat` (`mm_stat_show()`): nine fields,
+/// `"%8llu %8llu %8llu %8lu %8ld %8llu %8lu %8llu %8llu\n"`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MmStat {
-    /// Bytes of data stored: every allocated slot (compressed, huge, same, written back) x page.
+    /// `pages_stored << PAGE_SHIFT`: every allocated slot (compressed, huge, same, written
+    /// back; `zram_writeback_slots()` counts the page again after `zram_free_page()`) x page.
     pub orig_data_size: u64,
-    /// Sum of the stored object lengths (huge objects count a page; same and written-back 0).
+    /// `compr_data_size`: sum of the stored object lengths (`write_incompressible_page()` adds
+    /// `PAGE_SIZE`; same-filled and written-back slots add nothing).
     pub compr_data_size: u64,
-    /// Pages the pool holds, in bytes, fragmentation included.
+    /// `zs_get_total_pages() << PAGE_SHIFT` (0 before `disksize`), fragmentation included.
     pub mem_used_total: u64,
-    /// The memory limit in bytes, 0 for none.
+    /// `limit_pages << PAGE_SHIFT`, 0 for none.
     pub mem_limit: u64,
-    /// The most `mem_used_total` has been since the last reset of the maximum.
+    /// `max_used_pages << PAGE_SHIFT`: the most `mem_used_total` has been when a write checked
+    /// it (`zram_can_store_page()`'s `update_used_max()`), since `mem_used_max` was last reset.
     pub mem_used_max: u64,
-    /// Slots holding a same-filled page.
+    /// `same_pages`: slots holding a same-filled page.
     pub same_pages: u64,
-    /// Pages freed by compaction, cumulative.
+    /// `zs_pool_stats()`'s `pages_compacted`: pages freed by compaction (the `compact`
+    /// attribute and the pool's shrinker), cumulative; 0 before `disksize`.
     pub pages_compacted: u64,
-    /// Slots stored raw because they did not compress below `huge_class_size`.
+    /// `huge_pages`: slots stored raw because the object reached `huge_class_size`
+    /// (`zram_write_page()`: `comp_len >= huge_class_size`).
     pub huge_pages: u64,
-    /// Huge stores since the device was initialised, never decremented.
+    /// `huge_pages_since`: huge stores since the last reset, never decremented.
     pub huge_pages_since: u64,
 }
 
@@ -116,12 +125,14 @@ impl FromStr for MmStat {
     }
 }
 
-/// `io_stat`: `"%8llu %8llu 0 %8llu\n"`; the literal 0 is the removed `invalid_io`.
+/// `io_stat` (`io_stat_show()`): `"%8llu %8llu 0 %8llu\n"`; the literal 0 stands for the
+/// removed `invalid_io` counter (Documentation/admin-guide/blockdev/zram.rst still names it).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct IoStat {
     pub failed_reads: u64,
     pub failed_writes: u64,
-    /// Slots freed by discard, write-zeroes or swap-slot-free notifications.
+    /// Pages freed by discard or write-zeroes (`zram_bio_discard()`) and swap-slot-free
+    /// notifications (`zram_slot_free_notify()`, counted even when the trylock fails).
     pub notify_free: u64,
 }
 
@@ -143,10 +154,11 @@ impl FromStr for IoStat {
     }
 }
 
-/// `bd_stat`: `"%8llu %8llu %8llu\n"`, each in 4 KiB units whatever the page size.
+/// `bd_stat` (`bd_stat_show()`): `"%8llu %8llu %8llu\n"`, each in 4 KiB units whatever the
+/// page size (`FOUR_K()`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct BdStat {
-    /// Blocks reserved on the backing device.
+    /// Blocks reserved on the backing device (`alloc_block_bdev()` / `free_block_bdev()`).
     pub bd_count: u64,
     pub bd_reads: u64,
     pub bd_writes: u64,
@@ -158,7 +170,8 @@ impl fmt::Display for BdStat {
     }
 }
 
-/// `debug_stat`: `"version: %d\n0 %8llu\n"`; the literal 0 is the removed `writestall`.
+/// `debug_stat` (`debug_stat_show()`): `"version: %d\n0 %8llu\n"`; the literal 0 is the
+/// removed `writestall`, the number `miss_free`.
 pub fn debug_stat(miss_free: u64) -> String {
     format!("version: 1\n0 {miss_free:8}\n")
 }

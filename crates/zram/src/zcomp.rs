@@ -1,8 +1,9 @@
-//! Compression streams of one priority (the kernel's `zcomp`): a stream per concurrent user,
-//! each with its own compressor state, a 2-page compression buffer and a 1-page `local_copy`
-//! for objects the pool cannot hand out in place.
+//! Compression streams of one priority (drivers/block/zram/zcomp.c `struct zcomp`): a stream per
+//! concurrent user, each with its own compressor state, a 2-page compression buffer and a 1-page
+//! `local_copy` for objects the pool cannot hand out in place (`zcomp_strm_init()`).
 //!
-//! The kernel keeps one stream per CPU and takes it with the CPU's stream mutex. User space has
+//! The kernel keeps one stream per CPU (`zcomp_cpu_up_prepare()`) and takes the current CPU's
+//! with its mutex (`zcomp_stream_get()`), waiting if another task holds it. User space has
 //! no stable CPU, so a `Zcomp` keeps one stream slot per available CPU and gives each thread a
 //! home slot (round robin at its first use): a thread takes its home slot's mutex if it is free,
 //! else any free slot. Uncontended, a get and its release are one lock and one unlock of a
@@ -11,8 +12,10 @@
 //! taking a stream never waits and never deadlocks. Streams are built on first use, so a device
 //! used by one thread holds one stream.
 //!
-//! Parameters can change while the streams run, as in 6.18, where every stream points at
-//! `zram->params[prio]` and `algorithm_params` may rewrite it after `disksize` (see
+//! Parameters can change while the streams run, as in 6.18, where `comp->params` points at
+//! `zram->params[prio]` (`zcomp_init()`), every call passes it to the backend
+//! (`zcomp_compress()`, `zcomp_decompress()`) and `algorithm_params` may rewrite it after
+//! `disksize` (see
 //! [`Zcomp::update_params`]). Each stream keeps an `Arc` of the parameters it was built with
 //! and is rebuilt when it is next taken after a change, so a dictionary lives as long as any
 //! stream built with it (the kernel `vfree`s the old dictionary under running streams).
@@ -120,7 +123,8 @@ fn home() -> usize {
 
 impl Zcomp {
     /// Builds the first stream now, so a bad algorithm or parameter fails at `disksize` time as
-    /// in the kernel, not on the first write.
+    /// in the kernel (zcomp.c `zcomp_create()`: `setup_params()`, then every CPU's stream), not
+    /// on the first write.
     pub fn new(name: &str, params: &Params, page_size: usize) -> Result<Self, ZramError> {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let z = Self {
@@ -150,17 +154,21 @@ impl Zcomp {
     /// `zram->params[prio]`, which the running streams read through their pointer. What that
     /// changes depends on when each backend reads it:
     ///
-    /// - lz4 and lz4hc read `params->level` on every call (`lz4_compress`, `lz4hc_compress`):
-    ///   the new level (unset: the default) applies from the next write on;
-    /// - zstd built its compression parameters and C/D dictionaries in `zstd_setup_params` at
-    ///   `disksize`, deflate its level and window in each stream's `deflate_create`: they keep
-    ///   the parameters of `disksize`, as do lzo, lzo-rle and 842, which take none.
+    /// - lz4 and lz4hc read `params->level` on every call (backend_lz4.c `lz4_compress()`,
+    ///   backend_lz4hc.c `lz4hc_compress()`): the new level (unset: the default) applies from
+    ///   the next write on;
+    /// - zstd built its compression parameters and C/D dictionaries in backend_zstd.c
+    ///   `zstd_setup_params()` at `disksize`, deflate its level and window in each stream's
+    ///   backend_deflate.c `deflate_create()`: they keep the parameters of `disksize`, as do
+    ///   lzo, lzo-rle and 842, which take none.
     ///
-    /// The dictionary stays the one of `disksize` for every backend. In 6.18 the write
-    /// `vfree`s it while streams still use it (zstd's dictionaries point into it, lz4 reloads
-    /// it per call): a use-after-free, and pages compressed with it could no longer be
-    /// decompressed. Here the old parameters live on in an `Arc` for as long as a stream holds
-    /// them (ARCHITECTURE.md, "Which kernel zmem follows").
+    /// The dictionary stays the one of `disksize` for every backend. This is a deliberate
+    /// departure (ARCHITECTURE.md, "Which kernel zmem follows"): 6.18's `comp_params_reset()`
+    /// `vfree`s it while streams still use it. zstd's C/D dictionaries reference it (a
+    /// use-after-free); lz4/lz4hc streams built with a dictionary reload `params->dict` on
+    /// every compress and decompress, so they switch to the new dictionary (or none) and the
+    /// pages written before no longer decompress. Here the old parameters live on in an `Arc`
+    /// for as long as a stream holds them.
     pub fn update_params(&self, params: &Params) {
         if !matches!(self.name.as_str(), "lz4" | "lz4hc") {
             return;
@@ -179,7 +187,8 @@ impl Zcomp {
             let current = self.current.lock().unwrap_or_else(|p| p.into_inner());
             (current.clone(), self.generation.load(Ordering::Acquire))
         };
-        // As 6.18's backends: parameters they do not use are ignored, not refused.
+        // As 6.18's backends (each `setup_params()`/`create_ctx()`): parameters they do not
+        // use are ignored, not refused.
         let comp = zmem_comp::create_as_backend(&self.name, &params, self.page_size)
             .map_err(|e| ZramError::new(Errno::EINVAL, e.to_string()))?;
         Ok(Stream {

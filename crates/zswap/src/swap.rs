@@ -7,19 +7,26 @@
 //! (`is_folio_zero_filled()`, every word of every subpage) only sets its slots' bits in the swap
 //! area's zeromap (6.12+) and reaches neither zswap nor the device; any other folio, whole, with
 //! its zero subpages, clears the bits and is offered to `zswap_store()`; a folio zswap rejects
-//! is written to the device, unless
-//! the memcg has `memory.zswap.writeback` at 0, in which case it stays in RAM
-//! (`folio_mark_dirty` + `AOP_WRITEPAGE_ACTIVATE`: reclaim activates it and moves on). After the
+//! is written to the device (`__swap_writepage()`), unless the memcg has
+//! `memory.zswap.writeback` at 0 (`mem_cgroup_zswap_writeback_enabled()`), in which case it
+//! stays in RAM (`folio_mark_dirty()` + `AOP_WRITEPAGE_ACTIVATE`, which mm/vmscan.c `pageout()`
+//! turns into `PAGE_ACTIVATE`: `shrink_folio_list()` activates it and moves on). After the
 //! store, the shrink worker the store may have queued runs, and, unless the caller runs them
-//! itself ([`SwapLayer::set_slab_reclaim`]), vmscan's `shrink_slab()` runs the shrinkers (zswap's,
-//! its pools' zsmalloc compaction, the device's) with `do_shrink_slab()`'s arithmetic
+//! itself ([`SwapLayer::set_slab_reclaim`]), mm/shrinker.c `shrink_slab()` runs the shrinkers
+//! (zswap's, its pools' zsmalloc compaction, the device's) with `do_shrink_slab()`'s arithmetic
 //! ([`crate::shrinker`]).
 //!
-//! In (`swap_read_folio()`): the zeromap, else `zswap_load()`, else the device; a page read
-//! from the device is counted for the shrinker (`zswap_folio_swapin()`). The slot is then
-//! freed, as when the swap entry's last reference goes (`swap_entry_free()`: the zeromap bit is
-//! cleared, `zswap_invalidate()`, and the device's `swap_slot_free_notify`, which frees a zram
-//! slot).
+//! In (mm/page_io.c `swap_read_folio()`): the zeromap (`swap_read_folio_zeromap()`), else
+//! `zswap_load()`, else the device; a page read from the device is counted for the shrinker
+//! (`zswap_folio_swapin()`). [`SwapLayer::swap_in`] then frees the slot, as when the swap
+//! entry's last reference goes (mm/swapfile.c `swap_entries_free()` → `swap_range_free()`: the
+//! zeromap bit is cleared, `zswap_invalidate()`, and, for a block device, its
+//! `swap_slot_free_notify`, which frees a zram slot). That is 6.18 for zram
+//! (`SWP_SYNCHRONOUS_IO`, swap count 1: mm/memory.c `do_swap_page()` reads into a private folio
+//! and `swap_free_nr()` drops the last reference); a fault through the swap cache keeps the
+//! slot in 6.18 unless `should_try_to_free_swap()` (swap over half full, `VM_LOCKED`, or a
+//! write fault on an exclusive folio), so a clean page read back from a swap file could be
+//! reclaimed again without a write. Here every swap-in frees its slot (a simplification).
 //!
 //! The device is anything that stores pages by offset ([`SwapDevice`]): a [`SwapFile`], or a
 //! zram device (the lab implements the trait for it, so zram swap gets the same zeromap). zswap
@@ -41,11 +48,13 @@ use crate::{StoreOutcome, SwapFile, Zswap, ZswapError};
 pub trait SwapDevice: Send + Sync {
     fn write_page(&self, offset: u64, page: &[u8]) -> Result<(), ZswapError>;
     fn read_page(&self, offset: u64, out: &mut [u8]) -> Result<(), ZswapError>;
-    /// `swap_slot_free_notify`: the swap entry at `offset` is gone. A file ignores it; zram
-    /// frees the slot.
+    /// `block_device_operations.swap_slot_free_notify`, called by mm/swapfile.c
+    /// `swap_range_free()` for a block device: the swap entry at `offset` is gone. A file
+    /// ignores it; zram frees the slot (`zram_slot_free_notify()`).
     fn free_slot(&self, _offset: u64) {}
     /// The device's memory-pressure shrinker, if it has one: zram's zsmalloc pool registers
-    /// "mm-zspool:zram0", which compacts the pool under global reclaim. The swap layer keeps
+    /// "mm-zspool:zram0" (mm/zsmalloc.c `zs_register_shrinker()`, not memcg-aware), which
+    /// compacts the pool when `shrink_slab()` runs for the root memcg. The swap layer keeps
     /// its deferred work and runs it in [`SwapLayer::shrink_slab`].
     fn shrinker(&self) -> Option<&dyn Shrinker> {
         None
@@ -137,10 +146,12 @@ pub enum SwapIn {
 /// Whose shrinkers a reclaim pass runs (vmscan's `shrink_slab()` with the memcg it reclaims).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SlabScope {
-    /// Reclaim of the root memcg (kswapd, or a machine out of memory): every shrinker.
+    /// Reclaim of the root memcg (kswapd, or a machine out of memory): every shrinker
+    /// (mm/shrinker.c `shrink_slab()` walks `shrinker_list`).
     Global,
-    /// A memcg's own reclaim (its `memory.max` / `memory.high`): `shrink_slab_memcg()`, only
-    /// the memcg-aware shrinkers (zswap's; not zsmalloc's).
+    /// A memcg's own reclaim (its `memory.max` / `memory.high`): mm/shrinker.c
+    /// `shrink_slab_memcg()`, only the `SHRINKER_MEMCG_AWARE` shrinkers (zswap's; not
+    /// zsmalloc's).
     Memcg,
 }
 
@@ -153,7 +164,8 @@ pub struct SlabReclaim {
 }
 
 impl Default for SlabReclaim {
-    /// `DEF_PRIORITY` (the priority a reclaim pass that meets its target never leaves), all
+    /// `DEF_PRIORITY` (12, include/linux/mmzone.h; the priority a reclaim pass that meets its target
+    /// never leaves: mm/vmscan.c `do_try_to_free_pages()` lowers it only while short), all
     /// shrinkers.
     fn default() -> Self {
         Self { priority: DEF_PRIORITY, scope: SlabScope::Global }
@@ -259,11 +271,12 @@ impl SwapLayer {
         self.slab_reclaim
     }
 
-    /// vmscan's `shrink_slab()` over this swap area's shrinkers at reclaim priority
+    /// mm/shrinker.c `shrink_slab()` over this swap area's shrinkers at reclaim priority
     /// `priority` (`DEF_PRIORITY` 12 down to 0; see [`crate::shrinker`]), each with its own
-    /// deferred work: zswap's ("mm-zswap"), then the allocator shrinkers of zswap's pools
-    /// ("mm-zspool:..."; zswap registers its shrinker before it creates its first pool), then
-    /// the device's ([`SwapDevice::shrinker`]). [`SlabScope::Memcg`] runs only the memcg-aware
+    /// deferred work, in `shrinker_list` order (`shrinker_register()` adds at the tail):
+    /// zswap's ("mm-zswap"), then the allocator shrinkers of zswap's pools ("mm-zspool:...";
+    /// mm/zswap.c `zswap_setup()` registers its shrinker before it creates its first pool),
+    /// then the device's ([`SwapDevice::shrinker`]). [`SlabScope::Memcg`] runs only the memcg-aware
     /// ones (zswap's).
     pub fn shrink_slab(&self, priority: u32, scope: SlabScope) -> SlabShrinkResult {
         let mut r = SlabShrinkResult::default();
@@ -308,7 +321,7 @@ impl SwapLayer {
         }
     }
 
-    /// `swap_writeout()`: `page` leaves RAM for swap slot `offset`. Then, with
+    /// mm/page_io.c `swap_writeout()`: `page` leaves RAM for swap slot `offset`. Then, with
     /// [`SwapLayer::set_slab_reclaim`]'s setting, one `shrink_slab()` pass, whatever became of
     /// the page (the pass belongs to the reclaim, not to the page).
     pub fn swap_out(
@@ -371,7 +384,10 @@ impl SwapLayer {
     ) -> Result<SwapOut, ZswapError> {
         let nr = (folio.len() / self.page_size) as u64;
         if is_zero_filled(folio) {
-            // A zero folio replaces whatever its slots held before.
+            // A zero folio replaces whatever its slots held before. (6.18's `swap_writeout()`
+            // does not invalidate here: a slot being written out never has a zswap entry, as
+            // `swap_range_free()` and `zswap_load()` into the swap cache drop them; this is a
+            // no-op kept for callers that reuse a slot without freeing it.)
             for o in offset..offset + nr {
                 if let Some(z) = &self.zswap {
                     z.invalidate(o);
@@ -400,8 +416,9 @@ impl SwapLayer {
         Ok(out)
     }
 
-    /// `swap_read_folio()` and then the slot's release: the page at `offset` comes back into
-    /// `out`, and the swap slot is free again.
+    /// mm/page_io.c `swap_read_folio()` and then the slot's release: the page at `offset` comes
+    /// back into `out`, and the swap slot is free again (zram's path in 6.18; see the module
+    /// comment for the swap-cache path, which may keep the slot).
     pub fn swap_in(
         &self,
         offset: u64,
@@ -413,8 +430,9 @@ impl SwapLayer {
         Ok(from)
     }
 
-    /// `swap_read_folio()`: reads slot `offset` without freeing it (zswap's loads are
-    /// exclusive all the same: the entry is gone afterwards).
+    /// mm/page_io.c `swap_read_folio()`: reads slot `offset` without freeing it (zswap's loads
+    /// into the swap cache are exclusive all the same: mm/zswap.c `zswap_load()` erases the
+    /// entry and dirties the folio).
     pub fn read(
         &self,
         offset: u64,
@@ -442,7 +460,8 @@ impl SwapLayer {
         Ok(SwapIn::Device)
     }
 
-    /// `swap_entry_free()`: slot `offset` holds nothing any more.
+    /// mm/swapfile.c `swap_entries_free()` → `swap_range_free()`: slot `offset` holds nothing
+    /// any more (zeromap bit, `zswap_invalidate()`, the device's `swap_slot_free_notify`).
     pub fn free(&self, offset: u64) {
         if offset >= self.nr_slots {
             return;

@@ -268,8 +268,10 @@ pub(super) fn swap_in_us_per_sec(r: &SwapRow, rates: &Rates) -> f64 {
 }
 
 /// CPU seconds per second at `rates` for a replay row: its CPU per swap operation, and the
-/// kernel's own reclaim and fault work ([`cost::SWAP_OVERHEAD`]), which a swap-out to zswap, to
-/// zram or to the device behind zswap costs alike.
+/// kernel's own reclaim and fault work ([`cost::SWAP_OVERHEAD`]; measured, not read from the
+/// source, on zram swap: docs/BENCHMARKS.md "The kernel's own swap work (issue 31)"), taken as
+/// the same for a swap-out to zswap, to zram or to the device behind zswap (an assumption: the
+/// swap-cache path zswap takes, mm/swap_state.c, was not measured apart).
 fn cpu_secs_per_sec(r: &SwapRow, rates: &Rates) -> f64 {
     let ops = (r.swap_ins + r.swap_outs) as f64;
     if ops == 0.0 {

@@ -12,12 +12,13 @@
 //! processes, each process weighs as much as it has in swap (`VmSwap`, [`swap_weights`]): zswap
 //! holds the swapped pages of the processes that swapped, not a mix of everyone's resident ones.
 //! Zero-filled pages are left out: since 6.12 the swap core keeps them in its zeromap and never
-//! offers them to zswap (`page_io.c: swap_writeout` -> `is_folio_zero_filled`).
+//! offers them to zswap (mm/page_io.c `swap_writeout()` -> `is_folio_zero_filled()`).
 //!
 //! **Candidates.** Each configuration (compressor the kernel offers x max_pool_percent x
 //! shrinker_enabled, at the live accept_threshold_percent; and, where that replay's pool hit its
 //! limit, at each other [`ACCEPT_THRESHOLDS`] value: below the limit the threshold never acts,
-//! since zswap_store only consults it once `pool_limit_hit` has latched) is replayed on the lab's trace with
+//! since mm/zswap.c `zswap_check_limits()` consults it only once the limit was reached and
+//! `zswap_pool_reached_full` has latched) is replayed on the lab's trace with
 //! RAM for a quarter of the pages, in front of the swap device the lab measured or profiled,
 //! beside one zram replay of the current zram configuration on the same trace and RAM:
 //! - pool: the current zram candidate's projected pool x (zswap replay's peak pool / zram
@@ -54,13 +55,17 @@ pub use candidates::*;
 pub use now::*;
 pub use verdict::*;
 
-/// zswap's max_pool_percent values tried (the kernel default is 20).
+/// zswap's max_pool_percent values tried (the kernel default is 20: mm/zswap.c
+/// `zswap_max_pool_percent`).
 pub const MAX_POOL_PERCENTS: [u32; 3] = [10, 20, 30];
 /// accept_threshold_percent values tried besides the live one, for configurations whose pool
 /// hit its limit: 100 accepts again as soon as the pool is under the limit (no hysteresis),
-/// 70 waits until it has shrunk by 30 % (fewer limit hits, more pages rejected to the device).
+/// 70 waits until it has shrunk by 30 % (fewer limit hits, more pages rejected to the device):
+/// mm/zswap.c `zswap_check_limits()` clears `zswap_pool_reached_full` only at or below
+/// `zswap_accept_thr_pages()`.
 pub const ACCEPT_THRESHOLDS: [u32; 2] = [70, 100];
-/// The kernel's default accept_threshold_percent (left out of the candidates' names).
+/// The kernel's default accept_threshold_percent (mm/zswap.c `zswap_accept_thr_percent`; left
+/// out of the candidates' names).
 const DEFAULT_ACCEPT: u32 = 90;
 /// Compressors zmem implements that zswap could ask the crypto API for.
 pub const ZMEM_COMPRESSORS: [&str; 6] = ["lzo", "lzo-rle", "lz4", "lz4hc", "zstd", "deflate"];

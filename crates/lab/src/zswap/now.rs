@@ -320,8 +320,9 @@ fn top_level_zswap_bytes(cgroups: &[zmem_kernel::zswap_state::ZswapCgroup]) -> O
 }
 
 /// The swap rates with zswap's own traffic: with zswap enabled a page it stores or loads is in
-/// zswpout/zswpin and not in pswpout/pswpin (`page_io.c: swap_writeout` returns after a
-/// successful `zswap_store`), so the swap traffic is their sum.
+/// zswpout/zswpin and not in pswpout/pswpin (mm/page_io.c `swap_writeout()` returns after a
+/// successful `zswap_store()`, and `swap_read_folio()` after a `zswap_load()` hit, before the
+/// bdev reads that count `PSWPIN`), so the swap traffic is their sum.
 pub fn with_zswap_traffic(rates: Rates, z: &ZswapRates) -> Rates {
     if rates.source != "observed" {
         return rates;

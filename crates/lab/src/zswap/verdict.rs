@@ -78,8 +78,9 @@ pub fn verdict(
     Verdict { choice: choice.into(), config, reason, zram, zswap: best.map(|b| b.name.clone()) }
 }
 
-/// The kernel's swap read-ahead since boot (`/proc/vmstat`): pages read ahead and, of those,
-/// pages then asked for.
+/// The kernel's swap read-ahead since boot (`/proc/vmstat`): pages read ahead (`swap_ra`,
+/// counted by mm/swap_state.c `swap_cluster_readahead()` / `swap_vma_readahead()`) and, of
+/// those, pages then asked for (`swap_ra_hit`, `swap_update_readahead()`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ReadAhead {
     pub pages: u64,
@@ -106,7 +107,8 @@ impl ReadAhead {
 /// (`swap_ra_hit / swap_ra` since boot): from memory, a page read ahead costs a decompression,
 /// worth it only when the pages are mostly used (3 in 4: 1, two pages a fault; else 0); from a
 /// device it saves a device read, and is cut only when it is mostly wasted (1 in 4 used: 1;
-/// else the kernel's 3). Without enough read-ahead to judge, 0 from memory and 3 from a device.
+/// else the kernel's 3, mm/swap.c `swap_setup()` above 16 MiB of RAM). The 3-in-4 and 1-in-4
+/// cut-offs are zmem's judgement, not a kernel rule. Without enough read-ahead to judge, 0 from memory and 3 from a device.
 pub(super) fn page_cluster(
     from_memory: bool,
     hit: f64,

@@ -2,21 +2,31 @@
 //! mm/vmscan.c), with the accessed bit of each page's PTE and the folio's `PG_referenced`:
 //!
 //! - A faulted-in page (first touch or swap-in) goes to the head of the inactive list with its
-//!   accessed bit set (the fault's access), `lru_cache_add()` for anonymous folios since Linux 5.9.
-//!   A swap-in whose refault distance (evictions and activations since its eviction,
-//!   `workingset_refault()`) is at most the active list's size goes to the active list instead.
+//!   accessed bit set (the fault's access): mm/memory.c `do_anonymous_page()` /
+//!   `do_swap_page()` → mm/swap.c `folio_add_lru()` (new anonymous folios start inactive since
+//!   Linux 5.9). A swap-in goes to the active list instead when mm/workingset.c
+//!   `workingset_refault()` finds its refault distance (`nonresident_age` since its eviction:
+//!   evictions and activations, `workingset_age_nonresident()`) at most the workingset size,
+//!   which for anon with free swap and no file pages (as here) is the active anon list
+//!   (`workingset_test_recent()`).
 //! - An access to a resident page sets its accessed bit.
-//! - Reclaim (`shrink_lruvec()`) scans the inactive tail (`shrink_folio_list()` with
-//!   `folio_check_references()`): an accessed page has its bit cleared and, if it was accessed
-//!   before (`PG_referenced`), is activated, else marked referenced and rotated to the inactive
-//!   head; a page not accessed is evicted. Each batch of [`SWAP_CLUSTER_MAX`] inactive pages
-//!   scanned, when the inactive list is smaller than the active one (`inactive_is_low()`: ratio 1
-//!   below 1 GiB), as many pages move from the active tail to the inactive head with their bits
-//!   cleared (`shrink_active_list()`: anonymous pages are deactivated, accessed or not).
+//! - Reclaim (`shrink_lruvec()`) scans the inactive tail (`shrink_inactive_list()` →
+//!   `shrink_folio_list()` with `folio_check_references()`): `PG_referenced` is tested and
+//!   cleared; an accessed page has its bit cleared (`folio_referenced()`) and `PG_referenced`
+//!   set, and is activated if the flag was set before, else rotated to the inactive head
+//!   (`FOLIOREF_KEEP`); a page not accessed is reclaimed. A folio that `trylock` fails on is
+//!   put back without a check. Activations age `nonresident_age` (`move_folios_to_lru()`).
+//! - Every [`SWAP_CLUSTER_MAX`] inactive pages scanned, when the inactive list is smaller than
+//!   the active one, as many pages move from the active tail to the inactive head with their
+//!   bits cleared (`shrink_active_list()`: anonymous pages are deactivated, accessed or not).
+//!   6.18 decides that with `inactive_is_low()` (ratio `int_sqrt(10 * GiB)`, 1 below 1 GiB; this
+//!   model keeps ratio 1 at every size) and scans both lists in `SWAP_CLUSTER_MAX` chunks sized
+//!   by `get_scan_count()`; one active batch per inactive batch is this model's simplification.
 //!
 //! Lists are index-linked over page ids, so every step is O(1).
 
-/// vmscan's batch: pages isolated per scan and reclaimed per memcg charge failure.
+/// include/linux/swap.h `SWAP_CLUSTER_MAX`: pages isolated per `shrink_list()` call, and what
+/// mm/memcontrol.c `try_charge_memcg()` asks `try_to_free_mem_cgroup_pages()` for at least.
 pub(crate) const SWAP_CLUSTER_MAX: usize = 32;
 
 const NONE: u32 = u32::MAX;
@@ -140,8 +150,9 @@ impl Lru {
         self.accessed[page as usize] = true;
     }
 
-    /// A page faulted in: onto the inactive head, accessed; a swap-in (`refault`) whose refault
-    /// distance is within the active list goes onto the active list.
+    /// A page faulted in (mm/swap.c `folio_add_lru()`): onto the inactive head, accessed; a
+    /// swap-in (`refault`) whose refault distance is within the active list goes onto the
+    /// active list (`workingset_refault()` sets it active and ages `nonresident_age`).
     pub(crate) fn install(&mut self, page: u32, refault: bool) {
         self.add(page, refault, true);
     }
@@ -154,7 +165,8 @@ impl Lru {
     }
 
     /// Keeps `page` (resident) out of [`Lru::victim`]'s choice until unpinned (`None`): a folio
-    /// locked by its fault, which `shrink_folio_list()` cannot lock and puts back.
+    /// locked by its fault, which `shrink_folio_list()` cannot `folio_trylock()` and puts back
+    /// (`keep`) before any reference check.
     pub(crate) fn pin(&mut self, page: Option<u32>) {
         self.pinned = page.unwrap_or(NONE);
     }
@@ -181,8 +193,9 @@ impl Lru {
         }
     }
 
-    /// `shrink_active_list()`: moves up to a batch from the active tail to the inactive head,
-    /// accessed bits cleared.
+    /// mm/vmscan.c `shrink_active_list()`: moves up to a batch from the active tail to the
+    /// inactive head, accessed bits cleared (`folio_referenced()`; only file-backed executable
+    /// folios stay active), `PG_referenced` untouched.
     fn deactivate_batch(&mut self) {
         for _ in 0..SWAP_CLUSTER_MAX {
             let t = self.active.tail;
@@ -195,8 +208,9 @@ impl Lru {
         }
     }
 
-    /// The next page reclaim evicts (RAM full; at least one page not pinned): scans as `shrink_folio_list()` does until an
-    /// inactive page not accessed since the last scan is at the tail. The page stays resident
+    /// The next page reclaim evicts (RAM full; at least one page not pinned): scans as
+    /// `shrink_folio_list()` does (`folio_check_references()`) until an inactive page not
+    /// accessed since the last scan is at the tail; its `PG_referenced` is cleared. The page stays resident
     /// until [`Lru::evict`] (reclaim may fail to write it out and keep it).
     pub(crate) fn victim(&mut self) -> u32 {
         loop {
@@ -216,6 +230,8 @@ impl Lru {
             }
             let i = t as usize;
             if !self.accessed[i] {
+                // `folio_test_clear_referenced()`: FOLIOREF_RECLAIM leaves the flag clear.
+                self.referenced[i] = false;
                 return t;
             }
             self.accessed[i] = false;
@@ -236,8 +252,10 @@ impl Lru {
         self.nonresident_age += 1;
     }
 
-    /// Reclaim could not write the victim out: it is activated, as the kernel activates a folio
-    /// that `swap_writeout()` hands back.
+    /// Reclaim could not write the victim out: it is activated, as `shrink_folio_list()`
+    /// activates a folio that `swap_writeout()` hands back (`AOP_WRITEPAGE_ACTIVATE` →
+    /// `pageout()`'s `PAGE_ACTIVATE` → `activate_locked`), ageing `nonresident_age` when
+    /// `move_folios_to_lru()` puts it back.
     pub(crate) fn activate(&mut self, page: u32) {
         self.unlink(page);
         self.nonresident_age += 1;
@@ -276,10 +294,28 @@ mod tests {
         l.touch(1);
         let v = l.victim();
         assert_eq!(v, 2, "0 and 1 were accessed again since their scan");
-        assert!(l.is_active(0) && l.is_active(1), "a second access activates");
+        assert!(l.is_active(1), "a second access activates");
+        // 0's PG_referenced was cleared by the check that chose it (`folio_check_references()`
+        // test-and-clears it), so this access only marks it and rotates it again.
+        assert!(!l.is_active(0) && l.referenced[0]);
         l.evict(v);
         assert!(!l.is_resident(2));
         assert_eq!(l.len(), 3);
+    }
+
+    /// mm/vmscan.c `folio_check_references()` test-and-clears `PG_referenced` on every check:
+    /// a page reclaim picks (no PTE access) leaves with the flag clear, so if `swap_writeout()`
+    /// hands it back (activated), a later single access after deactivation rotates it again
+    /// rather than activating it at once.
+    #[test]
+    fn a_chosen_victim_has_pg_referenced_cleared() {
+        let mut l = Lru::new(1, 1);
+        l.install(0, false);
+        // The fault's access: marked referenced and rotated; then, not accessed, chosen.
+        assert_eq!(l.victim(), 0);
+        assert!(!l.referenced[0], "folio_test_clear_referenced() at the check that chose it");
+        l.activate(0);
+        assert!(l.is_active(0));
     }
 
     #[test]

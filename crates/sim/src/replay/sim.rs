@@ -42,14 +42,16 @@ impl SwapDevice for ZramSwap {
     fn free_slot(&self, offset: u64) {
         self.0.slot_free_notify(offset);
     }
-    /// zram's pool registers zsmalloc's shrinker ("mm-zspool:zramN"): under global reclaim
-    /// the swap layer runs it with the kernel's `do_shrink_slab()` arithmetic, and it compacts
-    /// the device's pool (`zs_shrinker_scan`), which `mm_stat`'s `pages_compacted` counts.
+    /// zram's pool registers zsmalloc's shrinker ("mm-zspool:zramN", mm/zsmalloc.c
+    /// `zs_register_shrinker()`): when `shrink_slab()` runs for the root memcg the swap layer
+    /// runs it with mm/shrinker.c `do_shrink_slab()`'s arithmetic, and it compacts the
+    /// device's pool (`zs_shrinker_scan()`), which `mm_stat`'s `pages_compacted` counts.
     fn shrinker(&self) -> Option<&dyn Shrinker> {
         Some(self)
     }
-    /// zram's disk is `BLK_FEAT_SYNCHRONOUS`, so its swap area is `SWP_SYNCHRONOUS_IO`: a
-    /// swap-in fault reads only its own page ([`super::readahead`]).
+    /// zram's disk is `BLK_FEAT_SYNCHRONOUS` (zram_drv.c `zram_add()`), so its swap area is
+    /// `SWP_SYNCHRONOUS_IO` (mm/swapfile.c swapon, `bdev_synchronous()`): a swap-in fault
+    /// reads only its own page (mm/memory.c `do_swap_page()`; [`super::readahead`]).
     fn synchronous_io(&self) -> bool {
         true
     }
@@ -342,7 +344,8 @@ impl<'p> Simulator<'p> {
             SwapKind::Zswap => (SwapLayer::with_zswap(build_zswap(cfg, n as u64)?), None),
         };
         let timer = SwapTimer::new(cfg.swap, &cfg.device, zram.clone());
-        // `do_swap_page()`: a synchronous device's faults read only their own page (every entry
+        // mm/memory.c `do_swap_page()`: a `SWP_SYNCHRONOUS_IO` device's faults with
+        // `__swap_count() == 1` skip the swap cache and read only their own page (every entry
         // here has a swap count of 1: one process, no fork).
         let ra = Some(SwapRa::new(cfg.readahead, cfg.page_cluster, n as u64, ps))
             .filter(|r| r.reads_ahead() && !swap.synchronous_io());
@@ -363,8 +366,8 @@ impl<'p> Simulator<'p> {
         })
     }
 
-    /// zram's `idle=all` then `writeback=idle`, as a periodic writeback would after the pages
-    /// aged: every slot zram holds moves to the backing device (needs
+    /// zram's `idle=all` then `writeback=idle` (zram_drv.c `idle_store()`,
+    /// `writeback_store()`), as a periodic writeback would after the pages aged: every slot zram holds moves to the backing device (needs
     /// [`ReplayConfig::zram_backing`]). Returns the pages written; each is charged a device
     /// write when the replay finishes, and each later swap-in of one a device read.
     pub fn zram_writeback_idle(&self) -> Result<u64, SimError> {
@@ -439,7 +442,11 @@ impl<'p> Simulator<'p> {
         Ok(())
     }
 
-    /// The faulting page's own read: through the swap layer, then its slot is freed.
+    /// The faulting page's own read: through the swap layer (mm/page_io.c
+    /// `swap_read_folio()`), then its slot is freed. That is 6.18 for zram (no swap cache,
+    /// `swap_free_nr()` drops the last reference); through the swap cache 6.18 keeps the slot
+    /// unless `should_try_to_free_swap()`, which this model does not (see zmem-zswap's
+    /// swap.rs).
     fn fault_in(&mut self, p: u32) -> Result<(), SimError> {
         self.counts.swap_ins += 1;
         if self.swap.swap_in(u64::from(p), &mut self.buf, &mut self.timer)? == SwapIn::Zeromap {
@@ -515,11 +522,13 @@ impl<'p> Simulator<'p> {
         Ok(())
     }
 
-    /// A memcg charge that finds RAM full: reclaim swaps out up to a batch of victims
-    /// (`try_to_free_mem_cgroup_pages()` asks for `SWAP_CLUSTER_MAX` pages), as the LRU picks
-    /// them. A victim the swap layer keeps in RAM is activated and reclaim moves on; when more
-    /// than twice RAM's worth in a row is kept, nothing can leave RAM and the replay stops as
-    /// the kernel would OOM.
+    /// A memcg charge that finds RAM full: reclaim swaps out up to a batch of victims (mm/
+    /// memcontrol.c `try_charge_memcg()` → `try_to_free_mem_cgroup_pages()`, at least
+    /// `SWAP_CLUSTER_MAX` pages), as the LRU picks them. A victim the swap layer keeps in RAM
+    /// is activated (`pageout()`'s `PAGE_ACTIVATE`) and reclaim moves on; when more than twice
+    /// RAM's worth in a row is kept, nothing can leave RAM and the replay stops as the kernel
+    /// would OOM. (The bound is this model's; 6.18 gives up after `MAX_RECLAIM_RETRIES`
+    /// failed reclaims of the charge and invokes the memcg OOM killer.)
     fn reclaim(&mut self) -> Result<(), SimError> {
         let want = SWAP_CLUSTER_MAX.min(self.ram.evictable());
         let mut freed = 0;
@@ -530,7 +539,8 @@ impl<'p> Simulator<'p> {
             match self.cached[victim as usize] {
                 Cached::Mapped => {}
                 // A read-ahead page never faulted, clean: `shrink_folio_list()` removes it from
-                // the swap cache without `pageout()`; its slot still holds it.
+                // the swap cache without `pageout()` (`__remove_mapping()` leaves a shadow);
+                // its slot still holds it.
                 Cached::Clean => {
                     self.counts.ra_reclaimed += 1;
                     self.counts.ra_dropped += 1;
