@@ -158,7 +158,7 @@ fn put_sequence(
 /// `n / 7 <= len / 28 <= len / 16`, the stream is at most `len + len / 16 + 5` bytes. The fast
 /// path's literal copies write in 16-byte blocks, up to 12 bytes past a run's end; 64 bytes
 /// cover the rest with room to spare.
-pub const fn fast_bound(len: usize) -> usize {
+pub(crate) const fn fast_bound(len: usize) -> usize {
     len + len / 16 + 64
 }
 
