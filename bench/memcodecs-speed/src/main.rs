@@ -60,14 +60,15 @@ impl Codec for LibLz4 {
     }
 }
 
-struct Ours(Box<dyn Compressor>);
+struct Ours(Box<dyn Compressor>, Option<usize>);
 
 impl Codec for Ours {
     fn name(&self) -> &str {
         self.0.name()
     }
     fn compress(&mut self, src: &[u8], dst: &mut [u8]) -> usize {
-        self.0.compress(src, dst).expect("compress")
+        let cap = self.1.unwrap_or(dst.len());
+        self.0.compress(src, &mut dst[..cap]).expect("compress")
     }
     fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> usize {
         self.0.decompress(src, dst).expect("decompress")
@@ -170,7 +171,12 @@ fn main() {
     let mut codecs: Vec<Box<dyn Codec>> = vec![Box::new(LibLz4)];
     let names = args.next().unwrap_or_else(|| "lz4m,wkdm,842".into());
     for name in names.split(',') {
-        codecs.push(Box::new(Ours(create(name, &Params::default(), PAGE).expect(name))));
+        // NAME:CAP compresses into a destination of CAP bytes (a codec's checked path).
+        let (name, cap) = match name.split_once(':') {
+            Some((n, c)) => (n, Some(c.parse().expect("CAP is a number"))),
+            None => (name, None),
+        };
+        codecs.push(Box::new(Ours(create(name, &Params::default(), PAGE).expect(name), cap)));
     }
     println!("file {file}, best of {rounds} rounds per batch of {BATCH} pages, codecs interleaved");
     let best = run(&mut codecs, &all, rounds);

@@ -146,8 +146,169 @@ fn put_sequence(
     Ok(put_ext(dst, op + lbytes, mlen))
 }
 
+/// The destination size from which [`Lz4m::compress`] takes the unchecked path: the largest
+/// stream `len` bytes can give plus a wild copy's slack.
+///
+/// Proof of the bound. Let `n = len / 4`. A match sequence of `L` literal words and `M >= 1`
+/// match words writes `2 + ext_len(M) <= 4M` bytes of token and match extension (`ext_len(M)` is
+/// 0 below 7 and at most `M - 6` from 7) and `4L + ext_len(L)` of literals, with
+/// `ext_len(L) <= L / 7` (it is 0 below 7, and `(L - 7) / 255 + 1 <= L / 7` from 7). The last
+/// sequence writes `2 + 4L + ext_len(L)` and the tail (at most 3 bytes). Summed over words that
+/// are each a literal or a match word at most once: `4n + n / 7 + 2 + 3 + ...`, and with
+/// `n / 7 <= len / 28 <= len / 16`, the stream is at most `len + len / 16 + 5` bytes. The fast
+/// path's literal copies write in 16-byte blocks, up to 12 bytes past a run's end; 64 bytes
+/// cover the rest with room to spare.
+pub(crate) const fn fast_bound(len: usize) -> usize {
+    len + len / 16 + 64
+}
+
+/// The native-endian word `k` of `s` (`4k .. 4k + 4`), as the checked path's
+/// word copy reads it.
+///
+/// # Safety
+/// `4k + 4` bytes must be readable from `s`.
+#[inline(always)]
+unsafe fn word_at(s: *const u8, k: usize) -> u32 {
+    // SAFETY: the caller's guarantee; `read_unaligned` needs no alignment.
+    unsafe { s.add(4 * k).cast::<u32>().read_unaligned() }
+}
+
+/// Two native-endian words `k` and `k + 1` as one 64-bit load.
+///
+/// # Safety
+/// `4k + 8` bytes must be readable from `s`.
+#[inline(always)]
+unsafe fn words2_at(s: *const u8, k: usize) -> u64 {
+    // SAFETY: the caller's guarantee.
+    unsafe { s.add(4 * k).cast::<u64>().read_unaligned() }
+}
+
+/// A 255-run extension at `d + op` for a full length `len` (nothing below [`RUN_MASK`]).
+///
+/// # Safety
+/// `ext_len(len)` bytes must be writable from `d + op`.
+#[inline(always)]
+unsafe fn put_ext_raw(d: *mut u8, mut op: usize, len: usize) -> usize {
+    if len >= RUN_MASK {
+        let mut rem = len - RUN_MASK;
+        while rem >= 255 {
+            // SAFETY: one of the `ext_len(len)` bytes.
+            unsafe { *d.add(op) = 255 };
+            op += 1;
+            rem -= 255;
+        }
+        // SAFETY: the last of them.
+        unsafe { *d.add(op) = rem as u8 };
+        op += 1;
+    }
+    op
+}
+
+/// The unchecked compressor for destinations of at least [`fast_bound`]: the checked path's
+/// search and bytes, with the words loaded straight from `src`, matches extended two words per
+/// compare, and sequences written with no room checks (the bound covers every write) and
+/// literals copied in 16-byte blocks.
+fn compress_fast(table: &mut [u16; HASH_SIZE], src: &[u8], dst: &mut [u8]) -> usize {
+    assert!(dst.len() >= fast_bound(src.len()));
+    let n = src.len() / 4;
+    let tail = src.len() - n * 4;
+    let s = src.as_ptr();
+    let d = dst.as_mut_ptr();
+    let mut op = 0;
+    let mut anchor = 0;
+    if n > MFLIMIT {
+        table.fill(0);
+        let limit = n - MFLIMIT;
+        let mut i = 0;
+        let mut misses = 0u32;
+        while i < limit {
+            // SAFETY: `i < limit < n`.
+            let w = unsafe { word_at(s, i) };
+            let h = hash(w);
+            let dist = (i as u16).wrapping_sub(table[h]) as usize;
+            table[h] = i as u16;
+            let cand = i.wrapping_sub(dist);
+            let valid = dist.wrapping_sub(1) < MAX_OFFSET && cand < i;
+            // SAFETY: `cand < i < n` when valid, else word `i` itself is read (and ignored).
+            let cw = unsafe { word_at(s, if valid { cand } else { i }) };
+            // One unpredictable branch per position: `&`, not `&&`.
+            if !(valid & (cw == w)) {
+                misses += 1;
+                i += 1 + (misses >> SKIP_TRIGGER) as usize;
+                continue;
+            }
+            misses = 0;
+            let (mut start, mut c) = (i, cand);
+            // SAFETY: `c - 1 < start - 1 < n`.
+            while start > anchor && c > 0 && unsafe { word_at(s, start - 1) == word_at(s, c - 1) } {
+                start -= 1;
+                c -= 1;
+            }
+            let mut end = i + 1;
+            loop {
+                if end + 2 <= limit {
+                    // SAFETY: words `end - dist < end` and `end + 1 < limit < n`.
+                    let x = unsafe { words2_at(s, end) ^ words2_at(s, end - dist) };
+                    if x == 0 {
+                        end += 2;
+                        continue;
+                    }
+                    // The word at the lower address (`end`) is equal: the second one differs.
+                    let low_equal = if cfg!(target_endian = "little") {
+                        x as u32 == 0
+                    } else {
+                        (x >> 32) as u32 == 0
+                    };
+                    end += low_equal as usize;
+                } else if end < limit {
+                    // SAFETY: `end - dist < end < limit < n`.
+                    let equal = unsafe { word_at(s, end) == word_at(s, end - dist) };
+                    end += equal as usize;
+                }
+                break;
+            }
+            // The sequence: token, literal-length extension, literals, match extension.
+            let llen = start - anchor;
+            let mlen = end - start;
+            let token = (llen.min(RUN_MASK) << 13) | (mlen.min(RUN_MASK) << 10) | dist;
+            // SAFETY: every write below is inside the stream's bound (`fast_bound`'s proof), and
+            // a literal block's 16 bytes end at most 12 bytes past the literals, inside the 64
+            // bytes of slack; its reads end at most at byte `4 * start + 12 <= 4 * n` (a match
+            // starts at least `MFLIMIT` words before the end). `src` and `dst` do not overlap.
+            unsafe {
+                d.add(op).cast::<[u8; 2]>().write_unaligned((token as u16).to_le_bytes());
+                op = put_ext_raw(d, op + 2, llen);
+                let (from, to) = (s.add(4 * anchor), d.add(op));
+                let lbytes = 4 * llen;
+                let mut k = 0;
+                while k < lbytes {
+                    std::ptr::copy_nonoverlapping(from.add(k), to.add(k), 16);
+                    k += 16;
+                }
+                op = put_ext_raw(d, op + lbytes, mlen);
+            }
+            anchor = end;
+            i = end;
+        }
+    }
+    // The last sequence: the rest of the words and the tail, copied exactly.
+    let llen = n - anchor;
+    let token = (llen.min(RUN_MASK) << 13) | tail;
+    // SAFETY: inside the bound, as above; reads end at `src.len()`.
+    unsafe {
+        d.add(op).cast::<[u8; 2]>().write_unaligned((token as u16).to_le_bytes());
+        op = put_ext_raw(d, op + 2, llen);
+        let rest = src.len() - 4 * anchor;
+        std::ptr::copy_nonoverlapping(s.add(4 * anchor), d.add(op), rest);
+        op + rest
+    }
+}
+
 impl Lz4m {
-    fn compress_words(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, CompError> {
+    /// The checked compressor, for destinations under [`fast_bound`]: every write's room is
+    /// tested and a short destination is [`CompError::OutputTooSmall`]. The reference the fast
+    /// path is tested against.
+    fn compress_checked(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, CompError> {
         let n = src.len() / 4;
         let tail = &src[n * 4..];
         // The page as words, so the search loop does one bounds check per access.
@@ -302,7 +463,11 @@ impl Compressor for Lz4m {
     }
 
     fn compress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, CompError> {
-        self.compress_words(src, dst)
+        if dst.len() >= fast_bound(src.len()) {
+            Ok(compress_fast(&mut self.table, src, dst))
+        } else {
+            self.compress_checked(src, dst)
+        }
     }
 
     fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, CompError> {
@@ -320,6 +485,24 @@ mod tests {
         let n = Lz4m::new().compress(src, &mut dst).unwrap();
         dst.truncate(n);
         dst
+    }
+
+    /// The checked path's stream (a destination just under the fast path's bound).
+    fn compress_checked(src: &[u8]) -> Vec<u8> {
+        let mut dst = vec![0u8; fast_bound(src.len()) - 1];
+        let n = Lz4m::new().compress(src, &mut dst).unwrap();
+        dst.truncate(n);
+        dst
+    }
+
+    /// Both paths give the same bytes, and the fast path writes nothing past its bound.
+    fn same_on_both_paths(src: &[u8]) {
+        let fast = compress(src);
+        assert_eq!(fast, compress_checked(src));
+        let mut exact = vec![0u8; fast_bound(src.len())];
+        let n = Lz4m::new().compress(src, &mut exact).unwrap();
+        assert_eq!(&exact[..n], &fast[..]);
+        assert_eq!(decode(&fast, src.len()).unwrap(), src);
     }
 
     fn decode(comp: &[u8], len: usize) -> Result<Vec<u8>, CompError> {
@@ -401,7 +584,50 @@ mod tests {
         assert_eq!(decode(&c, src.len()).unwrap(), src);
     }
 
+    #[test]
+    fn fast_and_checked_paths_agree_on_every_branch() {
+        // Short inputs, one-word and long matches (match-length extensions, an odd word count
+        // left for the single-word compare), long literal runs (literal extensions), far
+        // candidates (no match past 1023 words), skips over noise, tails of 0-3 bytes.
+        let mut x = 0x1234_5678_u32;
+        let mut noise = |k: usize| -> Vec<u8> {
+            (0..k)
+                .flat_map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    x.to_le_bytes()
+                })
+                .collect()
+        };
+        let mut page = noise(300);
+        page.extend_from_within(..1200);
+        page.extend(7u32.to_le_bytes().repeat(301));
+        page.extend(noise(200));
+        page.extend_from_within(400..1000);
+        for k in 0..60 {
+            page.extend(((k % 5) as u32).to_le_bytes());
+            page.extend(noise(k % 3));
+        }
+        for cut in [0, 1, 5, 12, 13, 16, 17, 100, 1001, page.len() - 3, page.len()] {
+            same_on_both_paths(&page[..cut]);
+        }
+        // Too small a destination is an error on the checked path, never a short write.
+        let mut small = vec![0u8; 20];
+        assert!(Lz4m::new().compress(&page, &mut small).is_err());
+    }
+
     proptest! {
+        #[test]
+        fn fast_path_equals_checked_path(
+            words in proptest::collection::vec(prop_oneof![0u32..4, any::<u32>()], 0..1100),
+            tail in proptest::collection::vec(any::<u8>(), 0..4),
+        ) {
+            let mut src: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            src.extend_from_slice(&tail);
+            same_on_both_paths(&src);
+        }
+
         #[test]
         fn every_match_offset_is_within_ten_bits_and_round_trips(
             words in proptest::collection::vec(0u32..6, 0..3000),

@@ -62,13 +62,34 @@ pub(super) fn decode_fast_raw<const RLE: bool>(
         let inst = unsafe { *s.add(i) } as usize;
         let (len, dist, ss);
         if inst >= 64 {
-            // M2: 3-8 bytes, distance 1..=2048.
+            // M2: 3-8 bytes, distance 1..=2048. The output margin holds any M2 and its slack,
+            // so only the distance is tested, and the copy is one word (or a pattern).
             // SAFETY: `at + 1`, under the input margin.
             let h = unsafe { *s.add(i + 1) } as usize;
             i += 2;
-            len = (inst >> 5) + 1;
-            dist = (h << 3) + ((inst >> 2) & 7) + 1;
-            ss = inst & 3;
+            let len = (inst >> 5) + 1;
+            let dist = (h << 3) + ((inst >> 2) & 7) + 1;
+            if dist > o {
+                return (at, o, state);
+            }
+            // SAFETY: `1 <= dist <= o` and `o + 8 + 16 <= dst_len` (the output margin), so the
+            // word's `o - dist .. o + 8` and a pattern's `o - dist .. o + len + 15` are inside;
+            // then as the shared tail below.
+            unsafe {
+                if dist >= 8 {
+                    let w = ptr::read_unaligned(d.add(o - dist).cast::<u64>());
+                    ptr::write_unaligned(d.add(o).cast::<u64>(), w);
+                } else {
+                    copy_pattern(d, o, dist, len);
+                }
+                o += len;
+                ptr::copy_nonoverlapping(s.add(i), d.add(o), 4);
+            }
+            let ss = inst & 3;
+            i += ss;
+            o += ss;
+            state = ss;
+            continue;
         } else if inst >= 32 {
             // M3, with a length extension when its 5 bits are zero.
             let mut l = inst & 31;
@@ -98,11 +119,19 @@ pub(super) fn decode_fast_raw<const RLE: bool>(
                 if run + WILD_SLACK > dst_len - o {
                     return (at, o, state);
                 }
-                let mut k = 0;
-                while k < run {
-                    // SAFETY: `o + k + 16 <= o + run + 15 < dst_len` since `k < run`.
-                    unsafe { ptr::write_unaligned(d.add(o + k).cast::<[u8; 16]>(), [0; 16]) };
-                    k += 16;
+                // SAFETY: `o + k + 16 <= o + run + 15 < dst_len` for every `k < run` written
+                // (`run >= 4`). The first two blocks are written outright: a loop of them alone
+                // became a call to `memset` per run (most runs are short).
+                unsafe {
+                    ptr::write_unaligned(d.add(o).cast::<[u8; 16]>(), [0; 16]);
+                    if run > 16 {
+                        ptr::write_unaligned(d.add(o + 16).cast::<[u8; 16]>(), [0; 16]);
+                        let mut k = 32;
+                        while k < run {
+                            ptr::write_unaligned(d.add(o + k).cast::<[u8; 16]>(), [0; 16]);
+                            k += 16;
+                        }
+                    }
                 }
                 o += run;
                 i += 4;
@@ -151,12 +180,19 @@ pub(super) fn decode_fast_raw<const RLE: bool>(
             if t + WILD_SLACK > src_len - i || t + WILD_SLACK > dst_len - o {
                 return (at, o, state);
             }
-            let mut k = 0;
-            while k < t {
-                // SAFETY: `i + k + 16 <= i + t + 15 < src_len` and likewise in `dst`, by the
-                // check above, since `k < t`; distinct slices.
-                unsafe { ptr::copy_nonoverlapping(s.add(i + k), d.add(o + k), 16) };
-                k += 16;
+            // SAFETY: `i + k + 16 <= i + t + 15 < src_len` and likewise in `dst`, by the check
+            // above, for every `k < t` copied (`t >= 4`); distinct slices. As for zero runs, the
+            // first two blocks are copied outright, not through a `memcpy` call.
+            unsafe {
+                ptr::copy_nonoverlapping(s.add(i), d.add(o), 16);
+                if t > 16 {
+                    ptr::copy_nonoverlapping(s.add(i + 16), d.add(o + 16), 16);
+                    let mut k = 32;
+                    while k < t {
+                        ptr::copy_nonoverlapping(s.add(i + k), d.add(o + k), 16);
+                        k += 16;
+                    }
+                }
             }
             i += t;
             o += t;
