@@ -279,11 +279,23 @@ pub fn sample(ids: &[u32], page_size: usize) -> Result<SwapSample, LabError> {
     Ok(s)
 }
 
-/// Rates from two samples `secs` apart. With zram devices watched their own page counts are
-/// the rates (swap to other devices is not zram's), summed over the devices present in both
-/// samples; a device gone by the second is named in the note. The system's pswpin/pswpout are
-/// in the note beside them.
-pub fn rates_between(a: &SwapSample, b: &SwapSample, secs: f64, zram: bool) -> Rates {
+/// Rates from two samples `secs` apart: the kernel's swap counters, `pswpin`/`pswpout`, which
+/// count the pages swapped in from and out to a swap device (mm/page_io.c
+/// `swap_read_folio_bdev_sync()`/`_async()` and `count_swpout_vm_event()`), and nothing else:
+/// another program reading /dev/zramN, or the lab's own O_DIRECT reads of it, moves the
+/// device's block counters but not these. With zram devices watched (`zram`) and `others` more
+/// swap areas active, the swap traffic is apportioned to the zram devices by their own page
+/// counts, each capped by the kernel's (a device read more than the kernel swapped in was read
+/// by someone else); with no other swap area the kernel's counters are the zram devices'. Where
+/// the devices' counts exceed the kernel's, the note says so. A device gone by the second
+/// sample is named in the note.
+pub fn rates_between(
+    a: &SwapSample,
+    b: &SwapSample,
+    secs: f64,
+    zram: bool,
+    others: usize,
+) -> Rates {
     let per_sec = |x: u64, y: u64| y.saturating_sub(x) as f64 / secs.max(1e-9);
     let (ins, outs) =
         (per_sec(a.system.pswpin, b.system.pswpin), per_sec(a.system.pswpout, b.system.pswpout));
@@ -299,13 +311,30 @@ pub fn rates_between(a: &SwapSample, b: &SwapSample, secs: f64, zram: bool) -> R
         }
     }
     let (zins, zouts) = (per_sec(zr.0, zr.1), per_sec(zw.0, zw.1));
-    let (swap_ins_per_sec, swap_outs_per_sec, whose) = if zram {
-        (zins, zouts, "the zram devices' reads and writes")
-    } else {
-        (ins, outs, "pswpin/pswpout")
+    let (swap_ins_per_sec, swap_outs_per_sec, whose) = match (zram, others) {
+        (false, _) => (ins, outs, "the kernel's pswpin/pswpout".to_string()),
+        (true, 0) => {
+            (ins, outs, "the kernel's pswpin/pswpout (the zram devices are the only swap)".into())
+        }
+        (true, n) => (
+            zins.min(ins),
+            zouts.min(outs),
+            format!(
+                "the zram devices' reads and writes, each at most the kernel's pswpin/pswpout \
+                 ({n} other swap area{} share them)",
+                if n == 1 { "" } else { "s" }
+            ),
+        ),
     };
     let mut note =
         format!("{secs:.1} s of {whose}; system-wide pswpin {ins:.1}/s, pswpout {outs:.1}/s");
+    // A page's worth of slack a second: the two reads are not taken at the same instant.
+    if zram && (zins > ins + 1.0 || zouts > outs + 1.0) {
+        note += &format!(
+            "; the zram devices were read {zins:.1} and written {zouts:.1} pages/s, more than \
+             the kernel swapped: other readers or writers of the device, not swap, left out"
+        );
+    }
     if !gone.is_empty() {
         note += &format!("; skipped {} (removed while watched)", gone.join(", "));
     }
@@ -319,8 +348,10 @@ pub fn rates_between(a: &SwapSample, b: &SwapSample, secs: f64, zram: bool) -> R
 }
 
 /// Watches the live system for `secs` seconds (progress in seconds) and gives its swap rates.
+/// `others`: the active swap areas that are not the zram devices `ids`.
 pub fn observe(
     ids: &[u32],
+    others: usize,
     secs: u64,
     page_size: usize,
     progress: &dyn Progress,
@@ -334,7 +365,7 @@ pub fn observe(
     }
     progress.finish();
     let last = sample(ids, page_size)?;
-    Ok(rates_between(&first, &last, start.elapsed().as_secs_f64(), !ids.is_empty()))
+    Ok(rates_between(&first, &last, start.elapsed().as_secs_f64(), !ids.is_empty(), others))
 }
 
 /// The live rates over `secs` seconds, or why there is nothing to watch (`Ok(Err(why))`): a
@@ -348,10 +379,13 @@ pub fn watch(
     if secs == 0 {
         return Ok(Err("not observed (--observe 0)".into()));
     }
-    if live::swaps()?.is_empty() {
+    let areas = live::swaps()?;
+    if areas.is_empty() {
         return Ok(Err("no swap active, nothing to observe".into()));
     }
-    Ok(Ok(observe(zram_ids, secs, page_size, progress)?))
+    let others =
+        areas.iter().filter(|a| a.zram_id().is_none_or(|id| !zram_ids.contains(&id))).count();
+    Ok(Ok(observe(zram_ids, others, secs, page_size, progress)?))
 }
 
 /// The rates of the lab's own replay, for a system with nothing to observe: zram's swap-ins and
@@ -442,7 +476,9 @@ mod tests {
             system: live::SwapCounters { pswpin: 300, pswpout: 1400 },
             zram: vec![(1, 150, 700)],
         };
-        let r = rates_between(&a, &b, 4.0, true);
+        // Another swap area beside the zram device: the device's own counts, capped by the
+        // kernel's.
+        let r = rates_between(&a, &b, 4.0, true, 1);
         assert_eq!((r.swap_ins_per_sec, r.swap_outs_per_sec), (25.0, 50.0));
         assert_eq!((r.observed_secs, r.source.as_str()), (4.0, "observed"));
         assert!(
@@ -450,9 +486,32 @@ mod tests {
             "{}",
             r.note
         );
-        // No zram device watched: the system's counters.
-        let r = rates_between(&a, &b, 4.0, false);
+        assert!(r.note.contains("1 other swap area share"), "{}", r.note);
+        // No zram device watched, or the zram device the only swap: the kernel's counters.
+        let r = rates_between(&a, &b, 4.0, false, 0);
         assert_eq!((r.swap_ins_per_sec, r.swap_outs_per_sec), (50.0, 100.0));
+        let r = rates_between(&a, &b, 4.0, true, 0);
+        assert_eq!((r.swap_ins_per_sec, r.swap_outs_per_sec), (50.0, 100.0));
+        assert!(!r.note.contains("not swap"), "{}", r.note);
+    }
+
+    /// Another program reading /dev/zramN (`dd iflag=direct`) moves the device's reads, not the
+    /// kernel's swap-ins: the rates stay the swap traffic, and the note says the two disagree.
+    #[test]
+    fn reads_of_the_device_by_others_are_not_swap_ins() {
+        let a = SwapSample {
+            system: live::SwapCounters { pswpin: 100, pswpout: 1000 },
+            zram: vec![(1, 50, 500)],
+        };
+        let b = SwapSample {
+            system: live::SwapCounters { pswpin: 100, pswpout: 1000 },
+            zram: vec![(1, 59_022, 500)],
+        };
+        for others in [0, 2] {
+            let r = rates_between(&a, &b, 4.0, true, others);
+            assert_eq!((r.swap_ins_per_sec, r.swap_outs_per_sec), (0.0, 0.0), "{others}");
+            assert!(r.note.contains("read 14743.0") && r.note.contains("not swap"), "{}", r.note);
+        }
     }
 
     #[test]
@@ -524,8 +583,9 @@ mod watch_tests {
         let s = sample(&[4_000_000_000], 4096).expect("a missing device is no error");
         assert!(s.zram.is_empty(), "{s:?}");
         let a = SwapSample { system: Default::default(), zram: vec![(1, 10, 20), (2, 100, 200)] };
-        let b = SwapSample { system: Default::default(), zram: vec![(1, 20, 40)] };
-        let r = rates_between(&a, &b, 1.0, true);
+        let system = live::SwapCounters { pswpin: 10, pswpout: 20 };
+        let b = SwapSample { system, zram: vec![(1, 20, 40)] };
+        let r = rates_between(&a, &b, 1.0, true, 1);
         assert_eq!((r.swap_ins_per_sec, r.swap_outs_per_sec), (10.0, 20.0));
         assert!(r.note.contains("skipped zram2 (removed while watched)"), "{}", r.note);
     }
