@@ -285,10 +285,6 @@ fn from_file(
     Ok(e)
 }
 
-/// Attempts at a still read of the device "Now" describes: a device that changed while it was
-/// read (mm_stat or its write counters moved) is read again, 200 ms later, up to this many times.
-const STILL_READ_ATTEMPTS: u32 = 4;
-
 /// Every active zram swap device, read once each in bounded memory: the pages sampled as they
 /// are read ([`sample::StreamDraw`]; `max_pages` pages whatever the devices' size, unless every
 /// page is asked for) and "Now" predicted page by page ([`now::Predictor`]), so nothing holds a
@@ -316,48 +312,36 @@ fn from_zram(
     let mut notes = Vec::new();
     let mut changed = false;
     for d in &devices {
+        // Each device is read once: a device that changed while it was read (mm_stat or its
+        // write counters moved) is said to have changed, not read again, so a run costs one
+        // pass over each device however busy it is.
         let first = now.is_none();
-        let mut attempt = 0;
         let before = draw.clone();
-        let got = loop {
-            attempt += 1;
-            draw = before.clone();
-            let mut predictor = if first {
-                match predictor_for(d.id, ps) {
-                    Ok(p) => Some(p),
-                    Err(e) => break Err(e.to_string()),
-                }
-            } else {
-                None
-            };
-            let mut done_bytes = 0;
-            let got = capture::zram::capture_device_with(
-                &d.path,
-                &mut |_, _, page| {
-                    if let Some(p) = predictor.as_mut() {
-                        p.push(page).map_err(|e| zmem_pages::PagesError::Invalid(e.to_string()))?;
-                    }
-                    draw.offer(page);
-                    Ok(())
-                },
-                &mut |done, total| {
-                    if done_bytes == 0 {
-                        progress.start(&format!("read {}", d.path.display()), total / 4096);
-                    }
-                    progress.advance((done - done_bytes) / 4096);
-                    done_bytes = done;
-                },
-            );
-            progress.finish();
-            match got {
-                Err(e) => break Err(e.to_string()),
-                Ok((meta, summary)) => {
-                    if first && !summary.stable() && attempt < STILL_READ_ATTEMPTS {
-                        std::thread::sleep(std::time::Duration::from_millis(200));
-                        continue;
-                    }
-                    break Ok((meta, summary, predictor));
-                }
+        let mut predictor = if first { Some(predictor_for(d.id, ps)) } else { None };
+        let got = match predictor.take().transpose() {
+            Err(e) => Err(e.to_string()),
+            Ok(mut predictor) => {
+                let mut done_bytes = 0;
+                let got = capture::zram::capture_device_with(
+                    &d.path,
+                    &mut |_, _, page| {
+                        if let Some(p) = predictor.as_mut() {
+                            p.push(page)
+                                .map_err(|e| zmem_pages::PagesError::Invalid(e.to_string()))?;
+                        }
+                        draw.offer(page);
+                        Ok(())
+                    },
+                    &mut |done, total| {
+                        if done_bytes == 0 {
+                            progress.start(&format!("read {}", d.path.display()), total / 4096);
+                        }
+                        progress.advance((done - done_bytes) / 4096);
+                        done_bytes = done;
+                    },
+                );
+                progress.finish();
+                got.map(|(meta, summary)| (meta, summary, predictor)).map_err(|e| e.to_string())
             }
         };
         match got {

@@ -170,8 +170,11 @@ fn lab_reads_the_live_device(h: &Harness) {
     assert!(e.zram_ids.contains(&h.swap.id()));
     assert_eq!(e.source.pages, 2048, "sampled down to --max-pages");
     let n = e.now.expect("a Now section");
+    // The lab reads the device once: exact where nothing swapped meanwhile; where something
+    // did (the boot kdamond pages other processes out), it says the device changed.
+    let moved = e.source.detail.contains("the device changed while it was read");
     if n.config.device == h.swap.path().display().to_string() {
-        assert!(n.exact, "{:?}", n.drift);
+        assert!(n.exact || moved, "{:?}", n.drift);
         assert_eq!(n.config.comp_algorithm, ALGO);
         assert_eq!(n.config.swap_priority, Some(32000));
         assert!(n.fragmentation_bytes.unsigned_abs() < 1 << 20, "{}", n.fragmentation_bytes);
