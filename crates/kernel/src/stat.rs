@@ -2,8 +2,8 @@
 //! `/sys/block/NAME/stat` and zram's sysfs attributes, each a pure function over the file's text
 //! (unit-tested on fixture text), with a reader beside it that opens the live file.
 //!
-//! zram's `mm_stat` is returned as its raw line here: this crate does not depend on the zram
-//! engine, whose `MmStat` parses it (`line.parse::<zmem_zram::MmStat>()`).
+//! zram's `mm_stat` is returned as its raw line here (captures record it as set metadata);
+//! `status::parse_mm_stat` turns it into the engine's `zmem_zram::MmStat`.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};

@@ -11,7 +11,7 @@ use std::str::FromStr;
 
 /// `mm_stat` (`mm_stat_show()`): nine fields,
 /// `"%8llu %8llu %8llu %8lu %8ld %8llu %8lu %8llu %8llu\n"`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct MmStat {
     /// `pages_stored << PAGE_SHIFT`: every allocated slot (compressed, huge, same, written
     /// back; `zram_writeback_slots()` counts the page again after `zram_free_page()`) x page.
@@ -127,7 +127,7 @@ impl FromStr for MmStat {
 
 /// `io_stat` (`io_stat_show()`): `"%8llu %8llu 0 %8llu\n"`; the literal 0 stands for the
 /// removed `invalid_io` counter (Documentation/admin-guide/blockdev/zram.rst still names it).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct IoStat {
     pub failed_reads: u64,
     pub failed_writes: u64,
@@ -156,7 +156,7 @@ impl FromStr for IoStat {
 
 /// `bd_stat` (`bd_stat_show()`): `"%8llu %8llu %8llu\n"`, each in 4 KiB units whatever the
 /// page size (`FOUR_K()`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct BdStat {
     /// Blocks reserved on the backing device (`alloc_block_bdev()` / `free_block_bdev()`).
     pub bd_count: u64,

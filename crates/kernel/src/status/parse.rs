@@ -3,37 +3,16 @@
 //! `bd_stat_show`, `recomp_algorithm_show`), zsmalloc's follow zsmalloc.c `zs_stats_size_show`,
 //! and zswap's debugfs files are one number each (zswap.c `zswap_debugfs_init`).
 //!
-//! zmem-zram has its own `MmStat` for the engine; this crate cannot depend on the engine, so
-//! the live reader parses the same layout here (same field names, same order).
+//! The stat structs are the engine's (`zmem_zram::{MmStat, IoStat, BdStat}`, whose `FromStr`
+//! takes 6.18's exact layout); the parsers here also take older kernels' shorter `mm_stat` (a
+//! live machine may run one) and fill what they lack with 0.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use zmem_pages::PagesError;
-
-/// `mm_stat` of a live device (zram_drv.c `mm_stat_show`): sizes in bytes, counts in pages.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct MmStat {
-    /// Bytes of data stored: every allocated slot x page size.
-    pub orig_data_size: u64,
-    /// Sum of the stored objects' compressed lengths.
-    pub compr_data_size: u64,
-    /// Pages the zsmalloc pool holds, in bytes, fragmentation included.
-    pub mem_used_total: u64,
-    /// The memory limit in bytes, 0 for none.
-    pub mem_limit: u64,
-    /// The most `mem_used_total` has been.
-    pub mem_used_max: u64,
-    /// Slots holding a same-filled page.
-    pub same_pages: u64,
-    /// Pages freed by compaction, cumulative.
-    pub pages_compacted: u64,
-    /// Slots stored uncompressed (huge).
-    pub huge_pages: u64,
-    /// Huge stores since the device was initialised (0 on kernels before 5.15, which lack it).
-    pub huge_pages_since: u64,
-}
+pub use zmem_zram::{BdStat, IoStat, MmStat};
 
 fn numbers(file: &str, text: &str) -> Result<Vec<u64>, PagesError> {
     text.split_whitespace()
@@ -71,16 +50,6 @@ pub fn parse_mm_stat(text: &str) -> Result<MmStat, PagesError> {
     })
 }
 
-/// `io_stat` (zram_drv.c `io_stat_show`): `failed_reads failed_writes 0 notify_free`; the third
-/// field is the removed `invalid_io`, kept as a literal 0.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct IoStat {
-    pub failed_reads: u64,
-    pub failed_writes: u64,
-    /// Slots freed by discard, write-zeroes or swap-slot-free notifications.
-    pub notify_free: u64,
-}
-
 /// Parses `io_stat` (four fields).
 pub fn parse_io_stat(text: &str) -> Result<IoStat, PagesError> {
     let v = numbers("io_stat", text)?;
@@ -88,18 +57,6 @@ pub fn parse_io_stat(text: &str) -> Result<IoStat, PagesError> {
         return Err(PagesError::Invalid(format!("io_stat: expected 4 fields: {text:?}")));
     }
     Ok(IoStat { failed_reads: v[0], failed_writes: v[1], notify_free: v[3] })
-}
-
-/// `bd_stat` (CONFIG_ZRAM_WRITEBACK; zram_drv.c `bd_stat_show`), each in 4 KiB units whatever
-/// the page size (`FOUR_K`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct BdStat {
-    /// 4 KiB blocks on the backing device now: the written-back pages.
-    pub bd_count: u64,
-    /// 4 KiB blocks read back from the backing device, cumulative.
-    pub bd_reads: u64,
-    /// 4 KiB blocks written back, cumulative.
-    pub bd_writes: u64,
 }
 
 /// Parses `bd_stat` (three fields).
