@@ -2,8 +2,8 @@
 //! configuration) to a serde result value: the compressor table ([`comp_bench`]), a page set
 //! through one zram device ([`zram_run`]), zmem's zram against the kernel's ([`conform`],
 //! [`zram_speed`]), zsmalloc's object mapping ([`mapbench`]), the allocator study ([`study`]),
-//! dictionaries ([`dict`]), the replay checked against the kernel ([`validate`]), and the
-//! compressed objects one measurement keeps for another ([`objects`]).
+//! dictionaries ([`dict`]), and the compressed objects one measurement keeps for another
+//! ([`objects`]). The replay checked against the kernel is zmem-validate's.
 //!
 //! Not for: choosing a configuration (zmem-lab), printing results (zmem-render), or setting up
 //! the kernel (zmem-kernel): measuring never prints.
@@ -16,7 +16,6 @@ pub mod mapbench;
 pub mod objects;
 pub mod readahead;
 pub mod study;
-pub mod validate;
 pub mod zram_run;
 pub mod zram_speed;
 

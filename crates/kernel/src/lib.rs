@@ -16,18 +16,14 @@
 //!   zswap's compressors), learned without a live device and saying how.
 //! - [`zswap_state`]: zswap's live state: parameters, debugfs counters, meminfo, vmstat and
 //!   memory cgroups.
-//! - [`player`] and [`kernel_replay`]: a trace played in real memory under a cgroup's limit
-//!   with a kernel zram swap, and what the kernel did (`zmem validate replay`'s kernel side).
 //!
-//! Not for: deciding anything from what it reads (zmem-lab), simulating (zmem-sim), or page
-//! sets and traces as data (zmem-pages).
+//! Not for: deciding anything from what it reads (zmem-lab), simulating (zmem-sim), page sets
+//! and traces as data (zmem-pages), or playing a trace against the kernel (zmem-validate).
 
 pub mod caps;
 pub mod capture;
 mod error;
 pub mod harness;
-pub mod kernel_replay;
-pub mod player;
 pub mod record;
 pub mod stat;
 pub mod status;

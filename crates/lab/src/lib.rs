@@ -19,8 +19,8 @@
 //! 4. [`zswap`]: zswap's live state beside zmem's prediction, its candidates on the same cost
 //!    model, and the zram-or-zswap verdict.
 //!
-//! [`validate_lab`] (`zmem validate lab`) checks the advice against the kernel: each candidate
-//! the running kernel can run, played by the kernel beside the lab's prediction for it.
+//! `zmem validate lab` (zmem-validate, above this crate) checks the advice against the kernel:
+//! each candidate the running kernel can run, played by the kernel beside the lab's prediction.
 //!
 //! [`run_lab`] is the one entry point both front ends call with [`LabRequest`] (the CLI's
 //! flags, Python's keyword arguments): steps 1 to 3. [`run`] is steps 2 and 3 on what step 1
@@ -34,11 +34,10 @@ pub mod evidence;
 mod jobs;
 mod measure;
 pub mod now;
-mod policy;
+pub mod policy;
 mod recommend;
 mod request;
 pub mod sample;
-pub mod validate_lab;
 pub mod zswap;
 
 use std::time::Duration;

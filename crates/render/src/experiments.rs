@@ -6,9 +6,9 @@ use zmem_experiments::conform::ConformResult;
 use zmem_experiments::dict::DictEffect;
 use zmem_experiments::mapbench::{MapbenchResult, OBJECT_SIZE};
 use zmem_experiments::study::{AllocatorRow, SEED_001};
-use zmem_experiments::validate::Validation;
 use zmem_experiments::zram_run::ZramRunResult;
 use zmem_experiments::zram_speed::ZramSpeed;
+use zmem_validate::replay::Validation;
 
 use crate::replay::latency_hist as render_hist;
 
@@ -246,7 +246,7 @@ pub fn validation(v: &Validation) -> String {
         out += &format!("{name:<18} {k:>14} {z:>14} {:>9}\n", percent(e));
     }
     let ra = &v.readahead;
-    let kernel_ra = |f: fn(&zmem_experiments::validate::ReadaheadCounters) -> u64| {
+    let kernel_ra = |f: fn(&zmem_validate::replay::ReadaheadCounters) -> u64| {
         ra.kernel.as_ref().map_or_else(|| "n/a".to_string(), |c| f(c).to_string())
     };
     for (name, k, z) in [

@@ -1,7 +1,7 @@
 //! `zmem validate lab`'s terminal table: for each configuration the kernel ran, the lab's
 //! prediction beside the kernel's figures and the relative error, then the orders by memory.
 
-use zmem_lab::validate_lab::{ConfigCheck, LabValidation};
+use zmem_validate::lab::{ConfigCheck, LabValidation};
 
 fn percent(e: Option<f64>) -> String {
     e.map_or_else(|| "n/a".into(), |e| format!("{:+.1} %", e * 100.0))

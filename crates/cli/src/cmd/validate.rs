@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::bail;
-use zmem_experiments::validate::{self, ValidateConfig};
 use zmem_kernel::record::SignalStop;
+use zmem_validate::replay::{self as validate, ValidateConfig};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Validate {
@@ -162,7 +162,7 @@ fn lab(args: &LabArgs) -> anyhow::Result<()> {
         Some(t) => super::pages::load_trace(t)?,
         None => zmem_lab::evidence::trace_for((pages.len() / page_size) as u64)?,
     };
-    let cfg = zmem_lab::validate_lab::LabValidateConfig {
+    let cfg = zmem_validate::lab::LabValidateConfig {
         ram_bytes: ram_budget(args.ram.as_deref(), &trace, page_size)?,
         page_size,
         timeout: Duration::from_secs(args.timeout),
@@ -181,8 +181,7 @@ fn lab(args: &LabArgs) -> anyhow::Result<()> {
     // cgroup, the swap area and the zram device it made.
     let stop = SignalStop::install()?;
     let progress = super::progress::Bar::new();
-    let v =
-        zmem_lab::validate_lab::run(pages, &trace, &cfg, &caps, &player, stop.flag(), &progress)?;
+    let v = zmem_validate::lab::run(pages, &trace, &cfg, &caps, &player, stop.flag(), &progress)?;
     super::emit(args.json, &v, zmem_render::validate_lab::lab_validation)?;
     anyhow::ensure!(
         v.configurations.iter().all(|c| c.verified),

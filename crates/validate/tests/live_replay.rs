@@ -12,11 +12,11 @@
 use std::time::Duration;
 
 use zmem_experiments::NoProgress;
-use zmem_experiments::validate::{self, ValidateConfig, relative_error};
 use zmem_kernel::harness as live;
 use zmem_pages::access::accesses;
 use zmem_pages::generate::mixed;
 use zmem_pages::trace::generate::{Options, generate};
+use zmem_validate::replay::{self as validate, ValidateConfig, relative_error};
 
 /// The player: the kernel's side of the run, on this process's stdin and stdout.
 fn player() {

@@ -23,7 +23,7 @@
 //! (its binary's pages, stack, heap: `player_overhead_bytes`) and less one page-table page per
 //! 512 pages of the region (x86-64's page tables, charged to the cgroup as the region fills).
 
-pub use zmem_kernel::player;
+pub use crate::player;
 
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,12 +31,13 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::kernel_replay as kernel;
+pub use crate::kernel_replay::{KernelRun, KernelRunConfig};
 use zmem_kernel::KernelError;
-use zmem_kernel::kernel_replay as kernel;
-pub use zmem_kernel::kernel_replay::{KernelRun, KernelRunConfig};
 
-use crate::{LabError, Progress};
+use zmem_experiments::LabError;
 pub use zmem_kernel::stat::ReadaheadCounters;
+use zmem_sim::Progress;
 use zmem_sim::replay::{self, Access, Readahead, ReplayConfig, SwapKind};
 
 /// How to validate.
@@ -380,9 +381,9 @@ mod tests {
         let cmd = || Command::new("/nonexistent/zmem-player");
         let far = [Access { page: 9, write: false, time_ns: 0 }];
         let go = AtomicBool::new(false);
-        let e = run(&pages, &far, &cfg, &cmd, &go, &crate::NoProgress).unwrap_err().to_string();
+        let e = run(&pages, &far, &cfg, &cmd, &go, &zmem_sim::NoProgress).unwrap_err().to_string();
         assert!(e.contains("page 9"), "{e}");
-        let e = run(&pages, &[], &cfg, &cmd, &go, &crate::NoProgress).unwrap_err();
+        let e = run(&pages, &[], &cfg, &cmd, &go, &zmem_sim::NoProgress).unwrap_err();
         assert!(matches!(e, LabError::NoPages), "{e}");
     }
 }

@@ -30,7 +30,7 @@
 
 use std::io::{BufRead, Read, Write};
 
-use crate::KernelError;
+use zmem_kernel::KernelError;
 use zmem_pages::access::Access;
 
 /// The stream's first eight bytes.

@@ -1,10 +1,10 @@
 //! `zmem validate lab`: the lab's prediction for each configuration it would recommend, checked
 //! against the running kernel on the same pages and trace.
 //!
-//! For every configuration of the lab's candidate list ([`crate::candidates`]) that the running
+//! For every configuration of the lab's candidate list ([`zmem_lab::candidates`]) that the running
 //! kernel can run ([`runnable`], from `zmem_kernel::caps`), the kernel's side plays the trace
 //! with `zmem validate replay`'s player on a fresh zram device of that configuration, in a memory
-//! cgroup limited to the RAM budget (`zmem_experiments::validate::kernel_runs`: the same RAII
+//! cgroup limited to the RAM budget (`crate::replay::kernel_runs`: the same RAII
 //! set-up, so the same clean-up: the player, the cgroup and the device are removed whatever
 //! happens, on a signal too), `kernel_runs` times, its figures those of the run with the median
 //! swap-outs. The lab's side is what the lab itself computes for that configuration:
@@ -12,14 +12,14 @@
 //! - pool (peak and final), swap-outs and swap-ins: zmem's replay of the trace with the
 //!   configuration's algorithm and the RAM the cgroup leaves the player's pages (exactly `zmem
 //!   validate replay`'s zmem side);
-//! - CPU seconds: the lab's cost model ([`crate::cost::project`]) with the configuration's
-//!   measured CPU per page ([`crate::policy`]'s measurement on these pages) and, as traffic, the
+//! - CPU seconds: the lab's cost model ([`zmem_lab::cost::project`]) with the configuration's
+//!   measured CPU per page ([`zmem_lab::policy`]'s measurement on these pages) and, as traffic, the
 //!   replay's swap-outs and swap-ins over the whole run;
 //! - swap-in latency p50 / p99: the lab's measured read latency of the configuration (the
 //!   figure its latency budget is judged with).
 //!
 //! **The kernel's CPU seconds** are the player's thread CPU time in the accesses that fault (its
-//! first touches and its swap-ins: `zmem_kernel::player`) less the same in a baseline run of the
+//! first touches and its swap-ins: `crate::player`) less the same in a baseline run of the
 //! same player, pages and trace with a limit that never reclaims (the page set plus 256 MiB): a
 //! cgroup at its limit reclaims in the faulting task (LRU scans, unmapping, zram's compression),
 //! and a swap-in reads and decompresses in its fault, so what the faults cost beyond the
@@ -48,15 +48,15 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::cost::{self, Budgets, Measured, Projection, SwapOverhead, Traffic};
-use crate::policy::{self, Policy};
-use crate::{LabError, Progress};
-use zmem_experiments::validate::{
+use crate::replay::{
     self as validate, KernelRun, Side, ValidateConfig, check_input, distinct_pages, median_run,
     relative_error, replay_ram_pages,
 };
 use zmem_kernel::KernelError;
 use zmem_kernel::caps::KernelCaps;
+use zmem_lab::cost::{self, Budgets, Measured, Projection, SwapOverhead, Traffic};
+use zmem_lab::policy::{self, Policy};
+use zmem_lab::{LabError, Progress};
 use zmem_sim::replay::{self, Access, ReplayConfig, SwapKind};
 
 /// Lab pools closer than this (relative) are a tie: the kernel may order them either way.
@@ -726,7 +726,7 @@ mod tests {
         let cmd = || Command::new("/nonexistent/zmem-player");
         let go = AtomicBool::new(false);
         let caps = caps(&["lzo-rle"]);
-        let e = run(&pages, &far, &cfg, &caps, &cmd, &go, &crate::NoProgress).unwrap_err();
+        let e = run(&pages, &far, &cfg, &caps, &cmd, &go, &zmem_sim::NoProgress).unwrap_err();
         assert!(e.to_string().contains("page 9"), "{e}");
     }
 }

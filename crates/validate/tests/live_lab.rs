@@ -12,17 +12,17 @@
 
 use std::time::Duration;
 
-use zmem_experiments::validate::relative_error;
 use zmem_kernel::harness as live;
 use zmem_lab::NoProgress;
-use zmem_lab::validate_lab::{self, LabValidateConfig};
 use zmem_pages::access::accesses;
 use zmem_pages::generate::mixed;
 use zmem_pages::trace::generate::{Options, generate};
+use zmem_validate::lab::{self as validate_lab, LabValidateConfig};
+use zmem_validate::replay::relative_error;
 
 /// The player: the kernel's side of the run, on this process's stdin and stdout.
 fn player() {
-    if let Err(e) = zmem_kernel::player::run_stdio() {
+    if let Err(e) = zmem_validate::player::run_stdio() {
         eprintln!("player: {e}");
         std::process::exit(2);
     }

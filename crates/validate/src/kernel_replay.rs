@@ -48,9 +48,9 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::KernelError;
-use crate::harness::{self as live, Harness, HarnessConfig, ZramSwapConfig};
 use crate::player::{self, DONE, READY, SWAPINS};
+use zmem_kernel::KernelError;
+use zmem_kernel::harness::{self as live, Harness, HarnessConfig, ZramSwapConfig};
 use zmem_pages::access::Access;
 
 /// Where set, the path the kernel's run saves its zram device's contents to once the player has
@@ -123,7 +123,7 @@ pub struct KernelRun {
     /// `memory.stat` has no readahead counters, so these include every other process's swap-ins
     /// meanwhile (the boot's DAMON pages other processes out to any swap there is). On our zram
     /// device the player's own faults read nothing ahead (`SWP_SYNCHRONOUS_IO`).
-    pub readahead: Option<crate::stat::ReadaheadCounters>,
+    pub readahead: Option<zmem_kernel::stat::ReadaheadCounters>,
 }
 
 /// CPU seconds process `pid` has run so far: `/proc/PID/schedstat`'s run time (nanoseconds),
@@ -339,7 +339,7 @@ fn measure<'scope, 'env>(
     let ps = cfg.page_size;
     let n = (pages.len() / ps) as u64;
     let id = h.swap.id();
-    let stat0 = crate::stat::zram_block_stat(id)?;
+    let stat0 = zmem_kernel::stat::zram_block_stat(id)?;
     let header = player::Header { page_size: ps, pages: n, records: trace.len() as u64 };
     std::io::Write::write_all(&mut stdin, &header.encode())
         .map_err(|e| KernelError::Setup(format!("player: {e}")))?;
@@ -366,7 +366,7 @@ fn measure<'scope, 'env>(
     wait_line(h, READY)?;
     out.player_overhead_bytes = h.cgroup.usage()?;
     let faults0 = cgroup_stat(h, "pgmajfault")?;
-    let ra0 = crate::stat::readahead_counters().ok();
+    let ra0 = zmem_kernel::stat::readahead_counters().ok();
     let started = Instant::now();
     // The player's stdin is written from a thread while this one samples the device.
     let writer = s.spawn(move || {
@@ -427,7 +427,7 @@ fn measure<'scope, 'env>(
         }
     };
     out.play_secs = started.elapsed().as_secs_f64();
-    out.readahead = ra0.zip(crate::stat::readahead_counters().ok()).map(|(b, a)| a.since(&b));
+    out.readahead = ra0.zip(zmem_kernel::stat::readahead_counters().ok()).map(|(b, a)| a.since(&b));
     let stdin = writer
         .join()
         .map_err(|_| KernelError::Panicked)?
@@ -441,7 +441,7 @@ fn measure<'scope, 'env>(
     }
     // The player now holds every page and waits for stdin's end: read the counters.
     let mm = h.swap.mm_stat()?;
-    let stat = crate::stat::zram_block_stat(id)?;
+    let stat = zmem_kernel::stat::zram_block_stat(id)?;
     sample(h, &mut peak, &mut samples)?;
     peak = peak.max(mm.mem_used_max);
     out.cgroup_major_faults = cgroup_stat(h, "pgmajfault")?.saturating_sub(faults0);
@@ -464,7 +464,7 @@ fn measure<'scope, 'env>(
     // A diagnostic (docs/BENCHMARKS.md, the pool's dynamics): the device's contents while the
     // player still holds its pages, read as `zmem capture --zram` does, after every counter above.
     if let Some(to) = std::env::var_os(CAPTURE_ENV) {
-        let (set, _) = crate::capture::zram::capture_device(h.swap.path(), &mut |_, _| {})
+        let (set, _) = zmem_kernel::capture::zram::capture_device(h.swap.path(), &mut |_, _| {})
             .map_err(|e| {
                 KernelError::Setup(format!("capturing {}: {e}", h.swap.path().display()))
             })?;

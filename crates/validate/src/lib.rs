@@ -1,0 +1,15 @@
+//! zmem-validate: zmem's models checked against the live kernel, in a room of their own above
+//! the lab. `zmem validate replay` ([`replay`]) runs one page set and access trace through zmem's
+//! replay and through the kernel (a player process, [`player`], touching the same pages in a
+//! memory cgroup over a fresh kernel zram swap, [`kernel_replay`]) and compares swap-outs,
+//! swap-ins, the pool and read-ahead; `zmem validate lab` ([`lab`]) does the same for each
+//! configuration the lab would recommend and the running kernel can run, beside the lab's
+//! prediction.
+//!
+//! Not for: measuring or advising (the lab), reading kernel facts (zmem-kernel), rendering
+//! (zmem-render).
+
+pub mod kernel_replay;
+pub mod lab;
+pub mod player;
+pub mod replay;
