@@ -1,4 +1,4 @@
-//! The validate player's stdin stream (`zmem_kernel::player`) under arbitrary bytes: the
+//! The validate player's stdin stream (`zmem_validate::player`) under arbitrary bytes: the
 //! header must be refused or read, and playing the records into a region must return (an error
 //! for a short stream, a page outside the region, a bad header), never crash or write outside
 //! the region. The region is bounded here as the real player's mapping would be by memory.
@@ -6,7 +6,7 @@
 
 use std::io::Cursor;
 
-use zmem_kernel::player::{Header, play};
+use zmem_validate::player::{Header, play};
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let mut input = Cursor::new(data);
