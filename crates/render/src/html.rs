@@ -127,7 +127,7 @@ pub fn render_html(r: &LabReport) -> String {
          <style>body{{font-family:sans-serif;max-width:760px;margin:2em auto;color:#222}}\
          table{{border-collapse:collapse;max-width:100%}}td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}\
          td:first-child{{text-align:left;overflow-wrap:anywhere;word-break:break-word}}.rec{{background:#f4f8ff;border:1px solid #9bd;padding:1em}}\
-         svg{{display:block;margin:1em 0}}</style></head><body>\
+         svg{{display:block;margin:1em 0}}pre{{white-space:pre-wrap;overflow-wrap:anywhere}}</style></head><body>\
          {}<h1>zmem lab report</h1>\
          <p>{} pages of {} bytes &mdash; {}: {}</p><p>{}</p>{}\
          <div class=\"rec\"><h2>Recommendation: {}</h2>\

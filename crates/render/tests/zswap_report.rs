@@ -294,3 +294,12 @@ fn a_tiny_input_gets_no_verdict_in_any_format() {
     let script = report::render_apply_script(&r);
     assert!(!script.contains("zswap"), "{script}");
 }
+
+/// Issue 42: the HTML apply block wraps its long lines within its box.
+#[test]
+fn the_html_apply_block_fits_its_box() {
+    let html = report::render_html(&advice(3));
+    assert!(html.contains("<pre>"));
+    let css = &html[html.find("<style>").unwrap()..html.find("</style>").unwrap()];
+    assert!(css.contains("pre{white-space:pre-wrap;overflow-wrap:anywhere}"), "{css}");
+}
