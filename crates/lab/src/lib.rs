@@ -321,7 +321,7 @@ pub fn run(
         recommendation.uncertain = true;
         recommendation.uncertain_reason = Some(why);
     }
-    let zswap = match &opts.zswap {
+    let mut zswap = match &opts.zswap {
         Some(z) => {
             let algo_of = |name: &str| list.iter().find(|p| p.name == name).map(|p| p.algo.clone());
             let current_name = candidates.iter().find(|c| c.is_current).map(|c| c.name.clone());
@@ -347,6 +347,15 @@ pub fn run(
         }
         None => None,
     };
+    // Input too small to advise on gets no zram-or-zswap verdict either.
+    if let (Some(z), Some(UncertainReason::TooFewPages { measured_pages, min_pages })) =
+        (zswap.as_mut(), &recommendation.uncertain_reason)
+    {
+        z.verdict = zswap::Verdict::none(format!(
+            "no verdict: the input is too small to advise on ({measured_pages} pages measured, \
+             fewer than the {min_pages} the lab needs)"
+        ));
+    }
     // Every algorithm measured alone gets its estimate.
     let plain: Vec<&str> = list
         .iter()

@@ -2,7 +2,7 @@
 
 use zmem_lab::LabReport;
 
-use crate::summary::{CHANGE_MEANINGS, trade_points};
+use crate::summary::{CHANGE_MEANINGS, fits, over_budget, trade_points};
 use crate::svg;
 
 /// The accent colour of each plot, in page order; the screenshot test looks for them.
@@ -125,9 +125,9 @@ pub fn render_html(r: &LabReport) -> String {
     let page = format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>zmem lab report</title>\
          <style>body{{font-family:sans-serif;max-width:760px;margin:2em auto;color:#222}}\
-         table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}\
-         td:first-child{{text-align:left}}.rec{{background:#f4f8ff;border:1px solid #9bd;padding:1em}}\
-         svg{{display:block;margin:1em 0}}</style></head><body>\
+         table{{border-collapse:collapse;max-width:100%}}td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}\
+         td:first-child{{text-align:left;overflow-wrap:anywhere;word-break:break-word}}.rec{{background:#f4f8ff;border:1px solid #9bd;padding:1em}}\
+         svg{{display:block;margin:1em 0}}pre{{white-space:pre-wrap;overflow-wrap:anywhere}}</style></head><body>\
          {}<h1>zmem lab report</h1>\
          <p>{} pages of {} bytes &mdash; {}: {}</p><p>{}</p>{}\
          <div class=\"rec\"><h2>Recommendation: {}</h2>\
@@ -238,7 +238,7 @@ fn change_section(r: &LabReport) -> String {
             };
             format!(
                 "<tr><td>{}{}</td><td>{:.2}</td><td>{:.3}</td><td>{:+.3}</td><td>{:.2}</td>\
-                 <td>{:.2}</td><td>{:+.2}</td><td>{:.2}</td><td>{}</td></tr>",
+                 <td>{:.2}</td><td>{:+.2}</td><td>{:.2}</td><td>{}</td><td>{}</td></tr>",
                 esc(&c.name),
                 mark,
                 mib(c.memory_saved_bytes_vs_now),
@@ -248,10 +248,28 @@ fn change_section(r: &LabReport) -> String {
                 c.load_p99_ns as f64 / 1000.0,
                 c.added_load_p99_ns as f64 / 1000.0,
                 c.first_pass_cpu_secs,
-                if c.within_budgets { "yes".to_string() } else { esc(&c.over_budget.join("; ")) }
+                if fits(c) {
+                    "yes".to_string()
+                } else {
+                    esc(&over_budget(c).cloned().collect::<Vec<_>>().join("; "))
+                },
+                if c.available { "yes" } else { "no" }
             )
         })
         .collect();
+    let notes: String = r
+        .candidates
+        .iter()
+        .filter(|c| !c.available)
+        .map(|c| {
+            format!(
+                "<li>{} is not available: {}</li>",
+                esc(&c.name),
+                esc(c.unavailable_reason.as_deref().unwrap_or("unknown reason"))
+            )
+        })
+        .collect();
+    let notes = if notes.is_empty() { notes } else { format!("<ul class=\"notes\">{notes}</ul>") };
     let meanings: String = CHANGE_MEANINGS
         .iter()
         .map(|(k, v)| format!("<li><b>{}</b>: {}</li>", esc(k), esc(v)))
@@ -292,7 +310,7 @@ fn change_section(r: &LabReport) -> String {
          +{} &micro;s p99 swap-in.</p>\
          <table><tr><th>candidate</th><th>saved MiB</th><th>CPU %</th><th>&Delta;CPU %</th>\
          <th>p50 &micro;s</th><th>p99 &micro;s</th><th>&Delta;p99 &micro;s</th><th>1st pass s</th>\
-         <th>fits</th></tr>{}</table><ul>{}</ul>{}",
+         <th>fits</th><th>available</th></tr>{}</table>{}<ul>{}</ul>{}",
         esc(&rec.now_config),
         esc(&rec.now_source),
         rec.projected_pages,
@@ -304,6 +322,7 @@ fn change_section(r: &LabReport) -> String {
         r.budgets.cpu_percent_of_core,
         r.budgets.added_load_p99_us,
         rows,
+        notes,
         meanings,
         apply
     )

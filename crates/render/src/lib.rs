@@ -17,6 +17,7 @@ pub mod replay;
 pub mod status;
 pub mod summary;
 mod svg;
+mod table;
 pub mod validate_lab;
 pub mod zswap;
 

@@ -4,6 +4,7 @@
 use zmem_lab::LabReport;
 
 use crate::svg;
+use crate::table;
 
 use crate::experiments::comp_table as render_table;
 
@@ -24,37 +25,47 @@ pub fn render_summary(r: &LabReport) -> String {
     s += "Compressors (one stream, one thread; freeing = compress speed x share of memory freed)\n";
     s += &render_table(&r.compressors);
     s += "\nAllocators (zram, default algorithm, same pages; rejected pages are not in the pool)\n";
-    s += &format!(
-        "{:<10} {:>12} {:>10} {:>10} {:>12}\n",
-        "allocator", "pool MiB", "vs zsmalloc", "rejected", "write MB/s"
+    let rows: Vec<Vec<String>> = r
+        .allocators
+        .iter()
+        .map(|a| {
+            vec![
+                a.allocator.clone(),
+                format!("{:.2}", mib(a.pool_bytes as f64)),
+                format!("{:.3}", a.relative_to_zsmalloc),
+                a.rejected_pages.to_string(),
+                format!("{:.0}", a.write_mbps),
+            ]
+        })
+        .collect();
+    s += &table::render(
+        "",
+        "lrrrr",
+        &["allocator", "pool MiB", "vs zsmalloc", "rejected", "write MB/s"],
+        &rows,
     );
-    for a in &r.allocators {
-        s += &format!(
-            "{:<10} {:>12.2} {:>10.3} {:>10} {:>12.0}\n",
-            a.allocator,
-            mib(a.pool_bytes as f64),
-            a.relative_to_zsmalloc,
-            a.rejected_pages,
-            a.write_mbps
-        );
-    }
     s += "\nzram policies (pool after the policy ran; load = one read of every page)\n";
-    s += &format!(
-        "{:<22} {:>9} {:>7} {:>11} {:>10} {:>10} {:>9}\n",
-        "policy", "pool MiB", "ratio", "CPU s/GB", "p50 ns", "p99 ns", "verified"
+    let rows: Vec<Vec<String>> = r
+        .policies
+        .iter()
+        .map(|p| {
+            vec![
+                p.policy.name.clone(),
+                format!("{:.2}", mib(p.pool_bytes as f64)),
+                format!("{:.3}", p.effective_ratio),
+                format!("{:.2}", p.cpu_seconds_per_gb),
+                p.load_latency.p50_ns.to_string(),
+                p.load_latency.p99_ns.to_string(),
+                yes_no(p.verified, "NO").into(),
+            ]
+        })
+        .collect();
+    s += &table::render(
+        "",
+        "lrrrrrr",
+        &["policy", "pool MiB", "ratio", "CPU s/GB", "p50 ns", "p99 ns", "verified"],
+        &rows,
     );
-    for p in &r.policies {
-        s += &format!(
-            "{:<22} {:>9.2} {:>7.3} {:>11.2} {:>10} {:>10} {:>9}\n",
-            p.policy.name,
-            mib(p.pool_bytes as f64),
-            p.effective_ratio,
-            p.cpu_seconds_per_gb,
-            p.load_latency.p50_ns,
-            p.load_latency.p99_ns,
-            if p.verified { "yes" } else { "NO" }
-        );
-    }
     s += &format!(
         "\nzram vs zswap under memory pressure ({} trace, {} accesses; zswap: 20 % pool cap, \
          swap file)\n",
@@ -73,42 +84,49 @@ pub fn render_summary(r: &LabReport) -> String {
     );
     s += "swap-in latency end to end, ns: all; from memory (zswap hit, zram); from the device \
           (zswap miss, zram written back)\n";
-    s += &format!(
-        "{:<6} {:>9} {:>9} {:>9} {:>8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}\n",
-        "swap",
-        "RAM pages",
-        "swap-ins",
-        "pool MiB",
-        "disk rd",
-        "disk wr",
-        "all p50",
-        "all p99",
-        "mem p50",
-        "mem p99",
-        "dev p50",
-        "dev p99",
-        "dev s",
-        "verified"
+    let rows: Vec<Vec<String>> = r
+        .swap
+        .iter()
+        .map(|w| {
+            vec![
+                w.swap.to_string(),
+                w.ram_pages.to_string(),
+                w.swap_ins.to_string(),
+                format!("{:.2}", mib(w.max_pool_bytes as f64)),
+                w.disk_reads.to_string(),
+                w.disk_writes.to_string(),
+                w.load_p50_ns.to_string(),
+                w.load_p99_ns.to_string(),
+                w.hit_p50_ns.to_string(),
+                w.hit_p99_ns.to_string(),
+                dash(w.device_swap_ins, w.device_p50_ns),
+                dash(w.device_swap_ins, w.device_p99_ns),
+                format!("{:.3}", w.device_seconds),
+                yes_no(w.verified, "NO").into(),
+            ]
+        })
+        .collect();
+    s += &table::render(
+        "",
+        "lrrrrrrrrrrrrr",
+        &[
+            "swap",
+            "RAM pages",
+            "swap-ins",
+            "pool MiB",
+            "disk rd",
+            "disk wr",
+            "all p50",
+            "all p99",
+            "mem p50",
+            "mem p99",
+            "dev p50",
+            "dev p99",
+            "dev s",
+            "verified",
+        ],
+        &rows,
     );
-    for w in &r.swap {
-        s += &format!(
-            "{:<6} {:>9} {:>9} {:>9.2} {:>8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8.3} {:>8}\n",
-            w.swap,
-            w.ram_pages,
-            w.swap_ins,
-            mib(w.max_pool_bytes as f64),
-            w.disk_reads,
-            w.disk_writes,
-            w.load_p50_ns,
-            w.load_p99_ns,
-            w.hit_p50_ns,
-            w.hit_p99_ns,
-            dash(w.device_swap_ins, w.device_p50_ns),
-            dash(w.device_swap_ins, w.device_p99_ns),
-            w.device_seconds,
-            if w.verified { "yes" } else { "NO" }
-        );
-    }
     s += &change_table(r);
     let rec = &r.recommendation;
     if let Some(u) = crate::advice::uncertain(r) {
@@ -220,25 +238,27 @@ fn estimates_text(r: &LabReport) -> String {
         d.population_same_filled,
         100.0 * e.confidence
     );
-    s += &format!(
-        "  {:<10} {:>28} {:>22} {:>28}\n",
-        "algorithm", "pool MiB", "ratio", "memory saved MiB"
+    let iv = |x: &zmem_lab::sample::Interval, f: &dyn Fn(f64) -> f64, p: usize| {
+        format!("{:.p$} [{:.p$}, {:.p$}]", f(x.estimate), f(x.low), f(x.high))
+    };
+    let rows: Vec<Vec<String>> = e
+        .rows
+        .iter()
+        .map(|x| {
+            vec![
+                x.algo.clone(),
+                iv(&x.pool_bytes, &mib, 2),
+                iv(&x.ratio, &|v| v, 3),
+                iv(&x.memory_saved_bytes, &mib, 2),
+            ]
+        })
+        .collect();
+    s += &table::render(
+        "  ",
+        "lrrr",
+        &["algorithm", "pool MiB", "ratio", "memory saved MiB"],
+        &rows,
     );
-    for x in &e.rows {
-        s += &format!(
-            "  {:<10} {:>10.2} [{:>7.2}, {:>7.2}] {:>6.3} [{:>5.3}, {:>5.3}] {:>10.2} [{:>7.2}, {:>7.2}]\n",
-            x.algo,
-            mib(x.pool_bytes.estimate),
-            mib(x.pool_bytes.low),
-            mib(x.pool_bytes.high),
-            x.ratio.estimate,
-            x.ratio.low,
-            x.ratio.high,
-            mib(x.memory_saved_bytes.estimate),
-            mib(x.memory_saved_bytes.low),
-            mib(x.memory_saved_bytes.high),
-        );
-    }
     s += &format!("  method: {}\n\n", e.method);
     s
 }
@@ -261,10 +281,12 @@ fn now_text(r: &LabReport) -> String {
             mib(c.disksize_bytes as f64),
             if c.mem_limit_bytes == 0 { "none".into() } else { format!("{} B", c.mem_limit_bytes) }
         );
-        s += &format!("  {:<16} {:>14} {:>14}\n", "mm_stat field", "live", "zmem predicts");
-        for f in &n.fields {
-            s += &format!("  {:<16} {:>14} {:>14}\n", f.field, f.live, f.predicted);
-        }
+        let rows: Vec<Vec<String>> = n
+            .fields
+            .iter()
+            .map(|f| vec![f.field.clone(), f.live.to_string(), f.predicted.to_string()])
+            .collect();
+        s += &table::render("  ", "lrr", &["mm_stat field", "live", "zmem predicts"], &rows);
         s += &match &n.drift {
             None => {
                 "  orig, compr and huge agree exactly: the device was quiet while it was read\n"
@@ -291,7 +313,7 @@ fn indent(text: &str, by: &str) -> String {
 }
 
 /// What every column of the change-from-now table means (terminal and HTML).
-pub const CHANGE_MEANINGS: [(&str, &str); 7] = [
+pub const CHANGE_MEANINGS: [(&str, &str); 8] = [
     (
         "saved MiB",
         "memory saved against now on the whole device: now's bytes less the candidate's pool, \
@@ -310,6 +332,7 @@ pub const CHANGE_MEANINGS: [(&str, &str); 7] = [
     ("dp99 us", "p99 less now's: what the candidate adds to a major fault"),
     ("1st pass s", "CPU seconds of the first recompression pass over what the device holds"),
     ("fits", "yes: read every page back, within the CPU budget and within the added-p99 budget"),
+    ("available", "yes: this kernel can run it; no: it cannot, and the notes say why"),
 ];
 
 /// The candidates as changes from now, for the terminal.
@@ -329,39 +352,57 @@ fn change_table(r: &LabReport) -> String {
         r.budgets.cpu_percent_of_core,
         r.budgets.added_load_p99_us,
     );
-    s += &format!(
-        "  {:<26} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>10} {:>5}\n",
-        "candidate",
-        "saved MiB",
-        "CPU %",
-        "dCPU %",
-        "p50 us",
-        "p99 us",
-        "dp99 us",
-        "1st pass s",
-        "fits"
+    let rows: Vec<Vec<String>> = r
+        .candidates
+        .iter()
+        .map(|c| {
+            let mark = match (c.name == rec.config, c.is_current) {
+                (true, true) => "*>",
+                (true, false) => " >",
+                (false, true) => "*",
+                _ => "",
+            };
+            vec![
+                mark.to_string(),
+                c.name.clone(),
+                format!("{:.2}", mib(c.memory_saved_bytes_vs_now)),
+                format!("{:.3}", 100.0 * c.cpu_secs_per_sec),
+                format!("{:+.3}", 100.0 * c.added_cpu_secs_per_sec),
+                format!("{:.2}", c.load_p50_ns as f64 / 1000.0),
+                format!("{:.2}", c.load_p99_ns as f64 / 1000.0),
+                format!("{:+.2}", c.added_load_p99_ns as f64 / 1000.0),
+                format!("{:.2}", c.first_pass_cpu_secs),
+                yes_no(fits(c), "no").into(),
+                yes_no(c.available, "no").into(),
+            ]
+        })
+        .collect();
+    s += &table::render(
+        "",
+        "llrrrrrrrrr",
+        &[
+            "",
+            "candidate",
+            "saved MiB",
+            "CPU %",
+            "dCPU %",
+            "p50 us",
+            "p99 us",
+            "dp99 us",
+            "1st pass s",
+            "fits",
+            "available",
+        ],
+        &rows,
     );
-    for c in &r.candidates {
-        let mark = match (c.name == rec.config, c.is_current) {
-            (true, true) => "*>",
-            (true, false) => " >",
-            (false, true) => "* ",
-            _ => "  ",
-        };
+    s += "  * now  > recommended\n";
+    for c in r.candidates.iter().filter(|c| !c.available) {
         s += &format!(
-            "{mark}{:<26} {:>10.2} {:>8.3} {:>+8.3} {:>8.2} {:>8.2} {:>+8.2} {:>10.2} {:>5}\n",
+            "  {} is not available: {}\n",
             c.name,
-            mib(c.memory_saved_bytes_vs_now),
-            100.0 * c.cpu_secs_per_sec,
-            100.0 * c.added_cpu_secs_per_sec,
-            c.load_p50_ns as f64 / 1000.0,
-            c.load_p99_ns as f64 / 1000.0,
-            c.added_load_p99_ns as f64 / 1000.0,
-            c.first_pass_cpu_secs,
-            if c.within_budgets { "yes" } else { "no" }
+            c.unavailable_reason.as_deref().unwrap_or("unknown reason")
         );
     }
-    s += "  * now  > recommended\n";
     for (k, v) in CHANGE_MEANINGS {
         s += &format!("  {k}: {v}\n");
     }
@@ -394,6 +435,23 @@ pub fn render_apply_script(r: &LabReport) -> String {
     let dict =
         r.policies.iter().find(|p| p.policy.name == rec.config).and_then(|p| p.dict.as_deref());
     crate::apply::script(&rec.config, &crate::apply::build(r), dict) + &crate::zswap::script(r)
+}
+
+/// Whether a candidate fits: read every page back, within the CPU budget and within the
+/// added-p99 budget (the legend's "fits"), whether or not this kernel can run it (the
+/// "available" column). The lab's `within_budgets` also requires availability, and counts the
+/// unavailable reason among `over_budget`.
+pub(crate) fn fits(c: &zmem_lab::cost::Candidate) -> bool {
+    c.verified && over_budget(c).next().is_none()
+}
+
+/// Why a candidate is not within the budgets, its unavailability left out.
+pub(crate) fn over_budget(c: &zmem_lab::cost::Candidate) -> impl Iterator<Item = &String> {
+    c.over_budget.iter().filter(move |w| Some(*w) != c.unavailable_reason.as_ref())
+}
+
+fn yes_no(yes: bool, no: &'static str) -> &'static str {
+    if yes { "yes" } else { no }
 }
 
 /// A latency, or `-` where nothing was measured.

@@ -94,10 +94,12 @@ pub fn text(r: &LabReport) -> String {
                 n.accept_threshold_percent,
                 if n.shrinker_enabled { "Y" } else { "N" }
             );
-            s += &format!("  {:<18} {:>14} {:>14}\n", "field", "live", "predicted");
-            for f in &n.fields {
-                s += &format!("  {:<18} {:>14} {:>14}\n", f.field, opt(f.live), opt(f.predicted));
-            }
+            let rows: Vec<Vec<String>> = n
+                .fields
+                .iter()
+                .map(|f| vec![f.field.clone(), opt(f.live), opt(f.predicted)])
+                .collect();
+            s += &crate::table::render("  ", "lrr", &["field", "live", "predicted"], &rows);
             if let Some(d) = &n.debugfs {
                 let line: Vec<String> = ["written_back_pages", "pool_limit_hit"]
                     .iter()
@@ -147,30 +149,35 @@ pub fn text(r: &LabReport) -> String {
         "  Candidates (replayed with RAM for a quarter of the pages, in front of {}):\n",
         r.swap_device.name
     );
-    s += &format!(
-        "  {:<44} {:>10} {:>10} {:>9} {:>9} {:>9} {:>10}\n",
-        "zswap", "saved MiB", "CPU %core", "p50 us", "p99 us", "hits %", "dev MB/s"
+    let rows: Vec<Vec<String>> = a
+        .candidates
+        .iter()
+        .map(|c| {
+            if !c.available {
+                let why = c.unavailable_reason.as_deref().unwrap_or("");
+                return vec![c.name.clone(), format!("unavailable: {why}")];
+            }
+            vec![
+                c.name.clone(),
+                format!("{:.1}", mib(c.memory_saved_bytes_vs_now as f64)),
+                format!("{:.3}", c.cpu_secs_per_sec * 100.0),
+                format!("{:.1}", c.load_p50_ns as f64 / 1e3),
+                format!("{:.1}", c.load_p99_ns as f64 / 1e3),
+                format!("{:.0}", c.hit_fraction * 100.0),
+                format!("{:.2}", c.device_write_bytes_per_sec / 1e6),
+                if c.within_budgets { "" } else { "(over budget)" }.to_string(),
+            ]
+        })
+        .collect();
+    s += &crate::table::render(
+        "  ",
+        "lrrrrrrl",
+        &["zswap", "saved MiB", "CPU %core", "p50 us", "p99 us", "hits %", "dev MB/s", ""],
+        &rows,
     );
-    for c in &a.candidates {
-        if !c.available {
-            s += &format!(
-                "  {:<44} unavailable: {}\n",
-                c.name,
-                c.unavailable_reason.as_deref().unwrap_or("")
-            );
-            continue;
-        }
-        s += &format!(
-            "  {:<44} {:>10.1} {:>10.3} {:>9.1} {:>9.1} {:>9.0} {:>10.2}{}\n",
-            c.name,
-            mib(c.memory_saved_bytes_vs_now as f64),
-            c.cpu_secs_per_sec * 100.0,
-            c.load_p50_ns as f64 / 1e3,
-            c.load_p99_ns as f64 / 1e3,
-            c.hit_fraction * 100.0,
-            c.device_write_bytes_per_sec / 1e6,
-            if c.within_budgets { "" } else { "  (over budget)" }
-        );
+    if a.verdict.is_none() {
+        // No zram-or-zswap answer, nor the stack and lines that follow from one.
+        return s + &format!("\n{}\n", a.verdict.reason);
     }
     s += &format!(
         "\nzram or zswap: {} ({})\n  {}\n",
@@ -205,7 +212,9 @@ pub fn text(r: &LabReport) -> String {
 
 /// The zswap part of the apply script (commented out unless the verdict is zswap).
 pub fn script(r: &LabReport) -> String {
-    let Some(a) = &r.zswap else { return String::new() };
+    let Some(a) = r.zswap.as_ref().filter(|a| !a.verdict.is_none()) else {
+        return String::new();
+    };
     let Some(c) = target(a) else { return String::new() };
     let ap = apply(a, c);
     let chosen = a.verdict.choice == "zswap";
@@ -279,17 +288,26 @@ pub fn html_into(r: &LabReport, page: String) -> String {
             n.shrinker_enabled
         )
     });
+    let (title, stack) = if a.verdict.is_none() {
+        // No zram-or-zswap answer, nor the stack that follows from one.
+        ("zram or zswap: no verdict".to_string(), String::new())
+    } else {
+        (
+            format!("zram or zswap: {}", esc(&a.verdict.choice)),
+            format!(
+                "<p>vm.swappiness {}: {}. vm.page-cluster {}: {}.</p>",
+                a.stack.swappiness,
+                esc(&a.stack.swappiness_reason),
+                a.stack.page_cluster,
+                esc(&a.stack.page_cluster_reason)
+            ),
+        )
+    };
     let section = format!(
-        "<h2>zram or zswap: {}</h2><p>{}</p><h3>zswap now</h3><p>{now}</p>\
+        "<h2>{title}</h2><p>{}</p><h3>zswap now</h3><p>{now}</p>\
          <h3>zswap candidates</h3><table><tr><th>zswap</th><th>saved MiB</th><th>CPU % core</th>\
-         <th>p50 &micro;s</th><th>p99 &micro;s</th><th>device MB/s</th></tr>{rows}</table>\
-         <p>vm.swappiness {}: {}. vm.page-cluster {}: {}.</p>",
-        esc(&a.verdict.choice),
+         <th>p50 &micro;s</th><th>p99 &micro;s</th><th>device MB/s</th></tr>{rows}</table>{stack}",
         esc(&a.verdict.reason),
-        a.stack.swappiness,
-        esc(&a.stack.swappiness_reason),
-        a.stack.page_cluster,
-        esc(&a.stack.page_cluster_reason)
     );
     match page.rfind("<p><small>zmem ") {
         Some(i) => format!("{}{section}{}", &page[..i], &page[i..]),
@@ -327,7 +345,8 @@ pub fn json_into(r: &LabReport, v: &mut Value) {
             z.remove("now");
             z.remove("candidates");
             z.remove("verdict");
-            let ap = target(a).map(|c| apply(a, c));
+            // No verdict, nothing to apply.
+            let ap = target(a).filter(|_| !a.verdict.is_none()).map(|c| apply(a, c));
             z.insert("apply".into(), serde_json::to_value(ap).unwrap_or(Value::Null));
         }
     }

@@ -199,9 +199,11 @@ pub struct ZramSide {
 /// The machine's zram-or-zswap verdict.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Verdict {
-    /// `zram` or `zswap`.
+    /// `zram` or `zswap`; `none` where there is no verdict (input too small to advise on,
+    /// [`Verdict::none`]).
     pub choice: String,
-    /// The configuration chosen (a zram candidate's or a zswap candidate's name).
+    /// The configuration chosen (a zram candidate's or a zswap candidate's name; `none`
+    /// without a verdict).
     pub config: String,
     /// Why, in the user's units.
     pub reason: String,

@@ -78,6 +78,19 @@ pub fn verdict(
     Verdict { choice: choice.into(), config, reason, zram, zswap: best.map(|b| b.name.clone()) }
 }
 
+impl Verdict {
+    /// No verdict (`choice` and `config` "none"), and why: e.g. the input is too small to
+    /// advise on.
+    pub fn none(reason: String) -> Self {
+        Verdict { choice: "none".into(), config: "none".into(), reason, zram: None, zswap: None }
+    }
+
+    /// Whether this is a zram-or-zswap answer at all.
+    pub fn is_none(&self) -> bool {
+        self.choice == "none"
+    }
+}
+
 /// The kernel's swap read-ahead since boot (`/proc/vmstat`): pages read ahead (`swap_ra`,
 /// counted by mm/swap_state.c `swap_cluster_readahead()` / `swap_vma_readahead()`) and, of
 /// those, pages then asked for (`swap_ra_hit`, `swap_update_readahead()`).
