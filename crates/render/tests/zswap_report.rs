@@ -50,11 +50,16 @@ fn live() -> ZswapLive {
 }
 
 fn report() -> lab::LabReport {
-    let set = zmem_pages::generate::generate(zmem_pages::generate::Kind::Mixed, 1024, 4096, 7)
+    report_of(1024, "test set")
+}
+
+/// The lab on `n` generated pages with zswap's advice (a fake live zswap).
+fn report_of(n: usize, detail: &str) -> lab::LabReport {
+    let set = zmem_pages::generate::generate(zmem_pages::generate::Kind::Mixed, n, 4096, 7)
         .expect("generator");
     let source = Source {
         kind: "captured".into(),
-        detail: "test set".into(),
+        detail: detail.into(),
         pages: set.len() as u64,
         page_size: 4096,
         fallback_reason: None,
@@ -117,22 +122,7 @@ fn the_zswap_document_validates_and_carries_now_candidates_and_verdict() {
 
 /// `n` pages, with zswap's advice: below the lab's minimum, so uncertain.
 fn tiny(n: usize) -> lab::LabReport {
-    let set = zmem_pages::generate::generate(zmem_pages::generate::Kind::Mixed, n, 4096, 7)
-        .expect("generator");
-    let source = Source {
-        kind: "captured".into(),
-        detail: "tiny".into(),
-        pages: n as u64,
-        page_size: 4096,
-        fallback_reason: None,
-    };
-    let opts = LabOptions {
-        min_time: Duration::ZERO,
-        policies: lab::candidates("lzo-rle")[..3].to_vec(),
-        zswap: Some(ZswapInput { live: live(), after: None, secs: 0.0, pids: None }),
-        ..LabOptions::default()
-    };
-    lab::run(set.bytes(), source, &opts, &NoProgress).expect("lab run")
+    report_of(n, "tiny")
 }
 
 /// A tiny run made to look like advice, for the tables' layout.
