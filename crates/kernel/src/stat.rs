@@ -160,9 +160,17 @@ pub fn parse_swap_counters(text: &str) -> Result<SwapCounters, PagesError> {
 
 /// The live swap counters from `/proc/vmstat`.
 pub fn swap_counters() -> Result<SwapCounters, PagesError> {
+    parse_swap_counters(&read_vmstat_text()?)
+}
+
+fn read_vmstat_text() -> Result<String, PagesError> {
     let path = "/proc/vmstat";
-    let text = std::fs::read_to_string(path).map_err(|e| PagesError::io(path, e))?;
-    parse_swap_counters(&text)
+    std::fs::read_to_string(path).map_err(|e| PagesError::io(path, e))
+}
+
+/// One live `/proc/vmstat` counter by name; `None` where this kernel has no such counter.
+pub fn vmstat_counter(name: &str) -> Result<Option<u64>, PagesError> {
+    Ok(parse_vmstat(&read_vmstat_text()?)?.get(name).copied())
 }
 
 /// The system-wide swap readahead events of `/proc/vmstat` (since boot): `swap_ra`, pages read

@@ -169,10 +169,7 @@ impl Drop for SwapFile {
 
 /// A /proc/vmstat counter (0 where absent).
 fn vmstat(name: &str) -> u64 {
-    let t = std::fs::read_to_string("/proc/vmstat").unwrap_or_default();
-    t.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
-        .unwrap_or(0)
+    zmem_kernel::stat::vmstat_counter(name).ok().flatten().unwrap_or(0)
 }
 
 fn debugfs_value(name: &str) -> u64 {
@@ -180,15 +177,6 @@ fn debugfs_value(name: &str) -> u64 {
         .ok()
         .and_then(|t| t.trim().parse().ok())
         .unwrap_or(0)
-}
-
-/// Kibibytes of `VmSwap` in /proc/PID/status, as pages.
-fn vm_swap_pages(pid: u32) -> u64 {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    text.lines()
-        .find_map(|l| l.strip_prefix("VmSwap:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kib| kib / 4)
 }
 
 /// The child's swapped pages (pagemap bit 62) over all its readable mappings (anonymous ones,
@@ -318,7 +306,7 @@ fn live_zswap_now_matches_the_kernel() {
     let (stored_a, pool_a) = (debugfs_value("stored_pages"), debugfs_value("pool_total_size"));
     let lab_live = zmem_lab::zswap::read_live(false);
     let (stored_b, pool_b) = (debugfs_value("stored_pages"), debugfs_value("pool_total_size"));
-    let child_pages = vm_swap_pages(pid);
+    let child_pages = zmem_lab::zswap::vm_swap_pages(pid);
     let known = known_page();
     let pages: Vec<u8> = known.iter().copied().cycle().take(16384 * 4096).collect();
     let now = zmem_lab::zswap::now(&lab_live, None, 0.0, &pages, 4096, None);

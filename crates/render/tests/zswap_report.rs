@@ -73,16 +73,25 @@ fn report_of(n: usize, detail: &str) -> lab::LabReport {
     lab::run(set.bytes(), source, &opts, &NoProgress).expect("lab run")
 }
 
+/// docs/lab-report.schema.json, compiled.
+fn schema_validator() -> jsonschema::Validator {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/lab-report.schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    jsonschema::validator_for(&schema).expect("the schema compiles")
+}
+
+/// The document passes docs/lab-report.schema.json.
+fn assert_valid(json: &serde_json::Value) {
+    let errors: Vec<String> = schema_validator().iter_errors(json).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+}
+
 #[test]
 fn the_zswap_document_validates_and_carries_now_candidates_and_verdict() {
     let r = report();
     let json = report::json::lab_report(&r);
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/lab-report.schema.json");
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
-    let errors: Vec<String> = validator.iter_errors(&json).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "{errors:#?}");
+    assert_valid(&json);
 
     // now.zswap with the live counters and the prediction, though no zram device is live.
     let z = &json["now"]["zswap"];
@@ -102,7 +111,7 @@ fn the_zswap_document_validates_and_carries_now_candidates_and_verdict() {
     let mut broken = json.clone();
     let i = cands.iter().position(|c| c["kind"] == "zswap").unwrap();
     broken["candidates"][i].as_object_mut().unwrap().remove("device_write_bytes_per_sec");
-    assert!(!validator.is_valid(&broken));
+    assert!(!schema_validator().is_valid(&broken));
 
     // The apply lines: module parameters, command line, tmpfiles.d.
     let ap = &json["zswap"]["apply"];
@@ -262,12 +271,7 @@ fn a_tiny_input_gets_no_verdict_in_any_format() {
     let r = tiny(3);
     assert!(r.recommendation.uncertain);
     let json = report::json::lab_report(&r);
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/lab-report.schema.json");
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
-    let errors: Vec<String> = validator.iter_errors(&json).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "{errors:#?}");
+    assert_valid(&json);
     let v = &json["verdict"];
     assert_eq!(v["choice"], "none", "{v}");
     assert!(v["reason"].as_str().unwrap().contains("too small"), "{v}");
