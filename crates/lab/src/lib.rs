@@ -30,6 +30,7 @@
 //! main job (zmem-experiments).
 
 pub mod cost;
+pub mod decision;
 pub mod evidence;
 mod jobs;
 mod measure;
@@ -67,7 +68,7 @@ pub use request::{LabRequest, coverage, parse_max_pages, parse_source, run_lab};
 pub use zmem_kernel::caps::KernelCaps;
 
 /// Bumped whenever a field changes meaning or disappears.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// One allocator holding the pages zram stored with the default algorithm.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -171,6 +172,10 @@ pub struct LabReport {
     /// absent when the run was given no live zswap reading.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zswap: Option<zswap::ZswapAdvice>,
+    /// The one answer for this machine, judged over every candidate, zram and zswap
+    /// ([`decision`]); absent from reports before schema 5.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<decision::Decision>,
 }
 
 /// A candidate the lab did not measure: a dictionary whose training half
@@ -315,8 +320,33 @@ pub fn run(
         Ok(r) => r.clone(),
         Err(why) => now::replay_rates(&swap, why),
     };
-    let (candidates, mut recommendation) =
-        recommend(&policies, opts.now.as_ref(), opts.kernel.as_ref(), &rates, &opts.budgets)?;
+    // Every algorithm measured alone gets its estimate.
+    let plain: Vec<&str> = list
+        .iter()
+        .filter(|p| p.recomp.is_empty() && p.recompress.is_none() && !p.dict)
+        .map(|p| p.algo.as_str())
+        .collect();
+    let estimates =
+        opts.sample.map(|design| sample::estimate(pages, ps, design, &plain)).transpose()?;
+    let now_algo = opts
+        .now
+        .as_ref()
+        .map_or(zmem_zram::DEFAULT_ALGORITHM, |n| n.config.comp_algorithm.as_str());
+    let population = estimates.as_ref().and_then(|e| {
+        let row = e.row(now_algo)?;
+        Some(recommend::Population {
+            pages: e.design.population_pages,
+            current_pool: row.pool_bytes.estimate.round().max(0.0) as u64,
+        })
+    });
+    let (candidates, mut recommendation) = recommend::recommend_for(
+        &policies,
+        opts.now.as_ref(),
+        opts.kernel.as_ref(),
+        &rates,
+        &opts.budgets,
+        population,
+    )?;
     if let Some(why) = uncertainty((pages.len() / ps) as u64) {
         recommendation.uncertain = true;
         recommendation.uncertain_reason = Some(why);
@@ -356,14 +386,17 @@ pub fn run(
              fewer than the {min_pages} the lab needs)"
         ));
     }
-    // Every algorithm measured alone gets its estimate.
-    let plain: Vec<&str> = list
-        .iter()
-        .filter(|p| p.recomp.is_empty() && p.recompress.is_none() && !p.dict)
-        .map(|p| p.algo.as_str())
-        .collect();
-    let estimates =
-        opts.sample.map(|design| sample::estimate(pages, ps, design, &plain)).transpose()?;
+    let decision = decision::decide(&decision::Inputs {
+        candidates: &candidates,
+        policies: &policies,
+        recommendation: &recommendation,
+        zswap: zswap.as_ref().map_or(&[], |z| &z.candidates),
+        swaps: zswap.as_ref().map_or(&[], |z| &z.live.swaps),
+        zswap_swap_bytes: zswap.as_ref().map_or(0, |z| z.stack.swap_device_bytes),
+        estimates: estimates.as_ref(),
+        live_zram: opts.now.is_some(),
+        page_size: ps,
+    });
     Ok(LabReport {
         schema_version: SCHEMA_VERSION,
         zmem_version: env!("CARGO_PKG_VERSION").into(),
@@ -388,6 +421,7 @@ pub fn run(
         estimates,
         skipped_policies,
         zswap,
+        decision: Some(decision),
     })
 }
 

@@ -218,6 +218,29 @@ pub fn recommend(
     rates: &Rates,
     budgets: &Budgets,
 ) -> Result<(Vec<Candidate>, Recommendation), LabError> {
+    recommend_for(rows, now, kernel, rates, budgets, None)
+}
+
+/// The whole input the measured pages are a random sample of: without a live device the
+/// candidates are projected onto all of it, not onto the pages measured, so the
+/// recommendation's figures and the sample's estimates are on one basis.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Population {
+    pub pages: u64,
+    /// The sample's estimate of the current configuration's pool for every page
+    /// ([`crate::sample::estimate`]): the other candidates are projected as ratios to it.
+    pub current_pool: u64,
+}
+
+/// [`recommend`], projecting onto `population` where there is no live device.
+pub fn recommend_for(
+    rows: &[PolicyRow],
+    now: Option<&Now>,
+    kernel: Option<&KernelCaps>,
+    rates: &Rates,
+    budgets: &Budgets,
+    population: Option<Population>,
+) -> Result<(Vec<Candidate>, Recommendation), LabError> {
     if !rows.iter().any(|r| r.verified) {
         return Err(LabError::NothingVerified);
     }
@@ -244,12 +267,19 @@ pub fn recommend(
     let live_bytes =
         now.and_then(|n| n.fields.iter().find(|f| f.field == "mem_used_total").map(|f| f.live));
     let measured_pages = rows[cur].pages;
+    let population = population.filter(|_| now.is_none());
     let proj = Projection {
-        pages: now.map_or(measured_pages, |n| n.stored_pages).max(1),
+        pages: now
+            .map(|n| n.stored_pages)
+            .or(population.map(|p| p.pages))
+            .unwrap_or(measured_pages)
+            .max(1),
         live_bytes,
-        current_pool: now.and_then(|n| {
-            n.fields.iter().find(|f| f.field == "mem_used_total").map(|f| f.predicted)
-        }),
+        current_pool: now
+            .and_then(|n| {
+                n.fields.iter().find(|f| f.field == "mem_used_total").map(|f| f.predicted)
+            })
+            .or(population.map(|p| p.current_pool)),
     };
     let traffic = Traffic {
         swap_ins_per_sec: rates.swap_ins_per_sec,
@@ -338,6 +368,11 @@ pub fn recommend(
              the current configuration's row shows what a fresh pool would give back)",
             proj.pages
         ),
+        None if population.is_some() => format!(
+            "no live device: the kernel default {now_algo} holding the {} pages of the input \
+             (estimated from the sample)",
+            proj.pages
+        ),
         None => format!(
             "no live device: the kernel default {now_algo} on the {} pages measured",
             proj.pages
@@ -347,7 +382,13 @@ pub fn recommend(
         cands.clone(),
         Recommendation {
             config: r.policy.name.clone(),
-            expected_ratio: r.effective_ratio,
+            // On the projection's basis (every page of the device or the input), as every
+            // other figure of the recommendation and the sample's estimates.
+            expected_ratio: if c.pool_bytes > 0 {
+                (proj.pages * r.orig_bytes / r.pages.max(1)) as f64 / c.pool_bytes as f64
+            } else {
+                r.effective_ratio
+            },
             memory_saved_bytes: r.memory_saved_bytes,
             memory_saved_percent: 100.0 * r.memory_saved_bytes as f64 / r.orig_bytes.max(1) as f64,
             cpu_seconds_per_gb: r.cpu_seconds_per_gb,
