@@ -147,6 +147,11 @@ fn configure(p: &Policy, dev: &str, sys: &str, size_line: &str, prio: &str) -> V
     v
 }
 
+/// The `apply_now` shell function of `a` ([`now_function`]), for a script to call.
+pub(crate) fn now_function_text(a: &Apply) -> &str {
+    &a.now_function
+}
+
 /// Builds the three forms for policy `p`; `period_secs` is the recompression timer's period.
 pub fn forms(p: &Policy, now: Option<&Now>, period_secs: f64) -> Apply {
     let (dev, device_note, disksize, prio) = device(now);
@@ -301,7 +306,7 @@ fn now_function(p: &Policy, a: &Apply, base_prio: i32, size_line: &str) -> Strin
 }
 
 /// Standard base64 (RFC 4648, with padding), wrapped at 76 columns.
-fn base64(data: &[u8]) -> String {
+pub(crate) fn base64(data: &[u8]) -> String {
     const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(data.len() * 4 / 3 + data.len() / 57 + 4);
     for (i, c) in data.chunks(3).enumerate() {

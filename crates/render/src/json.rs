@@ -39,7 +39,28 @@ pub fn lab_report(r: &LabReport) -> Value {
         *rec = out;
     }
     crate::zswap::json_into(r, &mut v);
-    v
+    decision_first(r, v)
+}
+
+/// The document with `decision` first, its two scripts rendered in (`apply_script`,
+/// `undo_script`): the one answer a reader acts on, the rest its evidence.
+fn decision_first(r: &LabReport, v: Value) -> Value {
+    let Value::Object(mut m) = v else { return v };
+    let mut out = Map::new();
+    if let Some(Value::Object(mut d)) = m.shift_remove("decision") {
+        d.insert("apply_script".into(), Value::String(crate::decision::apply_script(r)));
+        let undo = if r.decision.as_ref().is_some_and(|d| {
+            matches!(d.kind, zmem_lab::decision::Kind::Zram | zmem_lab::decision::Kind::Zswap)
+        }) {
+            crate::decision::undo_script()
+        } else {
+            String::new()
+        };
+        d.insert("undo_script".into(), Value::String(undo));
+        out.insert("decision".into(), Value::Object(d));
+    }
+    out.extend(m);
+    Value::Object(out)
 }
 
 /// [`lab_report`] as pretty-printed text.

@@ -10,6 +10,7 @@
 
 pub mod advice;
 pub mod apply;
+pub mod decision;
 pub mod experiments;
 pub mod html;
 pub mod json;

@@ -20,6 +20,9 @@ pub fn render_summary(r: &LabReport) -> String {
         r.source.pages, r.source.page_size, r.source.kind, r.source.detail
     );
     s += &format!("{}\n\n", kernel_line(&r.kernel));
+    // The answer first; everything after it is the evidence.
+    s += &crate::decision::text(r);
+    s += "The evidence:\n\n";
     s += &now_text(r);
     s += &estimates_text(r);
     s += "Compressors (one stream, one thread; freeing = compress speed x share of memory freed)\n";
@@ -139,7 +142,7 @@ pub fn render_summary(r: &LabReport) -> String {
     }
     let apply = crate::apply::build(r);
     s += &format!(
-        "\nRecommendation: {}\n  expected ratio {:.2}, memory saved {:.1} %, {:.2} CPU s per GB compressed, load p50 {} ns / p99 {} ns\n  {}\n  rule: {}\n  set it up with:\n",
+        "\nzram's best configuration: {}\n  expected ratio {:.2}, memory saved {:.1} %, {:.2} CPU s per GB compressed, load p50 {} ns / p99 {} ns\n  {}\n  rule: {}\n",
         rec.config,
         rec.expected_ratio,
         rec.memory_saved_percent,
@@ -155,31 +158,12 @@ pub fn render_summary(r: &LabReport) -> String {
             rec.unavailable_reason.as_deref().unwrap_or("unknown reason")
         );
     }
-    for line in better_kernel_lines(r) {
-        s += &format!("  {line}\n");
-    }
     for w in &apply.warnings {
         s += &format!("  WARNING: {w}\n");
     }
-    for a in &apply.sysfs {
-        s += &format!("    {a}\n");
+    for line in better_kernel_lines(r) {
+        s += &format!("  {line}\n");
     }
-    s += &format!(
-        "  or with zram-generator (/etc/systemd/zram-generator.conf.d/60-zmem.conf):\n{}",
-        indent(&apply.generator_conf, "    ")
-    );
-    for v in &apply.generator_versions {
-        s += &format!("    # {v}\n");
-    }
-    if let (Some(service), Some(timer)) = (&apply.service, &apply.timer) {
-        s += &format!(
-            "  and a systemd timer for the periodic recompression:\n    # {u}.service\n{}    # {u}.timer\n{}",
-            indent(service, "    "),
-            indent(timer, "    "),
-            u = crate::apply::UNIT
-        );
-    }
-    s += "  (zmem lab --apply-script FILE writes all of it as one script to review; nothing is run)\n";
     s += &crate::zswap::text(r);
     s
 }
@@ -308,10 +292,6 @@ fn now_text(r: &LabReport) -> String {
     s
 }
 
-fn indent(text: &str, by: &str) -> String {
-    text.lines().map(|l| format!("{by}{l}\n")).collect()
-}
-
 /// What every column of the change-from-now table means (terminal and HTML).
 pub const CHANGE_MEANINGS: [(&str, &str); 8] = [
     (
@@ -428,13 +408,7 @@ pub(crate) fn trade_points(r: &LabReport) -> Vec<svg::TradePoint> {
 /// zram-generator section, the recompression timer where needed, and the sysfs lines; for the
 /// user to review, nothing is run.
 pub fn render_apply_script(r: &LabReport) -> String {
-    let rec = &r.recommendation;
-    if let Some(u) = crate::advice::uncertain(r) {
-        return format!("#!/bin/sh\n# zmem lab: no recommendation: {u}.\nexit 1\n");
-    }
-    let dict =
-        r.policies.iter().find(|p| p.policy.name == rec.config).and_then(|p| p.dict.as_deref());
-    crate::apply::script(&rec.config, &crate::apply::build(r), dict) + &crate::zswap::script(r)
+    crate::decision::apply_script(r)
 }
 
 /// Whether a candidate fits: read every page back, within the CPU budget and within the

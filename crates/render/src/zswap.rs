@@ -1,81 +1,10 @@
 //! zswap in the lab's outputs: its "Now" beside zmem's prediction, the zswap candidates, the
-//! zram-or-zswap verdict and the swap stack (terminal text, HTML, JSON), and the lines that
-//! apply a zswap configuration: the module parameters under /sys/module/zswap/parameters, the
-//! kernel command line, a persistent tmpfiles.d snippet and cgroup settings. zmem runs none of
-//! them.
+//! zram-or-zswap verdict and the swap stack (terminal text, HTML, JSON), as evidence: the one
+//! answer and its script are [`crate::decision`]'s.
 
 use serde_json::Value;
 use zmem_lab::LabReport;
-use zmem_lab::zswap::{ZswapAdvice, ZswapCandidate, human_bytes};
-
-/// The lines that apply one zswap candidate, each way.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct ZswapApply {
-    pub candidate: String,
-    /// Writes to /sys/module/zswap/parameters (effective at once, lost at reboot).
-    pub sysfs: Vec<String>,
-    /// Kernel command line arguments (effective from the next boot).
-    pub cmdline: String,
-    /// /etc/tmpfiles.d/zmem-zswap.conf: the same writes at every boot.
-    pub tmpfiles: String,
-    /// Memory cgroup settings the candidate relies on (writeback to the swap device allowed).
-    pub cgroup: Vec<String>,
-    /// vm sysctls of the stack advice, as /etc/sysctl.d/60-zmem-swap.conf.
-    pub sysctl: String,
-}
-
-/// The apply lines for `c` with the stack advice of `a`.
-pub fn apply(a: &ZswapAdvice, c: &ZswapCandidate) -> ZswapApply {
-    let params = [
-        ("compressor", c.compressor.clone()),
-        ("max_pool_percent", c.max_pool_percent.to_string()),
-        ("accept_threshold_percent", c.accept_threshold_percent.to_string()),
-        ("shrinker_enabled", if c.shrinker_enabled { "Y" } else { "N" }.to_string()),
-        // Last: zswap starts storing with the other parameters in place.
-        ("enabled", "Y".to_string()),
-    ];
-    let sysfs = params
-        .iter()
-        .map(|(k, v)| format!("echo {v} > /sys/module/zswap/parameters/{k}"))
-        .collect();
-    let cmdline =
-        params.iter().map(|(k, v)| format!("zswap.{k}={v}")).collect::<Vec<_>>().join(" ");
-    let tmpfiles = params
-        .iter()
-        .map(|(k, v)| format!("w /sys/module/zswap/parameters/{k} - - - - {v}\n"))
-        .collect();
-    // zswap writes back (and the shrinker works) only where memory.zswap.writeback is 1; a
-    // cgroup with 0 keeps rejected pages in RAM. The candidates were measured with writeback.
-    let cgroup = a
-        .now
-        .iter()
-        .flat_map(|n| &n.cgroups)
-        .filter(|g| g.zswap_writeback == Some(false))
-        .map(|g| format!("echo 1 > {}/memory.zswap.writeback", g.path))
-        .collect();
-    let sysctl = format!(
-        "vm.swappiness = {}\nvm.page-cluster = {}\n",
-        a.stack.swappiness, a.stack.page_cluster
-    );
-    ZswapApply { candidate: c.name.clone(), sysfs, cmdline, tmpfiles, cgroup, sysctl }
-}
-
-/// The candidate to give apply lines for: the verdict's when it is zswap, else the best zswap
-/// candidate within the budgets, else the available one saving the most memory (so a user who
-/// wants zswap anyway has them).
-fn target(a: &ZswapAdvice) -> Option<&ZswapCandidate> {
-    let name = if a.verdict.choice == "zswap" {
-        Some(&a.verdict.config)
-    } else {
-        a.verdict.zswap.as_ref()
-    };
-    name.and_then(|n| a.candidates.iter().find(|c| &c.name == n)).or_else(|| {
-        a.candidates
-            .iter()
-            .filter(|c| c.available && c.verified)
-            .max_by_key(|c| c.memory_saved_bytes_vs_now)
-    })
-}
+use zmem_lab::zswap::human_bytes;
 
 /// The terminal section: zswap now, the candidates, the verdict and the stack.
 pub fn text(r: &LabReport) -> String {
@@ -199,54 +128,6 @@ pub fn text(r: &LabReport) -> String {
     for h in &st.holds {
         s += &format!("  holds: {h}\n");
     }
-    if let Some(c) = target(a) {
-        let ap = apply(a, c);
-        s += &format!("  To run {} (nothing is run by zmem):\n", ap.candidate);
-        for l in &ap.sysfs {
-            s += &format!("    {l}\n");
-        }
-        s += &format!("    kernel command line: {}\n", ap.cmdline);
-    }
-    s
-}
-
-/// The zswap part of the apply script (commented out unless the verdict is zswap).
-pub fn script(r: &LabReport) -> String {
-    let Some(a) = r.zswap.as_ref().filter(|a| !a.verdict.is_none()) else {
-        return String::new();
-    };
-    let Some(c) = target(a) else { return String::new() };
-    let ap = apply(a, c);
-    let chosen = a.verdict.choice == "zswap";
-    let pre = if chosen { "" } else { "# " };
-    let mut s = format!(
-        "\n# zswap: {} ({}).\n# Verdict: {}: {}\n",
-        ap.candidate,
-        if chosen { "the verdict" } else { "not the verdict: every line is commented out" },
-        a.verdict.choice,
-        a.verdict.reason
-    );
-    s += "# Kernel command line, from the next boot (add to GRUB_CMDLINE_LINUX):\n";
-    s += &format!("#   {}\n", ap.cmdline);
-    s += "# Now, through /sys/module/zswap/parameters:\n";
-    for l in &ap.sysfs {
-        s += &format!("{pre}{l}\n");
-    }
-    s += "# At every boot (tmpfiles.d):\n";
-    s += &format!(
-        "{pre}cat > /etc/tmpfiles.d/zmem-zswap.conf <<'ZMEM_ZSWAP'\n{}{pre}ZMEM_ZSWAP\n",
-        ap.tmpfiles.lines().map(|l| format!("{pre}{l}\n")).collect::<String>()
-    );
-    for l in &ap.cgroup {
-        s += &format!("{pre}{l}\n");
-    }
-    s += &format!(
-        "# The swap stack: {}; {}\n{pre}cat > /etc/sysctl.d/60-zmem-swap.conf <<'ZMEM_SYSCTL'\n{}{pre}ZMEM_SYSCTL\n",
-        a.stack.swappiness_reason,
-        a.stack.page_cluster_reason,
-        ap.sysctl.lines().map(|l| format!("{pre}{l}\n")).collect::<String>()
-    );
-    s += &format!("# zswap needs a swap device behind it: {}\n", a.stack.swap_device_reason);
     s
 }
 
@@ -345,9 +226,6 @@ pub fn json_into(r: &LabReport, v: &mut Value) {
             z.remove("now");
             z.remove("candidates");
             z.remove("verdict");
-            // No verdict, nothing to apply.
-            let ap = target(a).filter(|_| !a.verdict.is_none()).map(|c| apply(a, c));
-            z.insert("apply".into(), serde_json::to_value(ap).unwrap_or(Value::Null));
         }
     }
 }
