@@ -55,13 +55,19 @@ fn an_uncertain_result_is_no_advice() {
     let rec = &json["recommendation"];
     assert!(rec.get("apply").is_none() && rec.get("attributes").is_none(), "{rec}");
     assert!(rec["why"].as_str().unwrap().starts_with("too uncertain"), "{rec}");
+    // No decision in any form: JSON `decision.kind` none, its scripts refuse or are empty.
+    assert_eq!(json["decision"]["kind"], "none");
+    assert_eq!(json["decision"]["reason"]["kind"], "too_few_pages");
+    assert_eq!(json["decision"]["undo_script"], "");
     let summary = report::render_summary(&r);
+    assert!(summary.contains("Decision: none. the input is too small"), "{summary}");
     assert!(summary.contains("Recommendation: none, too uncertain"), "{summary}");
-    assert!(!summary.contains("set it up with") && !summary.contains("swapon"), "{summary}");
+    assert!(!summary.contains("swapon"), "{summary}");
     let html = report::render_html(&r);
     assert!(html.contains("too uncertain") && !html.contains("swapon"));
     let script = report::render_apply_script(&r);
-    assert!(script.contains("no recommendation") && script.ends_with("exit 1\n"), "{script}");
+    assert!(script.contains("nothing to apply") && script.ends_with("exit 1\n"), "{script}");
+    assert_eq!(json["decision"]["apply_script"], script.as_str());
 }
 
 fn schema() -> serde_json::Value {
@@ -116,7 +122,13 @@ fn every_candidate_is_projected_and_one_is_now() {
     // Made from the built-in set: the first comment line says so.
     let first = script.lines().nth(1).unwrap();
     assert!(first.starts_with("# WARNING: made from zmem's built-in generated pages"), "{first}");
-    assert_eq!(script.contains(".timer"), report::apply::build(&r).timer.is_some());
+    // The decision's configuration, and a timer only where it recompresses.
+    let d = r.decision.as_ref().unwrap();
+    let Some(lab::decision::Pick::Zram(i)) = d.chosen.as_ref().map(|c| c.pick) else {
+        panic!("built-in pages, no zswap reading: a zram decision, got {d:?}")
+    };
+    assert!(script.contains(&format!("zmem lab decision: run zram {}", r.policies[i].policy.name)));
+    assert_eq!(script.contains(".timer"), r.policies[i].policy.recompresses());
 }
 
 /// Issue 29's machine: zram offers lzo-rle, lzo and lz4, no recompression; no zram swap, so the

@@ -113,16 +113,28 @@ fn the_zswap_document_validates_and_carries_now_candidates_and_verdict() {
     broken["candidates"][i].as_object_mut().unwrap().remove("device_write_bytes_per_sec");
     assert!(!schema_validator().is_valid(&broken));
 
-    // The apply lines: module parameters, command line, tmpfiles.d.
-    let ap = &json["zswap"]["apply"];
-    let sysfs: Vec<&str> =
-        ap["sysfs"].as_array().unwrap().iter().filter_map(|v| v.as_str()).collect();
-    assert!(sysfs.iter().any(|l| l.ends_with("/sys/module/zswap/parameters/compressor")));
-    assert_eq!(sysfs.last().unwrap(), &"echo Y > /sys/module/zswap/parameters/enabled");
-    assert!(ap["cmdline"].as_str().unwrap().contains("zswap.enabled=Y"));
+    // One answer: the script applies the decision only; zswap's lines are no second answer.
+    assert!(json["zswap"].get("apply").is_none(), "{}", json["zswap"]);
+    let d = &json["decision"];
     let script = report::render_apply_script(&r);
-    assert!(script.contains("/etc/tmpfiles.d/zmem-zswap.conf"), "{script}");
-    assert!(script.contains("vm.page-cluster"), "{script}");
+    assert_eq!(d["apply_script"], script.as_str());
+    match d["kind"].as_str().unwrap() {
+        "zswap" => {
+            assert!(script.contains("zswap_set enabled Y"), "{script}");
+            assert!(script.contains("/etc/tmpfiles.d/zmem-zswap.conf"), "{script}");
+            assert!(!script.contains("zram-generator.conf.d/60-zmem.conf\n  sed"), "{script}");
+        }
+        "zram" => {
+            assert!(!script.contains("zswap_set enabled Y"), "{script}");
+            assert!(script.contains("zram-generator.conf.d/60-zmem.conf"), "{script}");
+        }
+        "keep" => {
+            assert!(script.contains("Nothing to change") && script.ends_with("exit 0\n"), "{script}");
+            assert_eq!(d["undo_script"], "");
+        }
+        other => panic!("a decision for {} pages: {other}", r.source.pages),
+    }
+    assert!(!script.contains("vm.page-cluster"), "{script}");
     let summary = report::render_summary(&r);
     assert!(summary.contains("zram or zswap:") && summary.contains("Candidates"), "{summary}");
     let html = report::render_html(&r);
@@ -276,7 +288,8 @@ fn a_tiny_input_gets_no_verdict_in_any_format() {
     assert_eq!(v["choice"], "none", "{v}");
     assert!(v["reason"].as_str().unwrap().contains("too small"), "{v}");
     assert!(v["zram"].is_null() && v["zswap"].is_null(), "{v}");
-    assert!(json["zswap"]["apply"].is_null(), "{}", json["zswap"]);
+    assert!(json["zswap"].get("apply").is_none(), "{}", json["zswap"]);
+    assert_eq!(json["decision"]["kind"], "none");
 
     let text = report::render_summary(&r);
     assert!(!text.contains("zram or zswap:"), "{text}");
@@ -286,7 +299,7 @@ fn a_tiny_input_gets_no_verdict_in_any_format() {
     assert!(!html.contains("zram or zswap: zram") && !html.contains("zram or zswap: zswap"));
     assert!(!html.contains("vm.swappiness"));
     let script = report::render_apply_script(&r);
-    assert!(!script.contains("zswap"), "{script}");
+    assert!(!script.contains("zswap_set") && script.ends_with("exit 1\n"), "{script}");
 }
 
 /// Issue 42: the HTML apply block wraps its long lines within its box.
