@@ -22,7 +22,7 @@ use zmem_lab::decision::{Decision, Kind, Pick, Reason, TieBreak};
 use zmem_lab::zswap::{ZswapCandidate, human_bytes};
 use zmem_lab::{LabReport, Policy};
 
-use crate::apply::{self, Apply};
+use crate::apply;
 
 /// The decision's opening block for the terminal.
 pub fn text(r: &LabReport) -> String {
@@ -149,14 +149,18 @@ pub fn apply_script(r: &LabReport) -> String {
             reason_words(d)
         ),
         Kind::Zram => match chosen_zram(r, d) {
-            Some((p, dict)) => {
-                let a = apply::forms(p, r.now.as_ref(), r.budgets.recompress_period_secs);
-                zram_script(d, &a, dict, &warnings(r))
-            }
+            Some((p, dict)) => zram_apply_script(
+                d,
+                p,
+                r.now.as_ref(),
+                r.budgets.recompress_period_secs,
+                dict,
+                &warnings(r),
+            ),
             None => refuse("the decision names no zram configuration"),
         },
         Kind::Zswap => match chosen_zswap(r, d) {
-            Some(c) => zswap_script(d, c),
+            Some(c) => zswap_apply_script(d, c),
             None => refuse("the decision names no zswap configuration"),
         },
     }
@@ -248,7 +252,17 @@ fn head(d: &Decision, changes: &[String], persist: &[String], warnings: &[String
 /// The systemd reload after files were written into the live root.
 const RELOAD: &str = "if [ -z \"$ROOT\" ] && command -v systemctl > /dev/null 2>&1; then\n  systemctl daemon-reload || true\nfi\n";
 
-fn zram_script(d: &Decision, a: &Apply, dict: Option<&[u8]>, warnings: &[String]) -> String {
+/// The apply script of a zram decision for policy `p` (`now`: the live device the pages came
+/// from, if any; `period_secs`: the recompression timer's).
+pub fn zram_apply_script(
+    d: &Decision,
+    p: &Policy,
+    now: Option<&zmem_lab::Now>,
+    period_secs: f64,
+    dict: Option<&[u8]>,
+    warnings: &[String],
+) -> String {
+    let a = &apply::forms(p, now, period_secs);
     let changes = vec![
         "zswap off where it is on (it would cache in front of the zram device)".to_string(),
         format!(
@@ -338,7 +352,8 @@ fn zram_script(d: &Decision, a: &Apply, dict: Option<&[u8]>, warnings: &[String]
     s
 }
 
-fn zswap_script(d: &Decision, c: &ZswapCandidate) -> String {
+/// The apply script of a zswap decision for candidate `c`.
+pub fn zswap_apply_script(d: &Decision, c: &ZswapCandidate) -> String {
     let b = d.swap_behind.clone().unwrap_or(zmem_lab::decision::SwapBehind {
         existing: None,
         size_bytes: 0,
@@ -415,8 +430,10 @@ fn zswap_script(d: &Decision, c: &ZswapCandidate) -> String {
     } else {
         s += "# 1. The disk swap behind zswap is there already.\n";
     }
-    s += "# 2. Every zram swap device off: zswap would otherwise store in front of it.\n\
-          for z in $(awk 'NR > 1 && $1 ~ \"^/dev/zram\" { print $1 \":\" $5 }' /proc/swaps); do\n\
+    s += "# 2. Every zram swap device off (only $ZMEM_ZRAM_DEVICE where it is set): zswap would\n\
+          #    otherwise store in front of it.\n\
+          only=${ZMEM_ZRAM_DEVICE:+/dev/$ZMEM_ZRAM_DEVICE}\n\
+          for z in $(awk -v only=\"$only\" 'NR > 1 && $1 ~ \"^/dev/zram\" && (only == \"\" || $1 == only) { print $1 \":\" $5 }' /proc/swaps); do\n\
           \x20 d=${z%%:*}\n\
           \x20 echo \"swapoff $d ${z##*:}\" >> \"$STATE/log\"\n\
           \x20 swapoff \"$d\"\n\

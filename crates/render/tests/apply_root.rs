@@ -1,6 +1,6 @@
 //! The apply script run for real: as root, on a kernel with zram, the lab's recommendation for
 //! this machine is written as a script, pointed at a scratch zram device this test hot-adds
-//! (`ZMEM_ZRAM_DEVICE`), and its sysfs part run (`--sysfs-only`: nothing installed under /etc).
+//! (`ZMEM_ZRAM_DEVICE`), and run now only (`--no-persist`: nothing installed under /etc).
 //! The device must end configured as recommended (its `comp_algorithm` shows the algorithm in
 //! brackets, its `disksize` follows the size rule) and be an active swap area. The scratch
 //! device is swapped off, reset and hot-removed afterwards, also on failure (a Drop guard).
@@ -103,26 +103,27 @@ fn script_for_this_machine() -> (String, lab::Policy) {
     };
     let r = lab::run(set.bytes(), source, &opts, &NoProgress).expect("lab run");
     assert!(r.recommendation.available, "{:?}", r.recommendation.unavailable_reason);
-    let policy = r
-        .policies
-        .iter()
-        .find(|p| p.policy.name == r.recommendation.config)
-        .unwrap()
-        .policy
-        .clone();
-    (report::render_apply_script(&r), policy)
+    // The decision's configuration: a zram one (no zswap reading was given).
+    let d = r.decision.as_ref().expect("a decision");
+    let Some(lab::decision::Pick::Zram(i)) = d.chosen.as_ref().map(|c| c.pick) else {
+        panic!("no zram decision: {d:?}")
+    };
+    (report::render_apply_script(&r), r.policies[i].policy.clone())
 }
 
-/// Runs the script's sysfs part on `dev`; panics with its output unless it succeeds.
+/// Runs the script now on `dev`, nothing persisted; panics with its output unless it succeeds.
 fn run_sysfs_only(script: &str, dev: &str) {
     let dir = std::env::temp_dir().join(format!("zmem-apply-root-{}-{dev}", std::process::id()));
     fs::create_dir_all(&dir).unwrap();
     let path = dir.join("apply.sh");
     fs::write(&path, script).unwrap();
+    // Now only (nothing written under /etc), its undo state in the scratch directory.
     let out = Command::new("sh")
         .arg(&path)
-        .arg("--sysfs-only")
+        .arg("--no-persist")
         .env("ZMEM_ZRAM_DEVICE", dev)
+        .env("ZMEM_STATE", dir.join("state"))
+        .env("ZMEM_ROOT", dir.join("root"))
         .output()
         .expect("sh");
     let _ = fs::remove_dir_all(&dir);

@@ -129,7 +129,10 @@ fn the_zswap_document_validates_and_carries_now_candidates_and_verdict() {
             assert!(script.contains("zram-generator.conf.d/60-zmem.conf"), "{script}");
         }
         "keep" => {
-            assert!(script.contains("Nothing to change") && script.ends_with("exit 0\n"), "{script}");
+            assert!(
+                script.contains("Nothing to change") && script.ends_with("exit 0\n"),
+                "{script}"
+            );
             assert_eq!(d["undo_script"], "");
         }
         other => panic!("a decision for {} pages: {other}", r.source.pages),
