@@ -657,7 +657,7 @@ fn study_allocators(
 /// choice); `apply_script` and `output` write the script and the HTML + JSON report as the CLI
 /// does.
 #[pyfunction]
-#[pyo3(signature = (pages = None, source = None, no_capture = false, observe = None, max_pages = None, sample = None, cpu_budget = None, latency_budget = None, swap_device = "nvme", apply_script = None, trace = None, threads = None, min_time_ms = None, output = None, mount_debugfs = false))]
+#[pyo3(signature = (pages = None, source = None, no_capture = false, observe = None, max_pages = None, sample = None, cpu_budget = None, latency_budget = None, swap_device = "auto", apply_script = None, trace = None, threads = None, min_time_ms = None, output = None, mount_debugfs = false))]
 #[allow(clippy::too_many_arguments)]
 fn lab(
     py: Python<'_>,
@@ -700,8 +700,8 @@ fn lab(
     };
     let coverage = lab_mod::coverage(max_pages, sample).map_err(lab_err)?;
     let budgets = lab_mod::Budgets::checked(cpu_budget, latency_budget).map_err(lab_err)?;
-    let swap_device: DeviceSpec =
-        swap_device.parse().map_err(|e| value_err(format!("swap_device: {e}")))?;
+    let swap_device = lab_mod::parse_swap_device(swap_device)
+        .map_err(|e| value_err(format!("swap_device: {e}")))?;
     let input = match (&pages, source, no_capture) {
         (Some(_), Some(_), _) | (Some(_), _, true) => {
             return Err(value_err("give pages, or source / no_capture, not both"));

@@ -257,7 +257,7 @@ def lab(
     sample: Optional[int] = None,
     cpu_budget: float = 1.0,
     latency_budget: float = 50.0,
-    swap_device: str = "nvme",
+    swap_device: str = "auto",
     apply_script: Optional[PathLike] = None,
     trace: Optional[PathLike] = None,
     threads: int = 0,
@@ -280,7 +280,7 @@ def lab(
     every page) or ``sample`` (a stratified random sample of that many, with 95 % confidence
     intervals in ``report["estimates"]``); with neither, an input of more than 6144 pages is
     sampled at random. ``cpu_budget`` (percent of a core) and ``latency_budget`` (added p99
-    swap-in microseconds) bound the recommendation. ``swap_device``: ``nvme``, ``ssd``,
+    swap-in microseconds) bound the recommendation. ``swap_device``: ``auto`` (this machine's device, measured), ``nvme``, ``ssd``,
     ``emmc``, ``hdd`` or a path to measure. ``apply_script``: write the script that applies the
     recommendation there (nothing is run). ``trace``: replay this access trace instead of the
     generated one. ``threads``: threads the measurements run on (0: one per core).

@@ -108,7 +108,7 @@ def lab(
     sample: Optional[int] = None,
     cpu_budget: float = 1.0,
     latency_budget: float = 50.0,
-    swap_device: str = "nvme",
+    swap_device: str = "auto",
     apply_script: Optional[str] = None,
     trace: Optional[str] = None,
     threads: int = 0,

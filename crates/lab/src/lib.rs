@@ -64,7 +64,9 @@ pub use recommend::{
     BetterKernel, Recommendation, RunnerUpReason, UncertainReason, Unfit, kernel_fit, recommend,
     uncertainty,
 };
-pub use request::{LabRequest, coverage, parse_max_pages, parse_source, run_lab};
+pub use request::{
+    LabRequest, auto_device, coverage, parse_max_pages, parse_source, parse_swap_device, run_lab,
+};
 pub use zmem_kernel::caps::KernelCaps;
 
 /// Bumped whenever a field changes meaning or disappears.

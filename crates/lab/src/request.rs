@@ -27,8 +27,8 @@ pub struct LabRequest {
     pub observe_secs: u64,
     /// The CPU and latency budgets.
     pub budgets: Budgets,
-    /// The block device behind a swap file.
-    pub swap_device: DeviceSpec,
+    /// The block device behind a swap file; none (`auto`): this machine's ([`auto_device`]).
+    pub swap_device: Option<DeviceSpec>,
     /// A trace to replay instead of the generated one.
     pub trace: Option<PathBuf>,
     /// Threads the measurements run on; 0: one per core.
@@ -47,11 +47,60 @@ impl Default for LabRequest {
             coverage: Coverage::choose(None, None),
             observe_secs: 10,
             budgets: Budgets::default(),
-            swap_device: DeviceSpec::default(),
+            swap_device: None,
             trace: None,
             threads: 0,
             min_time: LabOptions::default().min_time,
             mount_debugfs: false,
+        }
+    }
+}
+
+/// `--swap-device`: `auto` (none: [`auto_device`]), a profile name or a path to measure.
+pub fn parse_swap_device(text: &str) -> Result<Option<DeviceSpec>, LabError> {
+    if text == "auto" {
+        return Ok(None);
+    }
+    text.parse().map(Some).map_err(LabError::Setup)
+}
+
+/// The device zswap's misses would read on this machine: the directory of an active swap file
+/// (measured there), a swap partition's kind (its disk's name and `queue/rotational`: nvme,
+/// hdd, else ssd; a partition cannot be measured without writing to it), and with no disk swap
+/// the directory the apply script makes zswap's swap file in (measured there). Never a device
+/// the machine does not have.
+pub fn auto_device() -> DeviceSpec {
+    let areas = zmem_kernel::stat::swaps().unwrap_or_default();
+    let disk = areas.iter().find(|a| !a.filename.starts_with("/dev/zram"));
+    match disk {
+        Some(a) if a.kind == "file" => match std::path::Path::new(&a.filename).parent() {
+            Some(dir) => DeviceSpec::Path(dir.to_path_buf()),
+            None => DeviceSpec::default(),
+        },
+        Some(a) => {
+            let name = a.filename.trim_start_matches("/dev/");
+            let rotational =
+                std::fs::read_to_string(format!("/sys/class/block/{name}/../queue/rotational"))
+                    .or_else(|_| {
+                        std::fs::read_to_string(format!("/sys/class/block/{name}/queue/rotational"))
+                    })
+                    .map(|t| t.trim() == "1")
+                    .unwrap_or(false);
+            let profile = if name.starts_with("nvme") {
+                "nvme"
+            } else if rotational {
+                "hdd"
+            } else {
+                "ssd"
+            };
+            profile.parse().unwrap_or_default()
+        }
+        None => {
+            // /var/lib/zmem/swapfile's file system; /var/lib exists where /var/lib/zmem may not.
+            let file = std::path::Path::new(crate::decision::SWAP_FILE);
+            let dir =
+                file.ancestors().skip(1).find(|d| d.is_dir()).unwrap_or(std::path::Path::new("/"));
+            DeviceSpec::Path(dir.to_path_buf())
         }
     }
 }
@@ -113,7 +162,8 @@ pub fn run_lab(req: LabRequest, progress: &dyn Progress) -> Result<LabReport, La
     // Read before the long steps: a bad trace file fails at once.
     let trace =
         req.trace.as_ref().map(|p| Trace::open_with_origin(p).map(|t| (p, t))).transpose()?;
-    let device = SwapDevice::resolve(&req.swap_device, Duration::from_secs(1))?;
+    let spec = req.swap_device.clone().unwrap_or_else(auto_device);
+    let device = SwapDevice::resolve(&spec, Duration::from_secs(1))?;
     let e = evidence::gather(req.input, req.coverage, progress)?;
     let trace = match trace {
         Some((path, (t, origin))) => {

@@ -313,7 +313,7 @@ pub fn zram_apply_script(
          fi\n",
         dev = a.device
     );
-    s += &apply::now_function_text(a);
+    s += apply::now_function_text(a);
     s += "apply_now\n\
           [ \"$existed\" = 1 ] || echo \"zram $dev created\" >> \"$STATE/log\"\n";
     s += "if [ \"$persist\" = 1 ]; then\n";

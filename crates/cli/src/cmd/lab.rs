@@ -53,14 +53,20 @@ pub struct Args {
     #[arg(long, default_value_t = 50.0, value_name = "MICROSECONDS")]
     latency_budget: f64,
     /// The block device behind a swap file, whose 4 KiB latency the zram-vs-zswap replays
-    /// charge to every device read and write: a profile (nvme, ssd, emmc, hdd) or a path on the
-    /// device to measure for about a second with O_DIRECT.
-    #[arg(long, default_value = "nvme", value_name = "PATH|nvme|ssd|emmc|hdd")]
+    /// charge to every device read and write: `auto` (this machine's: its swap file's
+    /// directory or the one zswap's swap file would go in, measured for about a second with
+    /// O_DIRECT; a swap partition's kind), a profile (nvme, ssd, emmc, hdd) or a path on the
+    /// device to measure.
+    #[arg(long, default_value = "auto", value_name = "auto|PATH|nvme|ssd|emmc|hdd")]
     swap_device: String,
-    /// Write a shell script that applies the recommendation (sysfs, zram-generator, systemd
-    /// timer) for you to review; zmem runs none of it.
+    /// Write the shell script that applies the decision (and nothing else) from this
+    /// machine's state, for you to review and run as root; zmem runs none of it.
     #[arg(long, value_name = "FILE")]
     apply_script: Option<PathBuf>,
+    /// Write the shell script that undoes what the apply script changed (it reads the state
+    /// the apply saved in /var/lib/zmem/undo).
+    #[arg(long, value_name = "FILE")]
+    undo_script: Option<PathBuf>,
     /// Replay this access trace (`zmem trace record`'s, `zmem trace gen`'s, any) instead of
     /// the generated one; its page ids index the page set (before sampling to --max-pages).
     #[arg(long, value_name = "TRACE")]
@@ -109,7 +115,8 @@ fn request(args: &Args) -> anyhow::Result<LabRequest> {
         coverage: lab::coverage(args.max_pages, sample)?,
         observe_secs: args.observe,
         budgets: lab::Budgets::checked(args.cpu_budget, args.latency_budget)?,
-        swap_device: args.swap_device.parse().map_err(|e| anyhow::anyhow!("--swap-device: {e}"))?,
+        swap_device: lab::parse_swap_device(&args.swap_device)
+            .map_err(|e| anyhow::anyhow!("--swap-device: {e}"))?,
         trace: args.trace.clone(),
         threads: args.threads,
         min_time: std::time::Duration::from_millis(args.min_time_ms),
@@ -130,6 +137,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         std::fs::write(path, report::render_apply_script(&r))
             .with_context(|| format!("writing {}", path.display()))?;
         eprintln!("zmem lab: wrote {} (review it; nothing was run)", path.display());
+    }
+    if let Some(path) = &args.undo_script {
+        std::fs::write(path, report::decision::undo_script())
+            .with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("zmem lab: wrote {} (it undoes what the apply script did)", path.display());
     }
     let json = report::json::lab_report_text(&r);
     if let Some(dir) = &args.output {
