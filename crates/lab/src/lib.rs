@@ -399,6 +399,21 @@ pub fn run(
         live_zram: opts.now.is_some(),
         page_size: ps,
     });
+    // One answer: the zram-or-zswap verdict is the decision's, and the swap stack follows it.
+    if let Some(z) = zswap.as_mut()
+        && !z.verdict.is_none()
+    {
+        z.verdict = z.verdict.clone().following(&decision);
+        z.stack = zswap::stack(
+            &z.live,
+            &z.verdict,
+            &z.candidates,
+            &rates,
+            decision.pages,
+            ps,
+            &opts.device,
+        );
+    }
     Ok(LabReport {
         schema_version: SCHEMA_VERSION,
         zmem_version: env!("CARGO_PKG_VERSION").into(),

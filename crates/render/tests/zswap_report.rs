@@ -113,7 +113,13 @@ fn the_zswap_document_validates_and_carries_now_candidates_and_verdict() {
     broken["candidates"][i].as_object_mut().unwrap().remove("device_write_bytes_per_sec");
     assert!(!schema_validator().is_valid(&broken));
 
-    // One answer: the script applies the decision only; zswap's lines are no second answer.
+    // One answer: the verdict says what the decision says.
+    let kind = json["decision"]["kind"].as_str().unwrap();
+    if kind != "keep" {
+        assert_eq!(json["verdict"]["choice"], kind);
+    }
+    assert_eq!(json["verdict"]["config"], json["decision"]["config"]);
+    // The script applies the decision only; zswap's lines are no second answer.
     assert!(json["zswap"].get("apply").is_none(), "{}", json["zswap"]);
     let d = &json["decision"];
     let script = report::render_apply_script(&r);

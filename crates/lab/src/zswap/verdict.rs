@@ -79,6 +79,31 @@ pub fn verdict(
 }
 
 impl Verdict {
+    /// This verdict made to say what `d`, the one decision, says: zram or zswap as the
+    /// decision runs (for keep, what runs now), its configuration, and why where the two
+    /// judgements part (the decision calls equal what this one split by less than the
+    /// uncertainty).
+    pub fn following(self, d: &crate::decision::Decision) -> Self {
+        use crate::decision::Kind;
+        let choice = match d.kind {
+            Kind::Zram => "zram",
+            Kind::Zswap => "zswap",
+            Kind::Keep if d.now_config.starts_with("zswap") => "zswap",
+            Kind::Keep => "zram",
+            Kind::None => return Verdict::none(self.reason),
+        };
+        let config = d.config.clone();
+        if choice == self.choice {
+            return Verdict { choice: choice.into(), config, ..self };
+        }
+        let reason = format!(
+            "{config}: the decision's (the two are equal within the uncertainty, or {} was not \
+             within the budgets); by saving alone: {}",
+            self.config, self.reason
+        );
+        Verdict { choice: choice.into(), config, reason, ..self }
+    }
+
     /// No verdict (`choice` and `config` "none"), and why: e.g. the input is too small to
     /// advise on.
     pub fn none(reason: String) -> Self {
