@@ -227,24 +227,7 @@ pub fn project(
         .map(|(i, x)| {
             let cpu_secs_per_sec = cpu(x);
             let added_load_p99_ns = x.load_p99_ns as i64 - now_p99 as i64;
-            let mut over = Vec::new();
-            if !x.verified {
-                over.push("did not read every page back".to_string());
-            }
-            if cpu_secs_per_sec > budgets.cpu_percent_of_core / 100.0 {
-                over.push(format!(
-                    "CPU {:.3} % of a core > {} %",
-                    100.0 * cpu_secs_per_sec,
-                    budgets.cpu_percent_of_core
-                ));
-            }
-            if added_load_p99_ns as f64 > budgets.added_load_p99_us * 1000.0 {
-                over.push(format!(
-                    "adds {:.1} us to the p99 swap-in > {} us",
-                    added_load_p99_ns as f64 / 1000.0,
-                    budgets.added_load_p99_us
-                ));
-            }
+            let over = over_budget(x.verified, cpu_secs_per_sec, added_load_p99_ns, budgets);
             Candidate {
                 name: x.name.clone(),
                 kind: zram_kind(),
@@ -274,6 +257,36 @@ pub fn project(
             }
         })
         .collect()
+}
+
+/// The one budget check every candidate passes, zram's and zswap's: why it is not within the
+/// budgets, in words (empty: within): it must read every page back, use at most the CPU budget
+/// and add at most the latency budget to the p99 swap-in.
+pub fn over_budget(
+    verified: bool,
+    cpu_secs_per_sec: f64,
+    added_load_p99_ns: i64,
+    budgets: &Budgets,
+) -> Vec<String> {
+    let mut over = Vec::new();
+    if !verified {
+        over.push("did not read every page back".to_string());
+    }
+    if cpu_secs_per_sec > budgets.cpu_percent_of_core / 100.0 {
+        over.push(format!(
+            "CPU {:.3} % of a core > {} %",
+            100.0 * cpu_secs_per_sec,
+            budgets.cpu_percent_of_core
+        ));
+    }
+    if added_load_p99_ns as f64 > budgets.added_load_p99_us * 1000.0 {
+        over.push(format!(
+            "adds {:.1} us to the p99 swap-in > {} us",
+            added_load_p99_ns as f64 / 1000.0,
+            budgets.added_load_p99_us
+        ));
+    }
+    over
 }
 
 /// What [`choose`] picked, and under which branch of the rule.

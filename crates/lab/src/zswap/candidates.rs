@@ -362,24 +362,12 @@ pub fn project(
                 r.disk_writes as f64 / r.swap_outs as f64 * rates.swap_outs_per_sec * ps as f64
             };
             cand.swap_in_us_per_sec = swap_in_us_per_sec(r, rates);
-            if !r.verified {
-                cand.over_budget.push("did not read every page back".into());
-            }
-            let cpu_budget = budgets.cpu_percent_of_core / 100.0;
-            if cand.cpu_secs_per_sec > cpu_budget {
-                cand.over_budget.push(format!(
-                    "{:.3}% of a core > {:.3}% budget",
-                    cand.cpu_secs_per_sec * 100.0,
-                    budgets.cpu_percent_of_core
-                ));
-            }
-            if cand.added_load_p99_ns as f64 > budgets.added_load_p99_us * 1e3 {
-                cand.over_budget.push(format!(
-                    "adds {:.1} us to the p99 swap-in > {:.1} us budget",
-                    cand.added_load_p99_ns as f64 / 1e3,
-                    budgets.added_load_p99_us
-                ));
-            }
+            cand.over_budget = cost::over_budget(
+                r.verified,
+                cand.cpu_secs_per_sec,
+                cand.added_load_p99_ns,
+                budgets,
+            );
             cand.within_budgets = cand.over_budget.is_empty();
             cand
         })
