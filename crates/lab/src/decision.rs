@@ -110,7 +110,8 @@ pub struct Contender {
 pub struct SwapBehind {
     /// An active disk swap area to keep (`/proc/swaps`), if there is one.
     pub existing: Option<String>,
-    /// Bytes it must hold: every page zswap stores keeps its slot there.
+    /// Bytes it must hold: every page zswap stores keeps its slot there, and at least the
+    /// size of the zram swap devices it replaces.
     pub size_bytes: u64,
     /// The swap file to make where there is no disk swap (none when `existing`).
     pub new_file: Option<String>,
@@ -362,9 +363,13 @@ pub fn decide(x: &Inputs) -> Decision {
         }
         None => (0, 0, false),
     };
+    // The swap device must hold every page zswap stores (each keeps its slot there) and every
+    // page the zram swap devices it replaces held room for.
+    let zram_swap_bytes: u64 =
+        swaps.iter().filter(|s| s.kind == "zram").map(|s| s.size_bytes).sum();
     let swap_behind = matches!(o.pick, Pick::Zswap(_)).then(|| SwapBehind {
         existing: disk.clone(),
-        size_bytes: x.zswap_swap_bytes,
+        size_bytes: x.zswap_swap_bytes.max(zram_swap_bytes),
         new_file: disk.is_none().then(|| SWAP_FILE.to_string()),
     });
     let (saved, ci) = if keep { (0, [0, 0]) } else { (o.memory_saved_bytes, o.memory_saved_ci) };

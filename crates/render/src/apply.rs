@@ -2,7 +2,8 @@
 //! zram-generator.conf section, and a systemd service and timer for what zram-generator cannot
 //! express (the periodic `idle` marking and `recompress`: zram-generator configures a device
 //! once, at boot, and its maintainers keep one-shot triggers out of it, docs/REFERENCES.md
-//! [zram-generator-issues]). [`script`] puts them in one shell script for the user to review;
+//! [zram-generator-issues]). [`crate::decision::zram_apply_script`] puts them in the one script
+//! that applies a zram decision, for the user to review;
 //! zmem runs nothing and changes nothing on the system.
 //!
 //! Which zram-generator version each key needs (docs/REFERENCES.md [zram-generator]):
@@ -326,94 +327,48 @@ pub(crate) fn base64(data: &[u8]) -> String {
     out
 }
 
-/// The apply script for `config` (the recommendation's name), `a` its forms, `dict` its
-/// dictionary if it has one. Each part is commented. `sh SCRIPT` installs the boot-time
-/// configuration; `--now` also reconfigures the device at once through sysfs; `--sysfs-only`
-/// does only that. The device is `ZMEM_ZRAM_DEVICE` when set, else `a.device`.
-pub fn script(config: &str, a: &Apply, dict: Option<&[u8]>) -> String {
-    let mut s = String::from("#!/bin/sh\n");
-    for w in &a.warnings {
-        s += &format!("# WARNING: {w}.\n");
-    }
-    s += &format!(
-        "# Apply the zram configuration `zmem lab` recommends: {config}\n\
-         #\n\
-         # Written by zmem {ver} for you to review. zmem ran none of it and changed nothing on\n\
-         # this system. Run it as root: `sh THIS-FILE` installs the zram-generator section{units}\n\
-         # (taking effect at the next boot); `sh THIS-FILE --now` also reconfigures\n\
-         # /dev/{dev} at once through /sys/block, and `--sysfs-only` does only that. It checks the\n\
-         # device's state first (zram loaded, the device present, the algorithms offered) and\n\
-         # stops before changing anything if one is wrong. A device in use as swap is swapped off\n\
-         # first, which moves every page it stores back into RAM: make sure there is room.\n\
-         #\n\
-         # Device: {note}.\n\
-         # Size: {rule}.\n\
-         set -eu\n\n\
-         now=0\n\
-         install=1\n\
-         for arg in \"$@\"; do\n\
-         \x20 case $arg in\n\
-         \x20   --now) now=1 ;;\n\
-         \x20   --sysfs-only) now=1; install=0 ;;\n\
-         \x20   *) echo \"usage: sh $0 [--now | --sysfs-only]\" >&2; exit 2 ;;\n\
-         \x20 esac\n\
-         done\n\n",
-        ver = env!("CARGO_PKG_VERSION"),
-        units = if a.timer.is_some() { " and the recompression timer" } else { "" },
-        dev = a.device,
-        note = a.device_note,
-        rule = a.size_rule,
-    );
-    if let Some(d) = dict {
-        s += &format!(
-            "# 0. The dictionary zstd compresses with ({} bytes, trained on the measured pages).\n\
-             #    zram reads it when algorithm_params is written, before disksize.\n\
-             mkdir -p {dir}\n\
-             base64 -d > {DICT_PATH} <<'ZMEM_DICT'\n{}\nZMEM_DICT\n\n",
-            d.len(),
-            base64(d),
-            dir = DICT_PATH.rsplit_once('/').map_or("/etc/zmem", |x| x.0),
-        );
-    }
-    s += "# 1. With --now or --sysfs-only: reconfigure the device immediately through its sysfs\n\
-          #    attributes (every state checked before anything is changed).\n";
-    s += &a.now_function;
-    s += "if [ \"$now\" = 1 ]; then\n  apply_now\nfi\n\
-          if [ \"$install\" = 0 ]; then\n  exit 0\nfi\n\n";
-    s += "# 2. zram-generator: the device's configuration at every boot.\n";
-    for v in &a.generator_versions {
-        s += &format!("#    {v}\n");
-    }
-    s += &format!(
-        "mkdir -p /etc/systemd/zram-generator.conf.d\n\
-         cat > /etc/systemd/zram-generator.conf.d/60-zmem.conf <<'ZMEM_CONF'\n\
-         # zmem lab: {config}\n{}ZMEM_CONF\n\n",
-        a.generator_conf
-    );
-    if let (Some(service), Some(timer)) = (&a.service, &a.timer) {
-        s += &format!(
-            "# 3. systemd units for what zram-generator cannot express: the periodic recompression.\n\
-             cat > /etc/systemd/system/{UNIT}.service <<'ZMEM_UNIT'\n{service}ZMEM_UNIT\n\
-             cat > /etc/systemd/system/{UNIT}.timer <<'ZMEM_UNIT'\n{timer}ZMEM_UNIT\n\
-             if command -v systemctl > /dev/null 2>&1; then\n\
-             \x20 systemctl daemon-reload\n\
-             \x20 systemctl enable --now {UNIT}.timer\n\
-             fi\n"
-        );
-    } else {
-        s += "# 3. No timer: this configuration does no background recompression.\n\
-              if command -v systemctl > /dev/null 2>&1; then\n  systemctl daemon-reload\nfi\n";
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use zmem_lab::candidates;
+    use zmem_lab::decision::{Contender, Decision, Kind, Pick, Reason};
 
     fn policy(name: &str) -> Policy {
         candidates("lzo-rle").into_iter().find(|p| p.name == name).unwrap()
+    }
+
+    /// The decision's apply script for `p` (a zram decision).
+    fn script_for(p: &Policy, dict: Option<&[u8]>, period: f64) -> String {
+        let c = Contender {
+            pick: Pick::Zram(0),
+            config: format!("zram {}", p.name),
+            memory_saved_bytes: 1 << 20,
+            memory_saved_ci: [1 << 19, 3 << 19],
+            cpu_seconds_per_second: 1e-4,
+            swap_in_p50_ns: 2000,
+            swap_in_p99_ns: 4000,
+            within_budgets: true,
+            runs_now: false,
+        };
+        let d = Decision {
+            kind: Kind::Zram,
+            config: c.config.clone(),
+            chosen: Some(c),
+            memory_saved_bytes: 1 << 20,
+            memory_saved_ci: [1 << 19, 3 << 19],
+            cpu_seconds_per_second: 1e-4,
+            swap_in_p99_ns: 4000,
+            tie: false,
+            runner_up: None,
+            margin_bytes: 0,
+            uncertainty_bytes: 0,
+            reason: Reason::SavesMost,
+            now_config: "none".into(),
+            now_bytes: 2 << 20,
+            pages: 512,
+            swap_behind: None,
+        };
+        crate::decision::zram_apply_script(&d, p, None, period, dict, &[])
     }
 
     #[test]
@@ -430,7 +385,7 @@ mod tests {
     fn a_recompressing_script_has_sysfs_the_generator_and_the_units() {
         let p = policy("lzo-rle + zstd(idle)");
         let a = forms(&p, None, 3600.0);
-        let s = script(&p.name, &a, None) + &a.sysfs.join("\n");
+        let s = script_for(&p, None, 3600.0) + &a.sysfs.join("\n");
         for want in [
             "echo lzo-rle > /sys/block/zram0/comp_algorithm",
             "echo 'algo=zstd priority=1' > /sys/block/zram0/recomp_algorithm",
@@ -460,12 +415,12 @@ mod tests {
         let p = policy("zstd");
         let a = forms(&p, None, 3600.0);
         assert!(a.timer.is_none() && a.service.is_none());
-        let s = script(&p.name, &a, None);
-        assert!(!s.contains(".timer") && s.contains("No timer"), "{s}");
+        let s = script_for(&p, None, 3600.0);
+        assert!(!s.contains(".timer"), "{s}");
         assert!(s.contains("compression-algorithm = zstd\n"));
         let d = policy("zstd + dict");
         let a = forms(&d, None, 3600.0);
-        let s = script(&d.name, &a, Some(b"dictionary"));
+        let s = script_for(&d, Some(b"dictionary"), 3600.0);
         assert!(a.sysfs.contains(
             &"echo 'algo=zstd dict=/etc/zmem/zram-dict' > /sys/block/zram0/algorithm_params".into()
         ));
@@ -473,7 +428,10 @@ mod tests {
         assert!(s.contains("compression-algorithm = zstd(dict=/etc/zmem/zram-dict)"));
         assert!(s.contains(&base64(b"dictionary")));
         // The dictionary is written before the device is configured.
-        assert!(s.find("base64 -d").unwrap() < s.find("comp_algorithm").unwrap());
+        assert!(
+            s.find("base64 -d").unwrap()
+                < s.find("> \"$sys/comp_algorithm\"").or(s.find("> $sys/comp_algorithm")).unwrap()
+        );
     }
 
     fn at(s: &str, what: &str) -> usize {
@@ -488,7 +446,7 @@ mod tests {
     fn the_script_checks_every_state_before_changing_anything() {
         let p = policy("lzo-rle + zstd(idle)");
         let a = forms(&p, None, 3600.0);
-        let s = script(&p.name, &a, None);
+        let s = script_for(&p, None, 3600.0);
         // Loading and hot-adding, guarded.
         let modprobe = at(&s, "command -v modprobe > /dev/null 2>&1; then\n    modprobe zram");
         assert!(at(&s, "[ ! -d /sys/class/zram-control ] && [ ! -d \"$sys\" ] &&") < modprobe);
@@ -517,14 +475,16 @@ mod tests {
         // Another swap area is left alone; this one's priority is above it.
         assert!(s.contains("awk -v p=100 'NR > 1 && $5 + 0 >= p { p = $5 + 1 }"));
         assert!(s.contains("swapon -p \"$prio\" \"/dev/$dev\""));
-        // --now configures first; --sysfs-only stops before installing anything.
-        let run_now = at(&s, "if [ \"$now\" = 1 ]; then\n  apply_now\nfi\n");
-        let stop = at(&s, "if [ \"$install\" = 0 ]; then\n  exit 0\nfi\n");
-        assert!(run_now < stop && stop < at(&s, "mkdir -p /etc/systemd/zram-generator.conf.d"));
-        assert!(s.contains("--sysfs-only) now=1; install=0 ;;"));
+        // The device is configured before anything is installed; --no-persist installs nothing.
+        let run_now = at(&s, "apply_now\n");
+        let persist = at(&s, "if [ \"$persist\" = 1 ]; then\n");
+        assert!(
+            run_now < persist && persist < at(&s, "  f=$ROOT/etc/systemd/zram-generator.conf.d")
+        );
+        assert!(s.contains("--no-persist) persist=0 ;;"));
         // A plain algorithm never touches recomp_algorithm.
         let plain = forms(&policy("lz4"), None, 3600.0);
-        let ps = script("lz4", &plain, None);
+        let ps = script_for(&policy("lz4"), None, 3600.0);
         assert!(!ps.contains("recomp_algorithm") && !plain.sysfs.join("\n").contains("recomp"));
     }
 
@@ -550,7 +510,7 @@ mod tests {
             .unwrap();
         assert_eq!(got, (kb / 1024 / 2).min(4096));
         assert!(a.sysfs.contains(&"echo \"${size_mib}M\" > /sys/block/zram0/disksize".into()));
-        let s = script("lz4", &a, None);
+        let s = script_for(&policy("lz4"), None, 3600.0);
         assert!(s.contains(line) && s.contains("echo \"${size_mib}M\" > $sys/disksize"));
         assert!(s.contains("# Size: min(ram / 2, 4096) MiB"));
     }
@@ -559,9 +519,8 @@ mod tests {
     #[test]
     fn every_script_parses() {
         for p in candidates("lzo-rle") {
-            let a = forms(&p, None, 3600.0);
             let dict: Option<&[u8]> = if p.dict { Some(b"dict") } else { None };
-            let s = script(&p.name, &a, dict);
+            let s = script_for(&p, dict, 3600.0);
             let out =
                 std::process::Command::new("sh").arg("-n").arg("-c").arg(&s).output().unwrap();
             assert!(out.status.success(), "{}: {}", p.name, String::from_utf8_lossy(&out.stderr));

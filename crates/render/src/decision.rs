@@ -105,7 +105,9 @@ pub fn reason_words(d: &Decision) -> String {
                 TieBreak::LessCpu => "clearly less CPU",
                 TieBreak::Simpler => "the simpler setup",
                 TieBreak::RunsNow => "running now",
-                TieBreak::KernelOrder => "the kernel's order of compressors",
+                TieBreak::KernelOrder => {
+                    "a fixed order (zram first, the kernel's order of compressors, the lab's list)"
+                }
             }
         ),
         Reason::NothingFits => "no configuration fits the budgets: what runs now is kept".into(),
@@ -287,6 +289,11 @@ pub fn zram_apply_script(
         persist.push(format!("{} (the dictionary)", apply::DICT_PATH));
     }
     let mut s = head(d, &changes, &persist, warnings);
+    s += &format!("# Device: {}.\n# Size: {}.\n", a.device_note, a.size_rule);
+    s += "# zram-generator versions:\n";
+    for v in &a.generator_versions {
+        s += &format!("#   {v}\n");
+    }
     if let Some(dict) = dict {
         s += &format!(
             "save_file {path}\nmkdir -p {dir}\nbase64 -d > {path} <<'ZMEM_DICT'\n{b64}\nZMEM_DICT\n",
