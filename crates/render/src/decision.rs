@@ -95,6 +95,26 @@ pub fn text(r: &LabReport) -> String {
     s + "\n"
 }
 
+/// The decision's opening block for the HTML report: the same lines as [`text`], and the apply
+/// script in a box (collapsed) to review.
+pub fn html(r: &LabReport) -> String {
+    let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    let t = text(r);
+    let mut lines = t.lines().filter(|l| !l.trim().is_empty());
+    let Some(head) = lines.next() else { return String::new() };
+    let mut s = format!("<div class=\"rec\"><h2>{}</h2>", esc(head));
+    for l in lines {
+        s += &format!("<p>{}</p>", esc(l.trim()));
+    }
+    if r.decision.as_ref().is_some_and(|d| matches!(d.kind, Kind::Zram | Kind::Zswap)) {
+        s += &format!(
+            "<details><summary>apply.sh (zmem lab --apply-script apply.sh)</summary><pre>{}</pre></details>",
+            esc(&apply_script(r))
+        );
+    }
+    s + "</div>"
+}
+
 /// Why, in words.
 pub fn reason_words(d: &Decision) -> String {
     match &d.reason {

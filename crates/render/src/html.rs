@@ -128,11 +128,11 @@ pub fn render_html(r: &LabReport) -> String {
          table{{border-collapse:collapse;max-width:100%}}td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}\
          td:first-child{{text-align:left;overflow-wrap:anywhere;word-break:break-word}}.rec{{background:#f4f8ff;border:1px solid #9bd;padding:1em}}\
          svg{{display:block;margin:1em 0}}pre{{white-space:pre-wrap;overflow-wrap:anywhere}}</style></head><body>\
-         {}<h1>zmem lab report</h1>\
+         {}<h1>zmem lab report</h1>{}\
          <p>{} pages of {} bytes &mdash; {}: {}</p><p>{}</p>{}\
-         <div class=\"rec\"><h2>Recommendation: {}</h2>\
+         <div class=\"evidence\"><h2>zram's best configuration: {}</h2>\
          <p>Expected ratio {:.2}; memory saved {:.1} %; {:.2} CPU s per GB compressed; load p50 {} ns, p99 {} ns.</p>\
-         <p>{}</p><p><small>Rule: {}</small></p><pre>{}</pre></div>\
+         <p>{}</p><p><small>Rule: {}</small></p></div>\
          {}\n{}\
          <h2>Compressors</h2><table><tr><th>algo</th><th>ratio</th><th>comp MB/s</th><th>decomp MB/s</th><th>freeing MB/s</th><th>verified</th></tr>{}</table>\
          {}\n{}\n<h2>Allocators</h2>{}\n<h2>zram policies</h2>{}\n{}\n\
@@ -146,6 +146,7 @@ pub fn render_html(r: &LabReport) -> String {
          <th>device p99 ns</th><th>device busy s</th></tr>{}</table><p>Trace: {} ({} accesses): {}</p>\
          <p><small>zmem {} &middot; schema {}</small></p></body></html>\n",
         fallback,
+        crate::decision::html(r),
         r.source.pages,
         r.source.page_size,
         esc(&r.source.kind),
@@ -164,7 +165,6 @@ pub fn render_html(r: &LabReport) -> String {
         rec.load_latency_p99_ns,
         esc(&crate::advice::why(r)) + &kernel_notes,
         esc(&rec.rule),
-        if rec.uncertain { String::new() } else { esc(&crate::apply::build(r).sysfs.join("\n")) },
         trade,
         change,
         rows,
