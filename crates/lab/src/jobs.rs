@@ -29,6 +29,7 @@ use zmem_sim::swap_device::SwapDevice;
 
 use crate::measure::{self, SWAP_CASES};
 use crate::policy::{self, Policy, PolicyRow};
+use crate::zswap::{Replayed, ZswapConfigChoice};
 use crate::{PoolRow, SwapRow};
 
 /// What step 2 measured, each table in the report's order.
@@ -38,6 +39,22 @@ pub(super) struct Measured {
     pub allocators: Vec<PoolRow>,
     pub policies: Vec<PolicyRow>,
     pub swap: Vec<SwapRow>,
+    /// zswap's grid replayed (in the grid's order, then the accept-threshold sweep's
+    /// configurations that ran), and the zram references, in [`ZswapPlan::refs`]' order.
+    pub zswap: Option<(Vec<Replayed>, Vec<SwapRow>)>,
+}
+
+/// zswap's candidates, measured in the same phase as every other row: each available
+/// configuration of the grid replayed on the lab's trace with RAM for a quarter of the pages,
+/// beside zram references (one per algorithm) on the same trace and RAM, and, where a
+/// configuration's pool hit its limit, the same configuration at each other accept threshold
+/// (a job that waits for that replay, and does nothing where the pool never filled).
+pub(super) struct ZswapPlan {
+    pub grid: Vec<ZswapConfigChoice>,
+    /// Algorithms of the zram references.
+    pub refs: Vec<String>,
+    /// `pool_scale` of [`crate::zswap::replay_percent`].
+    pub scale: f64,
 }
 
 /// What step 2 measures on the pages.
@@ -54,6 +71,8 @@ pub(super) struct Plan<'a> {
     pub device: &'a SwapDevice,
     /// Worker threads (at least one).
     pub threads: usize,
+    /// zswap's grid, where the run has a zswap reading.
+    pub zswap: Option<&'a ZswapPlan>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +82,12 @@ enum Job {
     Allocator(usize),
     Policy(usize),
     Swap(usize),
+    /// A zram reference replay (index into `ZswapPlan::refs`).
+    ZswapRef(usize),
+    /// A grid configuration's replay (index into the grid).
+    Zswap(usize),
+    /// An accept-threshold variant (index into the sweep list).
+    ZswapSweep(usize),
 }
 
 enum Done {
@@ -71,6 +96,25 @@ enum Done {
     // Boxed: a policy's row (its latency histogram) is much the largest.
     Policy(usize, Box<PolicyRow>),
     Swap(usize, SwapRow),
+    ZswapRef(usize, SwapRow),
+    Zswap(usize, SwapRow),
+    /// None: its base configuration's pool never hit its limit, so the threshold never acts.
+    ZswapSweep(usize, Option<SwapRow>),
+}
+
+/// The accept-threshold variants of `grid`'s available configurations: (the grid index it
+/// varies, the variant).
+pub(super) fn sweeps(grid: &[ZswapConfigChoice]) -> Vec<(usize, ZswapConfigChoice)> {
+    grid.iter()
+        .enumerate()
+        .filter(|(_, c)| c.available)
+        .flat_map(|(g, c)| {
+            crate::zswap::ACCEPT_THRESHOLDS
+                .iter()
+                .filter(move |&&a| a != c.accept_threshold_percent)
+                .map(move |&a| (g, c.at_accept(a)))
+        })
+        .collect()
 }
 
 /// Rough costs of compressing and of decompressing a page with `algo`, relative to compressing
@@ -118,12 +162,26 @@ fn kept(plan: &Plan, jobs: &[Job]) -> Vec<bool> {
         .collect()
 }
 
-/// The compressor rows job `job` waits for.
+/// What job `job` waits for: the compressor rows whose objects it takes (product `i`: row
+/// `i`), or, for an accept-threshold variant, its base configuration's replay (product
+/// `specs.len() + g`: grid entry `g`).
 fn needs(plan: &Plan, kept: &[bool], job: Job) -> Vec<usize> {
+    if let (Job::ZswapSweep(s), Some(z)) = (job, plan.zswap) {
+        return sweeps(&z.grid).get(s).map(|(g, _)| vec![plan.specs.len() + g]).unwrap_or_default();
+    }
     let used = uses(plan, job);
     (0..plan.specs.len())
         .filter(|&i| kept[i] && used.contains(&plan.specs[i].name.as_str()))
         .collect()
+}
+
+/// The product job `job` makes when it ends, if any (see [`needs`]).
+fn makes(plan: &Plan, kept: &[bool], job: Job) -> Option<usize> {
+    match job {
+        Job::Compressor(i) if kept[i] => Some(i),
+        Job::Zswap(g) => Some(plan.specs.len() + g),
+        _ => None,
+    }
 }
 
 /// The jobs of `plan`, slowest first (ties keep the report's order). A policy or allocator row
@@ -163,6 +221,18 @@ fn jobs(plan: &Plan, allocators: &[&str], reused: &[Option<usize>]) -> Vec<Job> 
             _ => 0.1,
         };
         v.push((w, Job::Swap(i)));
+    }
+    if let Some(z) = plan.zswap {
+        for k in 0..z.refs.len() {
+            v.push((0.6, Job::ZswapRef(k)));
+        }
+        for (g, _) in z.grid.iter().enumerate().filter(|(_, c)| c.available) {
+            v.push((1.7, Job::Zswap(g)));
+        }
+        // Last: each waits for its base replay, and most do nothing.
+        for s in 0..sweeps(&z.grid).len() {
+            v.push((0.05, Job::ZswapSweep(s)));
+        }
     }
     // A stable sort: equal weights stay in the report's order.
     v.sort_by(|a, b| b.0.total_cmp(&a.0));
@@ -254,6 +324,9 @@ struct Shared<'a> {
     kept: &'a [bool],
     needs: &'a [usize],
     objects: &'a [OnceLock<Objects>],
+    /// The grid's replays as they end: what an accept-threshold variant reads of its base.
+    zswap_rows: &'a [OnceLock<SwapRow>],
+    sweeps: &'a [(usize, ZswapConfigChoice)],
 }
 
 fn run_job(
@@ -264,8 +337,10 @@ fn run_job(
     p: &dyn Progress,
 ) -> Result<Done, LabError> {
     let (pages, ps) = (plan.pages, plan.page_size);
-    // Every row waited for has made its objects before the job starts.
-    let objects: Vec<&Objects> = sh.needs.iter().filter_map(|&i| sh.objects[i].get()).collect();
+    // Every row waited for has made its objects before the job starts (the products past the
+    // compressor rows are zswap replays, read from `zswap_rows`).
+    let objects: Vec<&Objects> =
+        sh.needs.iter().filter_map(|&i| sh.objects.get(i)?.get()).collect();
     Ok(match job {
         Job::Memcpy => Done::Compressor(0, comp_bench::memcpy_row(&[pages], &plan.bench, p)?),
         Job::Compressor(i) if sh.kept[i] => {
@@ -305,6 +380,40 @@ fn run_job(
                 measure::swap_row(pages, ps, plan.accesses, fraction, kind, plan.device, p)?,
             )
         }
+        Job::ZswapRef(k) | Job::Zswap(k) | Job::ZswapSweep(k) => {
+            let Some(z) = plan.zswap else {
+                return Err(LabError::Setup("a zswap job without zswap's plan".into()));
+            };
+            let replay = |kind, c: &ZswapConfigChoice| {
+                let r =
+                    crate::zswap::replay(pages, ps, plan.accesses, plan.device, kind, c, z.scale);
+                p.advance(plan.accesses.len() as u64);
+                r
+            };
+            match job {
+                Job::ZswapRef(k) => Done::ZswapRef(
+                    k,
+                    replay(SwapKind::Zram, &crate::zswap::zram_reference(&z.refs[k]))?,
+                ),
+                Job::Zswap(g) => {
+                    let row = replay(SwapKind::Zswap, &z.grid[g])?;
+                    let _ = sh.zswap_rows[g].set(row.clone());
+                    Done::Zswap(g, row)
+                }
+                _ => {
+                    let (g, c) = &sh.sweeps[k];
+                    // The threshold acts only once the pool reached its limit (mm/zswap.c
+                    // zswap_check_limits()): below it, this variant is its base.
+                    let hit = sh.zswap_rows[*g].get().is_some_and(|r| r.pool_limit_hit > 0);
+                    if hit {
+                        Done::ZswapSweep(k, Some(replay(SwapKind::Zswap, c)?))
+                    } else {
+                        p.advance(plan.accesses.len() as u64);
+                        Done::ZswapSweep(k, None)
+                    }
+                }
+            }
+        }
     })
 }
 
@@ -321,16 +430,21 @@ pub(super) fn run(plan: &Plan, progress: &dyn Progress) -> Result<Measured, LabE
     let kept = kept(plan, &jobs);
     let needs: Vec<Vec<usize>> = jobs.iter().map(|&j| needs(plan, &kept, j)).collect();
     let objects: Vec<OnceLock<Objects>> = plan.specs.iter().map(|_| OnceLock::new()).collect();
+    let grid_len = plan.zswap.map_or(0, |z| z.grid.len());
+    let zswap_rows: Vec<OnceLock<SwapRow>> = (0..grid_len).map(|_| OnceLock::new()).collect();
+    let sweeps = plan.zswap.map(|z| sweeps(&z.grid)).unwrap_or_default();
     let n = (plan.pages.len() / plan.page_size) as u64;
     let units = |j: &Job| match j {
         Job::Policy(_) => 2 * n,
-        Job::Swap(_) => plan.accesses.len() as u64,
+        Job::Swap(_) | Job::ZswapRef(_) | Job::Zswap(_) | Job::ZswapSweep(_) => {
+            plan.accesses.len() as u64
+        }
         _ => n,
     };
     let threads = plan.threads.clamp(1, jobs.len());
     progress.start(&format!("measuring on {threads} threads"), jobs.iter().map(units).sum());
     let overall = Overall(progress);
-    let board = Board::new(needs.clone(), plan.specs.len());
+    let board = Board::new(needs.clone(), plan.specs.len() + grid_len);
     let results: Mutex<Vec<(usize, Result<Done, LabError>)>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..threads {
@@ -343,13 +457,11 @@ pub(super) fn run(plan: &Plan, progress: &dyn Progress) -> Result<Measured, LabE
                         kept: &kept,
                         needs: &needs[k],
                         objects: &objects,
+                        zswap_rows: &zswap_rows,
+                        sweeps: &sweeps,
                     };
                     let r = run_job(plan, &sh, job, &mut scratch, &overall);
-                    let made = match job {
-                        Job::Compressor(i) if kept[i] => Some(i),
-                        _ => None,
-                    };
-                    board.finish(r.is_ok(), made);
+                    board.finish(r.is_ok(), makes(plan, &kept, job));
                     // A poisoned lock only means another worker panicked, which the scope
                     // re-raises anyway.
                     results.lock().unwrap_or_else(|e| e.into_inner()).push((k, r));
@@ -364,14 +476,36 @@ pub(super) fn run(plan: &Plan, progress: &dyn Progress) -> Result<Measured, LabE
     let mut pools = vec![None; allocators.len()];
     let mut policies = vec![None; plan.policies.len()];
     let mut swap = vec![None; SWAP_CASES.len()];
+    let mut refs = vec![None; plan.zswap.map_or(0, |z| z.refs.len())];
+    let mut grid_rows: Vec<Option<SwapRow>> = vec![None; grid_len];
+    let mut sweep_rows: Vec<Option<SwapRow>> = vec![None; sweeps.len()];
     for (_, r) in results {
         match r? {
             Done::Compressor(i, row) => compressors[i] = Some(row),
             Done::Allocator(i, row) => pools[i] = Some(row),
             Done::Policy(i, row) => policies[i] = Some(*row),
             Done::Swap(i, row) => swap[i] = Some(row),
+            Done::ZswapRef(k, row) => refs[k] = Some(row),
+            Done::Zswap(g, row) => grid_rows[g] = Some(row),
+            Done::ZswapSweep(k, row) => sweep_rows[k] = row,
         }
     }
+    let zswap = plan.zswap.map(|z| {
+        let mut measured: Vec<Replayed> = z
+            .grid
+            .iter()
+            .zip(grid_rows)
+            .map(|(c, row)| Replayed { config: c.clone(), row })
+            .collect();
+        measured.extend(
+            sweeps
+                .iter()
+                .zip(sweep_rows)
+                .filter_map(|((_, c), row)| Some(Replayed { config: c.clone(), row: Some(row?) })),
+        );
+        let refs: Vec<SwapRow> = refs.into_iter().map(|r| r.expect("every job ran")).collect();
+        (measured, refs)
+    });
     let policies: Vec<PolicyRow> =
         policies.into_iter().map(|r| r.expect("every job ran")).collect();
     let mut allocators: Vec<PoolRow> = pools
@@ -389,6 +523,7 @@ pub(super) fn run(plan: &Plan, progress: &dyn Progress) -> Result<Measured, LabE
         allocators,
         policies,
         swap: swap.into_iter().map(|r| r.expect("every job ran")).collect(),
+        zswap,
     })
 }
 
@@ -407,6 +542,7 @@ mod tests {
             accesses: &[],
             device: Box::leak(Box::new(SwapDevice::default())),
             threads: 2,
+            zswap: None,
         }
     }
 

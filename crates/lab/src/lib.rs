@@ -307,6 +307,33 @@ pub fn run(
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
     };
+    let n = (pages.len() / ps) as u64;
+    // The pages the projection is for: the live device's, else the whole input's.
+    let projected_pages = opts
+        .now
+        .as_ref()
+        .map(|x| x.stored_pages)
+        .or(opts.sample.map(|d| d.population_pages))
+        .unwrap_or(n)
+        .max(n);
+    // zswap's grid and its zram references (the current algorithm first, then every other
+    // plain algorithm the kernel runs: the recommended one is among them), measured in the one
+    // phase below with everything else.
+    let zswap_plan = opts.zswap.as_ref().map(|z| {
+        let live = &z.live;
+        let mut refs = vec![current.to_string()];
+        for p in list.iter().filter(|p| p.recomp.is_empty() && p.recompress.is_none() && !p.dict) {
+            let runs = opts.kernel.as_ref().is_none_or(|k| k.zram_can_run(&p.algo).is_ok());
+            if runs && !refs.contains(&p.algo) {
+                refs.push(p.algo.clone());
+            }
+        }
+        jobs::ZswapPlan {
+            grid: zswap::grid(live.present, &live.offered, live.state.accept_threshold_percent),
+            refs,
+            scale: zswap::pool_scale(live.mem_total_bytes, ps, n, projected_pages),
+        }
+    });
     let plan = jobs::Plan {
         pages,
         page_size: ps,
@@ -316,8 +343,10 @@ pub fn run(
         accesses: &accesses,
         device: &opts.device,
         threads,
+        zswap: zswap_plan.as_ref(),
     };
-    let jobs::Measured { compressors, allocators, policies, swap } = jobs::run(&plan, progress)?;
+    let jobs::Measured { compressors, allocators, policies, swap, zswap: zswap_rows } =
+        jobs::run(&plan, progress)?;
     let rates = match &opts.rates {
         Ok(r) => r.clone(),
         Err(why) => now::replay_rates(&swap, why),
@@ -353,31 +382,35 @@ pub fn run(
         recommendation.uncertain = true;
         recommendation.uncertain_reason = Some(why);
     }
-    let mut zswap = match &opts.zswap {
-        Some(z) => {
+    let mut zswap = match (&opts.zswap, zswap_rows, &zswap_plan) {
+        (Some(z), Some((replayed, refs)), Some(zp)) => {
             let algo_of = |name: &str| list.iter().find(|p| p.name == name).map(|p| p.algo.clone());
             let current_name = candidates.iter().find(|c| c.is_current).map(|c| c.name.clone());
             let cur =
                 current_name.as_deref().and_then(algo_of).unwrap_or_else(|| current.to_string());
             let rec = algo_of(&recommendation.config).unwrap_or_else(|| cur.clone());
+            let measured = zswap::ZswapMeasured {
+                replayed,
+                refs,
+                ref_algos: zp.refs.clone(),
+                scale: zp.scale,
+            };
             Some(zswap::advise(
                 z,
                 pages,
                 ps,
-                &accesses,
                 &opts.device,
+                &measured,
                 &candidates,
                 (&cur, &rec),
                 &recommendation.config,
                 &rates,
                 &opts.budgets,
                 // A random sample stands for its whole input: the pages zswap would hold.
-                recommendation.projected_pages.max(opts.sample.map_or(0, |d| d.population_pages)),
-                threads,
-                progress,
+                recommendation.projected_pages.max(projected_pages),
             )?)
         }
-        None => None,
+        _ => None,
     };
     // Input too small to advise on gets no zram-or-zswap verdict either.
     if let (Some(z), Some(UncertainReason::TooFewPages { measured_pages, min_pages })) =

@@ -30,7 +30,7 @@ impl ZswapConfigChoice {
     }
 
     /// The same configuration at accept_threshold_percent `accept`.
-    pub(super) fn at_accept(&self, accept: u32) -> Self {
+    pub(crate) fn at_accept(&self, accept: u32) -> Self {
         Self { accept_threshold_percent: accept, ..self.clone() }
     }
 }
@@ -113,9 +113,22 @@ pub fn pool_scale(mem_total_bytes: Option<u64>, ps: usize, n: u64, projected: u6
     }
 }
 
-/// One replay of `accesses` with RAM for a quarter of the pages.
+/// The zram reference replayed beside zswap's grid: `algo` on zram, at the same trace and RAM.
+pub fn zram_reference(algo: &str) -> ZswapConfigChoice {
+    ZswapConfigChoice {
+        compressor: algo.into(),
+        max_pool_percent: 20,
+        accept_threshold_percent: 90,
+        shrinker_enabled: false,
+        available: true,
+        unavailable_reason: None,
+    }
+}
+
+/// One replay of `accesses` with RAM for a quarter of the pages (a job of the lab's one
+/// measuring phase, `jobs`).
 #[allow(clippy::too_many_arguments)]
-fn replay(
+pub(crate) fn replay(
     pages: &[u8],
     ps: usize,
     accesses: &[Access],
@@ -137,123 +150,6 @@ fn replay(
         ..ReplayConfig::default()
     };
     crate::measure::swap_row_with(pages, ps, accesses, &cfg, &NoProgress)
-}
-
-/// Replays `jobs` on `threads` threads, in order.
-#[allow(clippy::too_many_arguments)]
-fn replay_all(
-    pages: &[u8],
-    ps: usize,
-    accesses: &[Access],
-    device: &SwapDevice,
-    jobs: &[(SwapKind, &ZswapConfigChoice)],
-    scale: f64,
-    threads: usize,
-    progress: &dyn Progress,
-) -> Vec<Result<SwapRow, LabError>> {
-    if jobs.is_empty() {
-        return Vec::new();
-    }
-    progress.start("zswap candidates", jobs.len() as u64);
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: std::sync::Mutex<Vec<Option<Result<SwapRow, LabError>>>> =
-        std::sync::Mutex::new((0..jobs.len()).map(|_| None).collect());
-    std::thread::scope(|s| {
-        for _ in 0..threads.max(1).min(jobs.len()) {
-            s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(&(kind, c)) = jobs.get(i) else { break };
-                    let r = replay(pages, ps, accesses, device, kind, c, scale);
-                    if let Ok(mut v) = results.lock() {
-                        v[i] = Some(r);
-                    }
-                    progress.advance(1);
-                }
-            });
-        }
-    });
-    progress.finish();
-    match results.into_inner() {
-        Ok(v) => v
-            .into_iter()
-            .map(|r| r.unwrap_or_else(|| Err(LabError::Setup("a zswap replay did not run".into()))))
-            .collect(),
-        Err(_) => {
-            jobs.iter().map(|_| Err(LabError::Setup("a zswap replay panicked".into()))).collect()
-        }
-    }
-}
-
-/// Replays every available configuration and the zram references (`zram_algos`: the current
-/// zram configuration's algorithm, then the recommended one's) on `threads` threads.
-#[allow(clippy::too_many_arguments)]
-pub fn measure(
-    pages: &[u8],
-    ps: usize,
-    accesses: &[Access],
-    device: &SwapDevice,
-    grid: &[ZswapConfigChoice],
-    zram_algos: &[&str],
-    scale: f64,
-    threads: usize,
-    progress: &dyn Progress,
-) -> Result<(Vec<Replayed>, Vec<SwapRow>), LabError> {
-    let zram_choices: Vec<ZswapConfigChoice> = zram_algos
-        .iter()
-        .map(|a| ZswapConfigChoice {
-            compressor: (*a).into(),
-            max_pool_percent: 20,
-            accept_threshold_percent: 90,
-            shrinker_enabled: false,
-            available: true,
-            unavailable_reason: None,
-        })
-        .collect();
-    // The zram references first; then the available zswap configurations.
-    let jobs: Vec<(SwapKind, &ZswapConfigChoice)> = zram_choices
-        .iter()
-        .map(|c| (SwapKind::Zram, c))
-        .chain(grid.iter().filter(|c| c.available).map(|c| (SwapKind::Zswap, c)))
-        .collect();
-    let run = |jobs: &[(SwapKind, &ZswapConfigChoice)]| {
-        replay_all(pages, ps, accesses, device, jobs, scale, threads, progress)
-    };
-    let mut rows = run(&jobs).into_iter();
-    let zram = rows.by_ref().take(zram_algos.len()).collect::<Result<Vec<_>, _>>()?;
-    if zram.len() != zram_algos.len() || zram.is_empty() {
-        return Err(LabError::Setup("no zram replay".into()));
-    }
-    let mut measured = Vec::new();
-    for c in grid {
-        let row = if c.available {
-            Some(
-                rows.next()
-                    .transpose()?
-                    .ok_or_else(|| LabError::Setup("missing zswap replay".into()))?,
-            )
-        } else {
-            None
-        };
-        measured.push(Replayed { config: c.clone(), row });
-    }
-    // Where the pool hit its limit, the accept threshold decides when zswap stores again.
-    let sweep: Vec<ZswapConfigChoice> = measured
-        .iter()
-        .filter(|m| m.row.as_ref().is_some_and(|r| r.pool_limit_hit > 0))
-        .flat_map(|m| {
-            ACCEPT_THRESHOLDS
-                .iter()
-                .filter(|&&a| a != m.config.accept_threshold_percent)
-                .map(|&a| m.config.at_accept(a))
-        })
-        .collect();
-    let jobs: Vec<(SwapKind, &ZswapConfigChoice)> =
-        sweep.iter().map(|c| (SwapKind::Zswap, c)).collect();
-    for (c, row) in sweep.iter().zip(run(&jobs)) {
-        measured.push(Replayed { config: c.clone(), row: Some(row?) });
-    }
-    Ok((measured, zram))
 }
 
 /// Swap-in microseconds per second at `rates` for a replay row.

@@ -44,7 +44,7 @@ use zmem_sim::swap_device::SwapDevice;
 
 use crate::cost::{self, Budgets, Candidate};
 use crate::now::Rates;
-use crate::{LabError, NoProgress, Progress, SwapRow};
+use crate::{LabError, NoProgress, SwapRow};
 use zmem_pool::zsmalloc::class::ClassTable;
 
 mod candidates;
@@ -252,39 +252,67 @@ pub struct ZswapInput {
     pub pids: Option<Vec<u32>>,
 }
 
-/// The whole zswap advice for a run: Now, candidates, verdict and the rest of the stack.
-/// `zram_algos`: the current zram configuration's algorithm and the recommended one's.
+/// What the lab's one measuring phase replayed for zswap: the grid (and the sweep's variants
+/// that ran) and the zram references, one per algorithm of `ref_algos`.
+#[derive(Debug, Clone)]
+pub struct ZswapMeasured {
+    pub replayed: Vec<Replayed>,
+    pub refs: Vec<SwapRow>,
+    pub ref_algos: Vec<String>,
+    /// `pool_scale` the replays ran with ([`replay_percent`]).
+    pub scale: f64,
+}
+
+impl ZswapMeasured {
+    /// The zram reference of `algo`, else the first (the current configuration's).
+    fn reference(&self, algo: &str) -> Option<&SwapRow> {
+        self.ref_algos
+            .iter()
+            .position(|a| a == algo)
+            .and_then(|i| self.refs.get(i))
+            .or(self.refs.first())
+    }
+}
+
+/// The whole zswap advice for a run, judged on what the measuring phase replayed: Now,
+/// candidates, verdict and the rest of the stack. `zram_algos`: the current zram
+/// configuration's algorithm and the recommended one's.
 #[allow(clippy::too_many_arguments)]
 pub fn advise(
     input: &ZswapInput,
     pages: &[u8],
     ps: usize,
-    accesses: &[Access],
     device: &SwapDevice,
+    measured: &ZswapMeasured,
     zram_candidates: &[Candidate],
     zram_algos: (&str, &str),
     recommended: &str,
     rates: &Rates,
     budgets: &Budgets,
     projected_pages: u64,
-    threads: usize,
-    progress: &dyn Progress,
 ) -> Result<ZswapAdvice, LabError> {
     let live = &input.live;
     let weights = input.pids.as_deref().and_then(|p| swap_weights(p, vm_swap_pages));
     let now = live
         .present
         .then(|| now(live, input.after.as_ref(), input.secs, pages, ps, weights.as_deref()));
-    let grid = grid(live.present, &live.offered, live.state.accept_threshold_percent);
-    let n = (pages.len() / ps) as u64;
-    let scale = pool_scale(live.mem_total_bytes, ps, n, projected_pages.max(n));
-    let algos = [zram_algos.0, zram_algos.1];
-    let (measured, zram_rows) =
-        measure(pages, ps, accesses, device, &grid, &algos, scale, threads, progress)?;
-    let candidates =
-        project(&measured, &zram_rows[0], zram_candidates, now.as_ref(), rates, budgets, ps, scale);
+    let (Some(cur_ref), Some(rec_ref)) =
+        (measured.reference(zram_algos.0), measured.reference(zram_algos.1))
+    else {
+        return Err(LabError::Setup("no zram replay beside zswap's".into()));
+    };
+    let candidates = project(
+        &measured.replayed,
+        cur_ref,
+        zram_candidates,
+        now.as_ref(),
+        rates,
+        budgets,
+        ps,
+        measured.scale,
+    );
     let zram_choice = zram_candidates.iter().find(|c| c.name == recommended);
-    let verdict = verdict(live.present, &candidates, zram_choice, &zram_rows[1], rates, device);
+    let verdict = verdict(live.present, &candidates, zram_choice, rec_ref, rates, device);
     let stack = stack(live, &verdict, &candidates, rates, projected_pages, ps, device);
     Ok(ZswapAdvice { now, candidates, verdict, stack, live: live.clone() })
 }

@@ -416,10 +416,30 @@ fn the_accept_threshold_is_swept_only_where_the_pool_hit_its_limit() {
     // 25 % of the replay's RAM (16 pages) fills soon.
     let grid = [choice(25)];
     let dev = SwapDevice::default();
+    // The lab's one measuring phase with only this grid (and the rows it always measures).
     let run = |pages: &[u8]| {
-        measure(pages, 4096, &accesses, &dev, &grid, &["lzo-rle"], 1.0, 2, &NoProgress)
-            .unwrap()
-            .0
+        let zp = crate::jobs::ZswapPlan {
+            grid: grid.to_vec(),
+            refs: vec!["lzo-rle".into()],
+            scale: 1.0,
+        };
+        let plan = crate::jobs::Plan {
+            pages,
+            page_size: 4096,
+            bench: zmem_experiments::comp_bench::Options {
+                min_time: std::time::Duration::ZERO,
+                ..Default::default()
+            },
+            specs: Vec::new(),
+            policies: &[],
+            accesses: &accesses,
+            device: &dev,
+            threads: 2,
+            zswap: Some(&zp),
+        };
+        let (replayed, refs) = crate::jobs::run(&plan, &NoProgress).unwrap().zswap.unwrap();
+        assert_eq!(refs.len(), 1);
+        replayed
             .iter()
             .map(|r| (r.config.accept_threshold_percent, r.row.as_ref().unwrap().pool_limit_hit))
             .collect::<Vec<_>>()
