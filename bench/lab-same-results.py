@@ -27,6 +27,8 @@ TIMED = {
     "over_budget", "within_budgets", "why",
     # the zswap candidates' swap-in time per second and the verdict's sentence quoting it
     "swap_in_us_per_sec", "reason",
+    # the decision's timed figures (schema 5)
+    "cpu_seconds_per_second", "swap_in_p50_ns", "swap_in_p99_ns",
 }
 
 
