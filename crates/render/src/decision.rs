@@ -142,6 +142,14 @@ pub fn reason_words(d: &Decision) -> String {
     }
 }
 
+/// The index of the zram candidate the decision chose, if it chose one.
+pub fn decided_zram(r: &LabReport) -> Option<usize> {
+    match r.decision.as_ref()?.chosen.as_ref()?.pick {
+        Pick::Zram(i) => Some(i),
+        Pick::Zswap(_) => None,
+    }
+}
+
 /// The zswap candidate the decision chose, if it did.
 fn chosen_zswap<'a>(r: &'a LabReport, d: &Decision) -> Option<&'a ZswapCandidate> {
     match d.chosen.as_ref()?.pick {

@@ -226,13 +226,15 @@ fn estimates_section(r: &LabReport) -> String {
 fn change_section(r: &LabReport) -> String {
     let rec = &r.recommendation;
     let mib = |b: i64| b as f64 / (1 << 20) as f64;
+    let decided = crate::decision::decided_zram(r);
     let rows: String = r
         .candidates
         .iter()
-        .map(|c| {
-            let mark = match (c.name == rec.config, c.is_current) {
-                (true, true) => " (now, recommended)",
-                (true, false) => " (recommended)",
+        .enumerate()
+        .map(|(i, c)| {
+            let mark = match (decided == Some(i), c.is_current) {
+                (true, true) => " (now, the decision)",
+                (true, false) => " (the decision)",
                 (false, true) => " (now)",
                 _ => "",
             };

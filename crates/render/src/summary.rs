@@ -332,11 +332,13 @@ fn change_table(r: &LabReport) -> String {
         r.budgets.cpu_percent_of_core,
         r.budgets.added_load_p99_us,
     );
+    let decided = crate::decision::decided_zram(r);
     let rows: Vec<Vec<String>> = r
         .candidates
         .iter()
-        .map(|c| {
-            let mark = match (c.name == rec.config, c.is_current) {
+        .enumerate()
+        .map(|(i, c)| {
+            let mark = match (decided == Some(i), c.is_current) {
                 (true, true) => "*>",
                 (true, false) => " >",
                 (false, true) => "*",
@@ -375,7 +377,7 @@ fn change_table(r: &LabReport) -> String {
         ],
         &rows,
     );
-    s += "  * now  > recommended\n";
+    s += "  * now  > the decision\n";
     for c in r.candidates.iter().filter(|c| !c.available) {
         s += &format!(
             "  {} is not available: {}\n",
@@ -391,22 +393,24 @@ fn change_table(r: &LabReport) -> String {
 
 /// The trade-off chart's points: one per candidate.
 pub(crate) fn trade_points(r: &LabReport) -> Vec<svg::TradePoint> {
+    // The decision's candidate, by identity.
+    let chosen = r.decision.as_ref().and_then(|d| d.chosen.as_ref()).map(|c| c.pick);
     r.candidates
         .iter()
-        .map(|c| svg::TradePoint {
+        .enumerate()
+        .map(|(i, c)| svg::TradePoint {
             label: c.name.clone(),
             cpu_percent: 100.0 * c.cpu_secs_per_sec,
             saved_mib: c.memory_saved_bytes_vs_now as f64 / (1 << 20) as f64,
             is_current: c.is_current,
-            is_chosen: c.name == r.recommendation.config,
+            is_chosen: chosen == Some(zmem_lab::decision::Pick::Zram(i)),
             within_budgets: c.within_budgets,
         })
         .collect()
 }
 
-/// The shell script that applies the recommendation (`zmem lab --apply-script FILE`): the
-/// zram-generator section, the recompression timer where needed, and the sysfs lines; for the
-/// user to review, nothing is run.
+/// The shell script that applies the decision (`zmem lab --apply-script FILE`), for the user
+/// to review; nothing is run ([`crate::decision::apply_script`]).
 pub fn render_apply_script(r: &LabReport) -> String {
     crate::decision::apply_script(r)
 }

@@ -110,19 +110,75 @@ pub fn scatter(
             fmt_num(t)
         );
     }
-    for (label, x, y) in points {
+    let at: Vec<(f64, f64, usize)> =
+        points.iter().map(|(l, x, y)| (px(*x), py(*y), l.chars().count())).collect();
+    for ((label, _, _), (mx, my, _), (lx, ly)) in
+        points.iter().zip(&at).zip(place_labels(&at)).map(|((a, b), c)| (a, b, c))
+    {
         let _ = write!(
             s,
             "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{color}\"/>\
-             <text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
-            px(*x) - 5.0,
-            py(*y) - 5.0,
-            px(*x) + 8.0,
-            py(*y) - 7.0,
+             <text class=\"label\" x=\"{lx:.1}\" y=\"{ly:.1}\">{}</text>",
+            mx - 5.0,
+            my - 5.0,
             esc(label)
         );
     }
     s + "</svg>"
+}
+
+/// A label's width in the plots' 12 px sans-serif, estimated from its length (wide enough
+/// for the widest glyphs of the names shown: digits, lower case and `-`).
+const CHAR_W: f64 = 7.0;
+
+/// The box a label takes at baseline `(x, y)`: left, top, right, bottom.
+fn label_box(x: f64, y: f64, chars: usize) -> [f64; 4] {
+    [x, y - 11.0, x + CHAR_W * chars as f64, y + 3.0]
+}
+
+fn overlap(a: [f64; 4], b: [f64; 4]) -> bool {
+    a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3]
+}
+
+/// Where each point's label goes (its text's x and baseline y): beside its marker, above or
+/// below, right or left, or further up or down, the first place that overlaps no label placed
+/// before it, no marker, and stays inside the plot; points are `(x, y, label length)` in
+/// pixels. So close points (lzo and lzo-rle) keep readable labels.
+fn place_labels(points: &[(f64, f64, usize)]) -> Vec<(f64, f64)> {
+    let markers: Vec<[f64; 4]> =
+        points.iter().map(|&(x, y, _)| [x - 5.0, y - 5.0, x + 5.0, y + 5.0]).collect();
+    let mut placed: Vec<[f64; 4]> = Vec::new();
+    let mut out = Vec::new();
+    for &(x, y, n) in points {
+        let w = CHAR_W * n as f64;
+        let mut tries = vec![
+            (x + 8.0, y - 7.0),
+            (x + 8.0, y + 16.0),
+            (x - 8.0 - w, y - 7.0),
+            (x - 8.0 - w, y + 16.0),
+        ];
+        for k in 1..=12 {
+            let dy = 13.0 * k as f64;
+            tries.extend([
+                (x + 8.0, y - 7.0 - dy),
+                (x + 8.0, y + 16.0 + dy),
+                (x - 8.0 - w, y - 7.0 - dy),
+                (x - 8.0 - w, y + 16.0 + dy),
+            ]);
+        }
+        let inside =
+            |b: [f64; 4]| b[0] >= 0.0 && b[2] <= W && b[1] >= TOP - 12.0 && b[3] <= H - BOTTOM;
+        let free = |b: [f64; 4]| {
+            inside(b)
+                && !placed.iter().any(|&p| overlap(p, b))
+                && !markers.iter().any(|&m| overlap(m, b))
+        };
+        let (lx, ly) =
+            tries.iter().copied().find(|&(lx, ly)| free(label_box(lx, ly, n))).unwrap_or(tries[0]);
+        placed.push(label_box(lx, ly, n));
+        out.push((lx, ly));
+    }
+    out
 }
 
 /// One point of [`tradeoff`].
@@ -192,24 +248,18 @@ pub fn tradeoff(title: &str, points: &[TradePoint], budget_percent: f64, color: 
             fmt_num(v)
         );
     }
-    // Labels: right of each point, moved down where they would overlap one placed before.
-    let mut placed: Vec<(f64, f64, f64)> = Vec::new();
-    let mut label_y = vec![0.0; points.len()];
-    let mut order: Vec<usize> = (0..points.len()).collect();
-    order.sort_by(|&i, &j| py(points[i].saved_mib).total_cmp(&py(points[j].saved_mib)));
-    for i in order {
-        let x = px(points[i].cpu_percent);
-        let width = 6.5 * (points[i].label.len() + 14) as f64;
-        let mut y = py(points[i].saved_mib) - 4.0;
-        while placed
-            .iter()
-            .any(|&(px0, px1, py0)| (y - py0).abs() < 12.0 && x < px1 && px0 < x + width)
-        {
-            y += 12.0;
-        }
-        placed.push((x, x + width, y));
-        label_y[i] = y;
-    }
+    // Labels beside their points, none over another or over a marker ([`place_labels`]).
+    let mark = |p: &TradePoint| match (p.is_chosen, p.is_current) {
+        (true, true) => " (now, chosen)",
+        (true, false) => " (chosen)",
+        (false, true) => " (now)",
+        _ => "",
+    };
+    let at: Vec<(f64, f64, usize)> = points
+        .iter()
+        .map(|p| (px(p.cpu_percent), py(p.saved_mib), p.label.chars().count() + mark(p).len()))
+        .collect();
+    let label_at = place_labels(&at);
     for (k, p) in points.iter().enumerate() {
         let (x, y) = (px(p.cpu_percent), py(p.saved_mib));
         let half = if p.is_chosen { 8.0 } else { 5.0 };
@@ -229,18 +279,13 @@ pub fn tradeoff(title: &str, points: &[TradePoint], budget_percent: f64, color: 
                  stroke-width=\"2\"/>"
             );
         }
-        let mark = match (p.is_chosen, p.is_current) {
-            (true, true) => " (now, chosen)",
-            (true, false) => " (chosen)",
-            (false, true) => " (now)",
-            _ => "",
-        };
         let _ = write!(
             s,
-            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\">{}{mark}</text>",
-            x + half + 4.0,
-            label_y[k],
-            esc(&p.label)
+            "<text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\">{}{}</text>",
+            label_at[k].0,
+            label_at[k].1,
+            esc(&p.label),
+            mark(p)
         );
     }
     s + "</svg>"
@@ -316,5 +361,39 @@ mod tests {
         assert_eq!(t.matches("<circle").count(), 1);
         let h = log2_histogram("h", &[(512, 3), (1024, 7)], "#00ff00");
         assert!(h.contains("[512, 1K)") && h.contains("[1K, 2K)"));
+    }
+
+    /// Close points (the LZO variants differ by a few MB/s and a few hundredths of ratio) get
+    /// labels that overlap neither each other nor a marker, inside the plot.
+    #[test]
+    fn labels_of_close_points_do_not_overlap() {
+        let pts: Vec<(f64, f64, usize)> = vec![
+            (300.0, 120.0, 7),
+            (302.0, 121.0, 3),
+            (305.0, 118.0, 3),
+            (303.0, 122.0, 5),
+            (600.0, 100.0, 4),
+            (120.0, 200.0, 7),
+            (700.0, 60.0, 4),
+        ];
+        let at = place_labels(&pts);
+        let boxes: Vec<[f64; 4]> =
+            at.iter().zip(&pts).map(|(&(x, y), &(_, _, n))| label_box(x, y, n)).collect();
+        for (i, a) in boxes.iter().enumerate() {
+            assert!(a[0] >= 0.0 && a[2] <= W && a[3] <= H - BOTTOM, "label {i} outside: {a:?}");
+            for (j, b) in boxes.iter().enumerate().skip(i + 1) {
+                assert!(!overlap(*a, *b), "labels {i} and {j} overlap: {a:?} {b:?}");
+            }
+            for &(x, y, _) in &pts {
+                assert!(
+                    !overlap(*a, [x - 5.0, y - 5.0, x + 5.0, y + 5.0]),
+                    "label {i} on a marker"
+                );
+            }
+        }
+        // The old rule put the four close ones on top of each other.
+        let old: Vec<[f64; 4]> =
+            pts[..4].iter().map(|&(x, y, n)| label_box(x + 8.0, y - 7.0, n)).collect();
+        assert!(overlap(old[0], old[1]));
     }
 }

@@ -280,5 +280,24 @@ fn html_report_shows_every_plot_in_chromium() {
         let n = pixels.chunks_exact(px).filter(|p| p[..3] == want).count();
         assert!(n > 200, "plot {plot:?} ({color}) shows {n} pixels in the screenshot");
     }
+    // No two labels of a plot overlap, measured by the browser's own layout (getBBox).
+    let probe = dir.join("labels.html");
+    let script = "<script>let n=0,pairs=[];for(const svg of document.querySelectorAll('svg')){\
+        const b=[...svg.querySelectorAll('text.label')].map(t=>[t.textContent,t.getBBox()]);\
+        for(let i=0;i<b.length;i++)for(let j=i+1;j<b.length;j++){const p=b[i][1],q=b[j][1];\
+        if(p.x<q.x+q.width&&q.x<p.x+p.width&&p.y<q.y+q.height&&q.y<p.y+p.height){n++;pairs.push(b[i][0]+' / '+b[j][0]);}}}\
+        const m=document.createElement('pre');m.id='overlaps';m.textContent='overlaps='+n+' '+pairs.join('; ');\
+        document.body.appendChild(m);</script>";
+    std::fs::write(&probe, html.replace("</body>", &format!("{script}</body>"))).unwrap();
+    let out = Command::new(chromium().unwrap())
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
+        .arg(format!("file://{}", probe.display()))
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let labels = html.matches("class=\"label\"").count();
+    assert!(labels >= r.compressors.len() - 1 + r.candidates.len(), "{labels} labels");
+    let line = dom.split("id=\"overlaps\">").nth(1).and_then(|t| t.split('<').next());
+    assert_eq!(line.map(|l| l.trim_end()), Some("overlaps=0"), "labels overlap in the browser");
     let _ = std::fs::remove_dir_all(&dir);
 }
