@@ -654,10 +654,10 @@ fn study_allocators(
 /// `zmem lab --json`: the report (docs/lab-report.schema.json) as JSON. Every option of
 /// `zmem lab` but `--json` is a keyword argument of the same name (python/tests/test_parity.py
 /// checks it): `pages` None: `source` (`zram`, `processes`, `builtin`, or None for the automatic
-/// choice); `apply_script` and `output` write the script and the HTML + JSON report as the CLI
-/// does.
+/// choice); `apply_script`, `undo_script` and `output` write the decision's two scripts and the
+/// HTML + JSON report as the CLI does.
 #[pyfunction]
-#[pyo3(signature = (pages = None, source = None, no_capture = false, observe = None, max_pages = None, sample = None, cpu_budget = None, latency_budget = None, swap_device = "auto", apply_script = None, trace = None, threads = None, min_time_ms = None, output = None, mount_debugfs = false))]
+#[pyo3(signature = (pages = None, source = None, no_capture = false, observe = None, max_pages = None, sample = None, cpu_budget = None, latency_budget = None, swap_device = "auto", apply_script = None, trace = None, threads = None, min_time_ms = None, output = None, mount_debugfs = false, undo_script = None))]
 #[allow(clippy::too_many_arguments)]
 fn lab(
     py: Python<'_>,
@@ -676,6 +676,7 @@ fn lab(
     min_time_ms: Option<&Bound<'_, PyAny>>,
     output: Option<PathBuf>,
     mount_debugfs: bool,
+    undo_script: Option<PathBuf>,
 ) -> PyResult<String> {
     let observe: u64 = count("observe", observe, 10, 0, MAX_SECS)?;
     let sample: Option<usize> =
@@ -742,6 +743,10 @@ fn lab(
     let report = py.detach(|| lab_mod::run_lab(req, &NoProgress)).map_err(lab_err)?;
     if let Some(path) = &apply_script {
         std::fs::write(path, zmem_render::render_apply_script(&report))
+            .map_err(|e| PyOSError::new_err(format!("{}: {e}", path.display())))?;
+    }
+    if let Some(path) = &undo_script {
+        std::fs::write(path, zmem_render::decision::undo_script())
             .map_err(|e| PyOSError::new_err(format!("{}: {e}", path.display())))?;
     }
     let json = zmem_render::json::lab_report_text(&report);

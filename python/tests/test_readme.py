@@ -19,3 +19,5 @@ def test_the_readme_snippet_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert (tmp_path / "host.zpages").exists()
     report = scope["report"]
     assert isinstance(report, dict) and report["recommendation"]["config"]
+    # 512 pages are too few to advise on: the decision says so.
+    assert report["decision"]["kind"] == "none", report["decision"]

@@ -264,6 +264,7 @@ def lab(
     min_time_ms: int = 50,
     output: Optional[PathLike] = None,
     mount_debugfs: bool = False,
+    undo_script: Optional[PathLike] = None,
 ) -> dict[str, Any]:
     """The lab, as ``zmem lab --json``: the report (``docs/lab-report.schema.json``) as a dict.
 
@@ -282,7 +283,7 @@ def lab(
     sampled at random. ``cpu_budget`` (percent of a core) and ``latency_budget`` (added p99
     swap-in microseconds) bound the recommendation. ``swap_device``: ``auto`` (this machine's device, measured), ``nvme``, ``ssd``,
     ``emmc``, ``hdd`` or a path to measure. ``apply_script``: write the script that applies the
-    recommendation there (nothing is run). ``trace``: replay this access trace instead of the
+    decision there (nothing is run); ``undo_script``: the script that undoes it. ``trace``: replay this access trace instead of the
     generated one. ``threads``: threads the measurements run on (0: one per core).
     ``min_time_ms``: the compressor table's least pass time. ``output``: also write
     report.html and report.json into this directory. ``mount_debugfs``: as root, mount debugfs
@@ -290,15 +291,15 @@ def lab(
     change to the machine the lab makes, and only when asked).
 
     >>> r = zmem.lab(zmem.PageSet.generate(pages=2048), observe=0, min_time_ms=1)  # doctest: +SKIP
-    >>> r["recommendation"]["config"]  # doctest: +SKIP
-    'zstd'
+    >>> r["decision"]["config"]  # doctest: +SKIP
+    'zram zstd'
     """
     p = None if pages is None else _pages(pages)
     return json.loads(
         _native.lab(
             p, source, no_capture, observe, max_pages, sample, cpu_budget, latency_budget,
             swap_device, _path(apply_script), _path(trace), threads, min_time_ms, _path(output),
-            mount_debugfs,
+            mount_debugfs, _path(undo_script),
         )
     )
 

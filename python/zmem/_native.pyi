@@ -114,5 +114,7 @@ def lab(
     threads: int = 0,
     min_time_ms: int = 50,
     output: Optional[str] = None,
+    mount_debugfs: bool = False,
+    undo_script: Optional[str] = None,
 ) -> str: ...
 def algorithms() -> list[str]: ...
