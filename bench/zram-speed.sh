@@ -10,11 +10,15 @@
 # included; nothing else is touched. Needs root and the kernel's zram for parts 1 and 3.
 # Usage: bench/zram-speed.sh PAGEFILE [ZMEM_BINARY] [RUNS] [ALGOS]
 #   e.g. bench/zram-speed.sh pages.bin target/release/zmem 5 "lzo-rle lz4"
+# COLD_ONLY=1 runs part 1 alone; ZMEM2=BINARY adds a second fresh `zmem zram` per part-1 run,
+# against the same kernel run, the two binaries' order alternating (a build against a build).
 set -euo pipefail
 FILE=${1:?usage: bench/zram-speed.sh PAGEFILE [ZMEM_BINARY] [RUNS] [ALGOS]}
 ZMEM=${2:-target/release/zmem}
 RUNS=${3:-5}
 ALGOS=${4:-lzo-rle lz4}
+COLD_ONLY=${COLD_ONLY:-0}
+ZMEM2=${ZMEM2:-}
 DEV=
 cleanup() {
   if [ -n "$DEV" ]; then
@@ -53,9 +57,9 @@ kernel() {
   python3 -c "print(round($mib*1048576/1e6/($t1-$t0)), round($mib*1048576/1e6/($t2-$t1)))"
 }
 
-# ours ALGO THREADS: "write_MBps read_MBps" of a fresh `zmem zram` process.
+# ours ALGO THREADS [BINARY]: "write_MBps read_MBps" of a fresh `zmem zram` process.
 ours() {
-  "$ZMEM" zram --algo "$1" --threads "$2" --json "$FILE" |
+  "${3:-$ZMEM}" zram --algo "$1" --threads "$2" --json "$FILE" |
     python3 -c 'import json,sys; r=json.load(sys.stdin); assert r["verified"]; print(round(r["write_mbps"]), round(r["read_mbps"]))'
 }
 
@@ -66,9 +70,18 @@ for algo in $ALGOS; do
   echo "## $algo: cold, one thread (kernel one writer, then a fresh zmem zram)"
   for ((r = 1; r <= RUNS; r++)); do
     read -r kw kr < <(kernel "$algo" 1)
-    read -r zw zr < <(ours "$algo" 1)
-    echo "run $r: kernel $kw/$kr MB/s, zmem $zw/$zr MB/s (write/read), zmem/kernel write $(ratio "$zw" "$kw") read $(ratio "$zr" "$kr")"
+    if [ -z "$ZMEM2" ]; then
+      read -r zw zr < <(ours "$algo" 1)
+      echo "run $r: kernel $kw/$kr MB/s, zmem $zw/$zr MB/s (write/read), zmem/kernel write $(ratio "$zw" "$kw") read $(ratio "$zr" "$kr")"
+    else
+      if ((r % 2)); then order=("$ZMEM" "$ZMEM2"); else order=("$ZMEM2" "$ZMEM"); fi
+      for bin in "${order[@]}"; do
+        read -r zw zr < <(ours "$algo" 1 "$bin")
+        echo "run $r: kernel $kw/$kr MB/s, $bin $zw/$zr MB/s (write/read), zmem/kernel write $(ratio "$zw" "$kw") read $(ratio "$zr" "$kr")"
+      done
+    fi
   done
+  [ "$COLD_ONLY" = 1 ] && continue
   echo "## $algo: threads (fresh processes, alternating; kernel with as many dd writers)"
   for ((r = 1; r <= RUNS; r++)); do
     read -r w1 r1 < <(ours "$algo" 1)

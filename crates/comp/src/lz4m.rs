@@ -204,12 +204,36 @@ unsafe fn put_ext_raw(d: *mut u8, mut op: usize, len: usize) -> usize {
     op
 }
 
+/// Inputs of at most this many words take the page probe ([`compress_fast`] with `PAGE`): every
+/// position the search probes is below `n - MFLIMIT`, so every distance the table can give
+/// (from a position stored earlier, or the cleared table's 0) is at most `n - MFLIMIT - 1 <=
+/// 1023` words, inside the offset field; only position 0 has no candidate.
+const PAGE_WORDS: usize = MAX_OFFSET + 1 + MFLIMIT;
+
 /// The unchecked compressor for destinations of at least [`fast_bound`]: the checked path's
 /// search and bytes, with the words loaded straight from `src`, matches extended two words per
 /// compare, and sequences written with no room checks (the bound covers every write) and
 /// literals copied in 16-byte blocks.
 fn compress_fast(table: &mut [u16; HASH_SIZE], src: &[u8], dst: &mut [u8]) -> usize {
     assert!(dst.len() >= fast_bound(src.len()));
+    if src.len() / 4 <= PAGE_WORDS {
+        compress_fast_generic::<true>(table, src, dst)
+    } else {
+        compress_fast_generic::<false>(table, src, dst)
+    }
+}
+
+/// [`compress_fast`]'s loop. With `PAGE` (inputs of at most [`PAGE_WORDS`] words: a 4 KiB page
+/// is 1024) the probe needs no distance test: the table's entry is the candidate itself, one
+/// compare and one branch per position (the general probe's distance and range tests were a
+/// quarter of the loop's instructions). Position 0, whose cleared entry would be itself, is
+/// not probed: the general probe's first step there is always a miss (distance 0).
+#[inline(always)]
+fn compress_fast_generic<const PAGE: bool>(
+    table: &mut [u16; HASH_SIZE],
+    src: &[u8],
+    dst: &mut [u8],
+) -> usize {
     let n = src.len() / 4;
     let tail = src.len() - n * 4;
     let s = src.as_ptr();
@@ -219,23 +243,38 @@ fn compress_fast(table: &mut [u16; HASH_SIZE], src: &[u8], dst: &mut [u8]) -> us
     if n > MFLIMIT {
         table.fill(0);
         let limit = n - MFLIMIT;
-        let mut i = 0;
-        let mut misses = 0u32;
+        // The page probe starts past position 0 with that position's miss counted (its table
+        // entry, 0, is already there).
+        let (mut i, mut misses) = if PAGE { (1, 1u32) } else { (0, 0u32) };
         while i < limit {
             // SAFETY: `i < limit < n`.
             let w = unsafe { word_at(s, i) };
             let h = hash(w);
-            let dist = (i as u16).wrapping_sub(table[h]) as usize;
-            table[h] = i as u16;
-            let cand = i.wrapping_sub(dist);
-            let valid = dist.wrapping_sub(1) < MAX_OFFSET && cand < i;
-            // SAFETY: `cand < i < n` when valid, else word `i` itself is read (and ignored).
-            let cw = unsafe { word_at(s, if valid { cand } else { i }) };
-            // One unpredictable branch per position: `&`, not `&&`.
-            if !(valid & (cw == w)) {
-                misses += 1;
-                i += 1 + (misses >> SKIP_TRIGGER) as usize;
-                continue;
+            let (dist, cand);
+            if PAGE {
+                // `PAGE_WORDS`: the entry is a position below `i`, at most 1023 words back.
+                cand = table[h] as usize;
+                table[h] = i as u16;
+                dist = i - cand;
+                // SAFETY: `cand < i < n`.
+                if unsafe { word_at(s, cand) } != w {
+                    misses += 1;
+                    i += 1 + (misses >> SKIP_TRIGGER) as usize;
+                    continue;
+                }
+            } else {
+                dist = (i as u16).wrapping_sub(table[h]) as usize;
+                table[h] = i as u16;
+                cand = i.wrapping_sub(dist);
+                let valid = dist.wrapping_sub(1) < MAX_OFFSET && cand < i;
+                // SAFETY: `cand < i < n` when valid, else word `i` itself is read (and ignored).
+                let cw = unsafe { word_at(s, if valid { cand } else { i }) };
+                // One unpredictable branch per position: `&`, not `&&`.
+                if !(valid & (cw == w)) {
+                    misses += 1;
+                    i += 1 + (misses >> SKIP_TRIGGER) as usize;
+                    continue;
+                }
             }
             misses = 0;
             let (mut start, mut c) = (i, cand);
@@ -615,6 +654,27 @@ mod tests {
         // Too small a destination is an error on the checked path, never a short write.
         let mut small = vec![0u8; 20];
         assert!(Lz4m::new().compress(&page, &mut small).is_err());
+    }
+
+    #[test]
+    fn page_probe_and_general_probe_meet_at_the_largest_offset() {
+        // [X, Y, ..., Y, X, 3 literal words]: after the run of Y the search probes X at
+        // position n - 4, whose candidate is position 0, n - 4 words back: a match up to 1023
+        // (page probe, n <= PAGE_WORDS), none from 1024 (general probe).
+        for n in [PAGE_WORDS - 2, PAGE_WORDS - 1, PAGE_WORDS, PAGE_WORDS + 1, PAGE_WORDS + 2] {
+            let (x, y) = (0x0bad_cafe_u32, 0x1234_5678_u32);
+            let mut words = vec![y; n];
+            words[0] = x;
+            words[n - 4] = x;
+            let src: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            same_on_both_paths(&src);
+            // With the match, the sequence before the last is its token alone: no literals, one
+            // word at offset n - 4; the last sequence is 3 literal words.
+            let c = compress(&src);
+            let last_at = c.len() - 2 - 12;
+            let before = u16::from_le_bytes([c[last_at - 2], c[last_at - 1]]) as usize;
+            assert_eq!(before == (1 << 10) | (n - 4), n - 4 <= MAX_OFFSET, "n = {n}");
+        }
     }
 
     proptest! {
