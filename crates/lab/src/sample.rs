@@ -577,9 +577,6 @@ mod tests {
             let e = estimate(&pages, 4096, d, &["lz4", "zstd"]).unwrap();
             let diff = e.difference("lz4", "zstd").unwrap();
             covered += u32::from(diff.covers(truth));
-            if seed <= 5 {
-                eprintln!("truth {truth} est {} lo {} hi {}", diff.estimate, diff.low, diff.high);
-            }
             let back = e.difference("zstd", "lz4").unwrap();
             assert_eq!(
                 (back.estimate, back.low, back.high),

@@ -12,8 +12,7 @@ pub struct Args {
     /// Print the report as JSON (schema: docs/lab-report.schema.json) instead of the summary.
     #[arg(long)]
     json: bool,
-    /// Also write report.html and report.json into this directory (`--out` is the old
-    /// spelling).
+    /// Also write report.html and report.json into this directory (`--out` works too).
     #[arg(short = 'o', long, visible_alias = "out", value_name = "DIR")]
     output: Option<PathBuf>,
     /// Where the pages come from: `zram` (the active zram swap devices: what the kernel

@@ -11,8 +11,8 @@ pub struct Args {
     /// kernel's default, lzo-rle, unless given).
     #[arg(long, default_value = zmem_lab::DEFAULT_ALGORITHM, value_parser = super::args::algo)]
     algo: zmem_comp::AlgoSpec,
-    /// `algorithm_params` for the primary, e.g. "level=3" (the older spelling of
-    /// `--algo NAME:level=3`; added to what --algo gives).
+    /// `algorithm_params` for the primary, e.g. "level=3" (the same as `--algo NAME:level=3`;
+    /// added to what --algo gives).
     #[arg(long)]
     params: Option<String>,
     /// Allocator: zsmalloc, zbud or z3fold.
