@@ -333,15 +333,25 @@ pub fn decide(x: &Inputs) -> Decision {
         None => match running {
             Some(r) => (r, Reason::NothingFits, vec![r]),
             None => {
-                let fallback = x
-                    .candidates
-                    .iter()
-                    .position(|c| c.name == rec.config && c.available)
-                    .filter(|_| rec.available);
-                match fallback {
-                    Some(f) => (f, Reason::NothingFitsFallback, vec![f]),
-                    None => return base,
+                // The cost model's fallback with the tie rule: among the zram configurations
+                // the kernel runs that read every page back and save at least as much as the
+                // current one (within the uncertainty), clearly less CPU, then the simpler,
+                // then a fixed order, so CPU noise does not flip it between runs.
+                let cur = x.candidates.iter().position(|c| c.is_current);
+                let set: Vec<usize> = (0..x.candidates.len())
+                    .filter(|&i| options[i].1 && x.candidates[i].verified)
+                    .filter(|&i| {
+                        cur.is_none_or(|c| {
+                            options[i].0.memory_saved_bytes
+                                >= options[c].0.memory_saved_bytes - band(&options[i], &options[c])
+                        })
+                    })
+                    .collect();
+                if set.is_empty() {
+                    return base;
                 }
+                let (pick, _) = tie_break(&set, &options, rank, order);
+                (pick, Reason::NothingFitsFallback, set)
             }
         },
     };

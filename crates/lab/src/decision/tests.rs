@@ -233,3 +233,19 @@ fn too_few_pages_give_no_answer() {
         Reason::TooFewPages { measured_pages: 3, min_pages: crate::sample::MIN_PAGES }
     );
 }
+
+/// Nothing within the budgets and nothing running: the fallback picks the cheapest in CPU only
+/// where it is clearly cheaper, so CPU noise between two runs does not flip the answer.
+#[test]
+fn the_fallback_ignores_cpu_noise() {
+    let mib = 1u64 << 20;
+    // Both far over the 1 % budget; lzo-rle 2 % dearer (noise), zstd clearly dearer.
+    let rows =
+        [row("lzo-rle", 8 * mib, 1.02e9), row("lzo", 8 * mib, 1.0e9), row("zstd", 6 * mib, 3.0e9)];
+    let d = decide_on(&rows, &[], &[]);
+    assert_eq!(d.reason, Reason::NothingFitsFallback);
+    assert_eq!(d.config, "zram lzo-rle", "{d:?}");
+    // 30 % cheaper is no noise.
+    let rows = [row("lzo-rle", 8 * mib, 1.3e9), row("lzo", 8 * mib, 1.0e9)];
+    assert_eq!(decide_on(&rows, &[], &[]).config, "zram lzo");
+}
