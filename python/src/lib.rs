@@ -657,7 +657,7 @@ fn study_allocators(
 /// choice); `apply_script`, `undo_script` and `output` write the decision's two scripts and the
 /// HTML + JSON report as the CLI does.
 #[pyfunction]
-#[pyo3(signature = (pages = None, source = None, no_capture = false, observe = None, max_pages = None, sample = None, cpu_budget = None, latency_budget = None, swap_device = "auto", apply_script = None, trace = None, threads = None, min_time_ms = None, output = None, mount_debugfs = false, undo_script = None))]
+#[pyo3(signature = (pages = None, source = None, no_capture = false, observe = None, max_pages = None, sample = None, cpu_budget = None, latency_budget = None, swap_device = None, apply_script = None, trace = None, threads = None, min_time_ms = None, output = None, mount_debugfs = false, undo_script = None))]
 #[allow(clippy::too_many_arguments)]
 fn lab(
     py: Python<'_>,
@@ -669,7 +669,7 @@ fn lab(
     sample: Option<&Bound<'_, PyAny>>,
     cpu_budget: Option<&Bound<'_, PyAny>>,
     latency_budget: Option<&Bound<'_, PyAny>>,
-    swap_device: &str,
+    swap_device: Option<&str>,
     apply_script: Option<PathBuf>,
     trace: Option<PathBuf>,
     threads: Option<&Bound<'_, PyAny>>,
@@ -678,13 +678,17 @@ fn lab(
     mount_debugfs: bool,
     undo_script: Option<PathBuf>,
 ) -> PyResult<String> {
-    let observe: u64 = count("observe", observe, 10, 0, MAX_SECS)?;
+    // None: the request's own default (one place for them: `LabRequest::default()`).
+    let d = LabRequest::default();
+    let observe: u64 = count("observe", observe, d.observe_secs, 0, MAX_SECS)?;
     let sample: Option<usize> =
         sample.map(|s| count("sample", Some(s), 0, 2, 1 << 32)).transpose()?;
-    let cpu_budget = number("cpu_budget", cpu_budget, 1.0)?;
-    let latency_budget = number("latency_budget", latency_budget, 50.0)?;
-    let threads: usize = count("threads", threads, 0, 0, MAX_THREADS)?;
-    let min_time_ms: u64 = count("min_time_ms", min_time_ms, 50, 0, MAX_SECS * 1000)?;
+    let cpu_budget = number("cpu_budget", cpu_budget, d.budgets.cpu_percent_of_core)?;
+    let latency_budget = number("latency_budget", latency_budget, d.budgets.added_load_p99_us)?;
+    let threads: usize = count("threads", threads, d.threads as u64, 0, MAX_THREADS)?;
+    let min_time_ms: u64 =
+        count("min_time_ms", min_time_ms, d.min_time.as_millis() as u64, 0, MAX_SECS * 1000)?;
+    let swap_device = swap_device.unwrap_or("auto");
     let max_pages = match max_pages {
         None => None,
         Some(v) => {

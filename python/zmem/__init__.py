@@ -252,16 +252,16 @@ def lab(
     *,
     source: Optional[str] = None,
     no_capture: bool = False,
-    observe: int = 10,
+    observe: Optional[int] = None,
     max_pages: Union[int, str, None] = None,
     sample: Optional[int] = None,
-    cpu_budget: float = 1.0,
-    latency_budget: float = 50.0,
-    swap_device: str = "auto",
+    cpu_budget: Optional[float] = None,
+    latency_budget: Optional[float] = None,
+    swap_device: Optional[str] = None,
     apply_script: Optional[PathLike] = None,
     trace: Optional[PathLike] = None,
-    threads: int = 0,
-    min_time_ms: int = 50,
+    threads: Optional[int] = None,
+    min_time_ms: Optional[int] = None,
     output: Optional[PathLike] = None,
     mount_debugfs: bool = False,
     undo_script: Optional[PathLike] = None,
@@ -269,7 +269,8 @@ def lab(
     """The lab, as ``zmem lab --json``: the report (``docs/lab-report.schema.json``) as a dict.
 
     Every option of ``zmem lab`` is a keyword argument of the same name (dashes as
-    underscores), with the same default, parsed by the same library code:
+    underscores), parsed by the same library code; None (the default of each) is the library's
+    own default, the one `zmem lab --help` states:
 
     ``pages``: a PageSet, path or array; None: ``source`` (``"zram"``, ``"processes"``,
     ``"builtin"``, or None for the automatic choice; ``no_capture=True`` is ``"builtin"``).

@@ -32,7 +32,7 @@ pub struct Args {
     mount_debugfs: bool,
     /// Seconds to watch the live system's swap traffic for the CPU cost projection (0 skips;
     /// with no swap active there is nothing to watch and the trace replay's rates are used).
-    #[arg(long, default_value_t = 10, value_name = "SECONDS", value_parser = super::args::duration("s"))]
+    #[arg(long, default_value_t = LabRequest::default().observe_secs, value_name = "SECONDS", value_parser = super::args::duration("s"))]
     observe: u64,
     /// Most pages to run on: a number (a larger capture or file is sampled evenly down to it)
     /// or `all` (every page). Without it (and without --sample) a larger input is sampled at
@@ -46,10 +46,10 @@ pub struct Args {
     sample: Option<u64>,
     /// CPU the recommended configuration may use, in percent of one core (compression of the
     /// swap-outs, decompression of the swap-ins, background recompression).
-    #[arg(long, default_value_t = 1.0, value_name = "PERCENT")]
+    #[arg(long, default_value_t = lab::Budgets::default().cpu_percent_of_core, value_name = "PERCENT")]
     cpu_budget: f64,
     /// Most the recommended configuration may add to the p99 swap-in latency, in microseconds.
-    #[arg(long, default_value_t = 50.0, value_name = "MICROSECONDS")]
+    #[arg(long, default_value_t = lab::Budgets::default().added_load_p99_us, value_name = "MICROSECONDS")]
     latency_budget: f64,
     /// The block device behind a swap file, whose 4 KiB latency the zram-vs-zswap replays
     /// charge to every device read and write: `auto` (this machine's: its swap file's
@@ -71,10 +71,10 @@ pub struct Args {
     #[arg(long, value_name = "TRACE")]
     trace: Option<PathBuf>,
     /// Threads the measurements run on (0: one per core).
-    #[arg(long, default_value_t = 0, value_name = "N", value_parser = super::args::count::<usize>(0, super::args::MAX_THREADS))]
+    #[arg(long, default_value_t = LabRequest::default().threads, value_name = "N", value_parser = super::args::count::<usize>(0, super::args::MAX_THREADS))]
     threads: usize,
     /// Least time each compressor pass is timed for, in milliseconds.
-    #[arg(long, default_value_t = 50, value_name = "MS", value_parser = super::args::duration("ms"))]
+    #[arg(long, default_value_t = LabRequest::default().min_time.as_millis() as u64, value_name = "MS", value_parser = super::args::duration("ms"))]
     min_time_ms: u64,
     /// Page file (raw pages or a page set, such as `zmem capture --zram`'s); none: see --source.
     #[arg(conflicts_with_all = ["source", "no_capture"])]
