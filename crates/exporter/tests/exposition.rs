@@ -38,6 +38,7 @@ fn advice() -> Snapshot {
             slots_read: 2048,
             read_failures: 0,
             readable: true,
+            idle_capped: false,
             traffic: zmem_lab::cost::Traffic { swap_ins_per_sec: 1.0, swap_outs_per_sec: 2.0 },
             rows: vec![row("lzo-rle"), row("lz4")],
             recommended: Some(("lzo-rle".into(), judge::Basis::CurrentTies)),

@@ -40,13 +40,26 @@ pub struct Args {
     #[arg(long, value_name = "PAGES", default_value_t = 10_000, requires = "advise", value_parser = clap::value_parser!(u64).range(2..))]
     advise_sample: u64,
     /// Most of a device's stored pages the sample may hold, in percent (never fewer than 1024
-    /// pages): every page sampled is read about once an hour, which clears its idle mark, so
+    /// pages): every slot sampled is read about once an hour, which clears its idle mark, so
     /// this is the most an idle writeback or recompression pass can lose to the advisor.
-    #[arg(long, value_name = "PCT", default_value_t = 1.0, requires = "advise", value_parser = percent)]
-    advise_idle_share: f64,
+    /// `auto`: 1 on a device with a backing device or a secondary algorithm, no cap on one
+    /// with neither (nothing there acts on idle marks).
+    #[arg(long, value_name = "PCT|auto", default_value = "auto", requires = "advise", value_parser = idle_share)]
+    advise_idle_share: IdleShare,
     /// Seconds between two reads of one sampled slot.
     #[arg(long, value_name = "SECS", default_value_t = 3600, requires = "advise", value_parser = clap::value_parser!(u64).range(1..))]
     advise_refresh: u64,
+}
+
+/// `--advise-idle-share`: a percentage, or `auto` (None).
+#[derive(Debug, Clone, Copy)]
+struct IdleShare(Option<f64>);
+
+fn idle_share(text: &str) -> Result<IdleShare, String> {
+    if text == "auto" {
+        return Ok(IdleShare(None));
+    }
+    percent(text).map(|p| IdleShare(Some(p)))
 }
 
 /// A percentage: a number above 0 and at most 100.
@@ -63,7 +76,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         let opts = advise::Options {
             cpu_percent: args.advise_cpu,
             sample_pages: args.advise_sample,
-            idle_share_percent: args.advise_idle_share,
+            idle_share_percent: args.advise_idle_share.0,
             refresh: std::time::Duration::from_secs(args.advise_refresh),
             ..advise::Options::default()
         };

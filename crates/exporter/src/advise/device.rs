@@ -99,6 +99,8 @@ pub struct Device {
     pub last_error: Option<String>,
     /// The last round of reads succeeded (true before the first).
     pub readable: bool,
+    /// The idle share caps the panel.
+    pub idle_capped: bool,
     page_size: usize,
     buf: Vec<u8>,
     out: Vec<u8>,
@@ -147,6 +149,7 @@ impl Device {
             read_failures: 0,
             last_error: None,
             readable: true,
+            idle_capped: false,
             page_size,
             buf: vec![0u8; 2 * page_size],
             out: vec![0u8; zmem_comp::compress_bound(page_size).max(page_size)],

@@ -117,6 +117,7 @@ pub fn families(s: &Snapshot, now: Instant) -> Vec<Family> {
         fam("zmem_advice_population_pages", "Pages the device stores (mm_stat orig_data_size / page size), which the sample stands for.", None, false, dev(&|d| Some(U(d.population.pages)))),
         fam("zmem_advice_panel_slots", "Slots the advisor reads on the device (its panel): every slot it will ever read while the device keeps its size.", None, false, dev(&|d| Some(U(d.panel_slots)))),
         fam("zmem_advice_sample_age", "Time since the oldest read of the sample.", Some(Unit::Seconds), false, dev(&|d| Some(F(now.saturating_duration_since(d.oldest_read?).as_secs_f64())))),
+        fam("zmem_advice_idle_capped", "1 when the sample is capped at the idle share of the device's stored pages (the device can write back or recompress idle slots, or --advise-idle-share was given).", None, false, dev(&|d| Some(U(u64::from(d.idle_capped))))),
         fam("zmem_advice_sample_filled", "1 once every slot of the panel has been read.", None, false, dev(&|d| Some(U(u64::from(d.filled))))),
         fam("zmem_advice_slots_read", "Slots the advisor read on the device (each clears the slot's ZRAM_IDLE flag).", None, true, dev(&|d| Some(U(d.slots_read)))),
         fam("zmem_advice_read_failures", "Rounds of reads that failed on the device (reset, removed, unreadable).", None, true, dev(&|d| Some(U(d.read_failures)))),

@@ -13,12 +13,15 @@
 //!
 //! **Idle tracking.** Reading a slot clears its `ZRAM_IDLE` flag (drivers/block/zram/
 //! zram_drv.c `zram_bio_read()` -> `zram_accessed()`), which `mark_idle()` (`echo all > idle`)
-//! set and which `scan_slots_for_writeback()` (`writeback idle`) and
-//! `scan_slots_for_recompress()` (`recompress type=idle`) select on: a slot read after the mark
-//! is neither written back nor recompressed by that pass. The panel bounds the distinct slots
-//! ever read; its size is chosen so that the stored pages among them are at most
-//! [`Options::idle_share`] of the device's (1 %, never fewer than [`MIN_SAMPLE`] pages), each
-//! read once per [`Options::refresh`] (an hour). docs/BENCHMARKS.md has the figures.
+//! set and which only two passes read: `scan_slots_for_writeback()` (`writeback idle`, needs a
+//! `backing_dev`) and `scan_slots_for_recompress()` (`recompress type=idle`, needs a
+//! `recomp_algorithm`). A slot read after the mark is neither written back nor recompressed by
+//! that pass. The panel bounds the distinct slots ever read (each once per
+//! [`Options::refresh`], an hour). On a device that has a backing device or a secondary
+//! algorithm, its size is chosen so that the stored pages among them are at most
+//! [`Options::idle_share_percent`] of the device's (1 % by default, never fewer than
+//! [`MIN_SAMPLE`] pages): the most one idle pass can lose. A device with neither has no pass
+//! to change, and gets the whole sample asked for. docs/BENCHMARKS.md has the figures.
 
 pub mod device;
 pub mod estimate;
@@ -53,8 +56,9 @@ pub struct Options {
     /// Stored pages the sample aims at per device (`--advise-sample`).
     pub sample_pages: u64,
     /// Most of a device's stored pages the panel may hold, in percent (`--advise-idle-share`):
-    /// the most one idle pass can lose to the advisor's reads.
-    pub idle_share_percent: f64,
+    /// the most one idle pass can lose to the advisor's reads. `None` (auto): 1 % on a device
+    /// that can act on idle marks ([`acts_on_idle`]), no cap on one that cannot.
+    pub idle_share_percent: Option<f64>,
     /// Each panel slot is read at most once per this (`--advise-refresh`).
     pub refresh: Duration,
     /// Slots read per round (one open of the device).
@@ -74,7 +78,7 @@ impl Default for Options {
         Self {
             cpu_percent: 1.0,
             sample_pages: 10_000,
-            idle_share_percent: 1.0,
+            idle_share_percent: None,
             refresh: Duration::from_secs(3600),
             slots_per_round: 4,
             judge_every: Duration::from_secs(5),
@@ -102,6 +106,8 @@ pub struct DeviceAdvice {
     pub read_failures: u64,
     /// The last round could be read.
     pub readable: bool,
+    /// The idle share caps the panel (the device can act on idle marks, or a share was given).
+    pub idle_capped: bool,
     pub traffic: Traffic,
     pub rows: Vec<Row>,
     pub recommended: Option<(String, Basis)>,
@@ -244,8 +250,14 @@ impl Advisor {
                 }
                 Device::new(id, disksize, current.clone(), &cands, ps, seed)
             });
+            let share = match self.opts.idle_share_percent {
+                Some(s) => Some(s),
+                None => acts_on_idle(id).then_some(DEFAULT_IDLE_SHARE),
+            };
+            dev.idle_capped = share.is_some();
             let p = panel_size(
-                &self.opts,
+                self.opts.sample_pages,
+                share,
                 mm.orig_data_size / ps as u64,
                 mm.same_pages,
                 disksize / ps as u64,
@@ -364,6 +376,7 @@ impl Advisor {
                 slots_read: dev.slots_read,
                 read_failures: dev.read_failures,
                 readable: dev.readable,
+                idle_capped: dev.idle_capped,
                 traffic,
                 rows,
                 recommended,
@@ -392,7 +405,7 @@ impl Advisor {
             return Traffic { swap_ins_per_sec: 0.0, swap_outs_per_sec: 0.0 };
         }
         let only = |s: &SwapSample, ours: &BTreeMap<u32, u64>| SwapSample {
-            system: s.system.clone(),
+            system: s.system,
             zram: s
                 .zram
                 .iter()
@@ -411,14 +424,32 @@ impl Advisor {
     }
 }
 
+/// The idle share where a device can act on idle marks and none was given: 1 %.
+pub const DEFAULT_IDLE_SHARE: f64 = 1.0;
+
+/// Whether zram device `id` can act on its idle marks: it has a backing device (`backing_dev`
+/// other than `none`: `writeback idle`) or a secondary algorithm (`recomp_algorithm` not empty:
+/// `recompress type=idle`). Where neither attribute exists (CONFIG_ZRAM_WRITEBACK and
+/// CONFIG_ZRAM_MULTI_COMP off, as on this project's test kernel) nothing reads `ZRAM_IDLE`.
+pub fn acts_on_idle(id: u32) -> bool {
+    let attr = |n: &str| live::read_zram_attr(id, n).ok().map(|v| v.trim().to_string());
+    attr("backing_dev").is_some_and(|b| !b.is_empty() && b != "none")
+        || attr("recomp_algorithm").is_some_and(|r| !r.is_empty())
+}
+
 /// The panel's size for a device storing `stored` pages (`same` of them same-filled) in
 /// `slots` slots: enough slots that the stored, not same-filled pages among them are the
-/// sample asked for, at most the idle share of the stored pages (never fewer than
-/// [`MIN_SAMPLE`]), and at most the device.
-pub fn panel_size(opts: &Options, stored: u64, same: u64, slots: u64) -> u64 {
+/// `sample` asked for, at most `idle_share` percent of the stored pages (never fewer than
+/// [`MIN_SAMPLE`]) when one applies, and at most the device.
+pub fn panel_size(sample: u64, idle_share: Option<f64>, stored: u64, same: u64, slots: u64) -> u64 {
     let others = stored.saturating_sub(same);
-    let idle_cap = (opts.idle_share_percent / 100.0 * stored as f64).floor() as u64;
-    let want = opts.sample_pages.min(idle_cap.max(MIN_SAMPLE));
+    let want = match idle_share {
+        Some(share) => {
+            let cap = (share / 100.0 * stored as f64).floor() as u64;
+            sample.min(cap.max(MIN_SAMPLE))
+        }
+        None => sample,
+    };
     if others == 0 {
         // Nothing to sample yet: a small panel watches for pages arriving.
         return want.min(slots).min(MIN_SAMPLE);
@@ -433,21 +464,21 @@ mod tests {
 
     #[test]
     fn the_panel_holds_the_sample_within_the_idle_share() {
-        let o = Options::default();
+        let one = Some(1.0);
         // 1,000,000 stored pages in 4,000,000 slots, none same-filled: 1 % is 10,000 pages,
         // the sample asked for; a quarter of the slots hold pages, so 40,000 slots.
-        assert_eq!(panel_size(&o, 1_000_000, 0, 4_000_000), 40_000);
+        assert_eq!(panel_size(10_000, one, 1_000_000, 0, 4_000_000), 40_000);
         // 200,000 stored: 1 % is 2,000 pages, so 2,000 of the 200,000 pages: 8,000 slots.
-        assert_eq!(panel_size(&o, 200_000, 0, 800_000), 8_000);
+        assert_eq!(panel_size(10_000, one, 200_000, 0, 800_000), 8_000);
+        // No idle pass to change: the whole sample asked for.
+        assert_eq!(panel_size(10_000, None, 200_000, 0, 800_000), 40_000);
         // A small device: never under the lab's minimum sample (1024 of 20,000 pages).
-        assert_eq!(panel_size(&o, 20_000, 0, 40_000), 2_048);
+        assert_eq!(panel_size(10_000, one, 20_000, 0, 40_000), 2_048);
         // A full device: every slot, at most.
-        assert_eq!(panel_size(&o, 1_000, 0, 1_000), 1_000);
+        assert_eq!(panel_size(10_000, one, 1_000, 0, 1_000), 1_000);
         // Half the pages same-filled: twice the slots for the same sample.
-        assert_eq!(panel_size(&o, 200_000, 100_000, 800_000), 16_000);
+        assert_eq!(panel_size(10_000, one, 200_000, 100_000, 800_000), 16_000);
         // Empty: a small watching panel.
-        assert_eq!(panel_size(&o, 0, 0, 800_000), MIN_SAMPLE);
-        let all = Options { idle_share_percent: 100.0, ..Options::default() };
-        assert_eq!(panel_size(&all, 200_000, 0, 800_000), 40_000);
+        assert_eq!(panel_size(10_000, one, 0, 0, 800_000), MIN_SAMPLE);
     }
 }
