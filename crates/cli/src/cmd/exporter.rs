@@ -40,14 +40,14 @@ pub struct Args {
     #[arg(long, value_name = "PAGES", default_value_t = 10_000, requires = "advise", value_parser = clap::value_parser!(u64).range(2..))]
     advise_sample: u64,
     /// Most of a device's stored pages the sample may hold, in percent (never fewer than 1024
-    /// pages): every slot sampled is read about once an hour, which clears its idle mark, so
+    /// pages): every slot sampled is read once every --advise-refresh, which clears its idle mark, so
     /// this is the most an idle writeback or recompression pass can lose to the advisor.
     /// `auto`: 1 on a device with a backing device or a secondary algorithm, no cap on one
     /// with neither (nothing there acts on idle marks).
     #[arg(long, value_name = "PCT|auto", default_value = "auto", requires = "advise", value_parser = idle_share)]
     advise_idle_share: IdleShare,
     /// Seconds between two reads of one sampled slot.
-    #[arg(long, value_name = "SECS", default_value_t = 3600, requires = "advise", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "SECS", default_value_t = 600, requires = "advise", value_parser = clap::value_parser!(u64).range(1..))]
     advise_refresh: u64,
 }
 

@@ -101,6 +101,8 @@ pub struct Device {
     pub readable: bool,
     /// The idle share caps the panel.
     pub idle_capped: bool,
+    /// After a failed round: not read again before this.
+    pub retry_at: Option<Instant>,
     page_size: usize,
     buf: Vec<u8>,
     out: Vec<u8>,
@@ -150,6 +152,7 @@ impl Device {
             last_error: None,
             readable: true,
             idle_capped: false,
+            retry_at: None,
             page_size,
             buf: vec![0u8; 2 * page_size],
             out: vec![0u8; zmem_comp::compress_bound(page_size).max(page_size)],

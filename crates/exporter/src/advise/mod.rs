@@ -17,7 +17,7 @@
 //! `backing_dev`) and `scan_slots_for_recompress()` (`recompress type=idle`, needs a
 //! `recomp_algorithm`). A slot read after the mark is neither written back nor recompressed by
 //! that pass. The panel bounds the distinct slots ever read (each once per
-//! [`Options::refresh`], an hour). On a device that has a backing device or a secondary
+//! [`Options::refresh`], ten minutes). On a device that has a backing device or a secondary
 //! algorithm, its size is chosen so that the stored pages among them are at most
 //! [`Options::idle_share_percent`] of the device's (1 % by default, never fewer than
 //! [`MIN_SAMPLE`] pages): the most one idle pass can lose. A device with neither has no pass
@@ -79,7 +79,7 @@ impl Default for Options {
             cpu_percent: 1.0,
             sample_pages: 10_000,
             idle_share_percent: None,
-            refresh: Duration::from_secs(3600),
+            refresh: Duration::from_secs(600),
             slots_per_round: 4,
             judge_every: Duration::from_secs(5),
             rate_window: Duration::from_secs(60),
@@ -215,7 +215,7 @@ impl Advisor {
     fn rescan(&mut self) {
         let ids = zmem_kernel::status::zram_ids(Path::new("/sys"));
         let mut seen = Vec::new();
-        self.mm.clear();
+        let previous = std::mem::take(&mut self.mm);
         for id in ids {
             let attr = |n: &str| live::read_zram_attr(id, n).ok();
             let disksize = attr("disksize").and_then(|d| d.trim().parse::<u64>().ok()).unwrap_or(0);
@@ -227,11 +227,15 @@ impl Advisor {
                 continue;
             };
             seen.push(id);
-            if self
-                .devices
-                .get(&id)
-                .is_some_and(|d| d.disksize != disksize || d.algorithm != current)
-            {
+            if self.devices.get(&id).is_some_and(|d| {
+                // Reset and set up again: another size or algorithm, or mm_stat's counters
+                // since initialisation went back (zram_reset_device() zeroes them).
+                let went_back = previous.get(&id).is_some_and(|old| {
+                    mm.huge_pages_since < old.huge_pages_since
+                        || mm.pages_compacted < old.pages_compacted
+                });
+                d.disksize != disksize || d.algorithm != current || went_back
+            }) {
                 self.devices.remove(&id);
                 self.lost += 1;
             }
@@ -284,6 +288,9 @@ impl Advisor {
             return 0;
         };
         for dev in self.devices.values_mut() {
+            if dev.retry_at.is_some_and(|t| now < t) {
+                continue;
+            }
             if dev.cursor >= dev.panel.len() {
                 if !dev.panel.is_empty() {
                     dev.filled = true;
@@ -297,11 +304,9 @@ impl Advisor {
             let failures = dev.read_failures;
             let n = dev.read_round(k, classes);
             if dev.read_failures > failures {
-                // Unreadable now (reset, removed): the next rescan says which; skip it until
-                // then rather than retry at once.
-                dev.cursor = dev.panel.len();
-                dev.pass_started = now;
-                dev.filled = false;
+                // Unreadable now (reset or removed: the next rescan says which; or busy being
+                // reset): left alone until the next judgement rather than retried at once.
+                dev.retry_at = Some(self.next_judge);
             }
             if n > 0 {
                 return n;
