@@ -6,7 +6,8 @@
 # highest-priority swap, a v1 memory cgroup, the workload, the exporters); nothing else is
 # touched. Root, kernel zram and /sys/fs/cgroup/memory are needed; run it under
 # `flock /tmp/zmem-live.lock`.
-# Usage: bench/exporter-advise.sh [ZMEM_BINARY] [SECONDS]
+# Usage: bench/exporter-advise.sh [ZMEM_BINARY] [SECONDS]   (FREEZE=1: the workload is stopped
+# once the device is filled, so the scrapes are timed while only the advisor works)
 set -u
 ZMEM=${1:-target/release/zmem}; SECS=${2:-180}
 N=$(cat /sys/class/zram-control/hot_add) || exit 2
@@ -42,33 +43,36 @@ for _ in $(seq 120); do
   [ "$(awk '{print $1}' "/sys/block/zram$N/mm_stat")" -gt 150000000 ] && break
 done
 echo "device filled: mm_stat $(cat "/sys/block/zram$N/mm_stat")"
+[ "${FREEZE:-0}" = 1 ] && kill -STOP "$P"
 
-scrape() { # port, seconds, file: one scrape a second, time_total in ms per line
-  local end=$(( $(date +%s) + $2 ))
+scrape() { # seconds: one scrape of each exporter a second, time_total per line
+  local end=$(( $(date +%s) + $1 ))
   while [ "$(date +%s)" -lt "$end" ]; do
-    curl -s -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$1/metrics" >> "$3"
+    curl -s -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:19901/metrics" >> "$OUT/base"
+    curl -s -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:19902/metrics" >> "$OUT/adv"
     sleep 1
   done
 }
-stats() { # file of seconds: n, p50, p99, max in ms
-  sort -g "$1" | awk '{v[NR]=$1*1000} END {printf "%d scrapes: p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", NR, v[int(NR*0.5)+1], v[int(NR*0.99)+1], v[NR]}'
+stats() { # file of seconds: n, p50, p99, max in ms, and how many over 5 ms
+  sort -g "$1" | awk '{v[NR]=$1*1000; if ($1 > 0.005) o++} END {printf "%d scrapes: p50 %.2f ms, p99 %.2f ms, max %.2f ms, %d over 5 ms\n", NR, v[int(NR*0.5)+1], v[int(NR*0.99)+1], v[NR], o}'
 }
 cpu_secs() { awk '{printf "%.3f", ($14+$15)/100}' "/proc/$1/stat"; }
 
-# The baseline: the exporter without --advise, the same scrapes.
+# Two exporters scraped in turn, so both see the same machine: one without --advise (the
+# baseline), one with it (the defaults).
 "$ZMEM" exporter --listen 127.0.0.1:19901 2>/dev/null & B=$!
-sleep 1; scrape 19901 30 "$OUT/base"; kill "$B"; wait "$B" 2>/dev/null; B=
-echo "without --advise: $(stats "$OUT/base")"
-
 "$ZMEM" exporter --listen 127.0.0.1:19902 --advise 2>/dev/null & E=$!
-T0=$(date +%s.%N); C0=$(cpu_secs "$E")
-sleep 1; scrape 19902 "$SECS" "$OUT/adv"
-T1=$(date +%s.%N); C1=$(cpu_secs "$E")
+sleep 1
+T0=$(date +%s.%N); C0=$(cpu_secs "$E"); CB0=$(cpu_secs "$B")
+scrape "$SECS"
+T1=$(date +%s.%N); C1=$(cpu_secs "$E"); CB1=$(cpu_secs "$B")
+echo "without --advise: $(stats "$OUT/base")"
 echo "with --advise:    $(stats "$OUT/adv")"
 M=$(curl -s http://127.0.0.1:19902/metrics)
 echo "$M" | grep -E "^zmem_advice_(sample_pages|panel_slots|population_pages|slots_read_total|sample_filled|sampler_cpu_seconds_total|swap_(in|out)_pages_per_second|recommended_info)"
-awk -v a="$C0" -v b="$C1" -v t0="$T0" -v t1="$T1" 'BEGIN {printf "exporter process CPU over %.0f s: %.3f s = %.2f %% of one core\n", t1-t0, b-a, 100*(b-a)/(t1-t0)}'
+awk -v a="$C0" -v b="$C1" -v c="$CB0" -v d="$CB1" -v t0="$T0" -v t1="$T1" 'BEGIN {printf "process CPU over %.0f s: with --advise %.3f s = %.2f %% of one core; without %.3f s = %.2f %%\n", t1-t0, b-a, 100*(b-a)/(t1-t0), d-c, 100*(d-c)/(t1-t0)}'
 grep -E "VmRSS|VmHWM" "/proc/$E/status"
+grep -E "load average" /proc/loadavg 2>/dev/null; echo "load: $(cat /proc/loadavg)"
 
 # The device frozen, the lab on it, beside the advisor's estimates.
 kill -STOP "$P"; sleep 2

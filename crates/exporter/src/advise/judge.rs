@@ -12,7 +12,9 @@
 //! - **The recommendation**: among candidates within the CPU budget (default 1 % of one core,
 //!   `Budgets::default()`), the one saving the most memory; but when the current algorithm is
 //!   within the budget and its interval overlaps the best one's, the current one (the sample
-//!   cannot tell them apart, and changing costs a swapoff). When none fits: the cheapest.
+//!   cannot tell them apart, and changing costs a swapoff). When none fits (the kernel's own
+//!   swap work alone can exceed 1 % of a core): the lab's fallback, the cheapest in CPU among
+//!   those saving at least as much as the current one.
 
 use zmem_lab::cost::{SWAP_OVERHEAD, Traffic};
 use zmem_lab::sample::Interval;
@@ -102,9 +104,16 @@ pub fn recommend(rows: &[Row]) -> Option<(usize, Basis)> {
     let Some((best, b)) = fits()
         .max_by(|a, b| a.1.memory_saved_bytes.estimate.total_cmp(&b.1.memory_saved_bytes.estimate))
     else {
+        // The lab's fallback (`cost::choose`): the cheapest in CPU among those saving at least
+        // as much as the current configuration (the current one among them).
+        let floor = rows
+            .iter()
+            .find(|r| r.is_current)
+            .map_or(f64::NEG_INFINITY, |r| r.memory_saved_bytes.estimate);
         let cheapest = rows
             .iter()
             .enumerate()
+            .filter(|(_, r)| r.memory_saved_bytes.estimate >= floor)
             .min_by(|a, b| a.1.cpu_secs_per_sec.total_cmp(&b.1.cpu_secs_per_sec))?;
         return Some((cheapest.0, Basis::NoneFits));
     };
@@ -164,8 +173,13 @@ mod tests {
         let rows = judge(&ms2, "lzo-rle", 1_500_000, T, b);
         assert!(!rows[2].within_budget);
         assert_eq!(recommend(&rows), Some((0, Basis::MostSaved)));
-        // Nothing fits: the cheapest, lz4.
+        // Nothing fits: the cheapest of those saving at least as much as now: lzo-rle (lz4 is
+        // cheaper but needs more memory).
         let rows = judge(&ms2, "lzo-rle", 1_500_000, T, 0.0);
+        assert_eq!(recommend(&rows), Some((0, Basis::NoneFits)));
+        // A cheaper one that saves more: taken.
+        let ms3 = [ms[0].clone(), m("lzo", 0.9e6, 3e4, 4000.0, 1500.0)];
+        let rows = judge(&ms3, "lzo-rle", 1_500_000, T, 0.0);
         assert_eq!(recommend(&rows), Some((1, Basis::NoneFits)));
         assert_eq!(recommend(&[]), None);
     }
