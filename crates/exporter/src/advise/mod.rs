@@ -453,7 +453,7 @@ pub fn acts_on_idle(id: u32) -> bool {
 /// The panel's size for a device storing `stored` pages (`same` of them same-filled) in
 /// `slots` slots: enough slots that the stored, not same-filled pages among them are the
 /// `sample` asked for, at most `idle_share` percent of the stored pages (never fewer than
-/// [`MIN_SAMPLE`]) when one applies, and at most the device.
+/// [`MIN_SAMPLE`]) when one applies, and at most the device and [`MAX_PANEL`].
 pub fn panel_size(sample: u64, idle_share: Option<f64>, stored: u64, same: u64, slots: u64) -> u64 {
     let others = stored.saturating_sub(same);
     let want = match idle_share {
@@ -468,8 +468,13 @@ pub fn panel_size(sample: u64, idle_share: Option<f64>, stored: u64, same: u64, 
         return want.min(slots).min(MIN_SAMPLE);
     }
     let p = (want as f64 * slots as f64 / others as f64).ceil() as u64;
-    p.min(slots)
+    p.min(slots).min(MAX_PANEL)
 }
+
+/// Most slots a panel holds (about 48 bytes each: under 10 MB): on a device whose stored pages
+/// fill less than `sample / MAX_PANEL` of its slots (5 % for 10,000 pages) the sample is
+/// smaller than asked, rather than the exporter larger and its reads of empty slots many.
+pub const MAX_PANEL: u64 = 200_000;
 
 #[cfg(test)]
 mod tests {
@@ -491,6 +496,9 @@ mod tests {
         assert_eq!(panel_size(10_000, one, 1_000, 0, 1_000), 1_000);
         // Half the pages same-filled: twice the slots for the same sample.
         assert_eq!(panel_size(10_000, one, 200_000, 100_000, 800_000), 16_000);
+        // A sparse device: 10,000 of 100,000 stored pages would need 400,000 of its 4,000,000
+        // slots; the panel stops at MAX_PANEL (about 5,000 pages sampled).
+        assert_eq!(panel_size(10_000, None, 100_000, 0, 4_000_000), MAX_PANEL);
         // Empty: a small watching panel.
         assert_eq!(panel_size(10_000, one, 0, 0, 800_000), MIN_SAMPLE);
     }
