@@ -5,10 +5,13 @@
 //! - [`serve`]: `zmem exporter --listen`: an HTTP `/metrics` endpoint.
 //! - [`textfile`]: `zmem exporter --textfile`: one atomic write for node_exporter.
 //! - [`lab_report`]: the what-if savings of a `zmem lab` report, as gauges.
+//! - [`advise`]: `zmem exporter --advise`: the what-if savings kept current by a background
+//!   sampler of the live zram devices, judged with the lab's estimator and cost model.
 //!
 //! Not for: reading the kernel's files (zmem-kernel's `status`), or the terminal view of `zmem status` (zmem-render), or argument parsing (the
 //! `zmem` binary).
 
+pub mod advise;
 pub mod expose;
 pub mod lab_report;
 pub mod serve;

@@ -44,6 +44,8 @@ pub const DEFAULT_PORT: u16 = 9863;
 pub struct Scrape {
     pub status: status::Options,
     pub lab: Option<LabSavings>,
+    /// `--advise`: the advisor's last judgement is added to every scrape.
+    pub advice: Option<crate::advise::Handle>,
 }
 
 impl Scrape {
@@ -51,7 +53,10 @@ impl Scrape {
     pub fn run(&self, format: Format) -> Result<String, ExporterError> {
         let t = Instant::now();
         let s = status::read(&self.status).map_err(|e| ExporterError::Io(e.to_string()))?;
-        let fams = expose::families(&s, self.lab.as_ref(), Some(t.elapsed().as_secs_f64()));
+        let mut fams = expose::families(&s, self.lab.as_ref(), Some(t.elapsed().as_secs_f64()));
+        if let Some(a) = &self.advice {
+            fams.extend(crate::advise::metrics::families(&a.snapshot(), Instant::now()));
+        }
         expose::encode(fams, format).map_err(|_| ExporterError::Io("encoding metrics".into()))
     }
 }

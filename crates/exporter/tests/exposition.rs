@@ -7,10 +7,68 @@ use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use std::time::Instant;
+
+use zmem_exporter::advise::{self, DeviceAdvice, Snapshot, estimate::Population, judge};
 use zmem_exporter::expose::{self, Format};
 use zmem_exporter::lab_report::LabSavings;
 use zmem_exporter::serve::{self, Scrape};
 use zmem_kernel::status::{self, Options, Roots};
+
+/// An advisor's judgement of one device with two candidates, the first recommended.
+fn advice() -> Snapshot {
+    let i = zmem_lab::sample::Interval { estimate: 1e6, low: 9e5, high: 1.1e6 };
+    let row = |c: &str| judge::Row {
+        config: c.into(),
+        is_current: c == "lzo-rle",
+        pool_bytes: i,
+        memory_saved_bytes: i,
+        cpu_secs_per_sec: 0.001,
+        within_budget: true,
+    };
+    Snapshot {
+        devices: vec![DeviceAdvice {
+            name: "zram2".into(),
+            algorithm: "lzo-rle".into(),
+            population: Population { pages: 2048, same_filled: 10 },
+            sample_pages: 1024,
+            panel_slots: 2048,
+            oldest_read: Some(Instant::now()),
+            filled: true,
+            slots_read: 2048,
+            read_failures: 0,
+            readable: true,
+            idle_capped: false,
+            traffic: zmem_lab::cost::Traffic { swap_ins_per_sec: 1.0, swap_outs_per_sec: 2.0 },
+            rows: vec![row("lzo-rle"), row("lz4")],
+            recommended: Some(("lzo-rle".into(), judge::Basis::CurrentTies)),
+        }],
+        devices_lost: 0,
+        cpu_seconds: 0.5,
+        zram_present: true,
+        judgements: 3,
+    }
+}
+
+/// The advice families: every name once, the conventions' suffixes, one series per device and
+/// candidate.
+#[test]
+fn the_advice_families_follow_the_conventions() {
+    let fams = advise::metrics::families(&advice(), Instant::now());
+    let text = expose::encode(fams, Format::Prometheus).unwrap();
+    for line in [
+        "zmem_advice_memory_saved_bytes{device=\"zram2\",config=\"lz4\"} 1000000",
+        "zmem_advice_memory_saved_low_bytes{device=\"zram2\",config=\"lzo-rle\"} 900000",
+        "zmem_advice_cpu_seconds_per_second{device=\"zram2\",config=\"lz4\"} 0.001",
+        "zmem_advice_recommended_info{device=\"zram2\",config=\"lzo-rle\",current=\"lzo-rle\",basis=\"current_within_interval\"} 1",
+        "zmem_advice_sample_pages{device=\"zram2\"} 1024",
+        "# TYPE zmem_advice_slots_read_total counter",
+        "zmem_advice_sampler_cpu_seconds_total 0.5",
+    ] {
+        assert!(text.contains(line), "no {line} in\n{text}");
+    }
+    assert!(text.contains("zmem_advice_sample_age_seconds{device=\"zram2\"} "), "{text}");
+}
 
 fn write(root: &Path, rel: &str, text: &str) {
     let p = root.join(rel);
@@ -115,7 +173,7 @@ fn get(addr: std::net::SocketAddr, path: &str, accept: &str) -> String {
 fn serves_metrics_by_content_negotiation() {
     let (t, opts) = fixture();
     let (tx, rx) = mpsc::channel();
-    let scrape = Scrape { status: opts, lab: None };
+    let scrape = Scrape { status: opts, lab: None, advice: None };
     std::thread::spawn(move || {
         let _keep = t;
         serve::serve("127.0.0.1:0".parse().unwrap(), scrape, |a| tx.send(a).unwrap())
@@ -136,8 +194,9 @@ fn serves_metrics_by_content_negotiation() {
 fn the_dashboard_queries_only_metrics_the_exporter_exposes() {
     let (_t, opts) = fixture();
     let s = status::read(&opts).unwrap();
-    let names: Vec<String> =
-        expose::families(&s, Some(&lab()), None).iter().map(|f| f.full_name()).collect();
+    let mut fams = expose::families(&s, Some(&lab()), None);
+    fams.extend(advise::metrics::families(&advice(), Instant::now()));
+    let names: Vec<String> = fams.iter().map(|f| f.full_name()).collect();
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/grafana-zmem.json");
     let dash: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
@@ -156,6 +215,10 @@ fn the_dashboard_queries_only_metrics_the_exporter_exposes() {
         }
     }
     assert!(used >= 10, "{used}");
+    assert!(
+        names.iter().filter(|n| n.starts_with("zmem_advice_")).count() >= 10,
+        "every advice family is in the fixture's exposition"
+    );
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use zmem_exporter::expose::Format;
 use zmem_exporter::serve::{self, DEFAULT_PORT, Scrape};
-use zmem_exporter::{lab_report, textfile};
+use zmem_exporter::{advise, lab_report, textfile};
 use zmem_kernel::status;
 
 #[derive(Debug, clap::Args)]
@@ -27,13 +27,67 @@ pub struct Args {
     /// page: costly on large devices).
     #[arg(long)]
     idle_pages: bool,
+    /// Keep a rolling sample of the pages each live zram device stores (a few random slots at
+    /// a time, in the background) and export what every configuration the kernel's zram offers
+    /// would save and cost (zmem_advice_*), judged as `zmem lab` judges. Needs --listen's
+    /// server (not --textfile).
+    #[arg(long, conflicts_with = "textfile")]
+    advise: bool,
+    /// Most CPU the advisor uses, in percent of one core.
+    #[arg(long, value_name = "PCT", default_value_t = 1.0, requires = "advise", value_parser = percent)]
+    advise_cpu: f64,
+    /// Stored pages the advisor's sample aims at per device.
+    #[arg(long, value_name = "PAGES", default_value_t = 10_000, requires = "advise", value_parser = clap::value_parser!(u64).range(2..))]
+    advise_sample: u64,
+    /// Most of a device's stored pages the sample may hold, in percent (never fewer than 1024
+    /// pages): every slot sampled is read once every --advise-refresh, which clears its idle mark, so
+    /// this is the most an idle writeback or recompression pass can lose to the advisor.
+    /// `auto`: 1 on a device with a backing device or a secondary algorithm, no cap on one
+    /// with neither (nothing there acts on idle marks).
+    #[arg(long, value_name = "PCT|auto", default_value = "auto", requires = "advise", value_parser = idle_share)]
+    advise_idle_share: IdleShare,
+    /// Seconds between two reads of one sampled slot.
+    #[arg(long, value_name = "SECS", default_value_t = 600, requires = "advise", value_parser = clap::value_parser!(u64).range(1..))]
+    advise_refresh: u64,
+}
+
+/// `--advise-idle-share`: a percentage, or `auto` (None).
+#[derive(Debug, Clone, Copy)]
+struct IdleShare(Option<f64>);
+
+fn idle_share(text: &str) -> Result<IdleShare, String> {
+    if text == "auto" {
+        return Ok(IdleShare(None));
+    }
+    percent(text).map(|p| IdleShare(Some(p)))
+}
+
+/// A percentage: a number above 0 and at most 100.
+fn percent(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 100.0 => Ok(v),
+        _ => Err(format!("{text:?}: give a percentage above 0 and at most 100")),
+    }
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let lab = args.lab_report.as_deref().map(lab_report::read).transpose()?;
+    let advice = if args.advise {
+        let opts = advise::Options {
+            cpu_percent: args.advise_cpu,
+            sample_pages: args.advise_sample,
+            idle_share_percent: args.advise_idle_share.0,
+            refresh: std::time::Duration::from_secs(args.advise_refresh),
+            ..advise::Options::default()
+        };
+        Some(advise::spawn(opts).map_err(|e| anyhow::anyhow!("starting the advisor: {e}"))?)
+    } else {
+        None
+    };
     let scrape = Scrape {
         status: status::Options { block_state: args.idle_pages, ..status::Options::default() },
         lab,
+        advice,
     };
     if let Some(file) = &args.textfile {
         let text = scrape.run(Format::Prometheus)?;

@@ -1,0 +1,164 @@
+//! The lab's estimator ([`zmem_lab::sample::estimate`]) on stored lengths instead of pages: the
+//! advisor compresses each sampled page once, as it is read, and keeps only the length zram
+//! would store for each candidate, so a 10,000-page sample costs kilobytes, not 40 MB, and a
+//! re-judgement compresses nothing. The arithmetic is the lab's, step for step (the test below
+//! checks the two give the same numbers on the same pages), so the advisor's interval and the
+//! lab's are comparable:
+//!
+//! - same-filled pages are one stratum known exactly (mm_stat `same_pages`), costing no pool;
+//! - the other `N_o` pages are sampled: class `k`'s count is `N_o m_k / n_o`, the pool zsmalloc's
+//!   closed form `sum_k ceil(N_k / objs_per_zspage_k) x pages_per_zspage_k x page_size`;
+//! - the interval is +- 1.96 standard errors of the per-page cost under simple random sampling,
+//!   with the finite-population correction.
+
+use zmem_lab::sample::Interval;
+use zmem_pool::zsmalloc::class::ClassTable;
+
+/// The two-sided normal quantile of a 95 % interval (the lab's).
+const Z95: f64 = 1.959_963_984_540_054;
+
+/// The stratified design: what the sample stands for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Population {
+    /// Pages the device stores (mm_stat orig_data_size / page size).
+    pub pages: u64,
+    /// Of them same-filled (mm_stat same_pages), known exactly.
+    pub same_filled: u64,
+}
+
+/// One candidate's estimate for every page the device stores.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PoolEstimate {
+    pub pool_bytes: Interval,
+    pub compressed_bytes: Interval,
+}
+
+/// The size classes of zram's zsmalloc (the lab's chain size).
+pub fn classes(page_size: usize) -> Option<ClassTable> {
+    ClassTable::new(page_size, zmem_zram::ZramConfig::default().chain_size).ok()
+}
+
+/// The length zram stores for a page compressing to `len` bytes: a page compressing to
+/// `huge_class_size` or more is stored whole (drivers/block/zram/zram_drv.c
+/// `zram_write_page()`).
+pub fn stored_len(classes: &ClassTable, page_size: usize, len: usize) -> usize {
+    if len >= classes.huge_class_size() { page_size } else { len }
+}
+
+/// The estimate from the stored lengths of the `n_o` sampled pages that are not same-filled.
+/// `None` when the population has pages to estimate and the sample none.
+pub fn estimate(
+    classes: &ClassTable,
+    page_size: usize,
+    population: Population,
+    lens: &[u32],
+) -> Option<PoolEstimate> {
+    let big_n_o = population.pages.saturating_sub(population.same_filled) as f64;
+    let n_o = lens.len() as f64;
+    if big_n_o > 0.0 && lens.is_empty() {
+        return None;
+    }
+    let fpc = if big_n_o > 0.0 { (1.0 - n_o / big_n_o).max(0.0) } else { 0.0 };
+    let std_err = |values: &[f64]| -> f64 {
+        if values.len() < 2 {
+            return 0.0;
+        }
+        let mean = values.iter().sum::<f64>() / n_o;
+        let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n_o - 1.0);
+        big_n_o * (fpc * var / n_o).sqrt()
+    };
+    let table = classes.classes();
+    let mut counts = vec![0u64; table.len()];
+    let mut sizes = Vec::with_capacity(lens.len());
+    let mut costs = Vec::with_capacity(lens.len());
+    for &len in lens {
+        let k = classes.slot_for_request(len as usize);
+        let c = table[k];
+        counts[k] += 1;
+        sizes.push(f64::from(len));
+        costs.push((page_size * c.pages_per_zspage) as f64 / c.objs_per_zspage as f64);
+    }
+    let scale = if n_o > 0.0 { big_n_o / n_o } else { 0.0 };
+    let pool: f64 = counts
+        .iter()
+        .zip(table)
+        .map(|(&m, c)| {
+            let objects = (m as f64 * scale).round();
+            (objects / c.objs_per_zspage as f64).ceil() * (c.pages_per_zspage * page_size) as f64
+        })
+        .sum();
+    let compressed = sizes.iter().sum::<f64>() * scale;
+    let around = |e: f64, se: f64| Interval { estimate: e, low: e - Z95 * se, high: e + Z95 * se };
+    Some(PoolEstimate {
+        pool_bytes: around(pool, std_err(&costs)),
+        compressed_bytes: around(compressed, std_err(&sizes)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zmem_lab::sample::draw;
+    use zmem_pages::PageSet;
+    use zmem_pages::prng::SplitMix64;
+
+    /// Same-filled, incompressible and partly compressible pages.
+    fn generated(n: usize, seed: u64) -> PageSet {
+        let mut rng = SplitMix64::new(seed);
+        let mut bytes = vec![0u8; n * 4096];
+        for page in bytes.chunks_exact_mut(4096) {
+            match rng.below(10) {
+                0 => page.fill(rng.below(4) as u8),
+                1 => rng.fill(page),
+                _ => {
+                    let noisy = rng.below(4096) as usize;
+                    rng.fill(&mut page[..noisy]);
+                    page[noisy..].fill(rng.next_u32() as u8);
+                }
+            }
+        }
+        PageSet::from_raw(bytes, 4096).unwrap()
+    }
+
+    /// On the same sampled pages, the lab's estimator and this one give the same pool and
+    /// compressed bytes, and the same intervals: the advisor's numbers are the lab's.
+    #[test]
+    fn the_same_numbers_as_the_labs_estimator() {
+        let set = generated(3000, 3);
+        let (pages, design) = draw(&set, 400, 1);
+        let classes = classes(4096).unwrap();
+        for algo in ["lzo-rle", "lz4", "zstd"] {
+            let lab = zmem_lab::sample::estimate(&pages, 4096, design, &[algo]).unwrap();
+            let lab = &lab.rows[0];
+            let mut c = zmem_comp::create(algo, &zmem_comp::Params::default(), 4096).unwrap();
+            let mut buf = vec![0u8; zmem_comp::compress_bound(4096)];
+            let lens: Vec<u32> = pages
+                .chunks_exact(4096)
+                .filter(|p| zmem_zram::same_filled(p).is_none())
+                .map(|p| stored_len(&classes, 4096, c.compress(p, &mut buf).unwrap()) as u32)
+                .collect();
+            let pop = Population {
+                pages: design.population_pages,
+                same_filled: design.population_same_filled,
+            };
+            let ours = estimate(&classes, 4096, pop, &lens).unwrap();
+            assert_eq!(ours.pool_bytes, lab.pool_bytes, "{algo}");
+            assert_eq!(ours.compressed_bytes, lab.compressed_bytes, "{algo}");
+            assert!(ours.pool_bytes.low < ours.pool_bytes.high, "{algo}: a sample has width");
+        }
+    }
+
+    /// A sample of every page has no width; an empty sample of a population that has pages to
+    /// estimate gives nothing; a device of same-filled pages only needs no pool.
+    #[test]
+    fn edges() {
+        let classes = classes(4096).unwrap();
+        let pop = Population { pages: 3, same_filled: 0 };
+        let e = estimate(&classes, 4096, pop, &[100, 2000, 4096]).unwrap();
+        assert_eq!(e.pool_bytes.low, e.pool_bytes.high);
+        assert_eq!(e.compressed_bytes.estimate, 6196.0);
+        assert!(estimate(&classes, 4096, pop, &[]).is_none());
+        let e = estimate(&classes, 4096, Population { pages: 5, same_filled: 5 }, &[]).unwrap();
+        assert_eq!(e.pool_bytes.estimate, 0.0);
+    }
+}

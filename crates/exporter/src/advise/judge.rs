@@ -1,0 +1,186 @@
+//! The lab's judgement on the rolling sample, at the kernel's own swap rates: for every
+//! candidate the running kernel's zram offers, the pool it would need for every page the
+//! device stores (with the sample's 95 % interval), the memory that saves against the live
+//! pool, and the CPU it would cost; and the one to recommend.
+//!
+//! - **Memory saved** = live `mem_used_total` (mm_stat) - the candidate's estimated pool; its
+//!   bounds are the pool's interval carried through (as the lab's `memory_saved_bytes`).
+//! - **CPU seconds per second** = `swap_outs/s x compress + swap_ins/s x decompress` (the thread
+//!   CPU our codec spent per page of this device's sample) + the kernel's own work per swap
+//!   operation ([`zmem_lab::cost::SWAP_OVERHEAD`]), as the lab's cost model (`cost::project`)
+//!   counts a plain algorithm.
+//! - **The recommendation**: among candidates within the CPU budget (default 1 % of one core,
+//!   `Budgets::default()`), the one saving the most memory; but when the current algorithm is
+//!   within the budget and its interval overlaps the best one's, the current one (the sample
+//!   cannot tell them apart, and changing costs a swapoff). When none fits (the kernel's own
+//!   swap work alone can exceed 1 % of a core): the lab's fallback, the cheapest in CPU among
+//!   those saving at least as much as the current one.
+
+use zmem_lab::cost::{SWAP_OVERHEAD, Traffic};
+use zmem_lab::sample::Interval;
+
+use super::estimate::PoolEstimate;
+
+/// One candidate, judged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub config: String,
+    pub is_current: bool,
+    pub pool_bytes: Interval,
+    /// Live mem_used_total less the pool: estimate, low, high.
+    pub memory_saved_bytes: Interval,
+    pub cpu_secs_per_sec: f64,
+    pub within_budget: bool,
+}
+
+/// What a candidate measured: its pool estimate and CPU per page (compress, decompress).
+#[derive(Debug, Clone)]
+pub struct Measured {
+    pub config: String,
+    pub estimate: PoolEstimate,
+    pub compress_ns: f64,
+    pub decompress_ns: f64,
+}
+
+/// Judges `measured` against the live pool at `traffic`, within `cpu_budget` CPU seconds per
+/// second.
+pub fn judge(
+    measured: &[Measured],
+    current: &str,
+    live_mem_used: u64,
+    traffic: Traffic,
+    cpu_budget: f64,
+) -> Vec<Row> {
+    let live = live_mem_used as f64;
+    let kernel = SWAP_OVERHEAD.cpu_secs_per_sec(traffic);
+    measured
+        .iter()
+        .map(|m| {
+            let cpu = (traffic.swap_outs_per_sec * m.compress_ns
+                + traffic.swap_ins_per_sec * m.decompress_ns)
+                / 1e9
+                + kernel;
+            let p = m.estimate.pool_bytes;
+            Row {
+                config: m.config.clone(),
+                is_current: m.config == current,
+                pool_bytes: p,
+                memory_saved_bytes: Interval {
+                    estimate: live - p.estimate,
+                    low: live - p.high,
+                    high: live - p.low,
+                },
+                cpu_secs_per_sec: cpu,
+                within_budget: cpu <= cpu_budget,
+            }
+        })
+        .collect()
+}
+
+/// Why the recommendation is what it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Basis {
+    /// The most memory saved within the budget.
+    MostSaved,
+    /// The current algorithm: within the budget, and its interval overlaps the best one's.
+    CurrentTies,
+    /// Nothing fits the budget: the cheapest in CPU.
+    NoneFits,
+}
+
+impl Basis {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Basis::MostSaved => "most_saved_within_budget",
+            Basis::CurrentTies => "current_within_interval",
+            Basis::NoneFits => "cheapest_none_within_budget",
+        }
+    }
+}
+
+/// The recommended row, and why; `None` without rows.
+pub fn recommend(rows: &[Row]) -> Option<(usize, Basis)> {
+    let fits = || rows.iter().enumerate().filter(|(_, r)| r.within_budget);
+    let Some((best, b)) = fits()
+        .max_by(|a, b| a.1.memory_saved_bytes.estimate.total_cmp(&b.1.memory_saved_bytes.estimate))
+    else {
+        // The lab's fallback (`cost::choose`): the cheapest in CPU among those saving at least
+        // as much as the current configuration (the current one among them).
+        let floor = rows
+            .iter()
+            .find(|r| r.is_current)
+            .map_or(f64::NEG_INFINITY, |r| r.memory_saved_bytes.estimate);
+        let cheapest = rows
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.memory_saved_bytes.estimate >= floor)
+            .min_by(|a, b| a.1.cpu_secs_per_sec.total_cmp(&b.1.cpu_secs_per_sec))?;
+        return Some((cheapest.0, Basis::NoneFits));
+    };
+    if let Some((i, cur)) = fits().find(|(_, r)| r.is_current)
+        && i != best
+        && cur.pool_bytes.low <= b.pool_bytes.high
+        && b.pool_bytes.low <= cur.pool_bytes.high
+    {
+        return Some((i, Basis::CurrentTies));
+    }
+    Some((best, Basis::MostSaved))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(config: &str, pool: f64, half: f64, c: f64, d: f64) -> Measured {
+        let i = Interval { estimate: pool, low: pool - half, high: pool + half };
+        Measured {
+            config: config.into(),
+            estimate: PoolEstimate { pool_bytes: i, compressed_bytes: i },
+            compress_ns: c,
+            decompress_ns: d,
+        }
+    }
+
+    const T: Traffic = Traffic { swap_ins_per_sec: 100.0, swap_outs_per_sec: 200.0 };
+
+    #[test]
+    fn saved_and_cpu_by_hand() {
+        let rows = judge(&[m("lzo-rle", 1e6, 1e4, 5000.0, 2000.0)], "lzo-rle", 1_100_000, T, 0.01);
+        let r = &rows[0];
+        assert_eq!(r.memory_saved_bytes, Interval { estimate: 1e5, low: 9e4, high: 1.1e5 });
+        // 200 x 5 us + 100 x 2 us = 1.2 ms/s, and the kernel's 200 x 8.6 us + 100 x 5.4 us.
+        let kernel = (200.0 * 8600.0 + 100.0 * 5400.0) / 1e9;
+        assert!((r.cpu_secs_per_sec - 0.0012 - kernel).abs() < 1e-12);
+        assert!(r.is_current && r.within_budget);
+    }
+
+    #[test]
+    fn the_most_saved_within_budget_unless_the_current_one_ties() {
+        // lz4 saves less than lzo-rle; zstd the most but its interval overlaps lzo-rle's.
+        let ms = [
+            m("lzo-rle", 1e6, 3e4, 5000.0, 2000.0),
+            m("lz4", 1.2e6, 3e4, 3000.0, 1000.0),
+            m("zstd", 0.95e6, 3e4, 9000.0, 4000.0),
+        ];
+        let rows = judge(&ms, "lzo-rle", 1_500_000, T, 0.01);
+        assert_eq!(recommend(&rows), Some((0, Basis::CurrentTies)));
+        // Clearly better (intervals apart): zstd.
+        let ms2 = [ms[0].clone(), ms[1].clone(), m("zstd", 0.8e6, 3e4, 9000.0, 4000.0)];
+        let rows = judge(&ms2, "lzo-rle", 1_500_000, T, 0.01);
+        assert_eq!(recommend(&rows), Some((2, Basis::MostSaved)));
+        // zstd over a tight budget: lzo-rle (most saved among those that fit).
+        let b = (200.0 * 8600.0 + 100.0 * 5400.0) / 1e9 + 0.0015;
+        let rows = judge(&ms2, "lzo-rle", 1_500_000, T, b);
+        assert!(!rows[2].within_budget);
+        assert_eq!(recommend(&rows), Some((0, Basis::MostSaved)));
+        // Nothing fits: the cheapest of those saving at least as much as now: lzo-rle (lz4 is
+        // cheaper but needs more memory).
+        let rows = judge(&ms2, "lzo-rle", 1_500_000, T, 0.0);
+        assert_eq!(recommend(&rows), Some((0, Basis::NoneFits)));
+        // A cheaper one that saves more: taken.
+        let ms3 = [ms[0].clone(), m("lzo", 0.9e6, 3e4, 4000.0, 1500.0)];
+        let rows = judge(&ms3, "lzo-rle", 1_500_000, T, 0.0);
+        assert_eq!(recommend(&rows), Some((1, Basis::NoneFits)));
+        assert_eq!(recommend(&[]), None);
+    }
+}
