@@ -298,9 +298,6 @@ pub fn decide(x: &Inputs) -> Decision {
     if let Some(UncertainReason::TooFewPages { measured_pages, min_pages }) = rec.uncertain_reason {
         return Decision { reason: Reason::TooFewPages { measured_pages, min_pages }, ..base };
     }
-    let eligible: Vec<usize> =
-        (0..options.len()).filter(|&i| options[i].1 && options[i].0.within_budgets).collect();
-    let running = options.iter().position(|o| o.0.runs_now);
     let rank = |i: usize| setup_rank(&options[i].0, x.policies, disk.is_some());
     let order = |i: usize| -> usize {
         let algo = &options[i].2;
@@ -308,53 +305,34 @@ pub fn decide(x: &Inputs) -> Decision {
         // zram before zswap, then the kernel's order of compressors, then the grid's order.
         (matches!(options[i].0.pick, Pick::Zswap(_)) as usize) << 40 | k.min(1 << 20) << 20 | i
     };
-    let (chosen, reason, contenders) = match eligible.iter().copied().max_by(|&a, &b| {
-        let (sa, sb) = (options[a].0.memory_saved_bytes, options[b].0.memory_saved_bytes);
-        sa.cmp(&sb).then(order(b).cmp(&order(a)))
-    }) {
-        Some(best) => {
-            let tied: Vec<usize> = eligible
-                .iter()
-                .copied()
-                .filter(|&i| {
-                    i == best
-                        || (options[best].0.memory_saved_bytes - options[i].0.memory_saved_bytes)
-                            .abs()
-                            <= band(&options[best], &options[i])
-                })
-                .collect();
-            if tied.len() == 1 {
-                (best, Reason::SavesMost, tied)
-            } else {
-                let (pick, by) = tie_break(&tied, &options, rank, order);
-                (pick, Reason::Tie { by }, tied)
-            }
-        }
-        None => match running {
-            Some(r) => (r, Reason::NothingFits, vec![r]),
-            None => {
-                // The cost model's fallback with the tie rule: among the zram configurations
-                // the kernel runs that read every page back and save at least as much as the
-                // current one (within the uncertainty), clearly less CPU, then the simpler,
-                // then a fixed order, so CPU noise does not flip it between runs.
-                let cur = x.candidates.iter().position(|c| c.is_current);
-                let set: Vec<usize> = (0..x.candidates.len())
-                    .filter(|&i| options[i].1 && x.candidates[i].verified)
-                    .filter(|&i| {
-                        cur.is_none_or(|c| {
-                            options[i].0.memory_saved_bytes
-                                >= options[c].0.memory_saved_bytes - band(&options[i], &options[c])
-                        })
-                    })
-                    .collect();
-                if set.is_empty() {
-                    return base;
-                }
-                let (pick, _) = tie_break(&set, &options, rank, order);
-                (pick, Reason::NothingFitsFallback, set)
-            }
-        },
+    let entries: Vec<Entry> = options
+        .iter()
+        .enumerate()
+        .map(|(i, (o, available, _))| Entry {
+            saved: o.memory_saved_bytes,
+            cpu: o.cpu_seconds_per_second,
+            eligible: *available && o.within_budgets,
+            // The cost model's fallback is among zram's configurations that read every page
+            // back and that the kernel runs.
+            fallback: *available && i < x.candidates.len() && x.candidates[i].verified,
+            runs_now: o.runs_now,
+            rank: rank(i),
+            order: order(i),
+        })
+        .collect();
+    let current = x.candidates.iter().position(|c| c.is_current);
+    let Some((chosen, outcome, contenders)) =
+        rule(&entries, |i, j| band(&options[i], &options[j]), current)
+    else {
+        return base;
     };
+    let reason = match outcome {
+        Outcome::SavesMost => Reason::SavesMost,
+        Outcome::Tie(by) => Reason::Tie { by },
+        Outcome::NothingFits => Reason::NothingFits,
+        Outcome::Fallback => Reason::NothingFitsFallback,
+    };
+    let eligible: Vec<usize> = (0..entries.len()).filter(|&i| entries[i].eligible).collect();
     let (o, _, _) = &options[chosen];
     let keep = o.runs_now;
     // The runner-up: the best other eligible option by saving (else the best other available).
@@ -410,14 +388,84 @@ pub fn decide(x: &Inputs) -> Decision {
 /// Where the apply script makes zswap's swap file when the machine has no disk swap.
 pub const SWAP_FILE: &str = "/var/lib/zmem/swapfile";
 
-/// The tie rule over equal options (module doc).
-fn tie_break(
-    tied: &[usize],
-    options: &[(Contender, bool, String)],
-    rank: impl Fn(usize) -> u32,
-    order: impl Fn(usize) -> usize,
-) -> (usize, TieBreak) {
-    let cpu = |i: usize| options[i].0.cpu_seconds_per_second;
+/// One candidate as [`rule`] sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Entry {
+    /// Memory saved against now, bytes.
+    pub saved: i64,
+    pub cpu: f64,
+    /// The kernel runs it and it is within the budgets.
+    pub eligible: bool,
+    /// It may be the fallback when nothing is within the budgets (the kernel runs it and it
+    /// reads every page back).
+    pub fallback: bool,
+    pub runs_now: bool,
+    /// [`setup_rank`]: smaller is simpler.
+    pub rank: u32,
+    /// The fixed order that decides last: smaller first.
+    pub order: usize,
+}
+
+/// How [`rule`] decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    SavesMost,
+    Tie(TieBreak),
+    /// Nothing within the budgets; what runs now is kept.
+    NothingFits,
+    /// Nothing within the budgets and nothing runs: the cost model's fallback, with the tie
+    /// rule.
+    Fallback,
+}
+
+/// The rule of the module doc over `entries`, `band(i, j)` the half-width of the difference of
+/// `i`'s and `j`'s savings within which they are equal, `current` the entry the cost model
+/// takes as now (the fallback keeps at least its saving). Returns the chosen entry, how, and
+/// the entries it was chosen among; none when nothing may be chosen. The lab's decision and
+/// `zmem exporter --advise` both judge with it.
+pub fn rule(
+    entries: &[Entry],
+    band: impl Fn(usize, usize) -> i64,
+    current: Option<usize>,
+) -> Option<(usize, Outcome, Vec<usize>)> {
+    let eligible: Vec<usize> = (0..entries.len()).filter(|&i| entries[i].eligible).collect();
+    let best = eligible.iter().copied().max_by(|&a, &b| {
+        entries[a].saved.cmp(&entries[b].saved).then(entries[b].order.cmp(&entries[a].order))
+    });
+    if let Some(best) = best {
+        let tied: Vec<usize> = eligible
+            .iter()
+            .copied()
+            .filter(|&i| {
+                i == best || (entries[best].saved - entries[i].saved).abs() <= band(best, i)
+            })
+            .collect();
+        if tied.len() == 1 {
+            return Some((best, Outcome::SavesMost, tied));
+        }
+        let (pick, by) = tie_break(&tied, entries);
+        return Some((pick, Outcome::Tie(by), tied));
+    }
+    if let Some(r) = entries.iter().position(|e| e.runs_now) {
+        return Some((r, Outcome::NothingFits, vec![r]));
+    }
+    // The cost model's fallback with the tie rule: among those saving at least as much as the
+    // current one (within the uncertainty), clearly less CPU, then the simpler, then a fixed
+    // order, so CPU noise does not flip it between runs.
+    let set: Vec<usize> = (0..entries.len())
+        .filter(|&i| entries[i].fallback)
+        .filter(|&i| current.is_none_or(|c| entries[i].saved >= entries[c].saved - band(i, c)))
+        .collect();
+    if set.is_empty() {
+        return None;
+    }
+    let (pick, _) = tie_break(&set, entries);
+    Some((pick, Outcome::Fallback, set))
+}
+
+/// The tie rule over equal entries (module doc).
+fn tie_break(tied: &[usize], entries: &[Entry]) -> (usize, TieBreak) {
+    let cpu = |i: usize| entries[i].cpu;
     let least = tied.iter().copied().min_by(|&a, &b| cpu(a).total_cmp(&cpu(b))).unwrap_or(tied[0]);
     // Clearly less CPU than every other contender.
     let clearly = tied
@@ -432,15 +480,16 @@ fn tie_break(
         .copied()
         .filter(|&i| cpu(i) - cpu(least) <= CPU_NOISE * cpu(i).max(cpu(least)))
         .collect();
-    let simplest = near.iter().map(|&i| rank(i)).min().unwrap_or(0);
-    let simple: Vec<usize> = near.iter().copied().filter(|&i| rank(i) == simplest).collect();
+    let simplest = near.iter().map(|&i| entries[i].rank).min().unwrap_or(0);
+    let simple: Vec<usize> =
+        near.iter().copied().filter(|&i| entries[i].rank == simplest).collect();
     if simple.len() == 1 {
         return (simple[0], TieBreak::Simpler);
     }
-    if let Some(&r) = simple.iter().find(|&&i| options[i].0.runs_now) {
+    if let Some(&r) = simple.iter().find(|&&i| entries[i].runs_now) {
         return (r, TieBreak::RunsNow);
     }
-    let first = simple.iter().copied().min_by_key(|&i| order(i)).unwrap_or(simple[0]);
+    let first = simple.iter().copied().min_by_key(|&i| entries[i].order).unwrap_or(simple[0]);
     (first, TieBreak::KernelOrder)
 }
 

@@ -297,26 +297,15 @@ pub fn estimate(
         .map_err(|e| LabError::Setup(format!("size classes: {e}")))?;
     let huge = classes.huge_class_size();
     let others: Vec<&[u8]> = pages.chunks_exact(ps).filter(|p| same_filled(p).is_none()).collect();
-    let n_o = others.len() as f64;
-    let big_n_o = (design.population_pages - design.population_same_filled) as f64;
+    let population =
+        Population { pages: design.population_pages, same_filled: design.population_same_filled };
     let orig = (design.population_pages * ps as u64) as f64;
-    let fpc = if big_n_o > 0.0 { (1.0 - n_o / big_n_o).max(0.0) } else { 0.0 };
-    let std_err = |values: &[f64]| -> f64 {
-        if values.len() < 2 {
-            return 0.0;
-        }
-        let mean = values.iter().sum::<f64>() / n_o;
-        let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n_o - 1.0);
-        big_n_o * (fpc * var / n_o).sqrt()
-    };
     let mut rows = Vec::new();
-    let mut all_costs: Vec<(Vec<f64>, f64)> = Vec::new();
+    let mut parts: Vec<FromLengths> = Vec::new();
     for algo in algos {
         let mut stream = zmem_comp::create(algo, &zmem_comp::Params::default(), ps)?;
         let mut buf = vec![0u8; zmem_comp::compress_bound(ps)];
-        let mut sizes = Vec::with_capacity(others.len());
-        let mut costs = Vec::with_capacity(others.len());
-        let mut counts = vec![0u64; classes.classes().len()];
+        let mut lens = Vec::with_capacity(others.len());
         for (i, page) in others.iter().enumerate() {
             let len = stream.compress(page, &mut buf).map_err(|err| LabError::Page {
                 algo: algo.to_string(),
@@ -324,42 +313,14 @@ pub fn estimate(
                 err,
             })?;
             // zram_write_page: a page that compresses to huge_class_size or more is stored whole.
-            let len = if len >= huge { ps } else { len };
-            let k = classes.slot_for_request(len);
-            let c = classes.classes()[k];
-            counts[k] += 1;
-            sizes.push(len as f64);
-            costs.push((ps * c.pages_per_zspage) as f64 / c.objs_per_zspage as f64);
+            lens.push(if len >= huge { ps } else { len });
         }
-        let scale = if n_o > 0.0 { big_n_o / n_o } else { 0.0 };
-        let pool: f64 = counts
-            .iter()
-            .zip(classes.classes())
-            .map(|(&m, c)| {
-                let objects = (m as f64 * scale).round();
-                (objects / c.objs_per_zspage as f64).ceil() * (c.pages_per_zspage * ps) as f64
-            })
-            .sum();
-        let compressed = sizes.iter().sum::<f64>() * scale;
-        // Each class's last zspage is filled as far as its count reaches, in the sample's
-        // estimate as on the device: the two differ by less than one zspage, taken as uniform
-        // (variance zspage^2 / 12 on each side). Negligible beside one pool's interval; not
-        // beside a paired difference, whose linear part is small (without it the paired
-        // intervals covered 56 times in 100).
-        let rounding: f64 = counts
-            .iter()
-            .zip(classes.classes())
-            .filter(|(m, _)| **m > 0)
-            .map(|(_, c)| ((c.pages_per_zspage * ps) as f64).powi(2) / 6.0)
-            .sum::<f64>()
-            // Every page measured: the counts, and so the last zspages, are exact.
-            * fpc;
-        let pool_bytes = Interval::around(pool, (std_err(&costs).powi(2) + rounding).sqrt());
-        all_costs.push((costs, rounding));
+        let f = from_lengths(&classes, ps, population, &lens);
+        let (pool, pool_bytes) = (f.pool_bytes.estimate, f.pool_bytes);
         let (lo, hi) = (pool_bytes.low.max(1.0), pool_bytes.high.max(1.0));
         rows.push(Estimate {
             algo: algo.to_string(),
-            compressed_bytes: Interval::around(compressed, std_err(&sizes)),
+            compressed_bytes: f.compressed_bytes,
             pool_bytes,
             ratio: Interval { estimate: orig / pool.max(1.0), low: orig / hi, high: orig / lo },
             memory_saved_bytes: Interval {
@@ -368,22 +329,120 @@ pub fn estimate(
                 high: orig - pool_bytes.low,
             },
         });
+        parts.push(f);
     }
     let mut differences = Vec::new();
     for i in 0..rows.len() {
         for j in i + 1..rows.len() {
-            let ((ci, ri), (cj, rj)) = (&all_costs[i], &all_costs[j]);
-            let d: Vec<f64> = ci.iter().zip(cj).map(|(x, y)| x - y).collect();
-            let est = rows[i].pool_bytes.estimate - rows[j].pool_bytes.estimate;
-            let se = (std_err(&d).powi(2) + ri + rj).sqrt();
             differences.push(Difference {
                 a: rows[i].algo.clone(),
                 b: rows[j].algo.clone(),
-                pool_bytes: Interval::around(est, se),
+                pool_bytes: parts[i].difference(&parts[j]),
             });
         }
     }
     Ok(Estimates { design, confidence: 0.95, method: METHOD.into(), rows, differences })
+}
+
+/// What the sample stands for: the input's pages, and of them the same-filled ones (counted
+/// on every page, or mm_stat `same_pages` for a live device).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Population {
+    pub pages: u64,
+    pub same_filled: u64,
+}
+
+/// One algorithm's estimate from the lengths zram would store for the sampled pages that are
+/// not same-filled: the arithmetic of [`estimate`] (and of `zmem exporter --advise`, which
+/// keeps lengths, not pages), with what a paired [`Difference`] needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FromLengths {
+    pub pool_bytes: Interval,
+    pub compressed_bytes: Interval,
+    /// Each sampled page's share of the pool (its class's zspage bytes per object).
+    costs: Vec<f64>,
+    /// The variance of the classes' last zspages (module doc).
+    rounding: f64,
+    /// N_o and the finite-population correction the standard errors use.
+    big_n_o: f64,
+    fpc: f64,
+}
+
+/// Standard error of the total over `big_n_o` pages of a per-page value sampled as `values`.
+fn total_std_err(values: &[f64], big_n_o: f64, fpc: f64) -> f64 {
+    let n_o = values.len() as f64;
+    if values.len() < 2 {
+        return 0.0;
+    }
+    let mean = values.iter().sum::<f64>() / n_o;
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n_o - 1.0);
+    big_n_o * (fpc * var / n_o).sqrt()
+}
+
+/// The estimate from `lens`, the stored lengths (a huge page's is the page size).
+pub fn from_lengths(
+    classes: &ClassTable,
+    ps: usize,
+    population: Population,
+    lens: &[usize],
+) -> FromLengths {
+    let n_o = lens.len() as f64;
+    let big_n_o = population.pages.saturating_sub(population.same_filled) as f64;
+    let fpc = if big_n_o > 0.0 { (1.0 - n_o / big_n_o).max(0.0) } else { 0.0 };
+    let table = classes.classes();
+    let mut counts = vec![0u64; table.len()];
+    let mut sizes = Vec::with_capacity(lens.len());
+    let mut costs = Vec::with_capacity(lens.len());
+    for &len in lens {
+        let k = classes.slot_for_request(len);
+        let c = table[k];
+        counts[k] += 1;
+        sizes.push(len as f64);
+        costs.push((ps * c.pages_per_zspage) as f64 / c.objs_per_zspage as f64);
+    }
+    let scale = if n_o > 0.0 { big_n_o / n_o } else { 0.0 };
+    let pool: f64 = counts
+        .iter()
+        .zip(table)
+        .map(|(&m, c)| {
+            let objects = (m as f64 * scale).round();
+            (objects / c.objs_per_zspage as f64).ceil() * (c.pages_per_zspage * ps) as f64
+        })
+        .sum();
+    let compressed = sizes.iter().sum::<f64>() * scale;
+    // Each class's last zspage is filled as far as its count reaches, in the sample's
+    // estimate as on the device: the two differ by less than one zspage, taken as uniform
+    // (variance zspage^2 / 12 on each side). Negligible beside one pool's interval; not
+    // beside a paired difference, whose linear part is small (without it the paired
+    // intervals covered 56 times in 100).
+    let rounding: f64 = counts
+        .iter()
+        .zip(table)
+        .filter(|(m, _)| **m > 0)
+        .map(|(_, c)| ((c.pages_per_zspage * ps) as f64).powi(2) / 6.0)
+        .sum::<f64>()
+        // Every page measured: the counts, and so the last zspages, are exact.
+        * fpc;
+    let se = (total_std_err(&costs, big_n_o, fpc).powi(2) + rounding).sqrt();
+    FromLengths {
+        pool_bytes: Interval::around(pool, se),
+        compressed_bytes: Interval::around(compressed, total_std_err(&sizes, big_n_o, fpc)),
+        costs,
+        rounding,
+        big_n_o,
+        fpc,
+    }
+}
+
+impl FromLengths {
+    /// This pool less `other`'s, with the paired interval (both from the same sampled pages).
+    pub fn difference(&self, other: &FromLengths) -> Interval {
+        let d: Vec<f64> = self.costs.iter().zip(&other.costs).map(|(x, y)| x - y).collect();
+        let se =
+            (total_std_err(&d, self.big_n_o, self.fpc).powi(2) + self.rounding + other.rounding)
+                .sqrt();
+        Interval::around(self.pool_bytes.estimate - other.pool_bytes.estimate, se)
+    }
 }
 
 #[cfg(test)]

@@ -1,9 +1,9 @@
 //! The lab's estimator ([`zmem_lab::sample::estimate`]) on stored lengths instead of pages: the
 //! advisor compresses each sampled page once, as it is read, and keeps only the length zram
 //! would store for each candidate, so a 10,000-page sample costs kilobytes, not 40 MB, and a
-//! re-judgement compresses nothing. The arithmetic is the lab's, step for step (the test below
-//! checks the two give the same numbers on the same pages), so the advisor's interval and the
-//! lab's are comparable:
+//! re-judgement compresses nothing. The arithmetic is the lab's own function
+//! (`zmem_lab::sample::from_lengths`; the test below checks the two give the same numbers on the
+//! same pages), so the advisor's interval and the lab's are comparable:
 //!
 //! - same-filled pages are one stratum known exactly (mm_stat `same_pages`), costing no pool;
 //! - the other `N_o` pages are sampled: class `k`'s count is `N_o m_k / n_o`, the pool zsmalloc's
@@ -14,17 +14,8 @@
 use zmem_lab::sample::Interval;
 use zmem_pool::zsmalloc::class::ClassTable;
 
-/// The two-sided normal quantile of a 95 % interval (the lab's).
-const Z95: f64 = 1.959_963_984_540_054;
-
-/// The stratified design: what the sample stands for.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Population {
-    /// Pages the device stores (mm_stat orig_data_size / page size).
-    pub pages: u64,
-    /// Of them same-filled (mm_stat same_pages), known exactly.
-    pub same_filled: u64,
-}
+/// The stratified design: what the sample stands for (the lab's).
+pub use zmem_lab::sample::Population;
 
 /// One candidate's estimate for every page the device stores.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -45,54 +36,21 @@ pub fn stored_len(classes: &ClassTable, page_size: usize, len: usize) -> usize {
     if len >= classes.huge_class_size() { page_size } else { len }
 }
 
-/// The estimate from the stored lengths of the `n_o` sampled pages that are not same-filled.
-/// `None` when the population has pages to estimate and the sample none.
+/// The estimate from the stored lengths of the `n_o` sampled pages that are not same-filled:
+/// the lab's arithmetic itself ([`zmem_lab::sample::from_lengths`]). `None` when the population
+/// has pages to estimate and the sample none.
 pub fn estimate(
     classes: &ClassTable,
     page_size: usize,
     population: Population,
     lens: &[u32],
 ) -> Option<PoolEstimate> {
-    let big_n_o = population.pages.saturating_sub(population.same_filled) as f64;
-    let n_o = lens.len() as f64;
-    if big_n_o > 0.0 && lens.is_empty() {
+    if population.pages > population.same_filled && lens.is_empty() {
         return None;
     }
-    let fpc = if big_n_o > 0.0 { (1.0 - n_o / big_n_o).max(0.0) } else { 0.0 };
-    let std_err = |values: &[f64]| -> f64 {
-        if values.len() < 2 {
-            return 0.0;
-        }
-        let mean = values.iter().sum::<f64>() / n_o;
-        let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n_o - 1.0);
-        big_n_o * (fpc * var / n_o).sqrt()
-    };
-    let table = classes.classes();
-    let mut counts = vec![0u64; table.len()];
-    let mut sizes = Vec::with_capacity(lens.len());
-    let mut costs = Vec::with_capacity(lens.len());
-    for &len in lens {
-        let k = classes.slot_for_request(len as usize);
-        let c = table[k];
-        counts[k] += 1;
-        sizes.push(f64::from(len));
-        costs.push((page_size * c.pages_per_zspage) as f64 / c.objs_per_zspage as f64);
-    }
-    let scale = if n_o > 0.0 { big_n_o / n_o } else { 0.0 };
-    let pool: f64 = counts
-        .iter()
-        .zip(table)
-        .map(|(&m, c)| {
-            let objects = (m as f64 * scale).round();
-            (objects / c.objs_per_zspage as f64).ceil() * (c.pages_per_zspage * page_size) as f64
-        })
-        .sum();
-    let compressed = sizes.iter().sum::<f64>() * scale;
-    let around = |e: f64, se: f64| Interval { estimate: e, low: e - Z95 * se, high: e + Z95 * se };
-    Some(PoolEstimate {
-        pool_bytes: around(pool, std_err(&costs)),
-        compressed_bytes: around(compressed, std_err(&sizes)),
-    })
+    let lens: Vec<usize> = lens.iter().map(|&l| l as usize).collect();
+    let f = zmem_lab::sample::from_lengths(classes, page_size, population, &lens);
+    Some(PoolEstimate { pool_bytes: f.pool_bytes, compressed_bytes: f.compressed_bytes })
 }
 
 #[cfg(test)]

@@ -9,12 +9,13 @@
 //!   CPU our codec spent per page of this device's sample) + the kernel's own work per swap
 //!   operation ([`zmem_lab::cost::SWAP_OVERHEAD`]), as the lab's cost model (`cost::project`)
 //!   counts a plain algorithm.
-//! - **The recommendation**: among candidates within the CPU budget (default 1 % of one core,
-//!   `Budgets::default()`), the one saving the most memory; but when the current algorithm is
-//!   within the budget and its interval overlaps the best one's, the current one (the sample
-//!   cannot tell them apart, and changing costs a swapoff). When none fits (the kernel's own
-//!   swap work alone can exceed 1 % of a core): the lab's fallback, the cheapest in CPU among
-//!   those saving at least as much as the current one.
+//! - **The recommendation**: the lab's own rule (`zmem_lab::decision::rule`): among candidates
+//!   within the CPU budget (default 1 % of one core, `Budgets::default()`), the one saving the
+//!   most memory; candidates whose savings differ by less than the uncertainty (the two
+//!   intervals' half-widths in quadrature, and at least `decision::MIN_CHANGE` of the live
+//!   pool) are equal, and the tie rule picks among them (clearly less CPU, then what runs now,
+//!   then the kernel's order). When none fits (the kernel's own swap work alone can exceed 1 %
+//!   of a core), the current algorithm is kept, as the lab keeps what runs.
 
 use zmem_lab::cost::{SWAP_OVERHEAD, Traffic};
 use zmem_lab::sample::Interval;
@@ -80,11 +81,11 @@ pub fn judge(
 /// Why the recommendation is what it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Basis {
-    /// The most memory saved within the budget.
+    /// The most memory saved within the budget, beyond the uncertainty.
     MostSaved,
-    /// The current algorithm: within the budget, and its interval overlaps the best one's.
-    CurrentTies,
-    /// Nothing fits the budget: the cheapest in CPU.
+    /// Equal to others within the uncertainty: the tie rule picked it.
+    Tie,
+    /// Nothing fits the budget: the current algorithm is kept.
     NoneFits,
 }
 
@@ -92,39 +93,46 @@ impl Basis {
     pub fn as_str(self) -> &'static str {
         match self {
             Basis::MostSaved => "most_saved_within_budget",
-            Basis::CurrentTies => "current_within_interval",
-            Basis::NoneFits => "cheapest_none_within_budget",
+            Basis::Tie => "equal_within_uncertainty",
+            Basis::NoneFits => "none_within_budget_keep_current",
         }
     }
 }
 
-/// The recommended row, and why; `None` without rows.
+/// The recommended row, and why, by the lab's rule; `None` without rows.
 pub fn recommend(rows: &[Row]) -> Option<(usize, Basis)> {
-    let fits = || rows.iter().enumerate().filter(|(_, r)| r.within_budget);
-    let Some((best, b)) = fits()
-        .max_by(|a, b| a.1.memory_saved_bytes.estimate.total_cmp(&b.1.memory_saved_bytes.estimate))
-    else {
-        // The lab's fallback (`cost::choose`): the cheapest in CPU among those saving at least
-        // as much as the current configuration (the current one among them).
-        let floor = rows
-            .iter()
-            .find(|r| r.is_current)
-            .map_or(f64::NEG_INFINITY, |r| r.memory_saved_bytes.estimate);
-        let cheapest = rows
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.memory_saved_bytes.estimate >= floor)
-            .min_by(|a, b| a.1.cpu_secs_per_sec.total_cmp(&b.1.cpu_secs_per_sec))?;
-        return Some((cheapest.0, Basis::NoneFits));
+    use zmem_lab::decision::{Entry, Outcome, rule};
+    let order =
+        |c: &str| zmem_comp::algorithms().iter().position(|a| a.name == c).unwrap_or(usize::MAX);
+    let entries: Vec<Entry> = rows
+        .iter()
+        .map(|r| Entry {
+            saved: r.memory_saved_bytes.estimate.round() as i64,
+            cpu: r.cpu_secs_per_sec,
+            eligible: r.within_budget,
+            fallback: true,
+            runs_now: r.is_current,
+            rank: 0,
+            order: order(&r.config),
+        })
+        .collect();
+    let half = |r: &Row| (r.memory_saved_bytes.high - r.memory_saved_bytes.low) / 2.0;
+    // The live pool: saved + pool, the same for every row.
+    let live = rows.first().map_or(0.0, |r| r.memory_saved_bytes.estimate + r.pool_bytes.estimate);
+    let band = |i: usize, j: usize| {
+        let rss = (half(&rows[i]).powi(2) + half(&rows[j]).powi(2)).sqrt();
+        rss.max(zmem_lab::decision::MIN_CHANGE * live).round() as i64
     };
-    if let Some((i, cur)) = fits().find(|(_, r)| r.is_current)
-        && i != best
-        && cur.pool_bytes.low <= b.pool_bytes.high
-        && b.pool_bytes.low <= cur.pool_bytes.high
-    {
-        return Some((i, Basis::CurrentTies));
-    }
-    Some((best, Basis::MostSaved))
+    let current = rows.iter().position(|r| r.is_current);
+    let (i, outcome, _) = rule(&entries, band, current)?;
+    Some((
+        i,
+        match outcome {
+            Outcome::SavesMost => Basis::MostSaved,
+            Outcome::Tie(_) => Basis::Tie,
+            Outcome::NothingFits | Outcome::Fallback => Basis::NoneFits,
+        },
+    ))
 }
 
 #[cfg(test)]
@@ -155,17 +163,19 @@ mod tests {
     }
 
     #[test]
-    fn the_most_saved_within_budget_unless_the_current_one_ties() {
-        // lz4 saves less than lzo-rle; zstd the most but its interval overlaps lzo-rle's.
+    fn the_labs_rule_ties_within_the_uncertainty_and_keeps_what_runs() {
+        // zstd saves 50 kB more than lzo-rle, inside the uncertainty (two +-60 kB intervals:
+        // +-85 kB together): equal, and the tie rule takes lzo-rle, which runs now and costs
+        // about as much CPU as zstd at these rates (the kernel's own work dominates).
         let ms = [
-            m("lzo-rle", 1e6, 3e4, 5000.0, 2000.0),
-            m("lz4", 1.2e6, 3e4, 3000.0, 1000.0),
-            m("zstd", 0.95e6, 3e4, 9000.0, 4000.0),
+            m("lzo-rle", 1e6, 6e4, 5000.0, 2000.0),
+            m("lz4", 1.2e6, 6e4, 3000.0, 1000.0),
+            m("zstd", 0.95e6, 6e4, 5200.0, 2100.0),
         ];
         let rows = judge(&ms, "lzo-rle", 1_500_000, T, 0.01);
-        assert_eq!(recommend(&rows), Some((0, Basis::CurrentTies)));
-        // Clearly better (intervals apart): zstd.
-        let ms2 = [ms[0].clone(), ms[1].clone(), m("zstd", 0.8e6, 3e4, 9000.0, 4000.0)];
+        assert_eq!(recommend(&rows), Some((0, Basis::Tie)));
+        // Clearly better (200 kB, beyond the uncertainty): zstd.
+        let ms2 = [ms[0].clone(), ms[1].clone(), m("zstd", 0.8e6, 6e4, 9000.0, 4000.0)];
         let rows = judge(&ms2, "lzo-rle", 1_500_000, T, 0.01);
         assert_eq!(recommend(&rows), Some((2, Basis::MostSaved)));
         // zstd over a tight budget: lzo-rle (most saved among those that fit).
@@ -173,14 +183,9 @@ mod tests {
         let rows = judge(&ms2, "lzo-rle", 1_500_000, T, b);
         assert!(!rows[2].within_budget);
         assert_eq!(recommend(&rows), Some((0, Basis::MostSaved)));
-        // Nothing fits: the cheapest of those saving at least as much as now: lzo-rle (lz4 is
-        // cheaper but needs more memory).
+        // Nothing fits: what runs now is kept, as the lab keeps it.
         let rows = judge(&ms2, "lzo-rle", 1_500_000, T, 0.0);
         assert_eq!(recommend(&rows), Some((0, Basis::NoneFits)));
-        // A cheaper one that saves more: taken.
-        let ms3 = [ms[0].clone(), m("lzo", 0.9e6, 3e4, 4000.0, 1500.0)];
-        let rows = judge(&ms3, "lzo-rle", 1_500_000, T, 0.0);
-        assert_eq!(recommend(&rows), Some((1, Basis::NoneFits)));
         assert_eq!(recommend(&[]), None);
     }
 }
