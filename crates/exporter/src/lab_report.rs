@@ -1,5 +1,7 @@
 //! The what-if savings of a `zmem lab` run, read from its JSON report (docs/lab-report.schema.json:
-//! `recommendation` and `candidates`).
+//! `decision`, `recommendation` and `candidates`). The recommended configuration is the
+//! decision's (reports before schema 5: the recommendation's), its saving that candidate's
+//! against now, on the basis every candidate's is.
 
 use std::path::Path;
 
@@ -13,9 +15,9 @@ use crate::ExporterError;
 pub struct LabSavings {
     /// The device the recommendation applies to (`recommendation.apply.device`).
     pub device: String,
-    /// The recommended configuration's name.
+    /// The decided configuration's name (a candidate's).
     pub config: String,
-    /// `recommendation.memory_saved_bytes_vs_now`: now's bytes less the recommended pool.
+    /// Its `memory_saved_bytes_vs_now`: now's bytes less its pool.
     pub saved_vs_now_bytes: i64,
     pub expected_ratio: f64,
     /// Every candidate's `memory_saved_bytes_vs_now`, by name.
@@ -26,6 +28,26 @@ pub struct LabSavings {
 struct Report {
     recommendation: Recommendation,
     candidates: Vec<Candidate>,
+    /// Schema 5 on.
+    #[serde(default)]
+    decision: Option<Decision>,
+}
+
+#[derive(Deserialize)]
+struct Decision {
+    kind: String,
+    chosen: Option<Chosen>,
+}
+
+#[derive(Deserialize)]
+struct Chosen {
+    pick: Pick,
+}
+
+#[derive(Deserialize)]
+struct Pick {
+    kind: String,
+    index: usize,
 }
 
 #[derive(Deserialize)]
@@ -48,6 +70,9 @@ struct Apply {
 struct Candidate {
     name: String,
     memory_saved_bytes_vs_now: i64,
+    /// `zram` (absent before schema 5) or `zswap`.
+    #[serde(default)]
+    kind: Option<String>,
 }
 
 /// Parses a lab report's JSON text.
@@ -69,10 +94,32 @@ pub fn parse(text: &str) -> Result<LabSavings, ExporterError> {
             ));
         }
     };
+    // The decision's candidate, by identity: the index-th candidate of its kind.
+    let decided = r.decision.as_ref().and_then(|d| {
+        if d.kind == "none" {
+            return None;
+        }
+        let pick = &d.chosen.as_ref()?.pick;
+        r.candidates
+            .iter()
+            .filter(|c| c.kind.as_deref().unwrap_or("zram") == pick.kind)
+            .nth(pick.index)
+    });
+    if r.decision.as_ref().is_some_and(|d| d.kind == "none") {
+        return Err(ExporterError::Input(
+            "the lab report's decision is none (too few pages, or a kernel without zram and \
+             zswap): no savings to export"
+                .into(),
+        ));
+    }
+    let (config, saved) = match decided {
+        Some(c) => (c.name.clone(), c.memory_saved_bytes_vs_now),
+        None => (r.recommendation.config, r.recommendation.memory_saved_bytes_vs_now),
+    };
     Ok(LabSavings {
         device: apply.device,
-        config: r.recommendation.config,
-        saved_vs_now_bytes: r.recommendation.memory_saved_bytes_vs_now,
+        config,
+        saved_vs_now_bytes: saved,
         expected_ratio: r.recommendation.expected_ratio,
         candidates: r
             .candidates
@@ -118,5 +165,24 @@ mod tests {
             "uncertain_reason": {"kind": "too_few_pages", "measured_pages": 16, "min_pages": 1024}}}"#;
         let e = parse(text).unwrap_err().to_string();
         assert!(e.contains("too uncertain"), "{e}");
+    }
+
+    /// Schema 5: the decision's candidate, by identity (the index-th of its kind), not the
+    /// zram recommendation, is what is exported as recommended.
+    #[test]
+    fn the_decision_is_the_recommended_one() {
+        let text = r#"{"candidates": [
+            {"name": "lzo-rle", "kind": "zram", "memory_saved_bytes_vs_now": 0},
+            {"name": "zstd", "kind": "zram", "memory_saved_bytes_vs_now": 900},
+            {"name": "zswap lzo max_pool_percent=20 shrinker=off", "kind": "zswap", "memory_saved_bytes_vs_now": 500},
+            {"name": "zswap deflate max_pool_percent=20 shrinker=off", "kind": "zswap", "memory_saved_bytes_vs_now": 1500}],
+          "recommendation": {"config": "zstd", "memory_saved_bytes_vs_now": 900,
+            "expected_ratio": 3.5, "apply": {"device": "zram0", "sysfs": []}},
+          "decision": {"kind": "zswap", "chosen": {"pick": {"kind": "zswap", "index": 1}}}}"#;
+        let s = parse(text).unwrap();
+        assert_eq!(s.config, "zswap deflate max_pool_percent=20 shrinker=off");
+        assert_eq!(s.saved_vs_now_bytes, 1500);
+        let none = text.replace(r#""kind": "zswap", "chosen""#, r#""kind": "none", "chosen""#);
+        assert!(parse(&none).unwrap_err().to_string().contains("decision is none"));
     }
 }
