@@ -2,6 +2,7 @@
 //! prediction beside the kernel's figures and the relative error, then the orders by memory.
 
 use zmem_validate::lab::{ConfigCheck, LabValidation};
+use zmem_validate::zswap_lab::{ZswapCheck, ZswapValidation};
 
 fn percent(e: Option<f64>) -> String {
     e.map_or_else(|| "n/a".into(), |e| format!("{:+.1} %", e * 100.0))
@@ -92,6 +93,83 @@ pub fn lab_validation(v: &LabValidation) -> String {
     };
     for n in &v.not_run {
         out += &format!("not run: {}: {}\n", n.config, n.reason);
+    }
+    if let Some(z) = &v.zswap {
+        out += &zswap_tables(z);
+    }
+    out
+}
+
+fn zswap_table(c: &ZswapCheck) -> String {
+    let (p, k, e) = (&c.predicted, &c.kernel, &c.error);
+    let mut out = format!("{}\n", c.config);
+    out += &format!("  {:<22} {:>14} {:>14} {:>9}\n", "", "lab", "kernel", "error");
+    let ints = [
+        ("stored_pages", p.stored_pages, k.stored_pages, e.stored_pages),
+        ("pool_total_size", p.pool_total_size, k.pool_total_size, e.pool_total_size),
+        (
+            "peak pool_total_size",
+            p.peak_pool_total_size,
+            k.peak_pool_total_size,
+            e.peak_pool_total_size,
+        ),
+        ("written_back_pages", p.written_back_pages, k.written_back_pages, e.written_back_pages),
+        ("zswpout", p.zswpout, k.zswpout, e.zswpout),
+        ("zswpin", p.zswpin, k.zswpin, e.zswpin),
+        ("zswpwb", p.zswpwb, k.zswpwb, e.zswpwb),
+        ("disk reads (pages)", p.disk_reads, k.disk_reads, e.disk_reads),
+        ("disk writes (pages)", p.disk_writes, k.disk_writes, e.disk_writes),
+        ("swap-ins", p.swap_ins, k.swap_ins, e.swap_ins),
+        ("swap-in p50 ns", p.swap_in_p50_ns, k.swap_in_p50_ns, e.swap_in_p50_ns),
+        ("swap-in p99 ns", p.swap_in_p99_ns, k.swap_in_p99_ns, e.swap_in_p99_ns),
+    ];
+    for (name, l, kv, err) in ints {
+        out += &format!("  {name:<22} {l:>14} {kv:>14} {:>9}\n", percent(err));
+    }
+    out += &format!(
+        "  {:<22} {:>14.3} {:>14.3} {:>9}\n",
+        "CPU seconds",
+        p.cpu_seconds,
+        k.cpu_seconds,
+        percent(e.cpu_seconds)
+    );
+    let r = &c.kernel_run;
+    out += &format!(
+        "  kernel: pool from {}; at least {} stored pages not the player's; zswap restored: {}\n",
+        r.pool_source,
+        r.foreign_pages_bound,
+        if r.params_restored { "yes" } else { "NO" }
+    );
+    for m in &r.missing {
+        out += &format!("  missing: {m}\n");
+    }
+    for f in &c.kernel_failures {
+        out += &format!("  kernel: a run failed: {f}\n");
+    }
+    out
+}
+
+/// The zswap part: each configuration's table, the verdict on both sides, what is global.
+fn zswap_tables(z: &ZswapValidation) -> String {
+    let mut out = String::new();
+    for c in &z.configurations {
+        out += &zswap_table(c);
+    }
+    if let Some(v) = &z.verdict {
+        out += &format!(
+            "zram or zswap ({} vs {}): the lab picks {}, the kernel served {} better ({})\n",
+            v.zram_config,
+            v.zswap_config,
+            v.lab_pick,
+            v.kernel_served_better,
+            if v.agree { "agree" } else { "DISAGREE" }
+        );
+    }
+    for n in &z.not_run {
+        out += &format!("not run: {}: {}\n", n.config, n.reason);
+    }
+    for s in &z.scope {
+        out += &format!("scope: {s}\n");
     }
     out
 }
