@@ -45,7 +45,12 @@ pub fn refusal(foreign: &[SwapArea]) -> Option<String> {
     ))
 }
 
+/// Runs `cmd` to its end in a process group of its own: a terminal's Ctrl-C goes to the whole
+/// foreground group, and a `swapoff` or `losetup -d` killed half-way would leave our swap area
+/// on or our loop device attached (this process takes the signal as a flag and cleans up).
 fn run(cmd: &mut Command) -> Result<String, KernelError> {
+    use std::os::unix::process::CommandExt;
+    cmd.process_group(0);
     let o = cmd.output().map_err(|e| KernelError::Setup(format!("{cmd:?}: {e}")))?;
     if !o.status.success() {
         return Err(KernelError::Setup(format!(
