@@ -60,5 +60,5 @@ vd = z.get("verdict")
 if vd:
     print()
     print(f"verdict: {vd['zram_config']} vs {vd['zswap_config']}: lab picks {vd['lab_pick']}, "
-          f"kernel served {vd['kernel_served_better']} better (agree: {vd['agree']}); "
+          f"kernel's better: {vd['kernel_served_better']} (agree: {vd['agree']}); "
           f"lab (pool, swap-ins) {vd['lab_figures']}, kernel {vd['kernel_figures']}")

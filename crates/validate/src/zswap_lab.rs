@@ -13,16 +13,18 @@
 //! ([`cost::SWAP_OVERHEAD`]). The kernel's CPU seconds are the player's CPU in faulting accesses
 //! less a baseline run's (no memory pressure), as for zram (`crate::lab`'s module doc).
 //!
-//! **Served better** (the verdict check): of two configurations, the one with the smaller peak
-//! pool (the RAM the compressed pages take; the resident pages are the same under one limit,
-//! and zswap's pages on disk take none), unless its swap-ins are more than
-//! [`SWAP_IN_TOLERANCE`] above the other's (then the one with fewer swap-ins); peak pools within
-//! [`POOL_TIE`] of each other at comparable swap-ins are a tie. The lab's pick applies this to
-//! its predictions for its best zram and best zswap configuration (each the smallest predicted
-//! peak pool of its kind), the kernel's to its own figures for the same two configurations.
-//! They agree when they pick the same, or when either calls it a tie. This is the validation's
-//! rule, not `zmem lab`'s verdict (which projects the sample onto the machine's memory and
-//! weighs the budgets).
+//! **Served better** (the verdict check): of zram and zswap, the one whose compressed pages take
+//! less RAM (the peak pool: the resident pages are the same under one limit, and zswap's pages
+//! on disk take none), unless its swap-in wait is more than [`SWAP_IN_TOLERANCE`] above the
+//! other's (then the one with the shorter wait); peak pools within [`POOL_TIE`] of each other at
+//! comparable waits are a tie. The swap-in wait is the swap-ins times their p50 latency: a
+//! zswap that writes everything to the disk (max_pool_percent=0) takes no pool, and pays for it
+//! in its swap-ins' latency (34 us here against zram's 9 us). The lab's pick applies this to its
+//! predictions for its smallest-pool zram configuration and its best zswap configuration (by
+//! the same rule against that zram one, then the smaller pool), the kernel's to its own figures
+//! for the same two configurations. They agree when they pick the same, or when either calls
+//! it a tie. This is the validation's rule, not `zmem lab`'s verdict (which projects the sample
+//! onto the machine's memory and weighs the budgets).
 
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
@@ -39,7 +41,7 @@ use zmem_lab::cost::{self, Traffic};
 use zmem_lab::{LabError, Progress};
 use zmem_sim::replay::{self, Access, Readahead, ReplayConfig, SwapKind};
 
-/// Swap-ins within this (relative) of each other are comparable.
+/// Swap-in waits within this (relative) of each other are comparable.
 pub const SWAP_IN_TOLERANCE: f64 = 0.20;
 /// Peak pools closer than this (relative) are a tie.
 pub const POOL_TIE: f64 = 0.01;
@@ -141,9 +143,9 @@ pub struct VerdictCheck {
     pub lab_pick: String,
     pub kernel_served_better: String,
     pub agree: bool,
-    /// The figures each side was judged by: peak pool bytes and swap-ins, zram then zswap.
-    pub lab_figures: [(u64, u64); 2],
-    pub kernel_figures: [(u64, u64); 2],
+    /// The figures each side was judged by, zram then zswap.
+    pub lab_figures: [Served; 2],
+    pub kernel_figures: [Served; 2],
     pub rule: String,
 }
 
@@ -158,16 +160,32 @@ pub struct ZswapValidation {
     pub scope: Vec<String>,
 }
 
-/// `zram`, `zswap` or `tie` for `(peak pool, swap-ins)` of zram and of zswap (module doc).
-pub fn served_better(zram: (u64, u64), zswap: (u64, u64)) -> &'static str {
-    let more_ins = |a: u64, b: u64| a as f64 > b as f64 * (1.0 + SWAP_IN_TOLERANCE) + 1.0;
-    if more_ins(zswap.1, zram.1) {
+/// One side's figures the verdict check judges by.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Served {
+    pub peak_pool_bytes: u64,
+    pub swap_ins: u64,
+    pub swap_in_p50_ns: u64,
+}
+
+impl Served {
+    /// The swap-in wait: swap-ins times their p50, in nanoseconds.
+    pub fn wait_ns(&self) -> f64 {
+        self.swap_ins as f64 * self.swap_in_p50_ns as f64
+    }
+}
+
+/// `zram`, `zswap` or `tie` (module doc).
+pub fn served_better(zram: Served, zswap: Served) -> &'static str {
+    // A microsecond of slack: tiny waits are not compared by ratio.
+    let longer = |a: f64, b: f64| a > b * (1.0 + SWAP_IN_TOLERANCE) + 1000.0;
+    if longer(zswap.wait_ns(), zram.wait_ns()) {
         return "zram";
     }
-    if more_ins(zram.1, zswap.1) {
+    if longer(zram.wait_ns(), zswap.wait_ns()) {
         return "zswap";
     }
-    let (a, b) = (zram.0 as f64, zswap.0 as f64);
+    let (a, b) = (zram.peak_pool_bytes as f64, zswap.peak_pool_bytes as f64);
     if (a - b).abs() <= POOL_TIE * a.max(b) {
         "tie"
     } else if a < b {
@@ -416,18 +434,39 @@ fn check_one(
 /// The verdict check (module doc) from the zram and zswap configurations checked.
 pub fn verdict_check(zram: &[ConfigCheck], zswap: &[ZswapCheck]) -> Option<VerdictCheck> {
     let z = zram.iter().min_by_key(|c| (c.predicted.peak_pool_bytes, c.config.clone()))?;
-    let w = zswap.iter().min_by_key(|c| (c.predicted.peak_pool_total_size, c.config.clone()))?;
-    // Swap-ins as each side counts them for both: the replay's faults less zero pages' for
-    // zram's prediction (its `swap_ins`) and zswap's (`swap_ins` less the zero pages' is not
-    // kept, so zswap's includes them: a small bias towards zram, said in `rule`); the player's
-    // timed swap-ins for both kernel runs.
-    let lab = [
-        (z.predicted.peak_pool_bytes, z.predicted.swap_ins),
-        (w.predicted.peak_pool_total_size, w.predicted.swap_ins),
-    ];
+    // Swap-ins as each side counts them for both: the replays' (zram's without zero pages,
+    // zswap's with them: zero-page swap-ins take no decompression, a small bias towards zram,
+    // said in `rule`), and the player's timed swap-ins for both kernel runs.
+    let lab_z = Served {
+        peak_pool_bytes: z.predicted.peak_pool_bytes,
+        swap_ins: z.predicted.swap_ins,
+        swap_in_p50_ns: z.predicted.swap_in_p50_ns,
+    };
+    let lab_w = |w: &ZswapCheck| Served {
+        peak_pool_bytes: w.predicted.peak_pool_total_size,
+        swap_ins: w.predicted.swap_ins,
+        swap_in_p50_ns: w.predicted.swap_in_p50_ns,
+    };
+    let rank = |w: &ZswapCheck| match served_better(lab_z, lab_w(w)) {
+        "zswap" => 0,
+        "tie" => 1,
+        _ => 2,
+    };
+    let w = zswap
+        .iter()
+        .min_by_key(|w| (rank(w), w.predicted.peak_pool_total_size, w.config.clone()))?;
+    let lab = [lab_z, lab_w(w)];
     let kernel = [
-        (z.kernel.peak_pool_bytes, z.kernel_run.timed_swap_ins),
-        (w.kernel.peak_pool_total_size, w.kernel.swap_ins),
+        Served {
+            peak_pool_bytes: z.kernel.peak_pool_bytes,
+            swap_ins: z.kernel_run.timed_swap_ins,
+            swap_in_p50_ns: z.kernel.swap_in_p50_ns,
+        },
+        Served {
+            peak_pool_bytes: w.kernel.peak_pool_total_size,
+            swap_ins: w.kernel.swap_ins,
+            swap_in_p50_ns: w.kernel.swap_in_p50_ns,
+        },
     ];
     let lab_pick = served_better(lab[0], lab[1]);
     let kernel_pick = served_better(kernel[0], kernel[1]);
@@ -440,12 +479,13 @@ pub fn verdict_check(zram: &[ConfigCheck], zswap: &[ZswapCheck]) -> Option<Verdi
         lab_figures: lab,
         kernel_figures: kernel,
         rule: format!(
-            "served better: the smaller peak pool, unless its swap-ins are more than {:.0} % \
-             (plus one) above the other's, then the fewer swap-ins; peak pools within {:.0} % \
-             at comparable swap-ins are a tie. zram and zswap are the lab's smallest predicted \
-             peak pool of each kind, judged on the lab's figures and on the kernel's; lab \
-             swap-ins: the replays' (zram's without zero pages, zswap's with them), kernel \
-             swap-ins: the player's timed ones",
+            "served better: the smaller peak pool (RAM the compressed pages take), unless its \
+             swap-in wait (swap-ins x p50) is more than {:.0} % (plus 1 us) above the other's, \
+             then the shorter wait; peak pools within {:.0} % at comparable waits are a tie. \
+             zram: the lab's smallest predicted peak pool; zswap: the lab's best by this rule \
+             against that zram, then the smaller pool; each side judged on its own figures. \
+             Lab swap-ins: the replays' (zram's without zero pages, zswap's with them) and \
+             latencies the lab's; kernel: the player's timed swap-ins and their p50",
             SWAP_IN_TOLERANCE * 100.0,
             POOL_TIE * 100.0
         ),
@@ -457,15 +497,84 @@ mod tests {
     use super::*;
 
     #[test]
-    fn served_better_is_less_memory_at_comparable_swap_ins() {
-        assert_eq!(served_better((1000, 100), (800, 110)), "zswap");
-        assert_eq!(served_better((800, 100), (1000, 100)), "zram");
-        assert_eq!(served_better((1000, 100), (995, 100)), "tie");
-        // zswap saves memory but swaps in 50 % more: zram.
-        assert_eq!(served_better((1000, 100), (500, 150)), "zram");
-        assert_eq!(served_better((500, 150), (1000, 100)), "zswap");
-        // Tiny counts: one swap-in more is not 20 %.
-        assert_eq!(served_better((1000, 0), (500, 1)), "zswap");
+    fn served_better_is_less_memory_at_a_comparable_swap_in_wait() {
+        let f =
+            |pool, ins, p50| Served { peak_pool_bytes: pool, swap_ins: ins, swap_in_p50_ns: p50 };
+        assert_eq!(served_better(f(1000, 100, 10_000), f(800, 110, 10_000)), "zswap");
+        assert_eq!(served_better(f(800, 100, 10_000), f(1000, 100, 10_000)), "zram");
+        assert_eq!(served_better(f(1000, 100, 10_000), f(995, 100, 10_000)), "tie");
+        // zswap saves memory but waits 50 % longer: zram.
+        assert_eq!(served_better(f(1000, 100, 10_000), f(500, 150, 10_000)), "zram");
+        assert_eq!(served_better(f(500, 150, 10_000), f(1000, 100, 10_000)), "zswap");
+        // Everything on the disk: no pool, the same swap-ins at 34 us instead of 9 us.
+        assert_eq!(served_better(f(117_297_152, 102_046, 9418), f(0, 101_786, 33_943)), "zram");
+        // Tiny waits are not compared by ratio.
+        assert_eq!(served_better(f(1000, 0, 0), f(500, 1, 900)), "zswap");
+    }
+
+    fn zswap_check(name: &str, pool: u64, ins: u64, p50: u64) -> ZswapCheck {
+        let fig = ZswapFigures {
+            peak_pool_total_size: pool,
+            swap_ins: ins,
+            swap_in_p50_ns: p50,
+            ..Default::default()
+        };
+        ZswapCheck {
+            config: name.into(),
+            settings: ZswapSettings::parse("lzo").unwrap(),
+            predicted: fig,
+            kernel: fig,
+            error: ZswapErrors::default(),
+            replay_ram_pages: 1,
+            replay_max_pool_percent: 1,
+            kernel_run: ZswapKernelRun::default(),
+            kernel_runs_swap_ins: vec![ins],
+            kernel_runs_cpu_secs: vec![0.0],
+            kernel_failures: Vec::new(),
+            verified: true,
+        }
+    }
+
+    #[test]
+    fn the_verdict_weighs_zswaps_best_against_zrams_smallest() {
+        let zram = |name: &str, pool: u64| ConfigCheck {
+            config: name.into(),
+            attributes: Vec::new(),
+            lab_pool_bytes: pool,
+            kernel_set_pool_bytes: pool,
+            lab_pool_error: None,
+            kernel_pool_bytes_per_page: 0.0,
+            predicted: crate::lab::Figures {
+                peak_pool_bytes: pool,
+                swap_ins: 100,
+                swap_in_p50_ns: 10_000,
+                ..Default::default()
+            },
+            kernel: crate::lab::Figures {
+                peak_pool_bytes: pool,
+                swap_in_p50_ns: 10_000,
+                ..Default::default()
+            },
+            error: crate::lab::FigureErrors::default(),
+            replay_ram_pages: 1,
+            kernel_run: crate::replay::KernelRun { timed_swap_ins: 100, ..Default::default() },
+            kernel_runs: Vec::new(),
+            kernel_runs_cpu_secs: Vec::new(),
+            baseline_runs_fault_cpu_secs: Vec::new(),
+            kernel_failures: Vec::new(),
+            verified: true,
+        };
+        let zr = [zram("lz4", 1200), zram("lzo", 1000)];
+        // The all-disk zswap has no pool but a long wait: the one that beats zram is chosen.
+        let zs = [zswap_check("disk", 0, 100, 60_000), zswap_check("pool", 900, 100, 10_000)];
+        let v = verdict_check(&zr, &zs).unwrap();
+        assert_eq!((v.zram_config.as_str(), v.zswap_config.as_str()), ("lzo", "pool"));
+        assert_eq!((v.lab_pick.as_str(), v.kernel_served_better.as_str()), ("zswap", "zswap"));
+        assert!(v.agree);
+        // Only the all-disk one: zram on both sides.
+        let v = verdict_check(&zr, &zs[..1]).unwrap();
+        assert_eq!((v.lab_pick.as_str(), v.kernel_served_better.as_str()), ("zram", "zram"));
+        assert!(verdict_check(&zr, &[]).is_none() && verdict_check(&[], &zs).is_none());
     }
 
     #[test]
