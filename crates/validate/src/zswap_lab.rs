@@ -21,7 +21,8 @@
 //! zswap that writes everything to the disk (max_pool_percent=0) takes no pool, and pays for it
 //! in its swap-ins' latency (34 us here against zram's 9 us). The lab's pick applies this to its
 //! predictions for its smallest-pool zram configuration and its best zswap configuration (by
-//! the same rule against that zram one, then the smaller pool), the kernel's to its own figures
+//! the same rule against that zram one, then the smaller pool; where zram beats them all, the
+//! shortest wait), the kernel's to its own figures
 //! for the same two configurations. They agree when they pick the same, or when either calls
 //! it a tie. This is the validation's rule, not `zmem lab`'s verdict (which projects the sample
 //! onto the machine's memory and weighs the budgets).
@@ -452,9 +453,12 @@ pub fn verdict_check(zram: &[ConfigCheck], zswap: &[ZswapCheck]) -> Option<Verdi
         "tie" => 1,
         _ => 2,
     };
-    let w = zswap
-        .iter()
-        .min_by_key(|w| (rank(w), w.predicted.peak_pool_total_size, w.config.clone()))?;
+    // Among those zram serves better, the one that comes closest: the shortest wait.
+    let key = |w: &ZswapCheck| match rank(w) {
+        2 => (2, lab_w(w).wait_ns() as u64, w.config.clone()),
+        r => (r, w.predicted.peak_pool_total_size, w.config.clone()),
+    };
+    let w = zswap.iter().min_by_key(|w| key(w))?;
     let lab = [lab_z, lab_w(w)];
     let kernel = [
         Served {
@@ -483,7 +487,8 @@ pub fn verdict_check(zram: &[ConfigCheck], zswap: &[ZswapCheck]) -> Option<Verdi
              swap-in wait (swap-ins x p50) is more than {:.0} % (plus 1 us) above the other's, \
              then the shorter wait; peak pools within {:.0} % at comparable waits are a tie. \
              zram: the lab's smallest predicted peak pool; zswap: the lab's best by this rule \
-             against that zram, then the smaller pool; each side judged on its own figures. \
+             against that zram, then the smaller pool (the shortest wait where zram beats every \
+             one); each side judged on its own figures. \
              Lab swap-ins: the replays' (zram's without zero pages, zswap's with them) and \
              latencies the lab's; kernel: the player's timed swap-ins and their p50",
             SWAP_IN_TOLERANCE * 100.0,
@@ -571,6 +576,9 @@ mod tests {
         assert_eq!((v.zram_config.as_str(), v.zswap_config.as_str()), ("lzo", "pool"));
         assert_eq!((v.lab_pick.as_str(), v.kernel_served_better.as_str()), ("zswap", "zswap"));
         assert!(v.agree);
+        // Both lose to zram: the one with the shorter wait stands for zswap.
+        let zs2 = [zswap_check("disk", 0, 100, 60_000), zswap_check("slow", 900, 100, 30_000)];
+        assert_eq!(verdict_check(&zr, &zs2).unwrap().zswap_config, "slow");
         // Only the all-disk one: zram on both sides.
         let v = verdict_check(&zr, &zs[..1]).unwrap();
         assert_eq!((v.lab_pick.as_str(), v.kernel_served_better.as_str()), ("zram", "zram"));
