@@ -157,7 +157,7 @@ fn zswap_tables(z: &ZswapValidation) -> String {
     }
     if let Some(v) = &z.verdict {
         out += &format!(
-            "zram or zswap ({} vs {}): the lab picks {}, the kernel served {} better ({})\n",
+            "zram or zswap ({} vs {}): the lab picks {}, the kernel's better: {} ({})\n",
             v.zram_config,
             v.zswap_config,
             v.lab_pick,
@@ -172,4 +172,57 @@ fn zswap_tables(z: &ZswapValidation) -> String {
         out += &format!("scope: {s}\n");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zmem_validate::zswap_kernel::ZswapKernelRun;
+    use zmem_validate::zswap_lab::{Served, VerdictCheck, ZswapErrors, ZswapFigures};
+    use zmem_validate::zswap_params::ZswapSettings;
+
+    #[test]
+    fn the_zswap_part_shows_both_sides_what_is_missing_and_the_verdict() {
+        let fig = |stored| ZswapFigures { stored_pages: stored, ..ZswapFigures::default() };
+        let (p, k) = (fig(95), fig(100));
+        let c = ZswapCheck {
+            config: "zswap lzo max_pool_percent=20 shrinker=off".into(),
+            settings: ZswapSettings::parse("lzo").unwrap(),
+            error: ZswapErrors::between(&p, &k),
+            predicted: p,
+            kernel: k,
+            replay_ram_pages: 1,
+            replay_max_pool_percent: 1,
+            kernel_run: ZswapKernelRun {
+                params_restored: true,
+                missing: vec!["debugfs not mounted".into()],
+                ..ZswapKernelRun::default()
+            },
+            kernel_runs_swap_ins: vec![1],
+            kernel_runs_cpu_secs: vec![0.0],
+            kernel_failures: Vec::new(),
+            verified: true,
+        };
+        let z = ZswapValidation {
+            configurations: vec![c],
+            not_run: Vec::new(),
+            verdict: Some(VerdictCheck {
+                zram_config: "lzo".into(),
+                zswap_config: "zswap lzo".into(),
+                lab_pick: "zram".into(),
+                kernel_served_better: "tie".into(),
+                agree: true,
+                lab_figures: [Served::default(); 2],
+                kernel_figures: [Served::default(); 2],
+                rule: String::new(),
+            }),
+            scope: vec!["global: stored_pages".into()],
+        };
+        let t = zswap_tables(&z);
+        let row = t.lines().find(|l| l.trim_start().starts_with("stored_pages")).unwrap();
+        assert!(row.contains("95") && row.contains("100") && row.contains("-5.0 %"), "{row}");
+        assert!(t.contains("missing: debugfs not mounted"), "{t}");
+        assert!(t.contains("the lab picks zram, the kernel's better: tie (agree)"), "{t}");
+        assert!(t.contains("scope: global: stored_pages"), "{t}");
+    }
 }
