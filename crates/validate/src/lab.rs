@@ -41,6 +41,12 @@
 //! lzo-rle differ. They agree (`same_order`) unless a pair is ordered one way by the lab and the
 //! other by the kernel, each by more than [`ORDER_TOLERANCE`] (closer than that is a tie, which
 //! agrees with either order).
+//!
+//! **zswap** (`LabValidateConfig::zswap`, the CLI's `--zswap`): after the zram configurations,
+//! each zswap configuration asked for is played the same way with zswap in front of a swap
+//! area of ours, beside the lab's zswap replay, and the zram-or-zswap verdict is checked on
+//! both sides ([`crate::zswap_lab`]). With any asked for, the run refuses before anything is
+//! made while a swap area it did not make is active. Without, nothing here changes.
 
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
