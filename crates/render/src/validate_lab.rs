@@ -2,6 +2,7 @@
 //! prediction beside the kernel's figures and the relative error, then the orders by memory.
 
 use zmem_validate::lab::{ConfigCheck, LabValidation};
+use zmem_validate::zswap_lab::{ZswapCheck, ZswapValidation};
 
 fn percent(e: Option<f64>) -> String {
     e.map_or_else(|| "n/a".into(), |e| format!("{:+.1} %", e * 100.0))
@@ -93,5 +94,135 @@ pub fn lab_validation(v: &LabValidation) -> String {
     for n in &v.not_run {
         out += &format!("not run: {}: {}\n", n.config, n.reason);
     }
+    if let Some(z) = &v.zswap {
+        out += &zswap_tables(z);
+    }
     out
+}
+
+fn zswap_table(c: &ZswapCheck) -> String {
+    let (p, k, e) = (&c.predicted, &c.kernel, &c.error);
+    let mut out = format!("{}\n", c.config);
+    out += &format!("  {:<22} {:>14} {:>14} {:>9}\n", "", "lab", "kernel", "error");
+    let ints = [
+        ("stored_pages", p.stored_pages, k.stored_pages, e.stored_pages),
+        ("pool_total_size", p.pool_total_size, k.pool_total_size, e.pool_total_size),
+        (
+            "peak pool_total_size",
+            p.peak_pool_total_size,
+            k.peak_pool_total_size,
+            e.peak_pool_total_size,
+        ),
+        ("written_back_pages", p.written_back_pages, k.written_back_pages, e.written_back_pages),
+        ("zswpout", p.zswpout, k.zswpout, e.zswpout),
+        ("zswpin", p.zswpin, k.zswpin, e.zswpin),
+        ("zswpwb", p.zswpwb, k.zswpwb, e.zswpwb),
+        ("disk reads (pages)", p.disk_reads, k.disk_reads, e.disk_reads),
+        ("disk writes (pages)", p.disk_writes, k.disk_writes, e.disk_writes),
+        ("swap-ins", p.swap_ins, k.swap_ins, e.swap_ins),
+        ("swap-in p50 ns", p.swap_in_p50_ns, k.swap_in_p50_ns, e.swap_in_p50_ns),
+        ("swap-in p99 ns", p.swap_in_p99_ns, k.swap_in_p99_ns, e.swap_in_p99_ns),
+    ];
+    for (name, l, kv, err) in ints {
+        out += &format!("  {name:<22} {l:>14} {kv:>14} {:>9}\n", percent(err));
+    }
+    out += &format!(
+        "  {:<22} {:>14.3} {:>14.3} {:>9}\n",
+        "CPU seconds",
+        p.cpu_seconds,
+        k.cpu_seconds,
+        percent(e.cpu_seconds)
+    );
+    let r = &c.kernel_run;
+    out += &format!(
+        "  kernel: pool from {}; at least {} stored pages not the player's; zswap restored: {}\n",
+        r.pool_source,
+        r.foreign_pages_bound,
+        if r.params_restored { "yes" } else { "NO" }
+    );
+    for m in &r.missing {
+        out += &format!("  missing: {m}\n");
+    }
+    for f in &c.kernel_failures {
+        out += &format!("  kernel: a run failed: {f}\n");
+    }
+    out
+}
+
+/// The zswap part: each configuration's table, the verdict on both sides, what is global.
+fn zswap_tables(z: &ZswapValidation) -> String {
+    let mut out = String::new();
+    for c in &z.configurations {
+        out += &zswap_table(c);
+    }
+    if let Some(v) = &z.verdict {
+        out += &format!(
+            "zram or zswap ({} vs {}): the lab picks {}, the kernel's better: {} ({})\n",
+            v.zram_config,
+            v.zswap_config,
+            v.lab_pick,
+            v.kernel_served_better,
+            if v.agree { "agree" } else { "DISAGREE" }
+        );
+    }
+    for n in &z.not_run {
+        out += &format!("not run: {}: {}\n", n.config, n.reason);
+    }
+    for s in &z.scope {
+        out += &format!("scope: {s}\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zmem_validate::zswap_kernel::ZswapKernelRun;
+    use zmem_validate::zswap_lab::{Served, VerdictCheck, ZswapErrors, ZswapFigures};
+    use zmem_validate::zswap_params::ZswapSettings;
+
+    #[test]
+    fn the_zswap_part_shows_both_sides_what_is_missing_and_the_verdict() {
+        let fig = |stored| ZswapFigures { stored_pages: stored, ..ZswapFigures::default() };
+        let (p, k) = (fig(95), fig(100));
+        let c = ZswapCheck {
+            config: "zswap lzo max_pool_percent=20 shrinker=off".into(),
+            settings: ZswapSettings::parse("lzo").unwrap(),
+            error: ZswapErrors::between(&p, &k),
+            predicted: p,
+            kernel: k,
+            replay_ram_pages: 1,
+            replay_max_pool_percent: 1,
+            kernel_run: ZswapKernelRun {
+                params_restored: true,
+                missing: vec!["debugfs not mounted".into()],
+                ..ZswapKernelRun::default()
+            },
+            kernel_runs_swap_ins: vec![1],
+            kernel_runs_cpu_secs: vec![0.0],
+            kernel_failures: Vec::new(),
+            verified: true,
+        };
+        let z = ZswapValidation {
+            configurations: vec![c],
+            not_run: Vec::new(),
+            verdict: Some(VerdictCheck {
+                zram_config: "lzo".into(),
+                zswap_config: "zswap lzo".into(),
+                lab_pick: "zram".into(),
+                kernel_served_better: "tie".into(),
+                agree: true,
+                lab_figures: [Served::default(); 2],
+                kernel_figures: [Served::default(); 2],
+                rule: String::new(),
+            }),
+            scope: vec!["global: stored_pages".into()],
+        };
+        let t = zswap_tables(&z);
+        let row = t.lines().find(|l| l.trim_start().starts_with("stored_pages")).unwrap();
+        assert!(row.contains("95") && row.contains("100") && row.contains("-5.0 %"), "{row}");
+        assert!(t.contains("missing: debugfs not mounted"), "{t}");
+        assert!(t.contains("the lab picks zram, the kernel's better: tie (agree)"), "{t}");
+        assert!(t.contains("scope: global: stored_pages"), "{t}");
+    }
 }

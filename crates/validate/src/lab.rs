@@ -41,6 +41,12 @@
 //! lzo-rle differ. They agree (`same_order`) unless a pair is ordered one way by the lab and the
 //! other by the kernel, each by more than [`ORDER_TOLERANCE`] (closer than that is a tie, which
 //! agrees with either order).
+//!
+//! **zswap** (`LabValidateConfig::zswap`, the CLI's `--zswap`): after the zram configurations,
+//! each zswap configuration asked for is played the same way with zswap in front of a swap
+//! area of ours, beside the lab's zswap replay, and the zram-or-zswap verdict is checked on
+//! both sides ([`crate::zswap_lab`]). With any asked for, the run refuses before anything is
+//! made while a swap area it did not make is active. Without, nothing here changes.
 
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
@@ -79,6 +85,10 @@ pub struct LabValidateConfig {
     pub flush_stats: bool,
     /// The primary algorithm the candidate list is built for (the lab's current one).
     pub primary: String,
+    /// zswap configurations to check too (`crate::zswap_lab`); none: zram only.
+    pub zswap: Vec<crate::zswap_params::ZswapSettings>,
+    /// Where the zswap runs' swap file goes.
+    pub swap_dir: std::path::PathBuf,
 }
 
 /// One side's figures for one configuration.
@@ -335,6 +345,10 @@ pub struct LabValidation {
     pub setup: LabSetup,
     /// How each side's CPU seconds and latencies were obtained, in words.
     pub method: Vec<String>,
+    /// The zswap configurations asked for, the kernel's figures beside the lab's, and the
+    /// zram-or-zswap verdict on both sides (absent where none was asked for).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zswap: Option<crate::zswap_lab::ZswapValidation>,
 }
 
 /// `Ok` when `zmem validate lab` can run `p` on this kernel, else why not.
@@ -418,6 +432,15 @@ pub fn run(
     let ps = cfg.page_size;
     let n = check_input(pages, trace, ps)?;
     zmem_kernel::harness::check_available()?;
+    // zswap stores in front of every swap area: refuse before anything runs (the CLI says it
+    // in one line and exits 2 before calling this).
+    if !cfg.zswap.is_empty()
+        && let Some(line) = crate::zswap_swap::refusal(
+            &crate::zswap_swap::foreign_swaps(&[]).map_err(LabError::from)?,
+        )
+    {
+        return Err(LabError::Setup(line));
+    }
     let touched = distinct_pages(trace, n);
     let (mut run_these, mut not_run) = (Vec::new(), Vec::new());
     for p in policy::candidates(&cfg.primary) {
@@ -569,7 +592,26 @@ pub fn run(
     let lab: Vec<f64> = checks.iter().map(|c| c.lab_pool_bytes as f64).collect();
     let kern: Vec<f64> = checks.iter().map(|c| c.kernel_set_pool_bytes as f64).collect();
     let names = |o: Vec<usize>| o.into_iter().map(|i| checks[i].config.clone()).collect();
+    let zswap = if cfg.zswap.is_empty() {
+        None
+    } else {
+        let cx = crate::zswap_lab::Context {
+            pages,
+            trace,
+            page_size: ps,
+            ram_bytes: cfg.ram_bytes,
+            base_ram,
+            touched,
+            kernel_runs: cfg.kernel_runs.max(1),
+            flush_stats: cfg.flush_stats,
+            timeout: cfg.timeout,
+            swap_dir: cfg.swap_dir.clone(),
+            zram_algo: run_these[0].algo.clone(),
+        };
+        Some(crate::zswap_lab::run(&cx, &cfg.zswap, caps, &checks, player, stop, progress)?)
+    };
     Ok(LabValidation {
+        zswap,
         lab_order: names(order(&lab)),
         kernel_order: names(order(&kern)),
         same_order: same_order(&lab, &kern, ORDER_TOLERANCE),
@@ -720,6 +762,8 @@ mod tests {
             kernel_runs: 1,
             flush_stats: true,
             primary: "lzo-rle".into(),
+            zswap: Vec::new(),
+            swap_dir: std::path::PathBuf::from("/var/tmp"),
         };
         let pages = vec![1u8; 4 * 4096];
         let far = [Access { page: 9, write: false, time_ns: 0 }];

@@ -4,7 +4,9 @@
 //! memory cgroup over a fresh kernel zram swap, [`kernel_replay`]) and compares swap-outs,
 //! swap-ins, the pool and read-ahead; `zmem validate lab` ([`lab`]) does the same for each
 //! configuration the lab would recommend and the running kernel can run, beside the lab's
-//! prediction.
+//! prediction, and with zswap configurations asked for, each played under zswap in front of a
+//! swap area of ours ([`zswap_kernel`], [`zswap_lab`]; zswap's parameters saved and restored by
+//! [`zswap_params`], the swap area by [`zswap_swap`]).
 //!
 //! Not for: measuring or advising (the lab), reading kernel facts (zmem-kernel), rendering
 //! (zmem-render).
@@ -13,3 +15,7 @@ pub mod kernel_replay;
 pub mod lab;
 pub mod player;
 pub mod replay;
+pub mod zswap_kernel;
+pub mod zswap_lab;
+pub mod zswap_params;
+pub mod zswap_swap;

@@ -70,6 +70,8 @@ fn validate_lab_on_the_live_kernel() {
         kernel_runs: 1,
         flush_stats: true,
         primary: "lzo-rle".into(),
+        zswap: Vec::new(),
+        swap_dir: std::path::PathBuf::from("/var/tmp"),
     };
     let player = zmem_testkit::reexec_fn("player", "");
     let caps = zmem_kernel::caps::read();

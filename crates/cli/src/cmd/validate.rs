@@ -77,6 +77,23 @@ pub struct LabArgs {
     /// table.
     #[arg(long)]
     json: bool,
+    /// Also check this zswap configuration (repeatable):
+    /// `COMPRESSOR[,max_pool_percent=N][,accept_threshold_percent=N][,shrinker=on|off]`
+    /// (defaults 20, 90, off). Each is played with zswap set so, in front of a swap file of
+    /// this run's on a loop device; zswap's parameters are written back as they were after
+    /// each run, on SIGINT/SIGTERM too. Refused (exit 2) while a swap area this run did not
+    /// make is active.
+    #[arg(long = "zswap", value_name = "CONFIG", value_parser = zswap_spec)]
+    zswap: Vec<zmem_validate::zswap_params::ZswapSettings>,
+    /// The directory (the filesystem) for the zswap runs' swap file.
+    #[arg(long, default_value = zmem_validate::zswap_swap::DEFAULT_SWAP_DIR)]
+    swap_dir: PathBuf,
+    /// As root, mount debugfs at /sys/kernel/debug for the zswap runs where it is not mounted
+    /// (unmounted after), so stored_pages, pool_total_size and written_back_pages are read
+    /// from zswap's debugfs counters; without it, and debugfs not mounted, /proc/meminfo and
+    /// /proc/vmstat stand in (the output says which).
+    #[arg(long)]
+    mount_debugfs: bool,
     /// Page set.
     pages: PathBuf,
     /// Access trace (`zmem trace gen`). Default: the lab's own generated trace for the pages.
@@ -154,8 +171,20 @@ fn ram_budget(
     Ok((touched / 2).max(1) * page_size as u64)
 }
 
+fn zswap_spec(s: &str) -> Result<zmem_validate::zswap_params::ZswapSettings, String> {
+    zmem_validate::zswap_params::ZswapSettings::parse(s)
+}
+
 fn lab(args: &LabArgs) -> anyhow::Result<()> {
     let page_size = 4096;
+    if !args.zswap.is_empty() {
+        // zswap stores in front of every swap area: another area's pages would be counted as
+        // the player's. One line and exit 2 (main's error path), before anything is read or made.
+        let foreign = zmem_validate::zswap_swap::foreign_swaps(&[])?;
+        if let Some(line) = zmem_validate::zswap_swap::refusal(&foreign) {
+            bail!("{line}");
+        }
+    }
     let inputs = super::pages::load(std::slice::from_ref(&args.pages), page_size)?;
     let pages = inputs[0].bytes();
     let trace = match &args.trace {
@@ -169,6 +198,8 @@ fn lab(args: &LabArgs) -> anyhow::Result<()> {
         kernel_runs: args.kernel_runs as usize,
         flush_stats: true,
         primary: args.primary.clone(),
+        zswap: args.zswap.clone(),
+        swap_dir: args.swap_dir.clone(),
     };
     let exe = std::env::current_exe()?;
     let player = || {
@@ -181,7 +212,17 @@ fn lab(args: &LabArgs) -> anyhow::Result<()> {
     // cgroup, the swap area and the zram device it made.
     let stop = SignalStop::install()?;
     let progress = super::progress::Bar::new();
-    let v = zmem_validate::lab::run(pages, &trace, &cfg, &caps, &player, stop.flag(), &progress)?;
+    let go =
+        || zmem_validate::lab::run(pages, &trace, &cfg, &caps, &player, stop.flag(), &progress);
+    let v = if args.mount_debugfs && !args.zswap.is_empty() {
+        let (v, notes) = zmem_kernel::zswap_state::with_debugfs_mounted(go);
+        for n in notes {
+            eprintln!("{n}");
+        }
+        v?
+    } else {
+        go()?
+    };
     super::emit(args.json, &v, zmem_render::validate_lab::lab_validation)?;
     anyhow::ensure!(
         v.configurations.iter().all(|c| c.verified),
