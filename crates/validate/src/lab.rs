@@ -54,6 +54,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::check::relative_error_f;
+pub use crate::check::{ConfigCheck, FigureErrors, Figures, NotRun};
 use crate::replay::{
     self as validate, KernelRun, Side, ValidateConfig, check_input, distinct_pages, median_run,
     relative_error, replay_ram_pages,
@@ -89,101 +91,6 @@ pub struct LabValidateConfig {
     pub zswap: Vec<crate::zswap_params::ZswapSettings>,
     /// Where the zswap runs' swap file goes.
     pub swap_dir: std::path::PathBuf,
-}
-
-/// One side's figures for one configuration.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct Figures {
-    /// The pool the configuration costs: its peak.
-    pub pool_bytes: u64,
-    pub peak_pool_bytes: u64,
-    pub final_pool_bytes: u64,
-    pub swap_outs: u64,
-    pub swap_ins: u64,
-    /// CPU seconds of the swap work over the run (see the module doc for each side's).
-    pub cpu_seconds: f64,
-    pub swap_in_p50_ns: u64,
-    pub swap_in_p99_ns: u64,
-}
-
-/// The prediction's relative error on each figure, `(predicted - kernel) / kernel`; `None`
-/// where the kernel's figure is 0 and the prediction's is not.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct FigureErrors {
-    pub pool_bytes: Option<f64>,
-    pub peak_pool_bytes: Option<f64>,
-    pub final_pool_bytes: Option<f64>,
-    pub swap_outs: Option<f64>,
-    pub swap_ins: Option<f64>,
-    pub cpu_seconds: Option<f64>,
-    pub swap_in_p50_ns: Option<f64>,
-    pub swap_in_p99_ns: Option<f64>,
-}
-
-/// [`relative_error`] for real numbers.
-fn relative_error_f(ours: f64, theirs: f64) -> Option<f64> {
-    if theirs == 0.0 {
-        return (ours == 0.0).then_some(0.0);
-    }
-    Some((ours - theirs) / theirs)
-}
-
-impl FigureErrors {
-    pub fn between(predicted: &Figures, kernel: &Figures) -> Self {
-        let (p, k) = (predicted, kernel);
-        Self {
-            pool_bytes: relative_error(p.pool_bytes, k.pool_bytes),
-            peak_pool_bytes: relative_error(p.peak_pool_bytes, k.peak_pool_bytes),
-            final_pool_bytes: relative_error(p.final_pool_bytes, k.final_pool_bytes),
-            swap_outs: relative_error(p.swap_outs, k.swap_outs),
-            swap_ins: relative_error(p.swap_ins, k.swap_ins),
-            cpu_seconds: relative_error_f(p.cpu_seconds, k.cpu_seconds),
-            swap_in_p50_ns: relative_error(p.swap_in_p50_ns, k.swap_in_p50_ns),
-            swap_in_p99_ns: relative_error(p.swap_in_p99_ns, k.swap_in_p99_ns),
-        }
-    }
-}
-
-/// One configuration checked.
-#[derive(Debug, Clone, Serialize)]
-pub struct ConfigCheck {
-    /// The candidate's name (`lzo-rle`, `lzo-rle + zstd(huge)`, ...).
-    pub config: String,
-    /// The zram attribute writes that make it.
-    pub attributes: Vec<String>,
-    /// The lab's pool for every page of the set (its policy measurement: what it orders by).
-    pub lab_pool_bytes: u64,
-    /// The kernel's pool for every page of the set, written to a fresh kernel zram device of
-    /// the configuration (what the kernel is ordered by), and the lab's error on it.
-    pub kernel_set_pool_bytes: u64,
-    pub lab_pool_error: Option<f64>,
-    /// The kernel's final pool per page stored at the end of the trace's median run.
-    pub kernel_pool_bytes_per_page: f64,
-    pub predicted: Figures,
-    pub kernel: Figures,
-    pub error: FigureErrors,
-    /// The replay's resident pages (the limit less the player's charge, the least of the runs',
-    /// and its page tables).
-    pub replay_ram_pages: u64,
-    /// The median kernel run's details.
-    pub kernel_run: KernelRun,
-    /// Every successful kernel run's figures, the player's CPU seconds in its faulting
-    /// accesses in each less those of the baseline run just before it (the median is
-    /// `kernel.cpu_seconds`), and the baseline runs' own, in order.
-    pub kernel_runs: Vec<Side>,
-    pub kernel_runs_cpu_secs: Vec<f64>,
-    pub baseline_runs_fault_cpu_secs: Vec<f64>,
-    /// Why the runs that failed failed.
-    pub kernel_failures: Vec<String>,
-    /// The replay read back every page it swapped out, and the lab's measurement every page.
-    pub verified: bool,
-}
-
-/// A candidate the kernel cannot run here, and why.
-#[derive(Debug, Clone, Serialize)]
-pub struct NotRun {
-    pub config: String,
-    pub reason: String,
 }
 
 /// The runs without memory pressure whose CPU time the kernel's figures are net of (one before

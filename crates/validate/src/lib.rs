@@ -11,6 +11,7 @@
 //! Not for: measuring or advising (the lab), reading kernel facts (zmem-kernel), rendering
 //! (zmem-render).
 
+pub mod check;
 pub mod kernel_replay;
 pub mod lab;
 pub mod player;

@@ -32,7 +32,7 @@ use std::sync::atomic::AtomicBool;
 
 use serde::Serialize;
 
-use crate::lab::{ConfigCheck, NotRun};
+use crate::check::{ConfigCheck, NotRun};
 use crate::replay::{self as validate, ValidateConfig, relative_error, replay_ram_pages};
 use crate::zswap_kernel::{self, ZswapKernelRun, ZswapRunConfig};
 use crate::zswap_params::ZswapSettings;
