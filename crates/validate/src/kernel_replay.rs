@@ -286,15 +286,7 @@ pub fn run(
     let child = h.spawn(player_cmd)?;
     let stdin = child.child_mut().stdin.take().expect("piped");
     let stdout = child.child_mut().stdout.take().expect("piped");
-    let (tx, rx) = mpsc::channel::<String>();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(l) = line else { break };
-            if tx.send(l).is_err() {
-                break;
-            }
-        }
-    });
+    let (rx, reader) = line_reader(stdout);
 
     let result = std::thread::scope(|s| {
         let r = measure(s, &mut h, stdin, &rx, Work { pages, trace, cfg, stop }, &mut out);
@@ -473,6 +465,23 @@ fn measure<'scope, 'env>(
     }
     drop(stdin);
     Ok(())
+}
+
+/// A thread that sends each line the player writes to `stdout` down a channel, until the pipe
+/// closes or nobody listens: the measuring loop reads the player's answers with a timeout.
+pub(crate) fn line_reader(
+    stdout: std::process::ChildStdout,
+) -> (mpsc::Receiver<String>, std::thread::JoinHandle<()>) {
+    let (tx, rx) = mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(l) = line else { break };
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    (rx, reader)
 }
 
 #[cfg(test)]

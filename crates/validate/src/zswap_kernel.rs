@@ -34,7 +34,6 @@
 //! pages to the swap area (`zswpwb`, `written_back_pages`).
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -239,15 +238,7 @@ fn guarded(
     let stdout = spawned.child_mut().stdout.take().ok_or(KernelError::Panicked)?;
     let pid = spawned.pid();
     let mut child = Some(spawned);
-    let (tx, rx) = mpsc::channel::<String>();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(l) = line else { break };
-            if tx.send(l).is_err() {
-                break;
-            }
-        }
-    });
+    let (rx, reader) = crate::kernel_replay::line_reader(stdout);
     let r = std::thread::scope(|s| {
         let w = Work { pages, trace, cfg, stop, swap: &swap, cgroup: &cgroup, pid };
         let r = measure(s, stdin, &rx, w, out);

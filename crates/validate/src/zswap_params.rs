@@ -37,17 +37,15 @@ impl ZswapSettings {
     /// The name `zmem lab` gives the configuration (`zswap lzo max_pool_percent=20 shrinker=off`,
     /// with ` accept_threshold_percent=N` where not the kernel's default 90).
     pub fn name(&self) -> String {
-        let accept = if self.accept_threshold_percent == 90 {
-            String::new()
-        } else {
-            format!(" accept_threshold_percent={}", self.accept_threshold_percent)
-        };
-        format!(
-            "zswap {} max_pool_percent={} shrinker={}{accept}",
-            self.compressor,
-            self.max_pool_percent,
-            if self.shrinker_enabled { "on" } else { "off" }
-        )
+        zmem_lab::zswap::ZswapConfigChoice {
+            compressor: self.compressor.clone(),
+            max_pool_percent: self.max_pool_percent,
+            accept_threshold_percent: self.accept_threshold_percent,
+            shrinker_enabled: self.shrinker_enabled,
+            available: true,
+            unavailable_reason: None,
+        }
+        .name()
     }
 
     /// Parses `COMPRESSOR[,max_pool_percent=N][,accept_threshold_percent=N][,shrinker=on|off]`
