@@ -8,79 +8,13 @@
 //! zmem-testkit, without root, kernel zram, or Prometheus (`.ci/run` installs Debian's
 //! `prometheus` package, which brings `promtool`; its absence is never a failure).
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const CONTROL: &str = "/sys/class/zram-control";
-
-/// A hot-added zram device, reset and removed when dropped.
-struct ZramDevice(u32);
-
-impl ZramDevice {
-    fn add() -> Self {
-        let id = std::fs::read_to_string(format!("{CONTROL}/hot_add")).expect("hot_add");
-        Self(id.trim().parse().expect("hot_add gives a number"))
-    }
-
-    fn attr(&self, name: &str) -> PathBuf {
-        PathBuf::from(format!("/sys/block/zram{}/{name}", self.0))
-    }
-
-    fn mm_stat(&self) -> Vec<u64> {
-        std::fs::read_to_string(self.attr("mm_stat"))
-            .unwrap()
-            .split_whitespace()
-            .map(|f| f.parse().unwrap())
-            .collect()
-    }
-}
-
-impl Drop for ZramDevice {
-    fn drop(&mut self) {
-        let _ = std::fs::write(self.attr("reset"), "1");
-        let _ = std::fs::write(format!("{CONTROL}/hot_remove"), self.0.to_string());
-    }
-}
-
-/// A child process, killed and reaped when dropped.
-struct Reaped(Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A scratch directory, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn free_loopback_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// GET `path` from 127.0.0.1:`port`: the status code and the body.
-fn get(port: u16, path: &str, accept: Option<&str>) -> std::io::Result<(u16, String)> {
-    let mut s = TcpStream::connect(("127.0.0.1", port))?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    let accept = accept.map(|a| format!("Accept: {a}\r\n")).unwrap_or_default();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n{accept}Connection: close\r\n\r\n")?;
-    let mut text = String::new();
-    s.read_to_string(&mut text)?;
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let code = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    Ok((code, body.to_string()))
-}
+mod common;
+use common::*;
 
 fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
     let t0 = Instant::now();
@@ -91,15 +25,6 @@ fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
         assert!(t0.elapsed() < Duration::from_secs(secs), "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(100));
     }
-}
-
-fn on_path(cmd: &str) -> bool {
-    Command::new(cmd)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 /// 1 MiB of pages the kernel stores every way: compressible text, incompressible (huge) noise,
@@ -123,19 +48,6 @@ fn pages() -> Vec<u8> {
         }
     }
     out
-}
-
-/// Writes `data` at the device's start with O_DIRECT, so the pages reach zram now (not the
-/// block device's page cache).
-fn write_direct(dev: &Path, data: &[u8]) {
-    // O_DIRECT needs a page-aligned buffer.
-    let mut buf = vec![0u8; data.len() + 4096];
-    let off = buf.as_ptr().align_offset(4096);
-    buf[off..off + data.len()].copy_from_slice(data);
-    let mut f =
-        std::fs::OpenOptions::new().write(true).custom_flags(libc::O_DIRECT).open(dev).unwrap();
-    f.write_all(&buf[off..off + data.len()]).unwrap();
-    f.sync_all().unwrap();
 }
 
 /// One instant query through Prometheus's HTTP API: the sample's value, once there is one.

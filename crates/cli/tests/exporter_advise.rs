@@ -15,102 +15,13 @@
 //!
 //! Live (`#[ignore]`): root, kernel zram, prometheus and promtool (an optional tool: a skip).
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const CONTROL: &str = "/sys/class/zram-control";
-
-/// A hot-added zram device, reset and removed when dropped (if still there).
-struct ZramDevice(u32);
-
-impl ZramDevice {
-    fn add() -> Self {
-        let id = std::fs::read_to_string(format!("{CONTROL}/hot_add")).expect("hot_add");
-        Self(id.trim().parse().expect("hot_add gives a number"))
-    }
-
-    fn attr(&self, name: &str) -> PathBuf {
-        PathBuf::from(format!("/sys/block/zram{}/{name}", self.0))
-    }
-
-    fn name(&self) -> String {
-        format!("zram{}", self.0)
-    }
-
-    /// The device's read I/Os (`stat`'s first field).
-    fn read_ios(&self) -> u64 {
-        let s = std::fs::read_to_string(self.attr("stat")).unwrap();
-        s.split_whitespace().next().unwrap().parse().unwrap()
-    }
-
-    /// Reset then remove, retrying while the exporter has it open for a round (-EBUSY).
-    fn remove(&self) -> bool {
-        for _ in 0..100 {
-            if !self.attr("reset").exists() {
-                return true;
-            }
-            if std::fs::write(self.attr("reset"), "1").is_ok()
-                && std::fs::write(format!("{CONTROL}/hot_remove"), self.0.to_string()).is_ok()
-            {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        false
-    }
-}
-
-impl Drop for ZramDevice {
-    fn drop(&mut self) {
-        self.remove();
-    }
-}
-
-/// A child process, killed and reaped when dropped.
-struct Reaped(Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn free_loopback_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn get(port: u16, path: &str) -> std::io::Result<(u16, String)> {
-    let mut s = TcpStream::connect(("127.0.0.1", port))?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")?;
-    let mut text = String::new();
-    s.read_to_string(&mut text)?;
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let code = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    Ok((code, body.to_string()))
-}
-
-fn on_path(cmd: &str) -> bool {
-    Command::new(cmd)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
+mod common;
+use common::*;
 
 /// `n` pages of every kind zram stores: text-like pages of varied compressibility, random
 /// (huge) pages, same-filled and zero pages. Deterministic.
@@ -137,16 +48,6 @@ fn pages(n: usize) -> Vec<u8> {
     out
 }
 
-fn write_direct(dev: &Path, data: &[u8]) {
-    let mut buf = vec![0u8; data.len() + 4096];
-    let off = buf.as_ptr().align_offset(4096);
-    buf[off..off + data.len()].copy_from_slice(data);
-    let mut f =
-        std::fs::OpenOptions::new().write(true).custom_flags(libc::O_DIRECT).open(dev).unwrap();
-    f.write_all(&buf[off..off + data.len()]).unwrap();
-    f.sync_all().unwrap();
-}
-
 /// The value of `metric{labels}` (labels given as written) in an exposition.
 fn value(text: &str, metric: &str, labels: &str) -> Option<f64> {
     let want =
@@ -159,7 +60,7 @@ fn wait_metrics(port: u16, secs: u64, what: &str, ok: impl Fn(&str) -> bool) -> 
     let t0 = Instant::now();
     let mut last = String::new();
     while t0.elapsed() < Duration::from_secs(secs) {
-        if let Ok((200, body)) = get(port, "/metrics") {
+        if let Ok((200, body)) = get(port, "/metrics", None) {
             if ok(&body) {
                 return body;
             }
@@ -348,7 +249,7 @@ fn the_advisor_samples_gently_agrees_with_the_lab_and_survives_its_device() {
     let t0 = Instant::now();
     loop {
         let q = encode(&format!("zmem_advice_recommended_info{{{d}}}"));
-        let got = get(prom_port, &format!("/api/v1/query?query={q}")).ok();
+        let got = get(prom_port, &format!("/api/v1/query?query={q}"), None).ok();
         if got.is_some_and(|(c, b)| c == 200 && b.contains("\"value\"")) {
             break;
         }
@@ -359,11 +260,11 @@ fn the_advisor_samples_gently_agrees_with_the_lab_and_survives_its_device() {
         );
         std::thread::sleep(Duration::from_millis(250));
     }
-    let (_, exposed) = get(port, "/metrics").unwrap();
+    let (_, exposed) = get(port, "/metrics", None).unwrap();
     let mut advice_queries = 0;
     for expr in dashboard_queries() {
         let (code, body) =
-            get(prom_port, &format!("/api/v1/query?query={}", encode(&expr))).unwrap();
+            get(prom_port, &format!("/api/v1/query?query={}", encode(&expr)), None).unwrap();
         assert!(code == 200 && body.contains("\"status\":\"success\""), "{expr}: {code} {body}");
         for (i, _) in expr.match_indices("zmem_") {
             let n: String =

@@ -1,0 +1,123 @@
+//! What the live exporter tests share: a scratch zram device, a child process and a directory
+//! that clean themselves up, a free loopback port, one HTTP GET, and writes that reach zram now.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+pub const CONTROL: &str = "/sys/class/zram-control";
+
+/// A hot-added zram device, reset and removed when dropped (if still there).
+pub struct ZramDevice(pub u32);
+
+impl ZramDevice {
+    pub fn add() -> Self {
+        let id = std::fs::read_to_string(format!("{CONTROL}/hot_add")).expect("hot_add");
+        Self(id.trim().parse().expect("hot_add gives a number"))
+    }
+
+    pub fn attr(&self, name: &str) -> PathBuf {
+        PathBuf::from(format!("/sys/block/zram{}/{name}", self.0))
+    }
+
+    pub fn mm_stat(&self) -> Vec<u64> {
+        std::fs::read_to_string(self.attr("mm_stat"))
+            .unwrap()
+            .split_whitespace()
+            .map(|f| f.parse().unwrap())
+            .collect()
+    }
+
+    pub fn name(&self) -> String {
+        format!("zram{}", self.0)
+    }
+
+    /// The device's read I/Os (`stat`'s first field).
+    pub fn read_ios(&self) -> u64 {
+        let s = std::fs::read_to_string(self.attr("stat")).unwrap();
+        s.split_whitespace().next().unwrap().parse().unwrap()
+    }
+
+    /// Reset then remove, retrying while the exporter has it open for a round (-EBUSY).
+    pub fn remove(&self) -> bool {
+        for _ in 0..100 {
+            if !self.attr("reset").exists() {
+                return true;
+            }
+            if std::fs::write(self.attr("reset"), "1").is_ok()
+                && std::fs::write(format!("{CONTROL}/hot_remove"), self.0.to_string()).is_ok()
+            {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+}
+
+impl Drop for ZramDevice {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+/// A child process, killed and reaped when dropped.
+pub struct Reaped(pub Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub struct Scratch(pub PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn free_loopback_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// GET `path` from 127.0.0.1:`port` (with `Accept: accept`): the status code and the body.
+pub fn get(port: u16, path: &str, accept: Option<&str>) -> std::io::Result<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let accept = accept.map(|a| format!("Accept: {a}\r\n")).unwrap_or_default();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n{accept}Connection: close\r\n\r\n")?;
+    let mut text = String::new();
+    s.read_to_string(&mut text)?;
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let code = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    Ok((code, body.to_string()))
+}
+
+pub fn on_path(cmd: &str) -> bool {
+    Command::new(cmd)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Writes `data` at the device's start with O_DIRECT, so the pages reach zram now (not the
+/// block device's page cache).
+pub fn write_direct(dev: &Path, data: &[u8]) {
+    // O_DIRECT needs a page-aligned buffer.
+    let mut buf = vec![0u8; data.len() + 4096];
+    let off = buf.as_ptr().align_offset(4096);
+    buf[off..off + data.len()].copy_from_slice(data);
+    let mut f =
+        std::fs::OpenOptions::new().write(true).custom_flags(libc::O_DIRECT).open(dev).unwrap();
+    f.write_all(&buf[off..off + data.len()]).unwrap();
+    f.sync_all().unwrap();
+}
