@@ -88,6 +88,11 @@ pub fn text(r: &LabReport) -> String {
             }
         );
     }
+    // What the reader must know before acting on it (generated pages; a kernel that cannot
+    // run it), said with the answer, not only in the script.
+    for w in warnings(r) {
+        s += &format!("  WARNING: {w}\n");
+    }
     if matches!(d.kind, Kind::Zram | Kind::Zswap) {
         s += "  apply: zmem lab --apply-script apply.sh --undo-script undo.sh, review, then `sudo sh apply.sh`;\n  \
               `sudo sh undo.sh` puts back what it changed\n";

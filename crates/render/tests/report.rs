@@ -117,6 +117,10 @@ fn every_candidate_is_projected_and_one_is_now() {
     assert_eq!(chosen.within_budgets, r.recommendation.within_budgets);
     let summary = report::render_summary(&r);
     assert!(summary.contains("Change from now") && summary.contains("saved MiB"), "{summary}");
+    // Made from generated pages: said with the answer itself.
+    let block =
+        &summary[summary.find("Decision:").unwrap()..summary.find("The evidence:").unwrap()];
+    assert!(block.contains("WARNING: made from zmem's built-in generated pages"), "{block}");
     let script = report::render_apply_script(&r);
     assert!(script.starts_with("#!/bin/sh\n") && script.contains("zram-generator.conf.d"));
     // Made from the built-in set: the first comment line says so.
