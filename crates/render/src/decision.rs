@@ -34,10 +34,7 @@ pub fn text(r: &LabReport) -> String {
             s += &format!("Decision: none. {}.\n", reason_words(d));
             return s + "\n";
         }
-        Kind::Keep => {
-            s +=
-                &format!("Decision: keep {} (nothing beats it beyond the uncertainty).\n", d.config)
-        }
+        Kind::Keep => s += &format!("Decision: keep {} (change nothing).\n", d.config),
         Kind::Zram => s += &format!("Decision: run {} (and no zswap in front of it).\n", d.config),
         Kind::Zswap => {
             let behind = d.swap_behind.as_ref().map_or("a disk swap".to_string(), |b| {
