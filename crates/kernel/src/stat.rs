@@ -49,6 +49,19 @@ pub struct ZramSwap {
     pub used_bytes: u64,
 }
 
+/// `/proc/meminfo` in bytes, by name (`MemTotal`, `Zswap`, `Zswapped`, ...): the one reader of
+/// the file that the lab, status and validation share ([`crate::status::parse::parse_meminfo`]).
+pub fn meminfo() -> Result<BTreeMap<String, u64>, PagesError> {
+    let text = std::fs::read_to_string("/proc/meminfo")
+        .map_err(|e| PagesError::Invalid(format!("/proc/meminfo: {e}")))?;
+    crate::status::parse::parse_meminfo(&text)
+}
+
+/// `vm.NAME` (`/proc/sys/vm/NAME`) as a number, where readable.
+pub fn vm_sysctl(name: &str) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/sys/vm/{name}")).ok()?.trim().parse().ok()
+}
+
 /// Parses the text of `/proc/swaps`: a header line, then one line per area
 /// (`Filename Type Size Used Priority`, whitespace-separated, sizes in KiB).
 pub fn parse_proc_swaps(text: &str) -> Result<Vec<SwapArea>, PagesError> {

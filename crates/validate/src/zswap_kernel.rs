@@ -107,9 +107,9 @@ impl Counters {
             .iter()
             .filter_map(|k| Some((k.to_string(), zmem_kernel::stat::vmstat_counter(k).ok()??)))
             .collect();
-        let (meminfo_zswap, meminfo_zswapped) = std::fs::read_to_string("/proc/meminfo")
-            .map(|t| zmem_kernel::zswap_state::parse_meminfo_zswap(&t))
-            .unwrap_or((None, None));
+        let m = zmem_kernel::stat::meminfo().unwrap_or_default();
+        let (meminfo_zswap, meminfo_zswapped) =
+            (m.get("Zswap").copied(), m.get("Zswapped").copied());
         Self { debugfs, vmstat, meminfo_zswap, meminfo_zswapped }
     }
 

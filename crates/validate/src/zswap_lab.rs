@@ -206,13 +206,9 @@ pub fn runnable(s: &ZswapSettings, caps: &KernelCaps) -> Result<(), String> {
 
 /// The machine's RAM in pages (`MemTotal`, what `totalram_pages()` is within reserved pages).
 fn total_ram_pages(ps: usize) -> Result<u64, LabError> {
-    let text = std::fs::read_to_string("/proc/meminfo")
-        .map_err(|e| LabError::Setup(format!("/proc/meminfo: {e}")))?;
-    text.lines()
-        .find_map(|l| {
-            l.strip_prefix("MemTotal:")?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok()
-        })
-        .map(|kb| kb * 1024 / ps as u64)
+    let m = zmem_kernel::stat::meminfo().map_err(|e| LabError::Setup(e.to_string()))?;
+    m.get("MemTotal")
+        .map(|bytes| bytes / ps as u64)
         .ok_or_else(|| LabError::Setup("/proc/meminfo has no MemTotal".into()))
 }
 

@@ -117,13 +117,10 @@ pub fn read_live(mount_debugfs: bool) -> ZswapLive {
                 .collect()
         })
         .unwrap_or_default();
-    let sysctl = |name: &str| {
-        std::fs::read_to_string(format!("/proc/sys/vm/{name}")).ok()?.trim().parse().ok()
-    };
-    let mem_total_bytes = std::fs::read_to_string("/proc/meminfo").ok().and_then(|t| {
-        let kib = t.lines().find_map(|l| l.strip_prefix("MemTotal:"))?;
-        kib.trim().trim_end_matches("kB").trim().parse::<u64>().ok().map(|k| k * 1024)
-    });
+    let sysctl =
+        |name: &str| zmem_kernel::stat::vm_sysctl(name).and_then(|v| u32::try_from(v).ok());
+    let mem_total_bytes =
+        zmem_kernel::stat::meminfo().ok().and_then(|m| m.get("MemTotal").copied());
     ZswapLive {
         mem_total_bytes,
         present: caps.zswap_present,
