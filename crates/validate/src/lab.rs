@@ -15,8 +15,10 @@
 //! - CPU seconds: the lab's cost model ([`zmem_lab::cost::project`]) with the configuration's
 //!   measured CPU per page ([`zmem_lab::policy`]'s measurement on these pages) and, as traffic, the
 //!   replay's swap-outs and swap-ins over the whole run;
-//! - swap-in latency p50 / p99: the lab's measured read latency of the configuration (the
-//!   figure its latency budget is judged with).
+//! - swap-in latency p50 / p99, end to end as the player times it: the lab's measured read
+//!   latency of the configuration (read and decompression) with the kernel's fault path, and
+//!   at the p99 the reclaim a fault does when its charge finds the cgroup at its limit
+//!   (`zmem_lab::cost::swap_in_end_to_end`, from mm/memcontrol.c `try_charge_memcg()`).
 //!
 //! **The kernel's CPU seconds** are the player's thread CPU time in the accesses that fault (its
 //! first touches and its swap-ins: `crate::player`) less the same in a baseline run of the
