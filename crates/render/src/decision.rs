@@ -61,7 +61,8 @@ pub fn text(r: &LabReport) -> String {
         );
     }
     s += &format!(
-        "  costs {:.3} % of a core; swap-in p99 {:.1} us\n",
+        "  costs {:.3} % of a core; swap-in p99 {:.0} us end to end where memory is full (fault, \
+         read, and the reclaim a fault then does)\n",
         100.0 * d.cpu_seconds_per_second,
         d.swap_in_p99_ns as f64 / 1e3
     );
