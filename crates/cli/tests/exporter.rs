@@ -71,19 +71,10 @@ fn query(port: u16, expr: &str) -> Option<f64> {
 #[test]
 #[ignore = "live: needs root, kernel zram, prometheus and promtool (scripts/test runs it)"]
 fn prometheus_scrapes_what_mm_stat_says() {
-    // SAFETY: geteuid has no preconditions.
-    let why = if unsafe { libc::geteuid() } != 0 {
-        Some("not root (hot-adding a zram device needs root)".to_string())
-    } else if !Path::new(CONTROL).join("hot_add").exists() {
-        Some(format!("no kernel zram ({CONTROL}/hot_add)"))
-    } else {
-        None
-    };
-    let Some(live) = zmem_testkit::live(why) else { return };
-    if !on_path("prometheus") || !on_path("promtool") {
-        // An optional tool (.ci/run installs it): a skip, never a failure.
-        return live
-            .skip_optional("prometheus or promtool not installed (apt-get install prometheus)");
+    let Some(live) = zmem_testkit::live(zram_why_not()) else { return };
+    if let Some(why) = prometheus_missing() {
+        // An optional tool: a skip, never a failure.
+        return live.skip_optional(why);
     }
     let scratch =
         Scratch(std::env::temp_dir().join(format!("zmem-exporter-{}", std::process::id())));

@@ -121,3 +121,21 @@ pub fn write_direct(dev: &Path, data: &[u8]) {
     f.write_all(&buf[off..off + data.len()]).unwrap();
     f.sync_all().unwrap();
 }
+
+/// Why a live test that hot-adds a zram device cannot run here, if it cannot.
+pub fn zram_why_not() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        Some("not root (hot-adding a zram device needs root)".to_string())
+    } else if !Path::new(CONTROL).join("hot_add").exists() {
+        Some(format!("no kernel zram ({CONTROL}/hot_add)"))
+    } else {
+        None
+    }
+}
+
+/// Prometheus and promtool (an optional tool, `.ci/run` installs them): why not, if missing.
+pub fn prometheus_missing() -> Option<&'static str> {
+    (!on_path("prometheus") || !on_path("promtool"))
+        .then_some("prometheus or promtool not installed (apt-get install prometheus)")
+}
