@@ -57,32 +57,14 @@ pub fn estimate(
 mod tests {
     use super::*;
     use zmem_lab::sample::draw;
-    use zmem_pages::PageSet;
-    use zmem_pages::prng::SplitMix64;
-
-    /// Same-filled, incompressible and partly compressible pages.
-    fn generated(n: usize, seed: u64) -> PageSet {
-        let mut rng = SplitMix64::new(seed);
-        let mut bytes = vec![0u8; n * 4096];
-        for page in bytes.chunks_exact_mut(4096) {
-            match rng.below(10) {
-                0 => page.fill(rng.below(4) as u8),
-                1 => rng.fill(page),
-                _ => {
-                    let noisy = rng.below(4096) as usize;
-                    rng.fill(&mut page[..noisy]);
-                    page[noisy..].fill(rng.next_u32() as u8);
-                }
-            }
-        }
-        PageSet::from_raw(bytes, 4096).unwrap()
-    }
 
     /// On the same sampled pages, the lab's estimator and this one give the same pool and
     /// compressed bytes, and the same intervals: the advisor's numbers are the lab's.
     #[test]
     fn the_same_numbers_as_the_labs_estimator() {
-        let set = generated(3000, 3);
+        // Typical anonymous memory: same-filled, incompressible and compressible pages.
+        let set = zmem_pages::generate::generate(zmem_pages::generate::Kind::Mixed, 3000, 4096, 3)
+            .unwrap();
         let (pages, design) = draw(&set, 400, 1);
         let classes = classes(4096).unwrap();
         for algo in ["lzo-rle", "lz4", "zstd"] {
