@@ -200,6 +200,8 @@ mod tests {
             },
             kernel_runs_swap_ins: vec![1],
             kernel_runs_cpu_secs: vec![0.0],
+            kernel_runs_stored_pages: vec![0],
+            kernel_runs_pool_total_size: vec![0],
             kernel_failures: Vec::new(),
             verified: true,
         };

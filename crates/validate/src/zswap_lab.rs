@@ -131,6 +131,10 @@ pub struct ZswapCheck {
     pub kernel_run: ZswapKernelRun,
     pub kernel_runs_swap_ins: Vec<u64>,
     pub kernel_runs_cpu_secs: Vec<f64>,
+    /// Every run's `stored_pages` and `pool_total_size` at its end (in run order, as the two
+    /// above): levels the kernel's reclaim sets, which vary from run to run at small sizes.
+    pub kernel_runs_stored_pages: Vec<u64>,
+    pub kernel_runs_pool_total_size: Vec<u64>,
     pub kernel_failures: Vec<String>,
     pub verified: bool,
 }
@@ -350,10 +354,12 @@ fn check_one(
         .into());
     }
     let ins: Vec<u64> = runs.iter().map(|k| k.timed_swap_ins).collect();
+    let stored: Vec<u64> = runs.iter().map(stored_pages).collect();
+    let pools: Vec<u64> = runs.iter().map(|k| k.pool_total_size.unwrap_or(0)).collect();
     let overhead = runs.iter().map(|k| k.player_overhead_bytes).min().unwrap_or_default();
     let k = runs.swap_remove(median_index(&ins));
     let kernel = ZswapFigures {
-        stored_pages: k.stored_pages.or(k.stored_pages_meminfo).unwrap_or(0),
+        stored_pages: stored_pages(&k),
         pool_total_size: k.pool_total_size.unwrap_or(0),
         peak_pool_total_size: k.peak_pool_total_size.unwrap_or(0),
         written_back_pages: k
@@ -423,9 +429,16 @@ fn check_one(
         kernel_run: k,
         kernel_runs_swap_ins: ins,
         kernel_runs_cpu_secs: cpus,
+        kernel_runs_stored_pages: stored,
+        kernel_runs_pool_total_size: pools,
         kernel_failures: failures,
         verified: r.verified,
     })
+}
+
+/// The pages zswap stores at a run's end: debugfs's count, else meminfo's `Zswapped`.
+fn stored_pages(k: &ZswapKernelRun) -> u64 {
+    k.stored_pages.or(k.stored_pages_meminfo).unwrap_or(0)
 }
 
 /// The verdict check (module doc) from the zram and zswap configurations checked.
@@ -531,6 +544,8 @@ mod tests {
             kernel_run: ZswapKernelRun::default(),
             kernel_runs_swap_ins: vec![ins],
             kernel_runs_cpu_secs: vec![0.0],
+            kernel_runs_stored_pages: vec![0],
+            kernel_runs_pool_total_size: vec![0],
             kernel_failures: Vec::new(),
             verified: true,
         }
