@@ -281,8 +281,9 @@ def lab(
     rates stand in). ``max_pages`` (a number: at most that many, evenly spaced; ``"all"``:
     every page) or ``sample`` (a stratified random sample of that many, with 95 % confidence
     intervals in ``report["estimates"]``); with neither, an input of more than 6144 pages is
-    sampled at random. ``cpu_budget`` (percent of a core) and ``latency_budget`` (added p99
-    swap-in microseconds) bound the recommendation. ``swap_device``: ``auto`` (this machine's device, measured), ``nvme``, ``ssd``,
+    sampled at random. ``cpu_budget`` (percent of a core) and ``latency_budget`` (microseconds
+    added to the p99 swap-in end to end, the reclaim a fault does at a full memory included)
+    bound the recommendation. ``swap_device``: ``auto`` (this machine's device, measured), ``nvme``, ``ssd``,
     ``emmc``, ``hdd`` or a path to measure. ``apply_script``: write the script that applies the
     decision there (nothing is run); ``undo_script``: the script that undoes it. ``trace``: replay this access trace instead of the
     generated one. ``threads``: threads the measurements run on (0: one per core).

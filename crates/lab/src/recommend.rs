@@ -473,7 +473,8 @@ mod tests {
         let rows = [
             row("lz4", "lz4", 150_000, 3000.0, 1000, true),
             row("lzo-rle", "lzo-rle", 200_000, 5000.0, 1000, true),
-            row("zstd", "zstd", 260_000, 20_000.0, 1800, true),
+            // 1 us more CPU per page than lzo-rle: its reclaim batch adds 32 us to the p99.
+            row("zstd", "zstd", 260_000, 6_000.0, 1800, true),
             // 100 x 120 us + 100 x 30 us = 15 ms/s: 1.5 % of a core.
             row("deflate", "deflate", 300_000, 120_000.0, 1500, true),
             row("broken", "lz4hc", 400_000, 1.0, 100, false),
@@ -581,7 +582,7 @@ mod tests {
         vec![
             row("lzo-rle", "lzo-rle", 200_000, 5000.0, 1000, true),
             row("lz4", "lz4", 190_000, 3000.0, 1000, true),
-            row("zstd", "zstd", 260_000, 8000.0, 1000, true),
+            row("zstd", "zstd", 260_000, 6000.0, 1000, true),
             idle,
             huge,
         ]

@@ -309,7 +309,12 @@ pub const CHANGE_MEANINGS: [(&str, &str); 8] = [
     ),
     ("dCPU %", "CPU % less now's"),
     ("p50 us / p99 us", "swap-in (read and decompress one page) latency measured on the pages"),
-    ("dp99 us", "p99 less now's: what the candidate adds to a major fault"),
+    (
+        "dp99 us",
+        "what the candidate adds to a major fault's p99, end to end: the read's p99 less now's, \
+         and where memory is full the 32 pages the fault reclaims, each compressed by the \
+         candidate (the latency budget is checked on this)",
+    ),
     ("1st pass s", "CPU seconds of the first recompression pass over what the device holds"),
     ("fits", "yes: read every page back, within the CPU budget and within the added-p99 budget"),
     ("available", "yes: this kernel can run it; no: it cannot, and the notes say why"),

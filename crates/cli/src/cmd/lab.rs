@@ -48,7 +48,9 @@ pub struct Args {
     /// swap-outs, decompression of the swap-ins, background recompression).
     #[arg(long, default_value_t = lab::Budgets::default().cpu_percent_of_core, value_name = "PERCENT")]
     cpu_budget: f64,
-    /// Most the recommended configuration may add to the p99 swap-in latency, in microseconds.
+    /// Most the recommended configuration may add to the p99 swap-in latency end to end, in
+    /// microseconds: the read's, and where memory is full the 32 pages a fault reclaims, each
+    /// compressed by the candidate.
     #[arg(long, default_value_t = lab::Budgets::default().added_load_p99_us, value_name = "MICROSECONDS")]
     latency_budget: f64,
     /// The block device behind a swap file, whose 4 KiB latency the zram-vs-zswap replays

@@ -82,7 +82,11 @@ fn disk() -> SwapAreaNow {
 
 /// Runs the recommendation and the decision over `rows` and `zs`.
 fn decide_on(rows: &[PolicyRow], zs: &[ZswapCandidate], swaps: &[SwapAreaNow]) -> Decision {
-    let (cands, rec) = crate::recommend(rows, None, None, &rates(), &Budgets::default()).unwrap();
+    // The rows' compressors differ by up to 2 us a page, 54 us at the end-to-end p99 beyond
+    // the noise (a fault's reclaim batch): these tests are about savings and ties, not the
+    // latency budget.
+    let budgets = Budgets { added_load_p99_us: 100.0, ..Budgets::default() };
+    let (cands, rec) = crate::recommend(rows, None, None, &rates(), &budgets).unwrap();
     decide(&Inputs {
         candidates: &cands,
         policies: rows,

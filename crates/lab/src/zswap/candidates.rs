@@ -197,6 +197,12 @@ pub fn project(
     let (cur_pool, now_bytes) = current
         .map_or((0, 0), |c| (c.pool_bytes, c.pool_bytes as i64 + c.memory_saved_bytes_vs_now));
     let zram_cpu = cpu_secs_per_sec(zram_ref, rates);
+    // Compression CPU per page by algorithm, from the zram candidates' measurements (plain
+    // policies are named by their algorithm): the reclaim batch's cost in the end-to-end p99.
+    let compress_ns = |algo: &str| {
+        zram_candidates.iter().find(|c| c.name == algo).map(|c| c.compress_cpu_ns_per_page)
+    };
+    let now_compress = current.map_or(0.0, |c| c.compress_cpu_ns_per_page);
     measured
         .iter()
         .map(|m| {
@@ -249,7 +255,14 @@ pub fn project(
             cand.added_cpu_secs_per_sec = cand.cpu_secs_per_sec - zram_cpu;
             cand.load_p50_ns = r.load_p50_ns;
             cand.load_p99_ns = r.load_p99_ns;
-            cand.added_load_p99_ns = r.load_p99_ns as i64 - zram_ref.load_p99_ns as i64;
+            // A compressor the zram candidates did not measure (a policy list without it) is
+            // taken at the current configuration's compression cost.
+            let compress = compress_ns(&c.compressor).unwrap_or(now_compress);
+            cand.added_load_p99_ns = cost::added_swap_in_p99(
+                r.load_p99_ns,
+                compress,
+                (zram_ref.load_p99_ns, now_compress),
+            );
             cand.hit_fraction =
                 if r.swap_ins == 0 { 1.0 } else { r.hit_swap_ins as f64 / r.swap_ins as f64 };
             cand.device_write_bytes_per_sec = if r.swap_outs == 0 {

@@ -172,6 +172,8 @@ pub struct ZswapCandidate {
     /// Every swap-in, end to end (misses read from the device included).
     pub load_p50_ns: u64,
     pub load_p99_ns: u64,
+    /// The end-to-end p99 swap-in less the current zram configuration's
+    /// ([`crate::cost::added_swap_in_p99`]): what the latency budget is checked on.
     pub added_load_p99_ns: i64,
     /// Fraction of the replay's swap-ins served from the pool.
     pub hit_fraction: f64,
