@@ -174,7 +174,7 @@ pub fn html_into(r: &LabReport, page: String) -> String {
         ("zram or zswap: no verdict".to_string(), String::new())
     } else {
         (
-            format!("zram or zswap: {}", esc(&a.verdict.choice)),
+            format!("zram or zswap: {}", esc(&a.verdict.choice.to_string())),
             format!(
                 "<p>vm.swappiness {}: {}. vm.page-cluster {}: {}.</p>",
                 a.stack.swappiness,

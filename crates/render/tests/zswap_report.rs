@@ -161,7 +161,7 @@ fn advice(n: usize) -> lab::LabReport {
     r.recommendation.uncertain = false;
     r.recommendation.uncertain_reason = None;
     let v = &mut r.zswap.as_mut().unwrap().verdict;
-    v.choice = "zram".into();
+    v.choice = zmem_lab::zswap::VerdictKind::Zram;
     v.config = format!("zram {}", r.recommendation.config);
     v.reason = "test".into();
     r

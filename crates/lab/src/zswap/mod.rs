@@ -198,12 +198,30 @@ pub struct ZramSide {
     pub swap_in_us_per_sec: f64,
 }
 
+/// Which of the two a verdict chose (`zram`, `zswap` or `none` in JSON).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum VerdictKind {
+    Zram,
+    Zswap,
+    /// No verdict: the input is too small to advise on ([`Verdict::none`]).
+    None,
+}
+
+impl std::fmt::Display for VerdictKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            VerdictKind::Zram => "zram",
+            VerdictKind::Zswap => "zswap",
+            VerdictKind::None => "none",
+        })
+    }
+}
+
 /// The machine's zram-or-zswap verdict.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Verdict {
-    /// `zram` or `zswap`; `none` where there is no verdict (input too small to advise on,
-    /// [`Verdict::none`]).
-    pub choice: String,
+    pub choice: VerdictKind,
     /// The configuration chosen (a zram candidate's or a zswap candidate's name; `none`
     /// without a verdict).
     pub config: String,

@@ -329,7 +329,7 @@ fn the_verdict_takes_zswap_only_when_it_saves_more_within_the_budgets() {
     let cs =
         [cand("zswap lzo a", (1 << 30) + (1 << 29), true), cand("zswap lzo b", 5 << 30, false)];
     let v = verdict(true, &cs, Some(&z), &row(), &rates, &dev);
-    assert_eq!((v.choice.as_str(), v.config.as_str()), ("zswap", "zswap lzo a"));
+    assert_eq!((v.choice, v.config.as_str()), (VerdictKind::Zswap, "zswap lzo a"));
     assert!(v.reason.contains("512.0 MiB more saved than zram"), "{}", v.reason);
     assert!(
         v.reason.contains("3.0x the swap-in microseconds") && v.reason.contains("12.0 MB/s"),
@@ -339,15 +339,15 @@ fn the_verdict_takes_zswap_only_when_it_saves_more_within_the_budgets() {
     // Saving less: zram.
     let cs = [cand("zswap lzo a", 1 << 29, true)];
     let v = verdict(true, &cs, Some(&z), &row(), &rates, &dev);
-    assert_eq!(v.choice, "zram");
+    assert_eq!(v.choice, VerdictKind::Zram);
     assert!(v.reason.contains("512.0 MiB less saved"), "{}", v.reason);
     // Nothing within budgets, or no zswap: zram, saying why.
     let cs = [cand("zswap lzo b", 5 << 30, false)];
     let v = verdict(true, &cs, Some(&z), &row(), &rates, &dev);
-    assert_eq!(v.choice, "zram");
+    assert_eq!(v.choice, VerdictKind::Zram);
     assert!(v.reason.contains("no zswap configuration fits the budgets"), "{}", v.reason);
     let v = verdict(false, &[], Some(&z), &row(), &rates, &dev);
-    assert!(v.choice == "zram" && v.reason.contains("no zswap"), "{}", v.reason);
+    assert!(v.choice == VerdictKind::Zram && v.reason.contains("no zswap"), "{}", v.reason);
 }
 
 #[test]
@@ -499,7 +499,7 @@ fn advise_replays_every_available_configuration() {
     assert!(a.candidates.iter().any(|c| c.compressor == "zstd" && !c.available));
     // 256 pages are fewer than the lab's minimum (sample::MIN_PAGES): no verdict (issue 42).
     assert!(r.recommendation.uncertain);
-    assert_eq!((a.verdict.choice.as_str(), a.verdict.config.as_str()), ("none", "none"));
+    assert_eq!((a.verdict.choice, a.verdict.config.as_str()), (VerdictKind::None, "none"));
     assert!(a.verdict.reason.contains("too small to advise on"), "{}", a.verdict.reason);
     assert!(a.verdict.zram.is_none() && a.verdict.zswap.is_none());
     assert!(a.now.unwrap().prediction.is_some());

@@ -26,9 +26,9 @@ pub fn verdict(
         a.memory_saved_bytes_vs_now.cmp(&b.memory_saved_bytes_vs_now).then_with(|| tie(a, b))
     });
     let zram_saved = zram.as_ref().map_or(0, |z| z.memory_saved_bytes_vs_now);
-    let (choice, config, reason): (&str, String, String) = match best {
+    let (choice, config, reason): (VerdictKind, String, String) = match best {
         _ if !present => (
-            "zram",
+            VerdictKind::Zram,
             zram_name.clone(),
             "this kernel has no zswap (CONFIG_ZSWAP off): zram is the compressed swap it has"
                 .into(),
@@ -40,7 +40,11 @@ pub fn verdict(
                 .map_or("no compressor zmem implements is offered to zswap".to_string(), |c| {
                     format!("e.g. {}: {}", c.name, c.over_budget.join("; "))
                 });
-            ("zram", zram_name.clone(), format!("no zswap configuration fits the budgets ({why})"))
+            (
+                VerdictKind::Zram,
+                zram_name.clone(),
+                format!("no zswap configuration fits the budgets ({why})"),
+            )
         }
         Some(b) => {
             let zus = zram.as_ref().map_or(0.0, |z| z.swap_in_us_per_sec);
@@ -63,10 +67,10 @@ pub fn verdict(
                 b.device_write_bytes_per_sec / 1e6
             );
             if diff > 0 {
-                ("zswap", b.name.clone(), line)
+                (VerdictKind::Zswap, b.name.clone(), line)
             } else {
                 (
-                    "zram",
+                    VerdictKind::Zram,
                     zram_name.clone(),
                     format!(
                         "{zram_name} saves at least as much with no device writes; the best zswap: {line}"
@@ -75,7 +79,7 @@ pub fn verdict(
             }
         }
     };
-    Verdict { choice: choice.into(), config, reason, zram, zswap: best.map(|b| b.name.clone()) }
+    Verdict { choice, config, reason, zram, zswap: best.map(|b| b.name.clone()) }
 }
 
 impl Verdict {
@@ -86,33 +90,39 @@ impl Verdict {
     pub fn following(self, d: &crate::decision::Decision) -> Self {
         use crate::decision::Kind;
         let choice = match d.kind {
-            Kind::Zram => "zram",
-            Kind::Zswap => "zswap",
-            Kind::Keep if d.now_config.starts_with("zswap") => "zswap",
-            Kind::Keep => "zram",
+            Kind::Zram => VerdictKind::Zram,
+            Kind::Zswap => VerdictKind::Zswap,
+            Kind::Keep if d.now_config.starts_with("zswap") => VerdictKind::Zswap,
+            Kind::Keep => VerdictKind::Zram,
             Kind::None => return Verdict::none(self.reason),
         };
         let config = d.config.clone();
         if choice == self.choice {
-            return Verdict { choice: choice.into(), config, ..self };
+            return Verdict { choice, config, ..self };
         }
         let reason = format!(
             "{config}: the decision's (the two are equal within the uncertainty, or {} was not \
              within the budgets); by saving alone: {}",
             self.config, self.reason
         );
-        Verdict { choice: choice.into(), config, reason, ..self }
+        Verdict { choice, config, reason, ..self }
     }
 
     /// No verdict (`choice` and `config` "none"), and why: e.g. the input is too small to
     /// advise on.
     pub fn none(reason: String) -> Self {
-        Verdict { choice: "none".into(), config: "none".into(), reason, zram: None, zswap: None }
+        Verdict {
+            choice: VerdictKind::None,
+            config: "none".into(),
+            reason,
+            zram: None,
+            zswap: None,
+        }
     }
 
     /// Whether this is a zram-or-zswap answer at all.
     pub fn is_none(&self) -> bool {
-        self.choice == "none"
+        self.choice == VerdictKind::None
     }
 }
 
@@ -229,10 +239,10 @@ pub fn stack(
 ) -> StackAdvice {
     let chosen = candidates.iter().find(|c| c.name == verdict.config);
     let hit = chosen.map_or(1.0, |c| c.hit_fraction);
-    let from_memory = verdict.choice == "zram" || hit >= 0.5;
+    let from_memory = verdict.choice == VerdictKind::Zram || hit >= 0.5;
     let (page_cluster, page_cluster_reason) =
         page_cluster(from_memory, hit, ReadAhead::of(&live.state.vmstat), rates, &device.name);
-    let (swappiness, swappiness_reason) = if verdict.choice == "zram" {
+    let (swappiness, swappiness_reason) = if verdict.choice == VerdictKind::Zram {
         (
             150,
             "a swap-in from zram costs microseconds of CPU, less than re-reading a file page from \
