@@ -15,20 +15,16 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict};
-use zmem_experiments::comp_bench::{self as bench, AlgoSpec};
-use zmem_experiments::study::{self, StudyConfig};
-use zmem_experiments::zram_run as zram_mod;
+use zmem_experiments::comp_bench::AlgoSpec;
 use zmem_kernel::KernelError;
-use zmem_kernel::capture;
 use zmem_lab::{self as lab_mod, Input, LabRequest};
-use zmem_lab::{Incompressible, LabError, NoProgress};
-use zmem_pages::generate::{self, Kind};
+use zmem_lab::{CaptureRequest, CompBenchRequest, GenerateRequest, ReplayRequest};
+use zmem_lab::{LabError, NoProgress};
+use zmem_lab::{StudyRequest, ZramRequest};
 use zmem_pages::trace::Trace;
 use zmem_pages::{Compression, PageSet as Pages, PagesError, ReadOptions, builtin};
 use zmem_sim::SimError;
-use zmem_sim::device::ZramRunConfig;
-use zmem_sim::replay::{self as replay_mod, ReplayConfig, SwapKind};
-use zmem_sim::swap_device::{DeviceSpec, SwapDevice};
+use zmem_sim::replay as replay_mod;
 
 create_exception!(
     zmem,
@@ -127,8 +123,13 @@ fn value_err(m: impl Into<String>) -> PyErr {
     PyValueError::new_err(m.into())
 }
 
+/// A request's refusal of an argument, in Python's words (`pool='slab': ...`).
+fn arg_err(e: zmem_lab::ArgError) -> PyErr {
+    value_err(e.keyword())
+}
+
 /// The most threads a `threads=` may ask for (the CLI's `--threads` bound).
-const MAX_THREADS: u64 = 1024;
+const MAX_THREADS: u64 = zmem_lab::request::MAX_THREADS;
 /// The longest a duration argument may be, in seconds (a week, as the CLI's).
 const MAX_SECS: u64 = 7 * 24 * 3600;
 /// The largest page size (`zmem_pages::format::MAX_PAGE_SIZE`).
@@ -176,13 +177,6 @@ fn number(name: &str, v: Option<&Bound<'_, PyAny>>, default: f64) -> PyResult<f6
     }
     let text = v.str()?.to_string();
     v.extract::<f64>().map_err(|_| value_err(format!("{name}={text}: too large a number")))
-}
-
-/// A pool argument, checked at once: an unknown allocator is a ValueError.
-fn pool_name(pool: &str) -> PyResult<()> {
-    zmem_pool::registry::find(pool)
-        .map(|_| ())
-        .map_err(|e| value_err(format!("pool={pool:?}: {e}")))
 }
 
 fn json<T: serde::Serialize>(v: &T) -> PyResult<String> {
@@ -269,25 +263,25 @@ impl PageSet {
     /// A generated page set, as `zmem gen`: `kind` is `mixed` (typical anonymous memory) or
     /// `perf` (the vivo study's zram-perf pattern); the same seed gives the same bytes.
     #[staticmethod]
-    #[pyo3(signature = (kind = "mixed", pages = None, page_size = None, seed = None))]
+    #[pyo3(signature = (kind = None, pages = None, page_size = None, seed = None))]
     fn generate(
         py: Python<'_>,
-        kind: &str,
+        kind: Option<String>,
         pages: Option<&Bound<'_, PyAny>>,
         page_size: Option<&Bound<'_, PyAny>>,
         seed: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let pages: usize = count("pages", pages, 4096, 0, u64::MAX)?;
-        let page_size: usize = count("page_size", page_size, 4096, 1, MAX_PAGE)?;
-        let seed: u64 = count("seed", seed, 0, 0, u64::MAX)?;
-        zmem_pages::format::check_page_size(page_size)
-            .map_err(|e| value_err(format!("page_size={page_size}: {e}")))?;
-        zmem_pages::limits::fits_in_memory(pages as u64, page_size as u64)
-            .map_err(|e| value_err(format!("pages={pages}: {e}")))?;
-        let k = Kind::parse(kind).map_err(workload_err)?;
-        let set =
-            py.detach(|| generate::generate(k, pages, page_size, seed)).map_err(workload_err)?;
-        Ok(Self { set, label: format!("generated {kind} set (seed {seed})") })
+        // None: the request's own default (one place for them: the request's `Default`).
+        let d = GenerateRequest::default();
+        let req = GenerateRequest {
+            kind: kind.unwrap_or(d.kind),
+            pages: count("pages", pages, d.pages as u64, 0, u64::MAX)?,
+            page_size: count("page_size", page_size, d.page_size as u64, 1, MAX_PAGE)?,
+            seed: count("seed", seed, d.seed, 0, u64::MAX)?,
+        };
+        req.validate().map_err(arg_err)?;
+        let set = py.detach(|| req.run()).map_err(lab_err)?;
+        Ok(Self { set, label: format!("generated {} set (seed {})", req.kind, req.seed) })
     }
 
     /// The built-in page set the CLI runs on when given no file.
@@ -301,46 +295,39 @@ impl PageSet {
 
     /// Captures live memory, as `zmem capture` (root needed for other users' processes): the
     /// resident anonymous pages of `pids`, of every process (`all`), of a cgroup's processes,
-    /// or the pages a zram device stores (`zram="/dev/zramN"`, read with O_DIRECT).
+    /// or the pages a zram device stores (`zram="/dev/zramN"`, read with O_DIRECT; at most
+    /// `max_pages` of them, a random sample). A capture that got no page is a ValueError saying
+    /// why each process was skipped.
     #[staticmethod]
-    #[pyo3(signature = (pids = Vec::new(), all = false, cgroup = None, zram = None))]
+    #[pyo3(signature = (pids = None, all = false, cgroup = None, zram = None, max_pages = None))]
     fn capture(
         py: Python<'_>,
-        pids: Vec<Bound<'_, PyAny>>,
+        pids: Option<Vec<Bound<'_, PyAny>>>,
         all: bool,
         cgroup: Option<PathBuf>,
         zram: Option<PathBuf>,
+        max_pages: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let pids: Vec<u32> = pids
-            .iter()
-            .map(|p| count("pids", Some(p), 0, 1, u32::MAX.into()))
-            .collect::<PyResult<_>>()?;
-        if let Some(dev) = zram {
-            if !pids.is_empty() || all || cgroup.is_some() {
-                return Err(value_err("zram= cannot be combined with pids, all or cgroup"));
-            }
-            let (set, _) = py
-                .detach(|| capture::zram::capture_device(&dev, &mut |_, _| {}))
-                .map_err(workload_err)?;
-            return Ok(Self { set, label: dev.display().to_string() });
-        }
-        let mut pids = pids;
-        if all {
-            pids.extend(capture::all_pids().map_err(workload_err)?);
-        }
-        if let Some(cg) = &cgroup {
-            pids.extend(capture::cgroup_pids(cg).map_err(workload_err)?);
-        }
-        if pids.is_empty() {
-            return Err(value_err(
-                "nothing to capture: give --pid P, --all, --cgroup PATH or --zram DEV",
-            ));
-        }
-        pids.sort_unstable();
-        pids.dedup();
-        let (set, summary) =
-            py.detach(|| capture::capture(&pids, &mut |_| {})).map_err(workload_err)?;
-        Ok(Self { set, label: summary.to_string() })
+        let req = CaptureRequest {
+            pids: pids
+                .unwrap_or_default()
+                .iter()
+                .map(|p| count("pids", Some(p), 0, 1, u32::MAX.into()))
+                .collect::<PyResult<_>>()?,
+            all,
+            cgroup,
+            zram,
+            max_pages: max_pages
+                .map(|n| count("max_pages", Some(n), 0, 1, u64::MAX))
+                .transpose()?,
+        };
+        req.validate().map_err(arg_err)?;
+        let captured = py.detach(|| req.run(&mut |_| {}, &mut |_, _| {})).map_err(lab_err)?;
+        let label = match (&req.zram, &captured.summary) {
+            (Some(dev), _) => dev.display().to_string(),
+            (None, summary) => summary.to_string(),
+        };
+        Ok(Self { set: captured.set, label })
     }
 
     /// Writes the set: a page-set file (zstd-compressed at level `zstd`, or at level 3 for a
@@ -432,73 +419,59 @@ fn comp_bench(
     algos: Option<Vec<String>>,
     min_time_ms: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<String> {
-    let min_time_ms: u64 = count("min_time_ms", min_time_ms, 200, 0, MAX_SECS * 1000)?;
-    let specs = match algos {
-        None => AlgoSpec::all(),
-        Some(a) => a.iter().map(|s| algo_spec(s)).collect::<Result<_, _>>()?,
-    };
-    let opts = bench::Options {
+    // None: the request's own default (one place for them: the request's `Default`).
+    let d = CompBenchRequest::default();
+    let min_time_ms: u64 =
+        count("min_time_ms", min_time_ms, d.min_time.as_millis() as u64, 0, MAX_SECS * 1000)?;
+    let req = CompBenchRequest {
+        algos: algos.unwrap_or_default().iter().map(|s| algo_spec(s)).collect::<Result<_, _>>()?,
         page_size: pages.set.page_size(),
         min_time: Duration::from_millis(min_time_ms),
-        ..bench::Options::default()
     };
     let p: &PageSet = &pages;
-    let rows =
-        py.detach(|| bench::run(&[p.bytes()], &specs, &opts, &NoProgress)).map_err(lab_err)?;
+    let rows = py.detach(|| req.run(&[&p.set], &NoProgress)).map_err(lab_err)?;
     json(&rows)
 }
 
 /// `zmem zram --json`: the pages through one zram device.
 #[pyfunction]
-#[pyo3(signature = (pages, algo = None, params = None, pool = "zsmalloc".to_string(), threads = None, recomp = Vec::new(), recompress = None))]
+#[pyo3(signature = (pages, algo = None, params = None, pool = None, threads = None, recomp = None, recompress = None))]
 #[allow(clippy::too_many_arguments)]
 fn zram_run(
     py: Python<'_>,
     pages: PyRef<'_, PageSet>,
     algo: Option<String>,
     params: Option<String>,
-    pool: String,
+    pool: Option<String>,
     threads: Option<&Bound<'_, PyAny>>,
-    recomp: Vec<String>,
+    recomp: Option<Vec<String>>,
     recompress: Option<String>,
 ) -> PyResult<String> {
-    let threads: usize = count("threads", threads, 1, 1, MAX_THREADS)?;
-    pool_name(&pool)?;
-    let spec = algo_spec(algo.as_deref().unwrap_or(zmem_lab::DEFAULT_ALGORITHM))?;
-    for r in &recomp {
-        algo_spec(r)?;
-    }
-    let params = match (spec.algorithm_params(), params) {
-        (Some(a), Some(b)) => Some(format!("{a} {b}")),
-        (a, b) => a.or(b),
-    };
-    let cfg = ZramRunConfig {
-        algo: spec.name.clone(),
+    let d = ZramRequest::default();
+    let req = ZramRequest {
+        algo: algo.as_deref().map(algo_spec).transpose()?.unwrap_or(d.algo),
         params,
-        pool,
+        pool: pool.unwrap_or(d.pool),
         page_size: pages.set.page_size(),
-        threads,
-        recomp,
+        threads: count("threads", threads, d.threads as u64, 1, MAX_THREADS)?,
+        recomp: recomp.unwrap_or_default(),
         recompress,
     };
+    req.validate().map_err(arg_err)?;
     let p: &PageSet = &pages;
-    let r = py.detach(|| zram_mod::run(p.bytes(), &cfg, &NoProgress)).map_err(lab_err)?;
-    if !r.verified {
-        return Err(Error::new_err("pages read back differ from the pages written"));
-    }
+    let r = py.detach(|| req.run(&p.set, &NoProgress)).map_err(lab_err)?;
+    ZramRequest::check(&r).map_err(|e| Error::new_err(e.to_string()))?;
     json(&r)
 }
 
-/// A `ram` value: a byte count, or text in the kernel's memparse syntax; `flag` names it in
-/// the error, as the CLI does.
-fn ram_bytes(flag: &str, ram: &Bound<'_, PyAny>) -> PyResult<u64> {
+/// A `ram` value: a byte count, or text in the kernel's memparse syntax.
+fn ram_bytes(ram: &Bound<'_, PyAny>) -> PyResult<u64> {
     if ram.is_instance_of::<pyo3::types::PyInt>() {
-        return count(flag, Some(ram), 0, 0, u64::MAX);
+        return count("ram", Some(ram), 0, 0, u64::MAX);
     }
-    let text: String = ram
-        .extract()
-        .map_err(|_| value_err(format!("{flag}: expected bytes as an int or a size string")))?;
-    zmem_lab::parse_size(&text).map_err(|e| value_err(format!("{flag}: {}", e.msg)))
+    let text: String =
+        ram.extract().map_err(|_| value_err("ram: expected bytes as an int or a size string"))?;
+    zmem_lab::parse_ram(&text).map_err(arg_err)
 }
 
 fn load_trace(py: Python<'_>, path: &Path) -> PyResult<Vec<replay_mod::Access>> {
@@ -516,139 +489,124 @@ fn load_trace(py: Python<'_>, path: &Path) -> PyResult<Vec<replay_mod::Access>> 
 
 /// `zmem replay --json`: an access trace over the pages under a RAM budget.
 #[pyfunction]
-#[pyo3(signature = (pages, trace, ram, swap = "zswap", algo = "lzo-rle".to_string(), pool = "zsmalloc".to_string(), max_pool_percent = None, accept_threshold_percent = None, shrinker = false, reject_incompressible = false, no_writeback = false, swap_dir = None, swap_device = "nvme", swap_in_memory = false, readahead = None, page_cluster = None))]
+#[pyo3(signature = (pages, trace, ram, swap = None, algo = None, pool = None, max_pool_percent = None, accept_threshold_percent = None, shrinker = false, reject_incompressible = false, no_writeback = false, swap_dir = None, swap_device = None, swap_in_memory = false, readahead = None, page_cluster = None))]
 #[allow(clippy::too_many_arguments)]
 fn replay(
     py: Python<'_>,
     pages: PyRef<'_, PageSet>,
     trace: PathBuf,
     ram: &Bound<'_, PyAny>,
-    swap: &str,
-    algo: String,
-    pool: String,
+    swap: Option<&str>,
+    algo: Option<String>,
+    pool: Option<String>,
     max_pool_percent: Option<&Bound<'_, PyAny>>,
     accept_threshold_percent: Option<&Bound<'_, PyAny>>,
     shrinker: bool,
     reject_incompressible: bool,
     no_writeback: bool,
     swap_dir: Option<PathBuf>,
-    swap_device: &str,
+    swap_device: Option<&str>,
     swap_in_memory: bool,
     readahead: Option<&str>,
     page_cluster: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<String> {
-    let readahead: Option<zmem_sim::replay::Readahead> = readahead
-        .map(|r| r.parse().map_err(|e| value_err(format!("readahead: {e}"))))
-        .transpose()?;
-    let page_cluster: Option<u32> = match page_cluster {
-        Some(v) => Some(count("page_cluster", Some(v), 3, 0, 31)?),
-        None => None,
-    };
-    let max_pool_percent: u32 =
-        count("max_pool_percent", max_pool_percent, 20, 0, u32::MAX.into())?;
-    let accept_threshold_percent: u32 =
-        count("accept_threshold_percent", accept_threshold_percent, 90, 0, u32::MAX.into())?;
-    pool_name(&pool)?;
-    if swap_in_memory && swap_dir.is_some() {
-        return Err(value_err("give swap_dir or swap_in_memory, not both"));
-    }
-    let ps = pages.set.page_size();
-    let spec: DeviceSpec =
-        swap_device.parse().map_err(|e| value_err(format!("swap_device: {e}")))?;
-    let device = SwapDevice::resolve(&spec, Duration::from_secs(1)).map_err(lab_err)?;
-    let ram_text = ram.str()?.to_string();
-    let ram_pages = ram_bytes("ram", ram)? / ps as u64;
-    if ram_pages == 0 {
-        return Err(value_err(format!("ram={ram_text} is less than one page")));
-    }
-    let swap: SwapKind = swap.parse().map_err(value_err)?;
-    let spec = algo_spec(&algo)?;
-    if swap == SwapKind::Zswap && spec.algorithm_params().is_some() {
-        return Err(value_err(format!(
-            "algo={spec}: zswap's compressors (the kernel's crypto API) take no parameters"
-        )));
-    }
-    let accesses = load_trace(py, &trace)?;
-    let (readahead, page_cluster) =
-        zmem_experiments::readahead::settings(readahead, page_cluster, &device);
-    let cfg = ReplayConfig {
-        ram_pages,
-        swap,
-        algo: spec.name.clone(),
-        algo_params: spec.algorithm_params(),
-        pool,
-        page_size: ps,
-        max_pool_percent,
-        accept_threshold_percent,
+    // None: the request's own default (one place for them: `ReplayRequest::default()`).
+    let d = ReplayRequest::default();
+    let req = ReplayRequest {
+        ram: ram_bytes(ram)?,
+        swap: match swap {
+            Some(s) => s.parse().map_err(|e| value_err(format!("swap: {e}")))?,
+            None => d.swap,
+        },
+        algo: algo.as_deref().map(algo_spec).transpose()?.unwrap_or(d.algo),
+        pool: pool.unwrap_or(d.pool),
+        page_size: pages.set.page_size(),
+        max_pool_percent: count(
+            "max_pool_percent",
+            max_pool_percent,
+            d.max_pool_percent.into(),
+            0,
+            u32::MAX.into(),
+        )?,
+        accept_threshold_percent: count(
+            "accept_threshold_percent",
+            accept_threshold_percent,
+            d.accept_threshold_percent.into(),
+            0,
+            u32::MAX.into(),
+        )?,
         shrinker,
-        incompressible: if reject_incompressible {
-            Incompressible::Reject
-        } else {
-            Incompressible::StoreAsIs
+        reject_incompressible,
+        no_writeback,
+        swap_dir,
+        swap_in_memory,
+        swap_device: match swap_device {
+            Some(s) => s.parse().map_err(|e| value_err(format!("swap_device: {e}")))?,
+            None => d.swap_device,
         },
-        writeback: !no_writeback,
-        swap_dir: if swap_in_memory {
-            None
-        } else {
-            Some(swap_dir.unwrap_or_else(std::env::temp_dir))
-        },
-        device,
-        readahead,
-        page_cluster,
-        ..ReplayConfig::default()
+        readahead: readahead
+            .map(|r| r.parse().map_err(|e| value_err(format!("readahead: {e}"))))
+            .transpose()?,
+        page_cluster: page_cluster.map(|v| count("page_cluster", Some(v), 0, 0, 31)).transpose()?,
     };
+    req.validate().map_err(arg_err)?;
+    let device = py.detach(|| req.device()).map_err(lab_err)?;
+    let cfg = req.config(device).map_err(arg_err)?;
+    let accesses = load_trace(py, &trace)?;
     let p: &PageSet = &pages;
     let r =
-        py.detach(|| replay_mod::run(p.bytes(), &accesses, &cfg, &NoProgress)).map_err(lab_err)?;
-    if !r.verified {
-        return Err(Error::new_err("pages swapped in differ from the pages swapped out"));
-    }
+        py.detach(|| ReplayRequest::run(&cfg, &p.set, &accesses, &NoProgress)).map_err(lab_err)?;
+    ReplayRequest::check(&r).map_err(|e| Error::new_err(e.to_string()))?;
     json(&r)
 }
 
 /// `zmem study allocators --json`: zsmalloc, zbud and z3fold under zswap.
 #[pyfunction]
-#[pyo3(signature = (pages, trace = None, algo = "lzo-rle".to_string(), rounds = None, as_is = false, ram = None, max_pool_percent = None))]
+#[pyo3(signature = (pages, trace = None, algo = None, rounds = None, as_is = false, ram = None, max_pool_percent = None))]
 #[allow(clippy::too_many_arguments)]
 fn study_allocators(
     py: Python<'_>,
     pages: PyRef<'_, PageSet>,
     trace: Option<PathBuf>,
-    algo: String,
+    algo: Option<String>,
     rounds: Option<&Bound<'_, PyAny>>,
     as_is: bool,
     ram: Option<&Bound<'_, PyAny>>,
     max_pool_percent: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<String> {
-    let rounds: usize = count("rounds", rounds, 3, 1, 1000)?;
-    let max_pool_percent: u32 =
-        count("max_pool_percent", max_pool_percent, 20, 0, u32::MAX.into())?;
-    let ps = pages.set.page_size();
-    let accesses = trace.as_ref().map(|t| load_trace(py, t)).transpose()?;
-    let ram_pages = ram.map(|r| ram_bytes("ram", r)).transpose()?.map(|b| b / ps as u64);
-    let spec = algo_spec(&algo)?;
-    if spec.algorithm_params().is_some() {
-        return Err(value_err(format!(
-            "algo={spec}: zswap's compressors (the kernel's crypto API) take no parameters"
-        )));
-    }
-    let cfg = StudyConfig {
-        algo: spec.name,
-        page_size: ps,
-        rounds,
-        incompressible: if as_is { Incompressible::StoreAsIs } else { Incompressible::Reject },
-        ram_pages,
-        max_pool_percent,
-        swap_dir: Some(std::env::temp_dir()),
+    let d = StudyRequest::default();
+    let req = StudyRequest {
+        algo: algo.as_deref().map(algo_spec).transpose()?.unwrap_or(d.algo),
+        page_size: pages.set.page_size(),
+        rounds: count("rounds", rounds, d.rounds as u64, 1, zmem_lab::request::MAX_ROUNDS as u64)?,
+        as_is,
+        ram: ram.map(ram_bytes).transpose()?,
+        max_pool_percent: count(
+            "max_pool_percent",
+            max_pool_percent,
+            d.max_pool_percent.into(),
+            0,
+            u32::MAX.into(),
+        )?,
     };
+    req.config().map_err(arg_err)?;
+    let accesses = trace.as_ref().map(|t| load_trace(py, t)).transpose()?;
     let p: &PageSet = &pages;
-    let rows = py
-        .detach(|| study::allocators(p.bytes(), accesses.as_deref(), &cfg, &NoProgress))
-        .map_err(lab_err)?;
-    if !rows.iter().all(|r| r.verified) {
-        return Err(Error::new_err("pages came back different"));
-    }
+    let rows = py.detach(|| req.run(&p.set, accesses.as_deref(), &NoProgress)).map_err(lab_err)?;
+    StudyRequest::check(&rows).map_err(|e| Error::new_err(e.to_string()))?;
     json(&rows)
+}
+
+/// Each argument of `job` (`zmem JOB`: `lab`, `zram`, `replay`, `study allocators`,
+/// `comp-bench`, `capture`, `gen`) that has a default, with that default as `zmem JOB --help` states
+/// it: the request's own, which a keyword argument left at None takes.
+#[pyfunction]
+fn defaults(job: &str) -> PyResult<std::collections::BTreeMap<String, String>> {
+    zmem_lab::request::defaults(job)
+        .map(|d| d.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+        .ok_or_else(|| {
+            value_err(format!("job {job:?}: one of {}", zmem_lab::request::JOBS.join(", ")))
+        })
 }
 
 /// `zmem lab --json`: the report (docs/lab-report.schema.json) as JSON. Every option of
@@ -780,5 +738,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(study_allocators, m)?)?;
     m.add_function(wrap_pyfunction!(lab, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms, m)?)?;
+    m.add_function(wrap_pyfunction!(defaults, m)?)?;
     Ok(())
 }
