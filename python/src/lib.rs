@@ -646,7 +646,6 @@ fn lab(
     let threads: usize = count("threads", threads, d.threads as u64, 0, MAX_THREADS)?;
     let min_time_ms: u64 =
         count("min_time_ms", min_time_ms, d.min_time.as_millis() as u64, 0, MAX_SECS * 1000)?;
-    let swap_device = swap_device.unwrap_or("auto");
     let max_pages = match max_pages {
         None => None,
         Some(v) => {
@@ -663,8 +662,12 @@ fn lab(
     };
     let coverage = lab_mod::coverage(max_pages, sample).map_err(lab_err)?;
     let budgets = lab_mod::Budgets::checked(cpu_budget, latency_budget).map_err(lab_err)?;
-    let swap_device = lab_mod::parse_swap_device(swap_device)
-        .map_err(|e| value_err(format!("swap_device: {e}")))?;
+    let swap_device = match swap_device {
+        Some(text) => {
+            lab_mod::parse_swap_device(text).map_err(|e| value_err(format!("swap_device: {e}")))?
+        }
+        None => d.swap_device.clone(),
+    };
     let input = match (&pages, source, no_capture) {
         (Some(_), Some(_), _) | (Some(_), _, true) => {
             return Err(value_err("give pages, or source / no_capture, not both"));
@@ -703,22 +706,8 @@ fn lab(
         mount_debugfs,
     };
     let report = py.detach(|| lab_mod::run_lab(req, &NoProgress)).map_err(lab_err)?;
-    if let Some(path) = &apply_script {
-        std::fs::write(path, zmem_render::render_apply_script(&report))
-            .map_err(|e| PyOSError::new_err(format!("{}: {e}", path.display())))?;
-    }
-    if let Some(path) = &undo_script {
-        std::fs::write(path, zmem_render::decision::undo_script())
-            .map_err(|e| PyOSError::new_err(format!("{}: {e}", path.display())))?;
-    }
-    let json = zmem_render::json::lab_report_text(&report);
-    if let Some(dir) = &output {
-        let os = |e: std::io::Error| PyOSError::new_err(format!("{}: {e}", dir.display()));
-        std::fs::create_dir_all(dir).map_err(os)?;
-        std::fs::write(dir.join("report.html"), zmem_render::render_html(&report)).map_err(os)?;
-        std::fs::write(dir.join("report.json"), &json).map_err(os)?;
-    }
-    Ok(json)
+    let outputs = zmem_render::LabOutputs { apply_script, undo_script, dir: output };
+    zmem_render::write_lab_outputs(&report, &outputs).map_err(|e| PyOSError::new_err(e.to_string()))
 }
 
 /// Algorithm names `comp_bench` takes (`zmem comp-bench --list`).
