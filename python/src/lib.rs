@@ -132,6 +132,8 @@ fn arg_err(e: zmem_lab::ArgError) -> PyErr {
 const MAX_THREADS: u64 = zmem_lab::request::MAX_THREADS;
 /// The longest a duration argument may be, in seconds (a week, as the CLI's).
 const MAX_SECS: u64 = 7 * 24 * 3600;
+/// The page size of a raw page file when none is given (the CLI's `--page-size` default).
+const DEFAULT_PAGE: usize = zmem_pages::DEFAULT_PAGE_SIZE;
 /// The largest page size (`zmem_pages::format::MAX_PAGE_SIZE`).
 const MAX_PAGE: u64 = zmem_pages::format::MAX_PAGE_SIZE as u64;
 
@@ -206,7 +208,7 @@ impl PageSet {
     #[staticmethod]
     #[pyo3(signature = (path, page_size = None))]
     fn open(py: Python<'_>, path: PathBuf, page_size: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let page_size = count("page_size", page_size, 4096, 1, MAX_PAGE)?;
+        let page_size = count("page_size", page_size, DEFAULT_PAGE as u64, 1, MAX_PAGE)?;
         let opts = ReadOptions { page_size, ..ReadOptions::default() };
         let set = py.detach(|| Pages::open_with(&path, &opts)).map_err(workload_err)?;
         Ok(Self { set, label: path.display().to_string() })
@@ -221,7 +223,7 @@ impl PageSet {
         page_size: Option<&Bound<'_, PyAny>>,
         label: String,
     ) -> PyResult<Self> {
-        let page_size = count("page_size", page_size, 4096, 1, MAX_PAGE)?;
+        let page_size = count("page_size", page_size, DEFAULT_PAGE as u64, 1, MAX_PAGE)?;
         let opts = ReadOptions { page_size, ..ReadOptions::default() };
         let set = py.detach(|| Pages::from_bytes(data, &opts)).map_err(workload_err)?;
         Ok(Self { set, label })
@@ -288,7 +290,7 @@ impl PageSet {
     #[staticmethod]
     #[pyo3(signature = (page_size = None))]
     fn builtin(page_size: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let page_size = count("page_size", page_size, 4096, 1, MAX_PAGE)?;
+        let page_size = count("page_size", page_size, DEFAULT_PAGE as u64, 1, MAX_PAGE)?;
         let set = builtin::default_set_with(page_size).map_err(workload_err)?;
         Ok(Self { set, label: "built-in set".into() })
     }

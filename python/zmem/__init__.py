@@ -90,7 +90,7 @@ def _pages(pages: Pages, page_size: Optional[int] = None) -> PageSet:
             )
         return pages
     if isinstance(pages, (str, os.PathLike)):
-        return PageSet.open(os.fspath(pages), page_size or 4096)
+        return PageSet.open(os.fspath(pages), page_size)
     if hasattr(pages, "__array__") or hasattr(pages, "shape"):
         return PageSet.from_numpy(pages)
     raise TypeError(
