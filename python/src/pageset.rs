@@ -147,7 +147,11 @@ impl PageSet {
                 .map(|n| count("max_pages", Some(n), 0, 1, u64::MAX))
                 .transpose()?,
         };
-        req.validate().map_err(arg_err)?;
+        req.validate().map_err(|e| match e.arg {
+            // The request as a whole names nothing: said with the arguments that name something.
+            "" => value_err("nothing to capture: give pids, all, cgroup or zram"),
+            _ => arg_err(e),
+        })?;
         let captured = py.detach(|| req.run(&mut |_| {}, &mut |_, _| {})).map_err(lab_err)?;
         let label = match (&req.zram, &captured.summary) {
             (Some(dev), _) => dev.display().to_string(),

@@ -53,7 +53,13 @@ fn request(args: &Args) -> CaptureRequest {
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let req = request(args);
-    req.validate().map_err(|e| anyhow::anyhow!(e.flag()))?;
+    req.validate().map_err(|e| match e.arg {
+        // The request as a whole names nothing: said with the flags that name something.
+        "" => {
+            anyhow::anyhow!("nothing to capture: give --pid P, --all, --cgroup PATH or --zram DEV")
+        }
+        _ => anyhow::anyhow!(e.flag()),
+    })?;
     let bar = Bar::counting(if req.zram.is_some() { "MiB" } else { "processes" });
     let mut pages = 0usize;
     let mut on_process = |e: Event<'_>| match e {

@@ -63,7 +63,10 @@ impl CaptureRequest {
             return Err(ArgError::new("zram", "cannot be combined with a pid, all or cgroup"));
         }
         if self.max_pages.is_some() && self.zram.is_none() {
-            return Err(ArgError::new("max_pages", "samples a zram device's pages: give zram too"));
+            return Err(ArgError::new(
+                "max_pages",
+                "only with a zram device (it samples its pages)",
+            ));
         }
         if self.max_pages == Some(0) {
             return Err(ArgError::with_value("max_pages", 0, "give at least 1"));
