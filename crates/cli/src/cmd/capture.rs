@@ -84,8 +84,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     // Cleared before anything else is printed.
     drop(bar);
     // Nothing captured (no such process, every one gone or unreadable): an error, and no file.
-    let Captured { set, summary } =
-        captured.map_err(|e| anyhow::anyhow!("{e}; no file written"))?;
+    let Captured { set, summary } = match captured {
+        Err(zmem_lab::LabError::Setup(nothing)) => anyhow::bail!("{nothing}; no file written"),
+        other => other?,
+    };
     let compression = super::pages::compression(&args.output, args.zstd);
     set.save(&args.output, compression)?;
     if let (true, CaptureSummary::Processes(s)) = (args.verbose, &summary) {
