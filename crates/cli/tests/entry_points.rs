@@ -89,7 +89,10 @@ struct Inputs {
 fn inputs() -> &'static Inputs {
     static INPUTS: OnceLock<Inputs> = OnceLock::new();
     INPUTS.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("zmem-entry-{}", std::process::id()));
+        // Under target/ (cargo clean takes it), one per test process: the live pass and the
+        // normal pass may run at once.
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("entry-points-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let pages = dir.join("pages.zpages");
         ok(&["gen", "--pages", "256", "--seed", "7", "-o", s(&pages)], b"");
