@@ -155,3 +155,34 @@ def test_the_command_with_only_its_required_arguments(ray_session, captures, tmp
     table = pq.read_table(out / "results.parquet")
     assert table.num_rows > 0 and set(table.column("host").to_pylist()) == {"db-1"}
     assert (out / "report.html").read_text().startswith("<!doctype html>")
+
+
+def test_the_console_entry_point_with_only_its_required_arguments(captures, tmp_path):
+    """`zmem-fleet DIR --out OUT` as a user types it: the script pyproject.toml installs, in a
+    process of its own (its own Ray), with every option at its default."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    script = os.path.join(os.path.dirname(sys.executable), "zmem-fleet")
+    if not os.path.exists(script):
+        script = shutil.which("zmem-fleet") or ""
+    if not script:
+        pytest.skip("zmem-fleet is not installed (maturin develop installs it)")
+    d, _ = captures
+    one = tmp_path / "one"
+    one.mkdir()
+    shutil.copy(d / "cap2.zpages", one / "cap2.zpages")
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    p = subprocess.run(
+        [script, str(one), "--out", str(out)], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert p.returncode == 0, p.stderr
+    assert "zmem-fleet: 1 hosts, 0 skipped" in p.stderr, p.stderr
+    assert pq.read_table(out / "results.parquet").num_rows > 0
+    html = (out / "report.html").read_text()
+    # The budgets the report states are the lab's defaults (none of the fleet's own).
+    lab = zmem.defaults("lab")
+    assert f"budgets: {float(lab['cpu_budget']):g} % of a core" in html, html[:600]

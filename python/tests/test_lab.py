@@ -69,3 +69,27 @@ def test_lab_on_other_pages_differs():
     b = zmem.lab(zmem.PageSet.generate("perf", pages=512, seed=1), observe=0, min_time_ms=1)
     sizes = lambda r: [p["pool_bytes"] for p in r["policies"]]  # noqa: E731
     assert sizes(a) != sizes(b)
+
+
+def test_lab_writes_its_files_as_the_cli_does(zmem_bin, tmp_path):
+    """`output`, `apply_script` and `undo_script` write what `zmem lab -o DIR --apply-script F
+    --undo-script G` writes (one function for both doors): report.json is the returned report."""
+    pages = zmem.PageSet.generate("mixed", pages=256, seed=3)
+    out, apply, undo = tmp_path / "out", tmp_path / "apply.sh", tmp_path / "undo.sh"
+    r = zmem.lab(
+        pages, observe=0, min_time_ms=1, swap_device="nvme", output=out, apply_script=apply,
+        undo_script=undo,
+    )
+    assert json.loads((out / "report.json").read_text()) == r
+    assert (out / "report.html").read_text().lstrip().lower().startswith("<!doctype html>")
+    assert apply.read_text().startswith("#!/bin/sh\n") and undo.read_text().startswith("#!/bin/sh\n")
+    path = tmp_path / "p.zpages"
+    pages.save(path)
+    cli_out, cli_undo = tmp_path / "cli", tmp_path / "cli-undo.sh"
+    p = run_cli(
+        zmem_bin, "lab", "--observe", "0", "--min-time-ms", "1", "--swap-device", "nvme",
+        "-o", str(cli_out), "--undo-script", str(cli_undo), str(path),
+    )
+    assert p.returncode == 0, p.stderr
+    assert sorted(x.name for x in cli_out.iterdir()) == ["report.html", "report.json"]
+    assert cli_undo.read_text() == undo.read_text()

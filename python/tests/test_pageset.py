@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import zmem
-from conftest import run_cli
+from conftest import cli_error, run_cli
 
 
 def test_numpy_round_trip_keeps_every_byte():
@@ -75,6 +75,17 @@ def test_metadata_survives_a_save(tmp_path):
 def test_capture_without_a_target_says_what_to_give():
     with pytest.raises(ValueError, match="nothing to capture"):
         zmem.PageSet.capture()
+
+
+def test_capture_that_got_nothing_is_an_error_as_in_the_cli(zmem_bin, tmp_path):
+    # Above the kernel's pid_max: never a process. Before: an empty PageSet.
+    with pytest.raises(ValueError) as e:
+        zmem.PageSet.capture(pids=[999999999])
+    assert "nothing captured" in str(e.value) and "999999999" in str(e.value), e.value
+    want = cli_error(zmem_bin, "capture", "--pid", "999999999", "-o", str(tmp_path / "x"))
+    assert str(e.value) in want, (str(e.value), want)
+    with pytest.raises(ValueError, match="max_pages"):
+        zmem.PageSet.capture(pids=[1], max_pages=5)
 
 
 def test_capture_of_this_process(tmp_path):

@@ -35,6 +35,7 @@ __all__ = [
     "PageSet",
     "algorithms",
     "comp_bench",
+    "defaults",
     "lab",
     "replay",
     "study_allocators",
@@ -89,7 +90,7 @@ def _pages(pages: Pages, page_size: Optional[int] = None) -> PageSet:
             )
         return pages
     if isinstance(pages, (str, os.PathLike)):
-        return PageSet.open(os.fspath(pages), page_size or 4096)
+        return PageSet.open(os.fspath(pages), page_size)
     if hasattr(pages, "__array__") or hasattr(pages, "shape"):
         return PageSet.from_numpy(pages)
     raise TypeError(
@@ -114,12 +115,24 @@ def algorithms() -> list[str]:
     return _native.algorithms()
 
 
+def defaults(job: str) -> dict[str, str]:
+    """The defaults of ``zmem JOB`` (``"lab"``, ``"zram"``, ``"replay"``, ``"study
+    allocators"``, ``"comp-bench"``, ``"capture"``, ``"gen"``) as its ``--help`` states them: what each
+    keyword argument of the job's function left at None takes (one place for defaults, the
+    job's request in the Rust library; this package holds none of its own).
+
+    >>> zmem.defaults("zram")["pool"]
+    'zsmalloc'
+    """
+    return dict(_native.defaults(job))
+
+
 @_errors
 def comp_bench(
     pages: Pages,
     algo: Union[str, Sequence[str], None] = None,
     *,
-    min_time_ms: int = 200,
+    min_time_ms: Optional[int] = None,
     page_size: Optional[int] = None,
     algos: Union[str, Sequence[str], None] = None,
 ) -> pa.Table:
@@ -129,7 +142,8 @@ def comp_bench(
     ``algo``: one algorithm or a list, each ``name``, ``name:level`` or
     ``name:level=L,dict=FILE`` (default: all; ``algos`` is the older spelling). ``min_time_ms``:
     minimum time per timed pass (the best pass counts). ``page_size``: of a raw page file.
-    ``zmem comp-bench --list`` is :func:`algorithms`.
+    ``zmem comp-bench --list`` is :func:`algorithms`. None: the default ``zmem comp-bench
+    --help`` states (``zmem.defaults("comp-bench")``).
 
     >>> t = zmem.comp_bench(zmem.PageSet.generate(pages=64), algo=["lzo", "zstd:3"], min_time_ms=1)
     >>> t.column_names[:2]
@@ -147,14 +161,15 @@ def zram_run(
     *,
     algo: Optional[str] = None,
     params: Optional[str] = None,
-    pool: str = "zsmalloc",
-    threads: int = 1,
-    recomp: Union[str, Sequence[str]] = (),
+    pool: Optional[str] = None,
+    threads: Optional[int] = None,
+    recomp: Union[str, Sequence[str], None] = None,
     recompress: Optional[str] = None,
     page_size: Optional[int] = None,
 ) -> pa.Table:
     """The pages through one zram device, as ``zmem zram --json``: one row (stat files,
-    speeds, verified).
+    speeds, verified). Every keyword argument left at None takes the default
+    ``zmem zram --help`` states (``zmem.defaults("zram")``).
 
     >>> t = zmem.zram_run(zmem.PageSet.generate(pages=64), algo="lz4", pool="zbud")
     >>> t.num_rows
@@ -162,8 +177,7 @@ def zram_run(
     """
     return _table(
         _native.zram_run(
-            _pages(pages, page_size), algo, params, pool, threads, _names(recomp) or [],
-            recompress,
+            _pages(pages, page_size), algo, params, pool, threads, _names(recomp), recompress,
         )
     )
 
@@ -174,16 +188,16 @@ def replay(
     trace: Union[str, "os.PathLike[str]"],
     ram: Union[int, str],
     *,
-    swap: str = "zswap",
-    algo: str = "lzo-rle",
-    pool: str = "zsmalloc",
-    max_pool_percent: int = 20,
-    accept_threshold_percent: int = 90,
+    swap: Optional[str] = None,
+    algo: Optional[str] = None,
+    pool: Optional[str] = None,
+    max_pool_percent: Optional[int] = None,
+    accept_threshold_percent: Optional[int] = None,
     shrinker: bool = False,
     reject_incompressible: bool = False,
     no_writeback: bool = False,
     swap_dir: Optional[PathLike] = None,
-    swap_device: str = "nvme",
+    swap_device: Optional[str] = None,
     swap_in_memory: bool = False,
     readahead: Optional[str] = None,
     page_cluster: Optional[int] = None,
@@ -195,7 +209,8 @@ def replay(
     (``nvme``, ``ssd``, ``emmc``, ``hdd``, or a path to measure), as ``--swap-device``.
     ``readahead`` (``vma``, ``cluster`` or ``none``) and ``page_cluster`` (``vm.page-cluster``):
     the swap readahead of zswap's swap-ins, by default this machine's, as ``--readahead`` and
-    ``--page-cluster``.
+    ``--page-cluster``. Every keyword argument left at None takes the default
+    ``zmem replay --help`` states (``zmem.defaults("replay")``).
 
     >>> zmem.replay(pages, "trace.zt", "1M", swap="zram").column("swap_ins")  # doctest: +SKIP
     """
@@ -226,15 +241,16 @@ def study_allocators(
     pages: Pages,
     trace: Optional[Union[str, "os.PathLike[str]"]] = None,
     *,
-    algo: str = "lzo-rle",
-    rounds: int = 3,
+    algo: Optional[str] = None,
+    rounds: Optional[int] = None,
     as_is: bool = False,
     ram: Optional[Union[int, str]] = None,
-    max_pool_percent: int = 20,
+    max_pool_percent: Optional[int] = None,
     page_size: Optional[int] = None,
 ) -> pa.Table:
     """The zpool RFC's allocator study, as ``zmem study allocators --json``: zsmalloc, zbud and z3fold under
-    zswap, one row each.
+    zswap, one row each. Every keyword argument left at None takes the default
+    ``zmem study allocators --help`` states (``zmem.defaults("study allocators")``).
 
     >>> zmem.study_allocators(zmem.PageSet.generate(pages=64), rounds=1).column("allocator")  # doctest: +SKIP
     """

@@ -1,5 +1,7 @@
 """Type stubs of the Rust extension ``zmem._native`` (python/src/lib.rs). Use the wrappers in
-``zmem`` (they return pyarrow Tables and dicts); these functions return the CLI's JSON text."""
+``zmem`` (they return pyarrow Tables and dicts); these functions return the CLI's JSON text.
+No argument here has a default of its own: None (or False for a flag) is the default of the
+job's request in the Rust library, the one ``zmem JOB --help`` states (``defaults(job)``)."""
 
 import os
 from typing import Any, Optional, Sequence, Union
@@ -23,28 +25,32 @@ class PageSet:
     """
 
     @staticmethod
-    def open(path: _Path, page_size: int = 4096) -> PageSet:
+    def open(path: _Path, page_size: Optional[int] = None) -> PageSet:
         """Reads a page-set file (plain or zstd) or a raw page file of `page_size` pages."""
     @staticmethod
-    def from_bytes(data: bytes, page_size: int = 4096, label: str = "bytes") -> PageSet:
+    def from_bytes(data: bytes, page_size: Optional[int] = None, label: str = "bytes") -> PageSet:
         """Parses a whole page file held in memory (any format `open` reads)."""
     @staticmethod
     def from_numpy(array: Any, label: str = "numpy array") -> PageSet:
         """Pages from a 2-D (n, page_size) uint8 array."""
     @staticmethod
     def generate(
-        kind: str = "mixed", pages: int = 4096, page_size: int = 4096, seed: int = 0
+        kind: Optional[str] = None,
+        pages: Optional[int] = None,
+        page_size: Optional[int] = None,
+        seed: Optional[int] = None,
     ) -> PageSet:
         """A generated set, as `zmem gen` (`mixed` or `perf`)."""
     @staticmethod
-    def builtin(page_size: int = 4096) -> PageSet:
+    def builtin(page_size: Optional[int] = None) -> PageSet:
         """The built-in set the CLI runs on without a file."""
     @staticmethod
     def capture(
-        pids: Sequence[int] = (),
+        pids: Optional[Sequence[int]] = None,
         all: bool = False,
         cgroup: Optional[_Path] = None,
         zram: Optional[_Path] = None,
+        max_pages: Optional[int] = None,
     ) -> PageSet:
         """Live memory, as `zmem capture` (processes' anonymous pages, or a zram device's)."""
     def to_numpy(self) -> Any:
@@ -62,30 +68,32 @@ class PageSet:
     def label(self) -> str: ...
     def __len__(self) -> int: ...
 
-def comp_bench(pages: PageSet, algos: Optional[list[str]] = None, min_time_ms: int = 200) -> str: ...
+def comp_bench(
+    pages: PageSet, algos: Optional[list[str]] = None, min_time_ms: Optional[int] = None
+) -> str: ...
 def zram_run(
     pages: PageSet,
     algo: Optional[str] = None,
     params: Optional[str] = None,
-    pool: str = "zsmalloc",
-    threads: int = 1,
-    recomp: list[str] = ...,
+    pool: Optional[str] = None,
+    threads: Optional[int] = None,
+    recomp: Optional[list[str]] = None,
     recompress: Optional[str] = None,
 ) -> str: ...
 def replay(
     pages: PageSet,
     trace: _Path,
     ram: Union[int, str],
-    swap: str = "zswap",
-    algo: str = "lzo-rle",
-    pool: str = "zsmalloc",
-    max_pool_percent: int = 20,
-    accept_threshold_percent: int = 90,
+    swap: Optional[str] = None,
+    algo: Optional[str] = None,
+    pool: Optional[str] = None,
+    max_pool_percent: Optional[int] = None,
+    accept_threshold_percent: Optional[int] = None,
     shrinker: bool = False,
     reject_incompressible: bool = False,
     no_writeback: bool = False,
     swap_dir: Optional[_Path] = None,
-    swap_device: str = "nvme",
+    swap_device: Optional[str] = None,
     swap_in_memory: bool = False,
     readahead: Optional[str] = None,
     page_cluster: Optional[int] = None,
@@ -93,11 +101,11 @@ def replay(
 def study_allocators(
     pages: PageSet,
     trace: Optional[_Path] = None,
-    algo: str = "lzo-rle",
-    rounds: int = 3,
+    algo: Optional[str] = None,
+    rounds: Optional[int] = None,
     as_is: bool = False,
     ram: Optional[Union[int, str]] = None,
-    max_pool_percent: int = 20,
+    max_pool_percent: Optional[int] = None,
 ) -> str: ...
 def lab(
     pages: Optional[PageSet] = None,
@@ -118,3 +126,5 @@ def lab(
     undo_script: Optional[str] = None,
 ) -> str: ...
 def algorithms() -> list[str]: ...
+def defaults(job: str) -> dict[str, str]:
+    """The defaults of `zmem JOB` as its `--help` states them (the job's request's own)."""

@@ -241,8 +241,8 @@ def run(
     workers: Optional[int] = None,
     retries: int = 2,
     progress: bool = True,
-    cpu_budget: float = 1.0,
-    latency_budget: float = 50.0,
+    cpu_budget: Optional[float] = None,
+    latency_budget: Optional[float] = None,
     max_pages: Union[int, str, None] = None,
     min_time_ms: Optional[int] = None,
 ) -> FleetResult:
@@ -259,24 +259,26 @@ def run(
         raise ValueError("--workers must be at least 1")
     if retries < 0:
         raise ValueError("--retries must be >= 0")
-    if not (cpu_budget >= 0 and latency_budget >= 0):
+    if any(b is not None and not b >= 0 for b in (cpu_budget, latency_budget)):
         raise ValueError("--cpu-budget and --latency-budget must be numbers >= 0")
     captures = expand(inputs)
     if not captures:
         raise ValueError(f"no captures found in {', '.join(inputs)}")
     csv_hosts = host_table(captures)
     lab_args: dict[str, Any] = dict(
-        cpu_budget=cpu_budget,
-        latency_budget=latency_budget,
         # Each task holds one of Ray's CPUs (num_cpus=1 below): the lab in it runs on one
         # thread, so Ray's placement, not the lab's own threads, spreads the work over cores.
         threads=1,
     )
-    # Only what was given: zmem.lab's own defaults stand for the rest (it takes no None).
-    if max_pages is not None:
-        lab_args["max_pages"] = max_pages
-    if min_time_ms is not None:
-        lab_args["min_time_ms"] = min_time_ms
+    # Only what was given: the lab's own defaults (its request's, zmem.defaults("lab")) stand
+    # for the rest; zmem.lab takes None as "the default" too, so this is for clarity only.
+    given = dict(
+        cpu_budget=cpu_budget,
+        latency_budget=latency_budget,
+        max_pages=max_pages,
+        min_time_ms=min_time_ms,
+    )
+    lab_args.update({k: v for k, v in given.items() if v is not None})
     started = _init_ray(address, workers)
     t0 = time.monotonic()
     task = ray.remote(num_cpus=1, max_retries=retries, retry_exceptions=[OSError])(analyse)
@@ -317,7 +319,7 @@ def run(
         os.makedirs(out, exist_ok=True)
         pq.write_table(result.results, os.path.join(out, "results.parquet"))
         with open(os.path.join(out, "report.html"), "w") as f:
-            f.write(render_html(result, budgets=(cpu_budget, latency_budget)))
+            f.write(render_html(result, budgets=_budgets(result)))
         result.out = out
     return result
 
@@ -474,8 +476,18 @@ def _box_svg(xs: list[float], lo: float, hi: float, width: int = 320) -> str:
     )
 
 
-def render_html(result: FleetResult, budgets: tuple[float, float] = (1.0, 50.0)) -> str:
-    """The fleet report: a self-contained HTML page (no scripts, no network)."""
+def _budgets(result: FleetResult) -> tuple[float, float]:
+    """The budgets the hosts were judged by, as their reports state them."""
+    report = next(iter(result.reports.values()))
+    b = report["budgets"]
+    return float(b["cpu_percent_of_core"]), float(b["added_load_p99_us"])
+
+
+def render_html(result: FleetResult, budgets: Optional[tuple[float, float]] = None) -> str:
+    """The fleet report: a self-contained HTML page (no scripts, no network). ``budgets``:
+    (CPU percent of a core, added p99 microseconds); None: those the hosts' reports state."""
+    if budgets is None:
+        budgets = _budgets(result) if result.reports else (float("nan"), float("nan"))
     e = html.escape
     table = result.results
     choice, stats = fleet_choice(table) if table.num_rows else (None, [])
@@ -579,13 +591,18 @@ def _parser() -> argparse.ArgumentParser:
         "--workers", type=int, help="captures analysed at once (default: every CPU Ray has)"
     )
     ap.add_argument("--retries", type=int, default=2, help="retries of a failed task (2)")
+    import zmem
+
+    lab = zmem.defaults("lab")
     ap.add_argument(
-        "--cpu-budget", type=float, default=1.0, metavar="PERCENT",
-        help="CPU the recommendation may use, percent of a core (default 1)",
+        "--cpu-budget", type=float, metavar="PERCENT",
+        help=f"CPU the recommendation may use, percent of a core (default: the lab's, "
+        f"{lab['cpu_budget']})",
     )
     ap.add_argument(
-        "--latency-budget", type=float, default=50.0, metavar="MICROSECONDS",
-        help="most the recommendation may add to p99 swap-in latency (default 50)",
+        "--latency-budget", type=float, metavar="MICROSECONDS",
+        help=f"most the recommendation may add to p99 swap-in latency (default: the lab's, "
+        f"{lab['latency_budget']})",
     )
     ap.add_argument(
         "--max-pages",
@@ -595,7 +612,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     ap.add_argument(
         "--min-time-ms", type=int,
-        help="compressor table's minimum pass time (default: the lab's, 50)",
+        help=f"compressor table's minimum pass time (default: the lab's, {lab['min_time_ms']})",
     )
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     return ap

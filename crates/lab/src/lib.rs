@@ -37,7 +37,7 @@ mod measure;
 pub mod now;
 pub mod policy;
 mod recommend;
-mod request;
+pub mod request;
 pub mod sample;
 pub mod zswap;
 
@@ -65,7 +65,9 @@ pub use recommend::{
     uncertainty,
 };
 pub use request::{
-    LabRequest, auto_device, coverage, parse_max_pages, parse_source, parse_swap_device, run_lab,
+    ArgError, CaptureRequest, CaptureSummary, Captured, CompBenchRequest, GenerateRequest,
+    LabRequest, ReplayRequest, StudyRequest, ZramRequest, auto_device, coverage, parse_max_pages,
+    parse_ram, parse_source, parse_swap_device, run_lab,
 };
 pub use zmem_kernel::caps::KernelCaps;
 

@@ -5,8 +5,11 @@
 //! document ([`json`]: the report value plus those words and lines, so the CLI's `--json` and
 //! Python's `zmem.lab` return the same document).
 //!
+//! [`outputs`] writes the lab's files (its scripts and report), the one place both front doors
+//! have them written.
+//!
 //! Not for: measuring or deciding anything (every number here was computed by zmem-lab,
-//! zmem-experiments or zmem-sim), or writing files (the front ends do).
+//! zmem-experiments or zmem-sim), or writing any other file (the front ends do).
 
 pub mod advice;
 pub mod apply;
@@ -14,6 +17,7 @@ pub mod decision;
 pub mod experiments;
 pub mod html;
 pub mod json;
+pub mod outputs;
 pub mod replay;
 pub mod status;
 pub mod summary;
@@ -23,4 +27,5 @@ pub mod validate_lab;
 pub mod zswap;
 
 pub use html::{PLOT_COLORS, render_html};
+pub use outputs::{LabOutputs, write_lab_outputs};
 pub use summary::{render_apply_script, render_summary};

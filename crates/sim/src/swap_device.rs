@@ -118,6 +118,16 @@ impl FromStr for DeviceSpec {
     }
 }
 
+/// The text [`DeviceSpec::from_str`] reads back: the profile's name, or the path.
+impl std::fmt::Display for DeviceSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Profile(p) => f.write_str(p.name),
+            Self::Path(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
 impl Default for DeviceSpec {
     fn default() -> Self {
         Self::Profile(profile(DEFAULT_PROFILE).unwrap_or(PROFILES[0]))

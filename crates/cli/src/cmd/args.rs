@@ -40,12 +40,8 @@ pub fn size(flag: &str, text: &str) -> anyhow::Result<u64> {
     zmem_lab::parse_size(text).map_err(|e| anyhow::anyhow!("{flag}: {}", e.msg))
 }
 
-/// `--swap-device`: a profile as it is, or a path on the device, measured for about a second
-/// (the measured figures go to stderr, as the lab's other steps report).
-pub fn swap_device(text: &str) -> anyhow::Result<zmem_sim::swap_device::SwapDevice> {
-    use zmem_sim::swap_device::{DeviceSpec, SwapDevice};
-    let spec: DeviceSpec = text.parse().map_err(|e| anyhow::anyhow!("--swap-device: {e}"))?;
-    let d = SwapDevice::resolve(&spec, std::time::Duration::from_secs(1))?;
+/// A measured swap device's figures, on stderr (a profile's are its own, nothing to say).
+pub fn report_measured(d: &zmem_sim::swap_device::SwapDevice) {
     if d.kind == "measured" {
         eprintln!(
             "zmem: swap device: 4 KiB read p50 {} us p99 {} us, write p50 {} us p99 {} us",
@@ -55,11 +51,10 @@ pub fn swap_device(text: &str) -> anyhow::Result<zmem_sim::swap_device::SwapDevi
             d.write.p99_ns / 1000
         );
     }
-    Ok(d)
 }
 
 /// The most threads a `--threads` may ask for.
-pub const MAX_THREADS: u64 = 1024;
+pub const MAX_THREADS: u64 = zmem_lab::request::MAX_THREADS;
 /// The longest a duration flag may be in seconds (a week): longer is a typo, and a deadline that
 /// far off cannot be added to the clock on every system.
 pub const MAX_SECS: u64 = 7 * 24 * 3600;
@@ -109,11 +104,6 @@ pub fn seconds(text: &str) -> Result<f64, String> {
         return Err(format!("more than the most this takes, {MAX_SECS} seconds"));
     }
     Ok(v)
-}
-
-/// `--pool`: an allocator zmem has, checked before any input is read.
-pub fn pool(name: &str) -> anyhow::Result<()> {
-    zmem_pool::registry::find(name).map(|_| ()).map_err(|e| anyhow::anyhow!("--pool {name}: {e}"))
 }
 
 /// Refuses `count` items of `item_bytes` bytes each that would not fit in this machine's

@@ -3,9 +3,8 @@
 
 use std::path::PathBuf;
 
-use anyhow::bail;
-use zmem_kernel::capture::{self, Event};
-use zmem_lab::Progress;
+use zmem_kernel::capture::Event;
+use zmem_lab::{CaptureRequest, CaptureSummary, Captured, Progress};
 
 use super::progress::Bar;
 
@@ -40,61 +39,40 @@ pub struct Args {
     output: PathBuf,
 }
 
-pub fn run(args: &Args) -> anyhow::Result<()> {
-    if let Some(dev) = &args.zram {
-        return run_zram(args, dev);
+/// The request the flags make (where the set goes, how it is compressed and what is printed
+/// are the CLI's own).
+fn request(args: &Args) -> CaptureRequest {
+    CaptureRequest {
+        pids: args.pids.clone(),
+        all: args.all,
+        cgroup: args.cgroup.clone(),
+        zram: args.zram.clone(),
+        max_pages: args.max_pages,
     }
-    let mut pids = args.pids.clone();
-    if args.all {
-        pids.extend(capture::all_pids()?);
-    }
-    if let Some(cg) = &args.cgroup {
-        pids.extend(capture::cgroup_pids(cg)?);
-    }
-    if pids.is_empty() {
-        bail!("nothing to capture: give --pid P, --all, --cgroup PATH or --zram DEV");
-    }
-    pids.sort_unstable();
-    pids.dedup();
+}
 
-    let bar = Bar::counting("processes");
-    bar.start("capture", pids.len() as u64);
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let req = request(args);
+    req.validate().map_err(|e| match e.arg {
+        // The request as a whole names nothing: said with the flags that name something.
+        "" => {
+            anyhow::anyhow!("nothing to capture: give --pid P, --all, --cgroup PATH or --zram DEV")
+        }
+        _ => anyhow::anyhow!(e.flag()),
+    })?;
+    let bar = Bar::counting(if req.zram.is_some() { "MiB" } else { "processes" });
     let mut pages = 0usize;
-    let (set, summary) = capture::capture(&pids, &mut |e| match e {
-        Event::Start { .. } => {}
+    let mut on_process = |e: Event<'_>| match e {
+        Event::Start { processes } => bar.start("capture", processes as u64),
         Event::Captured { pages: n, .. } => {
             pages += n;
             bar.message(format!("{pages} pages"));
             bar.advance(1);
         }
         Event::Skipped { .. } => bar.advance(1),
-    })?;
-    // Cleared before anything else is printed.
-    drop(bar);
-    // Nothing captured (no such process, every one gone or unreadable): an error, and no file.
-    if set.is_empty() {
-        let why: Vec<String> =
-            summary.skipped.iter().map(|(pid, why)| format!("{pid}: {why}")).collect();
-        bail!(
-            "nothing captured, no file written ({})",
-            if why.is_empty() { "no resident anonymous pages".to_string() } else { why.join("; ") }
-        );
-    }
-    let compression = super::pages::compression(&args.output, args.zstd);
-    set.save(&args.output, compression)?;
-    if args.verbose {
-        for (pid, why) in &summary.skipped {
-            eprintln!("skipped {pid}: {why}");
-        }
-    }
-    eprintln!("{summary}");
-    Ok(())
-}
-
-fn run_zram(args: &Args, dev: &std::path::Path) -> anyhow::Result<()> {
-    let bar = Bar::counting("MiB");
+    };
     let mut shown = None;
-    let mut progress = |done: u64, total: u64| {
+    let mut on_bytes = |done: u64, total: u64| {
         let last = *shown.get_or_insert_with(|| {
             bar.start("capture", total >> 20);
             0
@@ -102,16 +80,42 @@ fn run_zram(args: &Args, dev: &std::path::Path) -> anyhow::Result<()> {
         bar.advance((done >> 20) - last);
         shown = Some(done >> 20);
     };
-    let (set, summary) = match args.max_pages {
-        Some(n) => capture::zram::capture_device_sampled(dev, n, 1, &mut progress)?,
-        None => capture::zram::capture_device(dev, &mut progress)?,
-    };
+    let captured = req.run(&mut on_process, &mut on_bytes);
+    // Cleared before anything else is printed.
     drop(bar);
+    // Nothing captured (no such process, every one gone or unreadable): an error, and no file.
+    let Captured { set, summary } = match captured {
+        Err(zmem_lab::LabError::Setup(nothing)) => anyhow::bail!("{nothing}; no file written"),
+        other => other?,
+    };
     let compression = super::pages::compression(&args.output, args.zstd);
     set.save(&args.output, compression)?;
-    match args.max_pages {
-        Some(_) => eprintln!("{summary}; a random sample of {} of them kept", set.len()),
-        None => eprintln!("{summary}"),
+    if let (true, CaptureSummary::Processes(s)) = (args.verbose, &summary) {
+        for (pid, why) in &s.skipped {
+            eprintln!("skipped {pid}: {why}");
+        }
     }
+    eprintln!("{summary}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    #[test]
+    fn the_flags_map_onto_the_request() {
+        let cli = Cli::parse_from(["capture", "-o", "out"]);
+        assert_eq!(request(&cli.args), CaptureRequest::default());
+        let cli = Cli::parse_from(["capture", "--pid", "7", "--pid", "3", "--all", "-o", "out"]);
+        let want = CaptureRequest { pids: vec![7, 3], all: true, ..CaptureRequest::default() };
+        assert_eq!(request(&cli.args), want);
+    }
 }

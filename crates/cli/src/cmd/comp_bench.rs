@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use zmem_experiments::comp_bench::{self, AlgoSpec, Options};
+use zmem_lab::CompBenchRequest;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -17,10 +17,10 @@ pub struct Args {
     #[arg(long)]
     list: bool,
     /// Page size to cut the inputs into.
-    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(0, zmem_pages::format::MAX_PAGE_SIZE as u64))]
+    #[arg(long, default_value_t = CompBenchRequest::default().page_size, value_parser = super::args::count::<usize>(0, zmem_pages::format::MAX_PAGE_SIZE as u64))]
     page_size: usize,
     /// Minimum time per timed pass over each batch, in milliseconds; the best pass counts.
-    #[arg(long, default_value_t = 200, value_parser = super::args::duration("ms"))]
+    #[arg(long, default_value_t = CompBenchRequest::default().min_time.as_millis() as u64, value_parser = super::args::duration("ms"))]
     min_time_ms: u64,
     /// Page files (raw pages or page sets); none: the built-in page set.
     files: Vec<PathBuf>,
@@ -34,16 +34,37 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let specs =
-        if args.algo.is_empty() { AlgoSpec::all() } else { super::args::algo_list(&args.algo)? };
+    let req = request(args)?;
     let inputs = super::pages::load(&args.files, args.page_size)?;
-    let opts = Options {
-        page_size: args.page_size,
-        min_time: Duration::from_millis(args.min_time_ms),
-        ..Options::default()
-    };
-    let slices: Vec<&[u8]> = inputs.iter().map(|s| s.bytes()).collect();
-    let rows = comp_bench::run(&slices, &specs, &opts, &super::progress::Bar::new())?;
+    let sets: Vec<&zmem_pages::PageSet> = inputs.iter().collect();
+    let rows = req.run(&sets, &super::progress::Bar::new())?;
     super::emit(args.json, &rows, |x| zmem_render::experiments::comp_table(x))?;
     Ok(())
+}
+
+/// The request the flags make (each flag maps onto one field).
+fn request(args: &Args) -> anyhow::Result<CompBenchRequest> {
+    Ok(CompBenchRequest {
+        algos: super::args::algo_list(&args.algo)?,
+        page_size: args.page_size,
+        min_time: Duration::from_millis(args.min_time_ms),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    #[test]
+    fn the_flags_defaults_are_the_requests() {
+        let cli = Cli::parse_from(["comp-bench"]);
+        assert_eq!(request(&cli.args).unwrap(), CompBenchRequest::default());
+    }
 }

@@ -3,23 +3,23 @@
 
 use std::path::PathBuf;
 
-use zmem_pages::generate::{self, Kind};
+use zmem_lab::GenerateRequest;
 
 use super::pages::compression;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Generator: perf (val + i words) or mixed (typical anonymous memory).
-    #[arg(long, default_value = "mixed")]
+    #[arg(long, default_value_t = GenerateRequest::default().kind)]
     kind: String,
     /// Number of pages.
-    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(0, u64::MAX))]
+    #[arg(long, default_value_t = GenerateRequest::default().pages, value_parser = super::args::count::<usize>(0, u64::MAX))]
     pages: usize,
     /// Page size.
-    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(0, zmem_pages::format::MAX_PAGE_SIZE as u64))]
+    #[arg(long, default_value_t = GenerateRequest::default().page_size, value_parser = super::args::count::<usize>(0, zmem_pages::format::MAX_PAGE_SIZE as u64))]
     page_size: usize,
     /// Seed: the same seed gives the same bytes in every version.
-    #[arg(long, default_value_t = 0, value_parser = super::args::count::<u64>(0, u64::MAX))]
+    #[arg(long, default_value_t = GenerateRequest::default().seed, value_parser = super::args::count::<u64>(0, u64::MAX))]
     seed: u64,
     /// Write bare pages instead of a page set.
     #[arg(long, conflicts_with = "zstd")]
@@ -32,12 +32,20 @@ pub struct Args {
     output: PathBuf,
 }
 
+/// The request the flags make (where the set goes is the CLI's own).
+fn request(args: &Args) -> GenerateRequest {
+    GenerateRequest {
+        kind: args.kind.clone(),
+        pages: args.pages,
+        page_size: args.page_size,
+        seed: args.seed,
+    }
+}
+
 pub fn run(args: &Args) -> anyhow::Result<()> {
-    let kind = Kind::parse(&args.kind)?;
-    zmem_pages::format::check_page_size(args.page_size)
-        .map_err(|e| anyhow::anyhow!("--page-size: {e}"))?;
-    super::args::fits_in_memory("--pages", args.pages as u64, args.page_size as u64)?;
-    let set = generate::generate(kind, args.pages, args.page_size, args.seed)?;
+    let req = request(args);
+    req.validate().map_err(|e| anyhow::anyhow!(e.flag()))?;
+    let set = req.run()?;
     let written = if args.raw {
         set.save_raw(&args.output)
     } else {
@@ -45,4 +53,22 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     };
     // Library errors name the file already.
     Ok(written?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    #[test]
+    fn the_flags_defaults_are_the_requests() {
+        let cli = Cli::parse_from(["gen", "-o", "out"]);
+        assert_eq!(request(&cli.args), GenerateRequest::default());
+    }
 }

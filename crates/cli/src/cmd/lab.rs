@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
 use zmem_lab::{self as lab, Coverage, Input, LabRequest};
 use zmem_render as report;
 
@@ -134,25 +133,21 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     if r.trace.kind == "file" {
         eprintln!("zmem lab: replayed {}", r.trace.detail);
     }
-    if let Some(path) = &args.apply_script {
-        std::fs::write(path, report::render_apply_script(&r))
-            .with_context(|| format!("writing {}", path.display()))?;
+    let outputs = report::LabOutputs {
+        apply_script: args.apply_script.clone(),
+        undo_script: args.undo_script.clone(),
+        dir: args.output.clone(),
+    };
+    let json = report::write_lab_outputs(&r, &outputs)?;
+    if let Some(path) = &outputs.apply_script {
         eprintln!("zmem lab: wrote {} (review it; nothing was run)", path.display());
     }
-    if let Some(path) = &args.undo_script {
-        std::fs::write(path, report::decision::undo_script())
-            .with_context(|| format!("writing {}", path.display()))?;
+    if let Some(path) = &outputs.undo_script {
         eprintln!("zmem lab: wrote {} (it undoes what the apply script did)", path.display());
     }
-    let json = report::json::lab_report_text(&r);
-    if let Some(dir) = &args.output {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let html = dir.join("report.html");
-        std::fs::write(&html, report::render_html(&r))
-            .with_context(|| format!("writing {}", html.display()))?;
-        let path = dir.join("report.json");
-        std::fs::write(&path, &json).with_context(|| format!("writing {}", path.display()))?;
-        eprintln!("zmem lab: wrote {} and {}", html.display(), path.display());
+    if let Some(dir) = &outputs.dir {
+        let (html, json) = (dir.join("report.html"), dir.join("report.json"));
+        eprintln!("zmem lab: wrote {} and {}", html.display(), json.display());
     }
     if args.json {
         println!("{json}");

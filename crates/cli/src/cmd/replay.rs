@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use zmem_lab::Incompressible;
-use zmem_sim::replay::{self, Readahead, ReplayConfig, SwapKind};
+use zmem_lab::ReplayRequest;
+use zmem_sim::replay::{Readahead, SwapKind};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -11,22 +11,22 @@ pub struct Args {
     #[arg(long)]
     ram: String,
     /// Swap behind RAM: `zram` (a zram device) or `zswap` (zswap in front of a swap file).
-    #[arg(long, default_value = "zswap")]
+    #[arg(long, default_value_t = ReplayRequest::default().swap)]
     swap: SwapKind,
     /// Compression algorithm (NAME, NAME:LEVEL or NAME:level=L,dict=FILE; parameters with --swap zram only).
-    #[arg(long, default_value = zmem_lab::DEFAULT_ALGORITHM, value_parser = super::args::algo)]
+    #[arg(long, default_value_t = ReplayRequest::default().algo, value_parser = super::args::algo)]
     algo: zmem_comp::AlgoSpec,
     /// Allocator: zsmalloc, zbud or z3fold.
-    #[arg(long, default_value = "zsmalloc")]
+    #[arg(long, default_value_t = ReplayRequest::default().pool)]
     pool: String,
     /// Page size of the pages and the swap.
-    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(0, zmem_pages::format::MAX_PAGE_SIZE as u64))]
+    #[arg(long, default_value_t = ReplayRequest::default().page_size, value_parser = super::args::count::<usize>(0, zmem_pages::format::MAX_PAGE_SIZE as u64))]
     page_size: usize,
     /// zswap's max_pool_percent (of --ram).
-    #[arg(long, default_value_t = 20, value_parser = super::args::count::<u32>(0, u32::MAX.into()))]
+    #[arg(long, default_value_t = ReplayRequest::default().max_pool_percent, value_parser = super::args::count::<u32>(0, u32::MAX.into()))]
     max_pool_percent: u32,
     /// zswap's accept_threshold_percent.
-    #[arg(long, default_value_t = 90, value_parser = super::args::count::<u32>(0, u32::MAX.into()))]
+    #[arg(long, default_value_t = ReplayRequest::default().accept_threshold_percent, value_parser = super::args::count::<u32>(0, u32::MAX.into()))]
     accept_threshold_percent: u32,
     /// Turn on zswap's memory-pressure shrinker (shrinker_enabled=Y).
     #[arg(long)]
@@ -47,7 +47,7 @@ pub struct Args {
     /// The block device behind the swap file, whose 4 KiB latency every device read and
     /// write is charged: a profile (nvme, ssd, emmc, hdd) or a path on the device (a directory,
     /// or a file path whose directory is on it) to measure for about a second with O_DIRECT.
-    #[arg(long, default_value = "nvme", value_name = "PATH|nvme|ssd|emmc|hdd")]
+    #[arg(long, default_value_t = ReplayRequest::default().swap_device.to_string(), value_name = "PATH|nvme|ssd|emmc|hdd")]
     swap_device: String,
     /// Swap readahead on swap-in faults (zswap's swap file; zram never reads ahead): `vma`,
     /// `cluster` or `none`. Default: this machine's (/sys/kernel/mm/swap/vma_ra_enabled, else
@@ -68,50 +68,56 @@ pub struct Args {
     trace: PathBuf,
 }
 
-pub fn run(args: &Args) -> anyhow::Result<()> {
-    super::args::pool(&args.pool)?;
-    let ram = super::args::size("--ram", &args.ram)?;
-    let ram_pages = ram / args.page_size as u64;
-    anyhow::ensure!(ram_pages > 0, "--ram {} is less than one page", args.ram);
-    let device = super::args::swap_device(&args.swap_device)?;
-    let inputs = super::pages::load(std::slice::from_ref(&args.pages), args.page_size)?;
-    let trace = super::pages::load_trace(&args.trace)?;
-    let (readahead, page_cluster) =
-        zmem_experiments::readahead::settings(args.readahead, args.page_cluster, &device);
-    let cfg = ReplayConfig {
-        ram_pages,
+/// The request the flags make (each flag maps onto one field).
+fn request(args: &Args) -> anyhow::Result<ReplayRequest> {
+    Ok(ReplayRequest {
+        ram: super::args::size("--ram", &args.ram)?,
         swap: args.swap,
-        algo: match args.swap {
-            SwapKind::Zswap => super::args::plain_algo(
-                &args.algo,
-                "zswap's compressors (the kernel's crypto API) take no parameters",
-            )?,
-            SwapKind::Zram => args.algo.name.clone(),
-        },
-        algo_params: args.algo.algorithm_params(),
+        algo: args.algo.clone(),
         pool: args.pool.clone(),
         page_size: args.page_size,
         max_pool_percent: args.max_pool_percent,
         accept_threshold_percent: args.accept_threshold_percent,
         shrinker: args.shrinker,
-        incompressible: if args.reject_incompressible {
-            Incompressible::Reject
-        } else {
-            Incompressible::StoreAsIs
-        },
-        writeback: !args.no_writeback,
-        swap_dir: if args.swap_in_memory {
-            None
-        } else {
-            Some(args.swap_dir.clone().unwrap_or_else(std::env::temp_dir))
-        },
-        device,
-        zram_backing: false,
-        readahead,
-        page_cluster,
-    };
-    let r = replay::run(inputs[0].bytes(), &trace, &cfg, &super::progress::Bar::new())?;
+        reject_incompressible: args.reject_incompressible,
+        no_writeback: args.no_writeback,
+        swap_dir: args.swap_dir.clone(),
+        swap_in_memory: args.swap_in_memory,
+        swap_device: args.swap_device.parse().map_err(|e| anyhow::anyhow!("--swap-device: {e}"))?,
+        readahead: args.readahead,
+        page_cluster: args.page_cluster,
+    })
+}
+
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let req = request(args)?;
+    req.validate().map_err(|e| anyhow::anyhow!(e.flag()))?;
+    let device = req.device()?;
+    super::args::report_measured(&device);
+    let cfg = req.config(device).map_err(|e| anyhow::anyhow!(e.flag()))?;
+    let inputs = super::pages::load(std::slice::from_ref(&args.pages), args.page_size)?;
+    let trace = super::pages::load_trace(&args.trace)?;
+    let r = ReplayRequest::run(&cfg, &inputs[0], &trace, &super::progress::Bar::new())?;
     super::emit(args.json, &r, zmem_render::replay::replay)?;
-    anyhow::ensure!(r.verified, "pages swapped in differ from the pages swapped out");
+    ReplayRequest::check(&r)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    #[test]
+    fn the_flags_defaults_are_the_requests() {
+        let cli = Cli::parse_from(["replay", "--ram", "1M", "pages", "trace"]);
+        let want = ReplayRequest { ram: 1 << 20, ..ReplayRequest::default() };
+        assert_eq!(request(&cli.args).unwrap(), want);
+    }
 }

@@ -2,8 +2,7 @@
 
 use std::path::PathBuf;
 
-use zmem_experiments::study::{self, StudyConfig};
-use zmem_lab::Incompressible;
+use zmem_lab::StudyRequest;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Study {
@@ -15,13 +14,13 @@ pub enum Study {
 #[derive(Debug, clap::Args)]
 pub struct AllocatorsArgs {
     /// zswap's compressor (its crypto API takes no parameters, so a name alone).
-    #[arg(long, default_value = zmem_lab::DEFAULT_ALGORITHM, value_parser = super::args::algo)]
+    #[arg(long, default_value_t = StudyRequest::default().algo, value_parser = super::args::algo)]
     algo: zmem_comp::AlgoSpec,
     /// Page size.
-    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(0, zmem_pages::format::MAX_PAGE_SIZE as u64))]
+    #[arg(long, default_value_t = StudyRequest::default().page_size, value_parser = super::args::count::<usize>(0, zmem_pages::format::MAX_PAGE_SIZE as u64))]
     page_size: usize,
     /// Rounds; allocators are interleaved per round and each keeps its fastest round.
-    #[arg(long, default_value_t = 3, value_parser = super::args::count::<usize>(1, 1000))]
+    #[arg(long, default_value_t = StudyRequest::default().rounds, value_parser = super::args::count::<usize>(1, zmem_lab::request::MAX_ROUNDS as u64))]
     rounds: usize,
     /// Store incompressible pages as-is (6.18) instead of rejecting them (the seed's 6.8).
     #[arg(long)]
@@ -31,7 +30,7 @@ pub struct AllocatorsArgs {
     #[arg(long)]
     ram: Option<String>,
     /// With a trace: zswap's max_pool_percent.
-    #[arg(long, default_value_t = 20, value_parser = super::args::count::<u32>(0, u32::MAX.into()))]
+    #[arg(long, default_value_t = StudyRequest::default().max_pool_percent, value_parser = super::args::count::<u32>(0, u32::MAX.into()))]
     max_pool_percent: u32,
     /// Print the rows as a JSON list instead of the table.
     #[arg(long)]
@@ -48,28 +47,44 @@ pub fn run(cmd: &Study) -> anyhow::Result<()> {
     }
 }
 
-fn allocators(args: &AllocatorsArgs) -> anyhow::Result<()> {
-    let inputs = super::pages::load(std::slice::from_ref(&args.pages), args.page_size)?;
-    let trace = args.trace.as_deref().map(super::pages::load_trace).transpose()?;
-    let ram_pages = match &args.ram {
-        Some(s) => Some(super::args::size("--ram", s)? / args.page_size as u64),
-        None => None,
-    };
-    let cfg = StudyConfig {
-        algo: super::args::plain_algo(
-            &args.algo,
-            "zswap's compressors (the kernel's crypto API) take no parameters",
-        )?,
+/// The request the flags make (each flag maps onto one field).
+fn request(args: &AllocatorsArgs) -> anyhow::Result<StudyRequest> {
+    let ram = args.ram.as_deref().map(|s| super::args::size("--ram", s)).transpose()?;
+    Ok(StudyRequest {
+        algo: args.algo.clone(),
         page_size: args.page_size,
         rounds: args.rounds,
-        incompressible: if args.as_is { Incompressible::StoreAsIs } else { Incompressible::Reject },
-        ram_pages,
+        as_is: args.as_is,
+        ram,
         max_pool_percent: args.max_pool_percent,
-        swap_dir: Some(std::env::temp_dir()),
-    };
-    let rows =
-        study::allocators(inputs[0].bytes(), trace.as_deref(), &cfg, &super::progress::Bar::new())?;
+    })
+}
+
+fn allocators(args: &AllocatorsArgs) -> anyhow::Result<()> {
+    let req = request(args)?;
+    req.config().map_err(|e| anyhow::anyhow!(e.flag()))?;
+    let inputs = super::pages::load(std::slice::from_ref(&args.pages), args.page_size)?;
+    let trace = args.trace.as_deref().map(super::pages::load_trace).transpose()?;
+    let rows = req.run(&inputs[0], trace.as_deref(), &super::progress::Bar::new())?;
     super::emit(args.json, &rows, |x| zmem_render::experiments::study(x))?;
-    anyhow::ensure!(rows.iter().all(|r| r.verified), "pages came back different");
+    StudyRequest::check(&rows)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: AllocatorsArgs,
+    }
+
+    #[test]
+    fn the_flags_defaults_are_the_requests() {
+        let cli = Cli::parse_from(["allocators", "pages"]);
+        assert_eq!(request(&cli.args).unwrap(), StudyRequest::default());
+    }
 }

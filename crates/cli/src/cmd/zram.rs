@@ -2,27 +2,26 @@
 
 use std::path::PathBuf;
 
-use zmem_experiments::zram_run;
-use zmem_sim::device::ZramRunConfig;
+use zmem_lab::ZramRequest;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Primary compression algorithm: NAME, NAME:LEVEL or NAME:level=L,dict=FILE (the
     /// kernel's default, lzo-rle, unless given).
-    #[arg(long, default_value = zmem_lab::DEFAULT_ALGORITHM, value_parser = super::args::algo)]
+    #[arg(long, default_value_t = ZramRequest::default().algo, value_parser = super::args::algo)]
     algo: zmem_comp::AlgoSpec,
     /// `algorithm_params` for the primary, e.g. "level=3" (the same as `--algo NAME:level=3`;
     /// added to what --algo gives).
     #[arg(long)]
     params: Option<String>,
     /// Allocator: zsmalloc, zbud or z3fold.
-    #[arg(long, default_value = "zsmalloc")]
+    #[arg(long, default_value_t = ZramRequest::default().pool)]
     pool: String,
     /// Page size of the device and of a raw page file.
-    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(0, zmem_pages::format::MAX_PAGE_SIZE as u64))]
+    #[arg(long, default_value_t = ZramRequest::default().page_size, value_parser = super::args::count::<usize>(0, zmem_pages::format::MAX_PAGE_SIZE as u64))]
     page_size: usize,
     /// Writer and reader threads.
-    #[arg(long, default_value_t = 1, value_parser = super::args::count::<usize>(1, super::args::MAX_THREADS))]
+    #[arg(long, default_value_t = ZramRequest::default().threads, value_parser = super::args::count::<usize>(1, super::args::MAX_THREADS))]
     threads: usize,
     /// Secondary algorithms for recompression, in priority order (repeat or comma-separate).
     #[arg(long, value_delimiter = ',')]
@@ -37,23 +36,43 @@ pub struct Args {
     file: PathBuf,
 }
 
-pub fn run(args: &Args) -> anyhow::Result<()> {
-    super::args::pool(&args.pool)?;
-    let inputs = super::pages::load(std::slice::from_ref(&args.file), args.page_size)?;
-    let cfg = ZramRunConfig {
-        algo: args.algo.name.clone(),
-        params: match (args.algo.algorithm_params(), &args.params) {
-            (Some(a), Some(b)) => Some(format!("{a} {b}")),
-            (a, b) => a.or_else(|| b.clone()),
-        },
+/// The request the flags make (each flag maps onto one field).
+fn request(args: &Args) -> ZramRequest {
+    ZramRequest {
+        algo: args.algo.clone(),
+        params: args.params.clone(),
         pool: args.pool.clone(),
         page_size: args.page_size,
         threads: args.threads,
         recomp: args.recomp.clone(),
         recompress: args.recompress.clone(),
-    };
-    let r = zram_run::run(inputs[0].bytes(), &cfg, &super::progress::Bar::new())?;
+    }
+}
+
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let req = request(args);
+    req.validate().map_err(|e| anyhow::anyhow!(e.flag()))?;
+    let inputs = super::pages::load(std::slice::from_ref(&args.file), args.page_size)?;
+    let r = req.run(&inputs[0], &super::progress::Bar::new())?;
     super::emit(args.json, &r, zmem_render::experiments::zram_run)?;
-    anyhow::ensure!(r.verified, "pages read back differ from the pages written");
+    ZramRequest::check(&r)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    #[test]
+    fn the_flags_defaults_are_the_requests() {
+        let cli = Cli::parse_from(["zram", "pages"]);
+        assert_eq!(request(&cli.args), ZramRequest::default());
+    }
 }

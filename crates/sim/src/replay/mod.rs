@@ -89,6 +89,16 @@ impl FromStr for SwapKind {
     }
 }
 
+/// The text [`SwapKind::from_str`] reads back.
+impl std::fmt::Display for SwapKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Zram => "zram",
+            Self::Zswap => "zswap",
+        })
+    }
+}
+
 /// How to replay.
 #[derive(Debug, Clone)]
 pub struct ReplayConfig {

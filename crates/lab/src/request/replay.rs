@@ -1,0 +1,214 @@
+//! `zmem replay` / `zmem.replay`: an access trace over a page set under a RAM budget, with zram
+//! or zswap as swap.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use zmem_comp::AlgoSpec;
+use zmem_pages::PageSet;
+use zmem_sim::replay::{self, Access, Readahead, ReplayConfig, ReplayResult, SwapKind};
+use zmem_sim::swap_device::{DeviceSpec, SwapDevice};
+
+use super::{ArgError, check_page_size, check_pool, plain_algo};
+use crate::{Incompressible, LabError, Progress};
+
+/// What a user can ask of one replay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayRequest {
+    /// RAM for resident pages, in bytes (required: 0 is refused).
+    pub ram: u64,
+    /// The swap behind RAM.
+    pub swap: SwapKind,
+    /// The compressor (parameters with zram only).
+    pub algo: AlgoSpec,
+    /// The allocator of the zram device or the zswap pool.
+    pub pool: String,
+    /// Page size of the pages and the swap.
+    pub page_size: usize,
+    /// zswap's max_pool_percent (of `ram`).
+    pub max_pool_percent: u32,
+    /// zswap's accept_threshold_percent.
+    pub accept_threshold_percent: u32,
+    /// zswap's shrinker_enabled.
+    pub shrinker: bool,
+    /// Reject incompressible pages as kernels before 6.18 did (else store them as-is).
+    pub reject_incompressible: bool,
+    /// The memcg's memory.zswap.writeback=0.
+    pub no_writeback: bool,
+    /// Directory for zswap's swap file; none: the system's temporary directory.
+    pub swap_dir: Option<PathBuf>,
+    /// Keep zswap's swap file in memory instead.
+    pub swap_in_memory: bool,
+    /// The block device behind the swap file: a profile or a path to measure.
+    pub swap_device: DeviceSpec,
+    /// Swap readahead; none: this machine's ([`zmem_experiments::readahead::settings`]).
+    pub readahead: Option<Readahead>,
+    /// vm.page-cluster; none: this machine's.
+    pub page_cluster: Option<u32>,
+}
+
+impl Default for ReplayRequest {
+    fn default() -> Self {
+        let d = ReplayConfig::default();
+        Self {
+            ram: 0,
+            swap: d.swap,
+            algo: super::default_algo(),
+            pool: d.pool,
+            page_size: d.page_size,
+            max_pool_percent: d.max_pool_percent,
+            accept_threshold_percent: d.accept_threshold_percent,
+            shrinker: d.shrinker,
+            reject_incompressible: false,
+            no_writeback: false,
+            swap_dir: None,
+            swap_in_memory: false,
+            swap_device: DeviceSpec::default(),
+            readahead: None,
+            page_cluster: None,
+        }
+    }
+}
+
+impl ReplayRequest {
+    /// The arguments with a default, as `zmem replay --help` states them.
+    pub fn shown_defaults(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("swap", self.swap.to_string()),
+            ("algo", self.algo.to_string()),
+            ("pool", self.pool.clone()),
+            ("page_size", self.page_size.to_string()),
+            ("max_pool_percent", self.max_pool_percent.to_string()),
+            ("accept_threshold_percent", self.accept_threshold_percent.to_string()),
+            ("swap_device", self.swap_device.to_string()),
+        ]
+    }
+
+    /// Refuses what no replay could take, before any page is read or the device measured.
+    pub fn validate(&self) -> Result<(), ArgError> {
+        check_pool(&self.pool)?;
+        check_page_size(self.page_size)?;
+        if self.ram / self.page_size as u64 == 0 {
+            return Err(ArgError::with_value("ram", self.ram, "less than one page"));
+        }
+        if self.swap == SwapKind::Zswap {
+            plain_algo(&self.algo)?;
+        }
+        if self.swap_in_memory && self.swap_dir.is_some() {
+            return Err(ArgError::new(
+                "swap_in_memory",
+                "give swap_dir or swap_in_memory, not both",
+            ));
+        }
+        if self.page_cluster.is_some_and(|c| c > 31) {
+            return Err(ArgError::with_value(
+                "page_cluster",
+                self.page_cluster.unwrap_or(0),
+                "at most 31",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The swap device, measured for about a second where it is a path.
+    pub fn device(&self) -> Result<SwapDevice, LabError> {
+        Ok(SwapDevice::resolve(&self.swap_device, Duration::from_secs(1))?)
+    }
+
+    /// The engine's configuration on `device` ([`ReplayRequest::device`]).
+    pub fn config(&self, device: SwapDevice) -> Result<ReplayConfig, ArgError> {
+        self.validate()?;
+        let (readahead, page_cluster) =
+            zmem_experiments::readahead::settings(self.readahead, self.page_cluster, &device);
+        Ok(ReplayConfig {
+            ram_pages: self.ram / self.page_size as u64,
+            swap: self.swap,
+            algo: self.algo.name.clone(),
+            algo_params: self.algo.algorithm_params(),
+            pool: self.pool.clone(),
+            page_size: self.page_size,
+            max_pool_percent: self.max_pool_percent,
+            accept_threshold_percent: self.accept_threshold_percent,
+            shrinker: self.shrinker,
+            incompressible: if self.reject_incompressible {
+                Incompressible::Reject
+            } else {
+                Incompressible::StoreAsIs
+            },
+            writeback: !self.no_writeback,
+            swap_dir: if self.swap_in_memory {
+                None
+            } else {
+                Some(self.swap_dir.clone().unwrap_or_else(std::env::temp_dir))
+            },
+            device,
+            zram_backing: false,
+            readahead,
+            page_cluster,
+        })
+    }
+
+    /// Replays `trace` over `pages` as configured by [`ReplayRequest::config`]. Pages that came
+    /// back different are the result (`verified: false`) for the caller to show, then refuse
+    /// with [`ReplayRequest::check`].
+    pub fn run(
+        cfg: &ReplayConfig,
+        pages: &PageSet,
+        trace: &[Access],
+        progress: &dyn Progress,
+    ) -> Result<ReplayResult, LabError> {
+        super::zram::same_page_size(pages, cfg.page_size)?;
+        Ok(replay::run(pages.bytes(), trace, cfg, progress)?)
+    }
+
+    /// The replay's own failure: pages swapped in different.
+    pub fn check(r: &ReplayResult) -> Result<(), LabError> {
+        if r.verified {
+            Ok(())
+        } else {
+            Err(LabError::Setup("pages swapped in differ from the pages swapped out".into()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req() -> ReplayRequest {
+        ReplayRequest { ram: 1 << 20, ..ReplayRequest::default() }
+    }
+
+    #[test]
+    fn the_defaults_are_the_engines() {
+        let cfg = req().config(SwapDevice::default()).unwrap();
+        let d = ReplayConfig::default();
+        assert_eq!(cfg.ram_pages, 256);
+        assert_eq!(
+            (cfg.swap, cfg.max_pool_percent, cfg.accept_threshold_percent),
+            (d.swap, d.max_pool_percent, d.accept_threshold_percent)
+        );
+        assert_eq!(cfg.algo, d.algo);
+        assert_eq!(cfg.incompressible, Incompressible::StoreAsIs);
+        assert!(cfg.writeback);
+        assert_eq!(cfg.swap_dir, Some(std::env::temp_dir()));
+        let mem = ReplayRequest { swap_in_memory: true, ..req() }.config(SwapDevice::default());
+        assert_eq!(mem.unwrap().swap_dir, None);
+    }
+
+    #[test]
+    fn bad_arguments_are_named() {
+        let bad = |r: ReplayRequest| r.validate().unwrap_err().arg;
+        assert_eq!(bad(ReplayRequest::default()), "ram");
+        assert_eq!(bad(ReplayRequest { ram: 4095, ..req() }), "ram");
+        assert_eq!(bad(ReplayRequest { algo: "zstd:3".parse().unwrap(), ..req() }), "algo");
+        assert!(
+            ReplayRequest { algo: "zstd:3".parse().unwrap(), swap: SwapKind::Zram, ..req() }
+                .validate()
+                .is_ok()
+        );
+        let both = ReplayRequest { swap_in_memory: true, swap_dir: Some("/tmp".into()), ..req() };
+        assert_eq!(bad(both), "swap_in_memory");
+        assert_eq!(bad(ReplayRequest { pool: "slab".into(), ..req() }), "pool");
+    }
+}

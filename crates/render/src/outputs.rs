@@ -1,0 +1,59 @@
+//! The lab's files, written in one place for both front doors (`zmem lab --apply-script
+//! --undo-script --output`, `zmem.lab(apply_script=, undo_script=, output=)`): the script that
+//! applies the decision, the one that undoes it, and report.html with report.json.
+
+use std::path::{Path, PathBuf};
+
+use zmem_lab::LabReport;
+
+/// Where a lab run's files go; each `None` is not written.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct LabOutputs {
+    /// The shell script that applies the decision (nothing is run).
+    pub apply_script: Option<PathBuf>,
+    /// The shell script that undoes what the apply script changed.
+    pub undo_script: Option<PathBuf>,
+    /// A directory for report.html and report.json (made if missing).
+    pub dir: Option<PathBuf>,
+}
+
+/// A file that could not be written, and why.
+#[derive(Debug)]
+pub struct WriteError {
+    pub path: PathBuf,
+    pub source: std::io::Error,
+}
+
+impl std::fmt::Display for WriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "writing {}: {}", self.path.display(), self.source)
+    }
+}
+
+impl std::error::Error for WriteError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+fn write(path: &Path, text: &str) -> Result<(), WriteError> {
+    std::fs::write(path, text).map_err(|source| WriteError { path: path.to_path_buf(), source })
+}
+
+/// Writes the files `out` names for report `r` and returns the JSON document (what `--json`
+/// prints and `zmem.lab` returns), rendered once for the file and the caller.
+pub fn write_lab_outputs(r: &LabReport, out: &LabOutputs) -> Result<String, WriteError> {
+    if let Some(path) = &out.apply_script {
+        write(path, &crate::render_apply_script(r))?;
+    }
+    if let Some(path) = &out.undo_script {
+        write(path, &crate::decision::undo_script())?;
+    }
+    let json = crate::json::lab_report_text(r);
+    if let Some(dir) = &out.dir {
+        std::fs::create_dir_all(dir).map_err(|source| WriteError { path: dir.clone(), source })?;
+        write(&dir.join("report.html"), &crate::render_html(r))?;
+        write(&dir.join("report.json"), &json)?;
+    }
+    Ok(json)
+}
