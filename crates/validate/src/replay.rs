@@ -161,6 +161,18 @@ fn page_table_pages(touched_pages: u64, page_size: usize) -> u64 {
     touched_pages.div_ceil(per_table)
 }
 
+/// What the default memory limit allows for the player's own charge beside the pages: its
+/// binary's pages, stack and heap (`player_overhead_bytes`, 0.75 MiB on this machine kind) and
+/// its page tables, with room to spare. Without it, half of a small trace's pages left the
+/// player no room of its own and the kernel's OOM killer ended every run.
+pub const PLAYER_ALLOWANCE_BYTES: u64 = 2 << 20;
+
+/// The memory limit `zmem validate` runs under without `--ram`: half the pages the trace
+/// touches, and the player's own [`PLAYER_ALLOWANCE_BYTES`].
+pub fn default_ram_bytes(touched_pages: u64, page_size: usize) -> u64 {
+    (touched_pages / 2).max(1) * page_size as u64 + PLAYER_ALLOWANCE_BYTES
+}
+
 /// The replay's resident pages for a cgroup limit: the limit less the player's own charge and
 /// its page tables, in whole pages (at least one).
 pub fn replay_ram_pages(limit: u64, overhead: u64, touched_pages: u64, page_size: usize) -> u64 {

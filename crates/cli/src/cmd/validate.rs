@@ -28,7 +28,7 @@ pub enum Validate {
 #[derive(Debug, clap::Args)]
 pub struct ReplayArgs {
     /// RAM budget (the memory cgroup's limit): bytes with an optional K, M or G suffix
-    /// (1024-based). Default: half the pages the trace touches.
+    /// (1024-based). Default: half the pages the trace touches, and 2 MiB for the player itself.
     #[arg(long)]
     ram: Option<String>,
     /// zram compression algorithm, on both sides (one the kernel's zram offers).
@@ -59,7 +59,7 @@ pub struct ReplayArgs {
 #[derive(Debug, clap::Args)]
 pub struct LabArgs {
     /// RAM budget (the memory cgroup's limit): bytes with an optional K, M or G suffix
-    /// (1024-based). Default: half the pages the trace touches.
+    /// (1024-based). Default: half the pages the trace touches, and 2 MiB for the player itself.
     #[arg(long)]
     ram: Option<String>,
     /// Runs of the kernel's side per configuration, each right after a baseline run without
@@ -110,22 +110,13 @@ pub fn run(v: &Validate) -> anyhow::Result<()> {
 
 fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let page_size = 4096;
-    let ram = args.ram.as_deref().map(|r| super::args::size("--ram", r)).transpose()?;
-    if ram.is_some_and(|r| r < page_size as u64) {
-        bail!("--ram {} is less than one page", args.ram.as_deref().unwrap_or_default());
+    if let Some(r) = args.ram.as_deref() {
+        ram_budget(Some(r), &[], page_size)?;
     }
     let inputs = super::pages::load(std::slice::from_ref(&args.pages), page_size)?;
     let trace = super::pages::load_trace(&args.trace)?;
-    let ram = match ram {
-        Some(r) => r,
-        None => {
-            let mut seen = std::collections::HashSet::new();
-            let touched = trace.iter().filter(|a| seen.insert(a.page)).count() as u64;
-            (touched / 2).max(1) * page_size as u64
-        }
-    };
     let cfg = ValidateConfig {
-        ram_bytes: ram,
+        ram_bytes: ram_budget(args.ram.as_deref(), &trace, page_size)?,
         algorithm: super::args::plain_algo(
             &args.algo,
             "the kernel's device runs at its default parameters here",
@@ -153,7 +144,8 @@ fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The RAM budget: `--ram`, or half the pages the trace touches.
+/// The RAM budget: `--ram`, or half the pages the trace touches and the player's own room
+/// ([`zmem_validate::replay::default_ram_bytes`]).
 fn ram_budget(
     ram: Option<&str>,
     trace: &[zmem_sim::replay::Access],
@@ -168,7 +160,7 @@ fn ram_budget(
     }
     let mut seen = std::collections::HashSet::new();
     let touched = trace.iter().filter(|a| seen.insert(a.page)).count() as u64;
-    Ok((touched / 2).max(1) * page_size as u64)
+    Ok(zmem_validate::replay::default_ram_bytes(touched, page_size))
 }
 
 fn zswap_spec(s: &str) -> Result<zmem_validate::zswap_params::ZswapSettings, String> {
