@@ -86,9 +86,16 @@ def test_parquet_schema(fleet_run):
         mine = [x for x in t.to_pylist() if x["host"] == h]
         assert [x["config"] for x in mine] == [c["name"] for c in r.reports[h]["candidates"]]
         assert sum(x["recommended"] for x in mine) == 1
-        assert {x["config"] for x in mine if x["recommended"]} == {
-            r.reports[h]["recommendation"]["config"]
-        }
+        assert {x["config"] for x in mine if x["recommended"]} == {fleet.host_choice(r.reports[h])}
+        # The host's own decision, found by identity: its kind and index among that kind.
+        d = r.reports[h]["decision"]
+        if d["chosen"]:
+            pick = d["chosen"]["pick"]
+            marked = [x for x in mine if x["recommended"]][0]
+            assert marked["kind"] == pick["kind"]
+            same = [x["config"] for x in mine if x["kind"] == pick["kind"]]
+            assert same.index(marked["config"]) == pick["index"]
+            assert d["config"].endswith(marked["config"]), (d["config"], marked["config"])
 
 
 def test_the_fleet_choice_follows_its_rule(fleet_run):

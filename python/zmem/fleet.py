@@ -369,7 +369,7 @@ def _gather(
         report = d["report"]
         reports[host] = report
         hosts.append(host)
-        chosen = report["recommendation"]["config"]
+        chosen = host_choice(report)
         for cand in report["candidates"]:
             row = {"host": host, "config": cand["name"]}
             row.update({k: v for k, v in cand.items() if k != "name"})
@@ -393,6 +393,39 @@ def _gather(
         recommendation=fleet_choice(table)[0] if rows else None,
         reports=reports,
     )
+
+
+def host_choice(report: dict[str, Any]) -> str:
+    """The host's own answer: the candidate its lab decision chose (zram's or zswap's, by the
+    decision's ``chosen.pick``: a kind and an index among that kind's candidates, which the
+    report lists zram's first); where the decision chose none (``keep`` or ``none``), the zram
+    recommendation, which is then what runs now or the kernel's default."""
+    chosen = (report.get("decision") or {}).get("chosen")
+    if chosen:
+        pick = chosen["pick"]
+        same = [c for c in report["candidates"] if c.get("kind", "zram") == pick["kind"]]
+        if 0 <= pick["index"] < len(same):
+            return same[pick["index"]]["name"]
+    return report["recommendation"]["config"]
+
+
+def _host_answer(report: dict[str, Any]) -> dict[str, Any]:
+    """What the "hosts that want something else" table shows of a host's own answer."""
+    d = report.get("decision") or {}
+    chosen = d.get("chosen")
+    if not chosen:
+        rec = report["recommendation"]
+        return {"config": rec["config"], "saved": rec["memory_saved_bytes"],
+                "within": rec["within_budgets"], "why": rec["why"]}
+    reason = d.get("reason") or {}
+    why = str(reason.get("kind", "")).replace("_", " ")
+    if reason.get("by"):
+        why += f", broken by {str(reason['by']).replace('_', ' ')}"
+    runner = d.get("runner_up") or {}
+    if runner.get("config"):
+        why += f"; runner-up {runner['config']}"
+    return {"config": host_choice(report), "saved": d["memory_saved_bytes"],
+            "within": chosen["within_budgets"], "why": why}
 
 
 def _empty_table() -> pa.Table:
@@ -533,24 +566,22 @@ def render_html(result: FleetResult, budgets: Optional[tuple[float, float]] = No
             )
         parts.append("</table>")
         parts.append("<h2>Hosts that want something else</h2>")
-        others = [
-            (h, r["recommendation"]) for h, r in sorted(result.reports.items())
-            if r["recommendation"]["config"] != choice
-        ]
+        answers = [(h, _host_answer(r)) for h, r in sorted(result.reports.items())]
+        others = [(h, a) for h, a in answers if a["config"] != choice]
         if others:
             parts.append(
-                "<table><tr><th>host</th><th>its recommendation</th><th>saved MiB</th>"
+                "<table><tr><th>host</th><th>its own decision</th><th>saved MiB</th>"
                 "<th>within budgets</th><th>why</th></tr>"
             )
-            for h, rec in others:
+            for h, a in others:
                 parts.append(
-                    f"<tr><td>{e(h)}</td><td>{e(rec['config'])}</td>"
-                    f"<td>{_mib(rec['memory_saved_bytes'])}</td><td>{rec['within_budgets']}</td>"
-                    f"<td style='text-align:left'><small>{e(rec['why'])}</small></td></tr>"
+                    f"<tr><td>{e(h)}</td><td>{e(a['config'])}</td>"
+                    f"<td>{_mib(a['saved'])}</td><td>{a['within']}</td>"
+                    f"<td style='text-align:left'><small>{e(a['why'])}</small></td></tr>"
                 )
             parts.append("</table>")
         else:
-            parts.append(f"<p>None: every host's own recommendation is {e(choice)}.</p>")
+            parts.append(f"<p>None: every host's own decision is {e(choice)}.</p>")
     parts.append("<h2>Skipped captures</h2>")
     if result.failures:
         parts.append("<table><tr><th>capture</th><th style='text-align:left'>why</th></tr>")
