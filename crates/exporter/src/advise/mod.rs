@@ -23,14 +23,16 @@
 //! [`MIN_SAMPLE`] pages): the most one idle pass can lose. A device with neither has no pass
 //! to change, and gets the whole sample asked for. docs/BENCHMARKS.md has the figures.
 
+pub mod anon;
 pub mod device;
 pub mod estimate;
 pub mod judge;
 pub mod metrics;
 pub mod panel;
+pub mod zswap;
 
 use std::collections::{BTreeMap, VecDeque};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -71,6 +73,10 @@ pub struct Options {
     /// default budget).
     pub budget_percent: f64,
     pub seed: u64,
+    /// Where the advisor reads the kernel: `sys/`, `proc/` and `dev/` under it (`/` live; a
+    /// fake tree in tests). The zram swap rates come from the lab's reader
+    /// (`zmem_lab::now::sample`), which reads the live /proc/vmstat and /proc/swaps.
+    pub root: PathBuf,
 }
 
 impl Default for Options {
@@ -85,6 +91,7 @@ impl Default for Options {
             rate_window: Duration::from_secs(60),
             budget_percent: zmem_lab::Budgets::default().cpu_percent_of_core,
             seed: 1,
+            root: PathBuf::from("/"),
         }
     }
 }
@@ -113,10 +120,43 @@ pub struct DeviceAdvice {
     pub recommended: Option<(String, Basis)>,
 }
 
+/// zswap's last judgement ([`zswap`]).
+#[derive(Debug, Clone)]
+pub struct ZswapAdvice {
+    /// zswap's `enabled` and `compressor` now.
+    pub params: zswap::Params,
+    /// Resident anonymous pages (`AnonPages`), which the sample stands for.
+    pub population_pages: u64,
+    pub sample_pages: u64,
+    /// Zero pages among them (zswap never stores them).
+    pub zero_pages: u64,
+    pub oldest_read: Option<Instant>,
+    /// The ring holds the sample asked for.
+    pub filled: bool,
+    pub pages_read: u64,
+    pub skips: anon::Skips,
+    /// Processes listed with resident anonymous pages.
+    pub processes: u64,
+    pub traffic: Traffic,
+    pub rows: Vec<Row>,
+    pub recommended: Option<(String, Basis)>,
+}
+
+impl ZswapAdvice {
+    /// The `current` label: the compressor zswap runs, or `none` while it is disabled.
+    pub fn current(&self) -> &str {
+        if self.params.enabled { &self.params.compressor } else { "none" }
+    }
+}
+
 /// What the scrape shows.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     pub devices: Vec<DeviceAdvice>,
+    /// zswap's judgement, where the kernel has zswap.
+    pub zswap: Option<ZswapAdvice>,
+    /// zswap is in the kernel (`/sys/module/zswap/parameters`).
+    pub zswap_present: bool,
     /// Devices removed or reset while sampled.
     pub devices_lost: u64,
     /// The advisor thread's CPU time.
@@ -197,15 +237,20 @@ struct Advisor {
     next_judge: Instant,
     judgements: u64,
     cpu_start: u64,
+    zswap: Option<zswap::Zswap>,
+    /// The last round read zswap's pages (the next goes to zram, if it has work).
+    zswap_last: bool,
 }
 
 impl Advisor {
     fn new(opts: Options) -> Self {
         let page_size = zmem_kernel::capture::system_page_size();
+        // Never hot-adds a device to learn the compressors: the devices there are say it.
+        let caps = caps::read_at(&opts.root, false);
+        let zswap = zswap::Zswap::new(&opts.root, &caps, page_size, opts.sample_pages, opts.seed);
         Self {
             opts,
-            // Never hot-adds a device to learn the compressors: the devices there are say it.
-            caps: caps::read_at(Path::new("/"), false),
+            caps,
             page_size,
             classes: estimate::classes(page_size),
             devices: BTreeMap::new(),
@@ -215,17 +260,20 @@ impl Advisor {
             next_judge: Instant::now(),
             judgements: 0,
             cpu_start: device::thread_cpu_ns(),
+            zswap,
+            zswap_last: false,
         }
     }
 
     /// Looks for devices: new ones get a state, ones gone or reset (another disksize) lose it;
     /// every panel is sized to the device's stored pages.
     fn rescan(&mut self) {
-        let ids = zmem_kernel::status::zram_ids(Path::new("/sys"));
+        let root = self.opts.root.clone();
+        let ids = zmem_kernel::status::zram_ids(&root.join("sys"));
         let mut seen = Vec::new();
         let previous = std::mem::take(&mut self.mm);
         for id in ids {
-            let attr = |n: &str| live::read_zram_attr(id, n).ok();
+            let attr = |n: &str| zram_attr(&root, id, n);
             let disksize = attr("disksize").and_then(|d| d.trim().parse::<u64>().ok()).unwrap_or(0);
             let mm = attr("mm_stat").and_then(|m| m.parse::<zmem_zram::MmStat>().ok());
             let line = attr("comp_algorithm").unwrap_or_default();
@@ -260,11 +308,13 @@ impl Advisor {
                         cands.push(a.clone());
                     }
                 }
-                Device::new(id, disksize, current.clone(), &cands, ps, seed)
+                let mut d = Device::new(id, disksize, current.clone(), &cands, ps, seed);
+                d.dev_path = root.join(format!("dev/zram{id}"));
+                d
             });
             let share = match self.opts.idle_share_percent {
                 Some(s) => Some(s),
-                None => acts_on_idle(id).then_some(DEFAULT_IDLE_SHARE),
+                None => acts_on_idle(&root, id).then_some(DEFAULT_IDLE_SHARE),
             };
             dev.idle_capped = share.is_some();
             let p = panel_size(
@@ -289,9 +339,37 @@ impl Advisor {
         }
     }
 
-    /// Reads one round from the first device whose pass is not done (or due again).
+    /// Reads one round: zram's and zswap's turns alternate where both have work, so neither
+    /// waits on the other and both share the one CPU budget.
     fn read_some(&mut self) -> usize {
         let now = Instant::now();
+        let zswap_due = self.zswap.as_ref().is_some_and(|z| z.due(now));
+        if zswap_due && !self.zswap_last {
+            self.zswap_last = true;
+            return self.read_zswap(now);
+        }
+        self.zswap_last = false;
+        match self.read_zram(now) {
+            0 if zswap_due => {
+                self.zswap_last = true;
+                self.read_zswap(now)
+            }
+            n => n,
+        }
+    }
+
+    /// One round of zswap's page reads; a round of misses counts as work done (it took CPU),
+    /// so the loop does not sleep as if idle.
+    fn read_zswap(&mut self, now: Instant) -> usize {
+        let (k, refresh) = (self.opts.slots_per_round, self.opts.refresh);
+        self.zswap.as_mut().map_or(0, |z| {
+            let n = z.read_round(k, refresh, now);
+            n.max(usize::from(z.procs.listed() > 0))
+        })
+    }
+
+    /// Reads one round from the first device whose pass is not done (or due again).
+    fn read_zram(&mut self, now: Instant) -> usize {
         let (Some(classes), k) = (self.classes.as_ref(), self.opts.slots_per_round) else {
             return 0;
         };
@@ -325,7 +403,61 @@ impl Advisor {
 
     /// How long there is nothing to read: until the next judgement, at most a second.
     fn idle_wait(&self) -> Duration {
-        self.next_judge.saturating_duration_since(Instant::now()).min(Duration::from_secs(1))
+        let mut until = self.next_judge;
+        if let Some(t) = self.zswap.as_ref().and_then(|z| z.next_due()) {
+            until = until.min(t);
+        }
+        until.saturating_duration_since(Instant::now()).min(Duration::from_secs(1))
+    }
+
+    /// Judges zswap's sample now.
+    fn judge_zswap(&mut self, now: Instant, budget: f64) -> Option<ZswapAdvice> {
+        let window = self.opts.rate_window;
+        let ps = self.page_size as u64;
+        let classes = estimate::zswap_classes(self.page_size);
+        let z = self.zswap.as_mut()?;
+        let params = zswap::params(&self.opts.root).unwrap_or_default();
+        let traffic = z.traffic(now, window);
+        let population = z.population().unwrap_or(0);
+        let mut measured = Vec::new();
+        if let Some(classes) = &classes {
+            for (i, c) in z.codecs.iter().enumerate() {
+                let lens = z.lens(i);
+                if let Some(e) = estimate::estimate_zswap(classes, self.page_size, population, &lens)
+                {
+                    let (c_ns, d_ns) = c.per_page_ns();
+                    measured.push(Measured {
+                        config: c.name.clone(),
+                        estimate: e,
+                        compress_ns: c_ns,
+                        decompress_ns: d_ns,
+                    });
+                }
+            }
+        }
+        // What the pages take now: themselves, uncompressed (the module doc of [`zswap`]).
+        let current = if params.enabled { params.compressor.as_str() } else { "" };
+        let rows = judge::judge(&measured, current, population * ps, traffic, budget);
+        let filled = z.filled();
+        let recommended = if filled {
+            judge::recommend(&rows).map(|(i, b)| (rows[i].config.clone(), b))
+        } else {
+            None
+        };
+        Some(ZswapAdvice {
+            params,
+            population_pages: population,
+            sample_pages: z.sample_pages(),
+            zero_pages: z.zero_pages(),
+            oldest_read: z.oldest_read(),
+            filled,
+            pages_read: z.pages_read,
+            skips: z.skips(),
+            processes: z.procs.listed() as u64,
+            traffic,
+            rows,
+            recommended,
+        })
     }
 
     /// Judges every device's sample now.
@@ -396,11 +528,14 @@ impl Advisor {
             });
         }
         self.judgements += 1;
+        let zswap = self.judge_zswap(now, budget);
         Snapshot {
             devices,
+            zswap_present: self.zswap.is_some(),
+            zswap,
             devices_lost: self.lost,
             cpu_seconds: device::thread_cpu_ns().saturating_sub(self.cpu_start) as f64 / 1e9,
-            zram_present: Path::new("/sys/class/zram-control").exists(),
+            zram_present: self.opts.root.join("sys/class/zram-control").exists(),
             judgements: self.judgements,
         }
     }
@@ -437,6 +572,13 @@ impl Advisor {
     }
 }
 
+/// One sysfs attribute of zram device `id` under `root` (`sys/block/zramN/NAME`), its text
+/// without the trailing newline; `None` when it cannot be read.
+fn zram_attr(root: &Path, id: u32, name: &str) -> Option<String> {
+    let path = root.join(format!("sys/block/zram{id}/{name}"));
+    std::fs::read_to_string(path).ok().map(|t| t.trim_end_matches('\n').to_string())
+}
+
 /// The idle share where a device can act on idle marks and none was given: 1 %.
 pub const DEFAULT_IDLE_SHARE: f64 = 1.0;
 
@@ -444,8 +586,8 @@ pub const DEFAULT_IDLE_SHARE: f64 = 1.0;
 /// other than `none`: `writeback idle`) or a secondary algorithm (`recomp_algorithm` not empty:
 /// `recompress type=idle`). Where neither attribute exists (CONFIG_ZRAM_WRITEBACK and
 /// CONFIG_ZRAM_MULTI_COMP off, as on this project's test kernel) nothing reads `ZRAM_IDLE`.
-pub fn acts_on_idle(id: u32) -> bool {
-    let attr = |n: &str| live::read_zram_attr(id, n).ok().map(|v| v.trim().to_string());
+pub fn acts_on_idle(root: &Path, id: u32) -> bool {
+    let attr = |n: &str| zram_attr(root, id, n).map(|v| v.trim().to_string());
     attr("backing_dev").is_some_and(|b| !b.is_empty() && b != "none")
         || attr("recomp_algorithm").is_some_and(|r| !r.is_empty())
 }
