@@ -172,17 +172,16 @@ impl Procs {
         }
     }
 
-    /// A failure reading `pid`'s `what`: the process exited when its /proc directory went,
-    /// else it refused.
+    /// A failure reading `pid`'s files: the process exited when its /proc directory went,
+    /// else it refused. Either way it leaves the list until the next one ([`LIST_EVERY`]), so
+    /// a process that refuses costs one try per list, not one per draw.
     fn fail(&mut self, pid: u32, why: String) {
         if self.proc_root.join(pid.to_string()).exists() {
             self.skips.refused += 1;
-            self.pending = None;
-            self.maps.remove(&pid);
         } else {
             self.skips.exited += 1;
-            self.drop_pid(pid);
         }
+        self.drop_pid(pid);
         self.last_error = Some(format!("pid {pid}: {why}"));
     }
 

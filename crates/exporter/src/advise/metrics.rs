@@ -44,8 +44,9 @@ pub fn families(s: &Snapshot, now: Instant) -> Vec<Family> {
         let zram = s.devices.iter().map(|d| (d.name.as_str(), &d.rows));
         zram.chain(z.map(|z| ("zswap", &z.rows)))
             .flat_map(|(name, rows)| {
-                rows.iter()
-                    .map(|r| (vec![("device", name.to_string()), ("config", r.config.clone())], f(r)))
+                rows.iter().map(|r| {
+                    (vec![("device", name.to_string()), ("config", r.config.clone())], f(r))
+                })
             })
             .collect()
     };
@@ -107,7 +108,8 @@ pub fn families(s: &Snapshot, now: Instant) -> Vec<Family> {
             cand(&|r| U(u64::from(r.within_budget))),
         ),
     ];
-    let zram_rec = s.devices.iter().map(|d| (d.name.as_str(), &d.recommended, d.algorithm.as_str()));
+    let zram_rec =
+        s.devices.iter().map(|d| (d.name.as_str(), &d.recommended, d.algorithm.as_str()));
     let rec = zram_rec
         .chain(z.map(|z| ("zswap", &z.recommended, z.current())))
         .filter_map(|(name, r, current)| {

@@ -423,7 +423,8 @@ impl Advisor {
         if let Some(classes) = &classes {
             for (i, c) in z.codecs.iter().enumerate() {
                 let lens = z.lens(i);
-                if let Some(e) = estimate::estimate_zswap(classes, self.page_size, population, &lens)
+                if let Some(e) =
+                    estimate::estimate_zswap(classes, self.page_size, population, &lens)
                 {
                     let (c_ns, d_ns) = c.per_page_ns();
                     measured.push(Measured {
@@ -645,3 +646,6 @@ mod tests {
         assert_eq!(panel_size(10_000, one, 0, 0, 800_000), MIN_SAMPLE);
     }
 }
+
+#[cfg(test)]
+mod fake_root;

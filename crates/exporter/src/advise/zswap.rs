@@ -93,13 +93,21 @@ pub struct Zswap {
 impl Zswap {
     /// The sampler where `root`'s kernel has zswap (`caps.zswap_present`); its candidates are
     /// the live compressor first, then every compressor zswap can use that our codecs play.
-    pub fn new(root: &Path, caps: &KernelCaps, page_size: usize, cap: u64, seed: u64) -> Option<Self> {
+    pub fn new(
+        root: &Path,
+        caps: &KernelCaps,
+        page_size: usize,
+        cap: u64,
+        seed: u64,
+    ) -> Option<Self> {
         if !caps.zswap_present {
             return None;
         }
         let live = params(root).map(|p| p.compressor).unwrap_or_default();
         let mut names: Vec<&str> = Vec::new();
-        for c in std::iter::once(live.as_str()).chain(caps.zswap_compressors.iter().map(|s| s.as_str())) {
+        for c in
+            std::iter::once(live.as_str()).chain(caps.zswap_compressors.iter().map(|s| s.as_str()))
+        {
             if !c.is_empty() && caps.zswap_can_use(c).is_ok() && !names.contains(&c) {
                 names.push(c);
             }

@@ -1,0 +1,168 @@
+//! The advisor on a fake kernel tree: no zram at all, zswap present, three processes: one
+//! whose 100 resident anonymous pages all hold the same page (so the judgement is known to
+//! the byte), one that exits mid-read (its mem ends before the page), one whose maps cannot
+//! be read. The advisor must serve zswap's rows, say that zram is absent, count both faults,
+//! keep its sample within the size asked, and never panic.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::*;
+
+const HEAP: (u64, u64) = (0x10000, 0x74000); // 100 pages of 4 KiB
+
+fn write(root: &Path, rel: &str, data: impl AsRef<[u8]>) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, data).unwrap();
+}
+
+/// A page that compresses well but not to nothing.
+fn text_page(ps: usize) -> Vec<u8> {
+    let words = b"zswap stores what reclaim offers it, compressed, in one zsmalloc pool; ";
+    let mut p: Vec<u8> = words.iter().cycle().take(ps).copied().collect();
+    for (i, b) in p.iter_mut().enumerate().step_by(97) {
+        *b = (i % 251) as u8;
+    }
+    p
+}
+
+/// A process `pid` whose heap is `HEAP`, every page present, `mem` its memory file.
+fn process(root: &Path, pid: u32, ps: usize, mem: &[u8]) {
+    let dir = format!("proc/{pid}");
+    write(root, &format!("{dir}/status"), "Name:\tfake\nRssAnon:\t     400 kB\n");
+    write(
+        root,
+        &format!("{dir}/maps"),
+        format!("{:08x}-{:08x} rw-p 00000000 00:00 0 [heap]\n", HEAP.0, HEAP.1),
+    );
+    let ps = ps as u64;
+    let map: Vec<u8> = (0..HEAP.1 / ps)
+        .flat_map(|v| {
+            let present = v >= HEAP.0 / ps;
+            (if present { 1u64 << 63 } else { 0 }).to_le_bytes()
+        })
+        .collect();
+    write(root, &format!("{dir}/pagemap"), map);
+    write(root, &format!("{dir}/mem"), mem);
+}
+
+fn fake_kernel(root: &Path, ps: usize) {
+    write(root, "proc/sys/kernel/osrelease", "6.18.0-fake\n");
+    write(root, "proc/meminfo", "MemTotal: 1000000 kB\nAnonPages:     400 kB\n");
+    write(root, "proc/vmstat", "pswpin 10\npswpout 20\nzswpin 0\nzswpout 0\n");
+    let crypto = |n: &str| {
+        format!(
+            "name         : {n}\ndriver       : {n}-scomp\nmodule       : kernel\ntype         : scomp\n\n"
+        )
+    };
+    write(root, "proc/crypto", crypto("lzo") + &crypto("lz4"));
+    write(root, "sys/module/zswap/parameters/enabled", "N\n");
+    write(root, "sys/module/zswap/parameters/compressor", "lzo\n");
+    // pid 100: the same page at every heap address.
+    let page = text_page(ps);
+    let mut mem = vec![0u8; HEAP.1 as usize];
+    for p in mem[HEAP.0 as usize..].chunks_exact_mut(ps) {
+        p.copy_from_slice(&page);
+    }
+    process(root, 100, ps, &mem);
+    // pid 200: exits mid-read: maps and pagemap say present, its memory ends (EOF, as the
+    // kernel's mem_rw() gives once the mm is gone).
+    process(root, 200, ps, &[]);
+    // pid 300: a status, no maps (a kernel thread's would be empty; a refused read errs).
+    write(root, "proc/300/status", "Name:\tguarded\nRssAnon:\t     400 kB\n");
+}
+
+#[test]
+fn without_zram_the_zswap_part_serves_counts_its_faults_and_stays_bounded() {
+    let ps = zmem_kernel::capture::system_page_size();
+    let dir = tempfile::tempdir().unwrap();
+    fake_kernel(dir.path(), ps);
+    let opts = Options {
+        sample_pages: 50,
+        refresh: Duration::ZERO,
+        root: dir.path().to_path_buf(),
+        ..Options::default()
+    };
+    let mut a = Advisor::new(opts);
+    assert!(a.zswap.is_some(), "zswap is present in the fake tree");
+    a.rescan();
+    for _ in 0..5000 {
+        a.read_some();
+        if a.zswap.as_ref().unwrap().filled() {
+            break;
+        }
+    }
+    let s = a.judge();
+    assert!(!s.zram_present);
+    assert!(s.devices.is_empty());
+    assert!(s.zswap_present);
+    let z = s.zswap.as_ref().expect("zswap's judgement");
+    assert!(z.filled);
+    assert_eq!(z.sample_pages, 50);
+    assert_eq!(z.zero_pages, 0);
+    assert_eq!(z.population_pages, 400 * 1024 / ps as u64);
+    assert!(z.skips.exited >= 1, "{:?}", z.skips);
+    assert!(z.skips.refused >= 1, "{:?}", z.skips);
+    // Both faulty processes leave the list; the one that reads stays.
+    assert_eq!(z.processes, 1);
+    assert_eq!(z.current(), "none", "zswap is disabled");
+
+    // The judgement of a known sample: every page the same, so each candidate's pool is the
+    // population's pages in the one class of that page's stored length.
+    let classes = estimate::zswap_classes(ps).unwrap();
+    let page = text_page(ps);
+    let n = z.population_pages;
+    let configs: Vec<&str> = z.rows.iter().map(|r| r.config.as_str()).collect();
+    assert_eq!(configs, ["lzo", "lz4"], "the live compressor first, then /proc/crypto's");
+    for r in &z.rows {
+        let mut c = zmem_comp::create(&r.config, &zmem_comp::Params::default(), ps).unwrap();
+        let mut out = vec![0u8; zmem_comp::compress_bound(ps)];
+        let len = estimate::zswap_stored_len(ps, c.compress(&page, &mut out).ok());
+        assert!(len < ps / 2, "{}: {len}", r.config);
+        let class = classes.classes()[classes.slot_for_request(len)];
+        let pool = n.div_ceil(class.objs_per_zspage as u64) * (class.pages_per_zspage * ps) as u64;
+        assert_eq!(r.pool_bytes.estimate, pool as f64, "{}", r.config);
+        let saved = r.memory_saved_bytes;
+        assert_eq!(saved.estimate, (n * ps as u64 - pool) as f64);
+        assert!(saved.low <= saved.estimate && saved.estimate <= saved.high, "{saved:?}");
+        assert!(!r.is_current);
+    }
+    // lz4 stores this page in a smaller class: its pool is two pages (8 KiB) smaller, inside
+    // the uncertainty of the difference (two +-4.6 kB intervals in quadrature, at least 1 % of
+    // the pages: 4 KiB); equal, then, and the tie rule (same CPU: none at these rates; nothing
+    // runs now) takes the kernel's order: lzo.
+    let lzo = z.rows[0].memory_saved_bytes;
+    let lz4 = z.rows[1].memory_saved_bytes;
+    assert_eq!(lz4.estimate - lzo.estimate, 8192.0);
+    assert_eq!(z.recommended, Some(("lzo".to_string(), judge::Basis::Tie)));
+
+    // Bounded: reading on (refresh 0: due at once) replaces, never grows, the sample.
+    let before = a.zswap.as_ref().unwrap().pages_read;
+    for _ in 0..200 {
+        a.read_some();
+    }
+    let zs = a.zswap.as_ref().unwrap();
+    assert!(zs.pages_read > before + 50, "{} then {}", before, zs.pages_read);
+    assert_eq!(zs.sample_pages(), 50);
+
+    // The exposition: zswap's rows under device="zswap", zram said absent, the faults by
+    // reason.
+    let text = crate::expose::encode(
+        metrics::families(&a.judge(), Instant::now()),
+        crate::expose::Format::Prometheus,
+    )
+    .unwrap();
+    for want in [
+        "zmem_advice_memory_saved_bytes{device=\"zswap\",config=\"lzo\"} ",
+        "zmem_advice_memory_saved_low_bytes{device=\"zswap\",config=\"lz4\"} ",
+        "zmem_advice_sample_pages{device=\"zswap\"} 50",
+        "zmem_advice_zram_present 0",
+        "zmem_advice_zswap_present 1",
+        "zmem_advice_read_skips_total{device=\"zswap\",reason=\"process_exited\"} 1",
+        "zmem_advice_read_skips_total{device=\"zswap\",reason=\"refused\"} 1",
+        "zmem_advice_recommended_info{device=\"zswap\",",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in\n{text}");
+    }
+}
