@@ -3,7 +3,12 @@
 //! `zmem capture --zram` reads them: [`device`], [`panel`]), keeps each sampled page's stored
 //! length for every candidate the running kernel's zram offers (the rolling sample), and
 //! re-judges the sample every few seconds with the lab's estimator ([`estimate`]) at the
-//! kernel's own swap rates ([`judge`]). The scrape adds the last judgement ([`metrics`]).
+//! kernel's own swap rates ([`judge`]). Where the kernel has zswap, the same thread, within the
+//! same CPU budget (its rounds alternate with zram's), keeps a rolling sample of the processes'
+//! resident anonymous pages ([`anon`], [`zswap`]) and judges every compressor zswap can use
+//! here the same way, as `device="zswap"`. The scrape adds the last judgement ([`metrics`]).
+//! Everything read is read under [`Options::root`] (a fake tree in the tests, [`fake_root`]):
+//! a kernel without zram still gets the zswap part, and a metric says zram is absent.
 //!
 //! **Bounds.** The thread measures its own CPU time (`CLOCK_THREAD_CPUTIME_ID`) around every
 //! piece of work and sleeps after it so that its CPU stays within [`Options::cpu_percent`] of
@@ -22,6 +27,25 @@
 //! [`Options::idle_share_percent`] of the device's (1 % by default, never fewer than
 //! [`MIN_SAMPLE`] pages): the most one idle pass can lose. A device with neither has no pass
 //! to change, and gets the whole sample asked for. docs/BENCHMARKS.md has the figures.
+//!
+//! **Processes' pages (zswap).** Reading a page through /proc/PID/mem does not change its swap
+//! state: the page was present and not swapped (its pagemap entry) just before, and the read
+//! copies it under a reference; nothing unmaps, writes or swaps it. The one exception is a race:
+//! reclaim swapping the page out between the pagemap read and the mem read, when the read
+//! faults it back in (rare: one page in a window of microseconds). So there is no zswap
+//! counterpart of zram's idle marks to protect. The read is not access-neutral, though:
+//! fs/proc/base.c `mem_rw()` -> mm/memory.c `access_remote_vm()` -> include/linux/mm.h
+//! `get_user_page_vma_remote()` -> mm/gup.c `get_user_pages_remote()`, which adds `FOLL_TOUCH`
+//! (`is_valid_gup_args(..., FOLL_TOUCH | FOLL_REMOTE)`), so `follow_page_pte()` calls
+//! `folio_mark_accessed()` (mm/swap.c): `PG_referenced` set (a second touch activates the
+//! folio), `PG_idle` cleared. DAMON's access check (mm/damon/ops-common.c
+//! `damon_folio_young_one()`: `pte_young() || !folio_test_idle()`) then sees that page
+//! accessed, so the boot kdamond's cold-page detection counts a read page as used once: its
+//! region's access count rises only when the page read is the one DAMON's sampling interval
+//! checks in that region (one random page per region), and reclaim may keep a just-read cold
+//! page one LRU round longer. The bound: once the sample is full, `--advise-sample` pages per
+//! `--advise-refresh` (10,000 per 600 s: about 17 pages a second, 60,000 an hour, each a random
+//! resident anonymous page), and while it fills, what 1 % of a core reads.
 
 pub mod anon;
 pub mod device;
@@ -120,34 +144,7 @@ pub struct DeviceAdvice {
     pub recommended: Option<(String, Basis)>,
 }
 
-/// zswap's last judgement ([`zswap`]).
-#[derive(Debug, Clone)]
-pub struct ZswapAdvice {
-    /// zswap's `enabled` and `compressor` now.
-    pub params: zswap::Params,
-    /// Resident anonymous pages (`AnonPages`), which the sample stands for.
-    pub population_pages: u64,
-    pub sample_pages: u64,
-    /// Zero pages among them (zswap never stores them).
-    pub zero_pages: u64,
-    pub oldest_read: Option<Instant>,
-    /// The ring holds the sample asked for.
-    pub filled: bool,
-    pub pages_read: u64,
-    pub skips: anon::Skips,
-    /// Processes listed with resident anonymous pages.
-    pub processes: u64,
-    pub traffic: Traffic,
-    pub rows: Vec<Row>,
-    pub recommended: Option<(String, Basis)>,
-}
-
-impl ZswapAdvice {
-    /// The `current` label: the compressor zswap runs, or `none` while it is disabled.
-    pub fn current(&self) -> &str {
-        if self.params.enabled { &self.params.compressor } else { "none" }
-    }
-}
+pub use zswap::ZswapAdvice;
 
 /// What the scrape shows.
 #[derive(Debug, Clone, Default)]
@@ -410,57 +407,6 @@ impl Advisor {
         until.saturating_duration_since(Instant::now()).min(Duration::from_secs(1))
     }
 
-    /// Judges zswap's sample now.
-    fn judge_zswap(&mut self, now: Instant, budget: f64) -> Option<ZswapAdvice> {
-        let window = self.opts.rate_window;
-        let ps = self.page_size as u64;
-        let classes = estimate::zswap_classes(self.page_size);
-        let z = self.zswap.as_mut()?;
-        let params = zswap::params(&self.opts.root).unwrap_or_default();
-        let traffic = z.traffic(now, window);
-        let population = z.population().unwrap_or(0);
-        let mut measured = Vec::new();
-        if let Some(classes) = &classes {
-            for (i, c) in z.codecs.iter().enumerate() {
-                let lens = z.lens(i);
-                if let Some(e) =
-                    estimate::estimate_zswap(classes, self.page_size, population, &lens)
-                {
-                    let (c_ns, d_ns) = c.per_page_ns();
-                    measured.push(Measured {
-                        config: c.name.clone(),
-                        estimate: e,
-                        compress_ns: c_ns,
-                        decompress_ns: d_ns,
-                    });
-                }
-            }
-        }
-        // What the pages take now: themselves, uncompressed (the module doc of [`zswap`]).
-        let current = if params.enabled { params.compressor.as_str() } else { "" };
-        let rows = judge::judge(&measured, current, population * ps, traffic, budget);
-        let filled = z.filled();
-        let recommended = if filled {
-            judge::recommend(&rows).map(|(i, b)| (rows[i].config.clone(), b))
-        } else {
-            None
-        };
-        Some(ZswapAdvice {
-            params,
-            population_pages: population,
-            sample_pages: z.sample_pages(),
-            zero_pages: z.zero_pages(),
-            oldest_read: z.oldest_read(),
-            filled,
-            pages_read: z.pages_read,
-            skips: z.skips(),
-            processes: z.procs.listed() as u64,
-            traffic,
-            rows,
-            recommended,
-        })
-    }
-
     /// Judges every device's sample now.
     fn judge(&mut self) -> Snapshot {
         let now = Instant::now();
@@ -529,7 +475,8 @@ impl Advisor {
             });
         }
         self.judgements += 1;
-        let zswap = self.judge_zswap(now, budget);
+        let (root, window) = (&self.opts.root, self.opts.rate_window);
+        let zswap = self.zswap.as_mut().map(|z| z.judge(root, now, window, budget));
         Snapshot {
             devices,
             zswap_present: self.zswap.is_some(),

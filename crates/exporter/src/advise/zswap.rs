@@ -31,6 +31,36 @@ use zmem_lab::cost::Traffic;
 use super::anon::{Procs, Skips};
 use super::device::Codec;
 use super::estimate;
+use super::judge::{self, Basis, Measured, Row};
+
+/// zswap's last judgement ([`zswap`]).
+#[derive(Debug, Clone)]
+pub struct ZswapAdvice {
+    /// zswap's `enabled` and `compressor` now.
+    pub params: Params,
+    /// Resident anonymous pages (`AnonPages`), which the sample stands for.
+    pub population_pages: u64,
+    pub sample_pages: u64,
+    /// Zero pages among them (zswap never stores them).
+    pub zero_pages: u64,
+    pub oldest_read: Option<Instant>,
+    /// The ring holds the sample asked for.
+    pub filled: bool,
+    pub pages_read: u64,
+    pub skips: Skips,
+    /// Processes listed with resident anonymous pages.
+    pub processes: u64,
+    pub traffic: Traffic,
+    pub rows: Vec<Row>,
+    pub recommended: Option<(String, Basis)>,
+}
+
+impl ZswapAdvice {
+    /// The `current` label: the compressor zswap runs, or `none` while it is disabled.
+    pub fn current(&self) -> &str {
+        if self.params.enabled { &self.params.compressor } else { "none" }
+    }
+}
 
 /// One sampled page: its stored length per codec (0: a zero page), and when it was read.
 #[derive(Debug, Clone)]
@@ -202,6 +232,60 @@ impl Zswap {
             }
         }
         read
+    }
+
+    /// Judges the sample now: every codec's pool for the population, saved against the pages
+    /// uncompressed, CPU at the window's swap rates (module doc), within `budget` CPU seconds
+    /// per second; the recommendation once the sample is full.
+    pub fn judge(
+        &mut self,
+        root: &Path,
+        now: Instant,
+        window: Duration,
+        budget: f64,
+    ) -> ZswapAdvice {
+        let ps = self.page_size;
+        let params = params(root).unwrap_or_default();
+        let traffic = self.traffic(now, window);
+        let population = self.population().unwrap_or(0);
+        let mut measured = Vec::new();
+        if let Some(classes) = estimate::zswap_classes(ps) {
+            for (i, c) in self.codecs.iter().enumerate() {
+                let lens = self.lens(i);
+                if let Some(e) = estimate::estimate_zswap(&classes, ps, population, &lens) {
+                    let (c_ns, d_ns) = c.per_page_ns();
+                    measured.push(Measured {
+                        config: c.name.clone(),
+                        estimate: e,
+                        compress_ns: c_ns,
+                        decompress_ns: d_ns,
+                    });
+                }
+            }
+        }
+        // What the pages take now: themselves, uncompressed (the module doc).
+        let current = if params.enabled { params.compressor.as_str() } else { "" };
+        let rows = judge::judge(&measured, current, population * ps as u64, traffic, budget);
+        let filled = self.filled();
+        let recommended = if filled {
+            judge::recommend(&rows).map(|(i, b)| (rows[i].config.clone(), b))
+        } else {
+            None
+        };
+        ZswapAdvice {
+            params,
+            population_pages: population,
+            sample_pages: self.sample_pages(),
+            zero_pages: self.zero_pages(),
+            oldest_read: self.oldest_read(),
+            filled,
+            pages_read: self.pages_read,
+            skips: self.skips(),
+            processes: self.procs.listed() as u64,
+            traffic,
+            rows,
+            recommended,
+        }
     }
 
     /// The window's swap traffic from /proc/vmstat under the root, sampled now.
