@@ -11,9 +11,9 @@
 //!    `zmem_kernel::capture::anon_mappings`), kept when its pagemap entry says present and not
 //!    swapped (`zmem_kernel::record::pagemap::entries`, `capture::resident_not_swapped`). Draws
 //!    go [`PROBES`] at a time (one pagemap open); a process none of whose draws hit is tried
-//!    again next round, and given up after [`MAX_BATCHES`] batches (counted `sparse`: a process
-//!    whose anonymous address space is almost all unpopulated, as a runtime's huge
-//!    reservations, is under-represented by that much).
+//!    again next round, and given up after [`MAX_BATCHES`] batches until the next list
+//!    (counted `sparse`: a process whose anonymous address space is almost all unpopulated, as
+//!    a runtime's huge reservations, is under-represented by that much).
 //!
 //! The page is then read from /proc/PID/mem (`capture::read_page`, capture's own reader).
 //! Everything a moving process can do is counted, never fatal: it exits (its files vanish, or
@@ -244,8 +244,9 @@ impl Procs {
         });
         let Some(&vaddr) = hit else {
             if batches + 1 >= MAX_BATCHES {
+                // Given up until the next list: drawn again, it would cost as much again.
                 self.skips.sparse += 1;
-                self.pending = None;
+                self.drop_pid(pid);
             } else {
                 self.pending = Some((pid, batches + 1));
             }

@@ -4,6 +4,7 @@
 //! be read. The advisor must serve zswap's rows, say that zram is absent, count both faults,
 //! keep its sample within the size asked, and never panic.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -29,8 +30,12 @@ fn text_page(ps: usize) -> Vec<u8> {
 
 /// A process `pid` whose heap is `HEAP`, every page present, `mem` its memory file.
 fn process(root: &Path, pid: u32, ps: usize, mem: &[u8]) {
+    process_with(root, pid, ps, mem, 400);
+}
+
+fn process_with(root: &Path, pid: u32, ps: usize, mem: &[u8], rss_kb: u64) {
     let dir = format!("proc/{pid}");
-    write(root, &format!("{dir}/status"), "Name:\tfake\nRssAnon:\t     400 kB\n");
+    write(root, &format!("{dir}/status"), format!("Name:\tfake\nRssAnon:\t  {rss_kb} kB\n"));
     write(
         root,
         &format!("{dir}/maps"),
@@ -165,4 +170,43 @@ fn without_zram_the_zswap_part_serves_counts_its_faults_and_stays_bounded() {
     ] {
         assert!(text.contains(want), "missing {want:?} in\n{text}");
     }
+}
+
+/// The draw is uniform over (process, page): a process three times another's `RssAnon` gives
+/// three times the pages, and within a process the pages spread over its heap; a process whose
+/// draws never find a resident page is given up and counted `sparse`, not read forever.
+#[test]
+fn the_draw_weighs_processes_and_gives_up_sparse_ones() {
+    let ps = zmem_kernel::capture::system_page_size();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let mem = vec![1u8; HEAP.1 as usize];
+    process_with(root, 10, ps, &mem, 1200);
+    process_with(root, 20, ps, &mem, 400);
+    // pid 30: a 64 Ki-page reservation with nothing present.
+    write(root, "proc/30/status", "RssAnon:\t 400 kB\n");
+    write(root, "proc/30/maps", "10000000-20000000 rw-p 00000000 00:00 0 \n");
+    write(root, "proc/30/pagemap", vec![0u8; 8 * (0x2000_0000 / ps)]);
+    write(root, "proc/30/mem", b"");
+    let mut procs = anon::Procs::new(&root.join("proc"), ps, 7);
+    procs.refresh_if_due(Instant::now());
+    assert_eq!(procs.listed(), 3);
+    let mut buf = vec![0u8; ps];
+    let (mut by_pid, mut low_half, mut got) = (BTreeMap::<u32, u32>::new(), 0u32, 0u32);
+    for _ in 0..6000 {
+        if let Some((pid, vaddr)) = procs.read_one(&mut buf) {
+            *by_pid.entry(pid).or_default() += 1;
+            got += 1;
+            low_half += u32::from(vaddr < (HEAP.0 + HEAP.1) / 2);
+        }
+    }
+    assert_eq!(procs.skips.sparse, 1, "given up once, until the next list: {:?}", procs.skips);
+    assert_eq!(procs.listed(), 2);
+    assert_eq!(by_pid.get(&30), None);
+    // pid 30 is drawn, missed 16 times and dropped within the first rounds; then 3:1.
+    // Binomial sd of the share over ~5,900 pages: 0.006; 0.70..0.80 is over 8 sd.
+    let share = f64::from(by_pid[&10]) / f64::from(got);
+    assert!((0.70..0.80).contains(&share), "{by_pid:?}");
+    let half = f64::from(low_half) / f64::from(got);
+    assert!((0.45..0.55).contains(&half), "{half}");
 }
