@@ -199,8 +199,12 @@ fn run(opts: Options, handle: Handle) {
         libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19);
     }
     let mut a = Advisor::new(opts);
+    // The thread's CPU already paid for: starting at 0, the first pause pays for setting up
+    // (the kernel's capabilities, the process list); each later one for everything since the
+    // last, waking from the sleep included.
+    let mut paid = 0u64;
     loop {
-        let t0 = (Instant::now(), device::thread_cpu_ns());
+        let t0 = Instant::now();
         if a.next_judge <= Instant::now() {
             a.rescan();
             handle.publish(a.judge());
@@ -209,10 +213,12 @@ fn run(opts: Options, handle: Handle) {
         let read = a.read_some();
         // Stay within the CPU budget: after work that took `c` CPU seconds, the wall time spent
         // (work and sleep) is at least c / budget.
-        let cpu = device::thread_cpu_ns().saturating_sub(t0.1) as f64 / 1e9;
+        let now_cpu = device::thread_cpu_ns();
+        let cpu = now_cpu.saturating_sub(paid) as f64 / 1e9;
+        paid = now_cpu;
         let budget = (a.opts.cpu_percent / 100.0).max(1e-6);
         let owed = Duration::from_secs_f64((cpu / budget).min(60.0));
-        let mut pause = owed.saturating_sub(t0.0.elapsed());
+        let mut pause = owed.saturating_sub(t0.elapsed());
         if read == 0 {
             // Nothing to read now: wait for the next judgement or the next pass.
             pause = pause.max(a.idle_wait());
