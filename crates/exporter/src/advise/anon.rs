@@ -176,13 +176,26 @@ impl Procs {
     /// else it refused. Either way it leaves the list until the next one ([`LIST_EVERY`]), so
     /// a process that refuses costs one try per list, not one per draw.
     fn fail(&mut self, pid: u32, why: String) {
-        if self.proc_root.join(pid.to_string()).exists() {
-            self.skips.refused += 1;
-        } else {
+        if self.exited(pid) {
             self.skips.exited += 1;
+        } else {
+            self.skips.refused += 1;
         }
         self.drop_pid(pid);
         self.last_error = Some(format!("pid {pid}: {why}"));
+    }
+
+    /// Whether `pid` has exited: its /proc directory is gone, or it is a zombie or dead
+    /// (/proc/PID/stat state `Z` or `X`: the directory stays until the parent reaps it, and
+    /// its memory files fail).
+    fn exited(&self, pid: u32) -> bool {
+        let stat = std::fs::read_to_string(self.proc_root.join(pid.to_string()).join("stat"));
+        let Ok(stat) = stat else {
+            return !self.proc_root.join(pid.to_string()).exists();
+        };
+        // pid (comm) STATE ...: comm may hold spaces and parentheses, so after the last ')'.
+        let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
+        matches!(state, Some("Z" | "X"))
     }
 
     /// Reads one uniformly drawn resident anonymous page into `buf` (one page); its process

@@ -1,8 +1,8 @@
-//! The advisor on a fake kernel tree: no zram at all, zswap present, three processes: one
+//! The advisor on a fake kernel tree: no zram at all, zswap present, four processes: one
 //! whose 100 resident anonymous pages all hold the same page (so the judgement is known to
-//! the byte), one that exits mid-read (its mem ends before the page), one whose maps cannot
-//! be read. The advisor must serve zswap's rows, say that zram is absent, count both faults,
-//! keep its sample within the size asked, and never panic.
+//! the byte), one that exits mid-read (its mem ends before the page), a zombie, and one whose
+//! maps cannot be read. The advisor must serve zswap's rows, say that zram is absent, count the
+//! faults by reason, keep its sample within the size asked, and never panic.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -76,6 +76,10 @@ fn fake_kernel(root: &Path, ps: usize) {
     process(root, 200, ps, &[]);
     // pid 300: a status, no maps (a kernel thread's would be empty; a refused read errs).
     write(root, "proc/300/status", "Name:\tguarded\nRssAnon:\t     400 kB\n");
+    write(root, "proc/300/stat", "300 (a (b) c) S 1 300 300 0\n");
+    // pid 400: a zombie (its directory stays until reaped; its maps are gone): exited.
+    write(root, "proc/400/status", "Name:\tz\nRssAnon:\t     400 kB\n");
+    write(root, "proc/400/stat", "400 (z) Z 1 400 400 0\n");
 }
 
 #[test]
@@ -107,8 +111,9 @@ fn without_zram_the_zswap_part_serves_counts_its_faults_and_stays_bounded() {
     assert_eq!(z.sample_pages, 50);
     assert_eq!(z.zero_pages, 0);
     assert_eq!(z.population_pages, 400 * 1024 / ps as u64);
-    assert!(z.skips.exited >= 1, "{:?}", z.skips);
-    assert!(z.skips.refused >= 1, "{:?}", z.skips);
+    // pid 200 (mem ended) and the zombie 400 exited; 300 refused; each once, then unlisted.
+    assert_eq!(z.skips.exited, 2, "{:?}", z.skips);
+    assert_eq!(z.skips.refused, 1, "{:?}", z.skips);
     // Both faulty processes leave the list; the one that reads stays.
     assert_eq!(z.processes, 1);
     assert_eq!(z.current(), "none", "zswap is disabled");
@@ -164,7 +169,7 @@ fn without_zram_the_zswap_part_serves_counts_its_faults_and_stays_bounded() {
         "zmem_advice_sample_pages{device=\"zswap\"} 50",
         "zmem_advice_zram_present 0",
         "zmem_advice_zswap_present 1",
-        "zmem_advice_read_skips_total{device=\"zswap\",reason=\"process_exited\"} 1",
+        "zmem_advice_read_skips_total{device=\"zswap\",reason=\"process_exited\"} 2",
         "zmem_advice_read_skips_total{device=\"zswap\",reason=\"refused\"} 1",
         "zmem_advice_recommended_info{device=\"zswap\",",
     ] {
