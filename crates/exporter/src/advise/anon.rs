@@ -172,11 +172,12 @@ impl Procs {
         }
     }
 
-    /// A failure reading `pid`'s files: the process exited when its /proc directory went,
-    /// else it refused. Either way it leaves the list until the next one ([`LIST_EVERY`]), so
-    /// a process that refuses costs one try per list, not one per draw.
-    fn fail(&mut self, pid: u32, why: String) {
-        if self.exited(pid) {
+    /// A failure reading `pid`'s files: the process exited when the error says so (ESRCH,
+    /// ENOENT), or it is gone or a zombie ([`Procs::exited`]); else it refused. Either way it
+    /// leaves the list until the next one ([`LIST_EVERY`]), so a process that refuses costs
+    /// one try per list, not one per draw.
+    fn fail(&mut self, pid: u32, e: Option<&std::io::Error>, why: String) {
+        if e.is_some_and(capture::process_gone) || self.exited(pid) {
             self.skips.exited += 1;
         } else {
             self.skips.refused += 1;
@@ -213,7 +214,7 @@ impl Procs {
                     self.maps.insert(pid, m);
                 }
                 Err(e) => {
-                    self.fail(pid, e);
+                    self.fail(pid, Some(&e), format!("maps: {e}"));
                     return None;
                 }
             }
@@ -246,7 +247,11 @@ impl Procs {
         let entries = match pagemap::entries(&self.proc_root, pid, &sorted, ps) {
             Ok(e) => e,
             Err(e) => {
-                self.fail(pid, e.to_string());
+                let io = match &e {
+                    zmem_pages::PagesError::Io { error, .. } => Some(error),
+                    _ => None,
+                };
+                self.fail(pid, io, e.to_string());
                 return None;
             }
         };
@@ -270,7 +275,7 @@ impl Procs {
         let mem = match File::open(&path) {
             Ok(f) => f,
             Err(e) => {
-                self.fail(pid, format!("mem: {e}"));
+                self.fail(pid, Some(&e), format!("mem: {e}"));
                 return None;
             }
         };

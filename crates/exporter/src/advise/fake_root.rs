@@ -1,7 +1,7 @@
 //! The advisor on a fake kernel tree: no zram at all, zswap present, four processes: one
 //! whose 100 resident anonymous pages all hold the same page (so the judgement is known to
 //! the byte), one that exits mid-read (its mem ends before the page), a zombie, and one whose
-//! maps cannot be read. The advisor must serve zswap's rows, say that zram is absent, count the
+//! maps cannot be read (refused). The advisor must serve zswap's rows, say that zram is absent, count the
 //! faults by reason, keep its sample within the size asked, and never panic.
 
 use std::collections::BTreeMap;
@@ -74,8 +74,10 @@ fn fake_kernel(root: &Path, ps: usize) {
     // pid 200: exits mid-read: maps and pagemap say present, its memory ends (EOF, as the
     // kernel's mem_rw() gives once the mm is gone).
     process(root, 200, ps, &[]);
-    // pid 300: a status, no maps (a kernel thread's would be empty; a refused read errs).
+    // pid 300: its maps cannot be read (a directory here: EISDIR, neither ESRCH nor ENOENT,
+    // as EACCES would be for a process we may not trace): refused.
     write(root, "proc/300/status", "Name:\tguarded\nRssAnon:\t     400 kB\n");
+    std::fs::create_dir_all(root.join("proc/300/maps")).unwrap();
     write(root, "proc/300/stat", "300 (a (b) c) S 1 300 300 0\n");
     // pid 400: a zombie (its directory stays until reaped; its maps are gone): exited.
     write(root, "proc/400/status", "Name:\tz\nRssAnon:\t     400 kB\n");

@@ -225,7 +225,7 @@ fn capture_process(
     let why = |what: &str, e: std::io::Error| format!("{what}: {e}");
     let comm = std::fs::read_to_string(dir.join("comm")).map_err(|e| why("comm", e))?;
     let comm = comm.trim_end_matches('\n').to_string();
-    let mappings = anon_mappings(proc_root, pid)?;
+    let mappings = anon_mappings(proc_root, pid).map_err(|e| why("maps", e))?;
     if mappings.is_empty() {
         return Ok(comm);
     }
@@ -280,16 +280,21 @@ fn capture_process(
 }
 
 /// The readable private anonymous mappings of `pid` (its /proc/PID/maps under `proc_root`), as
-/// [`parse_maps_line`] keeps them; an error says which file failed and why (the process may have
-/// exited).
-pub fn anon_mappings(proc_root: &Path, pid: u32) -> Result<Vec<Mapping>, String> {
-    let why = |e: std::io::Error| format!("maps: {e}");
-    let maps = File::open(proc_root.join(pid.to_string()).join("maps")).map_err(why)?;
+/// [`parse_maps_line`] keeps them; the error is the system's (ESRCH or ENOENT: the process has
+/// exited, see [`process_gone`]).
+pub fn anon_mappings(proc_root: &Path, pid: u32) -> std::io::Result<Vec<Mapping>> {
+    let maps = File::open(proc_root.join(pid.to_string()).join("maps"))?;
     let mut mappings = Vec::new();
     for line in std::io::BufReader::new(maps).lines() {
-        mappings.extend(parse_maps_line(&line.map_err(why)?));
+        mappings.extend(parse_maps_line(&line?));
     }
     Ok(mappings)
+}
+
+/// Whether an error reading a process's /proc files means it has exited (ESRCH: its mm or
+/// task went while the file was open; ENOENT: its directory went).
+pub fn process_gone(e: &std::io::Error) -> bool {
+    gone(e) || e.kind() == std::io::ErrorKind::NotFound
 }
 
 /// Whether a /proc/PID/pagemap entry is a page capture takes: present in RAM, not in swap.
