@@ -16,9 +16,10 @@
 //!    a runtime's huge reservations, is under-represented by that much).
 //!
 //! The page is then read from /proc/PID/mem (`capture::read_page`, capture's own reader).
-//! Everything a moving process can do is counted, never fatal: it exits (its files vanish, or
-//! mem reads ESRCH / end of file: `exited`), refuses (a kernel thread, permissions:
-//! `refused`), or a page fails alone (a mapping torn down under the read: `unreadable`).
+//! Everything a moving process can do is counted, never fatal: it exits (its files vanish
+//! (ENOENT), its reads fail with ESRCH or end early, or it is a zombie: `exited`), refuses
+//! (permissions: `refused`), or a page fails alone (a mapping torn down under the read:
+//! `unreadable`). A process that exited or refused leaves the list until the next one.
 //!
 //! Pages shared copy-on-write after a fork count once in each process's `RssAnon` and can be
 //! drawn through each: the sample is of (process, page) pairs, the population (`AnonPages` of
