@@ -43,6 +43,21 @@ fn advice() -> Snapshot {
             rows: vec![row("lzo-rle"), row("lz4")],
             recommended: Some(("lzo-rle".into(), judge::Basis::Tie)),
         }],
+        zswap: Some(advise::ZswapAdvice {
+            params: advise::zswap::Params { enabled: false, compressor: "lzo".into() },
+            population_pages: 100_000,
+            sample_pages: 1000,
+            zero_pages: 100,
+            oldest_read: Some(Instant::now()),
+            filled: true,
+            pages_read: 1200,
+            skips: advise::anon::Skips { exited: 2, refused: 1, unreadable: 0, sparse: 3 },
+            processes: 40,
+            traffic: zmem_lab::cost::Traffic { swap_ins_per_sec: 5.0, swap_outs_per_sec: 6.0 },
+            rows: vec![row("lzo"), row("lzo-rle")],
+            recommended: Some(("lzo".into(), judge::Basis::MostSaved)),
+        }),
+        zswap_present: true,
         devices_lost: 0,
         cpu_seconds: 0.5,
         zram_present: true,
@@ -64,10 +79,23 @@ fn the_advice_families_follow_the_conventions() {
         "zmem_advice_sample_pages{device=\"zram2\"} 1024",
         "# TYPE zmem_advice_slots_read_total counter",
         "zmem_advice_sampler_cpu_seconds_total 0.5",
+        // zswap: one more device in the same families, its own where only it has them.
+        "zmem_advice_memory_saved_high_bytes{device=\"zswap\",config=\"lzo-rle\"} 1100000",
+        "zmem_advice_recommended_info{device=\"zswap\",config=\"lzo\",current=\"none\",basis=\"most_saved_within_budget\"} 1",
+        "zmem_advice_sample_pages{device=\"zswap\"} 1000",
+        "zmem_advice_population_pages{device=\"zswap\"} 100000",
+        "zmem_advice_read_failures_total{device=\"zswap\"} 3",
+        "zmem_advice_read_skips_total{device=\"zswap\",reason=\"sparse\"} 3",
+        "zmem_advice_pages_read_total{device=\"zswap\"} 1200",
+        "zmem_advice_swap_out_pages_per_second{device=\"zswap\"} 6.0",
+        "zmem_advice_zswap_present 1",
     ] {
         assert!(text.contains(line), "no {line} in\n{text}");
     }
     assert!(text.contains("zmem_advice_sample_age_seconds{device=\"zram2\"} "), "{text}");
+    // zram's own families carry no zswap series.
+    assert!(!text.contains("zmem_advice_panel_slots{device=\"zswap\"}"), "{text}");
+    assert!(!text.contains("zmem_advice_slots_read_total{device=\"zswap\"}"), "{text}");
 }
 
 fn write(root: &Path, rel: &str, text: &str) {

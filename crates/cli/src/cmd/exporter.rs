@@ -28,15 +28,18 @@ pub struct Args {
     #[arg(long)]
     idle_pages: bool,
     /// Keep a rolling sample of the pages each live zram device stores (a few random slots at
-    /// a time, in the background) and export what every configuration the kernel's zram offers
-    /// would save and cost (zmem_advice_*), judged as `zmem lab` judges. Needs --listen's
-    /// server (not --textfile).
+    /// a time, in the background) and, where the kernel has zswap, of the processes' resident
+    /// anonymous pages (/proc/PID/mem, a few random pages at a time), and export what every
+    /// configuration the kernel's zram and zswap offer would save and cost (zmem_advice_*,
+    /// zswap as device="zswap"), judged as `zmem lab` judges. Needs --listen's server (not
+    /// --textfile).
     #[arg(long, conflicts_with = "textfile")]
     advise: bool,
-    /// Most CPU the advisor uses, in percent of one core.
+    /// Most CPU the advisor uses, zram and zswap sampling together, in percent of one core.
     #[arg(long, value_name = "PCT", default_value_t = 1.0, requires = "advise", value_parser = percent)]
     advise_cpu: f64,
-    /// Stored pages the advisor's sample aims at per device.
+    /// Pages the advisor's sample aims at per device (zram: stored pages; zswap: resident
+    /// anonymous pages, the most its rolling sample holds).
     #[arg(long, value_name = "PAGES", default_value_t = 10_000, requires = "advise", value_parser = clap::value_parser!(u64).range(2..))]
     advise_sample: u64,
     /// Most of a device's stored pages the sample may hold, in percent (never fewer than 1024
@@ -46,7 +49,8 @@ pub struct Args {
     /// with neither (nothing there acts on idle marks).
     #[arg(long, value_name = "PCT|auto", default_value = "auto", requires = "advise", value_parser = idle_share)]
     advise_idle_share: IdleShare,
-    /// Seconds between two reads of one sampled slot.
+    /// Seconds between two reads of one sampled slot; zswap's full sample is renewed once in
+    /// this time.
     #[arg(long, value_name = "SECS", default_value_t = 600, requires = "advise", value_parser = clap::value_parser!(u64).range(1..))]
     advise_refresh: u64,
 }

@@ -52,6 +52,20 @@ impl Codec {
         })
     }
 
+    /// Compresses `page` into `out` and back into `back`, timing both on the thread's CPU
+    /// clock; the compressed length, or `None` when the codec cannot compress it.
+    pub fn measure(&mut self, page: &[u8], out: &mut [u8], back: &mut [u8]) -> Option<usize> {
+        let t0 = thread_cpu_ns();
+        let len = self.comp.compress(page, out).ok()?;
+        let t1 = thread_cpu_ns();
+        let _ = self.comp.decompress(&out[..len], back);
+        let t2 = thread_cpu_ns();
+        self.compress_ns += t1.saturating_sub(t0) as f64;
+        self.decompress_ns += t2.saturating_sub(t1) as f64;
+        self.timed_pages += 1;
+        Some(len)
+    }
+
     /// Mean thread CPU ns per page: (compress, decompress).
     pub fn per_page_ns(&self) -> (f64, f64) {
         let n = self.timed_pages.max(1) as f64;
@@ -82,6 +96,8 @@ pub struct Entry {
 pub struct Device {
     pub id: u32,
     pub name: String,
+    /// The block device read (`/dev/zramN` under the advisor's root).
+    pub dev_path: std::path::PathBuf,
     /// disksize when the state was made: another disksize is another device (reset).
     pub disksize: u64,
     pub algorithm: String,
@@ -139,6 +155,7 @@ impl Device {
         Self {
             id,
             name: format!("zram{id}"),
+            dev_path: std::path::PathBuf::from(format!("/dev/zram{id}")),
             disksize,
             algorithm,
             codecs,
@@ -183,7 +200,7 @@ impl Device {
         if self.panel.is_empty() {
             return 0;
         }
-        let path = format!("/dev/{}", self.name);
+        let path = self.dev_path.display().to_string();
         let file = match File::options().read(true).custom_flags(libc::O_DIRECT).open(&path) {
             Ok(f) => f,
             Err(e) => {
@@ -234,18 +251,8 @@ impl Device {
         }
         let mut lens = Vec::with_capacity(self.codecs.len());
         for c in &mut self.codecs {
-            let t0 = thread_cpu_ns();
-            let Ok(len) = c.comp.compress(page, &mut self.out) else {
-                // A codec that cannot compress the page stores it whole, as zram would.
-                lens.push(ps as u32);
-                continue;
-            };
-            let t1 = thread_cpu_ns();
-            let _ = c.comp.decompress(&self.out[..len], &mut self.back);
-            let t2 = thread_cpu_ns();
-            c.compress_ns += t1.saturating_sub(t0) as f64;
-            c.decompress_ns += t2.saturating_sub(t1) as f64;
-            c.timed_pages += 1;
+            // A codec that cannot compress the page stores it whole, as zram would.
+            let len = c.measure(page, &mut self.out, &mut self.back).unwrap_or(ps);
             lens.push(estimate::stored_len(classes, ps, len) as u32);
         }
         Held::Page(lens.into_boxed_slice())

@@ -53,6 +53,95 @@ pub fn estimate(
     Some(PoolEstimate { pool_bytes: f.pool_bytes, compressed_bytes: f.compressed_bytes })
 }
 
+/// The size classes of zswap's zsmalloc pool (zswap's chain size; 6.18 has zsmalloc only).
+pub fn zswap_classes(page_size: usize) -> Option<ClassTable> {
+    ClassTable::new(page_size, zmem_zswap::ZswapConfig::default().chain_size).ok()
+}
+
+/// The length zswap stores for a page its compressor made `len` bytes of (`None`: the
+/// compressor failed): a page that does not compress below the page size is stored whole
+/// (mm/zswap.c `zswap_compress()`: `comp_ret || !dlen || dlen >= PAGE_SIZE` stores `PAGE_SIZE`
+/// bytes, where the memory cgroup allows writeback; otherwise it is rejected, left in RAM, and
+/// costs no pool, which this estimate does not model).
+pub fn zswap_stored_len(page_size: usize, len: Option<usize>) -> usize {
+    match len {
+        Some(l) if l > 0 && l < page_size => l,
+        _ => page_size,
+    }
+}
+
+/// 95 % two-sided normal quantile (the lab's).
+const Z95: f64 = 1.959_963_984_540_054;
+
+/// zswap's estimate for `population` resident anonymous pages from a simple random sample of
+/// them, `lens[i]` the stored length of sampled page `i` or 0 for a zero page. Zero pages never
+/// reach zswap (since 6.12 the swap core keeps them in its zeromap: mm/page_io.c
+/// `swap_writeout()` -> `is_folio_zero_filled()`), so they cost nothing; but unlike zram's
+/// same-filled pages their number is not counted anywhere, so they are part of the sampled
+/// stratum, each with cost 0. The arithmetic is otherwise the lab's
+/// ([`zmem_lab::sample::from_lengths`]; the test checks the two agree on a sample without zero
+/// pages): class counts scaled by `N / n`, zsmalloc's closed form per class, +- 1.96 standard
+/// errors of the per-page cost with the finite-population correction and the last-zspage
+/// rounding term. `None` for an empty sample of a population that has pages.
+pub fn estimate_zswap(
+    classes: &ClassTable,
+    page_size: usize,
+    population: u64,
+    lens: &[u32],
+) -> Option<PoolEstimate> {
+    if population > 0 && lens.is_empty() {
+        return None;
+    }
+    let n = lens.len() as f64;
+    let big_n = population as f64;
+    let fpc = if big_n > 0.0 { (1.0 - n / big_n).max(0.0) } else { 0.0 };
+    let table = classes.classes();
+    let mut counts = vec![0u64; table.len()];
+    let mut costs = Vec::with_capacity(lens.len());
+    let mut sizes = Vec::with_capacity(lens.len());
+    for &len in lens {
+        sizes.push(f64::from(len));
+        if len == 0 {
+            costs.push(0.0);
+            continue;
+        }
+        let k = classes.slot_for_request(len as usize);
+        let c = table[k];
+        counts[k] += 1;
+        costs.push((page_size * c.pages_per_zspage) as f64 / c.objs_per_zspage as f64);
+    }
+    let scale = if n > 0.0 { big_n / n } else { 0.0 };
+    let pool: f64 = counts
+        .iter()
+        .zip(table)
+        .map(|(&m, c)| {
+            let objects = (m as f64 * scale).round();
+            (objects / c.objs_per_zspage as f64).ceil() * (c.pages_per_zspage * page_size) as f64
+        })
+        .sum();
+    let compressed = sizes.iter().sum::<f64>() * scale;
+    let rounding: f64 = counts
+        .iter()
+        .zip(table)
+        .filter(|(m, _)| **m > 0)
+        .map(|(_, c)| ((c.pages_per_zspage * page_size) as f64).powi(2) / 6.0)
+        .sum::<f64>()
+        * fpc;
+    let se_total = |v: &[f64]| {
+        if v.len() < 2 {
+            return 0.0;
+        }
+        let mean = v.iter().sum::<f64>() / n;
+        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        big_n * (fpc * var / n).sqrt()
+    };
+    let around = |e: f64, se: f64| Interval { estimate: e, low: e - Z95 * se, high: e + Z95 * se };
+    Some(PoolEstimate {
+        pool_bytes: around(pool, (se_total(&costs).powi(2) + rounding).sqrt()),
+        compressed_bytes: around(compressed, se_total(&sizes)),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,5 +189,52 @@ mod tests {
         assert!(estimate(&classes, 4096, pop, &[]).is_none());
         let e = estimate(&classes, 4096, Population { pages: 5, same_filled: 5 }, &[]).unwrap();
         assert_eq!(e.pool_bytes.estimate, 0.0);
+    }
+
+    /// Without zero pages, zswap's estimate is the lab's arithmetic on zswap's classes, to the
+    /// byte; zero pages in the sample cost nothing and widen the interval (their share is
+    /// sampled, not counted); the bounds hold the estimate.
+    #[test]
+    fn the_zswap_estimate_is_the_labs_arithmetic_with_zero_pages_sampled() {
+        let classes = zswap_classes(4096).unwrap();
+        let mut rng = zmem_pages::prng::SplitMix64::new(5);
+        let lens: Vec<u32> = (0..500).map(|_| 200 + rng.below(3897) as u32).collect();
+        let pop = 40_000u64;
+        let ours = estimate_zswap(&classes, 4096, pop, &lens).unwrap();
+        let wide: Vec<usize> = lens.iter().map(|&l| l as usize).collect();
+        let lab = zmem_lab::sample::from_lengths(
+            &classes,
+            4096,
+            Population { pages: pop, same_filled: 0 },
+            &wide,
+        );
+        assert_eq!(ours.pool_bytes, lab.pool_bytes);
+        assert_eq!(ours.compressed_bytes, lab.compressed_bytes);
+        // A fifth of the sample zero pages: the pool shrinks by about a fifth, and the
+        // interval is wider than the non-zero pages' alone would give.
+        let mut with_zeros = lens[..400].to_vec();
+        with_zeros.extend([0u32; 100]);
+        let z = estimate_zswap(&classes, 4096, pop, &with_zeros).unwrap();
+        let p = z.pool_bytes;
+        assert!(p.low <= p.estimate && p.estimate <= p.high);
+        let ratio = p.estimate / ours.pool_bytes.estimate;
+        assert!((0.75..0.85).contains(&ratio), "{ratio}");
+        let nz: Vec<usize> = lens[..400].iter().map(|&l| l as usize).collect();
+        let cond = zmem_lab::sample::from_lengths(
+            &classes,
+            4096,
+            Population { pages: pop, same_filled: pop / 5 },
+            &nz,
+        );
+        assert!(p.high - p.low > cond.pool_bytes.high - cond.pool_bytes.low);
+        // Incompressible pages are stored whole; a failed compression too.
+        assert_eq!(zswap_stored_len(4096, Some(4096)), 4096);
+        assert_eq!(zswap_stored_len(4096, Some(5000)), 4096);
+        assert_eq!(zswap_stored_len(4096, None), 4096);
+        assert_eq!(zswap_stored_len(4096, Some(1000)), 1000);
+        // Every page sampled: no width; nothing sampled of something: no estimate.
+        let all = estimate_zswap(&classes, 4096, 3, &[0, 100, 4096]).unwrap();
+        assert_eq!(all.pool_bytes.low, all.pool_bytes.high);
+        assert!(estimate_zswap(&classes, 4096, 3, &[]).is_none());
     }
 }

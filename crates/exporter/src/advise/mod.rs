@@ -3,7 +3,12 @@
 //! `zmem capture --zram` reads them: [`device`], [`panel`]), keeps each sampled page's stored
 //! length for every candidate the running kernel's zram offers (the rolling sample), and
 //! re-judges the sample every few seconds with the lab's estimator ([`estimate`]) at the
-//! kernel's own swap rates ([`judge`]). The scrape adds the last judgement ([`metrics`]).
+//! kernel's own swap rates ([`judge`]). Where the kernel has zswap, the same thread, within the
+//! same CPU budget (its rounds alternate with zram's), keeps a rolling sample of the processes'
+//! resident anonymous pages ([`anon`], [`zswap`]) and judges every compressor zswap can use
+//! here the same way, as `device="zswap"`. The scrape adds the last judgement ([`metrics`]).
+//! Everything read is read under [`Options::root`] (a fake tree in the tests, [`fake_root`]):
+//! a kernel without zram still gets the zswap part, and a metric says zram is absent.
 //!
 //! **Bounds.** The thread measures its own CPU time (`CLOCK_THREAD_CPUTIME_ID`) around every
 //! piece of work and sleeps after it so that its CPU stays within [`Options::cpu_percent`] of
@@ -22,15 +27,36 @@
 //! [`Options::idle_share_percent`] of the device's (1 % by default, never fewer than
 //! [`MIN_SAMPLE`] pages): the most one idle pass can lose. A device with neither has no pass
 //! to change, and gets the whole sample asked for. docs/BENCHMARKS.md has the figures.
+//!
+//! **Processes' pages (zswap).** Reading a page through /proc/PID/mem does not change its swap
+//! state: the page was present and not swapped (its pagemap entry) just before, and the read
+//! copies it under a reference; nothing unmaps, writes or swaps it. The one exception is a race:
+//! reclaim swapping the page out between the pagemap read and the mem read, when the read
+//! faults it back in (rare: one page in a window of microseconds). So there is no zswap
+//! counterpart of zram's idle marks to protect. The read is not access-neutral, though:
+//! fs/proc/base.c `mem_rw()` -> mm/memory.c `access_remote_vm()` -> include/linux/mm.h
+//! `get_user_page_vma_remote()` -> mm/gup.c `get_user_pages_remote()`, which adds `FOLL_TOUCH`
+//! (`is_valid_gup_args(..., FOLL_TOUCH | FOLL_REMOTE)`), so `follow_page_pte()` calls
+//! `folio_mark_accessed()` (mm/swap.c): `PG_referenced` set (a second touch activates the
+//! folio), `PG_idle` cleared. DAMON's access check (mm/damon/ops-common.c
+//! `damon_folio_young_one()`: `pte_young() || !folio_test_idle()`) then sees that page
+//! accessed, so the boot kdamond's cold-page detection counts a read page as used once: its
+//! region's access count rises only when the page read is the one DAMON's sampling interval
+//! checks in that region (one random page per region), and reclaim may keep a just-read cold
+//! page one LRU round longer. The bound: once the sample is full, `--advise-sample` pages per
+//! `--advise-refresh` (10,000 per 600 s: about 17 pages a second, 60,000 an hour, each a random
+//! resident anonymous page), and while it fills, what 1 % of a core reads.
 
+pub mod anon;
 pub mod device;
 pub mod estimate;
 pub mod judge;
 pub mod metrics;
 pub mod panel;
+pub mod zswap;
 
 use std::collections::{BTreeMap, VecDeque};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -71,6 +97,10 @@ pub struct Options {
     /// default budget).
     pub budget_percent: f64,
     pub seed: u64,
+    /// Where the advisor reads the kernel: `sys/`, `proc/` and `dev/` under it (`/` live; a
+    /// fake tree in tests). The zram swap rates come from the lab's reader
+    /// (`zmem_lab::now::sample`), which reads the live /proc/vmstat and /proc/swaps.
+    pub root: PathBuf,
 }
 
 impl Default for Options {
@@ -85,6 +115,7 @@ impl Default for Options {
             rate_window: Duration::from_secs(60),
             budget_percent: zmem_lab::Budgets::default().cpu_percent_of_core,
             seed: 1,
+            root: PathBuf::from("/"),
         }
     }
 }
@@ -113,10 +144,16 @@ pub struct DeviceAdvice {
     pub recommended: Option<(String, Basis)>,
 }
 
+pub use zswap::ZswapAdvice;
+
 /// What the scrape shows.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     pub devices: Vec<DeviceAdvice>,
+    /// zswap's judgement, where the kernel has zswap.
+    pub zswap: Option<ZswapAdvice>,
+    /// zswap is in the kernel (`/sys/module/zswap/parameters`).
+    pub zswap_present: bool,
     /// Devices removed or reset while sampled.
     pub devices_lost: u64,
     /// The advisor thread's CPU time.
@@ -162,8 +199,12 @@ fn run(opts: Options, handle: Handle) {
         libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19);
     }
     let mut a = Advisor::new(opts);
+    // The thread's CPU already paid for: starting at 0, the first pause pays for setting up
+    // (the kernel's capabilities, the process list); each later one for everything since the
+    // last, waking from the sleep included.
+    let mut paid = 0u64;
     loop {
-        let t0 = (Instant::now(), device::thread_cpu_ns());
+        let t0 = Instant::now();
         if a.next_judge <= Instant::now() {
             a.rescan();
             handle.publish(a.judge());
@@ -172,10 +213,12 @@ fn run(opts: Options, handle: Handle) {
         let read = a.read_some();
         // Stay within the CPU budget: after work that took `c` CPU seconds, the wall time spent
         // (work and sleep) is at least c / budget.
-        let cpu = device::thread_cpu_ns().saturating_sub(t0.1) as f64 / 1e9;
+        let now_cpu = device::thread_cpu_ns();
+        let cpu = now_cpu.saturating_sub(paid) as f64 / 1e9;
+        paid = now_cpu;
         let budget = (a.opts.cpu_percent / 100.0).max(1e-6);
         let owed = Duration::from_secs_f64((cpu / budget).min(60.0));
-        let mut pause = owed.saturating_sub(t0.0.elapsed());
+        let mut pause = owed.saturating_sub(t0.elapsed());
         if read == 0 {
             // Nothing to read now: wait for the next judgement or the next pass.
             pause = pause.max(a.idle_wait());
@@ -197,15 +240,20 @@ struct Advisor {
     next_judge: Instant,
     judgements: u64,
     cpu_start: u64,
+    zswap: Option<zswap::Zswap>,
+    /// The last round read zswap's pages (the next goes to zram, if it has work).
+    zswap_last: bool,
 }
 
 impl Advisor {
     fn new(opts: Options) -> Self {
         let page_size = zmem_kernel::capture::system_page_size();
+        // Never hot-adds a device to learn the compressors: the devices there are say it.
+        let caps = caps::read_at(&opts.root, false);
+        let zswap = zswap::Zswap::new(&opts.root, &caps, page_size, opts.sample_pages, opts.seed);
         Self {
             opts,
-            // Never hot-adds a device to learn the compressors: the devices there are say it.
-            caps: caps::read_at(Path::new("/"), false),
+            caps,
             page_size,
             classes: estimate::classes(page_size),
             devices: BTreeMap::new(),
@@ -215,17 +263,20 @@ impl Advisor {
             next_judge: Instant::now(),
             judgements: 0,
             cpu_start: device::thread_cpu_ns(),
+            zswap,
+            zswap_last: false,
         }
     }
 
     /// Looks for devices: new ones get a state, ones gone or reset (another disksize) lose it;
     /// every panel is sized to the device's stored pages.
     fn rescan(&mut self) {
-        let ids = zmem_kernel::status::zram_ids(Path::new("/sys"));
+        let root = self.opts.root.clone();
+        let ids = zmem_kernel::status::zram_ids(&root.join("sys"));
         let mut seen = Vec::new();
         let previous = std::mem::take(&mut self.mm);
         for id in ids {
-            let attr = |n: &str| live::read_zram_attr(id, n).ok();
+            let attr = |n: &str| zram_attr(&root, id, n);
             let disksize = attr("disksize").and_then(|d| d.trim().parse::<u64>().ok()).unwrap_or(0);
             let mm = attr("mm_stat").and_then(|m| m.parse::<zmem_zram::MmStat>().ok());
             let line = attr("comp_algorithm").unwrap_or_default();
@@ -260,11 +311,13 @@ impl Advisor {
                         cands.push(a.clone());
                     }
                 }
-                Device::new(id, disksize, current.clone(), &cands, ps, seed)
+                let mut d = Device::new(id, disksize, current.clone(), &cands, ps, seed);
+                d.dev_path = root.join(format!("dev/zram{id}"));
+                d
             });
             let share = match self.opts.idle_share_percent {
                 Some(s) => Some(s),
-                None => acts_on_idle(id).then_some(DEFAULT_IDLE_SHARE),
+                None => acts_on_idle(&root, id).then_some(DEFAULT_IDLE_SHARE),
             };
             dev.idle_capped = share.is_some();
             let p = panel_size(
@@ -289,9 +342,37 @@ impl Advisor {
         }
     }
 
-    /// Reads one round from the first device whose pass is not done (or due again).
+    /// Reads one round: zram's and zswap's turns alternate where both have work, so neither
+    /// waits on the other and both share the one CPU budget.
     fn read_some(&mut self) -> usize {
         let now = Instant::now();
+        let zswap_due = self.zswap.as_ref().is_some_and(|z| z.due(now));
+        if zswap_due && !self.zswap_last {
+            self.zswap_last = true;
+            return self.read_zswap(now);
+        }
+        self.zswap_last = false;
+        match self.read_zram(now) {
+            0 if zswap_due => {
+                self.zswap_last = true;
+                self.read_zswap(now)
+            }
+            n => n,
+        }
+    }
+
+    /// One round of zswap's page reads; a round of misses counts as work done (it took CPU),
+    /// so the loop does not sleep as if idle.
+    fn read_zswap(&mut self, now: Instant) -> usize {
+        let (k, refresh) = (self.opts.slots_per_round, self.opts.refresh);
+        self.zswap.as_mut().map_or(0, |z| {
+            let n = z.read_round(k, refresh, now);
+            n.max(usize::from(z.procs.listed() > 0))
+        })
+    }
+
+    /// Reads one round from the first device whose pass is not done (or due again).
+    fn read_zram(&mut self, now: Instant) -> usize {
         let (Some(classes), k) = (self.classes.as_ref(), self.opts.slots_per_round) else {
             return 0;
         };
@@ -325,7 +406,11 @@ impl Advisor {
 
     /// How long there is nothing to read: until the next judgement, at most a second.
     fn idle_wait(&self) -> Duration {
-        self.next_judge.saturating_duration_since(Instant::now()).min(Duration::from_secs(1))
+        let mut until = self.next_judge;
+        if let Some(t) = self.zswap.as_ref().and_then(|z| z.next_due()) {
+            until = until.min(t);
+        }
+        until.saturating_duration_since(Instant::now()).min(Duration::from_secs(1))
     }
 
     /// Judges every device's sample now.
@@ -396,11 +481,15 @@ impl Advisor {
             });
         }
         self.judgements += 1;
+        let (root, window) = (&self.opts.root, self.opts.rate_window);
+        let zswap = self.zswap.as_mut().map(|z| z.judge(root, now, window, budget));
         Snapshot {
             devices,
+            zswap_present: self.zswap.is_some(),
+            zswap,
             devices_lost: self.lost,
             cpu_seconds: device::thread_cpu_ns().saturating_sub(self.cpu_start) as f64 / 1e9,
-            zram_present: Path::new("/sys/class/zram-control").exists(),
+            zram_present: self.opts.root.join("sys/class/zram-control").exists(),
             judgements: self.judgements,
         }
     }
@@ -437,6 +526,13 @@ impl Advisor {
     }
 }
 
+/// One sysfs attribute of zram device `id` under `root` (`sys/block/zramN/NAME`), its text
+/// without the trailing newline; `None` when it cannot be read.
+fn zram_attr(root: &Path, id: u32, name: &str) -> Option<String> {
+    let path = root.join(format!("sys/block/zram{id}/{name}"));
+    std::fs::read_to_string(path).ok().map(|t| t.trim_end_matches('\n').to_string())
+}
+
 /// The idle share where a device can act on idle marks and none was given: 1 %.
 pub const DEFAULT_IDLE_SHARE: f64 = 1.0;
 
@@ -444,8 +540,8 @@ pub const DEFAULT_IDLE_SHARE: f64 = 1.0;
 /// other than `none`: `writeback idle`) or a secondary algorithm (`recomp_algorithm` not empty:
 /// `recompress type=idle`). Where neither attribute exists (CONFIG_ZRAM_WRITEBACK and
 /// CONFIG_ZRAM_MULTI_COMP off, as on this project's test kernel) nothing reads `ZRAM_IDLE`.
-pub fn acts_on_idle(id: u32) -> bool {
-    let attr = |n: &str| live::read_zram_attr(id, n).ok().map(|v| v.trim().to_string());
+pub fn acts_on_idle(root: &Path, id: u32) -> bool {
+    let attr = |n: &str| zram_attr(root, id, n).map(|v| v.trim().to_string());
     attr("backing_dev").is_some_and(|b| !b.is_empty() && b != "none")
         || attr("recomp_algorithm").is_some_and(|r| !r.is_empty())
 }
@@ -503,3 +599,6 @@ mod tests {
         assert_eq!(panel_size(10_000, one, 0, 0, 800_000), MIN_SAMPLE);
     }
 }
+
+#[cfg(test)]
+mod fake_root;

@@ -225,12 +225,7 @@ fn capture_process(
     let why = |what: &str, e: std::io::Error| format!("{what}: {e}");
     let comm = std::fs::read_to_string(dir.join("comm")).map_err(|e| why("comm", e))?;
     let comm = comm.trim_end_matches('\n').to_string();
-    let maps = File::open(dir.join("maps")).map_err(|e| why("maps", e))?;
-    let mut mappings = Vec::new();
-    for line in std::io::BufReader::new(maps).lines() {
-        let line = line.map_err(|e| why("maps", e))?;
-        mappings.extend(parse_maps_line(&line));
-    }
+    let mappings = anon_mappings(proc_root, pid).map_err(|e| why("maps", e))?;
     if mappings.is_empty() {
         return Ok(comm);
     }
@@ -256,7 +251,7 @@ fn capture_process(
                 b.copy_from_slice(e);
                 let entry = u64::from_le_bytes(b);
                 let page = vpn + k as u64;
-                let take = entry & PM_PRESENT != 0 && entry & PM_SWAPPED == 0;
+                let take = resident_not_swapped(entry);
                 if take && run_len > 0 && run_start + run_len as u64 == page && run_len < MAX_RUN {
                     run_len += 1;
                     continue;
@@ -282,6 +277,48 @@ fn capture_process(
         }
     }
     Ok(comm)
+}
+
+/// The readable private anonymous mappings of `pid` (its /proc/PID/maps under `proc_root`), as
+/// [`parse_maps_line`] keeps them; the error is the system's (ESRCH or ENOENT: the process has
+/// exited, see [`process_gone`]).
+pub fn anon_mappings(proc_root: &Path, pid: u32) -> std::io::Result<Vec<Mapping>> {
+    let maps = File::open(proc_root.join(pid.to_string()).join("maps"))?;
+    let mut mappings = Vec::new();
+    for line in std::io::BufReader::new(maps).lines() {
+        mappings.extend(parse_maps_line(&line?));
+    }
+    Ok(mappings)
+}
+
+/// Whether an error reading a process's /proc files means it has exited (ESRCH: its mm or
+/// task went while the file was open; ENOENT: its directory went).
+pub fn process_gone(e: &std::io::Error) -> bool {
+    gone(e) || e.kind() == std::io::ErrorKind::NotFound
+}
+
+/// Whether a /proc/PID/pagemap entry is a page capture takes: present in RAM, not in swap.
+pub fn resident_not_swapped(entry: u64) -> bool {
+    entry & PM_PRESENT != 0 && entry & PM_SWAPPED == 0
+}
+
+/// Why one page could not be read from /proc/PID/mem ([`read_page`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PageReadError {
+    /// The process has gone (ESRCH, or its memory ended): nothing more can be read from it.
+    Gone(String),
+    /// This page was refused (a mapping torn down under us, an I/O error): others may read.
+    Unreadable(String),
+}
+
+/// Reads the page at `vaddr` from an open /proc/PID/mem into `buf` (one page), as capture
+/// reads its runs.
+pub fn read_page(mem: &File, vaddr: u64, buf: &mut [u8]) -> Result<(), PageReadError> {
+    match mem.read_exact_at(buf, vaddr) {
+        Ok(()) => Ok(()),
+        Err(e) if gone(&e) => Err(PageReadError::Gone(format!("mem: {e}"))),
+        Err(e) => Err(PageReadError::Unreadable(format!("mem: {e}"))),
+    }
 }
 
 /// Reads `len` consecutive pages from virtual page `vpn` and adds them to `builder`. A run the

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# `zmem exporter --advise`'s zswap part on this machine as it is: the advisor samples the
+# processes' resident anonymous pages (no swap, no zswap enabled: it reads pages in RAM) with
+# its defaults (1 % of a core, a 10,000-page sample); this reports how long the sample takes to
+# fill, the advisor thread's CPU against the wall clock, the process's CPU and resident memory,
+# and scrape times (curl, once a second), beside the same exporter without --advise scraped in
+# turn (so both see the same machine). Nothing is created or changed; run it under
+# `flock /tmp/zmem-live.lock` (the advisor also samples any live zram device, whose idle marks
+# another live test may be counting).
+# Usage: bench/exporter-advise-zswap.sh [ZMEM_BINARY] [SECONDS] [extra exporter args...]
+set -u
+ZMEM=${1:-target/release/zmem}; SECS=${2:-300}; shift 2 2>/dev/null
+PORT=19903; BASE=19904; OUT=$(mktemp -d); E=; B=
+cleanup() { for x in $E $B; do kill "$x" 2>/dev/null; wait "$x" 2>/dev/null; done; rm -rf "$OUT"; }
+trap cleanup EXIT
+"$ZMEM" exporter --listen 127.0.0.1:$BASE 2>/dev/null & B=$!
+"$ZMEM" exporter --listen 127.0.0.1:$PORT --advise "$@" 2>/dev/null & E=$!
+T0=$(date +%s.%N)
+cpu_secs() { awk '{printf "%.3f", ($14+$15)/100}' "/proc/$1/stat"; }
+FILLED=
+end=$(( $(date +%s) + SECS ))
+while [ "$(date +%s)" -lt "$end" ]; do
+  sleep 1
+  curl -s -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$BASE/metrics" >> "$OUT/b"
+  curl -s -o "$OUT/m" -w '%{time_total}\n' "http://127.0.0.1:$PORT/metrics" >> "$OUT/t"
+  if [ -z "$FILLED" ] && grep -q '^zmem_advice_sample_filled{device="zswap"} 1' "$OUT/m"; then
+    FILLED=$(awk -v t0="$T0" -v t1="$(date +%s.%N)" 'BEGIN {printf "%.0f", t1-t0}')
+  fi
+done
+T1=$(date +%s.%N); C=$(cpu_secs "$E")
+M=$(curl -s "http://127.0.0.1:$PORT/metrics")
+echo "$M" | grep -E '^zmem_advice_(sample_pages|population_pages|pages_read_total|read_skips_total|processes|sample_filled|recommended_info)\{device="zswap"' 
+TH=$(echo "$M" | awk '/^zmem_advice_sampler_cpu_seconds_total/ {print $2}')
+awk -v t0="$T0" -v t1="$T1" -v th="$TH" -v c="$C" -v f="${FILLED:-never}" 'BEGIN {
+  w = t1 - t0
+  printf "over %.0f s: the advisor thread %.3f s CPU = %.2f %% of one core; the process %.3f s = %.2f %%; zswap sample full after %s s\n", w, th, 100*th/w, c, 100*c/w, f }'
+grep -E "VmRSS|VmHWM" "/proc/$E/status"
+stats() { sort -g "$1" | awk '{v[NR]=$1*1000; if ($1 > 0.005) o++} END {printf "%d scrapes: p50 %.2f ms, p99 %.2f ms, max %.2f ms, %d over 5 ms\n", NR, v[int(NR*0.5)+1], v[int(NR*0.99)+1], v[NR], o}'; }
+echo "with --advise:    $(stats "$OUT/t")"
+echo "without --advise: $(stats "$OUT/b")"
+echo "without --advise, the process: $(cpu_secs "$B") s CPU"
+echo "load: $(cat /proc/loadavg)"
