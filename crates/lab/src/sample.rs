@@ -379,7 +379,10 @@ fn total_std_err(values: &[f64], big_n_o: f64, fpc: f64) -> f64 {
     big_n_o * (fpc * var / n_o).sqrt()
 }
 
-/// The estimate from `lens`, the stored lengths (a huge page's is the page size).
+/// The estimate from `lens`, the stored lengths (a huge page's is the page size). A length of 0
+/// is a sampled page that costs no pool: zram's same-filled pages are a stratum apart and never
+/// among `lens`, but zswap's zero pages are not counted anywhere, so `zmem exporter --advise`
+/// samples them with the rest, each at 0.
 pub fn from_lengths(
     classes: &ClassTable,
     ps: usize,
@@ -394,10 +397,14 @@ pub fn from_lengths(
     let mut sizes = Vec::with_capacity(lens.len());
     let mut costs = Vec::with_capacity(lens.len());
     for &len in lens {
+        sizes.push(len as f64);
+        if len == 0 {
+            costs.push(0.0);
+            continue;
+        }
         let k = classes.slot_for_request(len);
         let c = table[k];
         counts[k] += 1;
-        sizes.push(len as f64);
         costs.push((ps * c.pages_per_zspage) as f64 / c.objs_per_zspage as f64);
     }
     let scale = if n_o > 0.0 { big_n_o / n_o } else { 0.0 };

@@ -70,76 +70,20 @@ pub fn zswap_stored_len(page_size: usize, len: Option<usize>) -> usize {
     }
 }
 
-/// 95 % two-sided normal quantile (the lab's).
-const Z95: f64 = 1.959_963_984_540_054;
-
 /// zswap's estimate for `population` resident anonymous pages from a simple random sample of
 /// them, `lens[i]` the stored length of sampled page `i` or 0 for a zero page. Zero pages never
 /// reach zswap (since 6.12 the swap core keeps them in its zeromap: mm/page_io.c
 /// `swap_writeout()` -> `is_folio_zero_filled()`), so they cost nothing; but unlike zram's
 /// same-filled pages their number is not counted anywhere, so they are part of the sampled
-/// stratum, each with cost 0. The arithmetic is otherwise the lab's
-/// ([`zmem_lab::sample::from_lengths`]; the test checks the two agree on a sample without zero
-/// pages): class counts scaled by `N / n`, zsmalloc's closed form per class, +- 1.96 standard
-/// errors of the per-page cost with the finite-population correction and the last-zspage
-/// rounding term. `None` for an empty sample of a population that has pages.
+/// stratum, each with cost 0 (the lab's [`zmem_lab::sample::from_lengths`] takes a length of 0
+/// so). `None` for an empty sample of a population that has pages.
 pub fn estimate_zswap(
     classes: &ClassTable,
     page_size: usize,
     population: u64,
     lens: &[u32],
 ) -> Option<PoolEstimate> {
-    if population > 0 && lens.is_empty() {
-        return None;
-    }
-    let n = lens.len() as f64;
-    let big_n = population as f64;
-    let fpc = if big_n > 0.0 { (1.0 - n / big_n).max(0.0) } else { 0.0 };
-    let table = classes.classes();
-    let mut counts = vec![0u64; table.len()];
-    let mut costs = Vec::with_capacity(lens.len());
-    let mut sizes = Vec::with_capacity(lens.len());
-    for &len in lens {
-        sizes.push(f64::from(len));
-        if len == 0 {
-            costs.push(0.0);
-            continue;
-        }
-        let k = classes.slot_for_request(len as usize);
-        let c = table[k];
-        counts[k] += 1;
-        costs.push((page_size * c.pages_per_zspage) as f64 / c.objs_per_zspage as f64);
-    }
-    let scale = if n > 0.0 { big_n / n } else { 0.0 };
-    let pool: f64 = counts
-        .iter()
-        .zip(table)
-        .map(|(&m, c)| {
-            let objects = (m as f64 * scale).round();
-            (objects / c.objs_per_zspage as f64).ceil() * (c.pages_per_zspage * page_size) as f64
-        })
-        .sum();
-    let compressed = sizes.iter().sum::<f64>() * scale;
-    let rounding: f64 = counts
-        .iter()
-        .zip(table)
-        .filter(|(m, _)| **m > 0)
-        .map(|(_, c)| ((c.pages_per_zspage * page_size) as f64).powi(2) / 6.0)
-        .sum::<f64>()
-        * fpc;
-    let se_total = |v: &[f64]| {
-        if v.len() < 2 {
-            return 0.0;
-        }
-        let mean = v.iter().sum::<f64>() / n;
-        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-        big_n * (fpc * var / n).sqrt()
-    };
-    let around = |e: f64, se: f64| Interval { estimate: e, low: e - Z95 * se, high: e + Z95 * se };
-    Some(PoolEstimate {
-        pool_bytes: around(pool, (se_total(&costs).powi(2) + rounding).sqrt()),
-        compressed_bytes: around(compressed, se_total(&sizes)),
-    })
+    estimate(classes, page_size, Population { pages: population, same_filled: 0 }, lens)
 }
 
 #[cfg(test)]
