@@ -128,6 +128,9 @@ pub struct SwapRow {
     /// did, accept_threshold_percent matters and the lab tries other values.
     #[serde(default)]
     pub pool_limit_hit: u64,
+    /// Pages zswap wrote back to the device (`zswpwb`; 0 for zram): each decompressed first.
+    #[serde(default)]
+    pub written_back: u64,
     /// Seconds the trace spans (its last access's time): swap-ins / trace_secs is a rate.
     pub trace_secs: f64,
     pub verified: bool,

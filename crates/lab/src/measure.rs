@@ -98,6 +98,7 @@ pub(super) fn swap_row_with(
         device_seconds: r.device_secs,
         cpu_seconds: r.cpu_secs,
         pool_limit_hit: r.counter("pool_limit_hit"),
+        written_back: r.counter("zswpwb"),
         trace_secs,
         verified: r.verified,
     })

@@ -550,6 +550,7 @@ mod tests {
             device_seconds: 0.0,
             cpu_seconds: 0.0,
             pool_limit_hit: 0,
+            written_back: 0,
             trace_secs: secs,
             verified: true,
         }

@@ -8,9 +8,9 @@
 //! configuration's compressor, accept threshold and shrinker, the machine's readahead settings,
 //! and a `max_pool_percent` of the replay's RAM that gives the pool limit the kernel has
 //! (`zswap_max_pages()`: `max_pool_percent` of `totalram_pages()`, /proc/meminfo `MemTotal`).
-//! Its CPU seconds are the lab's (`zmem_lab::zswap` candidates' cost): the replay's measured
-//! CPU for its stores and loads plus the cost model's kernel work per swap-out and swap-in
-//! ([`cost::SWAP_OVERHEAD`]). The kernel's CPU seconds are the player's CPU in faulting accesses
+//! Its CPU seconds are the lab's (`zmem_lab::zswap` candidates' cost): the compressor's CPU
+//! per page measured on the pages, for each page stored, loaded or written back, plus the cost
+//! model's kernel work per swap-out and swap-in ([`cost::SWAP_OVERHEAD`]). The kernel's CPU seconds are the player's CPU in faulting accesses
 //! less a baseline run's (no memory pressure), as for zram (`crate::lab`'s module doc).
 //!
 //! **Served better** (the verdict check): of zram and zswap, the one whose compressed pages take
@@ -403,6 +403,15 @@ fn check_one(
     let r = replay::run(cx.pages, cx.trace, &rcfg, progress)?;
     let traffic =
         Traffic { swap_outs_per_sec: r.swap_outs as f64, swap_ins_per_sec: r.swap_ins as f64 };
+    // The CPU on the lab's cost model for zswap (`zmem_lab::zswap` candidates, as for zram):
+    // the compressor's CPU per page measured on these pages, a compression per page stored
+    // (zswpout) and a decompression per page loaded or written back (zswpin, zswpwb), and the
+    // kernel's own swap work. Not the replay's thread CPU, which also counts the simulator's
+    // work over every access.
+    let codec = codec_cost(cx.pages, ps, &s.compressor)?;
+    let codec_secs = (r.counter("zswpout") as f64 * codec.compress_ns
+        + (r.counter("zswpin") + r.counter("zswpwb")) as f64 * codec.decompress_ns)
+        / 1e9;
     let predicted = ZswapFigures {
         stored_pages: r.counter("stored_pages"),
         pool_total_size: r.counter("pool_total_size"),
@@ -414,7 +423,7 @@ fn check_one(
         disk_reads: r.disk_reads,
         disk_writes: r.disk_writes,
         swap_ins: r.swap_ins,
-        cpu_seconds: r.cpu_secs + cost::SWAP_OVERHEAD.cpu_secs_per_sec(traffic),
+        cpu_seconds: codec_secs + cost::SWAP_OVERHEAD.cpu_secs_per_sec(traffic),
         swap_in_p50_ns: r.load_hist.p50_ns,
         swap_in_p99_ns: r.load_hist.p99_ns,
     };
@@ -433,6 +442,23 @@ fn check_one(
         kernel_runs_pool_total_size: pools,
         kernel_failures: failures,
         verified: r.verified,
+    })
+}
+
+/// `algo`'s CPU per page on `pages`, as the lab measures a zram candidate's (the same
+/// compressor into the same zsmalloc): what the zswap prediction's CPU is made of.
+fn codec_cost(pages: &[u8], ps: usize, algo: &str) -> Result<zmem_lab::zswap::CodecCost, LabError> {
+    let row = zmem_lab::policy::measure(
+        &zmem_lab::Policy::single(algo),
+        pages,
+        ps,
+        &[],
+        &mut Vec::new(),
+        &zmem_lab::NoProgress,
+    )?;
+    Ok(zmem_lab::zswap::CodecCost {
+        compress_ns: row.compress_cpu_ns_per_page,
+        decompress_ns: row.decompress_cpu_ns_per_page,
     })
 }
 

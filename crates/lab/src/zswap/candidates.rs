@@ -163,22 +163,49 @@ pub(super) fn swap_in_us_per_sec(r: &SwapRow, rates: &Rates) -> f64 {
     rates.swap_ins_per_sec * mean_ns / 1e3
 }
 
-/// CPU seconds per second at `rates` for a replay row: its CPU per swap operation, and the
-/// kernel's own reclaim and fault work ([`cost::SWAP_OVERHEAD`]; measured, not read from the
-/// source, on zram swap: docs/BENCHMARKS.md "The kernel's own swap work (issue 31)"), taken as
-/// the same for a swap-out to zswap, to zram or to the device behind zswap (an assumption: the
-/// swap-cache path zswap takes, mm/swap_state.c, was not measured apart).
-fn cpu_secs_per_sec(r: &SwapRow, rates: &Rates) -> f64 {
-    let ops = (r.swap_ins + r.swap_outs) as f64;
-    if ops == 0.0 {
-        return 0.0;
-    }
+/// A compressor's CPU per page: compression and decompression, in ns, as the lab measured it
+/// on the pages (the zram candidate of the same algorithm: the same compressor into the same
+/// zsmalloc).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CodecCost {
+    pub compress_ns: f64,
+    pub decompress_ns: f64,
+}
+
+/// CPU seconds per second at `rates` for a replay row, on the cost model zram's candidates
+/// have (`cost::project`): the compressions and decompressions the row's traffic takes, at the
+/// compressor's measured CPU per page, and the kernel's own reclaim and fault work
+/// ([`cost::SWAP_OVERHEAD`]; measured on zram swap, docs/BENCHMARKS.md "The kernel's own swap
+/// work (issue 31)", taken as the same for zswap: the swap-cache path zswap takes, 6.18
+/// mm/memory.c `do_swap_page()` without `SWP_SYNCHRONOUS_IO`, was not measured apart). Per
+/// swap-out: a compression, unless the page went to the device uncompressed (stores the pool
+/// refused: the row's device writes less its writebacks), and a decompression per page
+/// written back; per swap-in: a decompression where the pool served it (a miss reads the
+/// device). Without `codec` (a compressor the zram candidates did not measure), the replay's
+/// own thread CPU per swap operation, which also counts the simulator's work.
+pub(super) fn cpu_secs_per_sec(r: &SwapRow, rates: &Rates, codec: Option<CodecCost>) -> f64 {
     let traffic = cost::Traffic {
         swap_ins_per_sec: rates.swap_ins_per_sec,
         swap_outs_per_sec: rates.swap_outs_per_sec,
     };
-    r.cpu_seconds / ops * (rates.swap_ins_per_sec + rates.swap_outs_per_sec)
-        + cost::SWAP_OVERHEAD.cpu_secs_per_sec(traffic)
+    let kernel = cost::SWAP_OVERHEAD.cpu_secs_per_sec(traffic);
+    let per = |n: u64, of: u64| if of == 0 { 0.0 } else { n as f64 / of as f64 };
+    let Some(c) = codec else {
+        let ops = r.swap_ins + r.swap_outs;
+        if ops == 0 {
+            return 0.0;
+        }
+        return per(1, ops) * r.cpu_seconds * (rates.swap_ins_per_sec + rates.swap_outs_per_sec)
+            + kernel;
+    };
+    let refused = r.disk_writes.saturating_sub(r.written_back);
+    let compressed = per(r.swap_outs.saturating_sub(refused), r.swap_outs);
+    let written_back = per(r.written_back, r.swap_outs);
+    let hits = if r.swap_ins == 0 { 1.0 } else { per(r.hit_swap_ins, r.swap_ins) };
+    (rates.swap_outs_per_sec * (compressed * c.compress_ns + written_back * c.decompress_ns)
+        + rates.swap_ins_per_sec * hits * c.decompress_ns)
+        / 1e9
+        + kernel
 }
 
 /// Projects the replays onto the machine (module doc), beside the zram candidates.
@@ -196,13 +223,22 @@ pub fn project(
     let current = zram_candidates.iter().find(|c| c.is_current).or(zram_candidates.first());
     let (cur_pool, now_bytes) = current
         .map_or((0, 0), |c| (c.pool_bytes, c.pool_bytes as i64 + c.memory_saved_bytes_vs_now));
-    let zram_cpu = cpu_secs_per_sec(zram_ref, rates);
-    // Compression CPU per page by algorithm, from the zram candidates' measurements (plain
-    // policies are named by their algorithm): the reclaim batch's cost in the end-to-end p99.
-    let compress_ns = |algo: &str| {
-        zram_candidates.iter().find(|c| c.name == algo).map(|c| c.compress_cpu_ns_per_page)
+    // CPU per page by algorithm, from the zram candidates' measurements (plain policies are
+    // named by their algorithm): the traffic's cost, and the reclaim batch's in the end-to-end
+    // p99.
+    let codec = |algo: &str| {
+        zram_candidates.iter().find(|c| c.name == algo).map(|c| CodecCost {
+            compress_ns: c.compress_cpu_ns_per_page,
+            decompress_ns: c.decompress_cpu_ns_per_page,
+        })
     };
-    let now_compress = current.map_or(0.0, |c| c.compress_cpu_ns_per_page);
+    let compress_ns = |algo: &str| codec(algo).map(|c| c.compress_ns);
+    let now_codec = current.map(|c| CodecCost {
+        compress_ns: c.compress_cpu_ns_per_page,
+        decompress_ns: c.decompress_cpu_ns_per_page,
+    });
+    let now_compress = now_codec.map_or(0.0, |c| c.compress_ns);
+    let zram_cpu = cpu_secs_per_sec(zram_ref, rates, now_codec);
     measured
         .iter()
         .map(|m| {
@@ -251,7 +287,7 @@ pub fn project(
             cand.verified = r.verified;
             cand.pool_bytes = pool;
             cand.memory_saved_bytes_vs_now = now_bytes - pool as i64;
-            cand.cpu_secs_per_sec = cpu_secs_per_sec(r, rates);
+            cand.cpu_secs_per_sec = cpu_secs_per_sec(r, rates, codec(&c.compressor));
             cand.added_cpu_secs_per_sec = cand.cpu_secs_per_sec - zram_cpu;
             cand.load_p50_ns = r.load_p50_ns;
             cand.load_p99_ns = r.load_p99_ns;

@@ -275,6 +275,7 @@ fn row() -> SwapRow {
         device_seconds: 0.0,
         cpu_seconds: 0.0,
         pool_limit_hit: 0,
+        written_back: 0,
         trace_secs: 1.0,
         verified: true,
     }
@@ -505,4 +506,43 @@ fn advise_replays_every_available_configuration() {
     assert!(a.now.unwrap().prediction.is_some());
     assert!(a.stack.swap_device_bytes >= 256 * 4096);
     assert!(a.stack.holds[0].contains("/swapfile"));
+}
+
+/// zswap's CPU on zram's cost model: a compression per swap-out that reached the pool, a
+/// decompression per hit and per page written back, at the compressor's measured CPU per page;
+/// the replay's own thread CPU (the simulator's work) counts only without a measurement.
+#[test]
+fn zswap_cpu_is_the_compressors_cost_per_page_of_its_traffic() {
+    let rates = hundred_a_second();
+    let kernel = cost::SWAP_OVERHEAD.cpu_secs_per_sec(cost::Traffic {
+        swap_ins_per_sec: 100.0,
+        swap_outs_per_sec: 100.0,
+    });
+    let codec = CodecCost { compress_ns: 10_000.0, decompress_ns: 2_000.0 };
+    // 30 swap-outs: 6 went to the device, 2 of them written back (4 refused, 26 compressed);
+    // 20 swap-ins: 15 hits.
+    let mut r = row();
+    r.swap = "zswap".into();
+    r.disk_writes = 6;
+    r.written_back = 2;
+    r.hit_swap_ins = 15;
+    r.device_swap_ins = 5;
+    r.cpu_seconds = 123.0;
+    let want = (100.0 * (26.0 / 30.0 * 10_000.0 + 2.0 / 30.0 * 2_000.0)
+        + 100.0 * 0.75 * 2_000.0)
+        / 1e9
+        + kernel;
+    let got = candidates::cpu_secs_per_sec(&r, &rates, Some(codec));
+    assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+    // The replay's thread CPU does not enter it.
+    r.cpu_seconds = 0.0;
+    assert_eq!(candidates::cpu_secs_per_sec(&r, &rates, Some(codec)), got);
+    // Everything from the pool, nothing refused: zram's model (`cost::project`) exactly.
+    let z = row();
+    let zram = (100.0 * 10_000.0 + 100.0 * 2_000.0) / 1e9 + kernel;
+    assert!((candidates::cpu_secs_per_sec(&z, &rates, Some(codec)) - zram).abs() < 1e-12);
+    // Without a measurement: the replay's CPU per operation.
+    r.cpu_seconds = 5.0;
+    let fallback = 5.0 / 50.0 * 200.0 + kernel;
+    assert!((candidates::cpu_secs_per_sec(&r, &rates, None) - fallback).abs() < 1e-12);
 }
