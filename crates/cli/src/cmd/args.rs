@@ -151,3 +151,14 @@ mod tests {
         }
     }
 }
+
+/// `argv` parsed as one command's flags alone (a test's view of what the bare flags give).
+#[cfg(test)]
+pub fn parse_flags<A: clap::Args>(argv: &[&str]) -> A {
+    #[derive(clap::Parser)]
+    struct Cli<A: clap::Args> {
+        #[command(flatten)]
+        args: A,
+    }
+    <Cli<A> as clap::Parser>::parse_from(argv).args
+}

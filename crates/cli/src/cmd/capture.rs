@@ -102,20 +102,17 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: Args,
+    fn flags(argv: &[&str]) -> Args {
+        super::super::args::parse_flags(argv)
     }
 
     #[test]
     fn the_flags_map_onto_the_request() {
-        let cli = Cli::parse_from(["capture", "-o", "out"]);
-        assert_eq!(request(&cli.args), CaptureRequest::default());
-        let cli = Cli::parse_from(["capture", "--pid", "7", "--pid", "3", "--all", "-o", "out"]);
+        let cli = flags(&["capture", "-o", "out"]);
+        assert_eq!(request(&cli), CaptureRequest::default());
+        let cli = flags(&["capture", "--pid", "7", "--pid", "3", "--all", "-o", "out"]);
         let want = CaptureRequest { pids: vec![7, 3], all: true, ..CaptureRequest::default() };
-        assert_eq!(request(&cli.args), want);
+        assert_eq!(request(&cli), want);
     }
 }

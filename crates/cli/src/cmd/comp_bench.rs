@@ -54,17 +54,14 @@ fn request(args: &Args) -> anyhow::Result<CompBenchRequest> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: Args,
+    fn flags(argv: &[&str]) -> Args {
+        super::super::args::parse_flags(argv)
     }
 
     #[test]
     fn the_flags_defaults_are_the_requests() {
-        let cli = Cli::parse_from(["comp-bench"]);
-        assert_eq!(request(&cli.args).unwrap(), CompBenchRequest::default());
+        let cli = flags(&["comp-bench"]);
+        assert_eq!(request(&cli).unwrap(), CompBenchRequest::default());
     }
 }

@@ -58,17 +58,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: Args,
+    fn flags(argv: &[&str]) -> Args {
+        super::super::args::parse_flags(argv)
     }
 
     #[test]
     fn the_flags_defaults_are_the_requests() {
-        let cli = Cli::parse_from(["gen", "-o", "out"]);
-        assert_eq!(request(&cli.args), GenerateRequest::default());
+        let cli = flags(&["gen", "-o", "out"]);
+        assert_eq!(request(&cli), GenerateRequest::default());
     }
 }

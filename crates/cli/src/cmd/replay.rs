@@ -106,18 +106,15 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: Args,
+    fn flags(argv: &[&str]) -> Args {
+        super::super::args::parse_flags(argv)
     }
 
     #[test]
     fn the_flags_defaults_are_the_requests() {
-        let cli = Cli::parse_from(["replay", "--ram", "1M", "pages", "trace"]);
+        let cli = flags(&["replay", "--ram", "1M", "pages", "trace"]);
         let want = ReplayRequest { ram: 1 << 20, ..ReplayRequest::default() };
-        assert_eq!(request(&cli.args).unwrap(), want);
+        assert_eq!(request(&cli).unwrap(), want);
     }
 }

@@ -74,17 +74,14 @@ fn allocators(args: &AllocatorsArgs) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: AllocatorsArgs,
+    fn flags(argv: &[&str]) -> AllocatorsArgs {
+        super::super::args::parse_flags(argv)
     }
 
     #[test]
     fn the_flags_defaults_are_the_requests() {
-        let cli = Cli::parse_from(["allocators", "pages"]);
-        assert_eq!(request(&cli.args).unwrap(), StudyRequest::default());
+        let cli = flags(&["allocators", "pages"]);
+        assert_eq!(request(&cli).unwrap(), StudyRequest::default());
     }
 }
