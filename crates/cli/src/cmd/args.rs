@@ -113,6 +113,17 @@ pub fn fits_in_memory(flag: &str, count: u64, item_bytes: u64) -> anyhow::Result
         .map_err(|e| anyhow::anyhow!("{flag} {count}: {e}"))
 }
 
+/// `argv` parsed as one command's flags alone (a test's view of what the bare flags give).
+#[cfg(test)]
+pub fn parse_flags<A: clap::Args>(argv: &[&str]) -> A {
+    #[derive(clap::Parser)]
+    struct Cli<A: clap::Args> {
+        #[command(flatten)]
+        args: A,
+    }
+    <Cli<A> as clap::Parser>::parse_from(argv).args
+}
+
 #[cfg(test)]
 mod tests {
     use super::{count, seconds, size};
@@ -150,15 +161,4 @@ mod tests {
             assert!(seconds(bad).is_err(), "{bad}");
         }
     }
-}
-
-/// `argv` parsed as one command's flags alone (a test's view of what the bare flags give).
-#[cfg(test)]
-pub fn parse_flags<A: clap::Args>(argv: &[&str]) -> A {
-    #[derive(clap::Parser)]
-    struct Cli<A: clap::Args> {
-        #[command(flatten)]
-        args: A,
-    }
-    <Cli<A> as clap::Parser>::parse_from(argv).args
 }

@@ -514,10 +514,8 @@ fn advise_replays_every_available_configuration() {
 #[test]
 fn zswap_cpu_is_the_compressors_cost_per_page_of_its_traffic() {
     let rates = hundred_a_second();
-    let kernel = cost::SWAP_OVERHEAD.cpu_secs_per_sec(cost::Traffic {
-        swap_ins_per_sec: 100.0,
-        swap_outs_per_sec: 100.0,
-    });
+    let kernel = cost::SWAP_OVERHEAD
+        .cpu_secs_per_sec(cost::Traffic { swap_ins_per_sec: 100.0, swap_outs_per_sec: 100.0 });
     let codec = CodecCost { compress_ns: 10_000.0, decompress_ns: 2_000.0 };
     // 30 swap-outs: 6 went to the device, 2 of them written back (4 refused, 26 compressed);
     // 20 swap-ins: 15 hits.
@@ -528,8 +526,7 @@ fn zswap_cpu_is_the_compressors_cost_per_page_of_its_traffic() {
     r.hit_swap_ins = 15;
     r.device_swap_ins = 5;
     r.cpu_seconds = 123.0;
-    let want = (100.0 * (26.0 / 30.0 * 10_000.0 + 2.0 / 30.0 * 2_000.0)
-        + 100.0 * 0.75 * 2_000.0)
+    let want = (100.0 * (26.0 / 30.0 * 10_000.0 + 2.0 / 30.0 * 2_000.0) + 100.0 * 0.75 * 2_000.0)
         / 1e9
         + kernel;
     let got = candidates::cpu_secs_per_sec(&r, &rates, Some(codec));
