@@ -69,7 +69,9 @@ struct DecisionDoc<'a> {
 
 /// `now`: the live zram device (or null). With zswap's advice it becomes an object holding
 /// `zswap` (zswap's Now, null on a kernel without zswap) beside the zram fields, except when
-/// there is neither a live zram device nor a zswap Now: then it stays null.
+/// there is neither a live zram device nor a zswap Now: then it stays null. These rules are
+/// the ones the document had when `now.zswap` was inserted into the serialised value; kept
+/// exactly, so the JSON is unchanged.
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
 enum NowDoc<'a> {
