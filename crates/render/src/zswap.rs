@@ -1,8 +1,8 @@
 //! zswap in the lab's outputs: its "Now" beside zmem's prediction, the zswap candidates, the
-//! zram-or-zswap verdict and the swap stack (terminal text, HTML, JSON), as evidence: the one
-//! answer and its script are [`crate::decision`]'s.
+//! zram-or-zswap verdict and the swap stack (terminal text and HTML; where they go in the JSON
+//! document is [`crate::json`]'s), as evidence: the one answer and its script are
+//! [`crate::decision`]'s.
 
-use serde_json::Value;
 use zmem_lab::LabReport;
 use zmem_lab::zswap::human_bytes;
 
@@ -193,39 +193,5 @@ pub fn html_into(r: &LabReport, page: String) -> String {
     match page.rfind("<p><small>zmem ") {
         Some(i) => format!("{}{section}{}", &page[..i], &page[i..]),
         None => page + &section,
-    }
-}
-
-/// The JSON document's zswap parts: `now.zswap`, the zswap candidates appended to
-/// `candidates` (kind `zswap`; the zram ones get kind `zram`), `verdict`, and `zswap` (the
-/// stack advice, the live reading and the apply lines).
-pub fn json_into(r: &LabReport, v: &mut Value) {
-    let Some(a) = &r.zswap else { return };
-    let obj = |x: &mut Value| {
-        if !x.is_object() {
-            *x = Value::Object(Default::default());
-        }
-    };
-    if let Some(root) = v.as_object_mut() {
-        let now = root.entry("now").or_insert(Value::Null);
-        // A kernel without zswap leaves `now` as it was (null without a live zram device).
-        if a.now.is_some() || now.is_object() {
-            obj(now);
-            if let Some(m) = now.as_object_mut() {
-                m.insert("zswap".into(), serde_json::to_value(&a.now).unwrap_or(Value::Null));
-            }
-        }
-        if let Some(list) = root.get_mut("candidates").and_then(Value::as_array_mut) {
-            for c in list.iter_mut().filter_map(Value::as_object_mut) {
-                c.entry("kind").or_insert_with(|| "zram".into());
-            }
-            list.extend(a.candidates.iter().filter_map(|c| serde_json::to_value(c).ok()));
-        }
-        root.insert("verdict".into(), serde_json::to_value(&a.verdict).unwrap_or(Value::Null));
-        if let Some(z) = root.get_mut("zswap").and_then(Value::as_object_mut) {
-            z.remove("now");
-            z.remove("candidates");
-            z.remove("verdict");
-        }
     }
 }
