@@ -24,7 +24,9 @@
 //! - pool: the current zram candidate's projected pool x (zswap replay's peak pool / zram
 //!   replay's peak pool): a ratio on identical traffic, so the sample's bias cancels as it does
 //!   for zram's candidates; memory saved against now is now's bytes less that pool;
-//! - CPU seconds per second: the replay's CPU per swap operation x the swap rates;
+//! - CPU seconds per second: zram's cost model on the replay's traffic (`cpu_secs_per_sec` in
+//!   candidates.rs): the compressor's measured CPU per page for each page compressed, loaded
+//!   from the pool or written back, at the swap rates, and the kernel's own swap work;
 //! - swap-in p50/p99: end to end, misses read from the device included;
 //! - device writes per second: pages written to the device per swap-out x swap-outs/s x page
 //!   size (flash wear); swap-in microseconds per second: swap-ins/s x the mean of the hit and
