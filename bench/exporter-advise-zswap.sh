@@ -33,11 +33,13 @@ end=$(( $(date +%s) + SECS ))
 while [ "$(date +%s)" -lt "$end" ]; do
   sleep "$EVERY"
   # Both timed alike (the body to /dev/null: writing it to a file cost the timed one ~0.3 ms
-  # more at the median here); whether the sample is full is asked by an untimed scrape, every
-  # 10th pair until it is.
-  curl -s -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$BASE/metrics" >> "$OUT/b"
-  curl -s -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$PORT/metrics" >> "$OUT/t"
+  # more at the median here), first in turn (the one right after the other may pay for it);
+  # whether the sample is full is asked by an untimed scrape, every 10th pair until it is.
   N=$((${N:-0} + 1))
+  for who in $([ $((N % 2)) = 0 ] && echo "b t" || echo "t b"); do
+    p=$PORT; [ "$who" = b ] && p=$BASE
+    curl -s -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$p/metrics" >> "$OUT/$who"
+  done
   if [ -z "$FILLED" ] && [ $((N % 10)) = 0 ] && curl -s "http://127.0.0.1:$PORT/metrics" |
     grep -q '^zmem_advice_sample_filled{device="zswap"} 1'; then
     FILLED=$(awk -v t0="$T0" -v t1="$(date +%s.%N)" 'BEGIN {printf "%.0f", t1-t0}')
