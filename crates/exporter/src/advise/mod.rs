@@ -221,8 +221,10 @@ fn run(opts: Options, handle: Handle) {
     // normal-policy thread woken (a scrape's) preempts a running SCHED_IDLE one at once
     // (kernel/sched/fair.c `check_preempt_wakeup_fair()`: an idle entity is preempted by a
     // non-idle one without slice protection), whereas a running nice-19 thread keeps the CPU
-    // for its protected slice (RUN_TO_PARITY, a few milliseconds) against it. Nice 19 stays as
-    // the fallback where SCHED_IDLE is refused.
+    // for its protected slice (RUN_TO_PARITY, a few milliseconds) against it. An unprivileged
+    // thread may enter SCHED_IDLE (kernel/sched/syscalls.c `user_check_sched_setscheduler()`
+    // checks only leaving it), so the unprivileged systemd unit gets it too; nice 19 stays as
+    // the fallback where it is refused.
     // SAFETY: gettid and setpriority take no pointers; sched_setscheduler reads the param
     // struct, which lives across the call; a failure leaves the thread's policy as it is.
     unsafe {
