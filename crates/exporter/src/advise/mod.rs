@@ -12,9 +12,10 @@
 //!
 //! **Bounds.** The thread measures its own CPU time (`CLOCK_THREAD_CPUTIME_ID`) around every
 //! piece of work and sleeps after it so that its CPU stays within [`Options::cpu_percent`] of
-//! one core (default 1 %). The sample holds lengths, not pages (a few bytes per page per
-//! candidate). The scrape only copies the last judgement under a mutex the thread holds for
-//! the time of a copy, so a scrape never waits on a read or a compression.
+//! one core (default 1 %), at the lowest priority (SCHED_IDLE: a scrape's thread, or any
+//! other, woken preempts it at once). The sample holds lengths, not pages (a few bytes per
+//! page per candidate). The scrape takes the last judgement by pointer and never blocks on the
+//! thread's lock ([`Handle`]), so a scrape never waits on a read, a compression or a judgement.
 //!
 //! **Idle tracking.** Reading a slot clears its `ZRAM_IDLE` flag (drivers/block/zram/
 //! zram_drv.c `zram_bio_read()` -> `zram_accessed()`), which `mark_idle()` (`echo all > idle`)
@@ -164,19 +165,43 @@ pub struct Snapshot {
     pub judgements: u64,
 }
 
-/// The advisor, as the scrape sees it.
+/// The advisor, as the scrape sees it: the last judgement, shared (`latest`, which the
+/// advisor's thread replaces), and the one the scrapes saw last (`seen`, theirs alone).
+///
+/// A scrape never waits on the advisor: the thread holds `latest` only to swap one pointer
+/// (the judgement is built before, the one it replaces dropped after), and a scrape only
+/// tries it (`try_lock`); in the rare instant the thread holds it, the scrape answers the
+/// judgement it saw last (at most one judgement, [`Options::judge_every`], older). Waiting
+/// there would be waiting on the lowest-priority thread (SCHED_IDLE, see [`run`]), which a
+/// busy host may not run for many milliseconds after preempting it.
 #[derive(Debug, Clone, Default)]
-pub struct Handle(Arc<Mutex<Snapshot>>);
+pub struct Handle {
+    latest: Arc<Mutex<Arc<Snapshot>>>,
+    seen: Arc<Mutex<Arc<Snapshot>>>,
+}
 
 impl Handle {
-    /// A copy of the last judgement.
-    pub fn snapshot(&self) -> Snapshot {
-        // The thread replaces the snapshot whole; a poisoned lock still holds a whole one.
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    /// The last judgement (or, while the advisor is replacing it, the one before).
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        // Both locks guard one pointer, replaced whole: a poisoned one still holds a whole one.
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        let latest = match self.latest.try_lock() {
+            Ok(l) => Some(Arc::clone(&l)),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(Arc::clone(&p.into_inner())),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        };
+        if let Some(l) = latest {
+            *seen = l;
+        }
+        Arc::clone(&seen)
     }
 
     fn publish(&self, s: Snapshot) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = s;
+        let new = Arc::new(s);
+        let old =
+            std::mem::replace(&mut *self.latest.lock().unwrap_or_else(|p| p.into_inner()), new);
+        // The judgement replaced is freed here, outside the lock (a scrape may still hold it).
+        drop(old);
     }
 }
 
@@ -190,13 +215,23 @@ pub fn spawn(opts: Options) -> std::io::Result<Handle> {
 
 /// The sampler's loop: never returns (the process ends it), never panics on what it reads.
 fn run(opts: Options, handle: Handle) {
-    // The lowest priority (nice 19) for this thread alone (setpriority on a thread id applies
-    // to that thread on Linux): the scrapes, and every program on the host, go first; the CPU
-    // budget below is the ceiling, not a share it claims.
-    // SAFETY: gettid and setpriority take no pointers; a failure leaves the priority as it is.
+    // The lowest priority for this thread alone (both calls, given a thread id, apply to that
+    // thread on Linux): the scrapes, and every program on the host, go first; the CPU budget
+    // below is the ceiling, not a share it claims. SCHED_IDLE rather than nice 19 alone: a
+    // normal-policy thread woken (a scrape's) preempts a running SCHED_IDLE one at once
+    // (kernel/sched/fair.c `check_preempt_wakeup_fair()`: an idle entity is preempted by a
+    // non-idle one without slice protection), whereas a running nice-19 thread keeps the CPU
+    // for its protected slice (RUN_TO_PARITY, a few milliseconds) against it. An unprivileged
+    // thread may enter SCHED_IDLE (kernel/sched/syscalls.c `user_check_sched_setscheduler()`
+    // checks only leaving it), so the unprivileged systemd unit gets it too; nice 19 stays as
+    // the fallback where it is refused.
+    // SAFETY: gettid and setpriority take no pointers; sched_setscheduler reads the param
+    // struct, which lives across the call; a failure leaves the thread's policy as it is.
     unsafe {
         let tid = libc::gettid();
         libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19);
+        let param = libc::sched_param { sched_priority: 0 };
+        libc::sched_setscheduler(tid, libc::SCHED_IDLE, &param);
     }
     let mut a = Advisor::new(opts);
     // The thread's CPU already paid for: starting at 0, the first pause pays for setting up
@@ -575,6 +610,27 @@ pub const MAX_PANEL: u64 = 200_000;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scrape_never_waits_on_the_advisor_publishing() {
+        let h = Handle::default();
+        let judged = |n| Snapshot { judgements: n, ..Snapshot::default() };
+        assert_eq!(h.snapshot().judgements, 0, "nothing judged yet: the empty judgement");
+        h.publish(judged(1));
+        assert_eq!(h.snapshot().judgements, 1);
+        h.publish(judged(2));
+        {
+            // The advisor's thread in the middle of replacing it: the scrape answers the one
+            // it saw last rather than wait (were it to wait, this would never return).
+            let _held = h.latest.lock().unwrap();
+            assert_eq!(h.snapshot().judgements, 1);
+        }
+        assert_eq!(h.snapshot().judgements, 2, "the new one once the lock is free");
+        let kept = h.snapshot();
+        h.publish(judged(3));
+        assert_eq!(kept.judgements, 2, "a scrape's copy outlives its replacement");
+        assert_eq!(h.snapshot().judgements, 3);
+    }
 
     #[test]
     fn the_panel_holds_the_sample_within_the_idle_share() {
