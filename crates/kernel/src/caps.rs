@@ -346,18 +346,7 @@ struct ZramFacts {
 
 /// Existing zram devices' numbers under `sys/block`, ascending.
 fn zram_devices(root: &Path) -> Vec<u32> {
-    let mut ids: Vec<u32> = match fs::read_dir(root.join("sys/block")) {
-        Ok(rd) => rd
-            .filter_map(|e| e.ok())
-            .filter_map(|e| {
-                let name = e.file_name();
-                name.to_str()?.strip_prefix("zram")?.parse::<u32>().ok()
-            })
-            .collect(),
-        Err(_) => Vec::new(),
-    };
-    ids.sort_unstable();
-    ids
+    crate::stat::zram_ids(&root.join("sys"))
 }
 
 /// A zram device we hot-added: removed through `hot_remove` when dropped, so an error or panic

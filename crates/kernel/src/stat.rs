@@ -113,9 +113,28 @@ fn unescape_octal(s: &str) -> String {
 
 /// The active swap areas, from `/proc/swaps`.
 pub fn swaps() -> Result<Vec<SwapArea>, PagesError> {
-    let path = "/proc/swaps";
-    let text = std::fs::read_to_string(path).map_err(|e| PagesError::io(path, e))?;
+    swaps_at(Path::new("/proc"))
+}
+
+/// The active swap areas, from `swaps` under `proc` (`/proc`, or a test's fake root): the one
+/// reader of this fact, for the lab, the harness and `zmem status`.
+pub fn swaps_at(proc: &Path) -> Result<Vec<SwapArea>, PagesError> {
+    let path = proc.join("swaps");
+    let text = std::fs::read_to_string(&path).map_err(|e| PagesError::io(&path, e))?;
     parse_proc_swaps(&text)
+}
+
+/// The zram device numbers under `sys/block` (`sys`: `/sys`, or a test's fake root), sorted:
+/// the one reader of which devices exist, for caps and `zmem status`.
+pub fn zram_ids(sys: &Path) -> Vec<u32> {
+    let mut ids: Vec<u32> = std::fs::read_dir(sys.join("block"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_prefix("zram")?.parse().ok())
+        .collect();
+    ids.sort_unstable();
+    ids
 }
 
 /// The zram devices among `areas`, in their `/proc/swaps` order.

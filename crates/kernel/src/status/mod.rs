@@ -22,7 +22,7 @@ use serde::Serialize;
 
 pub use parse::{BdStat, BlockStateCounts, ClassTotals, IoStat, MmStat, Secondary};
 
-use crate::stat::{parse_proc_swaps, parse_vmstat};
+use crate::stat::parse_vmstat;
 use zmem_pages::PagesError;
 
 /// Where the kernel's files are.
@@ -305,10 +305,7 @@ pub fn read(opts: &Options) -> Result<Status, PagesError> {
     let mut r = Reader { roots, unreadable: Vec::new() };
     let page = page_size();
 
-    let swaps_path = roots.proc.join("swaps");
-    let swaps_text =
-        std::fs::read_to_string(&swaps_path).map_err(|e| PagesError::io(&swaps_path, e))?;
-    let swaps: Vec<SwapArea> = parse_proc_swaps(&swaps_text)?
+    let swaps: Vec<SwapArea> = crate::stat::swaps_at(&roots.proc)?
         .into_iter()
         .map(|a| SwapArea {
             filename: a.filename,
@@ -380,17 +377,7 @@ fn rates(a: &Counters, b: &Counters, secs: f64) -> Rates {
     }
 }
 
-/// The zram device numbers under `/sys/block`, sorted.
-pub fn zram_ids(sys: &Path) -> Vec<u32> {
-    let mut ids: Vec<u32> = std::fs::read_dir(sys.join("block"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.strip_prefix("zram")?.parse().ok())
-        .collect();
-    ids.sort_unstable();
-    ids
-}
+pub use crate::stat::zram_ids;
 
 fn read_zram(
     r: &mut Reader<'_>,
