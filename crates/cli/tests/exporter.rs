@@ -8,7 +8,6 @@
 //! zmem-testkit, without root, kernel zram, or Prometheus (`.ci/run` installs Debian's
 //! `prometheus` package, which brings `promtool`; its absence is never a failure).
 
-use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -114,21 +113,7 @@ fn prometheus_scrapes_what_mm_stat_says() {
     assert_eq!(line("zmem_zram_compression_ratio"), mm[0] as f64 / mm[1] as f64);
 
     // promtool's linter reads the classic text format, the one served without an Accept header.
-    let mut promtool = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    promtool.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
-    let out = promtool.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "promtool check metrics failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    promtool_passes(&text);
     // OpenMetrics when asked for, as Prometheus does.
     let (_, om) =
         get(port, "/metrics", Some("application/openmetrics-text;version=1.0.0")).unwrap();

@@ -15,7 +15,6 @@
 //!
 //! Live (`#[ignore]`): root, kernel zram, prometheus and promtool (an optional tool: a skip).
 
-use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -79,24 +78,6 @@ fn exporter(port: u16, extra: &[&str]) -> Reaped {
         .spawn()
         .expect("zmem exporter starts");
     Reaped(child)
-}
-
-fn promtool_passes(text: &str) {
-    let mut p = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    p.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
-    let out = p.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "promtool check metrics failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// Percent-encodes a query for Prometheus's HTTP API.

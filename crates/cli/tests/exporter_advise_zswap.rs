@@ -10,7 +10,6 @@
 //! lock: the exporter also samples any zram device present, and another live test's idle marks
 //! must not be cleared under it.
 
-use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -112,21 +111,7 @@ fn the_zswap_rows_appear_with_bounds_once_the_sample_fills() {
 
     // promtool's linter, where installed (an optional tool: its absence is no failure).
     if on_path("promtool") {
-        let mut p = Command::new("promtool")
-            .args(["check", "metrics"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        p.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
-        let out = p.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "promtool check metrics failed:\n{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        promtool_passes(&text);
     } else {
         eprintln!("promtool not installed: the exposition's lint is left out");
     }

@@ -139,3 +139,23 @@ pub fn prometheus_missing() -> Option<&'static str> {
     (!on_path("prometheus") || !on_path("promtool"))
         .then_some("prometheus or promtool not installed (apt-get install prometheus)")
 }
+
+/// Asserts `text` passes `promtool check metrics` (Prometheus's own linter of the exposition;
+/// the caller checks it is installed).
+pub fn promtool_passes(text: &str) {
+    let mut p = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool starts");
+    p.stdin.take().expect("promtool's stdin").write_all(text.as_bytes()).expect("to promtool");
+    let out = p.wait_with_output().expect("promtool ends");
+    assert!(
+        out.status.success(),
+        "promtool check metrics failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -12,10 +12,11 @@
 //!
 //! **Bounds.** The thread measures its own CPU time (`CLOCK_THREAD_CPUTIME_ID`) around every
 //! piece of work and sleeps after it so that its CPU stays within [`Options::cpu_percent`] of
-//! one core (default 1 %), at the lowest priority (SCHED_IDLE: a scrape's thread, or any
-//! other, woken preempts it at once). The sample holds lengths, not pages (a few bytes per
-//! page per candidate). The scrape takes the last judgement by pointer and never blocks on the
-//! thread's lock ([`Handle`]), so a scrape never waits on a read, a compression or a judgement.
+//! one core (default 1 %), at nice 19 (every other program on the host goes first; not
+//! SCHED_IDLE, which starves it on a busy host: [`run`]). The sample holds lengths, not pages
+//! (a few bytes per page per candidate). The scrape takes the last judgement by pointer and
+//! never blocks on the thread's lock ([`Handle`]), so a scrape never waits on a read, a
+//! compression or a judgement.
 //!
 //! **Idle tracking.** Reading a slot clears its `ZRAM_IDLE` flag (drivers/block/zram/
 //! zram_drv.c `zram_bio_read()` -> `zram_accessed()`), which `mark_idle()` (`echo all > idle`)
@@ -172,8 +173,8 @@ pub struct Snapshot {
 /// (the judgement is built before, the one it replaces dropped after), and a scrape only
 /// tries it (`try_lock`); in the rare instant the thread holds it, the scrape answers the
 /// judgement it saw last (at most one judgement, [`Options::judge_every`], older). Waiting
-/// there would be waiting on the lowest-priority thread (SCHED_IDLE, see [`run`]), which a
-/// busy host may not run for many milliseconds after preempting it.
+/// there would be waiting on a nice-19 thread (see [`run`]), which a busy host may not run
+/// for many milliseconds after preempting it.
 #[derive(Debug, Clone, Default)]
 pub struct Handle {
     latest: Arc<Mutex<Arc<Snapshot>>>,
@@ -215,23 +216,17 @@ pub fn spawn(opts: Options) -> std::io::Result<Handle> {
 
 /// The sampler's loop: never returns (the process ends it), never panics on what it reads.
 fn run(opts: Options, handle: Handle) {
-    // The lowest priority for this thread alone (both calls, given a thread id, apply to that
-    // thread on Linux): the scrapes, and every program on the host, go first; the CPU budget
-    // below is the ceiling, not a share it claims. SCHED_IDLE rather than nice 19 alone: a
-    // normal-policy thread woken (a scrape's) preempts a running SCHED_IDLE one at once
-    // (kernel/sched/fair.c `check_preempt_wakeup_fair()`: an idle entity is preempted by a
-    // non-idle one without slice protection), whereas a running nice-19 thread keeps the CPU
-    // for its protected slice (RUN_TO_PARITY, a few milliseconds) against it. An unprivileged
-    // thread may enter SCHED_IDLE (kernel/sched/syscalls.c `user_check_sched_setscheduler()`
-    // checks only leaving it), so the unprivileged systemd unit gets it too; nice 19 stays as
-    // the fallback where it is refused.
-    // SAFETY: gettid and setpriority take no pointers; sched_setscheduler reads the param
-    // struct, which lives across the call; a failure leaves the thread's policy as it is.
+    // nice 19 for this thread alone (setpriority, given a thread id, applies to that thread on
+    // Linux): the scrapes, and every program on the host, go first; the CPU budget below is the
+    // ceiling, not a share it claims. Not SCHED_IDLE, tried: its weight (3, against nice 19's
+    // 15 and nice 0's 1024, kernel/sched/core.c `sched_prio_to_weight[]`) starved the advisor
+    // beside a full build (the live test's sample, at --advise-cpu 50, did not fill in 120 s),
+    // and it measured no faster scrapes than nice 19 (docs/BENCHMARKS.md, "zswap's part").
+    // SAFETY: gettid and setpriority take no pointers; a failure leaves the thread's nice as
+    // it is.
     unsafe {
         let tid = libc::gettid();
         libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19);
-        let param = libc::sched_param { sched_priority: 0 };
-        libc::sched_setscheduler(tid, libc::SCHED_IDLE, &param);
     }
     let mut a = Advisor::new(opts);
     // The thread's CPU already paid for: starting at 0, the first pause pays for setting up
