@@ -369,6 +369,20 @@ mod tests {
         assert!(h.contains("[512, 1K)") && h.contains("[1K, 2K)"));
     }
 
+    /// Places `pts`' labels and asserts each lies inside the plot and on no other: their boxes.
+    fn labels_inside_and_apart(pts: &[(f64, f64, usize)]) -> Vec<[f64; 4]> {
+        let at = place_labels(pts);
+        let boxes: Vec<[f64; 4]> =
+            at.iter().zip(pts).map(|(&(x, y), &(_, _, n))| label_box(x, y, n)).collect();
+        for (i, a) in boxes.iter().enumerate() {
+            assert!(a[0] >= 0.0 && a[2] <= W && a[3] <= H - BOTTOM, "label {i} outside: {a:?}");
+            for (j, b) in boxes.iter().enumerate().skip(i + 1) {
+                assert!(!overlap(*a, *b), "labels {i} and {j} overlap: {a:?} {b:?}");
+            }
+        }
+        boxes
+    }
+
     /// The lab's tradeoff plot as a report drew it (markers' centres and label lengths of its
     /// twelve candidates; the chosen one's label longest, beside two others near the top
     /// left): every label finds a place on no other. The old search (13 px steps for 14 px
@@ -390,15 +404,7 @@ mod tests {
             (103.1, 59.2, 32),
             (110.1, 235.5, 11),
         ];
-        let at = place_labels(&pts);
-        let boxes: Vec<[f64; 4]> =
-            at.iter().zip(&pts).map(|(&(x, y), &(_, _, n))| label_box(x, y, n)).collect();
-        for (i, a) in boxes.iter().enumerate() {
-            assert!(a[0] >= 0.0 && a[2] <= W && a[3] <= H - BOTTOM, "label {i} outside: {a:?}");
-            for (j, b) in boxes.iter().enumerate().skip(i + 1) {
-                assert!(!overlap(*a, *b), "labels {i} and {j} overlap: {a:?} {b:?}");
-            }
-        }
+        labels_inside_and_apart(&pts);
     }
 
     /// Close points (the LZO variants differ by a few MB/s and a few hundredths of ratio) get
@@ -414,14 +420,7 @@ mod tests {
             (120.0, 200.0, 7),
             (700.0, 60.0, 4),
         ];
-        let at = place_labels(&pts);
-        let boxes: Vec<[f64; 4]> =
-            at.iter().zip(&pts).map(|(&(x, y), &(_, _, n))| label_box(x, y, n)).collect();
-        for (i, a) in boxes.iter().enumerate() {
-            assert!(a[0] >= 0.0 && a[2] <= W && a[3] <= H - BOTTOM, "label {i} outside: {a:?}");
-            for (j, b) in boxes.iter().enumerate().skip(i + 1) {
-                assert!(!overlap(*a, *b), "labels {i} and {j} overlap: {a:?} {b:?}");
-            }
+        for (i, a) in labels_inside_and_apart(&pts).iter().enumerate() {
             for &(x, y, _) in &pts {
                 assert!(
                     !overlap(*a, [x - 5.0, y - 5.0, x + 5.0, y + 5.0]),
