@@ -218,10 +218,11 @@ pub fn spawn(opts: Options) -> std::io::Result<Handle> {
 fn run(opts: Options, handle: Handle) {
     // nice 19 for this thread alone (setpriority, given a thread id, applies to that thread on
     // Linux): the scrapes, and every program on the host, go first; the CPU budget below is the
-    // ceiling, not a share it claims. Not SCHED_IDLE, tried: its weight (3, against nice 19's
-    // 15 and nice 0's 1024, kernel/sched/core.c `sched_prio_to_weight[]`) starved the advisor
-    // beside a full build (the live test's sample, at --advise-cpu 50, did not fill in 120 s),
-    // and it measured no faster scrapes than nice 19 (docs/BENCHMARKS.md, "zswap's part").
+    // ceiling, not a share it claims. Not SCHED_IDLE, tried: its weight (3, kernel/sched/sched.h
+    // `WEIGHT_IDLEPRIO`, against nice 19's 15 and nice 0's 1024, kernel/sched/core.c
+    // `sched_prio_to_weight[]`) starved the advisor beside a full build (the live test's
+    // sample, at --advise-cpu 50, did not fill in 120 s), and it measured no faster scrapes
+    // than nice 19 (docs/BENCHMARKS.md, "zswap's part").
     // SAFETY: gettid and setpriority take no pointers; a failure leaves the thread's nice as
     // it is.
     unsafe {
