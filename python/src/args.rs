@@ -29,6 +29,17 @@ pub(crate) enum Failure {
     Other(String),
 }
 
+impl Failure {
+    /// The same class with `line` as its message.
+    pub(crate) fn with_message(self, line: String) -> Self {
+        match self {
+            Failure::Value(_) => Failure::Value(line),
+            Failure::Os(_) => Failure::Os(line),
+            Failure::Other(_) => Failure::Other(line),
+        }
+    }
+}
+
 /// The error and its causes on one line, as the CLI prints them (anyhow's `{:#}`: each
 /// `source()` after a `: `).
 pub(crate) fn one_line(e: &dyn std::error::Error) -> String {

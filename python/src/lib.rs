@@ -11,6 +11,7 @@
 //! the CLI's one-line message; `pageset` is `zmem.PageSet`.
 
 mod args;
+mod kernel_jobs;
 mod pageset;
 
 use std::path::{Path, PathBuf};
@@ -22,7 +23,6 @@ use zmem_experiments::comp_bench::AlgoSpec;
 use zmem_lab::{self as lab_mod, Input, LabRequest, NoProgress};
 use zmem_lab::{CompBenchRequest, ReplayRequest, StudyRequest, ZramRequest};
 use zmem_pages::PageSet as Pages;
-use zmem_pages::trace::Trace;
 use zmem_sim::replay as replay_mod;
 
 use args::{
@@ -94,17 +94,14 @@ fn ram_bytes(ram: &Bound<'_, PyAny>) -> PyResult<u64> {
     zmem_lab::parse_ram(&text).map_err(arg_err)
 }
 
-fn load_trace(py: Python<'_>, path: &Path) -> PyResult<Vec<replay_mod::Access>> {
-    let t = py.detach(|| Trace::open(path)).map_err(|e| {
-        let mut f: Failure = e.into();
-        match &mut f {
-            Failure::Value(m) | Failure::Os(m) | Failure::Other(m) => {
-                *m = format!("reading the trace: {m}")
-            }
-        }
-        to_py(f)
-    })?;
-    Ok(replay_mod::accesses(&t))
+/// The trace at `path`, by the CLI's loader: its words (`reading the trace: ...`), the class
+/// of the reader's error.
+pub(crate) fn load_trace(py: Python<'_>, path: &Path) -> PyResult<Vec<replay_mod::Access>> {
+    py.detach(|| zmem_pages::access::load_trace(path)).map_err(|e| {
+        let line = args::one_line(&e);
+        let f: Failure = e.0.into();
+        to_py(f.with_message(line))
+    })
 }
 
 /// `zmem replay --json`: an access trace over the pages under a RAM budget.
@@ -217,15 +214,21 @@ fn study_allocators(
     json(&rows)
 }
 
-/// Each argument of `job` (`zmem JOB`: `lab`, `zram`, `replay`, `study allocators`,
-/// `comp-bench`, `capture`, `gen`) that has a default, with that default as `zmem JOB --help` states
-/// it: the request's own, which a keyword argument left at None takes.
+/// Each argument of `job` (`zmem JOB`: every job of zmem-lab's `request::JOBS` and
+/// zmem-validate's `request::JOBS`) that has a default, with that default as `zmem JOB --help`
+/// states it: the request's own, which a keyword argument left at None takes.
 #[pyfunction]
 fn defaults(job: &str) -> PyResult<std::collections::BTreeMap<String, String>> {
     zmem_lab::request::defaults(job)
+        .or_else(|| zmem_validate::request::defaults(job))
         .map(|d| d.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
         .ok_or_else(|| {
-            value_err(format!("job {job:?}: one of {}", zmem_lab::request::JOBS.join(", ")))
+            let jobs: Vec<&str> = zmem_lab::request::JOBS
+                .iter()
+                .chain(zmem_validate::request::JOBS)
+                .copied()
+                .collect();
+            value_err(format!("job {job:?}: one of {}", jobs.join(", ")))
         })
 }
 
@@ -348,5 +351,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(lab, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_jobs::status, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_jobs::dict_train, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_jobs::validate_replay, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_jobs::validate_lab, m)?)?;
     Ok(())
 }

@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import warnings
 from typing import Any, Callable, Optional, Sequence, TypeVar, Union
 
 import pyarrow as pa
@@ -36,9 +37,13 @@ __all__ = [
     "algorithms",
     "comp_bench",
     "defaults",
+    "dict_train",
     "lab",
     "replay",
+    "status",
     "study_allocators",
+    "validate_lab",
+    "validate_replay",
     "zram_run",
     "__version__",
 ]
@@ -117,7 +122,8 @@ def algorithms() -> list[str]:
 
 def defaults(job: str) -> dict[str, str]:
     """The defaults of ``zmem JOB`` (``"lab"``, ``"zram"``, ``"replay"``, ``"study
-    allocators"``, ``"comp-bench"``, ``"capture"``, ``"gen"``) as its ``--help`` states them: what each
+    allocators"``, ``"comp-bench"``, ``"capture"``, ``"gen"``, ``"dict train"``, ``"status"``,
+    ``"validate replay"``, ``"validate lab"``) as its ``--help`` states them: what each
     keyword argument of the job's function left at None takes (one place for defaults, the
     job's request in the Rust library; this package holds none of its own).
 
@@ -319,6 +325,125 @@ def lab(
             swap_device, _path(apply_script), _path(trace), threads, min_time_ms, _path(output),
             mount_debugfs, _path(undo_script),
         )
+    )
+
+
+def _noted(result: tuple[str, list[str]], job: str) -> dict[str, Any]:
+    """The JSON of a job that also has notes (what the CLI prints on stderr: what mounting
+    debugfs did), the notes as warnings."""
+    text, notes = result
+    for n in notes:
+        warnings.warn(f"zmem {job}: {n}", stacklevel=3)
+    return json.loads(text)
+
+
+@_errors
+def status(*, interval: Optional[float] = None, mount_debugfs: bool = False) -> dict[str, Any]:
+    """Every zram device, zswap, the swap areas and the swap/zswap rates over ``interval``
+    seconds (0: no rates), as ``zmem status --json``: a dict, sizes in exact bytes. Reads what
+    the kernel lets this user read and lists what it could not (``unreadable``), with the
+    reason. ``mount_debugfs``: as root, mount debugfs for this read where it is not mounted and
+    unmount it after (what that did is a warning). None: ``zmem.defaults("status")``.
+
+    >>> zmem.status(interval=0)["page_size"]  # doctest: +SKIP
+    4096
+    """
+    return _noted(_native.status(interval, mount_debugfs), "status")
+
+
+@_errors
+def dict_train(
+    pages: Pages,
+    algo: str,
+    output: PathLike,
+    *,
+    size: Union[int, str, None] = None,
+    samples: Optional[int] = None,
+    level: Optional[int] = None,
+    holdout: bool = False,
+    page_size: Optional[int] = None,
+) -> dict[str, Any]:
+    """A dictionary for zram's ``algorithm_params dict=`` trained on the pages for ``algo``
+    (``zstd`` or ``lz4``), written to ``output`` and measured on a zram device, as ``zmem dict
+    train --json``: a dict (``dict``, ``algorithm_params``, ``trained_on_pages``,
+    ``measured_on``, ``effect``). ``size``: the largest dictionary (bytes, or ``"64K"``);
+    ``samples``: pages sampled for training; ``level``: of the measuring devices; ``holdout``:
+    train on the first half, measure on the second. ``page_size``: of a raw page file. None:
+    ``zmem.defaults("dict train")``.
+
+    >>> zmem.dict_train(zmem.PageSet.generate(pages=256), "zstd", "zram.dict")["measured_on"]  # doctest: +SKIP
+    'training pages'
+    """
+    return json.loads(
+        _native.dict_train(
+            _pages(pages, page_size), algo, os.fspath(output), size, samples, level, holdout
+        )
+    )
+
+
+@_errors
+def validate_replay(
+    pages: Pages,
+    trace: PathLike,
+    *,
+    ram: Union[int, str, None] = None,
+    algo: Optional[str] = None,
+    timeout: Optional[int] = None,
+    kernel_runs: Optional[int] = None,
+    stale_stats: bool = False,
+    player: Optional[PathLike] = None,
+) -> dict[str, Any]:
+    """``trace`` over the pages on the live kernel (a memory cgroup of ``ram`` bytes, a fresh
+    kernel zram swap) beside ``zmem replay``'s, as ``zmem validate replay --json``: a dict
+    (``kernel``, ``zmem``, ``error``, ...). Needs root, kernel zram and a memory cgroup.
+    ``player``: the ``zmem`` binary whose ``validate play`` mode plays the trace in the cgroup
+    (None: ``$ZMEM_BIN``, else ``zmem`` on PATH). Ctrl-C ends a kernel run cleanly (what it
+    made is removed) and raises KeyboardInterrupt. Every other keyword argument left at None
+    takes the default ``zmem validate replay --help`` states (``zmem.defaults("validate
+    replay")``).
+
+    >>> zmem.validate_replay(pages, "trace.zt")["error"]  # doctest: +SKIP
+    """
+    return json.loads(
+        _native.validate_replay(
+            _pages(pages), os.fspath(trace), ram, algo, timeout, kernel_runs, stale_stats,
+            _path(player),
+        )
+    )
+
+
+@_errors
+def validate_lab(
+    pages: Pages,
+    trace: Optional[PathLike] = None,
+    *,
+    ram: Union[int, str, None] = None,
+    kernel_runs: Optional[int] = None,
+    primary: Optional[str] = None,
+    timeout: Optional[int] = None,
+    zswap: Union[str, Sequence[str], None] = None,
+    swap_dir: Optional[PathLike] = None,
+    mount_debugfs: bool = False,
+    player: Optional[PathLike] = None,
+) -> dict[str, Any]:
+    """The lab's prediction for every candidate the running kernel can run, checked on the
+    live kernel with the same pages and ``trace`` (None: the lab's own generated trace), as
+    ``zmem validate lab --json``: a dict (``configurations``, ``same_order``, ...). Needs
+    root, kernel zram and a memory cgroup. ``zswap``: zswap configurations to check too
+    (``"lzo,max_pool_percent=20"``; one or a list), refused while a swap area this call did
+    not make is active. ``player``: as :func:`validate_replay`'s. Every other keyword argument
+    left at None takes the default ``zmem validate lab --help`` states
+    (``zmem.defaults("validate lab")``).
+
+    >>> zmem.validate_lab(pages, kernel_runs=1)["same_order"]  # doctest: +SKIP
+    """
+    t = None if trace is None else os.fspath(trace)
+    return _noted(
+        _native.validate_lab(
+            _pages(pages), t, ram, kernel_runs, primary, timeout, _names(zswap), _path(swap_dir),
+            mount_debugfs, _path(player),
+        ),
+        "validate lab",
     )
 
 

@@ -125,6 +125,40 @@ def lab(
     mount_debugfs: bool = False,
     undo_script: Optional[str] = None,
 ) -> str: ...
+def status(interval: Optional[float] = None, mount_debugfs: bool = False) -> tuple[str, list[str]]:
+    """`zmem status --json`, and the notes the CLI prints on stderr."""
+def dict_train(
+    pages: PageSet,
+    algo: str,
+    output: _Path,
+    size: Union[int, str, None] = None,
+    samples: Optional[int] = None,
+    level: Optional[int] = None,
+    holdout: bool = False,
+) -> str: ...
+def validate_replay(
+    pages: PageSet,
+    trace: _Path,
+    ram: Union[int, str, None] = None,
+    algo: Optional[str] = None,
+    timeout: Optional[int] = None,
+    kernel_runs: Optional[int] = None,
+    stale_stats: bool = False,
+    player: Optional[_Path] = None,
+) -> str: ...
+def validate_lab(
+    pages: PageSet,
+    trace: Optional[_Path] = None,
+    ram: Union[int, str, None] = None,
+    kernel_runs: Optional[int] = None,
+    primary: Optional[str] = None,
+    timeout: Optional[int] = None,
+    zswap: Optional[list[str]] = None,
+    swap_dir: Optional[_Path] = None,
+    mount_debugfs: bool = False,
+    player: Optional[_Path] = None,
+) -> tuple[str, list[str]]:
+    """`zmem validate lab --json`, and the notes the CLI prints on stderr."""
 def algorithms() -> list[str]: ...
 def defaults(job: str) -> dict[str, str]:
     """The defaults of `zmem JOB` as its `--help` states them (the job's request's own)."""

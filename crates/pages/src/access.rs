@@ -22,3 +22,37 @@ impl From<&crate::trace::Access> for Access {
 pub fn accesses(trace: &crate::trace::Trace) -> Vec<Access> {
     trace.accesses.iter().map(Access::from).collect()
 }
+
+/// A trace file that could not be read: "reading the trace", with the reader's error (which
+/// names the file) as its source. Both front doors print it so (`zmem: reading the trace:
+/// ...`; Python's exception the same words, its class by [`ReadTraceError::cause`]).
+#[derive(Debug, thiserror::Error)]
+#[error("reading the trace")]
+pub struct ReadTraceError(#[source] pub crate::PagesError);
+
+impl ReadTraceError {
+    /// The reader's error.
+    pub fn cause(&self) -> &crate::PagesError {
+        &self.0
+    }
+}
+
+/// Reads a trace file as the accesses a replay takes: the one loader of both front doors.
+pub fn load_trace(path: &std::path::Path) -> Result<Vec<Access>, ReadTraceError> {
+    let t = crate::trace::Trace::open(path).map_err(ReadTraceError)?;
+    Ok(accesses(&t))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_trace_is_read_with_its_name_as_the_cause() {
+        let path = std::path::Path::new("/nonexistent/zmem/access.trace");
+        let e = load_trace(path).unwrap_err();
+        assert_eq!(e.to_string(), "reading the trace");
+        let cause = std::error::Error::source(&e).map(|c| c.to_string()).unwrap_or_default();
+        assert!(cause.contains("/nonexistent/zmem/access.trace"), "{cause}");
+    }
+}

@@ -16,6 +16,7 @@ pub mod kernel_replay;
 pub mod lab;
 pub mod player;
 pub mod replay;
+pub mod request;
 pub mod zswap_kernel;
 pub mod zswap_lab;
 pub mod zswap_params;

@@ -2,9 +2,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
-use serde::Serialize;
-use zmem_experiments::dict::{self, DictEffect};
+use zmem_lab::request::{DictTrainRequest, MAX_SAMPLES, shown_size};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Dict {
@@ -18,10 +16,10 @@ pub struct TrainArgs {
     #[arg(long)]
     algo: String,
     /// Largest dictionary size (bytes, K/M suffix).
-    #[arg(long, default_value = "64K")]
+    #[arg(long, default_value_t = shown_size(DictTrainRequest::default().size))]
     size: String,
     /// Pages sampled (evenly) for training.
-    #[arg(long, default_value_t = dict::DEFAULT_SAMPLES, value_parser = super::args::count::<usize>(1, 1 << 24))]
+    #[arg(long, default_value_t = DictTrainRequest::default().samples, value_parser = super::args::count::<usize>(1, MAX_SAMPLES as u64))]
     samples: usize,
     /// Level (zstd) or acceleration (lz4) of the measuring devices, as `algorithm_params level=`.
     #[arg(long, allow_negative_numbers = true)]
@@ -31,7 +29,7 @@ pub struct TrainArgs {
     #[arg(long)]
     holdout: bool,
     /// Page size of the pages and the devices.
-    #[arg(long, default_value_t = 4096, value_parser = super::args::count::<usize>(0, zmem_pages::format::MAX_PAGE_SIZE as u64))]
+    #[arg(long, default_value_t = DictTrainRequest::default().page_size, value_parser = super::args::count::<usize>(0, zmem_pages::format::MAX_PAGE_SIZE as u64))]
     page_size: usize,
     /// Print a JSON object instead of the report.
     #[arg(long)]
@@ -43,16 +41,17 @@ pub struct TrainArgs {
     output: PathBuf,
 }
 
-/// What `--json` prints.
-#[derive(Debug, Serialize)]
-struct TrainReport<'a> {
-    dict: &'a std::path::Path,
-    /// The `algorithm_params` line that gives zram the dictionary.
-    algorithm_params: String,
-    trained_on_pages: u64,
-    /// "other half" with `--holdout`, else "training pages".
-    measured_on: &'static str,
-    effect: DictEffect,
+/// The request the flags make (each flag maps onto one field).
+fn request(args: &TrainArgs) -> anyhow::Result<DictTrainRequest> {
+    Ok(DictTrainRequest {
+        algo: args.algo.clone(),
+        size: super::args::size("--size", &args.size)?,
+        samples: args.samples,
+        level: args.level,
+        holdout: args.holdout,
+        page_size: args.page_size,
+        output: args.output.clone(),
+    })
 }
 
 pub fn run(cmd: &Dict) -> anyhow::Result<()> {
@@ -62,31 +61,10 @@ pub fn run(cmd: &Dict) -> anyhow::Result<()> {
 }
 
 fn train(args: &TrainArgs) -> anyhow::Result<()> {
-    let size = super::args::size("--size", &args.size)?;
-    let size = usize::try_from(size).context("--size: too large")?;
+    let req = request(args)?;
+    req.check().map_err(|e| anyhow::anyhow!(e.flag()))?;
     let inputs = super::pages::load(std::slice::from_ref(&args.pages), args.page_size)?;
-    let pages = inputs[0].bytes();
-    let (train_on, measure_on) =
-        if args.holdout { dict::halves(pages, args.page_size) } else { (pages, pages) };
-    let d = dict::train(train_on, args.page_size, &args.algo, size, args.samples)?;
-    std::fs::write(&args.output, &d)
-        .with_context(|| format!("writing {}", args.output.display()))?;
-    let effect = dict::evaluate(
-        measure_on,
-        args.page_size,
-        &args.algo,
-        &d,
-        args.level,
-        &super::progress::Bar::new(),
-    )?;
-    let path = std::path::absolute(&args.output).unwrap_or_else(|_| args.output.clone());
-    let report = TrainReport {
-        algorithm_params: format!("algo={} {}", args.algo, dict::params_line(&path, args.level)?),
-        dict: &path,
-        trained_on_pages: (train_on.len() / args.page_size) as u64,
-        measured_on: if args.holdout { "other half" } else { "training pages" },
-        effect,
-    };
+    let report = req.run(inputs[0].bytes(), &super::progress::Bar::new())?;
     super::emit(args.json, &report, |r| {
         format!(
             "wrote {}: trained on {} pages, measured on the {}\n{}\
@@ -98,6 +76,20 @@ fn train(args: &TrainArgs) -> anyhow::Result<()> {
             r.algorithm_params
         )
     })?;
-    anyhow::ensure!(report.effect.verified, "pages read back differ from the pages written");
+    DictTrainRequest::verified(&report)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_flags_defaults_are_the_requests() {
+        let cli: TrainArgs =
+            super::super::args::parse_flags(&["train", "--algo", "zstd", "-o", "d", "pages"]);
+        let want =
+            DictTrainRequest { algo: "zstd".into(), output: "d".into(), ..Default::default() };
+        assert_eq!(request(&cli).unwrap(), want);
+    }
 }

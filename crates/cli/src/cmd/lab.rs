@@ -57,7 +57,7 @@ pub struct Args {
     /// directory or the one zswap's swap file would go in, measured for about a second with
     /// O_DIRECT; a swap partition's kind), a profile (nvme, ssd, emmc, hdd) or a path on the
     /// device to measure.
-    #[arg(long, default_value = "auto", value_name = "auto|PATH|nvme|ssd|emmc|hdd")]
+    #[arg(long, default_value_t = lab::swap_device_text(&LabRequest::default().swap_device), value_name = "auto|PATH|nvme|ssd|emmc|hdd")]
     swap_device: String,
     /// Write the shell script that applies the decision (and nothing else) from this
     /// machine's state, for you to review and run as root; zmem runs none of it.
@@ -160,6 +160,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_swap_devices_default_is_the_requests() {
+        let cli: Args = super::super::args::parse_flags(&["lab"]);
+        assert_eq!(cli.swap_device, "auto");
+        let req = request(&cli).unwrap();
+        assert_eq!(req.swap_device, LabRequest::default().swap_device);
+    }
 
     #[test]
     fn max_pages_is_a_positive_count_or_all() {

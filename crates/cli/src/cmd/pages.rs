@@ -3,10 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, bail};
-use zmem_pages::trace::Trace;
+use anyhow::bail;
+use zmem_pages::access::Access;
 use zmem_pages::{Compression, PageSet, ReadOptions, builtin};
-use zmem_sim::replay::{self, Access};
 
 /// Reads each file as a page set (raw files are cut into `page_size` pages); no files: the
 /// built-in set. A page-set file whose page size is not `page_size` is an error, not a silent
@@ -59,9 +58,8 @@ pub fn compression(output: &Path, level: Option<i32>) -> Compression {
     }
 }
 
-/// Reads a trace file as the accesses a replay takes.
+/// Reads a trace file as the accesses a replay takes (the loader Python's door calls too).
 pub fn load_trace(path: &Path) -> anyhow::Result<Vec<Access>> {
     // Library errors name the file already.
-    let t = Trace::open(path).context("reading the trace")?;
-    Ok(replay::accesses(&t))
+    Ok(zmem_pages::access::load_trace(path)?)
 }

@@ -2,9 +2,7 @@
 //! window, on one screen (or as JSON, exact bytes). Reads what the kernel lets this user read and
 //! lists what it could not, with the reason.
 
-use std::time::Duration;
-
-use zmem_kernel::status;
+use zmem_lab::request::StatusRequest;
 use zmem_render::status as render;
 
 #[derive(Debug, clap::Args)]
@@ -13,7 +11,7 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// Seconds between the two samples of /proc/vmstat the rates come from (0: no rates).
-    #[arg(long, default_value_t = 1.0, value_name = "SECS", value_parser = super::args::seconds)]
+    #[arg(long, default_value_t = StatusRequest::default().interval, value_name = "SECS", value_parser = super::args::seconds)]
     interval: f64,
     /// As root, mount debugfs at /sys/kernel/debug for this read where it is not mounted, and
     /// unmount it after (zswap's counters, zsmalloc's classes, zram's block_state live there;
@@ -22,23 +20,28 @@ pub struct Args {
     mount_debugfs: bool,
 }
 
+/// The request the flags make.
+fn request(args: &Args) -> StatusRequest {
+    StatusRequest { interval: args.interval, mount_debugfs: args.mount_debugfs }
+}
+
 pub fn run(args: &Args) -> anyhow::Result<()> {
-    if !(args.interval.is_finite() && args.interval >= 0.0) {
-        anyhow::bail!("--interval must be a number of seconds >= 0");
+    let req = request(args);
+    req.check().map_err(|e| anyhow::anyhow!(e.flag()))?;
+    let (s, notes) = req.run()?;
+    for n in notes {
+        eprintln!("zmem status: {n}");
     }
-    let opts = status::Options {
-        rate_window: (args.interval > 0.0).then(|| Duration::from_secs_f64(args.interval)),
-        block_state: true,
-        ..status::Options::default()
-    };
-    let s = if args.mount_debugfs {
-        let (s, notes) = zmem_kernel::zswap_state::with_debugfs_mounted(|| status::read(&opts));
-        for n in notes {
-            eprintln!("zmem status: {n}");
-        }
-        s?
-    } else {
-        status::read(&opts)?
-    };
     super::emit(args.json, &s, render::render)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_flags_defaults_are_the_requests() {
+        let cli: Args = super::super::args::parse_flags(&["status"]);
+        assert_eq!(request(&cli), StatusRequest::default());
+    }
 }

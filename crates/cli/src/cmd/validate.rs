@@ -6,9 +6,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::bail;
 use zmem_kernel::record::SignalStop;
-use zmem_validate::replay::{self as validate, ValidateConfig};
+use zmem_validate::replay as validate;
+use zmem_validate::request::{
+    MAX_KERNEL_RUNS, PAGE_SIZE, ValidateLabRequest, ValidateReplayRequest,
+};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Validate {
@@ -32,15 +34,15 @@ pub struct ReplayArgs {
     #[arg(long)]
     ram: Option<String>,
     /// zram compression algorithm, on both sides (one the kernel's zram offers).
-    #[arg(long, default_value = zmem_lab::DEFAULT_ALGORITHM, value_parser = super::args::algo)]
+    #[arg(long, default_value_t = ValidateReplayRequest::default().algo, value_parser = super::args::algo)]
     algo: zmem_comp::AlgoSpec,
     /// The longest each kernel run may take, in seconds.
-    #[arg(long, default_value_t = 600, value_parser = super::args::duration("s"))]
+    #[arg(long, default_value_t = ValidateReplayRequest::default().timeout.as_secs(), value_parser = super::args::duration("s"))]
     timeout: u64,
     /// Runs of the kernel's side: the kernel does not repeat itself exactly at tight budgets, so
     /// its figures are the run with the median swap-outs (every run's are printed). A run the
     /// OOM killer ends is listed and the others are used.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=99))]
+    #[arg(long, default_value_t = ValidateReplayRequest::default().kernel_runs, value_parser = clap::value_parser!(u64).range(1..=MAX_KERNEL_RUNS))]
     kernel_runs: u64,
     /// Leave the kernel's reclaim to its own statistics flushes (every 2 s) instead of flushing
     /// the cgroup's statistics at every sample: runs shorter than a few seconds then deactivate
@@ -65,13 +67,13 @@ pub struct LabArgs {
     /// Runs of the kernel's side per configuration, each right after a baseline run without
     /// reclaim: pool and swap figures are the run with the median swap-outs, CPU seconds the
     /// median of the runs' CPU net of their baselines (one run's varies by about 40 % here).
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=99))]
+    #[arg(long, default_value_t = ValidateLabRequest::default().kernel_runs, value_parser = clap::value_parser!(u64).range(1..=MAX_KERNEL_RUNS))]
     kernel_runs: u64,
     /// The primary algorithm the lab's candidate list is built for (its current configuration).
-    #[arg(long, default_value = "lzo-rle")]
+    #[arg(long, default_value_t = ValidateLabRequest::default().primary)]
     primary: String,
     /// The longest each kernel run may take, in seconds.
-    #[arg(long, default_value_t = 600, value_parser = super::args::duration("s"))]
+    #[arg(long, default_value_t = ValidateLabRequest::default().timeout.as_secs(), value_parser = super::args::duration("s"))]
     timeout: u64,
     /// Print a JSON object `{"configurations": [..], "same_order": .., ...}` instead of the
     /// table.
@@ -86,7 +88,7 @@ pub struct LabArgs {
     #[arg(long = "zswap", value_name = "CONFIG", value_parser = zswap_spec)]
     zswap: Vec<zmem_validate::zswap_params::ZswapSettings>,
     /// The directory (the filesystem) for the zswap runs' swap file.
-    #[arg(long, default_value = zmem_validate::zswap_swap::DEFAULT_SWAP_DIR)]
+    #[arg(long, default_value_os_t = ValidateLabRequest::default().swap_dir)]
     swap_dir: PathBuf,
     /// As root, mount debugfs at /sys/kernel/debug for the zswap runs where it is not mounted
     /// (unmounted after), so stored_pages, pool_total_size and written_back_pages are read
@@ -108,59 +110,50 @@ pub fn run(v: &Validate) -> anyhow::Result<()> {
     }
 }
 
-fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
-    let page_size = 4096;
-    if let Some(r) = args.ram.as_deref() {
-        ram_budget(Some(r), &[], page_size)?;
-    }
-    let inputs = super::pages::load(std::slice::from_ref(&args.pages), page_size)?;
-    let trace = super::pages::load_trace(&args.trace)?;
-    let cfg = ValidateConfig {
-        ram_bytes: ram_budget(args.ram.as_deref(), &trace, page_size)?,
-        algorithm: super::args::plain_algo(
-            &args.algo,
-            "the kernel's device runs at its default parameters here",
-        )?,
-        page_size,
+/// `--ram`, parsed (the request checks it is at least a page).
+fn ram(ram: Option<&str>) -> anyhow::Result<Option<u64>> {
+    ram.map(|r| super::args::size("--ram", r)).transpose()
+}
+
+/// The request `validate replay`'s flags make (each flag maps onto one field).
+fn replay_request(args: &ReplayArgs) -> anyhow::Result<ValidateReplayRequest> {
+    Ok(ValidateReplayRequest {
+        ram: ram(args.ram.as_deref())?,
+        algo: args.algo.clone(),
         timeout: Duration::from_secs(args.timeout),
-        kernel_runs: args.kernel_runs as usize,
-        flush_stats: !args.stale_stats,
-    };
-    // The library checks the trace against the page set, then refuses (one line) where this
-    // machine cannot run the live set-up: not root, no kernel zram, no memory cgroup.
-    let exe = std::env::current_exe()?;
-    let player = || {
-        let mut c = std::process::Command::new(&exe);
-        c.args(["validate", "play"]);
-        c
-    };
+        kernel_runs: args.kernel_runs,
+        stale_stats: args.stale_stats,
+        ..ValidateReplayRequest::default()
+    })
+}
+
+/// The request `validate lab`'s flags make.
+fn lab_request(args: &LabArgs) -> anyhow::Result<ValidateLabRequest> {
+    Ok(ValidateLabRequest {
+        ram: ram(args.ram.as_deref())?,
+        kernel_runs: args.kernel_runs,
+        primary: args.primary.clone(),
+        timeout: Duration::from_secs(args.timeout),
+        zswap: args.zswap.clone(),
+        swap_dir: args.swap_dir.clone(),
+        mount_debugfs: args.mount_debugfs,
+        ..ValidateLabRequest::default()
+    })
+}
+
+fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
+    let req = replay_request(args)?;
+    req.check().map_err(|e| anyhow::anyhow!(e.flag()))?;
+    let inputs = super::pages::load(std::slice::from_ref(&args.pages), PAGE_SIZE)?;
+    let trace = super::pages::load_trace(&args.trace)?;
     // SIGINT and SIGTERM end the kernel's run through its error path, which removes the
     // cgroup, the swap area and the zram device it made.
     let stop = SignalStop::install()?;
     let progress = super::progress::Bar::new();
-    let v = validate::run(inputs[0].bytes(), &trace, &cfg, &player, stop.flag(), &progress)?;
+    let v = req.run(inputs[0].bytes(), &trace, stop.flag(), &progress)?;
     super::emit(args.json, &v, zmem_render::experiments::validation)?;
-    anyhow::ensure!(v.verified, "pages swapped in differ from the pages swapped out");
+    ValidateReplayRequest::verified(&v)?;
     Ok(())
-}
-
-/// The RAM budget: `--ram`, or half the pages the trace touches and the player's own room
-/// ([`zmem_validate::replay::default_ram_bytes`]).
-fn ram_budget(
-    ram: Option<&str>,
-    trace: &[zmem_sim::replay::Access],
-    page_size: usize,
-) -> anyhow::Result<u64> {
-    if let Some(r) = ram {
-        let r = super::args::size("--ram", r)?;
-        if r < page_size as u64 {
-            bail!("--ram {r} is less than one page");
-        }
-        return Ok(r);
-    }
-    let mut seen = std::collections::HashSet::new();
-    let touched = trace.iter().filter(|a| seen.insert(a.page)).count() as u64;
-    Ok(zmem_validate::replay::default_ram_bytes(touched, page_size))
 }
 
 fn zswap_spec(s: &str) -> Result<zmem_validate::zswap_params::ZswapSettings, String> {
@@ -168,57 +161,34 @@ fn zswap_spec(s: &str) -> Result<zmem_validate::zswap_params::ZswapSettings, Str
 }
 
 fn lab(args: &LabArgs) -> anyhow::Result<()> {
-    let page_size = 4096;
-    if !args.zswap.is_empty() {
-        // zswap stores in front of every swap area: another area's pages would be counted as
-        // the player's. One line and exit 2 (main's error path), before anything is read or made.
-        let foreign = zmem_validate::zswap_swap::foreign_swaps(&[])?;
-        if let Some(line) = zmem_validate::zswap_swap::refusal(&foreign) {
-            bail!("{line}");
-        }
-    }
-    let inputs = super::pages::load(std::slice::from_ref(&args.pages), page_size)?;
-    let pages = inputs[0].bytes();
-    let trace = match &args.trace {
-        Some(t) => super::pages::load_trace(t)?,
-        None => zmem_lab::evidence::trace_for((pages.len() / page_size) as u64)?,
-    };
-    let cfg = zmem_validate::lab::LabValidateConfig {
-        ram_bytes: ram_budget(args.ram.as_deref(), &trace, page_size)?,
-        page_size,
-        timeout: Duration::from_secs(args.timeout),
-        kernel_runs: args.kernel_runs as usize,
-        flush_stats: true,
-        primary: args.primary.clone(),
-        zswap: args.zswap.clone(),
-        swap_dir: args.swap_dir.clone(),
-    };
-    let exe = std::env::current_exe()?;
-    let player = || {
-        let mut c = std::process::Command::new(&exe);
-        c.args(["validate", "play"]);
-        c
-    };
-    let caps = zmem_kernel::caps::read();
+    let req = lab_request(args)?;
+    req.check().map_err(|e| anyhow::anyhow!(e.flag()))?;
+    // One line and exit 2 (main's error path), before anything is read or made.
+    req.refuse_foreign_swaps()?;
+    let inputs = super::pages::load(std::slice::from_ref(&args.pages), PAGE_SIZE)?;
+    let trace = args.trace.as_deref().map(super::pages::load_trace).transpose()?;
     // SIGINT and SIGTERM end the kernel's run through its error path, which removes the
     // cgroup, the swap area and the zram device it made.
     let stop = SignalStop::install()?;
     let progress = super::progress::Bar::new();
-    let go =
-        || zmem_validate::lab::run(pages, &trace, &cfg, &caps, &player, stop.flag(), &progress);
-    let v = if args.mount_debugfs && !args.zswap.is_empty() {
-        let (v, notes) = zmem_kernel::zswap_state::with_debugfs_mounted(go);
-        for n in notes {
-            eprintln!("{n}");
-        }
-        v?
-    } else {
-        go()?
-    };
+    let (v, notes) = req.run(inputs[0].bytes(), trace.as_deref(), stop.flag(), &progress)?;
+    for n in notes {
+        eprintln!("{n}");
+    }
     super::emit(args.json, &v, zmem_render::validate_lab::lab_validation)?;
-    anyhow::ensure!(
-        v.configurations.iter().all(|c| c.verified),
-        "pages read back differ from the pages written"
-    );
+    ValidateLabRequest::verified(&v)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_flags_defaults_are_the_requests() {
+        let cli: ReplayArgs = super::super::args::parse_flags(&["replay", "pages", "trace"]);
+        assert_eq!(replay_request(&cli).unwrap(), ValidateReplayRequest::default());
+        let cli: LabArgs = super::super::args::parse_flags(&["lab", "pages"]);
+        assert_eq!(lab_request(&cli).unwrap(), ValidateLabRequest::default());
+    }
 }

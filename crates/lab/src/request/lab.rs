@@ -56,9 +56,18 @@ impl Default for LabRequest {
     }
 }
 
+/// The word for "this machine's device" ([`auto_device`]) in `swap_device`.
+pub const AUTO_DEVICE: &str = "auto";
+
+/// A `swap_device` as a user writes it: [`AUTO_DEVICE`] for none, else the profile or path
+/// (what `--help` states as the default, read from [`LabRequest::default`]).
+pub fn swap_device_text(d: &Option<DeviceSpec>) -> String {
+    d.as_ref().map_or_else(|| AUTO_DEVICE.to_string(), ToString::to_string)
+}
+
 /// `--swap-device`: `auto` (none: [`auto_device`]), a profile name or a path to measure.
 pub fn parse_swap_device(text: &str) -> Result<Option<DeviceSpec>, LabError> {
-    if text == "auto" {
+    if text == AUTO_DEVICE {
         return Ok(None);
     }
     text.parse().map(Some).map_err(LabError::Setup)

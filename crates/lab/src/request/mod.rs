@@ -14,25 +14,41 @@
 //! | `zmem study allocators` | [`StudyRequest`]             | [`StudyRequest::run`]       |
 //! | `zmem capture`          | [`CaptureRequest`]           | [`CaptureRequest::run`]     |
 //! | `zmem gen`              | [`GenerateRequest`]          | [`GenerateRequest::run`]    |
+//! | `zmem dict train`       | [`DictTrainRequest`]         | [`DictTrainRequest::run`]   |
+//! | `zmem status`           | [`StatusRequest`]            | [`StatusRequest::run`]      |
+//! | `zmem validate replay`  | `ValidateReplayRequest` (1)  | `ValidateReplayRequest::run`|
+//! | `zmem validate lab`     | `ValidateLabRequest` (1)     | `ValidateLabRequest::run`   |
+//!
+//! (1) In zmem-validate's `request` module: validation sits above the lab, so its requests do
+//! too, with their own `defaults`. The Python door names each job's function after the command
+//! (`zmem.lab`, `zmem.zram_run`, `zmem.replay`, `zmem.study_allocators`, `zmem.comp_bench`,
+//! `zmem.PageSet.capture`, `zmem.PageSet.generate`, `zmem.dict_train`, `zmem.status`,
+//! `zmem.validate_replay`, `zmem.validate_lab`). Jobs only the CLI has: `trace`, `export`,
+//! `exporter`, `conform`, `zram-speed`, `mapbench`, `compress`/`decompress`.
 //!
 //! [`defaults`] lists each job's defaults as `--help` states them, so a test can hold both
 //! doors to one set.
 
 mod capture;
 mod comp_bench;
+mod dict;
 mod generate;
 mod lab;
 mod replay;
+mod status;
 mod study;
 mod zram;
 
 pub use capture::{CaptureRequest, CaptureSummary, Captured};
 pub use comp_bench::CompBenchRequest;
+pub use dict::{DictTrainReport, DictTrainRequest, MAX_SAMPLES, shown_size};
 pub use generate::GenerateRequest;
 pub use lab::{
-    LabRequest, auto_device, coverage, parse_max_pages, parse_source, parse_swap_device, run_lab,
+    AUTO_DEVICE, LabRequest, auto_device, coverage, parse_max_pages, parse_source,
+    parse_swap_device, run_lab, swap_device_text,
 };
 pub use replay::ReplayRequest;
+pub use status::StatusRequest;
 pub use study::{MAX_ROUNDS, StudyRequest};
 pub use zram::ZramRequest;
 
@@ -49,15 +65,28 @@ pub struct ArgError {
     pub arg: &'static str,
     pub value: Option<String>,
     pub why: String,
+    /// The reason continues the argument as one sentence (`--ram 100 is less than one page`)
+    /// rather than after a colon: the words some commands have always said.
+    pub sentence: bool,
 }
 
 impl ArgError {
     pub fn new(arg: &'static str, why: impl Into<String>) -> Self {
-        Self { arg, value: None, why: why.into() }
+        Self { arg, value: None, why: why.into(), sentence: false }
     }
 
     pub fn with_value(arg: &'static str, value: impl ToString, why: impl Into<String>) -> Self {
-        Self { arg, value: Some(value.to_string()), why: why.into() }
+        Self { arg, value: Some(value.to_string()), why: why.into(), sentence: false }
+    }
+
+    /// The argument (and its value, where given) and the reason as one sentence:
+    /// `--ram 100 is less than one page`, `ram=100 is less than one page`.
+    pub fn sentence(arg: &'static str, value: Option<String>, rest: impl Into<String>) -> Self {
+        Self { arg, value, why: rest.into(), sentence: true }
+    }
+
+    fn sep(&self) -> &'static str {
+        if self.sentence { " " } else { ": " }
     }
 
     /// The CLI's words: `--pool slab: unknown allocator ...`.
@@ -66,7 +95,7 @@ impl ArgError {
             return self.why.clone();
         }
         let value = self.value.as_ref().map(|v| format!(" {v}")).unwrap_or_default();
-        format!("--{}{value}: {}", self.arg.replace('_', "-"), self.why)
+        format!("--{}{value}{}{}", self.arg.replace('_', "-"), self.sep(), self.why)
     }
 
     /// Python's words: `pool=slab: unknown allocator ...`.
@@ -75,7 +104,7 @@ impl ArgError {
             return self.why.clone();
         }
         let value = self.value.as_ref().map(|v| format!("={v}")).unwrap_or_default();
-        format!("{}{value}: {}", self.arg, self.why)
+        format!("{}{value}{}{}", self.arg, self.sep(), self.why)
     }
 }
 
@@ -135,8 +164,17 @@ pub fn parse_ram(text: &str) -> Result<u64, ArgError> {
 }
 
 /// The jobs [`defaults`] knows, by their CLI command path.
-pub const JOBS: &[&str] =
-    &["lab", "comp-bench", "zram", "replay", "study allocators", "capture", "gen"];
+pub const JOBS: &[&str] = &[
+    "lab",
+    "comp-bench",
+    "zram",
+    "replay",
+    "study allocators",
+    "capture",
+    "gen",
+    "dict train",
+    "status",
+];
 
 /// Each argument of `job` that has a default, with that default as `zmem JOB --help` states
 /// it (`[default: ...]`), Python keyword names; `None` for a job not in [`JOBS`].
@@ -148,7 +186,7 @@ pub fn defaults(job: &str) -> Option<Vec<(&'static str, String)>> {
                 ("observe", d.observe_secs.to_string()),
                 ("cpu_budget", d.budgets.cpu_percent_of_core.to_string()),
                 ("latency_budget", d.budgets.added_load_p99_us.to_string()),
-                ("swap_device", "auto".to_string()),
+                ("swap_device", swap_device_text(&d.swap_device)),
                 ("threads", d.threads.to_string()),
                 ("min_time_ms", d.min_time.as_millis().to_string()),
             ]
@@ -159,6 +197,8 @@ pub fn defaults(job: &str) -> Option<Vec<(&'static str, String)>> {
         "study allocators" => StudyRequest::default().shown_defaults(),
         "capture" => Vec::new(),
         "gen" => GenerateRequest::default().shown_defaults(),
+        "dict train" => DictTrainRequest::default().shown_defaults(),
+        "status" => StatusRequest::default().shown_defaults(),
         _ => return None,
     })
 }
@@ -175,6 +215,9 @@ mod tests {
         let e = ArgError::new("ram", "not a size");
         assert_eq!(e.flag(), "--ram: not a size");
         assert_eq!(e.keyword(), "ram: not a size");
+        let e = ArgError::sentence("ram", Some("100".into()), "is less than one page");
+        assert_eq!(e.flag(), "--ram 100 is less than one page");
+        assert_eq!(e.keyword(), "ram=100 is less than one page");
     }
 
     #[test]
