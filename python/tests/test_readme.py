@@ -17,6 +17,7 @@ def test_the_readme_snippet_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     scope: dict[str, object] = {}
     exec(compile(blocks[0], str(README), "exec"), scope)
     assert (tmp_path / "host.zpages").exists()
+    assert (tmp_path / "zram.dict").stat().st_size > 0
     report = scope["report"]
     assert isinstance(report, dict) and report["recommendation"]["config"]
     # 512 pages are too few to advise on: the decision says so.

@@ -6,7 +6,8 @@
 //! configuration the lab would recommend and the running kernel can run, beside the lab's
 //! prediction, and with zswap configurations asked for, each played under zswap in front of a
 //! swap area of ours ([`zswap_kernel`], [`zswap_lab`]; zswap's parameters saved and restored by
-//! [`zswap_params`], the swap area by [`zswap_swap`]).
+//! [`zswap_params`], the swap area by [`zswap_swap`]). [`request`] holds both jobs' requests,
+//! which the CLI's flags and Python's keyword arguments map onto.
 //!
 //! Not for: measuring or advising (the lab), reading kernel facts (zmem-kernel), rendering
 //! (zmem-render).

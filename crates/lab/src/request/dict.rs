@@ -63,7 +63,7 @@ pub struct DictTrainReport {
 /// (`64K`), else bytes.
 pub fn shown_size(bytes: u64) -> String {
     for (shift, suffix) in [(30, "G"), (20, "M"), (10, "K")] {
-        if bytes >= 1 << shift && bytes % (1 << shift) == 0 {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
             return format!("{}{suffix}", bytes >> shift);
         }
     }
