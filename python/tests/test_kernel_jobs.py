@@ -79,7 +79,7 @@ def test_status_refuses_a_bad_interval(zmem_bin):
         zmem.status(interval=-1)
     assert str(e.value) == "interval must be a number of seconds >= 0"
     with pytest.raises(TypeError):
-        zmem.status(interval="soon")
+        zmem.status(interval="soon")  # type: ignore[arg-type]
 
 
 def test_dict_train_writes_what_the_cli_writes(zmem_bin, small, tmp_path):
@@ -114,9 +114,9 @@ def test_dict_train_refuses_as_the_cli_does(zmem_bin, small, tmp_path):
     same_error(str(e.value), cli_error(zmem_bin, "dict", "train", "--algo", "zstd", "--size", "12Q", "-o", out, str(pages)))
     with pytest.raises(ValueError, match="samples=0"):
         zmem.dict_train(pages, "zstd", out, samples=0)
-    with pytest.raises(OSError) as e:
+    with pytest.raises(OSError) as oe:
         zmem.dict_train(pages, "zstd", "/nonexistent/zmem/x.dict")
-    same_error(str(e.value), cli_error(zmem_bin, "dict", "train", "--algo", "zstd", "-o", "/nonexistent/zmem/x.dict", str(pages)))
+    same_error(str(oe.value), cli_error(zmem_bin, "dict", "train", "--algo", "zstd", "-o", "/nonexistent/zmem/x.dict", str(pages)))
 
 
 def test_validate_refuses_before_the_kernel(zmem_bin, small, tmp_path):
@@ -131,9 +131,9 @@ def test_validate_refuses_before_the_kernel(zmem_bin, small, tmp_path):
     same_error(str(e.value), cli_error(zmem_bin, "validate", "replay", "--algo", "zstd:3", str(pages), str(trace)))
     with pytest.raises(ValueError, match="kernel_runs=0"):
         zmem.validate_lab(pages, kernel_runs=0)
-    with pytest.raises(OSError) as e:
+    with pytest.raises(OSError) as oe:
         zmem.validate_replay(pages, tmp_path / "missing.trace")
-    same_error(str(e.value), cli_error(zmem_bin, "validate", "replay", str(pages), str(tmp_path / "missing.trace")))
+    same_error(str(oe.value), cli_error(zmem_bin, "validate", "replay", str(pages), str(tmp_path / "missing.trace")))
     with pytest.raises(ValueError, match="4096-byte pages"):
         zmem.validate_replay(zmem.PageSet.generate(pages=8, page_size=8192), trace)
     with pytest.raises(FileNotFoundError, match="player"):
