@@ -16,12 +16,18 @@
 //!   set, and is activated if the flag was set before, else rotated to the inactive head
 //!   (`FOLIOREF_KEEP`); a page not accessed is reclaimed. A folio that `trylock` fails on is
 //!   put back without a check. Activations age `nonresident_age` (`move_folios_to_lru()`).
-//! - Every [`SWAP_CLUSTER_MAX`] inactive pages scanned, when the inactive list is smaller than
-//!   the active one, as many pages move from the active tail to the inactive head with their
-//!   bits cleared (`shrink_active_list()`: anonymous pages are deactivated, accessed or not).
-//!   6.18 decides that with `inactive_is_low()` (ratio `int_sqrt(10 * GiB)`, 1 below 1 GiB; this
-//!   model keeps ratio 1 at every size) and scans both lists in `SWAP_CLUSTER_MAX` chunks sized
-//!   by `get_scan_count()`; one active batch per inactive batch is this model's simplification.
+//! - Every [`SWAP_CLUSTER_MAX`] inactive pages scanned, the active list is scanned too when
+//!   `prepare_scan_control()` sets `may_deactivate` for anon: when refaults were activated since
+//!   the last reclaim ended (`WORKINGSET_ACTIVATE_ANON` against the snapshot
+//!   `snapshot_refaults()` takes at the end of `do_try_to_free_pages()`: "a new workingset is
+//!   being established"), or when `inactive_is_low()` (inactive × `int_sqrt(10 * GiB)` < active,
+//!   ratio 1 below 1 GiB). Scanned active pages move to the inactive head with their bits
+//!   cleared (`shrink_active_list()`: anonymous pages are deactivated, accessed or not).
+//! - How many: `get_scan_count()` gives both anon lists `size >> priority` times the same anon
+//!   fraction, and `shrink_lruvec()` takes them in `SWAP_CLUSTER_MAX` chunks, one of each per
+//!   pass while the inactive target lasts. So the active list is scanned at `active / inactive`
+//!   of the inactive list's rate, at most a chunk per inactive chunk; this model keeps that
+//!   rate exactly (a running remainder) rather than walking the priorities.
 //!
 //! Lists are index-linked over page ids, so every step is O(1).
 
@@ -63,11 +69,21 @@ pub(crate) struct Lru {
     capacity: usize,
     /// A page reclaim must pass over (the faulting page while its fault reads ahead), or NONE.
     pinned: u32,
+    /// Bytes per page, for `inactive_is_low()`'s ratio.
+    page_size: usize,
+    /// `WORKINGSET_ACTIVATE_ANON`: swap-ins activated by `workingset_refault()`.
+    refault_activations: u64,
+    /// The cgroup's `lruvec->refaults[WORKINGSET_ANON]`: `refault_activations` when the last
+    /// reclaim ended (`snapshot_refaults()`).
+    refaults_snapshot: u64,
+    /// Active pages owed a scan, in units of 1/`inactive.len` of a page (the remainder of
+    /// `SWAP_CLUSTER_MAX * active / inactive` per inactive chunk).
+    deactivate_credit: u64,
 }
 
 impl Lru {
-    /// Room for `capacity` resident pages of a page set of `pages`.
-    pub(crate) fn new(capacity: usize, pages: usize) -> Self {
+    /// Room for `capacity` resident pages of `page_size` bytes, of a page set of `pages`.
+    pub(crate) fn new(capacity: usize, pages: usize, page_size: usize) -> Self {
         let empty = List { head: NONE, tail: NONE, len: 0 };
         Self {
             prev: vec![NONE; pages],
@@ -82,6 +98,10 @@ impl Lru {
             scanned: 0,
             capacity,
             pinned: NONE,
+            page_size,
+            refault_activations: 0,
+            refaults_snapshot: 0,
+            deactivate_credit: 0,
         }
     }
 
@@ -186,6 +206,7 @@ impl Lru {
             distance <= self.active.len as u64
         };
         if activate {
+            self.refault_activations += 1;
             self.nonresident_age += 1;
             self.push_head(page, Where::Active);
         } else {
@@ -196,8 +217,8 @@ impl Lru {
     /// mm/vmscan.c `shrink_active_list()`: moves up to a batch from the active tail to the
     /// inactive head, accessed bits cleared (`folio_referenced()`; only file-backed executable
     /// folios stay active), `PG_referenced` untouched.
-    fn deactivate_batch(&mut self) {
-        for _ in 0..SWAP_CLUSTER_MAX {
+    fn deactivate_batch(&mut self, n: usize) {
+        for _ in 0..n {
             let t = self.active.tail;
             if t == NONE {
                 break;
@@ -216,9 +237,7 @@ impl Lru {
         loop {
             if self.scanned >= SWAP_CLUSTER_MAX || self.inactive.len == 0 {
                 self.scanned = 0;
-                if self.inactive.len < self.active.len {
-                    self.deactivate_batch();
-                }
+                self.rebalance();
             }
             let t = self.inactive.tail;
             assert!(t != NONE, "victim() of an empty RAM");
@@ -243,6 +262,46 @@ impl Lru {
                 self.push_head(t, Where::Inactive);
             }
         }
+    }
+
+    /// mm/vmscan.c `inactive_is_low()` for the anon lists.
+    fn inactive_is_low(&self) -> bool {
+        let (inactive, active) = (self.inactive.len as u64, self.active.len as u64);
+        let gb = ((inactive + active) * self.page_size as u64) >> 30;
+        let ratio = if gb > 0 { (10 * gb).isqrt() } else { 1 };
+        inactive * ratio < active
+    }
+
+    /// The active list's share of an inactive chunk (see the module doc): nothing unless
+    /// `may_deactivate`; else `SWAP_CLUSTER_MAX * active / inactive` pages, the fraction carried
+    /// to the next chunk, at most a chunk.
+    fn rebalance(&mut self) {
+        let may_deactivate =
+            self.refault_activations != self.refaults_snapshot || self.inactive_is_low();
+        if !may_deactivate || self.active.len == 0 {
+            return;
+        }
+        let Some(inactive) = std::num::NonZeroU64::new(self.inactive.len as u64) else {
+            // An empty inactive list is low: the whole chunk comes from the active list.
+            self.deactivate_credit = 0;
+            self.deactivate_batch(SWAP_CLUSTER_MAX);
+            return;
+        };
+        self.deactivate_credit += (SWAP_CLUSTER_MAX * self.active.len) as u64;
+        let n = self.deactivate_credit / inactive;
+        if n >= SWAP_CLUSTER_MAX as u64 {
+            self.deactivate_credit = 0;
+            self.deactivate_batch(SWAP_CLUSTER_MAX);
+        } else {
+            self.deactivate_credit -= n * inactive.get();
+            self.deactivate_batch(n as usize);
+        }
+    }
+
+    /// The end of a reclaim (`do_try_to_free_pages()` → `snapshot_refaults()`): later reclaims
+    /// deactivate for refaults only if more are activated meanwhile.
+    pub(crate) fn snapshot_refaults(&mut self) {
+        self.refaults_snapshot = self.refault_activations;
     }
 
     /// The victim has left RAM; its shadow remembers when.
@@ -280,7 +339,7 @@ mod tests {
 
     #[test]
     fn an_unaccessed_inactive_page_goes_first() {
-        let mut l = Lru::new(4, 8);
+        let mut l = Lru::new(4, 8, 4096);
         for p in 0..4 {
             l.install(p, false);
         }
@@ -309,7 +368,7 @@ mod tests {
     /// rather than activating it at once.
     #[test]
     fn a_chosen_victim_has_pg_referenced_cleared() {
-        let mut l = Lru::new(1, 1);
+        let mut l = Lru::new(1, 1, 4096);
         l.install(0, false);
         // The fault's access: marked referenced and rotated; then, not accessed, chosen.
         assert_eq!(l.victim(), 0);
@@ -323,7 +382,7 @@ mod tests {
         let mut rng = SplitMix64::new(3);
         let n = 200;
         let cap = 50;
-        let mut l = Lru::new(cap, n);
+        let mut l = Lru::new(cap, n, 4096);
         let mut evicted_once = vec![false; n];
         for _ in 0..20_000 {
             let p = rng.below(n as u64) as u32;
@@ -355,7 +414,7 @@ mod tests {
 
     #[test]
     fn deactivation_keeps_the_inactive_list_from_running_dry() {
-        let mut l = Lru::new(64, 64);
+        let mut l = Lru::new(64, 64, 4096);
         for p in 0..64 {
             l.install(p, false);
         }
@@ -372,5 +431,74 @@ mod tests {
         let v = l.victim();
         assert!(l.is_resident(v));
         assert!(l.inactive.len > 0);
+    }
+
+    /// An LRU of `inactive` then `active` resident pages, put straight on their lists.
+    fn lists(inactive: u32, active: u32) -> Lru {
+        let n = (inactive + active) as usize;
+        let mut l = Lru::new(n, n + 8, 4096);
+        for p in 0..inactive {
+            l.push_head(p, Where::Inactive);
+        }
+        for p in inactive..inactive + active {
+            l.push_head(p, Where::Active);
+        }
+        l
+    }
+
+    /// `prepare_scan_control()`: with the inactive list not low, the active list is scanned
+    /// only after refaults were activated since the last reclaim (`snapshot_refaults()`), and
+    /// then at `active / inactive` of a chunk, the remainder carried.
+    #[test]
+    fn refault_activations_since_the_last_reclaim_deactivate() {
+        let mut l = lists(64, 20);
+        l.rebalance();
+        assert_eq!(l.active.len, 20, "no refaults, inactive not low: nothing deactivated");
+        // Page 0 is evicted and faults straight back: refault distance 0, within the active list.
+        l.evict(0);
+        l.install(0, true);
+        assert!(l.is_active(0));
+        assert_eq!((l.inactive.len, l.active.len), (63, 21));
+        l.rebalance();
+        // 32 * 21 / 63 = 10.67: 10 now, 0.67 of a page carried.
+        assert_eq!(l.active.len, 11);
+        assert_eq!(l.inactive.len, 73);
+        l.rebalance();
+        // 0.67 + 32 * 11 / 73 = 0.67 + 4.82 = 5.49: 5 more.
+        assert_eq!(l.active.len, 6);
+        l.snapshot_refaults();
+        l.rebalance();
+        assert_eq!(l.active.len, 6, "the snapshot caught up: nothing deactivated");
+    }
+
+    /// `inactive_is_low()`: an inactive list smaller than the active one (ratio 1 below 1 GiB)
+    /// is refilled with no refaults, at most a chunk at a time; an empty one gets a chunk.
+    #[test]
+    fn a_low_inactive_list_is_refilled_without_refaults() {
+        let mut l = lists(40, 100);
+        l.rebalance();
+        assert_eq!(l.active.len, 100 - SWAP_CLUSTER_MAX, "32 * 100 / 40 is over a chunk");
+        let mut l = lists(0, 50);
+        l.rebalance();
+        assert_eq!((l.inactive.len, l.active.len), (SWAP_CLUSTER_MAX, 50 - SWAP_CLUSTER_MAX));
+        let mut l = lists(50, 50);
+        l.rebalance();
+        assert_eq!(l.active.len, 50, "equal lists are not low");
+    }
+
+    /// The ratio grows with the lists (`int_sqrt(10 * GiB)`): 1 below a GiB, 3 from 1 GiB.
+    #[test]
+    fn the_inactive_ratio_follows_the_kernel() {
+        let mut l = Lru::new(0, 0, 4096);
+        l.inactive.len = 100_000;
+        l.active.len = 200_000; // 1.14 GiB of 4 KiB pages: ratio int_sqrt(10) = 3
+        assert!(!l.inactive_is_low(), "100k * 3 >= 200k");
+        l.active.len = 300_001;
+        assert!(l.inactive_is_low());
+        l.inactive.len = 1000;
+        l.active.len = 1001; // 7.8 MiB: ratio 1
+        assert!(l.inactive_is_low());
+        l.active.len = 1000;
+        assert!(!l.inactive_is_low());
     }
 }

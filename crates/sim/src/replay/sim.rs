@@ -355,7 +355,7 @@ impl<'p> Simulator<'p> {
             cfg: cfg.clone(),
             swap,
             zram,
-            ram: Lru::new(cfg.ram_pages.min(n as u64) as usize, n),
+            ram: Lru::new(cfg.ram_pages.min(n as u64) as usize, n, ps),
             touched: vec![false; n],
             cached: vec![Cached::Mapped; n],
             ra,
@@ -579,6 +579,7 @@ impl<'p> Simulator<'p> {
             self.ram.evict(victim);
             freed += 1;
         }
+        self.ram.snapshot_refaults();
         Ok(())
     }
 
