@@ -248,10 +248,7 @@ impl Procs {
         let entries = match pagemap::entries(&self.proc_root, pid, &sorted, ps) {
             Ok(e) => e,
             Err(e) => {
-                let io = match &e {
-                    zmem_pages::PagesError::Io { error, .. } => Some(error),
-                    _ => None,
-                };
+                let io = e.io_error();
                 self.fail(pid, io, e.to_string());
                 return None;
             }

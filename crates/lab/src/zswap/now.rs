@@ -118,7 +118,7 @@ pub fn read_live(mount_debugfs: bool) -> ZswapLive {
         })
         .unwrap_or_default();
     let sysctl =
-        |name: &str| zmem_kernel::stat::vm_sysctl(name).and_then(|v| u32::try_from(v).ok());
+        |name: &str| zmem_kernel::stat::vm_sysctl(name).ok().and_then(|v| u32::try_from(v).ok());
     let mem_total_bytes =
         zmem_kernel::stat::meminfo().ok().and_then(|m| m.get("MemTotal").copied());
     ZswapLive {
