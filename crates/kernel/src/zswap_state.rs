@@ -163,8 +163,13 @@ pub struct ZswapParams {
 /// zswap's parameters, for caps, status, zswap_state and the exporter. `Err` (`Io`, `ENOENT`
 /// when this kernel has no zswap) when the directory cannot be listed.
 pub fn params_at(sys: &Path) -> Result<ZswapParams, KernelError> {
-    let dir = sys.join("module/zswap/parameters");
-    let rd = fs::read_dir(&dir).map_err(|e| KernelError::io(&dir, e))?;
+    params_in(&sys.join("module/zswap/parameters"))
+}
+
+/// [`params_at`] of the parameters' directory itself (`/sys/module/zswap/parameters`, or the
+/// directory a test's fake kernel writes them in).
+pub fn params_in(dir: &Path) -> Result<ZswapParams, KernelError> {
+    let rd = fs::read_dir(dir).map_err(|e| KernelError::io(dir, e))?;
     let mut out = ZswapParams::default();
     for entry in rd.filter_map(|e| e.ok()) {
         let name = entry.file_name().to_string_lossy().into_owned();
