@@ -21,17 +21,17 @@ use zmem_zram::{BdStat, IoStat, MmStat};
 use crate::KernelError;
 use crate::error::read_text;
 
-/// One line of `/proc/swaps`: an active swap area.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One line of `/proc/swaps`: an active swap area (sizes in bytes; the file shows KiB).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct SwapArea {
     /// The device or file (octal escapes such as `\040` undone).
     pub filename: String,
     /// `partition` or `file`.
     pub kind: String,
-    /// Size in KiB (the usable pages, without the header page).
-    pub size_kib: u64,
-    /// Used in KiB.
-    pub used_kib: u64,
+    /// Size in bytes (the usable pages, without the header page).
+    pub size_bytes: u64,
+    /// Used in bytes.
+    pub used_bytes: u64,
     /// Priority: higher is used first; negative ones are the kernel's defaults.
     pub priority: i32,
 }
@@ -97,11 +97,12 @@ pub fn parse_proc_swaps(text: &str) -> Result<Vec<SwapArea>, KernelError> {
         if f.len() != 5 {
             return Err(bad());
         }
+        let kib = |f: &str| f.parse::<u64>().ok().and_then(|k| k.checked_mul(1024)).ok_or_else(bad);
         out.push(SwapArea {
             filename: unescape_octal(f[0]),
             kind: f[1].to_string(),
-            size_kib: f[2].parse().map_err(|_| bad())?,
-            used_kib: f[3].parse().map_err(|_| bad())?,
+            size_bytes: kib(f[2])?,
+            used_bytes: kib(f[3])?,
             priority: f[4].parse().map_err(|_| bad())?,
         });
     }
@@ -167,8 +168,8 @@ pub fn zram_swaps_in(areas: &[SwapArea]) -> Vec<ZramSwap> {
                 id: a.zram_id()?,
                 path: PathBuf::from(&a.filename),
                 priority: a.priority,
-                size_bytes: a.size_kib * 1024,
-                used_bytes: a.used_kib * 1024,
+                size_bytes: a.size_bytes,
+                used_bytes: a.used_bytes,
             })
         })
         .collect()
@@ -179,13 +180,33 @@ pub fn active_zram_swaps() -> Result<Vec<ZramSwap>, KernelError> {
     Ok(zram_swaps_in(&swaps()?))
 }
 
-/// The system-wide swap counters of `/proc/vmstat` (pages since boot).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// The system-wide swap counters of `/proc/vmstat` (pages since boot); zswap's are absent
+/// without zswap.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SwapCounters {
     /// Pages swapped in.
     pub pswpin: u64,
     /// Pages swapped out.
     pub pswpout: u64,
+    /// Pages loaded back from zswap.
+    pub zswpin: Option<u64>,
+    /// Pages stored into zswap.
+    pub zswpout: Option<u64>,
+    /// Pages zswap wrote back to the swap device.
+    pub zswpwb: Option<u64>,
+}
+
+impl SwapCounters {
+    /// The counters of a parsed `/proc/vmstat`, a missing `pswpin`/`pswpout` read as 0.
+    pub fn from_vmstat(map: &BTreeMap<String, u64>) -> Self {
+        Self {
+            pswpin: map.get("pswpin").copied().unwrap_or(0),
+            pswpout: map.get("pswpout").copied().unwrap_or(0),
+            zswpin: map.get("zswpin").copied(),
+            zswpout: map.get("zswpout").copied(),
+            zswpwb: map.get("zswpwb").copied(),
+        }
+    }
 }
 
 /// Parses `/proc/vmstat` (`name value` lines) into a map.
@@ -224,8 +245,11 @@ pub fn parse_swap_counters(text: &str) -> Result<SwapCounters, KernelError> {
     swap_counters_in(&parse_vmstat(text)?)
 }
 
+/// [`SwapCounters::from_vmstat`], but a kernel without `pswpin`/`pswpout` is an error.
 fn swap_counters_in(map: &BTreeMap<String, u64>) -> Result<SwapCounters, KernelError> {
-    Ok(SwapCounters { pswpin: vmstat_get(map, "pswpin")?, pswpout: vmstat_get(map, "pswpout")? })
+    vmstat_get(map, "pswpin")?;
+    vmstat_get(map, "pswpout")?;
+    Ok(SwapCounters::from_vmstat(map))
 }
 
 /// The live swap counters from `/proc/vmstat`.
@@ -529,8 +553,8 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
             SwapArea {
                 filename: "/dev/zram1".into(),
                 kind: "partition".into(),
-                size_kib: 1_048_572,
-                used_kib: 262_144,
+                size_bytes: 1_048_572 * 1024,
+                used_bytes: 262_144 * 1024,
                 priority: 32000,
             }
         );
@@ -549,7 +573,10 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
     #[test]
     fn vmstat_parses_swap_counters() {
         let text = "nr_free_pages 12345\npswpin 17\npswpout 4242\nswap_ra 3\n";
-        assert_eq!(parse_swap_counters(text).unwrap(), SwapCounters { pswpin: 17, pswpout: 4242 });
+        let c = parse_swap_counters(text).unwrap();
+        assert_eq!(c, SwapCounters { pswpin: 17, pswpout: 4242, ..SwapCounters::default() });
+        let z = parse_swap_counters("pswpin 1\npswpout 2\nzswpin 3\nzswpwb 5\n").unwrap();
+        assert_eq!((z.zswpin, z.zswpout, z.zswpwb), (Some(3), None, Some(5)));
         assert_eq!(parse_vmstat(text).unwrap()["nr_free_pages"], 12345);
         assert!(parse_swap_counters("pswpin 1\n").is_err());
         assert!(parse_vmstat("pswpin x\n").is_err());

@@ -166,8 +166,8 @@ mod tests {
         SwapArea {
             filename: f.into(),
             kind: "partition".into(),
-            size_kib: 1,
-            used_kib: 0,
+            size_bytes: 1024,
+            used_bytes: 0,
             priority: p,
         }
     }

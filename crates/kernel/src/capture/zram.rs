@@ -343,8 +343,8 @@ pub fn capture_device_with(
         && let Some(area) = swaps.iter().find(|a| a.zram_id() == Some(id))
     {
         put("swap.priority", area.priority.to_string());
-        put("swap.size_kib", area.size_kib.to_string());
-        put("swap.used_kib", area.used_kib.to_string());
+        put("swap.size_kib", (area.size_bytes / 1024).to_string());
+        put("swap.used_kib", (area.used_bytes / 1024).to_string());
     }
     if let Ok(release) = live::kernel_release() {
         put("kernel.release", release);

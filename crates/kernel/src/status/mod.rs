@@ -163,25 +163,12 @@ impl Zswap {
     }
 }
 
-/// One active swap area (/proc/swaps), sizes in bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SwapArea {
-    pub filename: String,
-    pub kind: String,
-    pub size_bytes: u64,
-    pub used_bytes: u64,
-    pub priority: i32,
-}
+/// One active swap area (/proc/swaps), sizes in bytes: the crate's one type of it.
+pub use crate::stat::SwapArea;
 
-/// /proc/vmstat's swap counters, pages since boot (the zswap ones are absent without zswap).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Counters {
-    pub pswpin: u64,
-    pub pswpout: u64,
-    pub zswpin: Option<u64>,
-    pub zswpout: Option<u64>,
-    pub zswpwb: Option<u64>,
-}
+/// /proc/vmstat's swap counters, pages since boot (the zswap ones are absent without zswap):
+/// the crate's one type of them.
+pub use crate::stat::SwapCounters as Counters;
 
 /// Pages per second over a window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -306,16 +293,7 @@ pub fn read(opts: &Options) -> Result<Status, KernelError> {
     let mut r = Reader { roots, unreadable: Vec::new() };
     let page = page_size();
 
-    let swaps: Vec<SwapArea> = crate::stat::swaps_at(&roots.proc)?
-        .into_iter()
-        .map(|a| SwapArea {
-            filename: a.filename,
-            kind: a.kind,
-            size_bytes: a.size_kib * 1024,
-            used_bytes: a.used_kib * 1024,
-            priority: a.priority,
-        })
-        .collect();
+    let swaps: Vec<SwapArea> = crate::stat::swaps_at(&roots.proc)?;
 
     let meminfo = r.take("memory totals", crate::stat::meminfo_at(&roots.proc));
 
@@ -354,14 +332,7 @@ pub fn read(opts: &Options) -> Result<Status, KernelError> {
 }
 
 fn read_counters(proc: &Path) -> Result<Counters, KernelError> {
-    let map = crate::stat::vmstat_at(proc)?;
-    Ok(Counters {
-        pswpin: map.get("pswpin").copied().unwrap_or(0),
-        pswpout: map.get("pswpout").copied().unwrap_or(0),
-        zswpin: map.get("zswpin").copied(),
-        zswpout: map.get("zswpout").copied(),
-        zswpwb: map.get("zswpwb").copied(),
-    })
+    Ok(Counters::from_vmstat(&crate::stat::vmstat_at(proc)?))
 }
 
 fn rates(a: &Counters, b: &Counters, secs: f64) -> Rates {

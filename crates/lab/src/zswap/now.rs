@@ -110,8 +110,8 @@ pub fn read_live(mount_debugfs: bool) -> ZswapLive {
                 .map(|a| SwapAreaNow {
                     kind: if a.zram_id().is_some() { "zram".into() } else { a.kind.clone() },
                     filename: a.filename,
-                    size_bytes: a.size_kib * 1024,
-                    used_bytes: a.used_kib * 1024,
+                    size_bytes: a.size_bytes,
+                    used_bytes: a.used_bytes,
                     priority: a.priority,
                 })
                 .collect()
