@@ -684,7 +684,13 @@ mod tests {
     fn hot_add_parse() {
         assert_eq!(parse_hot_add("2\n").unwrap(), 2);
         assert!(parse_hot_add("").is_err());
-        assert!(parse_hot_add("-1").is_err());
+        let e = parse_hot_add("-1").unwrap_err();
+        assert!(
+            matches!(&e, KernelError::Parse { path, .. }
+            if path == Path::new("/sys/class/zram-control/hot_add")),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("hot_add returned \"-1\", not a device number"), "{e}");
     }
 
     #[test]

@@ -410,7 +410,14 @@ pub fn parse_block_stat(text: &str) -> Result<BlockStat, KernelError> {
 
 /// `/sys/block/zramN/stat` of a live device.
 pub fn zram_block_stat(id: u32) -> Result<BlockStat, KernelError> {
-    zram_parsed_at(Path::new("/sys"), id, "stat", parse_block_stat)
+    block_stat_at(Path::new("/sys"), &format!("zram{id}"))
+}
+
+/// `block/NAME/stat` under `sys` (`/sys`, or a test's fake root): the one reader of a block
+/// device's counters (zram's, a loop device's).
+pub fn block_stat_at(sys: &Path, name: &str) -> Result<BlockStat, KernelError> {
+    let path = sys.join("block").join(name).join("stat");
+    parse_block_stat(&read_text(&path)?).map_err(|e| e.at(&path))
 }
 
 /// The sysfs directory of zram device `id`.
@@ -612,6 +619,75 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
     fn attribute_helpers() {
         assert_eq!(selected_algorithm("lzo [lzo-rle] lz4 zstd").as_deref(), Some("lzo-rle"));
         assert_eq!(selected_algorithm("lzo lz4"), None);
+    }
+
+    fn write(root: &Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    /// Every reader under a fake root, each fact's file missing: `Io`, naming the file.
+    #[test]
+    fn a_missing_file_is_io_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (proc, sys) = (dir.path().join("proc"), dir.path().join("sys"));
+        std::fs::create_dir_all(sys.join("block/zram3")).unwrap();
+        let cases: [(Result<(), KernelError>, PathBuf); 9] = [
+            (meminfo_at(&proc).map(drop), proc.join("meminfo")),
+            (vmstat_at(&proc).map(drop), proc.join("vmstat")),
+            (swaps_at(&proc).map(drop), proc.join("swaps")),
+            (vm_sysctl_at(&proc, "swappiness").map(drop), proc.join("sys/vm/swappiness")),
+            (kernel_release_at(&proc).map(drop), proc.join("sys/kernel/osrelease")),
+            (zram_attr_at(&sys, 3, "disksize").map(drop), sys.join("block/zram3/disksize")),
+            (zram_mm_stat_at(&sys, 3).map(drop), sys.join("block/zram3/mm_stat")),
+            (zram_io_stat_at(&sys, 3).map(drop), sys.join("block/zram3/io_stat")),
+            (zram_bd_stat_at(&sys, 3).map(drop), sys.join("block/zram3/bd_stat")),
+        ];
+        for (got, want) in cases {
+            let e = got.unwrap_err();
+            assert!(e.is_not_found(), "{e:?}");
+            let KernelError::Io { path, .. } = &e else { panic!("{e:?}") };
+            assert_eq!(path, &want);
+            assert!(e.to_string().starts_with(&format!("{}: ", want.display())), "{e}");
+        }
+    }
+
+    /// The same readers over garbled files: `Parse`, naming the file read (not the file's usual
+    /// name) and saying what was wrong.
+    #[test]
+    fn a_garbled_file_is_parse_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (proc, sys) = (dir.path().join("proc"), dir.path().join("sys"));
+        write(&proc, "meminfo", "MemTotal:  8000 kB\nZswap 3 kB\n");
+        write(&proc, "vmstat", "pswpin 1\npswpout many\n");
+        write(&proc, "swaps", "Filename Type Size Used Priority\n/dev/zram0 partition 1 2\n");
+        write(&proc, "sys/vm/swappiness", "sixty\n");
+        write(&sys, "block/zram3/mm_stat", "1 2 3\n");
+        write(&sys, "block/zram3/io_stat", "0 0 x 0\n");
+        write(&sys, "block/zram3/bd_stat", "1 2\n");
+        let cases: [(Result<(), KernelError>, PathBuf, &str); 7] = [
+            (meminfo_at(&proc).map(drop), proc.join("meminfo"), "\"Zswap 3 kB\""),
+            (vmstat_at(&proc).map(drop), proc.join("vmstat"), "line 2: \"pswpout many\""),
+            (swaps_at(&proc).map(drop), proc.join("swaps"), "line 2:"),
+            (vm_sysctl_at(&proc, "swappiness").map(drop), proc.join("sys/vm/swappiness"), "sixty"),
+            (zram_mm_stat_at(&sys, 3).map(drop), sys.join("block/zram3/mm_stat"), "3 fields"),
+            (zram_io_stat_at(&sys, 3).map(drop), sys.join("block/zram3/io_stat"), "\"x\""),
+            (zram_bd_stat_at(&sys, 3).map(drop), sys.join("block/zram3/bd_stat"), "3 fields"),
+        ];
+        for (got, want, says) in cases {
+            let e = got.unwrap_err();
+            let KernelError::Parse { path, what } = &e else { panic!("{e:?}") };
+            assert_eq!(path, &want);
+            assert!(what.contains(says), "{what}");
+            assert_eq!(e.reason(), *what);
+        }
+        // A missing counter of a readable file is a Parse error naming it.
+        write(&proc, "vmstat", "pswpin 1\n");
+        assert!(matches!(
+            swap_counters_in(&vmstat_at(&proc).unwrap()),
+            Err(KernelError::Parse { what, .. }) if what == "no pswpout"
+        ));
     }
 
     #[test]

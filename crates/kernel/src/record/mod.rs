@@ -208,7 +208,7 @@ pub fn record(
                 reasons[0].1 = Some(e.to_string());
                 method = choose(None, &reasons)?;
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(e),
         }
     }
     let why_not: Vec<(Method, String)> = reasons
