@@ -3,6 +3,10 @@
 //! `/proc/vmstat`, and each memory cgroup's zswap usage and limits. Derived: the compression ratio
 //! and per-second rates between two snapshots.
 //!
+//! [`params_at`] and [`debugfs_counters_at`] are the one reader of zswap's parameters and of its
+//! debugfs counters (caps, status and validation call them); meminfo and vmstat come from
+//! `stat`'s readers.
+//!
 //! Not for: learning what the kernel could do (see `caps`), or changing zswap. The one side
 //! effect is opt-in: `read_opts(true)` mounts debugfs when it is not mounted. Whatever cannot be
 //! read becomes a note (`notes`, `debugfs_note`), never a panic. Parsers are pure functions over
@@ -265,17 +269,18 @@ pub fn parse_auxv_page_size(auxv: &[u8]) -> Option<u64> {
     None
 }
 
+/// Whether debugfs is mounted at `/sys/kernel/debug`, from `self/mounts` under `proc` (`/proc`,
+/// or a test's fake root): the one reader of that fact.
+pub fn debugfs_mounted_at(proc: &Path) -> Result<bool, KernelError> {
+    Ok(debugfs_mounted(&read_text(&proc.join("self/mounts"))?, "/sys/kernel/debug"))
+}
+
 /// Runs `f` with debugfs mounted at `/sys/kernel/debug`: when it is not mounted, mounts it
 /// first and unmounts it after (what was mounted stays as it was). The notes say what was done
 /// or why it failed. Only callers given the user's explicit `--mount-debugfs` call this.
 pub fn with_debugfs_mounted<T>(f: impl FnOnce() -> T) -> (T, Vec<String>) {
     const DEBUGFS: &str = "/sys/kernel/debug";
-    let mounted = || {
-        fs::read_to_string("/proc/self/mounts")
-            .map(|m| debugfs_mounted(&m, DEBUGFS))
-            .unwrap_or(true)
-    };
-    if mounted() {
+    if debugfs_mounted_at(Path::new("/proc")).unwrap_or(true) {
         return (f(), Vec::new());
     }
     let mut notes = Vec::new();
@@ -319,26 +324,21 @@ pub fn read() -> ZswapState {
 pub fn read_opts(mount_debugfs: bool) -> ZswapState {
     let root = Path::new("/");
     let mut pre_notes = Vec::new();
-    if mount_debugfs {
-        let mounted = fs::read_to_string("/proc/self/mounts")
-            .map(|m| debugfs_mounted(&m, "/sys/kernel/debug"))
-            .unwrap_or(false);
-        if !mounted {
-            let result = std::process::Command::new("mount")
-                .args(["-t", "debugfs", "none", "/sys/kernel/debug"])
-                .output();
-            pre_notes.push(match result {
-                Ok(o) if o.status.success() => {
-                    "mounted debugfs at /sys/kernel/debug (mount_debugfs was given)".to_string()
-                }
-                Ok(o) => format!(
-                    "mounting debugfs at /sys/kernel/debug failed ({}): {}",
-                    o.status,
-                    String::from_utf8_lossy(&o.stderr).trim()
-                ),
-                Err(e) => format!("mounting debugfs failed: could not run mount ({e})"),
-            });
-        }
+    if mount_debugfs && !debugfs_mounted_at(Path::new("/proc")).unwrap_or(false) {
+        let result = std::process::Command::new("mount")
+            .args(["-t", "debugfs", "none", "/sys/kernel/debug"])
+            .output();
+        pre_notes.push(match result {
+            Ok(o) if o.status.success() => {
+                "mounted debugfs at /sys/kernel/debug (mount_debugfs was given)".to_string()
+            }
+            Ok(o) => format!(
+                "mounting debugfs at /sys/kernel/debug failed ({}): {}",
+                o.status,
+                String::from_utf8_lossy(&o.stderr).trim()
+            ),
+            Err(e) => format!("mounting debugfs failed: could not run mount ({e})"),
+        });
     }
     let mut state = read_at(root);
     pre_notes.append(&mut state.notes);
@@ -500,9 +500,7 @@ fn read_debugfs(root: &Path) -> (Option<BTreeMap<String, u64>>, Option<String>) 
         }
         Err(e) => {
             let e = e.reason();
-            let mounted = fs::read_to_string(root.join("proc/self/mounts"))
-                .map(|m| debugfs_mounted(&m, "/sys/kernel/debug"));
-            let why = match mounted {
+            let why = match debugfs_mounted_at(&root.join("proc")) {
                 Ok(false) => "zswap's debugfs counters are not readable: debugfs is not mounted \
                               at /sys/kernel/debug (zmem mounts nothing unless asked: \
                               `--mount-debugfs`, as root, mounts it for the read and unmounts it)"
