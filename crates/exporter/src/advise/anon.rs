@@ -215,7 +215,7 @@ impl Procs {
                     self.maps.insert(pid, m);
                 }
                 Err(e) => {
-                    self.fail(pid, Some(&e), format!("maps: {e}"));
+                    self.fail(pid, e.io_error(), format!("maps: {}", e.reason()));
                     return None;
                 }
             }

@@ -226,7 +226,7 @@ fn capture_process(
     let why = |what: &str, e: std::io::Error| format!("{what}: {e}");
     let comm = std::fs::read_to_string(dir.join("comm")).map_err(|e| why("comm", e))?;
     let comm = comm.trim_end_matches('\n').to_string();
-    let mappings = anon_mappings(proc_root, pid).map_err(|e| why("maps", e))?;
+    let mappings = anon_mappings(proc_root, pid).map_err(|e| format!("maps: {}", e.reason()))?;
     if mappings.is_empty() {
         return Ok(comm);
     }
@@ -281,13 +281,15 @@ fn capture_process(
 }
 
 /// The readable private anonymous mappings of `pid` (its /proc/PID/maps under `proc_root`), as
-/// [`parse_maps_line`] keeps them; the error is the system's (ESRCH or ENOENT: the process has
-/// exited, see [`process_gone`]).
-pub fn anon_mappings(proc_root: &Path, pid: u32) -> std::io::Result<Vec<Mapping>> {
-    let maps = File::open(proc_root.join(pid.to_string()).join("maps"))?;
+/// [`parse_maps_line`] keeps them; the error is [`KernelError::Io`] on the maps file, with the
+/// system's error (ESRCH or ENOENT: the process has exited, see [`process_gone`]).
+pub fn anon_mappings(proc_root: &Path, pid: u32) -> Result<Vec<Mapping>, KernelError> {
+    let path = proc_root.join(pid.to_string()).join("maps");
+    let io = |e| KernelError::io(&path, e);
+    let maps = File::open(&path).map_err(io)?;
     let mut mappings = Vec::new();
     for line in std::io::BufReader::new(maps).lines() {
-        mappings.extend(parse_maps_line(&line?));
+        mappings.extend(parse_maps_line(&line.map_err(io)?));
     }
     Ok(mappings)
 }
