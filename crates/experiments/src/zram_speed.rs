@@ -95,7 +95,9 @@ impl ZramSpeed {
 /// `kernel-zram-speed` does, docs/REFERENCES.md [live-zram-oracle]).
 fn kernel_speed(algo: &str, pages: &[u8]) -> Result<(f64, f64), LabError> {
     use zmem_kernel::zram_device::KernelZram;
-    let oracle = |e: std::io::Error| zmem_kernel::KernelError::Oracle(e.to_string());
+    fn oracle(e: impl std::fmt::Display) -> zmem_kernel::KernelError {
+        zmem_kernel::KernelError::Oracle(e.to_string())
+    }
     let dir = std::env::temp_dir().join(format!("zmem-speed-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(oracle)?;
     let file = dir.join("pages");

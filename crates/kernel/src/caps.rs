@@ -20,6 +20,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::KernelError;
+
 /// What the kernel offers for compressed memory, and how each fact was learned. The default is
 /// a kernel nothing is known of (no zram, no zswap, empty `source`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -121,10 +123,13 @@ pub fn parse_crypto_compressors(text: &str) -> Vec<String> {
 
 /// Parses what reading `/sys/class/zram-control/hot_add` returns: the new device's number
 /// (`zram_drv.c: hot_add_show` prints `"%d\n"`).
-pub fn parse_hot_add(text: &str) -> Result<u32, String> {
-    text.trim()
-        .parse::<u32>()
-        .map_err(|_| format!("hot_add returned {:?}, not a device number", text.trim()))
+pub fn parse_hot_add(text: &str) -> Result<u32, KernelError> {
+    text.trim().parse::<u32>().map_err(|_| {
+        KernelError::parse(
+            "/sys/class/zram-control/hot_add",
+            format!("hot_add returned {:?}, not a device number", text.trim()),
+        )
+    })
 }
 
 /// The kernel option that builds a zram backend, for messages (drivers/block/zram/Kconfig).
@@ -156,36 +161,38 @@ fn crypto_config(algo: &str) -> Option<&'static str> {
 impl KernelCaps {
     /// `Ok` when this kernel's zram can compress with `algo`; otherwise why not, in the user's
     /// terms ("this kernel's zram offers lzo-rle, lzo, lz4; zstd needs CONFIG_ZRAM_BACKEND_ZSTD").
-    pub fn zram_can_run(&self, algo: &str) -> Result<(), String> {
+    pub fn zram_can_run(&self, algo: &str) -> Result<(), KernelError> {
         if !self.zram_present {
-            return Err(
+            return Err(unsupported(
                 "this kernel has no zram (no /sys/class/zram-control: CONFIG_ZRAM off or the \
-                 module not loaded)"
-                    .to_string(),
-            );
+                 module not loaded)",
+            ));
         }
         if self.zram_algorithms.is_empty() {
-            return Err(format!("this kernel's zram compressors are unknown ({})", self.source));
+            return Err(unsupported(format!(
+                "this kernel's zram compressors are unknown ({})",
+                self.source
+            )));
         }
         if self.zram_algorithms.iter().any(|a| a == algo) {
             return Ok(());
         }
         let offers = self.zram_algorithms.join(", ");
-        Err(match zram_backend_config(algo) {
+        Err(unsupported(match zram_backend_config(algo) {
             Some(cfg) => format!("this kernel's zram offers {offers}; {algo} needs {cfg}"),
             None => {
                 format!("this kernel's zram offers {offers}; zram has no compressor named {algo}")
             }
-        })
+        }))
     }
 
     /// `Ok` when zswap can use `compressor`; otherwise why not. A compressor built as a module
     /// and not yet loaded is not in `/proc/crypto` but zswap would load it: the message says so.
-    pub fn zswap_can_use(&self, compressor: &str) -> Result<(), String> {
+    pub fn zswap_can_use(&self, compressor: &str) -> Result<(), KernelError> {
         if !self.zswap_present {
-            return Err(
-                "this kernel has no zswap (no /sys/module/zswap: CONFIG_ZSWAP off)".to_string()
-            );
+            return Err(unsupported(
+                "this kernel has no zswap (no /sys/module/zswap: CONFIG_ZSWAP off)",
+            ));
         }
         if self.zswap_compressors.iter().any(|c| c == compressor) {
             return Ok(());
@@ -199,34 +206,38 @@ impl KernelCaps {
             Some(cfg) => format!("{compressor} needs {cfg}"),
             None => format!("the crypto API has no compressor named {compressor}"),
         };
-        Err(format!(
+        Err(unsupported(format!(
             "this kernel's crypto API offers zswap {offers}; {needs} (a module not loaded yet \
              is not listed in /proc/crypto, and zswap would try to load it)"
-        ))
+        )))
     }
 
     /// `Ok` when this kernel's zram can recompress (CONFIG_ZRAM_MULTI_COMP); otherwise why not.
-    pub fn can_recompress(&self) -> Result<(), String> {
+    pub fn can_recompress(&self) -> Result<(), KernelError> {
         if !self.zram_present {
-            return Err(
-                "this kernel has no zram (no /sys/class/zram-control), so no recompression"
-                    .to_string(),
-            );
+            return Err(unsupported(
+                "this kernel has no zram (no /sys/class/zram-control), so no recompression",
+            ));
         }
         if self.zram_recompress {
             return Ok(());
         }
         if self.zram_algorithms.is_empty() {
-            return Err(format!(
+            return Err(unsupported(format!(
                 "whether this kernel's zram can recompress is unknown: no zram device could be \
                  read ({})",
                 self.source
-            ));
+            )));
         }
-        Err("this kernel's zram cannot recompress: its devices have no recomp_algorithm \
-             attribute (recompression needs CONFIG_ZRAM_MULTI_COMP)"
-            .to_string())
+        Err(unsupported(
+            "this kernel's zram cannot recompress: its devices have no recomp_algorithm \
+             attribute (recompression needs CONFIG_ZRAM_MULTI_COMP)",
+        ))
     }
+}
+
+fn unsupported(why: impl Into<String>) -> KernelError {
+    KernelError::Unsupported(why.into())
 }
 
 /// The set-level metadata keys a capture records the kernel's capabilities under (with
@@ -307,13 +318,13 @@ pub fn read() -> KernelCaps {
 pub fn read_at(root: &Path, hot_add: bool) -> KernelCaps {
     let mut source: Vec<String> = Vec::new();
 
-    let release = match fs::read_to_string(root.join("proc/sys/kernel/osrelease")) {
+    let release = match crate::stat::kernel_release_at(&root.join("proc")) {
         Ok(t) => {
             source.push("release from /proc/sys/kernel/osrelease".to_string());
-            t.trim().to_string()
+            t
         }
         Err(e) => {
-            source.push(format!("release unknown: /proc/sys/kernel/osrelease: {e}"));
+            source.push(format!("release unknown: /proc/sys/kernel/osrelease: {}", e.reason()));
             String::new()
         }
     };
@@ -395,8 +406,11 @@ struct DeviceFacts {
     algorithm_params: bool,
 }
 
-fn read_device(dev: &Path) -> DeviceFacts {
-    let algorithms = match fs::read_to_string(dev.join("comp_algorithm")) {
+/// Reads zram device `id` under `root`'s `sys`.
+fn read_device(root: &Path, id: u32) -> DeviceFacts {
+    let sys = root.join("sys");
+    let dev = crate::stat::zram_sysfs_at(&sys, id);
+    let algorithms = match crate::stat::zram_attr_at(&sys, id, "comp_algorithm") {
         Ok(t) => {
             let parsed = parse_comp_algorithm(&t);
             if parsed.available.is_empty() {
@@ -405,7 +419,7 @@ fn read_device(dev: &Path) -> DeviceFacts {
                 Ok(parsed.available)
             }
         }
-        Err(e) => Err(format!("comp_algorithm: {e}")),
+        Err(e) => Err(format!("comp_algorithm: {}", e.reason())),
     };
     // Existence, not readability: `algorithm_params` is write-only (0200) and `backing_dev`
     // reads as "none" until set; both exist only when built in.
@@ -422,9 +436,9 @@ fn probe_hot_added(root: &Path) -> Result<(u32, DeviceFacts), String> {
     let control = root.join("sys/class/zram-control");
     let text = fs::read_to_string(control.join("hot_add"))
         .map_err(|e| format!("hot_add was refused ({e})"))?;
-    let id = parse_hot_add(&text)?;
+    let id = parse_hot_add(&text).map_err(|e| e.reason())?;
     let mut guard = HotAdded { hot_remove: control.join("hot_remove"), id, removed: false };
-    let facts = read_device(&root.join(format!("sys/block/zram{id}")));
+    let facts = read_device(root, id);
     guard.remove().map_err(|e| format!("zram{id} was hot-added but hot_remove failed ({e})"))?;
     Ok((id, facts))
 }
@@ -452,7 +466,7 @@ fn read_zram(root: &Path, hot_add: bool, source: &mut Vec<String>) -> ZramFacts 
     let mut found: Option<(String, DeviceFacts)> = None;
     for id in &devices {
         let path = format!("/sys/block/zram{id}");
-        let facts = read_device(&root.join(&path[1..]));
+        let facts = read_device(root, *id);
         match &facts.algorithms {
             Ok(_) => {
                 found =
@@ -537,20 +551,12 @@ struct ZswapFacts {
 
 fn read_zswap(root: &Path, release: &str, source: &mut Vec<String>) -> ZswapFacts {
     let mut out = ZswapFacts::default();
-    let params_dir = root.join("sys/module/zswap/parameters");
-    match fs::read_dir(&params_dir) {
-        Ok(rd) => {
+    match crate::zswap_state::params_at(&root.join("sys")) {
+        Ok(p) => {
             out.present = true;
-            let mut unreadable = Vec::new();
-            for entry in rd.filter_map(|e| e.ok()) {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                match fs::read_to_string(entry.path()) {
-                    Ok(v) => {
-                        out.params.insert(name, v.trim().to_string());
-                    }
-                    Err(e) => unreadable.push(format!("{name} ({e})")),
-                }
-            }
+            out.params = p.values;
+            let unreadable: Vec<String> =
+                p.unreadable.iter().map(|(name, e)| format!("{name} ({})", e.reason())).collect();
             if unreadable.is_empty() {
                 source.push("zswap present: parameters from /sys/module/zswap/parameters".into());
             } else {
@@ -560,11 +566,14 @@ fn read_zswap(root: &Path, release: &str, source: &mut Vec<String>) -> ZswapFact
                 ));
             }
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+        Err(e) if e.is_not_found() => {
             source.push("zswap absent: no /sys/module/zswap/parameters (CONFIG_ZSWAP off)".into());
         }
         Err(e) => {
-            source.push(format!("zswap presence unknown: /sys/module/zswap/parameters: {e}"));
+            source.push(format!(
+                "zswap presence unknown: /sys/module/zswap/parameters: {}",
+                e.reason()
+            ));
         }
     }
     match fs::read_to_string(root.join("proc/crypto")) {
@@ -673,9 +682,15 @@ mod tests {
 
     #[test]
     fn hot_add_parse() {
-        assert_eq!(parse_hot_add("2\n"), Ok(2));
+        assert_eq!(parse_hot_add("2\n").unwrap(), 2);
         assert!(parse_hot_add("").is_err());
-        assert!(parse_hot_add("-1").is_err());
+        let e = parse_hot_add("-1").unwrap_err();
+        assert!(
+            matches!(&e, KernelError::Parse { path, .. }
+            if path == Path::new("/sys/class/zram-control/hot_add")),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("hot_add returned \"-1\", not a device number"), "{e}");
     }
 
     #[test]
@@ -697,11 +712,12 @@ mod tests {
             caps.source
         );
         assert!(!r.join("sys/class/zram-control/hot_remove").exists());
-        assert_eq!(caps.zram_can_run("lz4"), Ok(()));
+        assert!(caps.zram_can_run("lz4").is_ok());
+        let why = caps.zram_can_run("zstd").unwrap_err();
+        assert!(matches!(why, KernelError::Unsupported(_)), "{why:?}");
         assert_eq!(
-            caps.zram_can_run("zstd"),
-            Err("this kernel's zram offers lzo-rle, lzo, lz4; zstd needs CONFIG_ZRAM_BACKEND_ZSTD"
-                .into())
+            why.to_string(),
+            "this kernel's zram offers lzo-rle, lzo, lz4; zstd needs CONFIG_ZRAM_BACKEND_ZSTD"
         );
     }
 
@@ -716,7 +732,7 @@ mod tests {
         assert!(!caps.zram_writeback);
         assert!(caps.source.contains("no recomp_algorithm attribute (CONFIG_ZRAM_MULTI_COMP off)"));
         assert!(caps.source.contains("no backing_dev attribute (CONFIG_ZRAM_WRITEBACK off)"));
-        let err = caps.can_recompress().unwrap_err();
+        let err = caps.can_recompress().unwrap_err().to_string();
         assert!(err.contains("CONFIG_ZRAM_MULTI_COMP"), "{err}");
     }
 
@@ -729,7 +745,7 @@ mod tests {
         let caps = read_at(r, false);
         assert!(caps.zram_recompress);
         assert!(caps.zram_writeback);
-        assert_eq!(caps.can_recompress(), Ok(()));
+        assert!(caps.can_recompress().is_ok());
         assert!(caps.source.contains("recomp_algorithm attribute present"));
     }
 
@@ -761,9 +777,9 @@ mod tests {
             "{}",
             caps.source
         );
-        let err = caps.zram_can_run("lzo").unwrap_err();
+        let err = caps.zram_can_run("lzo").unwrap_err().to_string();
         assert!(err.contains("unknown") && err.contains("not allowed"), "{err}");
-        assert!(caps.can_recompress().unwrap_err().contains("unknown"));
+        assert!(caps.can_recompress().unwrap_err().to_string().contains("unknown"));
     }
 
     #[test]
@@ -835,15 +851,15 @@ mod tests {
         assert_eq!(caps.zswap_params.get("enabled").map(String::as_str), Some("N"));
         assert_eq!(caps.zswap_params.len(), 5);
         assert_eq!(caps.zswap_compressors, ["deflate", "lzo", "lzo-rle"]);
-        assert_eq!(caps.zswap_can_use("lzo-rle"), Ok(()));
-        let err = caps.zswap_can_use("zstd").unwrap_err();
+        assert!(caps.zswap_can_use("lzo-rle").is_ok());
+        let err = caps.zswap_can_use("zstd").unwrap_err().to_string();
         assert!(
             err.contains("deflate, lzo, lzo-rle") && err.contains("CONFIG_CRYPTO_ZSTD"),
             "{err}"
         );
         assert!(caps.source.contains("zswap compressors from /proc/crypto"));
         assert!(caps.source.contains("the list is complete"), "{}", caps.source);
-        assert!(caps.zram_can_run("lzo").unwrap_err().contains("no zram"));
+        assert!(caps.zram_can_run("lzo").unwrap_err().to_string().contains("no zram"));
         // With a module tree for the release, unloaded modules may exist: the source says so.
         fs::create_dir_all(dir.path().join("lib/modules/6.18.44-fc-v669")).unwrap();
         let caps = read_at(dir.path(), false);
@@ -866,7 +882,7 @@ mod tests {
                 .contains("zswap absent: no /sys/module/zswap/parameters (CONFIG_ZSWAP off)")
         );
         assert!(caps.source.contains("release unknown"));
-        assert!(caps.zswap_can_use("lzo").unwrap_err().contains("no zswap"));
+        assert!(caps.zswap_can_use("lzo").unwrap_err().to_string().contains("no zswap"));
     }
 
     #[test]

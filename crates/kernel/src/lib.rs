@@ -4,8 +4,9 @@
 //!   and the pages a zram device stores ([`capture::zram`], read with O_DIRECT).
 //! - [`record`]: what live processes touch over time (DAMON, soft-dirty bits, page-out
 //!   sampling), as a trace over a captured page set.
-//! - [`stat`]: readers of /proc/swaps, /proc/vmstat's swap counters, block-device `stat` and
-//!   zram's sysfs attributes (pure parsers over text, each with a live reader).
+//! - [`stat`]: the one reader of each kernel fact (/proc/swaps, /proc/vmstat, /proc/meminfo,
+//!   the vm sysctls, a block device's `stat`, zram's sysfs attributes into the engine's
+//!   `MmStat`/`IoStat`/`BdStat`), pure parsers over text with readers under a root.
 //! - [`harness`]: RAII set-up for runs against the kernel: a fresh zram swap device, a memory
 //!   cgroup (v1 or v2), a program started inside it; each guard removes only what it made.
 //! - [`zram_device`]: a fresh kernel zram device as an oracle (hot_add, `dd` in, `mm_stat`
@@ -14,8 +15,10 @@
 //!   exporter's metrics), with what could not be read and why.
 //! - [`caps`]: what the running kernel can do (zram's algorithms, recompression, writeback;
 //!   zswap's compressors), learned without a live device and saying how.
-//! - [`zswap_state`]: zswap's live state: parameters, debugfs counters, meminfo, vmstat and
-//!   memory cgroups.
+//! - [`zswap_state`]: zswap's live state: parameters, debugfs counters (the one reader of
+//!   each), meminfo, vmstat and memory cgroups.
+//!
+//! Every fallible public function returns [`KernelError`]: `Io` and `Parse` name the file.
 //!
 //! Not for: deciding anything from what it reads (zmem-lab), simulating (zmem-sim), page sets
 //! and traces as data (zmem-pages), or playing a trace against the kernel (zmem-validate).

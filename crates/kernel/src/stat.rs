@@ -2,26 +2,36 @@
 //! `/sys/block/NAME/stat` and zram's sysfs attributes, each a pure function over the file's text
 //! (unit-tested on fixture text), with a reader beside it that opens the live file.
 //!
-//! zram's `mm_stat` is returned as its raw line here (captures record it as set metadata);
-//! `status::parse_mm_stat` turns it into the engine's `zmem_zram::MmStat`.
+//! Each kernel fact has one reader here, taking the root it reads under (`/proc`, `/sys`, or a
+//! test's fake tree) beside a plain one for the live system: caps, status, zswap_state, the
+//! harness and the lab all call these. zram's stat attributes are read into the engine's own
+//! types (`zmem_zram::{MmStat, IoStat, BdStat}`, parsed by [`crate::status::parse`], which also
+//! takes older kernels' shorter `mm_stat`); [`read_zram_attr`] gives an attribute's raw line
+//! (captures record them as set metadata).
+//!
+//! Every failure is a [`KernelError`]: `Io` naming the file that could not be read, `Parse`
+//! naming the file whose text was not the kernel's layout.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-use zmem_pages::PagesError;
+use zmem_zram::{BdStat, IoStat, MmStat};
 
-/// One line of `/proc/swaps`: an active swap area.
-#[derive(Debug, Clone, PartialEq, Eq)]
+use crate::KernelError;
+use crate::error::read_text;
+
+/// One line of `/proc/swaps`: an active swap area (sizes in bytes; the file shows KiB).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct SwapArea {
     /// The device or file (octal escapes such as `\040` undone).
     pub filename: String,
     /// `partition` or `file`.
     pub kind: String,
-    /// Size in KiB (the usable pages, without the header page).
-    pub size_kib: u64,
-    /// Used in KiB.
-    pub used_kib: u64,
+    /// Size in bytes (the usable pages, without the header page).
+    pub size_bytes: u64,
+    /// Used in bytes.
+    pub used_bytes: u64,
     /// Priority: higher is used first; negative ones are the kernel's defaults.
     pub priority: i32,
 }
@@ -49,37 +59,50 @@ pub struct ZramSwap {
     pub used_bytes: u64,
 }
 
-/// `/proc/meminfo` in bytes, by name (`MemTotal`, `Zswap`, `Zswapped`, ...): the one reader of
-/// the file that the lab, status and validation share ([`crate::status::parse::parse_meminfo`]).
-pub fn meminfo() -> Result<BTreeMap<String, u64>, PagesError> {
-    let text = std::fs::read_to_string("/proc/meminfo")
-        .map_err(|e| PagesError::Invalid(format!("/proc/meminfo: {e}")))?;
-    crate::status::parse::parse_meminfo(&text)
+/// `/proc/meminfo` in bytes, by name (`MemTotal`, `Zswap`, `Zswapped`, ...).
+pub fn meminfo() -> Result<BTreeMap<String, u64>, KernelError> {
+    meminfo_at(Path::new("/proc"))
 }
 
-/// `vm.NAME` (`/proc/sys/vm/NAME`) as a number, where readable.
-pub fn vm_sysctl(name: &str) -> Option<u64> {
-    std::fs::read_to_string(format!("/proc/sys/vm/{name}")).ok()?.trim().parse().ok()
+/// `meminfo` under `proc` in bytes, by name: the one reader of the file, for the lab, status,
+/// zswap_state and validation ([`crate::status::parse::parse_meminfo`]).
+pub fn meminfo_at(proc: &Path) -> Result<BTreeMap<String, u64>, KernelError> {
+    let path = proc.join("meminfo");
+    crate::status::parse::parse_meminfo(&read_text(&path)?).map_err(|e| e.at(&path))
+}
+
+/// `vm.NAME` (`/proc/sys/vm/NAME`) as a number.
+pub fn vm_sysctl(name: &str) -> Result<u64, KernelError> {
+    vm_sysctl_at(Path::new("/proc"), name)
+}
+
+/// `sys/vm/NAME` under `proc` as a number: the one reader of the vm sysctls (`page-cluster`,
+/// `swappiness`, `watermark_scale_factor`, ...).
+pub fn vm_sysctl_at(proc: &Path, name: &str) -> Result<u64, KernelError> {
+    let path = proc.join("sys/vm").join(name);
+    let text = read_text(&path)?;
+    text.trim().parse().map_err(|_| KernelError::parse(&path, format!("not a number: {text:?}")))
 }
 
 /// Parses the text of `/proc/swaps`: a header line, then one line per area
 /// (`Filename Type Size Used Priority`, whitespace-separated, sizes in KiB).
-pub fn parse_proc_swaps(text: &str) -> Result<Vec<SwapArea>, PagesError> {
+pub fn parse_proc_swaps(text: &str) -> Result<Vec<SwapArea>, KernelError> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         if n == 0 && line.starts_with("Filename") || line.trim().is_empty() {
             continue;
         }
-        let bad = || PagesError::Invalid(format!("/proc/swaps line {}: {line:?}", n + 1));
+        let bad = || KernelError::parse("/proc/swaps", format!("line {}: {line:?}", n + 1));
         let f: Vec<&str> = line.split_whitespace().collect();
         if f.len() != 5 {
             return Err(bad());
         }
+        let kib = |f: &str| f.parse::<u64>().ok().and_then(|k| k.checked_mul(1024)).ok_or_else(bad);
         out.push(SwapArea {
             filename: unescape_octal(f[0]),
             kind: f[1].to_string(),
-            size_kib: f[2].parse().map_err(|_| bad())?,
-            used_kib: f[3].parse().map_err(|_| bad())?,
+            size_bytes: kib(f[2])?,
+            used_bytes: kib(f[3])?,
             priority: f[4].parse().map_err(|_| bad())?,
         });
     }
@@ -112,16 +135,15 @@ fn unescape_octal(s: &str) -> String {
 }
 
 /// The active swap areas, from `/proc/swaps`.
-pub fn swaps() -> Result<Vec<SwapArea>, PagesError> {
+pub fn swaps() -> Result<Vec<SwapArea>, KernelError> {
     swaps_at(Path::new("/proc"))
 }
 
 /// The active swap areas, from `swaps` under `proc` (`/proc`, or a test's fake root): the one
 /// reader of this fact, for the lab, the harness and `zmem status`.
-pub fn swaps_at(proc: &Path) -> Result<Vec<SwapArea>, PagesError> {
+pub fn swaps_at(proc: &Path) -> Result<Vec<SwapArea>, KernelError> {
     let path = proc.join("swaps");
-    let text = std::fs::read_to_string(&path).map_err(|e| PagesError::io(&path, e))?;
-    parse_proc_swaps(&text)
+    parse_proc_swaps(&read_text(&path)?).map_err(|e| e.at(&path))
 }
 
 /// The zram device numbers under `sys/block` (`sys`: `/sys`, or a test's fake root), sorted:
@@ -146,63 +168,98 @@ pub fn zram_swaps_in(areas: &[SwapArea]) -> Vec<ZramSwap> {
                 id: a.zram_id()?,
                 path: PathBuf::from(&a.filename),
                 priority: a.priority,
-                size_bytes: a.size_kib * 1024,
-                used_bytes: a.used_kib * 1024,
+                size_bytes: a.size_bytes,
+                used_bytes: a.used_bytes,
             })
         })
         .collect()
 }
 
 /// The active zram swap devices of this system, with their priority and used size.
-pub fn active_zram_swaps() -> Result<Vec<ZramSwap>, PagesError> {
+pub fn active_zram_swaps() -> Result<Vec<ZramSwap>, KernelError> {
     Ok(zram_swaps_in(&swaps()?))
 }
 
-/// The system-wide swap counters of `/proc/vmstat` (pages since boot).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// The system-wide swap counters of `/proc/vmstat` (pages since boot); zswap's are absent
+/// without zswap.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SwapCounters {
     /// Pages swapped in.
     pub pswpin: u64,
     /// Pages swapped out.
     pub pswpout: u64,
+    /// Pages loaded back from zswap.
+    pub zswpin: Option<u64>,
+    /// Pages stored into zswap.
+    pub zswpout: Option<u64>,
+    /// Pages zswap wrote back to the swap device.
+    pub zswpwb: Option<u64>,
+}
+
+impl SwapCounters {
+    /// The counters of a parsed `/proc/vmstat`, a missing `pswpin`/`pswpout` read as 0.
+    pub fn from_vmstat(map: &BTreeMap<String, u64>) -> Self {
+        Self {
+            pswpin: map.get("pswpin").copied().unwrap_or(0),
+            pswpout: map.get("pswpout").copied().unwrap_or(0),
+            zswpin: map.get("zswpin").copied(),
+            zswpout: map.get("zswpout").copied(),
+            zswpwb: map.get("zswpwb").copied(),
+        }
+    }
 }
 
 /// Parses `/proc/vmstat` (`name value` lines) into a map.
-pub fn parse_vmstat(text: &str) -> Result<BTreeMap<String, u64>, PagesError> {
+pub fn parse_vmstat(text: &str) -> Result<BTreeMap<String, u64>, KernelError> {
     let mut out = BTreeMap::new();
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let bad = || PagesError::Invalid(format!("/proc/vmstat line {}: {line:?}", n + 1));
+        let bad = || KernelError::parse("/proc/vmstat", format!("line {}: {line:?}", n + 1));
         let (k, v) = line.split_once(' ').ok_or_else(bad)?;
         out.insert(k.to_string(), v.trim().parse().map_err(|_| bad())?);
     }
     Ok(out)
 }
 
+/// The live `/proc/vmstat`, every counter by name.
+pub fn vmstat() -> Result<BTreeMap<String, u64>, KernelError> {
+    vmstat_at(Path::new("/proc"))
+}
+
+/// `vmstat` under `proc`, every counter by name: the one reader of the file, for status,
+/// zswap_state, the counters below and validation.
+pub fn vmstat_at(proc: &Path) -> Result<BTreeMap<String, u64>, KernelError> {
+    let path = proc.join("vmstat");
+    parse_vmstat(&read_text(&path)?).map_err(|e| e.at(&path))
+}
+
+/// Counter `k` of a parsed `/proc/vmstat`, an error naming it where the kernel has none.
+fn vmstat_get(map: &BTreeMap<String, u64>, k: &str) -> Result<u64, KernelError> {
+    map.get(k).copied().ok_or_else(|| KernelError::parse("/proc/vmstat", format!("no {k}")))
+}
+
 /// `pswpin` and `pswpout` from the text of `/proc/vmstat`.
-pub fn parse_swap_counters(text: &str) -> Result<SwapCounters, PagesError> {
-    let map = parse_vmstat(text)?;
-    let get = |k: &str| {
-        map.get(k).copied().ok_or_else(|| PagesError::Invalid(format!("/proc/vmstat has no {k}")))
-    };
-    Ok(SwapCounters { pswpin: get("pswpin")?, pswpout: get("pswpout")? })
+pub fn parse_swap_counters(text: &str) -> Result<SwapCounters, KernelError> {
+    swap_counters_in(&parse_vmstat(text)?)
+}
+
+/// [`SwapCounters::from_vmstat`], but a kernel without `pswpin`/`pswpout` is an error.
+fn swap_counters_in(map: &BTreeMap<String, u64>) -> Result<SwapCounters, KernelError> {
+    vmstat_get(map, "pswpin")?;
+    vmstat_get(map, "pswpout")?;
+    Ok(SwapCounters::from_vmstat(map))
 }
 
 /// The live swap counters from `/proc/vmstat`.
-pub fn swap_counters() -> Result<SwapCounters, PagesError> {
-    parse_swap_counters(&read_vmstat_text()?)
-}
-
-fn read_vmstat_text() -> Result<String, PagesError> {
-    let path = "/proc/vmstat";
-    std::fs::read_to_string(path).map_err(|e| PagesError::io(path, e))
+pub fn swap_counters() -> Result<SwapCounters, KernelError> {
+    swap_counters_in(&vmstat()?)
 }
 
 /// One live `/proc/vmstat` counter by name; `None` where this kernel has no such counter.
-pub fn vmstat_counter(name: &str) -> Result<Option<u64>, PagesError> {
-    Ok(parse_vmstat(&read_vmstat_text()?)?.get(name).copied())
+pub fn vmstat_counter(name: &str) -> Result<Option<u64>, KernelError> {
+    Ok(vmstat()?.get(name).copied())
 }
 
 /// The system-wide swap readahead events of `/proc/vmstat` (since boot): `swap_ra`, pages read
@@ -229,19 +286,20 @@ impl ReadaheadCounters {
 
 /// `swap_ra` and `swap_ra_hit` from the text of `/proc/vmstat` (a kernel built without
 /// `CONFIG_SWAP` has neither: an error).
-pub fn parse_readahead_counters(text: &str) -> Result<ReadaheadCounters, PagesError> {
-    let map = parse_vmstat(text)?;
-    let get = |k: &str| {
-        map.get(k).copied().ok_or_else(|| PagesError::Invalid(format!("/proc/vmstat has no {k}")))
-    };
-    Ok(ReadaheadCounters { swap_ra: get("swap_ra")?, swap_ra_hit: get("swap_ra_hit")? })
+pub fn parse_readahead_counters(text: &str) -> Result<ReadaheadCounters, KernelError> {
+    readahead_counters_in(&parse_vmstat(text)?)
+}
+
+fn readahead_counters_in(map: &BTreeMap<String, u64>) -> Result<ReadaheadCounters, KernelError> {
+    Ok(ReadaheadCounters {
+        swap_ra: vmstat_get(map, "swap_ra")?,
+        swap_ra_hit: vmstat_get(map, "swap_ra_hit")?,
+    })
 }
 
 /// The live readahead counters from `/proc/vmstat`.
-pub fn readahead_counters() -> Result<ReadaheadCounters, PagesError> {
-    let path = "/proc/vmstat";
-    let text = std::fs::read_to_string(path).map_err(|e| PagesError::io(path, e))?;
-    parse_readahead_counters(&text)
+pub fn readahead_counters() -> Result<ReadaheadCounters, KernelError> {
+    readahead_counters_in(&vmstat()?)
 }
 
 /// The running kernel's swap readahead settings.
@@ -257,23 +315,23 @@ pub struct SwapReadahead {
 
 /// `vma_ra_enabled`'s text: `true` or `false` (`str_true_false()`; older kernels wrote the
 /// same).
-pub fn parse_vma_ra_enabled(text: &str) -> Result<bool, PagesError> {
+pub fn parse_vma_ra_enabled(text: &str) -> Result<bool, KernelError> {
     match text.trim() {
         "true" | "1" | "Y" | "y" => Ok(true),
         "false" | "0" | "N" | "n" => Ok(false),
-        t => Err(PagesError::Invalid(format!("vma_ra_enabled: {t:?}"))),
+        t => Err(KernelError::parse(VMA_RA_ENABLED, format!("{t:?}"))),
     }
 }
 
+const VMA_RA_ENABLED: &str = "/sys/kernel/mm/swap/vma_ra_enabled";
+
 /// The live `vm.page-cluster` and `vma_ra_enabled`.
-pub fn swap_readahead() -> Result<SwapReadahead, PagesError> {
-    let read = |path: &str| std::fs::read_to_string(path).map_err(|e| PagesError::io(path, e));
-    let pc = read("/proc/sys/vm/page-cluster")?;
-    let page_cluster = pc
-        .trim()
-        .parse()
-        .map_err(|_| PagesError::Invalid(format!("/proc/sys/vm/page-cluster: {pc:?}")))?;
-    let vma_ra_enabled = parse_vma_ra_enabled(&read("/sys/kernel/mm/swap/vma_ra_enabled")?)?;
+pub fn swap_readahead() -> Result<SwapReadahead, KernelError> {
+    let pc = vm_sysctl("page-cluster")?;
+    let page_cluster = u32::try_from(pc).map_err(|_| {
+        KernelError::parse("/proc/sys/vm/page-cluster", format!("{pc} is out of range"))
+    })?;
+    let vma_ra_enabled = parse_vma_ra_enabled(&read_text(Path::new(VMA_RA_ENABLED))?)?;
     Ok(SwapReadahead { page_cluster, vma_ra_enabled })
 }
 
@@ -321,8 +379,8 @@ pub struct BlockStat {
 }
 
 /// Parses the one line of a block device's `stat` file (11, 15 or 17 numbers).
-pub fn parse_block_stat(text: &str) -> Result<BlockStat, PagesError> {
-    let bad = || PagesError::Invalid(format!("block stat: {:?}", text.trim()));
+pub fn parse_block_stat(text: &str) -> Result<BlockStat, KernelError> {
+    let bad = || KernelError::parse("stat", format!("block stat: {:?}", text.trim()));
     let v: Vec<u64> =
         text.split_whitespace().map(|f| f.parse().map_err(|_| bad())).collect::<Result<_, _>>()?;
     if !matches!(v.len(), 11 | 15 | 17) {
@@ -351,40 +409,86 @@ pub fn parse_block_stat(text: &str) -> Result<BlockStat, PagesError> {
 }
 
 /// `/sys/block/zramN/stat` of a live device.
-pub fn zram_block_stat(id: u32) -> Result<BlockStat, PagesError> {
-    parse_block_stat(&read_zram_attr(id, "stat")?)
+pub fn zram_block_stat(id: u32) -> Result<BlockStat, KernelError> {
+    block_stat_at(Path::new("/sys"), &format!("zram{id}"))
+}
+
+/// `block/NAME/stat` under `sys` (`/sys`, or a test's fake root): the one reader of a block
+/// device's counters (zram's, a loop device's).
+pub fn block_stat_at(sys: &Path, name: &str) -> Result<BlockStat, KernelError> {
+    let path = sys.join("block").join(name).join("stat");
+    parse_block_stat(&read_text(&path)?).map_err(|e| e.at(&path))
 }
 
 /// The sysfs directory of zram device `id`.
 pub fn zram_sysfs(id: u32) -> PathBuf {
-    PathBuf::from(format!("/sys/block/zram{id}"))
+    zram_sysfs_at(Path::new("/sys"), id)
+}
+
+/// The directory of zram device `id` under `sys` (`/sys`, or a test's fake root).
+pub fn zram_sysfs_at(sys: &Path, id: u32) -> PathBuf {
+    sys.join("block").join(format!("zram{id}"))
 }
 
 /// Reads one sysfs attribute of zram device `id` (`mm_stat`, `io_stat`, `comp_algorithm`,
 /// `disksize`, ...), its text with the trailing newline removed.
-pub fn read_zram_attr(id: u32, attr: &str) -> Result<String, PagesError> {
-    let path = zram_sysfs(id).join(attr);
-    let text = std::fs::read_to_string(&path).map_err(|e| PagesError::io(&path, e))?;
+pub fn read_zram_attr(id: u32, attr: &str) -> Result<String, KernelError> {
+    zram_attr_at(Path::new("/sys"), id, attr)
+}
+
+/// One sysfs attribute of zram device `id` under `sys`, its text with the trailing newline
+/// removed: the one reader of zram's attributes, for status, caps, capture and the harness.
+pub fn zram_attr_at(sys: &Path, id: u32, attr: &str) -> Result<String, KernelError> {
+    let text = read_text(&zram_sysfs_at(sys, id).join(attr))?;
     Ok(text.trim_end_matches('\n').to_string())
 }
 
-/// The selected algorithm of a `comp_algorithm` line (`lzo [lzo-rle] lz4` gives `lzo-rle`).
-pub fn selected_algorithm(line: &str) -> Option<&str> {
-    line.split_whitespace().find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))
+/// Attribute `attr` of zram device `id` under `sys`, parsed by `parse`; a parse error names the
+/// device's file.
+fn zram_parsed_at<T>(
+    sys: &Path,
+    id: u32,
+    attr: &str,
+    parse: impl FnOnce(&str) -> Result<T, KernelError>,
+) -> Result<T, KernelError> {
+    parse(&zram_attr_at(sys, id, attr)?).map_err(|e| e.at(&zram_sysfs_at(sys, id).join(attr)))
 }
 
-/// Field `i` (0-based) of a whitespace-separated stat line such as `mm_stat`.
-pub fn stat_field(line: &str, i: usize) -> Option<u64> {
-    line.split_whitespace().nth(i)?.parse().ok()
+/// `mm_stat` of zram device `id` (any device, ours or not: reading is harmless), as the
+/// engine's [`MmStat`].
+pub fn zram_mm_stat(id: u32) -> Result<MmStat, KernelError> {
+    zram_mm_stat_at(Path::new("/sys"), id)
+}
+
+/// `mm_stat` of zram device `id` under `sys`.
+pub fn zram_mm_stat_at(sys: &Path, id: u32) -> Result<MmStat, KernelError> {
+    zram_parsed_at(sys, id, "mm_stat", crate::status::parse::parse_mm_stat)
+}
+
+/// `io_stat` of zram device `id` under `sys`, as the engine's [`IoStat`].
+pub fn zram_io_stat_at(sys: &Path, id: u32) -> Result<IoStat, KernelError> {
+    zram_parsed_at(sys, id, "io_stat", crate::status::parse::parse_io_stat)
+}
+
+/// `bd_stat` of zram device `id` under `sys` (CONFIG_ZRAM_WRITEBACK), as the engine's
+/// [`BdStat`].
+pub fn zram_bd_stat_at(sys: &Path, id: u32) -> Result<BdStat, KernelError> {
+    zram_parsed_at(sys, id, "bd_stat", crate::status::parse::parse_bd_stat)
+}
+
+/// The selected algorithm of a `comp_algorithm` line (`lzo [lzo-rle] lz4` gives `lzo-rle`), by
+/// the one parser of that attribute ([`crate::caps::parse_comp_algorithm`]).
+pub fn selected_algorithm(line: &str) -> Option<String> {
+    crate::caps::parse_comp_algorithm(line).current
 }
 
 /// Which zram device a path names: the block device's number, through `/sys/dev/block/MAJ:MIN`
 /// (so `/dev/zram1` and any link to it both work). Fails, saying why, for a path that is not a
 /// block device or a block device that is not zram.
-pub fn zram_id_of(path: &Path) -> Result<u32, PagesError> {
-    let md = std::fs::metadata(path).map_err(|e| PagesError::io(path, e))?;
+pub fn zram_id_of(path: &Path) -> Result<u32, KernelError> {
+    let md = std::fs::metadata(path).map_err(|e| KernelError::io(path, e))?;
     if !md.file_type().is_block_device() {
-        return Err(PagesError::Invalid(format!(
+        return Err(KernelError::Invalid(format!(
             "{} is not a block device (give /dev/zramN)",
             path.display()
         )));
@@ -392,12 +496,12 @@ pub fn zram_id_of(path: &Path) -> Result<u32, PagesError> {
     let rdev = md.rdev();
     let (major, minor) = (libc::major(rdev), libc::minor(rdev));
     let link = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
-    let target = std::fs::read_link(&link).map_err(|e| PagesError::io(&link, e))?;
+    let target = std::fs::read_link(&link).map_err(|e| KernelError::io(&link, e))?;
     let name = target.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let id = name.strip_prefix("zram").and_then(|n| n.parse().ok());
     match id {
         Some(id) if zram_sysfs(id).join("mm_stat").exists() => Ok(id),
-        _ => Err(PagesError::Invalid(format!(
+        _ => Err(KernelError::Invalid(format!(
             "{} is not a zram device (it is {name:?}, block device {major}:{minor})",
             path.display()
         ))),
@@ -405,10 +509,13 @@ pub fn zram_id_of(path: &Path) -> Result<u32, PagesError> {
 }
 
 /// The running kernel's release (`uname -r`).
-pub fn kernel_release() -> Result<String, PagesError> {
-    let path = "/proc/sys/kernel/osrelease";
-    let text = std::fs::read_to_string(path).map_err(|e| PagesError::io(path, e))?;
-    Ok(text.trim().to_string())
+pub fn kernel_release() -> Result<String, KernelError> {
+    kernel_release_at(Path::new("/proc"))
+}
+
+/// `sys/kernel/osrelease` under `proc`: the one reader of the release, for caps and captures.
+pub fn kernel_release_at(proc: &Path) -> Result<String, KernelError> {
+    Ok(read_text(&proc.join("sys/kernel/osrelease"))?.trim().to_string())
 }
 
 /// A Unix time as RFC 3339 UTC (`2026-11-24T10:31:07Z`).
@@ -453,8 +560,8 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
             SwapArea {
                 filename: "/dev/zram1".into(),
                 kind: "partition".into(),
-                size_kib: 1_048_572,
-                used_kib: 262_144,
+                size_bytes: 1_048_572 * 1024,
+                used_bytes: 262_144 * 1024,
                 priority: 32000,
             }
         );
@@ -473,7 +580,10 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
     #[test]
     fn vmstat_parses_swap_counters() {
         let text = "nr_free_pages 12345\npswpin 17\npswpout 4242\nswap_ra 3\n";
-        assert_eq!(parse_swap_counters(text).unwrap(), SwapCounters { pswpin: 17, pswpout: 4242 });
+        let c = parse_swap_counters(text).unwrap();
+        assert_eq!(c, SwapCounters { pswpin: 17, pswpout: 4242, ..SwapCounters::default() });
+        let z = parse_swap_counters("pswpin 1\npswpout 2\nzswpin 3\nzswpwb 5\n").unwrap();
+        assert_eq!((z.zswpin, z.zswpout, z.zswpwb), (Some(3), None, Some(5)));
         assert_eq!(parse_vmstat(text).unwrap()["nr_free_pages"], 12345);
         assert!(parse_swap_counters("pswpin 1\n").is_err());
         assert!(parse_vmstat("pswpin x\n").is_err());
@@ -507,13 +617,77 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
 
     #[test]
     fn attribute_helpers() {
-        assert_eq!(selected_algorithm("lzo [lzo-rle] lz4 zstd"), Some("lzo-rle"));
+        assert_eq!(selected_algorithm("lzo [lzo-rle] lz4 zstd").as_deref(), Some("lzo-rle"));
         assert_eq!(selected_algorithm("lzo lz4"), None);
-        let mm =
-            "  159350784 54726144 56344576        0 56344576     1034        0     1200      1300";
-        assert_eq!(stat_field(mm, 0), Some(159_350_784));
-        assert_eq!(stat_field(mm, 3), Some(0));
-        assert_eq!(stat_field(mm, 9), None);
+    }
+
+    fn write(root: &Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    /// Every reader under a fake root, each fact's file missing: `Io`, naming the file.
+    #[test]
+    fn a_missing_file_is_io_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (proc, sys) = (dir.path().join("proc"), dir.path().join("sys"));
+        std::fs::create_dir_all(sys.join("block/zram3")).unwrap();
+        let cases: [(Result<(), KernelError>, PathBuf); 9] = [
+            (meminfo_at(&proc).map(drop), proc.join("meminfo")),
+            (vmstat_at(&proc).map(drop), proc.join("vmstat")),
+            (swaps_at(&proc).map(drop), proc.join("swaps")),
+            (vm_sysctl_at(&proc, "swappiness").map(drop), proc.join("sys/vm/swappiness")),
+            (kernel_release_at(&proc).map(drop), proc.join("sys/kernel/osrelease")),
+            (zram_attr_at(&sys, 3, "disksize").map(drop), sys.join("block/zram3/disksize")),
+            (zram_mm_stat_at(&sys, 3).map(drop), sys.join("block/zram3/mm_stat")),
+            (zram_io_stat_at(&sys, 3).map(drop), sys.join("block/zram3/io_stat")),
+            (zram_bd_stat_at(&sys, 3).map(drop), sys.join("block/zram3/bd_stat")),
+        ];
+        for (got, want) in cases {
+            let e = got.unwrap_err();
+            assert!(e.is_not_found(), "{e:?}");
+            let KernelError::Io { path, .. } = &e else { panic!("{e:?}") };
+            assert_eq!(path, &want);
+            assert!(e.to_string().starts_with(&format!("{}: ", want.display())), "{e}");
+        }
+    }
+
+    /// The same readers over garbled files: `Parse`, naming the file read (not the file's usual
+    /// name) and saying what was wrong.
+    #[test]
+    fn a_garbled_file_is_parse_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (proc, sys) = (dir.path().join("proc"), dir.path().join("sys"));
+        write(&proc, "meminfo", "MemTotal:  8000 kB\nZswap 3 kB\n");
+        write(&proc, "vmstat", "pswpin 1\npswpout many\n");
+        write(&proc, "swaps", "Filename Type Size Used Priority\n/dev/zram0 partition 1 2\n");
+        write(&proc, "sys/vm/swappiness", "sixty\n");
+        write(&sys, "block/zram3/mm_stat", "1 2 3\n");
+        write(&sys, "block/zram3/io_stat", "0 0 x 0\n");
+        write(&sys, "block/zram3/bd_stat", "1 2\n");
+        let cases: [(Result<(), KernelError>, PathBuf, &str); 7] = [
+            (meminfo_at(&proc).map(drop), proc.join("meminfo"), "\"Zswap 3 kB\""),
+            (vmstat_at(&proc).map(drop), proc.join("vmstat"), "line 2: \"pswpout many\""),
+            (swaps_at(&proc).map(drop), proc.join("swaps"), "line 2:"),
+            (vm_sysctl_at(&proc, "swappiness").map(drop), proc.join("sys/vm/swappiness"), "sixty"),
+            (zram_mm_stat_at(&sys, 3).map(drop), sys.join("block/zram3/mm_stat"), "3 fields"),
+            (zram_io_stat_at(&sys, 3).map(drop), sys.join("block/zram3/io_stat"), "\"x\""),
+            (zram_bd_stat_at(&sys, 3).map(drop), sys.join("block/zram3/bd_stat"), "3 fields"),
+        ];
+        for (got, want, says) in cases {
+            let e = got.unwrap_err();
+            let KernelError::Parse { path, what } = &e else { panic!("{e:?}") };
+            assert_eq!(path, &want);
+            assert!(what.contains(says), "{what}");
+            assert_eq!(e.reason(), *what);
+        }
+        // A missing counter of a readable file is a Parse error naming it.
+        write(&proc, "vmstat", "pswpin 1\n");
+        assert!(matches!(
+            swap_counters_in(&vmstat_at(&proc).unwrap()),
+            Err(KernelError::Parse { what, .. }) if what == "no pswpout"
+        ));
     }
 
     #[test]

@@ -6,12 +6,13 @@
 //! scripts (`kernel-zram-mmstat`, docs/REFERENCES.md [live-zram-oracle]) do, so results compare
 //! with theirs.
 
-use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use zmem_zram::MmStat;
+
+use crate::KernelError;
 
 const CONTROL: &str = "/sys/class/zram-control";
 
@@ -39,11 +40,15 @@ pub struct KernelZram {
 
 impl KernelZram {
     /// Creates a new device (reading `hot_add`).
-    pub fn hot_add() -> io::Result<Self> {
-        let id = std::fs::read_to_string(Path::new(CONTROL).join("hot_add"))?;
-        let id: u32 =
-            id.trim().parse().map_err(|_| io::Error::other(format!("hot_add said {id:?}")))?;
-        Ok(Self { id, sysfs: PathBuf::from(format!("/sys/block/zram{id}")) })
+    pub fn hot_add() -> Result<Self, KernelError> {
+        let path = Path::new(CONTROL).join("hot_add");
+        let id = crate::caps::parse_hot_add(&crate::error::read_text(&path)?)?;
+        Ok(Self { id, sysfs: crate::stat::zram_sysfs(id) })
+    }
+
+    /// N of `/dev/zramN`.
+    pub fn id(&self) -> u32 {
+        self.id
     }
 
     /// The block device node.
@@ -51,30 +56,31 @@ impl KernelZram {
         PathBuf::from(format!("/dev/zram{}", self.id))
     }
 
-    /// Writes an attribute, as `echo value > attr`. A refusal keeps its OS error number, so
-    /// callers can compare errnos.
-    pub fn store(&self, attr: &str, value: &str) -> io::Result<()> {
-        std::fs::write(self.sysfs.join(attr), format!("{value}\n"))
+    /// Writes an attribute, as `echo value > attr`. A refusal is [`KernelError::Io`] with the
+    /// OS error number ([`KernelError::io_error`]), so callers can compare errnos.
+    pub fn store(&self, attr: &str, value: &str) -> Result<(), KernelError> {
+        let path = self.sysfs.join(attr);
+        std::fs::write(&path, format!("{value}\n")).map_err(|e| KernelError::io(path, e))
     }
 
-    /// Reads an attribute.
-    pub fn show(&self, attr: &str) -> io::Result<String> {
-        std::fs::read_to_string(self.sysfs.join(attr))
+    /// Reads an attribute, as the kernel prints it (with its trailing newline).
+    pub fn show(&self, attr: &str) -> Result<String, KernelError> {
+        crate::error::read_text(&self.sysfs.join(attr))
     }
 
-    /// `mm_stat`, parsed.
-    pub fn mm_stat(&self) -> io::Result<MmStat> {
-        self.show("mm_stat")?.parse().map_err(io::Error::other)
+    /// `mm_stat`, parsed (by the crate's one reader, [`crate::stat::zram_mm_stat`]).
+    pub fn mm_stat(&self) -> Result<MmStat, KernelError> {
+        crate::stat::zram_mm_stat(self.id)
     }
 
     /// Sets the algorithm and a disk size that holds `bytes` (rounded up to MiB, plus one).
-    pub fn init(&self, algo: &str, bytes: u64) -> io::Result<()> {
+    pub fn init(&self, algo: &str, bytes: u64) -> Result<(), KernelError> {
         self.store("comp_algorithm", algo)?;
         self.store("disksize", &format!("{}M", bytes.div_ceil(1 << 20) + 1))
     }
 
     /// Writes a file to the device from offset 0 with direct I/O in 1 MiB blocks.
-    pub fn write_file(&self, file: &Path) -> io::Result<()> {
+    pub fn write_file(&self, file: &Path) -> Result<(), KernelError> {
         self.dd(&[
             format!("if={}", file.display()),
             format!("of={}", self.dev().display()),
@@ -84,7 +90,7 @@ impl KernelZram {
     }
 
     /// Reads the first `mib` MiB of the device to /dev/null with direct I/O.
-    pub fn read_to_null(&self, mib: usize) -> io::Result<()> {
+    pub fn read_to_null(&self, mib: usize) -> Result<(), KernelError> {
         self.dd(&[
             format!("if={}", self.dev().display()),
             "of=/dev/null".into(),
@@ -95,23 +101,25 @@ impl KernelZram {
     }
 
     /// Discards `len` bytes at `offset` (both page-aligned), as `blkdiscard` does.
-    pub fn discard(&self, offset: u64, len: u64) -> io::Result<()> {
+    pub fn discard(&self, offset: u64, len: u64) -> Result<(), KernelError> {
         run(Command::new("blkdiscard")
             .args(["-o", &offset.to_string(), "-l", &len.to_string()])
             .arg(self.dev()))
     }
 
-    fn dd(&self, args: &[String]) -> io::Result<()> {
+    fn dd(&self, args: &[String]) -> Result<(), KernelError> {
         run(Command::new("dd").args(args).arg("status=none"))
     }
 }
 
-fn run(cmd: &mut Command) -> io::Result<()> {
-    let out = cmd.output()?;
+/// Runs a tool on the device (`dd`, `blkdiscard`); its failure is a [`KernelError::Setup`]
+/// with what it printed.
+fn run(cmd: &mut Command) -> Result<(), KernelError> {
+    let out = cmd.output().map_err(|e| KernelError::Setup(format!("{cmd:?}: {e}")))?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(io::Error::other(format!(
+        Err(KernelError::Setup(format!(
             "{:?} failed: {}",
             cmd,
             String::from_utf8_lossy(&out.stderr).trim()
@@ -141,12 +149,12 @@ impl Drop for KernelZram {
 }
 
 /// Writes `pages` to a fresh device with `algo` and returns its `mm_stat`.
-pub fn mm_stat_of(algo: &str, pages: &[u8]) -> io::Result<MmStat> {
+pub fn mm_stat_of(algo: &str, pages: &[u8]) -> Result<MmStat, KernelError> {
     let dir = std::env::temp_dir().join(format!("zmem-oracle-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
+    std::fs::create_dir_all(&dir).map_err(|e| KernelError::io(&dir, e))?;
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let file = dir.join(format!("{algo}-{}.pages", NEXT.fetch_add(1, Ordering::Relaxed)));
-    std::fs::write(&file, pages)?;
+    std::fs::write(&file, pages).map_err(|e| KernelError::io(&file, e))?;
     let result = (|| {
         let dev = KernelZram::hot_add()?;
         dev.init(algo, pages.len() as u64)?;

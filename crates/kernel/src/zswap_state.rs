@@ -3,6 +3,10 @@
 //! `/proc/vmstat`, and each memory cgroup's zswap usage and limits. Derived: the compression ratio
 //! and per-second rates between two snapshots.
 //!
+//! [`params_at`] and [`debugfs_counters_at`] are the one reader of zswap's parameters and of its
+//! debugfs counters (caps, status and validation call them); meminfo and vmstat come from
+//! `stat`'s readers.
+//!
 //! Not for: learning what the kernel could do (see `caps`), or changing zswap. The one side
 //! effect is opt-in: `read_opts(true)` mounts debugfs when it is not mounted. Whatever cannot be
 //! read becomes a note (`notes`, `debugfs_note`), never a panic. Parsers are pure functions over
@@ -14,6 +18,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+use crate::KernelError;
+use crate::error::read_text;
 
 /// The `/proc/vmstat` counters kept (pages, since boot): zswap's and the swap devices'
 /// traffic, and the swap read-ahead (`swap_ra`: pages read ahead; `swap_ra_hit`: of those,
@@ -133,32 +140,7 @@ pub fn rates(before: &ZswapState, after: &ZswapState, secs: f64) -> ZswapRates {
     }
 }
 
-/// `/proc/meminfo`'s `Zswap` and `Zswapped` in bytes (the file shows kB): `(zswap, zswapped)`.
-/// A missing or malformed line gives `None` for that value.
-pub fn parse_meminfo_zswap(text: &str) -> (Option<u64>, Option<u64>) {
-    let mut zswap = None;
-    let mut zswapped = None;
-    for line in text.lines() {
-        let Some((key, rest)) = line.split_once(':') else {
-            continue;
-        };
-        let mut parts = rest.split_whitespace();
-        let value = parts.next().and_then(|v| v.parse::<u64>().ok());
-        // Every meminfo size is in kB (`show_val_kb`); a line without the unit is not one.
-        let bytes = match (value, parts.next()) {
-            (Some(v), Some("kB")) => v.checked_mul(1024),
-            _ => None,
-        };
-        match key.trim() {
-            "Zswap" => zswap = bytes,
-            "Zswapped" => zswapped = bytes,
-            _ => {}
-        }
-    }
-    (zswap, zswapped)
-}
-
-/// `name value` lines (`/proc/vmstat`, `memory.stat`) as a map; lines that are not exactly a
+/// `name value` lines (a cgroup's `memory.stat`) as a map; lines that are not exactly a
 /// name and an unsigned number are skipped.
 pub fn parse_key_values(text: &str) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
@@ -173,11 +155,71 @@ pub fn parse_key_values(text: &str) -> BTreeMap<String, u64> {
     out
 }
 
-/// `/proc/vmstat` restricted to `VMSTAT_KEYS`.
-pub fn parse_vmstat_swap(text: &str) -> BTreeMap<String, u64> {
-    let mut all = parse_key_values(text);
-    all.retain(|k, _| VMSTAT_KEYS.contains(&k.as_str()));
-    all
+/// zswap's module parameters as read: file name -> trimmed contents, and the files that could
+/// not be read.
+#[derive(Debug, Default)]
+pub struct ZswapParams {
+    pub values: BTreeMap<String, String>,
+    pub unreadable: Vec<(String, KernelError)>,
+}
+
+/// `module/zswap/parameters/*` under `sys` (`/sys`, or a test's fake root): the one reader of
+/// zswap's parameters, for caps, status, zswap_state and the exporter. `Err` (`Io`, `ENOENT`
+/// when this kernel has no zswap) when the directory cannot be listed.
+pub fn params_at(sys: &Path) -> Result<ZswapParams, KernelError> {
+    params_in(&sys.join("module/zswap/parameters"))
+}
+
+/// [`params_at`] of the parameters' directory itself (`/sys/module/zswap/parameters`, or the
+/// directory a test's fake kernel writes them in).
+pub fn params_in(dir: &Path) -> Result<ZswapParams, KernelError> {
+    let rd = fs::read_dir(dir).map_err(|e| KernelError::io(dir, e))?;
+    let mut out = ZswapParams::default();
+    for entry in rd.filter_map(|e| e.ok()) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        match read_text(&entry.path()) {
+            Ok(v) => {
+                out.values.insert(name, v.trim().to_string());
+            }
+            Err(e) => out.unreadable.push((name, e)),
+        }
+    }
+    Ok(out)
+}
+
+/// zswap's debugfs counters as read: name -> value, and the files that could not be read
+/// (`Io`) or were not a number (`Parse`).
+#[derive(Debug, Default)]
+pub struct DebugfsCounters {
+    pub values: BTreeMap<String, u64>,
+    pub odd: Vec<(String, KernelError)>,
+}
+
+/// `zswap/*` under `debug` (the debugfs mount, `/sys/kernel/debug`): the one reader of zswap's
+/// debugfs counters (zswap.c `zswap_debugfs_init`: one number per file), for status and
+/// zswap_state. `Err` (`Io`) when the directory cannot be listed: debugfs not mounted, not
+/// root, or no zswap.
+pub fn debugfs_counters_at(debug: &Path) -> Result<DebugfsCounters, KernelError> {
+    let dir = debug.join("zswap");
+    let rd = fs::read_dir(&dir).map_err(|e| KernelError::io(&dir, e))?;
+    let mut out = DebugfsCounters::default();
+    for entry in rd.filter_map(|e| e.ok()) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = entry.path();
+        match read_text(&path) {
+            Ok(t) => match t.trim().parse::<u64>() {
+                Ok(v) => {
+                    out.values.insert(name, v);
+                }
+                Err(_) => out.odd.push((
+                    name,
+                    KernelError::parse(&path, format!("is not a number ({:?})", t.trim())),
+                )),
+            },
+            Err(e) => out.odd.push((name, e)),
+        }
+    }
+    Ok(out)
 }
 
 /// A boolean module parameter as the kernel prints it (`param_get_bool`: `Y`/`N`); `1`/`0`
@@ -227,17 +269,18 @@ pub fn parse_auxv_page_size(auxv: &[u8]) -> Option<u64> {
     None
 }
 
+/// Whether debugfs is mounted at `/sys/kernel/debug`, from `self/mounts` under `proc` (`/proc`,
+/// or a test's fake root): the one reader of that fact.
+pub fn debugfs_mounted_at(proc: &Path) -> Result<bool, KernelError> {
+    Ok(debugfs_mounted(&read_text(&proc.join("self/mounts"))?, "/sys/kernel/debug"))
+}
+
 /// Runs `f` with debugfs mounted at `/sys/kernel/debug`: when it is not mounted, mounts it
 /// first and unmounts it after (what was mounted stays as it was). The notes say what was done
 /// or why it failed. Only callers given the user's explicit `--mount-debugfs` call this.
 pub fn with_debugfs_mounted<T>(f: impl FnOnce() -> T) -> (T, Vec<String>) {
     const DEBUGFS: &str = "/sys/kernel/debug";
-    let mounted = || {
-        fs::read_to_string("/proc/self/mounts")
-            .map(|m| debugfs_mounted(&m, DEBUGFS))
-            .unwrap_or(true)
-    };
-    if mounted() {
+    if debugfs_mounted_at(Path::new("/proc")).unwrap_or(true) {
         return (f(), Vec::new());
     }
     let mut notes = Vec::new();
@@ -281,26 +324,21 @@ pub fn read() -> ZswapState {
 pub fn read_opts(mount_debugfs: bool) -> ZswapState {
     let root = Path::new("/");
     let mut pre_notes = Vec::new();
-    if mount_debugfs {
-        let mounted = fs::read_to_string("/proc/self/mounts")
-            .map(|m| debugfs_mounted(&m, "/sys/kernel/debug"))
-            .unwrap_or(false);
-        if !mounted {
-            let result = std::process::Command::new("mount")
-                .args(["-t", "debugfs", "none", "/sys/kernel/debug"])
-                .output();
-            pre_notes.push(match result {
-                Ok(o) if o.status.success() => {
-                    "mounted debugfs at /sys/kernel/debug (mount_debugfs was given)".to_string()
-                }
-                Ok(o) => format!(
-                    "mounting debugfs at /sys/kernel/debug failed ({}): {}",
-                    o.status,
-                    String::from_utf8_lossy(&o.stderr).trim()
-                ),
-                Err(e) => format!("mounting debugfs failed: could not run mount ({e})"),
-            });
-        }
+    if mount_debugfs && !debugfs_mounted_at(Path::new("/proc")).unwrap_or(false) {
+        let result = std::process::Command::new("mount")
+            .args(["-t", "debugfs", "none", "/sys/kernel/debug"])
+            .output();
+        pre_notes.push(match result {
+            Ok(o) if o.status.success() => {
+                "mounted debugfs at /sys/kernel/debug (mount_debugfs was given)".to_string()
+            }
+            Ok(o) => format!(
+                "mounting debugfs at /sys/kernel/debug failed ({}): {}",
+                o.status,
+                String::from_utf8_lossy(&o.stderr).trim()
+            ),
+            Err(e) => format!("mounting debugfs failed: could not run mount ({e})"),
+        });
     }
     let mut state = read_at(root);
     pre_notes.append(&mut state.notes);
@@ -354,27 +392,27 @@ pub fn read_at(root: &Path) -> ZswapState {
 
     let (debugfs, debugfs_note) = read_debugfs(root);
 
-    let (meminfo_zswap_bytes, meminfo_zswapped_bytes) =
-        match fs::read_to_string(root.join("proc/meminfo")) {
-            Ok(t) => {
-                let (z, zd) = parse_meminfo_zswap(&t);
-                if z.is_none() || zd.is_none() {
-                    notes.push(
-                        "/proc/meminfo has no Zswap/Zswapped line (kernel without CONFIG_ZSWAP)"
-                            .to_string(),
-                    );
-                }
-                (z, zd)
+    let proc = root.join("proc");
+    let (meminfo_zswap_bytes, meminfo_zswapped_bytes) = match crate::stat::meminfo_at(&proc) {
+        Ok(m) => {
+            let (z, zd) = (m.get("Zswap").copied(), m.get("Zswapped").copied());
+            if z.is_none() || zd.is_none() {
+                notes.push(
+                    "/proc/meminfo has no Zswap/Zswapped line (kernel without CONFIG_ZSWAP)"
+                        .to_string(),
+                );
             }
-            Err(e) => {
-                notes.push(format!("/proc/meminfo unreadable: {e}"));
-                (None, None)
-            }
-        };
+            (z, zd)
+        }
+        Err(e) => {
+            notes.push(format!("/proc/meminfo unreadable: {}", e.reason()));
+            (None, None)
+        }
+    };
 
-    let vmstat = match fs::read_to_string(root.join("proc/vmstat")) {
-        Ok(t) => {
-            let v = parse_vmstat_swap(&t);
+    let vmstat = match crate::stat::vmstat_at(&proc) {
+        Ok(mut v) => {
+            v.retain(|k, _| VMSTAT_KEYS.contains(&k.as_str()));
             let missing: Vec<&str> =
                 VMSTAT_KEYS.iter().copied().filter(|k| !v.contains_key(*k)).collect();
             if !missing.is_empty() {
@@ -383,7 +421,7 @@ pub fn read_at(root: &Path) -> ZswapState {
             v
         }
         Err(e) => {
-            notes.push(format!("/proc/vmstat unreadable: {e}"));
+            notes.push(format!("/proc/vmstat unreadable: {}", e.reason()));
             BTreeMap::new()
         }
     };
@@ -420,58 +458,49 @@ pub fn read_at(root: &Path) -> ZswapState {
 }
 
 fn read_params(root: &Path, notes: &mut Vec<String>) -> BTreeMap<String, String> {
-    let mut params = BTreeMap::new();
-    match fs::read_dir(root.join("sys/module/zswap/parameters")) {
-        Ok(rd) => {
-            for entry in rd.filter_map(|e| e.ok()) {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                match fs::read_to_string(entry.path()) {
-                    Ok(v) => {
-                        params.insert(name, v.trim().to_string());
-                    }
-                    Err(e) => notes.push(format!("parameter {name} unreadable: {e}")),
-                }
+    match params_at(&root.join("sys")) {
+        Ok(p) => {
+            for (name, e) in p.unreadable {
+                notes.push(format!("parameter {name} unreadable: {}", e.reason()));
             }
+            p.values
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => notes.push(
-            "no /sys/module/zswap/parameters: this kernel has no zswap (CONFIG_ZSWAP off)"
-                .to_string(),
-        ),
-        Err(e) => notes.push(format!("/sys/module/zswap/parameters unreadable: {e}")),
+        Err(e) if e.is_not_found() => {
+            notes.push(
+                "no /sys/module/zswap/parameters: this kernel has no zswap (CONFIG_ZSWAP off)"
+                    .to_string(),
+            );
+            BTreeMap::new()
+        }
+        Err(e) => {
+            notes.push(format!("/sys/module/zswap/parameters unreadable: {}", e.reason()));
+            BTreeMap::new()
+        }
     }
-    params
 }
 
 /// The debugfs counters, or why there are none.
 fn read_debugfs(root: &Path) -> (Option<BTreeMap<String, u64>>, Option<String>) {
-    let dir = root.join("sys/kernel/debug/zswap");
-    match fs::read_dir(&dir) {
-        Ok(rd) => {
-            let mut counters = BTreeMap::new();
-            let mut odd = Vec::new();
-            for entry in rd.filter_map(|e| e.ok()) {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                match fs::read_to_string(entry.path()) {
-                    Ok(t) => match t.trim().parse::<u64>() {
-                        Ok(v) => {
-                            counters.insert(name, v);
-                        }
-                        Err(_) => odd.push(format!("{name} is not a number ({:?})", t.trim())),
-                    },
-                    Err(e) => odd.push(format!("{name} unreadable ({e})")),
-                }
-            }
+    match debugfs_counters_at(&root.join("sys/kernel/debug")) {
+        Ok(c) => {
+            let odd: Vec<String> = c
+                .odd
+                .iter()
+                .map(|(name, e)| match e {
+                    KernelError::Parse { what, .. } => format!("{name} {what}"),
+                    e => format!("{name} unreadable ({})", e.reason()),
+                })
+                .collect();
             let note =
                 (!odd.is_empty()).then(|| format!("/sys/kernel/debug/zswap: {}", odd.join(", ")));
-            (Some(counters), note)
+            (Some(c.values), note)
         }
-        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+        Err(KernelError::Io { error: e, .. }) if e.kind() == io::ErrorKind::PermissionDenied => {
             (None, Some(format!("/sys/kernel/debug/zswap unreadable: {e} (debugfs is root-only)")))
         }
         Err(e) => {
-            let mounted = fs::read_to_string(root.join("proc/self/mounts"))
-                .map(|m| debugfs_mounted(&m, "/sys/kernel/debug"));
-            let why = match mounted {
+            let e = e.reason();
+            let why = match debugfs_mounted_at(&root.join("proc")) {
                 Ok(false) => "zswap's debugfs counters are not readable: debugfs is not mounted \
                               at /sys/kernel/debug (zmem mounts nothing unless asked: \
                               `--mount-debugfs`, as root, mounts it for the read and unmounts it)"
@@ -622,26 +651,55 @@ mod tests {
     }
 
     #[test]
-    fn meminfo_kb_to_bytes() {
-        assert_eq!(parse_meminfo_zswap(MEMINFO), (Some(0), Some(0)));
-        let t = "MemTotal: 100 kB\nZswap:   162328 kB\nZswapped:  754468 kB\n";
-        assert_eq!(parse_meminfo_zswap(t), (Some(162328 * 1024), Some(754468 * 1024)));
-        // No unit, junk, overflow: no value rather than a wrong one.
-        let t = "Zswap: 12\nZswapped: x kB\n";
-        assert_eq!(parse_meminfo_zswap(t), (None, None));
-        assert_eq!(parse_meminfo_zswap("Zswap: 18446744073709551615 kB"), (None, None));
+    fn meminfo_and_vmstat_come_from_the_one_reader() {
+        let dir = machine_tree();
+        let r = dir.path();
+        write(r, "proc/meminfo", "MemTotal: 100 kB\nZswap:   162328 kB\nZswapped:  754468 kB\n");
+        let s = read_at(r);
+        assert_eq!(s.meminfo_zswap_bytes, Some(162328 * 1024));
+        assert_eq!(s.meminfo_zswapped_bytes, Some(754468 * 1024));
+        assert_eq!(
+            s.vmstat.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["pswpin", "pswpout", "swap_ra", "swap_ra_hit", "zswpin", "zswpout", "zswpwb"]
+        );
+        // A garbled file is unreadable as a whole, and the note says what was wrong.
+        write(r, "proc/meminfo", "Zswap: x kB\n");
+        write(r, "proc/vmstat", "zswpin 5\nzswpout 7 extra\n");
+        let s = read_at(r);
+        assert_eq!((s.meminfo_zswap_bytes, s.meminfo_zswapped_bytes), (None, None));
+        assert!(s.vmstat.is_empty());
+        let notes = s.notes.join("\n");
+        assert!(notes.contains("/proc/meminfo unreadable: \"Zswap: x kB\""), "{notes}");
+        assert!(notes.contains("/proc/vmstat unreadable: line 2: \"zswpout 7 extra\""), "{notes}");
     }
 
     #[test]
-    fn vmstat_keeps_swap_counters() {
-        let v = parse_vmstat_swap(VMSTAT);
+    fn params_and_debugfs_readers_name_what_failed() {
+        let dir = machine_tree();
+        let r = dir.path();
+        let p = params_at(&r.join("sys")).unwrap();
+        assert_eq!(p.values.len(), 5);
+        assert!(p.unreadable.is_empty());
+        // No debugfs zswap directory: an Io error naming it.
+        match debugfs_counters_at(&r.join("sys/kernel/debug")).unwrap_err() {
+            KernelError::Io { path, error } => {
+                assert_eq!(path, r.join("sys/kernel/debug/zswap"));
+                assert_eq!(error.kind(), io::ErrorKind::NotFound);
+            }
+            e => panic!("{e:?}"),
+        }
+        write(r, "sys/kernel/debug/zswap/stored_pages", "12\n");
+        write(r, "sys/kernel/debug/zswap/pool_total_size", "lots\n");
+        let c = debugfs_counters_at(&r.join("sys/kernel/debug")).unwrap();
+        assert_eq!(c.values.get("stored_pages"), Some(&12));
+        let [(name, KernelError::Parse { path, .. })] = &c.odd[..] else { panic!("{:?}", c.odd) };
         assert_eq!(
-            v.keys().map(String::as_str).collect::<Vec<_>>(),
-            ["pswpin", "pswpout", "swap_ra", "swap_ra_hit", "zswpin", "zswpout", "zswpwb"]
+            (name.as_str(), path),
+            ("pool_total_size", &r.join("sys/kernel/debug/zswap/pool_total_size"))
         );
-        let v = parse_vmstat_swap("zswpin 5\nzswpout 7 extra\nthp_swpout 3\npswpin -1\n");
-        assert_eq!(v.len(), 1);
-        assert_eq!(v["zswpin"], 5);
+        // No zswap: the parameters' directory is missing, ENOENT.
+        let empty = tempfile::tempdir().unwrap();
+        assert!(params_at(&empty.path().join("sys")).unwrap_err().is_not_found());
     }
 
     #[test]

@@ -469,11 +469,11 @@ mod tests {
     #[test]
     fn observed_rates_are_the_zram_devices_page_counts_per_second() {
         let a = SwapSample {
-            system: live::SwapCounters { pswpin: 100, pswpout: 1000 },
+            system: live::SwapCounters { pswpin: 100, pswpout: 1000, ..Default::default() },
             zram: vec![(1, 50, 500)],
         };
         let b = SwapSample {
-            system: live::SwapCounters { pswpin: 300, pswpout: 1400 },
+            system: live::SwapCounters { pswpin: 300, pswpout: 1400, ..Default::default() },
             zram: vec![(1, 150, 700)],
         };
         // Another swap area beside the zram device: the device's own counts, capped by the
@@ -500,11 +500,11 @@ mod tests {
     #[test]
     fn reads_of_the_device_by_others_are_not_swap_ins() {
         let a = SwapSample {
-            system: live::SwapCounters { pswpin: 100, pswpout: 1000 },
+            system: live::SwapCounters { pswpin: 100, pswpout: 1000, ..Default::default() },
             zram: vec![(1, 50, 500)],
         };
         let b = SwapSample {
-            system: live::SwapCounters { pswpin: 100, pswpout: 1000 },
+            system: live::SwapCounters { pswpin: 100, pswpout: 1000, ..Default::default() },
             zram: vec![(1, 59_022, 500)],
         };
         for others in [0, 2] {
@@ -584,7 +584,7 @@ mod watch_tests {
         let s = sample(&[4_000_000_000], 4096).expect("a missing device is no error");
         assert!(s.zram.is_empty(), "{s:?}");
         let a = SwapSample { system: Default::default(), zram: vec![(1, 10, 20), (2, 100, 200)] };
-        let system = live::SwapCounters { pswpin: 10, pswpout: 20 };
+        let system = live::SwapCounters { pswpin: 10, pswpout: 20, ..Default::default() };
         let b = SwapSample { system, zram: vec![(1, 20, 40)] };
         let r = rates_between(&a, &b, 1.0, true, 1);
         assert_eq!((r.swap_ins_per_sec, r.swap_outs_per_sec), (10.0, 20.0));

@@ -134,7 +134,7 @@ pub struct Unfit {
 ///   `algorithm_params` (Linux 6.12 or later).
 pub fn kernel_fit(p: &Policy, k: &KernelCaps) -> Result<(), Unfit> {
     if !k.zram_present {
-        let reason = k.zram_can_run(&p.algo).err().unwrap_or_default();
+        let reason = k.zram_can_run(&p.algo).err().map(|e| e.to_string()).unwrap_or_default();
         return Err(Unfit { reason, needs: vec!["CONFIG_ZRAM".into()] });
     }
     if k.zram_algorithms.is_empty() {
@@ -149,7 +149,7 @@ pub fn kernel_fit(p: &Policy, k: &KernelCaps) -> Result<(), Unfit> {
         }
         seen.push(a);
         if let Err(why) = k.zram_can_run(a) {
-            reasons.push(why);
+            reasons.push(why.to_string());
             needs.push(
                 zmem_kernel::caps::zram_backend_config(a)
                     .map_or_else(|| format!("a zram compressor named {a}"), str::to_string),
@@ -159,7 +159,7 @@ pub fn kernel_fit(p: &Policy, k: &KernelCaps) -> Result<(), Unfit> {
     if (p.recompresses() || !p.recomp.is_empty())
         && let Err(why) = k.can_recompress()
     {
-        reasons.push(why);
+        reasons.push(why.to_string());
         needs.push("CONFIG_ZRAM_MULTI_COMP".into());
     }
     if p.dict && !k.zram_algorithm_params {

@@ -29,7 +29,7 @@ impl Scratch {
     fn add() -> Result<Self, String> {
         let text = fs::read_to_string(format!("{CONTROL}/hot_add"))
             .map_err(|e| format!("hot_add: {e}"))?;
-        let id = zmem_kernel::caps::parse_hot_add(&text)?;
+        let id = zmem_kernel::caps::parse_hot_add(&text).map_err(|e| e.to_string())?;
         Ok(Self { id })
     }
 

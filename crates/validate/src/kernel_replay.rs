@@ -193,8 +193,9 @@ fn player_failure(h: &mut Harness, before: &str) -> KernelError {
 
 /// Whether zswap is enabled now (`/sys/module/zswap/parameters/enabled`; no zswap: no).
 fn zswap_enabled() -> bool {
-    std::fs::read_to_string("/sys/module/zswap/parameters/enabled")
-        .is_ok_and(|v| matches!(v.trim(), "Y" | "1"))
+    use zmem_kernel::zswap_state::{params_at, parse_bool_param};
+    params_at(std::path::Path::new("/sys"))
+        .is_ok_and(|p| p.values.get("enabled").and_then(|v| parse_bool_param(v)) == Some(true))
 }
 
 /// Fails the run where zswap was enabled at some point of it: zswap takes every swap-out before

@@ -262,16 +262,17 @@ pub struct LabValidation {
 
 /// `Ok` when `zmem validate lab` can run `p` on this kernel, else why not.
 pub fn runnable(p: &Policy, caps: &KernelCaps) -> Result<(), String> {
-    caps.zram_can_run(&p.algo)?;
+    let why_not = |e: zmem_kernel::KernelError| e.to_string();
+    caps.zram_can_run(&p.algo).map_err(why_not)?;
     if p.dict {
         return Err("a dictionary needs the trained file on the kernel's side, which `validate \
                     lab` does not write (not run)"
             .into());
     }
     if !p.recomp.is_empty() || p.recompresses() {
-        caps.can_recompress()?;
+        caps.can_recompress().map_err(why_not)?;
         for a in &p.recomp {
-            caps.zram_can_run(a)?;
+            caps.zram_can_run(a).map_err(why_not)?;
         }
         return Err("the kernel's side of recompression (recomp_algorithm, idle, recompress \
                     while the player holds its pages) is not driven by `validate lab` yet"

@@ -94,19 +94,12 @@ struct Counters {
 
 impl Counters {
     fn read() -> Self {
-        let debugfs = std::fs::read_dir(DEBUGFS_ZSWAP).ok().map(|_| {
-            DEBUGFS_KEYS
-                .iter()
-                .filter_map(|k| {
-                    let v = std::fs::read_to_string(format!("{DEBUGFS_ZSWAP}/{k}")).ok()?;
-                    Some((k.to_string(), v.trim().parse().ok()?))
-                })
-                .collect()
+        let debug = Path::new(DEBUGFS_ZSWAP).parent().unwrap_or(Path::new("/"));
+        let debugfs = zmem_kernel::zswap_state::debugfs_counters_at(debug).ok().map(|c| {
+            c.values.into_iter().filter(|(k, _)| DEBUGFS_KEYS.contains(&k.as_str())).collect()
         });
-        let vmstat = VMSTAT_KEYS
-            .iter()
-            .filter_map(|k| Some((k.to_string(), zmem_kernel::stat::vmstat_counter(k).ok()??)))
-            .collect();
+        let mut vmstat = zmem_kernel::stat::vmstat().unwrap_or_default();
+        vmstat.retain(|k, _| VMSTAT_KEYS.contains(&k.as_str()));
         let m = zmem_kernel::stat::meminfo().unwrap_or_default();
         let (meminfo_zswap, meminfo_zswapped) =
             (m.get("Zswap").copied(), m.get("Zswapped").copied());

@@ -208,7 +208,7 @@ pub fn runnable(s: &ZswapSettings, caps: &KernelCaps) -> Result<(), String> {
     if !caps.zswap_present {
         return Err("this kernel has no zswap (CONFIG_ZSWAP off)".into());
     }
-    caps.zswap_can_use(&s.compressor)
+    caps.zswap_can_use(&s.compressor).map_err(|e| e.to_string())
 }
 
 /// The machine's RAM in pages (`MemTotal`, what `totalram_pages()` is within reserved pages).

@@ -114,15 +114,18 @@ fn parse_bool(v: &str) -> Option<bool> {
 }
 
 /// Every parameter's value as read from `dir`, by name (trimmed), the five a run writes.
+/// Read by zmem-kernel's one reader of zswap's parameters (`zswap_state::params_in`).
 pub fn snapshot(dir: &Path) -> Result<Vec<(String, String)>, String> {
+    let mut read = zmem_kernel::zswap_state::params_in(dir).map_err(|e| e.to_string())?;
     WRITTEN
         .iter()
         .chain(std::iter::once(&"enabled"))
-        .map(|name| {
-            let p = dir.join(name);
-            std::fs::read_to_string(&p)
-                .map(|v| (name.to_string(), v.trim().to_string()))
-                .map_err(|e| format!("{}: {e}", p.display()))
+        .map(|name| match read.values.remove(*name) {
+            Some(v) => Ok((name.to_string(), v)),
+            None => Err(match read.unreadable.iter().find(|(n, _)| n == name) {
+                Some((_, e)) => e.to_string(),
+                None => format!("{}: no such parameter", dir.join(name).display()),
+            }),
         })
         .collect()
 }
@@ -172,10 +175,11 @@ impl ParamsGuard {
     /// Writes every saved value back; the parameters that could not be written, with why.
     fn restore(&self) -> Vec<String> {
         let mut failed = Vec::new();
+        let now = zmem_kernel::zswap_state::params_in(&self.dir).map(|p| p.values);
         for (name, value) in restore_order(&self.saved) {
             let p = self.dir.join(&name);
             // Skip what already holds the value: writing `compressor` makes a new pool.
-            if std::fs::read_to_string(&p).is_ok_and(|v| v.trim() == value) {
+            if now.as_ref().is_ok_and(|now| now.get(&name) == Some(&value)) {
                 continue;
             }
             if let Err(e) = std::fs::write(&p, &value) {

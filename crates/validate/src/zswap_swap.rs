@@ -127,10 +127,7 @@ impl LoopSwap {
     /// The loop device's I/O counters (`/sys/block/loopN/stat`).
     pub fn block_stat(&self) -> Result<BlockStat, KernelError> {
         let name = self.device().file_name().and_then(|n| n.to_str()).unwrap_or("");
-        let path = format!("/sys/block/{name}/stat");
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| KernelError::Setup(format!("{path}: {e}")))?;
-        Ok(stat::parse_block_stat(&text)?)
+        stat::block_stat_at(std::path::Path::new("/sys"), name)
     }
 }
 
@@ -166,8 +163,8 @@ mod tests {
         SwapArea {
             filename: f.into(),
             kind: "partition".into(),
-            size_kib: 1,
-            used_kib: 0,
+            size_bytes: 1024,
+            used_bytes: 0,
             priority: p,
         }
     }

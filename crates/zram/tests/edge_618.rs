@@ -292,8 +292,8 @@ fn oracle() -> Option<zmem_testkit::Live> {
     zmem_testkit::live(zmem_kernel::zram_device::unavailable_reason())
 }
 
-fn os_errno(r: std::io::Result<()>) -> Option<Errno> {
-    r.err().and_then(|e| e.raw_os_error()).and_then(Errno::from_code)
+fn os_errno(r: Result<(), zmem_kernel::KernelError>) -> Option<Errno> {
+    r.err().and_then(|e| e.io_error()?.raw_os_error()).and_then(Errno::from_code)
 }
 
 /// The edge cases above the live 6.18 kernel can show without harm (its zram here has no

@@ -161,7 +161,10 @@ fn attribute_errors_match_the_kernel() {
         ("mem_used_max", "0"),
     ];
     for (attr, text) in pre {
-        let theirs = k.store(attr, text).err().map(|e| e.raw_os_error().and_then(Errno::from_code));
+        let theirs = k
+            .store(attr, text)
+            .err()
+            .map(|e| e.io_error().and_then(|e| e.raw_os_error()).and_then(Errno::from_code));
         // What the kernel gets: `echo`'s text, newline included.
         let mine = ours.store(attr, &format!("{text}\n")).err().map(|e| Some(e.errno));
         assert_eq!(mine, theirs, "{attr} <- {text:?}");

@@ -215,7 +215,7 @@ impl Procs {
                     self.maps.insert(pid, m);
                 }
                 Err(e) => {
-                    self.fail(pid, Some(&e), format!("maps: {e}"));
+                    self.fail(pid, e.io_error(), format!("maps: {}", e.reason()));
                     return None;
                 }
             }
@@ -248,10 +248,7 @@ impl Procs {
         let entries = match pagemap::entries(&self.proc_root, pid, &sorted, ps) {
             Ok(e) => e,
             Err(e) => {
-                let io = match &e {
-                    zmem_pages::PagesError::Io { error, .. } => Some(error),
-                    _ => None,
-                };
+                let io = e.io_error();
                 self.fail(pid, io, e.to_string());
                 return None;
             }

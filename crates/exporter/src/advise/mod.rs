@@ -309,7 +309,7 @@ impl Advisor {
         for id in ids {
             let attr = |n: &str| zram_attr(&root, id, n);
             let disksize = attr("disksize").and_then(|d| d.trim().parse::<u64>().ok()).unwrap_or(0);
-            let mm = attr("mm_stat").and_then(|m| m.parse::<zmem_zram::MmStat>().ok());
+            let mm = zmem_kernel::stat::zram_mm_stat_at(&root.join("sys"), id).ok();
             let line = attr("comp_algorithm").unwrap_or_default();
             let offered = caps::parse_comp_algorithm(&line);
             let (Some(mm), Some(current), true) = (mm, offered.current.clone(), disksize > 0)
@@ -559,9 +559,9 @@ impl Advisor {
 
 /// One sysfs attribute of zram device `id` under `root` (`sys/block/zramN/NAME`), its text
 /// without the trailing newline; `None` when it cannot be read.
+/// Attribute `name` of zram device `id` under `root` (zmem-kernel's one reader of them).
 fn zram_attr(root: &Path, id: u32, name: &str) -> Option<String> {
-    let path = root.join(format!("sys/block/zram{id}/{name}"));
-    std::fs::read_to_string(path).ok().map(|t| t.trim_end_matches('\n').to_string())
+    zmem_kernel::stat::zram_attr_at(&root.join("sys"), id, name).ok()
 }
 
 /// The idle share where a device can act on idle marks and none was given: 1 %.

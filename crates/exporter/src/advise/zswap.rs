@@ -76,27 +76,19 @@ pub struct Params {
     pub compressor: String,
 }
 
-/// Reads `enabled` and `compressor` under `sys/module/zswap/parameters` of `root`.
+/// Reads `enabled` and `compressor` under `sys/module/zswap/parameters` of `root` (by
+/// zmem-kernel's one reader, `zswap_state::params_at`).
 pub fn params(root: &Path) -> Option<Params> {
-    let dir = root.join("sys/module/zswap/parameters");
-    let read = |n: &str| std::fs::read_to_string(dir.join(n)).ok().map(|s| s.trim().to_string());
-    let enabled = read("enabled")?;
+    let mut p = zmem_kernel::zswap_state::params_at(&root.join("sys")).ok()?.values;
+    let enabled = p.remove("enabled")?;
     Some(Params {
         enabled: zmem_kernel::zswap_state::parse_bool_param(&enabled).unwrap_or(false),
-        compressor: read("compressor").unwrap_or_default(),
+        compressor: p.remove("compressor").unwrap_or_default(),
     })
 }
 
-/// `AnonPages` of a /proc/meminfo text, in pages.
-pub fn anon_pages(meminfo: &str, page_size: u64) -> Option<u64> {
-    let line = meminfo.lines().find(|l| l.starts_with("AnonPages:"))?;
-    let kb: u64 = line["AnonPages:".len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
-    Some(kb * 1024 / page_size.max(1))
-}
-
 /// Every swap-in and swap-out so far (/proc/vmstat `pswpin + zswpin`, `pswpout + zswpout`).
-pub fn swap_totals(vmstat: &str) -> Option<(u64, u64)> {
-    let v = zmem_kernel::stat::parse_vmstat(vmstat).ok()?;
+pub fn swap_totals(v: &std::collections::BTreeMap<String, u64>) -> Option<(u64, u64)> {
     let g = |k: &str| v.get(k).copied().unwrap_or(0);
     v.contains_key("pswpin").then(|| (g("pswpin") + g("zswpin"), g("pswpout") + g("zswpout")))
 }
@@ -291,8 +283,8 @@ impl Zswap {
     /// The window's swap traffic from /proc/vmstat under the root, sampled now.
     pub fn traffic(&mut self, now: Instant, window: Duration) -> Traffic {
         let zero = Traffic { swap_ins_per_sec: 0.0, swap_outs_per_sec: 0.0 };
-        let text = std::fs::read_to_string(self.root.join("proc/vmstat")).unwrap_or_default();
-        if let Some((i, o)) = swap_totals(&text) {
+        let vmstat = zmem_kernel::stat::vmstat_at(&self.root.join("proc")).unwrap_or_default();
+        if let Some((i, o)) = swap_totals(&vmstat) {
             self.rates.push_back((now, i, o));
         }
         while self.rates.len() > 2
@@ -313,7 +305,7 @@ impl Zswap {
 
     /// The population: resident anonymous pages (`AnonPages`).
     pub fn population(&self) -> Option<u64> {
-        let text = std::fs::read_to_string(self.root.join("proc/meminfo")).ok()?;
-        anon_pages(&text, self.page_size as u64)
+        let m = zmem_kernel::stat::meminfo_at(&self.root.join("proc")).ok()?;
+        Some(m.get("AnonPages")? / (self.page_size as u64).max(1))
     }
 }

@@ -22,7 +22,8 @@ use zmem_pages::PageSetBuilder;
 use zmem_pages::{MappingKind, PageMeta};
 
 pub mod zram;
-use zmem_pages::{PageSet, PagesError};
+use crate::KernelError;
+use zmem_pages::PageSet;
 
 /// pagemap entry bit: the page is present in RAM.
 const PM_PRESENT: u64 = 1 << 63;
@@ -76,9 +77,9 @@ pub fn system_page_size() -> usize {
 }
 
 /// Every process id in /proc, ascending, without the calling process.
-pub fn all_pids() -> Result<Vec<u32>, PagesError> {
+pub fn all_pids() -> Result<Vec<u32>, KernelError> {
     let me = std::process::id();
-    let dir = std::fs::read_dir("/proc").map_err(|e| PagesError::io("/proc", e))?;
+    let dir = std::fs::read_dir("/proc").map_err(|e| KernelError::io("/proc", e))?;
     let mut pids: Vec<u32> = dir
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
         .filter(|&p| p != me)
@@ -89,18 +90,18 @@ pub fn all_pids() -> Result<Vec<u32>, PagesError> {
 
 /// The processes of a cgroup (v2: its `cgroup.procs`). `path` is the cgroup directory, either
 /// absolute or relative to /sys/fs/cgroup.
-pub fn cgroup_pids(path: &Path) -> Result<Vec<u32>, PagesError> {
+pub fn cgroup_pids(path: &Path) -> Result<Vec<u32>, KernelError> {
     let dir = if path.is_absolute() && path.exists() {
         path.to_path_buf()
     } else {
         Path::new("/sys/fs/cgroup").join(path.strip_prefix("/").unwrap_or(path))
     };
     let procs = dir.join("cgroup.procs");
-    let text = std::fs::read_to_string(&procs).map_err(|e| PagesError::io(&procs, e))?;
+    let text = std::fs::read_to_string(&procs).map_err(|e| KernelError::io(&procs, e))?;
     let mut pids = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let pid = line.trim().parse().map_err(|_| {
-            PagesError::Invalid(format!("{} line {}: not a pid: {line:?}", procs.display(), n + 1))
+            KernelError::Invalid(format!("{} line {}: not a pid: {line:?}", procs.display(), n + 1))
         })?;
         pids.push(pid);
     }
@@ -155,7 +156,7 @@ impl std::fmt::Display for Summary {
 pub fn capture(
     pids: &[u32],
     progress: &mut dyn FnMut(Event<'_>),
-) -> Result<(PageSet, Summary), PagesError> {
+) -> Result<(PageSet, Summary), KernelError> {
     let (set, summary) = capture_in(Path::new("/proc"), pids, progress)?;
     Ok((set.with_set_meta(host_meta())?, summary))
 }
@@ -182,7 +183,7 @@ pub fn capture_in(
     proc_root: &Path,
     pids: &[u32],
     progress: &mut dyn FnMut(Event<'_>),
-) -> Result<(PageSet, Summary), PagesError> {
+) -> Result<(PageSet, Summary), KernelError> {
     let page_size = system_page_size();
     let mut builder = PageSetBuilder::new(page_size, true)?;
     let mut summary = Summary::default();
@@ -225,7 +226,7 @@ fn capture_process(
     let why = |what: &str, e: std::io::Error| format!("{what}: {e}");
     let comm = std::fs::read_to_string(dir.join("comm")).map_err(|e| why("comm", e))?;
     let comm = comm.trim_end_matches('\n').to_string();
-    let mappings = anon_mappings(proc_root, pid).map_err(|e| why("maps", e))?;
+    let mappings = anon_mappings(proc_root, pid).map_err(|e| format!("maps: {}", e.reason()))?;
     if mappings.is_empty() {
         return Ok(comm);
     }
@@ -280,13 +281,15 @@ fn capture_process(
 }
 
 /// The readable private anonymous mappings of `pid` (its /proc/PID/maps under `proc_root`), as
-/// [`parse_maps_line`] keeps them; the error is the system's (ESRCH or ENOENT: the process has
-/// exited, see [`process_gone`]).
-pub fn anon_mappings(proc_root: &Path, pid: u32) -> std::io::Result<Vec<Mapping>> {
-    let maps = File::open(proc_root.join(pid.to_string()).join("maps"))?;
+/// [`parse_maps_line`] keeps them; the error is [`KernelError::Io`] on the maps file, with the
+/// system's error (ESRCH or ENOENT: the process has exited, see [`process_gone`]).
+pub fn anon_mappings(proc_root: &Path, pid: u32) -> Result<Vec<Mapping>, KernelError> {
+    let path = proc_root.join(pid.to_string()).join("maps");
+    let io = |e| KernelError::io(&path, e);
+    let maps = File::open(&path).map_err(io)?;
     let mut mappings = Vec::new();
     for line in std::io::BufReader::new(maps).lines() {
-        mappings.extend(parse_maps_line(&line?));
+        mappings.extend(parse_maps_line(&line.map_err(io)?));
     }
     Ok(mappings)
 }

@@ -54,11 +54,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::KernelError;
 use crate::stat as live;
+use zmem_pages::PageSet;
 use zmem_pages::PageSetBuilder;
 use zmem_pages::prng::SplitMix64;
 use zmem_pages::{MappingKind, PageMeta, SetMeta};
-use zmem_pages::{PageSet, PagesError};
 
 /// Bytes read per `pread`.
 const CHUNK: usize = 1 << 20;
@@ -209,7 +210,7 @@ impl std::fmt::Display for ZramSummary {
 pub fn capture_device(
     path: &Path,
     progress: &mut dyn FnMut(u64, u64),
-) -> Result<(PageSet, ZramSummary), PagesError> {
+) -> Result<(PageSet, ZramSummary), KernelError> {
     let page_size = super::system_page_size();
     let mut builder = PageSetBuilder::new(page_size, true)?;
     let mut comm: Option<Arc<str>> = None;
@@ -218,7 +219,7 @@ pub fn capture_device(
         &mut |device, slot, page| {
             let comm = comm.get_or_insert_with(|| Arc::from(device)).clone();
             let meta = PageMeta { pid: 0, comm, vaddr: slot, kind: MappingKind::ZramSlot };
-            builder.push(page, Some(meta))
+            Ok(builder.push(page, Some(meta))?)
         },
         progress,
     )?;
@@ -234,7 +235,7 @@ pub fn capture_device_still(
     path: &Path,
     attempts: u32,
     pause: std::time::Duration,
-) -> Result<(PageSet, ZramSummary, u32), PagesError> {
+) -> Result<(PageSet, ZramSummary, u32), KernelError> {
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -255,7 +256,7 @@ pub fn capture_device_sampled(
     max_pages: usize,
     seed: u64,
     progress: &mut dyn FnMut(u64, u64),
-) -> Result<(PageSet, ZramSummary), PagesError> {
+) -> Result<(PageSet, ZramSummary), KernelError> {
     let page_size = super::system_page_size();
     let mut r = Reservoir::new(max_pages, page_size, seed);
     let mut name = String::new();
@@ -282,7 +283,7 @@ pub fn capture_device_sampled(
 }
 
 /// What [`capture_device_with`] calls for every kept page: `(device, slot, page)`.
-pub type PageVisitor<'a> = dyn FnMut(&str, u64, &[u8]) -> Result<(), PagesError> + 'a;
+pub type PageVisitor<'a> = dyn FnMut(&str, u64, &[u8]) -> Result<(), KernelError> + 'a;
 
 /// Reads zram device `path` page by page: `visit(device, slot, page)` is called for every kept
 /// page (page 0 and every slot that is not all zeros) in slot order, then for the written zero
@@ -293,16 +294,16 @@ pub fn capture_device_with(
     path: &Path,
     visit: &mut PageVisitor<'_>,
     progress: &mut dyn FnMut(u64, u64),
-) -> Result<(SetMeta, ZramSummary), PagesError> {
+) -> Result<(SetMeta, ZramSummary), KernelError> {
     let id = live::zram_id_of(path)?;
     let device = format!("zram{id}");
     let attr = |name: &str| live::read_zram_attr(id, name);
     let disksize: u64 = attr("disksize")?
         .trim()
         .parse()
-        .map_err(|_| PagesError::Invalid(format!("{device}: unreadable disksize")))?;
+        .map_err(|_| KernelError::Invalid(format!("{device}: unreadable disksize")))?;
     if disksize == 0 {
-        return Err(PagesError::Invalid(format!(
+        return Err(KernelError::Invalid(format!(
             "{} ({device}) is not initialised (disksize 0): nothing to capture",
             path.display()
         )));
@@ -320,7 +321,7 @@ pub fn capture_device_with(
     put("zram.device", device.clone());
     put("zram.path", path.display().to_string());
     if let Some(sel) = live::selected_algorithm(&comp_algorithm) {
-        put("zram.algorithm", sel.to_string());
+        put("zram.algorithm", sel);
     }
     put("zram.comp_algorithm", comp_algorithm);
     for name in ["recomp_algorithm", "algorithm_params", "io_stat", "bd_stat", "stat"] {
@@ -329,10 +330,11 @@ pub fn capture_device_with(
         }
     }
     put("zram.disksize", disksize.to_string());
+    let mm_before = crate::status::parse::parse_mm_stat(&mm_stat_before).ok();
     let mem_limit = attr("mem_limit")
         .ok()
         .map(|v| v.trim().to_string())
-        .or_else(|| live::stat_field(&mm_stat_before, 3).map(|v| v.to_string()));
+        .or_else(|| mm_before.map(|m| m.mem_limit.to_string()));
     if let Some(limit) = mem_limit {
         put("zram.mem_limit", limit);
     }
@@ -341,8 +343,8 @@ pub fn capture_device_with(
         && let Some(area) = swaps.iter().find(|a| a.zram_id() == Some(id))
     {
         put("swap.priority", area.priority.to_string());
-        put("swap.size_kib", area.size_kib.to_string());
-        put("swap.used_kib", area.used_kib.to_string());
+        put("swap.size_kib", (area.size_bytes / 1024).to_string());
+        put("swap.used_kib", (area.used_bytes / 1024).to_string());
     }
     if let Ok(release) = live::kernel_release() {
         put("kernel.release", release);
@@ -362,7 +364,7 @@ pub fn capture_device_with(
         .read(true)
         .custom_flags(libc::O_DIRECT)
         .open(path)
-        .map_err(|e| PagesError::io(path, e))?;
+        .map_err(|e| KernelError::io(path, e))?;
     // A page-aligned window into a slightly larger buffer: O_DIRECT needs the alignment.
     let mut backing = vec![0u8; CHUNK + page_size];
     let skip = backing.as_ptr().align_offset(page_size);
@@ -370,7 +372,7 @@ pub fn capture_device_with(
     let slots = disksize / page_size as u64;
     let total = slots * page_size as u64;
     // Candidates for the written zero pages: at most `same_pages` of them can be.
-    let same_before = live::stat_field(&mm_stat_before, 5).unwrap_or(0);
+    let same_before = mm_before.map_or(0, |m| m.same_pages);
     let mut zero_candidates: Vec<u64> = Vec::new();
     let mut same_seen = 0u64;
     let mut zero_slots = 0u64;
@@ -383,7 +385,7 @@ pub fn capture_device_with(
         while got < want {
             match file.read_at(&mut chunk[got..], pos + got as u64) {
                 Ok(0) => {
-                    return Err(PagesError::Invalid(format!(
+                    return Err(KernelError::Invalid(format!(
                         "{}: device ended at byte {} before its disksize {disksize}",
                         path.display(),
                         pos + got as u64
@@ -391,7 +393,7 @@ pub fn capture_device_with(
                 }
                 Ok(n) => got += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(PagesError::io(path, e)),
+                Err(e) => return Err(KernelError::io(path, e)),
             }
         }
         for (i, page) in chunk.chunks_exact(page_size).enumerate() {

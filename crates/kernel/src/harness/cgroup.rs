@@ -18,9 +18,9 @@ pub enum CgroupVersion {
 /// Finds the memory controller: the root of a v1 `memory` hierarchy, or of a cgroup2 hierarchy
 /// whose root delegates `memory` to its children (`cgroup.subtree_control`). The error says what
 /// was looked for.
-pub(super) fn find_memory_controller() -> Result<(PathBuf, CgroupVersion), String> {
+pub(super) fn find_memory_controller() -> Result<(PathBuf, CgroupVersion), KernelError> {
     let mounts = std::fs::read_to_string("/proc/mounts")
-        .map_err(|e| format!("cannot read /proc/mounts: {e}"))?;
+        .map_err(|e| KernelError::Setup(format!("cannot read /proc/mounts: {e}")))?;
     let mut v2_seen = Vec::new();
     for line in mounts.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
@@ -48,7 +48,7 @@ pub(super) fn find_memory_controller() -> Result<(PathBuf, CgroupVersion), Strin
             _ => {}
         }
     }
-    Err(if v2_seen.is_empty() {
+    Err(KernelError::Unsupported(if v2_seen.is_empty() {
         "no memory cgroup: neither a v1 memory hierarchy nor cgroup2 is mounted".into()
     } else {
         format!(
@@ -56,7 +56,7 @@ pub(super) fn find_memory_controller() -> Result<(PathBuf, CgroupVersion), Strin
              memory controller",
             v2_seen.join(", ")
         )
-    })
+    }))
 }
 
 /// A memory cgroup this process created, with a memory limit.
@@ -70,7 +70,7 @@ pub struct MemCgroup {
 impl MemCgroup {
     /// Creates a uniquely named child of the memory controller's root and sets its limit.
     pub fn create(limit_bytes: u64) -> Result<Self, KernelError> {
-        let (root, version) = find_memory_controller().map_err(KernelError::Setup)?;
+        let (root, version) = find_memory_controller()?;
         let dir = root.join(unique_name("zmem"));
         std::fs::create_dir(&dir).map_err(|e| setup(format!("mkdir {}", dir.display()), e))?;
         let me = Self { dir, version, limit: limit_bytes };

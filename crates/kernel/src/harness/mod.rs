@@ -40,7 +40,7 @@ pub fn unavailable_reason() -> Option<String> {
         return Some(why);
     }
     if let Err(why) = cgroup::find_memory_controller() {
-        return Some(why);
+        return Some(why.to_string());
     }
     None
 }
@@ -107,12 +107,6 @@ pub fn page_out_swap(captured_bytes: u64) -> Result<SwapForPageOut, KernelError>
         ));
     }
     Ok(SwapForPageOut { note, guard: Box::new(dev) })
-}
-
-/// `mm_stat` of zram device `id` (any device, ours or not: reading is harmless), parsed.
-pub fn zram_mm_stat(id: u32) -> Result<zmem_zram::MmStat, KernelError> {
-    let line = crate::stat::read_zram_attr(id, "mm_stat")?;
-    line.parse().map_err(|e| KernelError::Setup(format!("zram{id} mm_stat {line:?}: {e}")))
 }
 
 /// What a [`Harness`] makes.

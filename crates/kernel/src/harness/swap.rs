@@ -149,7 +149,7 @@ impl ZramSwapDevice {
 
     /// `mm_stat`, parsed.
     pub fn mm_stat(&self) -> Result<MmStat, KernelError> {
-        self.dev.mm_stat().map_err(|e| setup(format!("zram{} mm_stat", self.id), e))
+        self.dev.mm_stat()
     }
 }
 

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use crate::capture::{self, system_page_size};
 use zmem_pages::trace::convert::{self, IntervalCounts, PageIndex};
 use zmem_pages::trace::{Op, Origin, Trace};
-use zmem_pages::{PageSet, PagesError, SetMeta};
+use zmem_pages::{PageSet, SetMeta};
 
 use crate::KernelError;
 
@@ -64,11 +64,11 @@ impl Method {
 }
 
 impl std::str::FromStr for Method {
-    type Err = PagesError;
+    type Err = KernelError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Self::ALL.into_iter().find(|m| m.name() == s).ok_or_else(|| {
-            PagesError::Invalid(format!(
+            KernelError::Invalid(format!(
                 "unknown recording method {s:?} (damon, soft-dirty, page-out)"
             ))
         })
@@ -133,21 +133,21 @@ pub struct Recording {
 
 /// Checks the options: processes given and alive, an interval above zero and not longer than
 /// the duration.
-pub fn check(opts: &Options) -> Result<(), PagesError> {
+pub fn check(opts: &Options) -> Result<(), KernelError> {
     if opts.pids.is_empty() {
-        return Err(PagesError::Invalid("no process to record".into()));
+        return Err(KernelError::Invalid("no process to record".into()));
     }
     if opts.interval.is_zero() {
-        return Err(PagesError::Invalid("the interval must be above 0".into()));
+        return Err(KernelError::Invalid("the interval must be above 0".into()));
     }
     if opts.duration < opts.interval {
-        return Err(PagesError::Invalid(format!(
+        return Err(KernelError::Invalid(format!(
             "the duration ({:?}) is shorter than one interval ({:?})",
             opts.duration, opts.interval
         )));
     }
     if let Some(pid) = opts.pids.iter().find(|p| !Path::new(&format!("/proc/{p}")).exists()) {
-        return Err(PagesError::Invalid(format!("no such process: {pid}")));
+        return Err(KernelError::Invalid(format!("no such process: {pid}")));
     }
     Ok(())
 }
@@ -168,19 +168,19 @@ pub fn unavailable_reasons() -> [(Method, Option<String>); 3] {
 pub fn choose(
     wanted: Option<Method>,
     reasons: &[(Method, Option<String>)],
-) -> Result<Method, PagesError> {
+) -> Result<Method, KernelError> {
     let why = |m: Method| reasons.iter().find(|(k, _)| *k == m).and_then(|(_, w)| w.clone());
     match wanted {
         Some(m) => match why(m) {
             None => Ok(m),
-            Some(w) => Err(PagesError::Invalid(format!("cannot record with {}: {w}", m.name()))),
+            Some(w) => Err(KernelError::Invalid(format!("cannot record with {}: {w}", m.name()))),
         },
         None => reasons.iter().find(|(_, w)| w.is_none()).map(|(m, _)| *m).ok_or_else(|| {
             let all: Vec<String> = reasons
                 .iter()
                 .map(|(m, w)| format!("{}: {}", m.name(), w.as_deref().unwrap_or("usable")))
                 .collect();
-            PagesError::Invalid(format!(
+            KernelError::Invalid(format!(
                 "cannot record accesses on this kernel: {}",
                 all.join("; ")
             ))
@@ -208,7 +208,7 @@ pub fn record(
                 reasons[0].1 = Some(e.to_string());
                 method = choose(None, &reasons)?;
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(e),
         }
     }
     let why_not: Vec<(Method, String)> = reasons
@@ -224,7 +224,7 @@ pub fn record(
             record_page_out(proc_root, opts, &why_not, stop, progress, pager, make_swap)
         }
         Method::Damon => {
-            let k = kdamond.ok_or_else(|| PagesError::Invalid("no kdamond started".into()))?;
+            let k = kdamond.ok_or_else(|| KernelError::Invalid("no kdamond started".into()))?;
             record_damon(proc_root, opts, &why_not, stop, progress, k)
         }
     }
@@ -238,13 +238,13 @@ struct Captured {
     watched: Vec<(u32, Vec<u64>)>,
 }
 
-fn capture_watched(proc_root: &Path, opts: &Options) -> Result<Captured, PagesError> {
+fn capture_watched(proc_root: &Path, opts: &Options) -> Result<Captured, KernelError> {
     if opts.interval.is_zero() {
-        return Err(PagesError::Invalid("the interval must be above 0".into()));
+        return Err(KernelError::Invalid("the interval must be above 0".into()));
     }
     let (set, summary) = capture::capture_in(proc_root, &opts.pids, &mut |_| {})?;
     if set.is_empty() {
-        return Err(PagesError::Invalid(format!("nothing to record: {summary}")));
+        return Err(KernelError::Invalid(format!("nothing to record: {summary}")));
     }
     let index = PageIndex::from_set(&set)?;
     let watched = opts
@@ -365,11 +365,11 @@ pub fn record_page_out<P: page_out::Pager>(
     let c = capture_watched(proc_root, opts)?;
     let ps = system_page_size() as u64;
     let swap = make_swap(c.set.len() as u64 * ps)?;
-    let gone = |pid: u32, k: u64, e: PagesError| {
+    let gone = |pid: u32, k: u64, e: KernelError| {
         format!("process {pid} is gone after {k} intervals ({e})")
     };
     let (mut sampler, _) = page_out::Sampler::start(proc_root, c.watched.clone(), ps, pager)
-        .map_err(|(pid, e)| PagesError::Invalid(gone(pid, 0, e)))?;
+        .map_err(|(pid, e)| KernelError::Invalid(gone(pid, 0, e)))?;
     let (mut armed, mut unobserved) = (0u64, 0u64);
     let (intervals, ended_early) = observe_intervals(opts, stop, progress, &mut |k| {
         let seen = sampler.observe().map_err(|(pid, e)| gone(pid, k, e))?;
@@ -479,7 +479,7 @@ impl std::fmt::Debug for SignalStop {
 
 impl SignalStop {
     /// Installs the handlers (clearing the flag).
-    pub fn install() -> Result<Self, PagesError> {
+    pub fn install() -> Result<Self, KernelError> {
         STOP.store(false, Ordering::Relaxed);
         let int = handle(libc::SIGINT)?;
         let term = handle(libc::SIGTERM).inspect_err(|_| restore(libc::SIGINT, &int))?;
@@ -501,7 +501,7 @@ impl Drop for SignalStop {
 }
 
 /// Makes `on_signal` the handler of `sig`; returns the action it replaced.
-fn handle(sig: libc::c_int) -> Result<libc::sigaction, PagesError> {
+fn handle(sig: libc::c_int) -> Result<libc::sigaction, KernelError> {
     let mut act = empty_sigaction();
     act.sa_sigaction = on_signal as *const () as usize;
     let mut prev = empty_sigaction();
@@ -510,7 +510,7 @@ fn handle(sig: libc::c_int) -> Result<libc::sigaction, PagesError> {
     let rc = unsafe { libc::sigaction(sig, &act, &mut prev) };
     if rc != 0 {
         let e = std::io::Error::last_os_error();
-        return Err(PagesError::Invalid(format!("sigaction: {e}")));
+        return Err(KernelError::Invalid(format!("sigaction: {e}")));
     }
     Ok(prev)
 }
@@ -607,7 +607,7 @@ mod tests {
     }
 
     impl page_out::Pager for FakePager {
-        fn page_out(&mut self, _: u32, runs: &[(u64, u64)]) -> Result<(), PagesError> {
+        fn page_out(&mut self, _: u32, runs: &[(u64, u64)]) -> Result<(), KernelError> {
             self.calls.set(self.calls.get() + 1);
             let ps = system_page_size() as u64;
             for &(start, n) in runs {
@@ -618,7 +618,7 @@ mod tests {
             Ok(())
         }
 
-        fn drain_lru(&mut self) -> Result<(), PagesError> {
+        fn drain_lru(&mut self) -> Result<(), KernelError> {
             Ok(())
         }
     }

@@ -34,7 +34,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use super::pagemap::{self, PM_PRESENT};
-use zmem_pages::PagesError;
+use crate::KernelError;
 
 /// Pages paged out before their pagemap entries are read back (see [`Sampler::arm`]).
 const ARM_GROUP: usize = 64;
@@ -46,11 +46,11 @@ const MAX_IOVECS: usize = 1024;
 pub trait Pager {
     /// Pages out the runs of `pid`. A run that is no longer mapped is not an error (the process
     /// freed it; its pages stay unobserved); a process that is gone is.
-    fn page_out(&mut self, pid: u32, runs: &[(u64, u64)]) -> Result<(), PagesError>;
+    fn page_out(&mut self, pid: u32, runs: &[(u64, u64)]) -> Result<(), KernelError>;
 
     /// Moves the folios waiting in every CPU's LRU add batches onto the LRU lists, where the
     /// next page-out can take them (see the module doc).
-    fn drain_lru(&mut self) -> Result<(), PagesError>;
+    fn drain_lru(&mut self) -> Result<(), KernelError>;
 }
 
 /// The kernel's pager: process_madvise(MADV_PAGEOUT) through a pidfd per process.
@@ -75,17 +75,17 @@ impl Madvise {
     }
 
     /// A mask holding the first node with memory: migrate_pages accepts only such nodes.
-    fn drain_nodes(&mut self) -> Result<[libc::c_ulong; DRAIN_MASK_WORDS], PagesError> {
+    fn drain_nodes(&mut self) -> Result<[libc::c_ulong; DRAIN_MASK_WORDS], KernelError> {
         if let Some(m) = self.drain_nodes {
             return Ok(m);
         }
         let list = std::fs::read_to_string(NODES_WITH_MEMORY)
-            .map_err(|e| PagesError::Invalid(format!("{NODES_WITH_MEMORY}: {e}")))?;
+            .map_err(|e| KernelError::Invalid(format!("{NODES_WITH_MEMORY}: {e}")))?;
         let first: String = list.trim().chars().take_while(char::is_ascii_digit).collect();
         let bits = libc::c_ulong::BITS as usize;
         let node =
             first.parse::<usize>().ok().filter(|&n| n < DRAIN_MASK_WORDS * bits).ok_or_else(
-                || PagesError::Invalid(format!("{NODES_WITH_MEMORY}: no node in {list:?}")),
+                || KernelError::Invalid(format!("{NODES_WITH_MEMORY}: no node in {list:?}")),
             )?;
         let mut mask = [0; DRAIN_MASK_WORDS];
         mask[node / bits] |= 1 << (node % bits);
@@ -93,7 +93,7 @@ impl Madvise {
         Ok(mask)
     }
 
-    fn pidfd(&mut self, pid: u32) -> Result<&OwnedFd, PagesError> {
+    fn pidfd(&mut self, pid: u32) -> Result<&OwnedFd, KernelError> {
         if let Some(i) = self.pidfds.iter().position(|(p, _)| *p == pid) {
             return Ok(&self.pidfds[i].1);
         }
@@ -127,7 +127,7 @@ impl Madvise {
 }
 
 impl Pager for Madvise {
-    fn page_out(&mut self, pid: u32, runs: &[(u64, u64)]) -> Result<(), PagesError> {
+    fn page_out(&mut self, pid: u32, runs: &[(u64, u64)]) -> Result<(), KernelError> {
         let ps = self.page_size;
         let iovs: Vec<libc::iovec> = runs
             .iter()
@@ -150,10 +150,10 @@ impl Pager for Madvise {
                     Ok(_) => {}
                     Err(e) if e.raw_os_error() == Some(libc::ENOMEM) => {}
                     Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {
-                        return Err(PagesError::Invalid(format!("process {pid} exited")));
+                        return Err(KernelError::Invalid(format!("process {pid} exited")));
                     }
                     Err(e) => {
-                        return Err(PagesError::Invalid(format!(
+                        return Err(KernelError::Invalid(format!(
                             "process_madvise(MADV_PAGEOUT) on process {pid}: {e}"
                         )));
                     }
@@ -166,7 +166,7 @@ impl Pager for Madvise {
     /// migrate_pages(2) of this process from a node to the same node: nothing moves, but
     /// mm/mempolicy.c `do_migrate_pages` begins with `lru_cache_disable()`, which drains the LRU
     /// batches of every CPU (about 33 µs on this project's 2-core VM).
-    fn drain_lru(&mut self) -> Result<(), PagesError> {
+    fn drain_lru(&mut self) -> Result<(), KernelError> {
         let mask = self.drain_nodes()?;
         let max_node = (DRAIN_MASK_WORDS * libc::c_ulong::BITS as usize + 1) as libc::c_ulong;
         // SAFETY: both masks point at DRAIN_MASK_WORDS initialised words, the max_node - 1 bits
@@ -181,8 +181,8 @@ impl Pager for Madvise {
     }
 }
 
-fn sys_err(what: String) -> PagesError {
-    PagesError::Invalid(format!("{what}: {}", std::io::Error::last_os_error()))
+fn sys_err(what: String) -> KernelError {
+    KernelError::Invalid(format!("{what}: {}", std::io::Error::last_os_error()))
 }
 
 /// Why page-out sampling cannot be used here, or `None` where it can: the syscalls must exist
@@ -243,7 +243,7 @@ impl<P: Pager> Sampler<P> {
         pages: Vec<(u32, Vec<u64>)>,
         page_size: u64,
         pager: P,
-    ) -> Result<(Self, u64), (u32, PagesError)> {
+    ) -> Result<(Self, u64), (u32, KernelError)> {
         let watched = pages
             .into_iter()
             .map(|(pid, vaddrs)| Watched { pid, armed: vec![false; vaddrs.len()], vaddrs })
@@ -265,7 +265,7 @@ impl<P: Pager> Sampler<P> {
 
     /// Ends an interval: the armed pages back in RAM are the touched ones; then every page in
     /// RAM is paged out again for the next interval. An error names the process.
-    pub fn observe(&mut self) -> Result<Seen, (u32, PagesError)> {
+    pub fn observe(&mut self) -> Result<Seen, (u32, KernelError)> {
         self.drain_lru();
         let mut seen = Seen::default();
         for i in 0..self.watched.len() {
@@ -311,7 +311,7 @@ impl<P: Pager> Sampler<P> {
     /// In groups of [`ARM_GROUP`] pages, each group's pagemap read right after its page-out: a
     /// page the process touches again between the two is unobserved, so the gap is kept to one
     /// group's page-out (tens of µs a page) rather than the whole pass's.
-    fn arm(&mut self, i: usize, present: Option<&[bool]>) -> Result<u64, (u32, PagesError)> {
+    fn arm(&mut self, i: usize, present: Option<&[bool]>) -> Result<u64, (u32, KernelError)> {
         let w = &mut self.watched[i];
         let pid = w.pid;
         let mut armed = 0;
@@ -378,7 +378,7 @@ mod tests {
     }
 
     impl Pager for FakePager {
-        fn page_out(&mut self, pid: u32, runs: &[(u64, u64)]) -> Result<(), PagesError> {
+        fn page_out(&mut self, pid: u32, runs: &[(u64, u64)]) -> Result<(), KernelError> {
             assert_eq!(pid, 42);
             self.calls.borrow_mut().push(runs.to_vec());
             for &(start, n) in runs {
@@ -391,9 +391,9 @@ mod tests {
             Ok(())
         }
 
-        fn drain_lru(&mut self) -> Result<(), PagesError> {
+        fn drain_lru(&mut self) -> Result<(), KernelError> {
             if self.drain_fails {
-                return Err(PagesError::Invalid("migrate_pages: no NUMA here".into()));
+                return Err(KernelError::Invalid("migrate_pages: no NUMA here".into()));
             }
             self.batched.borrow_mut().clear();
             Ok(())

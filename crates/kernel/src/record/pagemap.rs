@@ -7,7 +7,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use zmem_pages::PagesError;
+use crate::KernelError;
 
 /// pagemap entry bit: the page is in RAM.
 pub const PM_PRESENT: u64 = 1 << 63;
@@ -22,9 +22,9 @@ pub fn entries(
     pid: u32,
     vaddrs: &[u64],
     page_size: u64,
-) -> Result<Vec<u64>, PagesError> {
+) -> Result<Vec<u64>, KernelError> {
     let path = proc_root.join(pid.to_string()).join("pagemap");
-    let f = File::open(&path).map_err(|e| PagesError::io(&path, e))?;
+    let f = File::open(&path).map_err(|e| KernelError::io(&path, e))?;
     let mut out = Vec::with_capacity(vaddrs.len());
     let mut buf = Vec::new();
     let mut i = 0;
@@ -39,7 +39,7 @@ pub fn entries(
         }
         buf.resize(8 * n, 0);
         f.read_exact_at(&mut buf, vaddrs[i] / page_size * 8)
-            .map_err(|e| PagesError::io(&path, e))?;
+            .map_err(|e| KernelError::io(&path, e))?;
         out.extend(
             buf.chunks_exact(8)
                 .map(|e| u64::from_le_bytes(e.try_into().expect("chunks_exact(8) gives 8 bytes"))),

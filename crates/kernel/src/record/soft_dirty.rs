@@ -9,15 +9,15 @@
 
 use std::path::Path;
 
-use zmem_pages::PagesError;
+use crate::KernelError;
 
 /// pagemap entry bit: the page was written since soft-dirty bits were last cleared.
 pub const PM_SOFT_DIRTY: u64 = 1 << 55;
 
 /// Clears the soft-dirty bits of every page of `pid` (`4` to `proc_root/PID/clear_refs`).
-pub fn clear(proc_root: &Path, pid: u32) -> Result<(), PagesError> {
+pub fn clear(proc_root: &Path, pid: u32) -> Result<(), KernelError> {
     let path = proc_root.join(pid.to_string()).join("clear_refs");
-    std::fs::write(&path, "4").map_err(|e| PagesError::io(path, e))
+    std::fs::write(&path, "4").map_err(|e| KernelError::io(path, e))
 }
 
 /// The pages among `vaddrs` (page-aligned, ascending) whose soft-dirty bit `pid`'s pagemap
@@ -27,7 +27,7 @@ pub fn dirty_pages(
     pid: u32,
     vaddrs: &[u64],
     page_size: u64,
-) -> Result<Vec<u64>, PagesError> {
+) -> Result<Vec<u64>, KernelError> {
     let entries = super::pagemap::entries(proc_root, pid, vaddrs, page_size)?;
     Ok(vaddrs
         .iter()

@@ -22,8 +22,8 @@ use serde::Serialize;
 
 pub use parse::{BdStat, BlockStateCounts, ClassTotals, IoStat, MmStat, Secondary};
 
-use crate::stat::parse_vmstat;
-use zmem_pages::PagesError;
+use crate::KernelError;
+use crate::zswap_state::{debugfs_counters_at, params_at};
 
 /// Where the kernel's files are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -163,25 +163,12 @@ impl Zswap {
     }
 }
 
-/// One active swap area (/proc/swaps), sizes in bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SwapArea {
-    pub filename: String,
-    pub kind: String,
-    pub size_bytes: u64,
-    pub used_bytes: u64,
-    pub priority: i32,
-}
+/// One active swap area (/proc/swaps), sizes in bytes: the crate's one type of it.
+pub use crate::stat::SwapArea;
 
-/// /proc/vmstat's swap counters, pages since boot (the zswap ones are absent without zswap).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Counters {
-    pub pswpin: u64,
-    pub pswpout: u64,
-    pub zswpin: Option<u64>,
-    pub zswpout: Option<u64>,
-    pub zswpwb: Option<u64>,
-}
+/// /proc/vmstat's swap counters, pages since boot (the zswap ones are absent without zswap):
+/// the crate's one type of them.
+pub use crate::stat::SwapCounters as Counters;
 
 /// Pages per second over a window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -207,40 +194,42 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    /// Reads a file; on failure records it (what, path, why) and returns None.
-    fn read(&mut self, what: &str, path: &Path) -> Option<String> {
-        match std::fs::read_to_string(path) {
-            Ok(t) => Some(t),
+    /// What one of the crate's readers gave; a failure is recorded (what, the path it names,
+    /// why) and gives None.
+    fn take<T>(&mut self, what: &str, read: Result<T, KernelError>) -> Option<T> {
+        match read {
+            Ok(v) => Some(v),
             Err(e) => {
-                self.unreadable.push(Unreadable {
-                    what: what.to_string(),
-                    path: path.display().to_string(),
-                    why: why(&e, path, self.roots),
-                });
+                self.fail(what, &e);
                 None
             }
         }
     }
 
-    /// Reads and parses; a parse failure is recorded like a read failure.
+    fn fail(&mut self, what: &str, e: &KernelError) {
+        let (path, why) = match e {
+            KernelError::Io { path, error } => (path.clone(), why(error, path, self.roots)),
+            KernelError::Parse { path, what } => {
+                (path.clone(), format!("unexpected contents: {what}"))
+            }
+            e => (PathBuf::new(), e.to_string()),
+        };
+        self.unreadable.push(Unreadable {
+            what: what.to_string(),
+            path: path.display().to_string(),
+            why,
+        });
+    }
+
+    /// Reads and parses a file only this module reads (zsmalloc's and zram's debugfs files).
     fn parse<T>(
         &mut self,
         what: &str,
         path: &Path,
-        f: impl FnOnce(&str) -> Result<T, PagesError>,
+        f: impl FnOnce(&str) -> Result<T, KernelError>,
     ) -> Option<T> {
-        let text = self.read(what, path)?;
-        match f(&text) {
-            Ok(v) => Some(v),
-            Err(e) => {
-                self.unreadable.push(Unreadable {
-                    what: what.to_string(),
-                    path: path.display().to_string(),
-                    why: format!("unexpected contents: {e}"),
-                });
-                None
-            }
-        }
+        let read = crate::error::read_text(path).and_then(|t| f(&t).map_err(|e| e.at(path)));
+        self.take(what, read)
     }
 
     fn note(&mut self, what: &str, path: &Path, why: impl Into<String>) {
@@ -297,26 +286,16 @@ fn removed_device(path: &Path, sys: &Path) -> Option<String> {
 
 /// Reads the whole state. Fails only when /proc/vmstat or /proc/swaps cannot be read (no procfs);
 /// everything else that cannot be read is listed in [`Status::unreadable`].
-pub fn read(opts: &Options) -> Result<Status, PagesError> {
+pub fn read(opts: &Options) -> Result<Status, KernelError> {
     let roots = &opts.roots;
-    let vmstat_path = roots.proc.join("vmstat");
-    let first = read_counters(&vmstat_path)?;
+    let first = read_counters(&roots.proc)?;
     let t0 = Instant::now();
     let mut r = Reader { roots, unreadable: Vec::new() };
     let page = page_size();
 
-    let swaps: Vec<SwapArea> = crate::stat::swaps_at(&roots.proc)?
-        .into_iter()
-        .map(|a| SwapArea {
-            filename: a.filename,
-            kind: a.kind,
-            size_bytes: a.size_kib * 1024,
-            used_bytes: a.used_kib * 1024,
-            priority: a.priority,
-        })
-        .collect();
+    let swaps: Vec<SwapArea> = crate::stat::swaps_at(&roots.proc)?;
 
-    let meminfo = r.parse("memory totals", &roots.proc.join("meminfo"), parse::parse_meminfo);
+    let meminfo = r.take("memory totals", crate::stat::meminfo_at(&roots.proc));
 
     let mut zram = Vec::new();
     for id in zram_ids(&roots.sys) {
@@ -330,7 +309,7 @@ pub fn read(opts: &Options) -> Result<Status, PagesError> {
             if w > spent {
                 std::thread::sleep(w - spent);
             }
-            let second = read_counters(&vmstat_path)?;
+            let second = read_counters(&roots.proc)?;
             let secs = t0.elapsed().as_secs_f64();
             (second, Some(rates(&first, &second, secs)))
         }
@@ -352,16 +331,8 @@ pub fn read(opts: &Options) -> Result<Status, PagesError> {
     })
 }
 
-fn read_counters(path: &Path) -> Result<Counters, PagesError> {
-    let text = std::fs::read_to_string(path).map_err(|e| PagesError::io(path, e))?;
-    let map = parse_vmstat(&text)?;
-    Ok(Counters {
-        pswpin: map.get("pswpin").copied().unwrap_or(0),
-        pswpout: map.get("pswpout").copied().unwrap_or(0),
-        zswpin: map.get("zswpin").copied(),
-        zswpout: map.get("zswpout").copied(),
-        zswpwb: map.get("zswpwb").copied(),
-    })
+fn read_counters(proc: &Path) -> Result<Counters, KernelError> {
+    Ok(Counters::from_vmstat(&crate::stat::vmstat_at(proc)?))
 }
 
 fn rates(a: &Counters, b: &Counters, secs: f64) -> Rates {
@@ -387,29 +358,50 @@ fn read_zram(
     block_state: bool,
 ) -> ZramDevice {
     let name = format!("zram{id}");
-    let dir = r.roots.sys.join("block").join(&name);
-    let num = |t: &str| {
-        t.trim().parse::<u64>().map_err(|_| PagesError::Invalid(format!("not a number: {t:?}")))
+    let sys = r.roots.sys.clone();
+    let dir = crate::stat::zram_sysfs_at(&sys, id);
+    let attr = |r: &mut Reader<'_>, file: &str| {
+        r.take(&format!("{name} {file}"), crate::stat::zram_attr_at(&sys, id, file))
     };
-    let initialized = r.parse(&format!("{name} initstate"), &dir.join("initstate"), num) == Some(1);
-    let disksize_bytes =
-        r.parse(&format!("{name} disksize"), &dir.join("disksize"), num).unwrap_or(0);
+    let num = |r: &mut Reader<'_>, file: &str| {
+        let t = attr(r, file)?;
+        let n = t
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| KernelError::parse(dir.join(file), format!("not a number: {t:?}")));
+        r.take(&format!("{name} {file}"), n)
+    };
+    let initialized = num(r, "initstate") == Some(1);
+    let disksize_bytes = num(r, "disksize").unwrap_or(0);
     let (algorithms_offered, algorithm) = r
-        .read(&format!("{name} algorithm"), &dir.join("comp_algorithm"))
+        .take(&format!("{name} algorithm"), crate::stat::zram_attr_at(&sys, id, "comp_algorithm"))
         .map(|t| parse::parse_algorithms(&t))
         .unwrap_or_default();
     // Optional attributes: absent when their Kconfig option is off, which is not a failure
     // worth listing for every device; only a file that exists and cannot be read is.
-    let optional = |r: &mut Reader<'_>, file: &str| {
-        let p = dir.join(file);
-        if p.exists() { r.read(&format!("{name} {file}"), &p) } else { None }
+    let optional = |file: &str| dir.join(file).exists();
+    let secondaries = if optional("recomp_algorithm") {
+        attr(r, "recomp_algorithm")
+            .and_then(|t| parse::parse_recomp_algorithm(&t).ok())
+            .unwrap_or_default()
+    } else {
+        Vec::new()
     };
-    let secondaries = optional(r, "recomp_algorithm")
-        .and_then(|t| parse::parse_recomp_algorithm(&t).ok())
-        .unwrap_or_default();
-    let mm_stat = r.parse(&format!("{name} mm_stat"), &dir.join("mm_stat"), parse::parse_mm_stat);
-    let io_stat = r.parse(&format!("{name} io_stat"), &dir.join("io_stat"), parse::parse_io_stat);
-    let bd_stat = optional(r, "bd_stat").and_then(|t| parse::parse_bd_stat(&t).ok());
+    let mm_stat = r.take(&format!("{name} mm_stat"), crate::stat::zram_mm_stat_at(&sys, id));
+    let io_stat = r.take(&format!("{name} io_stat"), crate::stat::zram_io_stat_at(&sys, id));
+    let bd_stat = if optional("bd_stat") {
+        // Unparsable: left out, as before (the exporter scrapes it every few seconds).
+        match crate::stat::zram_bd_stat_at(&sys, id) {
+            Ok(b) => Some(b),
+            Err(e @ KernelError::Io { .. }) => {
+                r.fail(&format!("{name} bd_stat"), &e);
+                None
+            }
+            Err(_) => None,
+        }
+    } else {
+        None
+    };
 
     let debug_dir = r.roots.debug.join("zsmalloc").join(&name);
     let zs_classes = if initialized {
@@ -489,15 +481,26 @@ fn read_zswap(
     if !z.present {
         return z;
     }
-    let text = |r: &mut Reader<'_>, p: &str| r.read(&format!("zswap {p}"), &params.join(p));
-    z.enabled = text(r, "enabled").and_then(|t| parse::parse_bool_param(&t));
-    z.compressor = text(r, "compressor").map(|t| t.trim().to_string());
-    z.max_pool_percent = text(r, "max_pool_percent").and_then(|t| t.trim().parse().ok());
-    z.accept_threshold_percent =
-        text(r, "accept_threshold_percent").and_then(|t| t.trim().parse().ok());
-    let shrinker = params.join("shrinker_enabled");
-    if shrinker.exists() {
-        z.shrinker_enabled = text(r, "shrinker_enabled").and_then(|t| parse::parse_bool_param(&t));
+    let read = params_at(&r.roots.sys);
+    let Some(p) = r.take("zswap parameters", read) else { return z };
+    for (file, e) in &p.unreadable {
+        r.fail(&format!("zswap {file}"), e);
+    }
+    // A parameter this kernel lacks is listed like a file that could not be read, as before
+    // (`shrinker_enabled` only where the file exists: kernels before 6.8 have none).
+    let value = |r: &mut Reader<'_>, file: &str| {
+        let v = p.values.get(file).cloned();
+        if v.is_none() && !p.unreadable.iter().any(|(f, _)| f == file) {
+            r.note(&format!("zswap {file}"), &params.join(file), "not present in this kernel");
+        }
+        v
+    };
+    z.enabled = value(r, "enabled").and_then(|t| parse::parse_bool_param(&t));
+    z.compressor = value(r, "compressor");
+    z.max_pool_percent = value(r, "max_pool_percent").and_then(|t| t.parse().ok());
+    z.accept_threshold_percent = value(r, "accept_threshold_percent").and_then(|t| t.parse().ok());
+    if params.join("shrinker_enabled").exists() {
+        z.shrinker_enabled = value(r, "shrinker_enabled").and_then(|t| parse::parse_bool_param(&t));
     }
     if let (Some(m), Some(pct)) = (meminfo, z.max_pool_percent) {
         // zswap.c zswap_max_pages: totalram_pages() * max_pool_percent / 100, in pages.
@@ -506,26 +509,22 @@ fn read_zswap(
     z.pool_bytes = meminfo.and_then(|m| m.get("Zswap").copied());
     z.stored_bytes = meminfo.and_then(|m| m.get("Zswapped").copied());
 
-    let dir = r.roots.debug.join("zswap");
-    if dir.is_dir() {
-        for name in ZSWAP_DEBUGFS {
-            let p = dir.join(name);
-            if !p.exists() {
-                continue; // a counter this kernel does not have
+    match debugfs_counters_at(&r.roots.debug) {
+        Ok(c) => {
+            // Only the counters zswap.c makes are reported; one that is not a number is left
+            // out, one that could not be read is listed.
+            for (name, e) in &c.odd {
+                if ZSWAP_DEBUGFS.contains(&name.as_str()) && matches!(e, KernelError::Io { .. }) {
+                    r.fail(&format!("zswap {name}"), e);
+                }
             }
-            if let Some(v) =
-                r.read(&format!("zswap {name}"), &p).and_then(|t| t.trim().parse().ok())
-            {
-                z.debugfs.insert(name.to_string(), v);
-            }
+            z.debugfs = c
+                .values
+                .into_iter()
+                .filter(|(name, _)| ZSWAP_DEBUGFS.contains(&name.as_str()))
+                .collect();
         }
-    } else {
-        let e = std::fs::metadata(&dir).err();
-        let why = match e {
-            Some(e) => why(&e, &dir, r.roots),
-            None => "not a directory".into(),
-        };
-        r.note("zswap counters (rejects, writeback, stored pages)", &dir, why);
+        Err(e) => r.fail("zswap counters (rejects, writeback, stored pages)", &e),
     }
     if let Some(&p) = z.debugfs.get("pool_total_size") {
         z.pool_bytes = z.pool_bytes.or(Some(p));

@@ -11,30 +11,29 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use zmem_pages::PagesError;
+use crate::KernelError;
 pub use zmem_zram::{BdStat, IoStat, MmStat};
 
-fn numbers(file: &str, text: &str) -> Result<Vec<u64>, PagesError> {
+fn numbers(file: &str, text: &str) -> Result<Vec<u64>, KernelError> {
     text.split_whitespace()
         .map(|f| {
             // `mem_used_max` is printed with %ld; a negative value never occurs, but a
             // malformed file must be an error, not a panic.
             f.parse::<u64>()
-                .map_err(|_| PagesError::Invalid(format!("{file}: bad field {f:?} in {text:?}")))
+                .map_err(|_| KernelError::parse(file, format!("bad field {f:?} in {text:?}")))
         })
         .collect()
 }
 
 /// Parses `mm_stat`: nine fields since 5.15, eight before (no `huge_pages_since`), seven before
 /// 5.10 (no `huge_pages`).
-pub fn parse_mm_stat(text: &str) -> Result<MmStat, PagesError> {
+pub fn parse_mm_stat(text: &str) -> Result<MmStat, KernelError> {
     let v = numbers("mm_stat", text)?;
     if !(7..=9).contains(&v.len()) {
-        return Err(PagesError::Invalid(format!(
-            "mm_stat: {} fields, expected 7 to 9: {:?}",
-            v.len(),
-            text.trim()
-        )));
+        return Err(KernelError::parse(
+            "mm_stat",
+            format!("{} fields, expected 7 to 9: {:?}", v.len(), text.trim()),
+        ));
     }
     let at = |i: usize| v.get(i).copied().unwrap_or(0);
     Ok(MmStat {
@@ -51,38 +50,29 @@ pub fn parse_mm_stat(text: &str) -> Result<MmStat, PagesError> {
 }
 
 /// Parses `io_stat` (four fields).
-pub fn parse_io_stat(text: &str) -> Result<IoStat, PagesError> {
+pub fn parse_io_stat(text: &str) -> Result<IoStat, KernelError> {
     let v = numbers("io_stat", text)?;
     if v.len() != 4 {
-        return Err(PagesError::Invalid(format!("io_stat: expected 4 fields: {text:?}")));
+        return Err(KernelError::parse("io_stat", format!("expected 4 fields: {text:?}")));
     }
     Ok(IoStat { failed_reads: v[0], failed_writes: v[1], notify_free: v[3] })
 }
 
 /// Parses `bd_stat` (three fields).
-pub fn parse_bd_stat(text: &str) -> Result<BdStat, PagesError> {
+pub fn parse_bd_stat(text: &str) -> Result<BdStat, KernelError> {
     let v = numbers("bd_stat", text)?;
     if v.len() != 3 {
-        return Err(PagesError::Invalid(format!("bd_stat: expected 3 fields: {text:?}")));
+        return Err(KernelError::parse("bd_stat", format!("expected 3 fields: {text:?}")));
     }
     Ok(BdStat { bd_count: v[0], bd_reads: v[1], bd_writes: v[2] })
 }
 
 /// The algorithms of a `comp_algorithm` line (`lzo [lzo-rle] lz4`): every one offered, and the
-/// selected one (in brackets).
+/// selected one (in brackets), by the one parser of that attribute
+/// ([`crate::caps::parse_comp_algorithm`]).
 pub fn parse_algorithms(line: &str) -> (Vec<String>, Option<String>) {
-    let mut offered = Vec::new();
-    let mut selected = None;
-    for w in line.split_whitespace() {
-        match w.strip_prefix('[').and_then(|w| w.strip_suffix(']')) {
-            Some(s) => {
-                offered.push(s.to_string());
-                selected = Some(s.to_string());
-            }
-            None => offered.push(w.to_string()),
-        }
-    }
-    (offered, selected)
+    let c = crate::caps::parse_comp_algorithm(line);
+    (c.available, c.current)
 }
 
 /// A secondary (recompression) algorithm of a zram device.
@@ -96,10 +86,10 @@ pub struct Secondary {
 /// Parses `recomp_algorithm` (CONFIG_ZRAM_MULTI_COMP): one `#N: list [selected]` line per
 /// configured secondary (zram_drv.c `recomp_algorithm_show`). Lines without a selection are
 /// slots not configured and are left out.
-pub fn parse_recomp_algorithm(text: &str) -> Result<Vec<Secondary>, PagesError> {
+pub fn parse_recomp_algorithm(text: &str) -> Result<Vec<Secondary>, KernelError> {
     let mut out = Vec::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let bad = || PagesError::Invalid(format!("recomp_algorithm: {line:?}"));
+        let bad = || KernelError::parse("recomp_algorithm", format!("{line:?}"));
         let rest = line.trim().strip_prefix('#').ok_or_else(bad)?;
         let (prio, list) = rest.split_once(':').ok_or_else(bad)?;
         let priority = prio.trim().parse().map_err(|_| bad())?;
@@ -129,16 +119,19 @@ pub struct ClassTotals {
 
 /// Parses a zsmalloc `classes` file by its header's column names (the fullness columns changed
 /// across kernels; the named ones did not). The `Total` line is ignored: the sums are ours.
-pub fn parse_zs_classes(text: &str) -> Result<ClassTotals, PagesError> {
+pub fn parse_zs_classes(text: &str) -> Result<ClassTotals, KernelError> {
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
     let header: Vec<&str> = lines
         .next()
-        .ok_or_else(|| PagesError::Invalid("zsmalloc classes: empty".into()))?
+        .ok_or_else(|| KernelError::parse("classes", "zsmalloc classes: empty"))?
         .split_whitespace()
         .collect();
     let col = |name: &str| {
         header.iter().position(|h| *h == name).ok_or_else(|| {
-            PagesError::Invalid(format!("zsmalloc classes: no {name} column in {header:?}"))
+            KernelError::parse(
+                "classes",
+                format!("zsmalloc classes: no {name} column in {header:?}"),
+            )
         })
     };
     let (alloc, used, pages, free) =
@@ -151,15 +144,18 @@ pub fn parse_zs_classes(text: &str) -> Result<ClassTotals, PagesError> {
             continue;
         }
         if f.len() != header.len() {
-            return Err(PagesError::Invalid(format!(
-                "zsmalloc classes: {} fields where the header has {}: {line:?}",
-                f.len(),
-                header.len()
-            )));
+            return Err(KernelError::parse(
+                "classes",
+                format!(
+                    "zsmalloc classes: {} fields where the header has {}: {line:?}",
+                    f.len(),
+                    header.len()
+                ),
+            ));
         }
         let n = |i: usize| {
             f[i].parse::<u64>()
-                .map_err(|_| PagesError::Invalid(format!("zsmalloc classes: {line:?}")))
+                .map_err(|_| KernelError::parse("classes", format!("zsmalloc classes: {line:?}")))
         };
         t.classes += 1;
         t.obj_allocated += n(alloc)?;
@@ -172,15 +168,16 @@ pub fn parse_zs_classes(text: &str) -> Result<ClassTotals, PagesError> {
 
 /// Parses `/proc/meminfo` into bytes (`Name:  123 kB`; the unitless lines, such as
 /// `HugePages_Total`, are kept as given).
-pub fn parse_meminfo(text: &str) -> Result<BTreeMap<String, u64>, PagesError> {
+pub fn parse_meminfo(text: &str) -> Result<BTreeMap<String, u64>, KernelError> {
     let mut out = BTreeMap::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let bad = || PagesError::Invalid(format!("/proc/meminfo: {line:?}"));
+        let bad = || KernelError::parse("/proc/meminfo", format!("{line:?}"));
         let (k, v) = line.split_once(':').ok_or_else(bad)?;
         let mut f = v.split_whitespace();
         let n: u64 = f.next().ok_or_else(bad)?.parse().map_err(|_| bad())?;
         let n = match f.next() {
-            Some("kB") => n * 1024,
+            // Every sized line is in kB (`show_val_kb`); one past u64 in bytes is garbled.
+            Some("kB") => n.checked_mul(1024).ok_or_else(bad)?,
             None => n,
             Some(_) => return Err(bad()),
         };
@@ -189,14 +186,7 @@ pub fn parse_meminfo(text: &str) -> Result<BTreeMap<String, u64>, PagesError> {
     Ok(out)
 }
 
-/// Parses a kernel boolean parameter (`Y`/`N`, also `1`/`0`).
-pub fn parse_bool_param(text: &str) -> Option<bool> {
-    match text.trim() {
-        "Y" | "y" | "1" => Some(true),
-        "N" | "n" | "0" => Some(false),
-        _ => None,
-    }
-}
+pub use crate::zswap_state::parse_bool_param;
 
 /// Idle and written-back slots counted in a zram `block_state` debugfs file
 /// (CONFIG_ZRAM_MEMORY_TRACKING; zram_drv.c `read_block_state`): one line per allocated slot,
@@ -210,12 +200,12 @@ pub struct BlockStateCounts {
 }
 
 /// Counts a `block_state` file's flags.
-pub fn parse_block_state(text: &str) -> Result<BlockStateCounts, PagesError> {
+pub fn parse_block_state(text: &str) -> Result<BlockStateCounts, KernelError> {
     let mut c = BlockStateCounts::default();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let f: Vec<&str> = line.split_whitespace().collect();
         if f.len() != 3 || f[0].parse::<u64>().is_err() {
-            return Err(PagesError::Invalid(format!("block_state: {line:?}")));
+            return Err(KernelError::parse("block_state", format!("{line:?}")));
         }
         let flags = f[2];
         // The flags are positional: s w h i (then r n on newer kernels).

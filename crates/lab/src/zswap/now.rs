@@ -110,15 +110,15 @@ pub fn read_live(mount_debugfs: bool) -> ZswapLive {
                 .map(|a| SwapAreaNow {
                     kind: if a.zram_id().is_some() { "zram".into() } else { a.kind.clone() },
                     filename: a.filename,
-                    size_bytes: a.size_kib * 1024,
-                    used_bytes: a.used_kib * 1024,
+                    size_bytes: a.size_bytes,
+                    used_bytes: a.used_bytes,
                     priority: a.priority,
                 })
                 .collect()
         })
         .unwrap_or_default();
     let sysctl =
-        |name: &str| zmem_kernel::stat::vm_sysctl(name).and_then(|v| u32::try_from(v).ok());
+        |name: &str| zmem_kernel::stat::vm_sysctl(name).ok().and_then(|v| u32::try_from(v).ok());
     let mem_total_bytes =
         zmem_kernel::stat::meminfo().ok().and_then(|m| m.get("MemTotal").copied());
     ZswapLive {

@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{regions, sysfs};
-use zmem_pages::PagesError;
+use crate::KernelError;
 use zmem_pages::trace::convert::DamonRegion;
 
 /// DAMON's monitoring attributes (usage.rst, `contexts/<N>/monitoring_attrs/`; their meaning is
@@ -73,8 +73,8 @@ impl Attrs {
     /// mm/damon/core.c): a sampling interval longer than the aggregation interval, fewer than 3
     /// regions, a minimum above the maximum; and a zero sampling interval (DAMON would take it as
     /// 1 us), which leaves [`Kdamond::max_nr_accesses`] undefined.
-    pub fn check(&self) -> Result<(), PagesError> {
-        let bad = |m: String| Err(PagesError::Invalid(format!("DAMON attributes: {m}")));
+    pub fn check(&self) -> Result<(), KernelError> {
+        let bad = |m: String| Err(KernelError::Invalid(format!("DAMON attributes: {m}")));
         if self.sample_us == 0 || self.sample_us > self.aggr_us {
             return bad(format!(
                 "the sampling interval ({} us) must be above 0 and at most the aggregation \
@@ -114,13 +114,13 @@ impl Kdamond {
     /// gives one (a kdamond already exists), and where the kernel has no `vaddr` operations (seen
     /// in our context's `avail_operations`, after which our kdamond is removed again). Any
     /// failure after `nr_kdamonds` was written removes ours as drop does.
-    pub fn start(admin: &Path, pids: &[u32], attrs: &Attrs) -> Result<Self, PagesError> {
+    pub fn start(admin: &Path, pids: &[u32], attrs: &Attrs) -> Result<Self, KernelError> {
         if pids.is_empty() {
-            return Err(PagesError::Invalid("DAMON: no process to monitor".into()));
+            return Err(KernelError::Invalid("DAMON: no process to monitor".into()));
         }
         attrs.check()?;
         if let Some(why) = super::unavailable_reason(admin) {
-            return Err(PagesError::Invalid(why));
+            return Err(KernelError::Invalid(why));
         }
         let kdamonds = admin.join("kdamonds");
         sysfs::write(&kdamonds.join("nr_kdamonds"), 1)?;
@@ -130,7 +130,7 @@ impl Kdamond {
         let ctx = k.dir.join("contexts/0");
         let ops = sysfs::read(&ctx.join("avail_operations"))?;
         if let Some(why) = super::no_vaddr(&ops) {
-            return Err(PagesError::Invalid(why));
+            return Err(KernelError::Invalid(why));
         }
         sysfs::write(&ctx.join("operations"), "vaddr")?;
         let iv = ctx.join("monitoring_attrs/intervals");
@@ -175,10 +175,10 @@ impl Kdamond {
     /// An error where the kdamond has stopped (`state` reads `off`: DAMON stops when every
     /// target process has exited), where the kernel refuses the command, or where a region file
     /// is malformed (the error names the file).
-    pub fn snapshot(&self) -> Result<Vec<DamonRegion>, PagesError> {
+    pub fn snapshot(&self) -> Result<Vec<DamonRegion>, KernelError> {
         let state = self.dir.join("state");
         if sysfs::read(&state)? == "off" {
-            return Err(PagesError::Invalid(format!(
+            return Err(KernelError::Invalid(format!(
                 "{}: our kdamond has stopped (DAMON stops when every target process has exited)",
                 state.display()
             )));
@@ -241,7 +241,7 @@ impl Drop for Kdamond {
         for attempt in 0.. {
             match sysfs::write(&nr, 0) {
                 Ok(()) => return,
-                Err(PagesError::Io { error, .. })
+                Err(KernelError::Io { error, .. })
                     if error.raw_os_error() == Some(libc::EBUSY) && attempt < 20 =>
                 {
                     std::thread::sleep(Duration::from_millis(50));

@@ -17,7 +17,7 @@
 //! # use std::path::Path;
 //! # use std::time::Duration;
 //! # use zmem_kernel::record::damon::{ADMIN, Attrs, Kdamond};
-//! # fn f(pids: &[u32]) -> Result<(), zmem_pages::PagesError> {
+//! # fn f(pids: &[u32]) -> Result<(), zmem_kernel::KernelError> {
 //! let attrs = Attrs::for_interval(Duration::from_millis(100));
 //! let k = Kdamond::start(Path::new(ADMIN), pids, &attrs)?;
 //! for _ in 0..10 {

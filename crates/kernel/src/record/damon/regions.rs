@@ -23,7 +23,7 @@
 use std::path::{Path, PathBuf};
 
 use super::sysfs;
-use zmem_pages::PagesError;
+use crate::KernelError;
 use zmem_pages::trace::convert::DamonRegion;
 
 /// A region as read, before it has a target.
@@ -35,10 +35,10 @@ pub(super) struct Tried {
 }
 
 /// The regions under `dir` (a `tried_regions` directory), in the order of their numbers.
-pub(super) fn read(dir: &Path) -> Result<Vec<Tried>, PagesError> {
+pub(super) fn read(dir: &Path) -> Result<Vec<Tried>, KernelError> {
     let mut numbered: Vec<(u64, PathBuf)> = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(|e| PagesError::io(dir, e))? {
-        let entry = entry.map_err(|e| PagesError::io(dir, e))?;
+    for entry in std::fs::read_dir(dir).map_err(|e| KernelError::io(dir, e))? {
+        let entry = entry.map_err(|e| KernelError::io(dir, e))?;
         if let Some(n) = entry.file_name().to_str().and_then(|s| s.parse::<u64>().ok()) {
             numbered.push((n, entry.path()));
         }
@@ -53,7 +53,7 @@ pub(super) fn read(dir: &Path) -> Result<Vec<Tried>, PagesError> {
                 nr_accesses: sysfs::read_num(&d.join("nr_accesses"))?,
             };
             if r.end <= r.start {
-                return Err(PagesError::Invalid(format!(
+                return Err(KernelError::Invalid(format!(
                     "{}: region ends ({:#x}) at or before its start ({:#x})",
                     d.display(),
                     r.end,
@@ -67,7 +67,7 @@ pub(super) fn read(dir: &Path) -> Result<Vec<Tried>, PagesError> {
 
 /// Gives each region its target's pid (`pids` in the order of `targets/<N>`; see the module
 /// doc), or says why it cannot.
-pub(super) fn assign(pids: &[u32], tried: &[Tried]) -> Result<Vec<DamonRegion>, PagesError> {
+pub(super) fn assign(pids: &[u32], tried: &[Tried]) -> Result<Vec<DamonRegion>, KernelError> {
     let mut target = 0;
     let mut prev_end: Option<u64> = None;
     let mut out = Vec::with_capacity(tried.len());
@@ -78,7 +78,7 @@ pub(super) fn assign(pids: &[u32], tried: &[Tried]) -> Result<Vec<DamonRegion>, 
             target += 1;
         }
         let Some(&pid) = pids.get(target) else {
-            return Err(PagesError::Invalid(format!(
+            return Err(KernelError::Invalid(format!(
                 "DAMON's tried regions restart their address order {target} times for {} \
                  target(s): they are not in the order the kernel is documented to give",
                 pids.len()
@@ -89,7 +89,7 @@ pub(super) fn assign(pids: &[u32], tried: &[Tried]) -> Result<Vec<DamonRegion>, 
     }
     let runs = if tried.is_empty() { 0 } else { target + 1 };
     if runs != 0 && runs < pids.len() {
-        return Err(PagesError::Invalid(format!(
+        return Err(KernelError::Invalid(format!(
             "DAMON's tried regions form {runs} run(s) in address order for {} targets: which \
              regions belong to which process cannot be told (record fewer processes at once)",
             pids.len()
