@@ -50,35 +50,7 @@ pub struct KernelCaps {
     pub source: String,
 }
 
-/// A device's `comp_algorithm` parsed: the offered compressors and the selected one.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub struct CompAlgorithms {
-    /// In the kernel's order, brackets removed.
-    pub available: Vec<String>,
-    /// The bracketed one, if any.
-    pub current: Option<String>,
-}
-
-/// Parses zram's `comp_algorithm` (or `recomp_algorithm`'s per-priority lines' tail), e.g.
-/// `"lzo-rle [lzo] lz4 \n"`: names separated by spaces, the current one in brackets
-/// (`zcomp.c: zcomp_available_show`). Odd tokens (`[`, `[]`) are skipped; repeats kept once.
-pub fn parse_comp_algorithm(text: &str) -> CompAlgorithms {
-    let mut out = CompAlgorithms::default();
-    for token in text.split_whitespace() {
-        let bracketed = token.starts_with('[') && token.ends_with(']') && token.len() >= 2;
-        let name = token.trim_start_matches('[').trim_end_matches(']');
-        if name.is_empty() {
-            continue;
-        }
-        if bracketed && out.current.is_none() {
-            out.current = Some(name.to_string());
-        }
-        if !out.available.iter().any(|n| n == name) {
-            out.available.push(name.to_string());
-        }
-    }
-    out
-}
+pub use crate::parse::{CompAlgorithms, parse_comp_algorithm};
 
 /// Names of `/proc/crypto` entries whose `type` is `scomp`, `acomp` or `compression` (the
 /// compressors zswap can ask the crypto API for, `zswap.c: zswap_compressor_param_set` ->

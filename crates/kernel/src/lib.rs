@@ -4,6 +4,9 @@
 //!   and the pages a zram device stores ([`capture::zram`], read with O_DIRECT).
 //! - [`record`]: what live processes touch over time (DAMON, soft-dirty bits, page-out
 //!   sampling), as a trace over a captured page set.
+//! - [`parse`]: pure parsers of the kernel's files (`mm_stat`, `io_stat`, `bd_stat`,
+//!   `comp_algorithm`, /proc/meminfo, zsmalloc's classes ...) over their text: the leaf every
+//!   reader below shares.
 //! - [`stat`]: the one reader of each kernel fact (/proc/swaps, /proc/vmstat, /proc/meminfo,
 //!   the vm sysctls, a block device's `stat`, zram's sysfs attributes into the engine's
 //!   `MmStat`/`IoStat`/`BdStat`), pure parsers over text with readers under a root.
@@ -27,6 +30,7 @@ pub mod caps;
 pub mod capture;
 mod error;
 pub mod harness;
+pub mod parse;
 pub mod record;
 pub mod stat;
 pub mod status;

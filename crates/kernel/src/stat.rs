@@ -5,7 +5,7 @@
 //! Each kernel fact has one reader here, taking the root it reads under (`/proc`, `/sys`, or a
 //! test's fake tree) beside a plain one for the live system: caps, status, zswap_state, the
 //! harness and the lab all call these. zram's stat attributes are read into the engine's own
-//! types (`zmem_zram::{MmStat, IoStat, BdStat}`, parsed by [`crate::status::parse`], which also
+//! types (`zmem_zram::{MmStat, IoStat, BdStat}`, parsed by [`crate::parse`], which also
 //! takes older kernels' shorter `mm_stat`); [`read_zram_attr`] gives an attribute's raw line
 //! (captures record them as set metadata).
 //!
@@ -65,10 +65,10 @@ pub fn meminfo() -> Result<BTreeMap<String, u64>, KernelError> {
 }
 
 /// `meminfo` under `proc` in bytes, by name: the one reader of the file, for the lab, status,
-/// zswap_state and validation ([`crate::status::parse::parse_meminfo`]).
+/// zswap_state and validation ([`crate::parse::parse_meminfo`]).
 pub fn meminfo_at(proc: &Path) -> Result<BTreeMap<String, u64>, KernelError> {
     let path = proc.join("meminfo");
-    crate::status::parse::parse_meminfo(&read_text(&path)?).map_err(|e| e.at(&path))
+    crate::parse::parse_meminfo(&read_text(&path)?).map_err(|e| e.at(&path))
 }
 
 /// `vm.NAME` (`/proc/sys/vm/NAME`) as a number.
@@ -462,24 +462,24 @@ pub fn zram_mm_stat(id: u32) -> Result<MmStat, KernelError> {
 
 /// `mm_stat` of zram device `id` under `sys`.
 pub fn zram_mm_stat_at(sys: &Path, id: u32) -> Result<MmStat, KernelError> {
-    zram_parsed_at(sys, id, "mm_stat", crate::status::parse::parse_mm_stat)
+    zram_parsed_at(sys, id, "mm_stat", crate::parse::parse_mm_stat)
 }
 
 /// `io_stat` of zram device `id` under `sys`, as the engine's [`IoStat`].
 pub fn zram_io_stat_at(sys: &Path, id: u32) -> Result<IoStat, KernelError> {
-    zram_parsed_at(sys, id, "io_stat", crate::status::parse::parse_io_stat)
+    zram_parsed_at(sys, id, "io_stat", crate::parse::parse_io_stat)
 }
 
 /// `bd_stat` of zram device `id` under `sys` (CONFIG_ZRAM_WRITEBACK), as the engine's
 /// [`BdStat`].
 pub fn zram_bd_stat_at(sys: &Path, id: u32) -> Result<BdStat, KernelError> {
-    zram_parsed_at(sys, id, "bd_stat", crate::status::parse::parse_bd_stat)
+    zram_parsed_at(sys, id, "bd_stat", crate::parse::parse_bd_stat)
 }
 
 /// The selected algorithm of a `comp_algorithm` line (`lzo [lzo-rle] lz4` gives `lzo-rle`), by
-/// the one parser of that attribute ([`crate::caps::parse_comp_algorithm`]).
+/// the one parser of that attribute ([`crate::parse::parse_comp_algorithm`]).
 pub fn selected_algorithm(line: &str) -> Option<String> {
-    crate::caps::parse_comp_algorithm(line).current
+    crate::parse::parse_comp_algorithm(line).current
 }
 
 /// Which zram device a path names: the block device's number, through `/sys/dev/block/MAJ:MIN`

@@ -330,7 +330,7 @@ pub fn capture_device_with(
         }
     }
     put("zram.disksize", disksize.to_string());
-    let mm_before = crate::status::parse::parse_mm_stat(&mm_stat_before).ok();
+    let mm_before = crate::parse::parse_mm_stat(&mm_stat_before).ok();
     let mem_limit = attr("mem_limit")
         .ok()
         .map(|v| v.trim().to_string())

@@ -12,7 +12,7 @@
 //! The roots (`/sys`, `/proc`, the debugfs mount) are parameters ([`Roots`]) so that the whole
 //! reader runs in tests on a fixture tree.
 
-pub mod parse;
+pub use crate::parse;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

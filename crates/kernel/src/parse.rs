@@ -1,5 +1,6 @@
-//! Pure parsers of the files `zmem status` reads, each over the file's text, unit-tested on
-//! fixture text. The zram layouts follow zram_drv.c (Linux 6.18: `mm_stat_show`, `io_stat_show`,
+//! Pure parsers of the kernel files this crate reads (the leaf the readers in [`crate::stat`],
+//! [`crate::caps`], [`crate::zswap_state`] and [`crate::status`] share), each over the file's
+//! text, unit-tested on fixture text. The zram layouts follow zram_drv.c (Linux 6.18: `mm_stat_show`, `io_stat_show`,
 //! `bd_stat_show`, `recomp_algorithm_show`), zsmalloc's follow zsmalloc.c `zs_stats_size_show`,
 //! and zswap's debugfs files are one number each (zswap.c `zswap_debugfs_init`).
 //!
@@ -67,11 +68,40 @@ pub fn parse_bd_stat(text: &str) -> Result<BdStat, KernelError> {
     Ok(BdStat { bd_count: v[0], bd_reads: v[1], bd_writes: v[2] })
 }
 
+/// A device's `comp_algorithm` parsed: the offered compressors and the selected one.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct CompAlgorithms {
+    /// In the kernel's order, brackets removed.
+    pub available: Vec<String>,
+    /// The bracketed one, if any.
+    pub current: Option<String>,
+}
+
+/// Parses zram's `comp_algorithm` (or `recomp_algorithm`'s per-priority lines' tail), e.g.
+/// `"lzo-rle [lzo] lz4 \n"`: names separated by spaces, the current one in brackets
+/// (`zcomp.c: zcomp_available_show`). Odd tokens (`[`, `[]`) are skipped; repeats kept once.
+pub fn parse_comp_algorithm(text: &str) -> CompAlgorithms {
+    let mut out = CompAlgorithms::default();
+    for token in text.split_whitespace() {
+        let bracketed = token.starts_with('[') && token.ends_with(']') && token.len() >= 2;
+        let name = token.trim_start_matches('[').trim_end_matches(']');
+        if name.is_empty() {
+            continue;
+        }
+        if bracketed && out.current.is_none() {
+            out.current = Some(name.to_string());
+        }
+        if !out.available.iter().any(|n| n == name) {
+            out.available.push(name.to_string());
+        }
+    }
+    out
+}
+
 /// The algorithms of a `comp_algorithm` line (`lzo [lzo-rle] lz4`): every one offered, and the
-/// selected one (in brackets), by the one parser of that attribute
-/// ([`crate::caps::parse_comp_algorithm`]).
+/// selected one (in brackets), by the one parser of that attribute ([`parse_comp_algorithm`]).
 pub fn parse_algorithms(line: &str) -> (Vec<String>, Option<String>) {
-    let c = crate::caps::parse_comp_algorithm(line);
+    let c = parse_comp_algorithm(line);
     (c.available, c.current)
 }
 
