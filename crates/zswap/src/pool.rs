@@ -70,6 +70,11 @@ impl ZswapPool {
         Ok(Arc::new(p))
     }
 
+    /// The parameters its streams are built with.
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
     /// Pages its allocator pool holds (`zs_get_total_pages()`).
     pub fn total_pages(&self) -> u64 {
         self.zpool.total_pages()
