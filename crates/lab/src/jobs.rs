@@ -10,9 +10,10 @@
 //!
 //! Work done once is not done twice: the zsmalloc row of the allocator table is the device the
 //! default-algorithm policy already wrote ([`measure::is_pool_run`]), so those pages are not
-//! compressed a second time; and the compressor table's row of an algorithm a policy or an
-//! allocator row uses keeps the objects it made ([`crate::objects`]), which those devices then
-//! store instead of compressing every page again. Such a job waits for the rows whose objects
+//! compressed a second time; and the compressor table's row of an algorithm a policy, an
+//! allocator row or a replay (zswap's candidates and references, the swap table) uses keeps
+//! the objects it made ([`crate::objects`]), which those devices and replays then store instead
+//! of compressing every page again. Such a job waits for the rows whose objects
 //! it takes: a worker takes the first job in the list whose objects are made, and waits only
 //! when every job left waits for a row still running.
 
