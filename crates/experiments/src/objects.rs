@@ -6,7 +6,10 @@
 //! secondaries. A stream's output depends on the page and the stream's parameters alone, so the
 //! table's pass keeps what it made ([`Objects`]) and the devices take it through zram's
 //! [`ObjectSource`] seam ([`Charged`]) instead of compressing each page again: the slots,
-//! `mm_stat` and the pages read back are the same (zmem-zram's `tests/objects.rs`).
+//! `mm_stat` and the pages read back are the same (zmem-zram's `tests/objects.rs`). The lab's
+//! replays (zswap's candidates and their zram references) take them the same way through
+//! zswap's store and zram's write (zmem-sim's `Simulator::with_objects`; zmem-zswap's
+//! `tests/objects.rs`, zmem-sim's `tests/objects.rs`).
 //!
 //! **Costs stay measured.** A device that takes an object does not pay for the compression it
 //! skipped, so [`Charged`] charges each object it hands out with what compressing that page
@@ -19,9 +22,9 @@
 
 use std::cell::Cell;
 
+use zmem_comp::ObjectSource;
 use zmem_comp::Params;
-use zmem_sim::cputime::Charge;
-use zmem_zram::ObjectSource;
+use zmem_sim::cputime::{Charge, ChargedObjects};
 
 /// Every page's object from one algorithm at one set of parameters, in page order, with what
 /// each cost to make.
@@ -147,6 +150,15 @@ impl ObjectSource for Charged<'_> {
         c.wall_secs += f64::from(set.wall_ns[i]) / 1e9;
         self.charge.set(c);
         Some(object)
+    }
+}
+
+/// What a replay that takes objects ([`zmem_sim::replay::run_with`]) charges its stores: a
+/// zswap store or a zram write is asked for its page by the swap offset, which is the page's
+/// index in the set, as a device's slot is.
+impl ChargedObjects for Charged<'_> {
+    fn take(&self) -> Charge {
+        Charged::take(self)
     }
 }
 

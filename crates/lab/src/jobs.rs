@@ -10,9 +10,10 @@
 //!
 //! Work done once is not done twice: the zsmalloc row of the allocator table is the device the
 //! default-algorithm policy already wrote ([`measure::is_pool_run`]), so those pages are not
-//! compressed a second time; and the compressor table's row of an algorithm a policy or an
-//! allocator row uses keeps the objects it made ([`crate::objects`]), which those devices then
-//! store instead of compressing every page again. Such a job waits for the rows whose objects
+//! compressed a second time; and the compressor table's row of an algorithm a policy, an
+//! allocator row or a replay (zswap's candidates and references, the swap table) uses keeps
+//! the objects it made ([`crate::objects`]), which those devices and replays then store instead
+//! of compressing every page again. Such a job waits for the rows whose objects
 //! it takes: a worker takes the first job in the list whose objects are made, and waits only
 //! when every job left waits for a row still running.
 
@@ -131,17 +132,26 @@ fn weight(algo: &str) -> (f64, f64) {
 }
 
 /// The algorithms whose objects a job's device takes (a policy's primary, unless it has a
-/// dictionary, and its secondaries; an allocator row's default algorithm): the compressor
-/// rows it waits for, where those keep their objects.
-fn uses<'a>(plan: &'a Plan<'_>, job: Job) -> Vec<&'a str> {
+/// dictionary, and its secondaries; an allocator row's default algorithm; a replay's
+/// compressor, zswap's or the zram device's): the compressor rows it waits for, where those
+/// keep their objects. A replay asks for page `i`'s object by its swap offset, which is `i`
+/// (zmem-sim's `Simulator::with_objects`), and replays `plan.pages`, the pages the rows
+/// compressed, in the same order.
+fn uses(plan: &Plan<'_>, job: Job) -> Vec<String> {
+    let zswap = |f: &dyn Fn(&ZswapPlan) -> Option<String>| plan.zswap.and_then(f);
     match job {
         Job::Policy(i) => {
             let p = &plan.policies[i];
-            let primary = (!p.dict).then_some(p.algo.as_str());
-            primary.into_iter().chain(p.recomp.iter().map(String::as_str)).collect()
+            let primary = (!p.dict).then(|| p.algo.clone());
+            primary.into_iter().chain(p.recomp.iter().cloned()).collect()
         }
-        Job::Allocator(_) => vec![default_algo()],
-        _ => Vec::new(),
+        Job::Allocator(_) | Job::Swap(_) => vec![default_algo().into()],
+        Job::ZswapRef(k) => zswap(&|z| z.refs.get(k).cloned()).into_iter().collect(),
+        Job::Zswap(g) => zswap(&|z| Some(z.grid.get(g)?.compressor.clone())).into_iter().collect(),
+        Job::ZswapSweep(s) => {
+            zswap(&|z| Some(sweeps(&z.grid).get(s)?.1.compressor.clone())).into_iter().collect()
+        }
+        Job::Memcpy | Job::Compressor(_) => Vec::new(),
     }
 }
 
@@ -156,23 +166,22 @@ fn kept(plan: &Plan, jobs: &[Job]) -> Vec<bool> {
     plan.specs
         .iter()
         .map(|s| {
-            s.params == Params::default()
-                && jobs.iter().any(|&j| uses(plan, j).contains(&s.name.as_str()))
+            s.params == Params::default() && jobs.iter().any(|&j| uses(plan, j).contains(&s.name))
         })
         .collect()
 }
 
 /// What job `job` waits for: the compressor rows whose objects it takes (product `i`: row
-/// `i`), or, for an accept-threshold variant, its base configuration's replay (product
+/// `i`), and, for an accept-threshold variant, its base configuration's replay (product
 /// `specs.len() + g`: grid entry `g`).
 fn needs(plan: &Plan, kept: &[bool], job: Job) -> Vec<usize> {
-    if let (Job::ZswapSweep(s), Some(z)) = (job, plan.zswap) {
-        return sweeps(&z.grid).get(s).map(|(g, _)| vec![plan.specs.len() + g]).unwrap_or_default();
-    }
     let used = uses(plan, job);
-    (0..plan.specs.len())
-        .filter(|&i| kept[i] && used.contains(&plan.specs[i].name.as_str()))
-        .collect()
+    let mut rows: Vec<usize> =
+        (0..plan.specs.len()).filter(|&i| kept[i] && used.contains(&plan.specs[i].name)).collect();
+    if let (Job::ZswapSweep(s), Some(z)) = (job, plan.zswap) {
+        rows.extend(sweeps(&z.grid).get(s).map(|(g, _)| plan.specs.len() + g));
+    }
+    rows
 }
 
 /// The product job `job` makes when it ends, if any (see [`needs`]).
@@ -375,18 +384,16 @@ fn run_job(
         ),
         Job::Swap(i) => {
             let (fraction, kind) = SWAP_CASES[i];
-            Done::Swap(
-                i,
-                measure::swap_row(pages, ps, plan.accesses, fraction, kind, plan.device, p)?,
-            )
+            let (acc, dev) = (plan.accesses, plan.device);
+            Done::Swap(i, measure::swap_row(pages, ps, acc, fraction, kind, dev, &objects, p)?)
         }
         Job::ZswapRef(k) | Job::Zswap(k) | Job::ZswapSweep(k) => {
             let Some(z) = plan.zswap else {
                 return Err(LabError::Setup("a zswap job without zswap's plan".into()));
             };
             let replay = |kind, c: &ZswapConfigChoice| {
-                let r =
-                    crate::zswap::replay(pages, ps, plan.accesses, plan.device, kind, c, z.scale);
+                let (acc, dev) = (plan.accesses, plan.device);
+                let r = crate::zswap::replay(pages, ps, acc, dev, kind, c, z.scale, &objects);
                 p.advance(plan.accesses.len() as u64);
                 r
             };
@@ -568,11 +575,54 @@ mod tests {
         assert_eq!(waits(Job::Policy(3)), ["lz4hc"]);
         assert!(waits(Job::Policy(11)).is_empty(), "{}", policies[11].name);
         assert_eq!(waits(Job::Allocator(1)), ["lzo-rle"]);
-        assert!(waits(Job::Swap(0)).is_empty());
+        assert_eq!(waits(Job::Swap(0)), ["lzo-rle"]);
         // Every row a job waits for is a job of the list: no job waits on one that never runs.
         for &j in &jobs {
             for i in needs(&plan, &kept, j) {
                 assert!(jobs.contains(&Job::Compressor(i)), "{j:?} waits for row {i}, not a job");
+            }
+        }
+    }
+
+    /// zswap's replays, and their zram references, wait for the row of their compressor and
+    /// take its objects; an accept-threshold variant also waits for its base replay. The
+    /// replays of the swap table take the default algorithm's.
+    #[test]
+    fn replays_wait_for_their_compressors_rows() {
+        let policies = candidates("lzo-rle");
+        let offered: Vec<String> = ["lzo", "deflate", "zstd"].map(String::from).to_vec();
+        let z = ZswapPlan {
+            grid: crate::zswap::grid(true, &offered, 90),
+            refs: vec!["lzo-rle".into(), "zstd".into()],
+            scale: 1.0,
+        };
+        let plan = Plan { zswap: Some(&z), ..plan(&policies, &[]) };
+        let jobs = jobs(&plan, &["zsmalloc"], &[Some(0)]);
+        let kept = kept(&plan, &jobs);
+        let waits = |job: Job| -> Vec<String> {
+            needs(&plan, &kept, job)
+                .iter()
+                .map(|&i| match plan.specs.get(i) {
+                    Some(s) => s.name.clone(),
+                    None => format!("replay {}", i - plan.specs.len()),
+                })
+                .collect()
+        };
+        let g = z.grid.iter().position(|c| c.available && c.compressor == "deflate").unwrap();
+        assert_eq!(waits(Job::Zswap(g)), ["deflate"]);
+        assert_eq!(waits(Job::ZswapRef(1)), ["zstd"]);
+        assert_eq!(waits(Job::Swap(1)), ["lzo-rle"]);
+        let all = sweeps(&z.grid);
+        let s = all.iter().position(|(base, _)| *base == g).unwrap();
+        assert_eq!(waits(Job::ZswapSweep(s)), ["deflate".to_string(), format!("replay {g}")]);
+        // Unavailable configurations are no jobs; every wait is on a job of the list.
+        for &j in &jobs {
+            for i in needs(&plan, &kept, j) {
+                let maker = match i.checked_sub(plan.specs.len()) {
+                    None => Job::Compressor(i),
+                    Some(g) => Job::Zswap(g),
+                };
+                assert!(jobs.contains(&maker), "{j:?} waits for {i}, not a job");
             }
         }
     }

@@ -32,11 +32,15 @@ pub(super) fn swap(
     let accesses = trace_for((pages.len() / ps) as u64)?;
     SWAP_CASES
         .iter()
-        .map(|&(fraction, kind)| swap_row(pages, ps, &accesses, fraction, kind, device, progress))
+        .map(|&(fraction, kind)| {
+            swap_row(pages, ps, &accesses, fraction, kind, device, &[], progress)
+        })
         .collect()
 }
 
-/// One replay of `accesses` ([`super::evidence::trace_for`] of the page set) with RAM of `1 / fraction` of the pages.
+/// One replay of `accesses` ([`super::evidence::trace_for`] of the page set) with RAM of `1 / fraction` of the pages,
+/// its stores taking their objects from `objects` ([`swap_row_with`]).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn swap_row(
     pages: &[u8],
     ps: usize,
@@ -44,6 +48,7 @@ pub(super) fn swap_row(
     fraction: u64,
     swap: SwapKind,
     device: &SwapDevice,
+    objects: &[&Objects],
     progress: &dyn Progress,
 ) -> Result<SwapRow, LabError> {
     let n = (pages.len() / ps) as u64;
@@ -55,21 +60,32 @@ pub(super) fn swap_row(
         device: device.clone(),
         ..ReplayConfig::default()
     };
-    swap_row_with(pages, ps, accesses, &cfg, progress)
+    swap_row_with(pages, ps, accesses, &cfg, objects, progress)
 }
 
 /// One replay of `accesses` as `cfg` says (the zswap candidates' replays, [`crate::zswap`]).
+///
+/// zswap's stores, and the zram device's writes, take the compressed object of each page from
+/// `objects` (the compressor table's, [`crate::objects`]) where one was made with the replay's
+/// algorithm at the same parameters, instead of compressing the page again: what is stored,
+/// and so every count, pool and page of the row, is the same (zmem-sim's `tests/objects.rs`).
+/// The timings keep their meaning: each store that took an object is charged what compressing
+/// that page cost in the table's pass (its wall time in the store latency, `store_p99_ns`; its
+/// CPU and wall time in the replay's, `cpu_seconds`), as [`Charged`] charges a zram device's
+/// writes.
 pub(super) fn swap_row_with(
     pages: &[u8],
     _ps: usize,
     accesses: &[Access],
     cfg: &ReplayConfig,
+    objects: &[&Objects],
     progress: &dyn Progress,
 ) -> Result<SwapRow, LabError> {
     let swap = cfg.swap;
     // The trace's span: what its swap-ins and swap-outs are per second of.
     let trace_secs = accesses.last().map_or(0.0, |a| a.time_ns as f64 / 1e9);
-    let r = replay::run(pages, accesses, cfg, progress)?;
+    let source = Charged::new(objects.to_vec());
+    let r = replay::run_with(pages, accesses, cfg, Some(&source), progress)?;
     let h = &r.swap_in_hists;
     // Served from memory, and from the device: one kind of each per swap.
     let (hit, dev) = match swap {

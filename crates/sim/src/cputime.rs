@@ -4,6 +4,8 @@
 
 use std::time::Instant;
 
+use zmem_comp::ObjectSource;
+
 /// User + system CPU seconds the calling thread has used, or `None` if the system refuses.
 pub fn thread_cpu_secs() -> Option<f64> {
     let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
@@ -57,6 +59,14 @@ pub struct Charge {
     pub objects: u64,
     pub cpu_secs: f64,
     pub wall_secs: f64,
+}
+
+/// An [`ObjectSource`] that adds up what the objects it handed out cost to make (a
+/// [`Charge`]): what a replay given one ([`crate::replay::Simulator::with_objects`]) charges to
+/// the stores that took them, in place of the compressions they did not run.
+pub trait ChargedObjects: ObjectSource {
+    /// What was charged since the last `take`.
+    fn take(&self) -> Charge;
 }
 
 impl Elapsed {

@@ -276,23 +276,9 @@ impl std::ops::Deref for LiveRef<'_> {
     }
 }
 
-/// Compressed objects made outside the device's streams: what a stream of `algo` built with
-/// `params` makes of the page at slot `index` (the page being written there, or, for a
-/// recompression, the page the slot holds).
-///
-/// The kernel's zram stores the bytes its stream wrote; where the caller already has them (an
-/// experiment that compressed the same pages with the same algorithm before), a device given a
-/// source ([`Zram::write_page_with`], [`Zram::recompress_with`]) asks it for the object exactly
-/// where it would compress the page, and does everything else (same-filled check, huge rule,
-/// size class, allocation, memory limit, slot flags, counters) as without it. So the slots,
-/// `mm_stat` and the pages read back are the same as if the device had compressed, provided
-/// the object is byte for byte what the stream would have made, which the source vouches
-/// for. Because it is asked only where a compression would run, a source can also count the
-/// compressions it saved (and charge their measured cost).
-pub trait ObjectSource {
-    /// The object, or `None` to have the device compress the page on its own stream.
-    fn object(&self, index: u64, algo: &str, params: &Params) -> Option<&[u8]>;
-}
+/// Where a device's writes and recompressions take objects made elsewhere
+/// ([`Zram::write_page_with`], [`Zram::recompress_with`]): the index is the slot's.
+pub use zmem_comp::ObjectSource;
 
 /// zram_drv.c `page_same_filled()`: the fill word when every `unsigned long` (8 bytes on
 /// 64-bit) of the page is equal.

@@ -27,7 +27,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use zmem_comp::CompError;
+use zmem_comp::{CompError, ObjectSource};
 use zmem_pool::{Handle, PoolConfig, PoolError};
 
 use crate::config::{parse_bool, parse_percent};
@@ -402,6 +402,21 @@ impl Zswap {
     /// counts the folio's pages only when all were stored (`count_vm_events(ZSWPOUT,
     /// nr_pages)`). [`StoreOutcome::Stored`]'s `length` is then the sum of the entries' lengths.
     pub fn store_folio(&self, offset: u64, folio: &[u8]) -> Result<StoreOutcome, ZswapError> {
+        self.store_folio_with(offset, folio, None)
+    }
+
+    /// [`Zswap::store_folio`], taking each page's compressed object from `objects` (asked for
+    /// by the page's swap offset, with the current pool's compressor and parameters) instead
+    /// of compressing the page, where it has one (see [`ObjectSource`]); everything else is the
+    /// same store: the size checks of `zswap_compress()`, the allocation, the entry and the
+    /// counters, so the pool, the entries and the pages loaded back are those of a store that
+    /// compressed, provided the objects are what the pool's stream would have made.
+    pub fn store_folio_with(
+        &self,
+        offset: u64,
+        folio: &[u8],
+        objects: Option<&dyn ObjectSource>,
+    ) -> Result<StoreOutcome, ZswapError> {
         let nr = self.check_folio(offset, folio.len())?;
         let outcome = if !self.enabled.load(Ordering::Relaxed) {
             StoreOutcome::Rejected(Reject::Disabled)
@@ -411,7 +426,7 @@ impl Zswap {
             let mut total = 0;
             let mut outcome = StoreOutcome::Stored { length: 0 };
             for (i, page) in folio.chunks_exact(self.page_size).enumerate() {
-                match self.compress_and_insert(offset + i as u64, page)? {
+                match self.compress_and_insert(offset + i as u64, page, objects)? {
                     StoreOutcome::Stored { length } => total += length,
                     rejected => {
                         outcome = rejected;
@@ -446,17 +461,31 @@ impl Zswap {
         Ok(outcome)
     }
 
-    fn compress_and_insert(&self, offset: u64, page: &[u8]) -> Result<StoreOutcome, ZswapError> {
+    fn compress_and_insert(
+        &self,
+        offset: u64,
+        page: &[u8],
+        objects: Option<&dyn ObjectSource>,
+    ) -> Result<StoreOutcome, ZswapError> {
         let pool = self.current_pool();
-        let mut stream = pool.get()?;
         let ps = self.page_size;
-        let compressed = stream.comp.compress(page, &mut stream.buffer);
+        // The object from `objects` where it has one for this pool's compressor, else the
+        // pool's stream compresses the page; both then go through the same checks below.
+        let given = objects.and_then(|o| o.object(offset, &pool.compressor, pool.params()));
+        let mut stream = None;
+        let compressed: Result<&[u8], CompError> = match given {
+            Some(object) => Ok(object),
+            None => {
+                let s = stream.insert(pool.get()?);
+                s.comp.compress(page, &mut s.buffer).map(|dlen| &s.buffer[..dlen])
+            }
+        };
         // mm/zswap.c `zswap_compress()`: a compressor error, an empty output or one of a page or
         // more is stored as-is while writeback is allowed, and otherwise rejected with the
         // compressor's errno (-EINVAL when it had none): -ENOSPC counts `reject_compress_poor`,
         // anything else `reject_compress_fail`.
         let data: Result<&[u8], Reject> = match compressed {
-            Ok(dlen) if dlen > 0 && dlen < ps => Ok(&stream.buffer[..dlen]),
+            Ok(d) if !d.is_empty() && d.len() < ps => Ok(d),
             failed => match (self.incompressible, self.writeback, failed) {
                 (Incompressible::StoreAsIs, true, _) => Ok(page),
                 // 6.18 with writeback disabled: our buffer (two pages, see `crate::pool`) may
@@ -465,8 +494,8 @@ impl Zswap {
                 (Incompressible::StoreAsIs, false, Err(CompError::OutputTooSmall { .. })) => {
                     Err(overflow_reject(&pool.compressor, true))
                 }
-                (Incompressible::StoreAsIs, false, Ok(dlen)) => {
-                    Err(overflow_reject(&pool.compressor, dlen > ps))
+                (Incompressible::StoreAsIs, false, Ok(d)) => {
+                    Err(overflow_reject(&pool.compressor, d.len() > ps))
                 }
                 // Older kernels: an object of a page or more does not fit (-ENOSPC).
                 (Incompressible::Reject, _, Err(CompError::OutputTooSmall { .. })) => {
@@ -484,7 +513,9 @@ impl Zswap {
             },
             Err(r) => Err(r),
         };
-        pool.put(stream);
+        if let Some(s) = stream {
+            pool.put(s);
+        }
         let (handle, length) = match stored {
             Ok(x) => x,
             Err(r) => return Ok(StoreOutcome::Rejected(r)),

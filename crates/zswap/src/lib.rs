@@ -39,6 +39,9 @@ pub use swap::{
     SwapOut,
 };
 pub use swapfile::{FileSlots, MemSlots, SlotStore, SwapFile};
+/// The seam of [`Zswap::store_folio_with`] and [`SwapLayer::swap_out_with`] (zmem-comp's, shared
+/// with zram).
+pub use zmem_comp::ObjectSource;
 
 /// The pages of a folio of `len` bytes at swap offset `offset`: a power-of-two number of whole
 /// pages of `page_size` (a large folio's order), all below `nr_slots`.

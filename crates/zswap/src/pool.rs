@@ -70,11 +70,23 @@ impl ZswapPool {
         Ok(Arc::new(p))
     }
 
+    /// The parameters its streams are built with.
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
     /// Pages its allocator pool holds (`zs_get_total_pages()`).
     pub fn total_pages(&self) -> u64 {
         self.zpool.total_pages()
     }
 
+    /// A stream of the registry's algorithm at the pool's parameters: the same stream zram and
+    /// the lab's compressor table build (`zmem_comp::create`), so objects they made of a page
+    /// are this pool's bytes for it ([`crate::Zswap::store_folio_with`]). In 6.18 that holds
+    /// for lzo, lzo-rle, lz4, lz4hc, deflate (crypto/deflate.c and zram's backend_deflate.c
+    /// share level, window bits and memLevel) and 842; crypto/zstd.c sizes its parameters for
+    /// `ZSTD_MAX_SIZE` (`zstd_get_params(ZSTD_DEF_LEVEL, ZSTD_MAX_SIZE)`) where zram's
+    /// backend_zstd.c sizes them for a page, and zmem's zswap builds zram's zstd.
     fn new_stream(&self) -> Result<Stream, ZswapError> {
         Ok(Stream {
             comp: zmem_comp::create(&self.compressor, &self.params, self.page_size)?,

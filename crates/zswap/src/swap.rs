@@ -42,12 +42,24 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::shrinker::{
     DEF_PRIORITY, NrDeferred, ShrinkSlab, Shrinker, ZPoolShrinker, do_shrink_slab,
 };
-use crate::{StoreOutcome, SwapFile, Zswap, ZswapError};
+use crate::{ObjectSource, StoreOutcome, SwapFile, Zswap, ZswapError};
 
 /// The block device behind a swap area, by page offset.
 pub trait SwapDevice: Send + Sync {
     fn write_page(&self, offset: u64, page: &[u8]) -> Result<(), ZswapError>;
     fn read_page(&self, offset: u64, out: &mut [u8]) -> Result<(), ZswapError>;
+    /// [`SwapDevice::write_page`], a device that compresses (zram) taking the page's object
+    /// from `objects` (asked for by `offset`) where it has one ([`ObjectSource`]). A device
+    /// that stores pages as they are ignores `objects`.
+    fn write_page_with(
+        &self,
+        offset: u64,
+        page: &[u8],
+        objects: Option<&dyn ObjectSource>,
+    ) -> Result<(), ZswapError> {
+        let _ = objects;
+        self.write_page(offset, page)
+    }
     /// `block_device_operations.swap_slot_free_notify`, called by mm/swapfile.c
     /// `swap_range_free()` for a block device: the swap entry at `offset` is gone. A file
     /// ignores it; zram frees the slot (`zram_slot_free_notify()`).
@@ -83,6 +95,14 @@ impl<D: SwapDevice + ?Sized> SwapDevice for Arc<D> {
     }
     fn read_page(&self, offset: u64, out: &mut [u8]) -> Result<(), ZswapError> {
         (**self).read_page(offset, out)
+    }
+    fn write_page_with(
+        &self,
+        offset: u64,
+        page: &[u8],
+        objects: Option<&dyn ObjectSource>,
+    ) -> Result<(), ZswapError> {
+        (**self).write_page_with(offset, page, objects)
     }
     fn free_slot(&self, offset: u64) {
         (**self).free_slot(offset)
@@ -334,6 +354,26 @@ impl SwapLayer {
         self.swap_out_folio(offset, page, hook)
     }
 
+    /// [`SwapLayer::swap_out`], the page's compressed object taken from `objects` (asked for
+    /// by `offset`) where zswap, or a device that compresses (zram), would compress it
+    /// ([`Zswap::store_folio_with`], [`SwapDevice::write_page_with`]); the same swap-out
+    /// otherwise.
+    pub fn swap_out_with(
+        &self,
+        offset: u64,
+        page: &[u8],
+        objects: Option<&dyn ObjectSource>,
+        hook: &mut impl SwapHook,
+    ) -> Result<SwapOut, ZswapError> {
+        self.check(offset, page.len())?;
+        self.check_folio(offset, page.len())?;
+        let out = self.writeout(offset, page, objects, hook);
+        if let Some(r) = self.slab_reclaim {
+            self.shrink_slab(r.priority, r.scope);
+        }
+        out
+    }
+
     /// `swap_writeout()` of a folio: one page, or a large folio of a power-of-two number of
     /// pages (a THP: 512) at slots `offset..offset + nr`. 6.18 decides a folio as a whole
     /// (mm/page_io.c `swap_writeout()`): `is_folio_zero_filled()` is true only when every word
@@ -350,7 +390,7 @@ impl SwapLayer {
         hook: &mut impl SwapHook,
     ) -> Result<SwapOut, ZswapError> {
         self.check_folio(offset, folio.len())?;
-        let out = self.writeout(offset, folio, hook);
+        let out = self.writeout(offset, folio, None, hook);
         if let Some(r) = self.slab_reclaim {
             self.shrink_slab(r.priority, r.scope);
         }
@@ -367,11 +407,12 @@ impl SwapLayer {
         &self,
         offset: u64,
         folio: &[u8],
+        objects: Option<&dyn ObjectSource>,
         hook: &mut impl SwapHook,
     ) -> Result<(), ZswapError> {
         for (i, page) in folio.chunks_exact(self.page_size).enumerate() {
             let o = offset + i as u64;
-            hook.around(Stage::DeviceWrite, || self.device.write_page(o, page))?;
+            hook.around(Stage::DeviceWrite, || self.device.write_page_with(o, page, objects))?;
         }
         Ok(())
     }
@@ -380,6 +421,7 @@ impl SwapLayer {
         &self,
         offset: u64,
         folio: &[u8],
+        objects: Option<&dyn ObjectSource>,
         hook: &mut impl SwapHook,
     ) -> Result<SwapOut, ZswapError> {
         let nr = (folio.len() / self.page_size) as u64;
@@ -400,15 +442,16 @@ impl SwapLayer {
             self.set_zero_bit(o, false);
         }
         let Some(z) = &self.zswap else {
-            self.device_write_folio(offset, folio, hook)?;
+            self.device_write_folio(offset, folio, objects, hook)?;
             return Ok(SwapOut::Device);
         };
-        let outcome = hook.around(Stage::ZswapStore, || z.store_folio(offset, folio))?;
+        let outcome =
+            hook.around(Stage::ZswapStore, || z.store_folio_with(offset, folio, objects))?;
         let out = match outcome {
             StoreOutcome::Stored { .. } => SwapOut::Zswap,
             StoreOutcome::Rejected(_) if !self.writeback => SwapOut::KeptInRam,
             StoreOutcome::Rejected(_) => {
-                self.device_write_folio(offset, folio, hook)?;
+                self.device_write_folio(offset, folio, objects, hook)?;
                 SwapOut::Device
             }
         };

@@ -126,7 +126,8 @@ pub fn zram_reference(algo: &str) -> ZswapConfigChoice {
 }
 
 /// One replay of `accesses` with RAM for a quarter of the pages (a job of the lab's one
-/// measuring phase, `jobs`).
+/// measuring phase, `jobs`), its stores taking the compressor table's objects of `pages` where
+/// it has them for the replay's compressor (`measure::swap_row_with`, which charges their cost).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn replay(
     pages: &[u8],
@@ -136,6 +137,7 @@ pub(crate) fn replay(
     kind: SwapKind,
     c: &ZswapConfigChoice,
     scale: f64,
+    objects: &[&Objects],
 ) -> Result<SwapRow, LabError> {
     let n = (pages.len() / ps) as u64;
     let cfg = ReplayConfig {
@@ -149,7 +151,7 @@ pub(crate) fn replay(
         shrinker: c.shrinker_enabled,
         ..ReplayConfig::default()
     };
-    crate::measure::swap_row_with(pages, ps, accesses, &cfg, &NoProgress)
+    crate::measure::swap_row_with(pages, ps, accesses, &cfg, objects, &NoProgress)
 }
 
 /// Swap-in microseconds per second at `rates` for a replay row.

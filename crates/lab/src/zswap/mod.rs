@@ -40,6 +40,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use zmem_experiments::objects::Objects;
 use zmem_kernel::zswap_state::{ZswapRates, ZswapState};
 use zmem_sim::replay::{Access, ReplayConfig, SwapKind};
 use zmem_sim::swap_device::SwapDevice;

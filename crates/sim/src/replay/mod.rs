@@ -59,7 +59,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use zmem_zswap::{FileSlots, Incompressible, SwapFile, Zswap, ZswapConfig};
 
-use crate::cputime::Stopwatch;
+use crate::cputime::{ChargedObjects, Stopwatch};
 use crate::latency::LatencyHist;
 use crate::swap_device::SwapDevice;
 use crate::{Progress, SimError};
@@ -278,10 +278,22 @@ pub fn run(
     cfg: &ReplayConfig,
     progress: &dyn Progress,
 ) -> Result<ReplayResult, SimError> {
+    run_with(pages, trace, cfg, None, progress)
+}
+
+/// [`run`], the swap-outs taking the pages' compressed objects from `objects`
+/// ([`Simulator::with_objects`]: the objects of `pages`, in page order).
+pub fn run_with(
+    pages: &[u8],
+    trace: &[Access],
+    cfg: &ReplayConfig,
+    objects: Option<&dyn ChargedObjects>,
+    progress: &dyn Progress,
+) -> Result<ReplayResult, SimError> {
     if trace.is_empty() {
         return Err(SimError::NoPages);
     }
-    let mut sim = Simulator::new(pages, cfg)?;
+    let mut sim = Simulator::with_objects(pages, cfg, objects)?;
     // A trace that leaves the page set fails before any work, not part-way through.
     if let Some(a) = trace.iter().find(|a| a.page >= sim.pages()) {
         return Err(SimError::Setup(format!(

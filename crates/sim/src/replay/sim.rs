@@ -10,13 +10,15 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use zmem_zram::Zram;
-use zmem_zswap::{Shrinker, Stage, SwapDevice, SwapHook, SwapIn, SwapLayer, SwapOut, ZswapError};
+use zmem_zswap::{
+    ObjectSource, Shrinker, Stage, SwapDevice, SwapHook, SwapIn, SwapLayer, SwapOut, ZswapError,
+};
 
 use super::lru::{Lru, SWAP_CLUSTER_MAX};
 use super::readahead::SwapRa;
 use super::{Access, Counter, ReplayConfig, ReplayResult, SwapInHists, SwapKind, build_zswap};
 use crate::SimError;
-use crate::cputime::Elapsed;
+use crate::cputime::{Charge, ChargedObjects, Elapsed};
 use crate::device::{ZramRunConfig, build_device_with_backing};
 use crate::latency::LatencyRecorder;
 use crate::swap_device::{DeviceSampler, SwapDevice as DeviceCost};
@@ -35,6 +37,21 @@ impl SwapDevice for ZramSwap {
     fn read_page(&self, offset: u64, out: &mut [u8]) -> Result<(), ZswapError> {
         self.0.read_page(offset, out).map_err(|e| ZswapError::Device {
             op: "read",
+            offset,
+            err: Box::new(e),
+        })
+    }
+    /// The slot is the swap offset, so the source is asked for the page by its offset: the
+    /// page id ([`Simulator`] swaps page `i` out at offset `i`).
+    fn write_page_with(
+        &self,
+        offset: u64,
+        page: &[u8],
+        objects: Option<&dyn ObjectSource>,
+    ) -> Result<(), ZswapError> {
+        let Some(objects) = objects else { return self.write_page(offset, page) };
+        self.0.write_page_with(offset, page, objects).map_err(|e| ZswapError::Device {
+            op: "write",
             offset,
             err: Box::new(e),
         })
@@ -75,8 +92,15 @@ impl Shrinker for ZramSwap {
 /// of a slot zram had written back is the read plus one device read. Device writes (a page
 /// zswap rejects, zswap's and zram's writeback) are charged to their own histogram, not to the
 /// store: the kernel submits them asynchronously and reclaim does not wait for them.
+///
+/// **Objects taken from elsewhere.** A store (`zswap_store`, or zram's page write) that took its
+/// compressed object from a [`ChargedObjects`] source ([`SwapTimer::charging`]) skipped the
+/// compression it would have timed; the source's charge for that object (what compressing the
+/// page cost where the object was made) is added to the store's measured time, so the store
+/// histogram keeps its meaning, and the charges are summed ([`SwapTimer::charged`]) for the
+/// replay's CPU and wall time.
 #[allow(missing_debug_implementations)]
-pub struct SwapTimer {
+pub struct SwapTimer<'o> {
     time_device: bool,
     device: DeviceSampler,
     /// The zram device, whose backing-device read counter tells a written-back slot's read.
@@ -99,12 +123,15 @@ pub struct SwapTimer {
     pub(crate) device_reads: u64,
     pub(crate) device_writes: u64,
     pub(crate) device_ns: u64,
+    /// The source stores take objects from, whose charges are added to theirs.
+    objects: Option<&'o dyn ChargedObjects>,
+    charged: Charge,
 }
 
 /// The device sampler's seed: the same replay charges the same latencies.
 const DEVICE_SEED: u64 = 0x0022_de71_ce00_0002;
 
-impl SwapTimer {
+impl<'o> SwapTimer<'o> {
     pub fn new(kind: SwapKind, device: &DeviceCost, zram: Option<Arc<Zram>>) -> Self {
         Self {
             time_device: kind == SwapKind::Zram,
@@ -123,7 +150,31 @@ impl SwapTimer {
             device_reads: 0,
             device_writes: 0,
             device_ns: 0,
+            objects: None,
+            charged: Charge::default(),
         }
+    }
+
+    /// The timer of stores that take their objects from `objects` (module doc above): each
+    /// store is charged what `objects` charged during it.
+    pub fn charging(mut self, objects: Option<&'o dyn ChargedObjects>) -> Self {
+        self.objects = objects;
+        self
+    }
+
+    /// The charges of every object the stores took so far.
+    pub fn charged(&self) -> Charge {
+        self.charged
+    }
+
+    /// A store's time: `ns` measured, plus the charge of the object it took, if any.
+    fn store_ns(&mut self, ns: u64) -> u64 {
+        let Some(o) = self.objects else { return ns };
+        let c = o.take();
+        self.charged.objects += c.objects;
+        self.charged.cpu_secs += c.cpu_secs;
+        self.charged.wall_secs += c.wall_secs;
+        ns + (c.wall_secs * 1e9).round() as u64
     }
 
     fn charge_read(&mut self) -> u64 {
@@ -154,21 +205,26 @@ fn timed<R>(f: impl FnOnce() -> R) -> (R, u64) {
     (r, t.elapsed().as_nanos() as u64)
 }
 
-impl SwapHook for SwapTimer {
+impl SwapHook for SwapTimer<'_> {
     fn around<R>(&mut self, stage: Stage, f: impl FnOnce() -> R) -> R {
         match stage {
             Stage::ZswapStore => {
                 let (r, ns) = timed(f);
+                let ns = self.store_ns(ns);
                 self.store.record(ns);
                 r
             }
             Stage::DeviceWrite if self.time_device => {
                 let (r, ns) = timed(f);
+                let ns = self.store_ns(ns);
                 self.store.record(ns);
                 r
             }
             Stage::DeviceWrite => {
                 let r = f();
+                // A swap file stores pages as they are: nothing to charge, but a source's
+                // charge (none expected) is still counted rather than lost.
+                self.store_ns(0);
                 self.charge_writes(1);
                 r
             }
@@ -215,9 +271,9 @@ impl SwapHook for SwapTimer {
 /// [`SwapTimer::readahead`], not into the swap-in histograms: those are what faults waited for
 /// their own page. (The fault does the read-ahead `zswap_load`s itself, in
 /// `swap_read_folio()`, before its own page is mapped; device reads are queued together.)
-struct ReadaheadTimer<'t>(&'t mut SwapTimer);
+struct ReadaheadTimer<'t, 'o>(&'t mut SwapTimer<'o>);
 
-impl SwapHook for ReadaheadTimer<'_> {
+impl SwapHook for ReadaheadTimer<'_, '_> {
     fn around<R>(&mut self, stage: Stage, f: impl FnOnce() -> R) -> R {
         let t = &mut *self.0;
         match stage {
@@ -292,7 +348,9 @@ pub struct Simulator<'p> {
     cached: Vec<Cached>,
     /// Readahead on swap-in faults, unless the device is synchronous (zram).
     ra: Option<SwapRa>,
-    timer: SwapTimer,
+    timer: SwapTimer<'p>,
+    /// Where swap-outs take their compressed objects ([`Simulator::with_objects`]).
+    objects: Option<&'p dyn ChargedObjects>,
     counts: Counts,
     buf: Vec<u8>,
     verified: bool,
@@ -312,6 +370,21 @@ impl<'p> Simulator<'p> {
     /// RAM of `cfg.ram_pages` frames (at most the page count) in front of a fresh swap area
     /// of `cfg.swap` over `pages` (whole pages of `cfg.page_size`).
     pub fn new(pages: &'p [u8], cfg: &ReplayConfig) -> Result<Self, SimError> {
+        Self::with_objects(pages, cfg, None)
+    }
+
+    /// [`Simulator::new`], every swap-out taking its page's compressed object from `objects`
+    /// where zswap, or the zram device, would compress it ([`SwapLayer::swap_out_with`]),
+    /// asked for by the page's id in `pages` (a page is swapped out at its id as offset, and
+    /// a zram slot is that offset): `objects` must hold the objects of these pages in this
+    /// order. Each store that takes one is charged its cost ([`SwapTimer`]), and the replay's
+    /// CPU and wall time the sum of the charges, so the timings keep their meaning; the
+    /// counters, pools and pages are those of a replay that compressed.
+    pub fn with_objects(
+        pages: &'p [u8],
+        cfg: &ReplayConfig,
+        objects: Option<&'p dyn ChargedObjects>,
+    ) -> Result<Self, SimError> {
         let ps = cfg.page_size;
         let n = pages.len() / ps;
         if n == 0 {
@@ -343,7 +416,7 @@ impl<'p> Simulator<'p> {
             }
             SwapKind::Zswap => (SwapLayer::with_zswap(build_zswap(cfg, n as u64)?), None),
         };
-        let timer = SwapTimer::new(cfg.swap, &cfg.device, zram.clone());
+        let timer = SwapTimer::new(cfg.swap, &cfg.device, zram.clone()).charging(objects);
         // mm/memory.c `do_swap_page()`: a `SWP_SYNCHRONOUS_IO` device's faults with
         // `__swap_count() == 1` skip the swap cache and read only their own page (every entry
         // here has a swap count of 1: one process, no fork).
@@ -360,6 +433,7 @@ impl<'p> Simulator<'p> {
             cached: vec![Cached::Mapped; n],
             ra,
             timer,
+            objects,
             counts: Counts::default(),
             buf: vec![0u8; ps],
             verified: true,
@@ -553,7 +627,8 @@ impl<'p> Simulator<'p> {
                 // Dirty (zswap freed its entry at the load): written out again below.
                 Cached::Dirty => {}
             }
-            let out = self.swap.swap_out(u64::from(victim), data, &mut self.timer)?;
+            let objects = self.objects.map(|o| o as &dyn ObjectSource);
+            let out = self.swap.swap_out_with(u64::from(victim), data, objects, &mut self.timer)?;
             match out {
                 SwapOut::KeptInRam => {
                     self.counts.kept_in_ram += 1;
@@ -620,6 +695,8 @@ impl<'p> Simulator<'p> {
                 (None, None) => (0, 0, 0, Vec::new()),
             };
         let c = self.counts;
+        // The compressions the stores took from `objects`, counted where they were made.
+        let time = time.plus(self.timer.charged());
         ReplayResult {
             swap: self.cfg.swap,
             algo: self.cfg.algo.clone(),
