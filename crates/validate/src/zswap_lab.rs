@@ -385,11 +385,16 @@ fn check_one(
     // The lab's side.
     let ram_pages = replay_ram_pages(cx.ram_bytes, overhead, cx.touched, ps);
     let mpp = replay_pool_percent(s.max_pool_percent, total_ram_pages(ps)?, ram_pages);
-    let (readahead, page_cluster) = match zmem_kernel::stat::swap_readahead() {
-        Ok(l) if !l.vma_ra_enabled => (Readahead::Cluster, l.page_cluster),
-        Ok(l) => (Readahead::Vma, l.page_cluster),
-        Err(_) => (Readahead::Vma, 3),
-    };
+    // The kernel's runs read ahead by cluster, not by VMA, when the swap area is rotational:
+    // swapon counts it in `nr_rotate_swap` (mm/swapfile.c) and `swap_use_vma_readahead()`
+    // (mm/swap_state.c) is then false. The loop device over the swap file is rotational where
+    // the file's disk is (drivers/block/loop.c `loop_update_limits()`).
+    let rotational = std::path::Path::new(&k.swap_file)
+        .parent()
+        .and_then(zmem_kernel::stat::rotational)
+        .unwrap_or(false);
+    let (readahead, page_cluster) =
+        readahead_mode(zmem_kernel::stat::swap_readahead().ok(), rotational);
     let rcfg = ReplayConfig {
         ram_pages,
         swap: SwapKind::Zswap,
@@ -456,6 +461,18 @@ fn check_one(
 
 /// `algo`'s CPU per page on `pages`, as the lab measures a zram candidate's (the same
 /// compressor into the same zsmalloc): what the zswap prediction's CPU is made of.
+
+/// The replay's readahead for kernel runs over a swap area that is `rotational` or not, given
+/// the machine's settings (`None`: unreadable; 6.18's defaults, VMA readahead and page-cluster 3).
+fn readahead_mode(
+    settings: Option<zmem_kernel::stat::SwapReadahead>,
+    rotational: bool,
+) -> (Readahead, u32) {
+    let (vma, page_cluster) = settings.map_or((true, 3), |l| (l.vma_ra_enabled, l.page_cluster));
+    let mode = if vma && !rotational { Readahead::Vma } else { Readahead::Cluster };
+    (mode, page_cluster)
+}
+
 fn codec_cost(pages: &[u8], ps: usize, algo: &str) -> Result<zmem_lab::zswap::CodecCost, LabError> {
     let row = zmem_lab::policy::measure(
         &zmem_lab::Policy::single(algo),
@@ -544,6 +561,17 @@ pub fn verdict_check(zram: &[ConfigCheck], zswap: &[ZswapCheck]) -> Option<Verdi
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A rotational swap area turns VMA readahead off, as `nr_rotate_swap` does in 6.18.
+    #[test]
+    fn a_rotational_swap_area_reads_ahead_by_cluster() {
+        let set = |vma| zmem_kernel::stat::SwapReadahead { page_cluster: 2, vma_ra_enabled: vma };
+        assert_eq!(readahead_mode(Some(set(true)), false), (Readahead::Vma, 2));
+        assert_eq!(readahead_mode(Some(set(true)), true), (Readahead::Cluster, 2));
+        assert_eq!(readahead_mode(Some(set(false)), false), (Readahead::Cluster, 2));
+        assert_eq!(readahead_mode(None, false), (Readahead::Vma, 3));
+        assert_eq!(readahead_mode(None, true), (Readahead::Cluster, 3));
+    }
 
     #[test]
     fn served_better_is_less_memory_at_a_comparable_swap_in_wait() {
