@@ -2,51 +2,15 @@
 //! table's, `Simulator::with_objects`) against replays that compress: the same counters, pools
 //! and pages for zswap and zram, each store charged its object's cost.
 
+mod common;
+
+use common::{PS, pages, trace};
 use std::cell::Cell;
 
 use zmem_comp::{ObjectSource, Params};
-use zmem_pages::prng::SplitMix64;
 use zmem_sim::NoProgress;
 use zmem_sim::cputime::{Charge, ChargedObjects};
-use zmem_sim::replay::{self, Access, ReplayConfig, ReplayResult, SwapKind};
-
-const PS: usize = 4096;
-
-/// Pages of five kinds: zero, text-like, half noise, noise, small noise.
-fn pages(n: usize, seed: u64) -> Vec<u8> {
-    let mut r = SplitMix64::new(seed);
-    let mut v = vec![0u8; n * PS];
-    for (i, p) in v.chunks_mut(PS).enumerate() {
-        let noisy = match i % 5 {
-            0 => 0,
-            1 => {
-                for (j, b) in p.iter_mut().enumerate() {
-                    *b = b"the quick brown fox "[(j + i) % 20];
-                }
-                0
-            }
-            2 => PS / 2 + 200,
-            3 => PS,
-            _ => 500,
-        };
-        for b in &mut p[..noisy] {
-            *b = r.next_u64() as u8;
-        }
-    }
-    v
-}
-
-/// Skewed accesses: half of them to the first eighth of the pages.
-fn trace(n: u64, len: usize, seed: u64) -> Vec<Access> {
-    let mut r = SplitMix64::new(seed);
-    (0..len)
-        .map(|k| {
-            let x = r.next_u64();
-            let page = if x & 1 == 0 { (x >> 8) % (n / 8).max(1) } else { (x >> 8) % n };
-            Access { page, write: x & 2 != 0, time_ns: k as u64 * 1000 }
-        })
-        .collect()
-}
+use zmem_sim::replay::{self, ReplayConfig, ReplayResult, SwapKind};
 
 /// Every page's object made by its own stream of `algo` (default parameters), in page order,
 /// each charged `CHARGE_NS` of CPU and wall time.

@@ -33,14 +33,6 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn page(kind: u8, seed: u64) -> Vec<u8> {
-    match kind {
-        0 => small(seed),
-        1 => half_page(seed),
-        _ => noise(seed),
-    }
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 

@@ -71,14 +71,6 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn page(kind: u8, seed: u64) -> Vec<u8> {
-    match kind {
-        0 => small(seed),
-        1 => half_page(seed),
-        _ => noise(seed),
-    }
-}
-
 fn cfg(algo: &str, zpool: &str, incompressible: Incompressible, writeback: bool) -> ZswapConfig {
     ZswapConfig {
         compressor: algo.into(),

@@ -51,3 +51,12 @@ pub fn build(cfg: &ZswapConfig, slots: u64) -> Zswap {
 pub fn build_layer(cfg: &ZswapConfig, slots: u64) -> SwapLayer {
     SwapLayer::with_zswap(build(cfg, slots))
 }
+
+/// A page of one of three kinds by `kind` (0: small, 1: half a page of noise, else noise).
+pub fn page(kind: u8, seed: u64) -> Vec<u8> {
+    match kind {
+        0 => small(seed),
+        1 => half_page(seed),
+        _ => noise(seed),
+    }
+}
