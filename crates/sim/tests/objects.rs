@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{PS, pages, trace};
+use common::{PS, counts, pages, trace};
 use std::cell::Cell;
 
 use zmem_comp::{ObjectSource, Params};
@@ -56,32 +56,6 @@ impl ChargedObjects for Table {
     fn take(&self) -> Charge {
         self.charge.take()
     }
-}
-
-/// Everything but the timings.
-fn counts(r: &ReplayResult) -> String {
-    format!(
-        "{} {} {} {} {} {} {} {} {} {} {} {} {} {:?} {} {} {} {} {}",
-        r.reads,
-        r.writes,
-        r.first_touches,
-        r.swap_outs,
-        r.zero_swap_outs,
-        r.swap_ins,
-        r.stored,
-        r.rejected,
-        r.kept_in_ram,
-        r.max_pool_bytes,
-        r.disk_reads,
-        r.disk_writes,
-        r.store_hist.count + r.load_hist.count,
-        r.counters,
-        r.verified,
-        r.swap_ra,
-        r.swap_ra_hit,
-        r.ra_reclaimed,
-        r.ra_dropped
-    )
 }
 
 /// Replays `cfg` compressing and taking objects; returns both results.

@@ -3,35 +3,10 @@
 
 mod common;
 
-use common::{PS, pages, trace};
+use common::{PS, counts, pages, trace};
 use zmem_sim::replay::{self, Access, Readahead, ReplayConfig, ReplayResult, SwapKind};
 use zmem_sim::{NoProgress, SimError};
 use zmem_zswap::Incompressible;
-
-/// Everything but the timings.
-fn counts(r: &ReplayResult) -> String {
-    format!(
-        "{} {} {} {} {} {} {} {} {} {} {} {} {:?} {} {} {} {} {}",
-        r.reads,
-        r.writes,
-        r.first_touches,
-        r.swap_outs,
-        r.zero_swap_outs,
-        r.swap_ins,
-        r.stored,
-        r.rejected,
-        r.max_pool_bytes,
-        r.disk_reads,
-        r.disk_writes,
-        r.store_hist.count + r.load_hist.count,
-        r.counters,
-        r.verified,
-        r.swap_ra,
-        r.swap_ra_hit,
-        r.ra_reclaimed,
-        r.ra_dropped
-    )
-}
 
 fn counter(r: &ReplayResult, name: &str) -> u64 {
     assert!(r.counters.iter().any(|c| c.name == name), "no counter {name}");

@@ -1,7 +1,7 @@
 //! The replay tests' page sets and traces.
 
 use zmem_pages::prng::SplitMix64;
-use zmem_sim::replay::Access;
+use zmem_sim::replay::{Access, ReplayResult};
 
 pub const PS: usize = 4096;
 
@@ -39,4 +39,30 @@ pub fn trace(n: u64, len: usize, seed: u64) -> Vec<Access> {
             Access { page, write: x & 2 != 0, time_ns: k as u64 * 1000 }
         })
         .collect()
+}
+
+/// Everything but the timings.
+pub fn counts(r: &ReplayResult) -> String {
+    format!(
+        "{} {} {} {} {} {} {} {} {} {} {} {} {} {:?} {} {} {} {} {}",
+        r.reads,
+        r.writes,
+        r.first_touches,
+        r.swap_outs,
+        r.zero_swap_outs,
+        r.swap_ins,
+        r.stored,
+        r.rejected,
+        r.kept_in_ram,
+        r.max_pool_bytes,
+        r.disk_reads,
+        r.disk_writes,
+        r.store_hist.count + r.load_hist.count,
+        r.counters,
+        r.verified,
+        r.swap_ra,
+        r.swap_ra_hit,
+        r.ra_reclaimed,
+        r.ra_dropped
+    )
 }
