@@ -459,9 +459,6 @@ fn check_one(
     })
 }
 
-/// `algo`'s CPU per page on `pages`, as the lab measures a zram candidate's (the same
-/// compressor into the same zsmalloc): what the zswap prediction's CPU is made of.
-
 /// The replay's readahead for kernel runs over a swap area that is `rotational` or not, given
 /// the machine's settings (`None`: unreadable; 6.18's defaults, VMA readahead and page-cluster 3).
 fn readahead_mode(
@@ -473,6 +470,8 @@ fn readahead_mode(
     (mode, page_cluster)
 }
 
+/// `algo`'s CPU per page on `pages`, as the lab measures a zram candidate's (the same
+/// compressor into the same zsmalloc): what the zswap prediction's CPU is made of.
 fn codec_cost(pages: &[u8], ps: usize, algo: &str) -> Result<zmem_lab::zswap::CodecCost, LabError> {
     let row = zmem_lab::policy::measure(
         &zmem_lab::Policy::single(algo),
