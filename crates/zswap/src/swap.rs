@@ -366,12 +366,7 @@ impl SwapLayer {
         hook: &mut impl SwapHook,
     ) -> Result<SwapOut, ZswapError> {
         self.check(offset, page.len())?;
-        self.check_folio(offset, page.len())?;
-        let out = self.writeout(offset, page, objects, hook);
-        if let Some(r) = self.slab_reclaim {
-            self.shrink_slab(r.priority, r.scope);
-        }
-        out
+        self.writeout_folio(offset, page, objects, hook)
     }
 
     /// `swap_writeout()` of a folio: one page, or a large folio of a power-of-two number of
@@ -389,8 +384,19 @@ impl SwapLayer {
         folio: &[u8],
         hook: &mut impl SwapHook,
     ) -> Result<SwapOut, ZswapError> {
+        self.writeout_folio(offset, folio, None, hook)
+    }
+
+    /// A checked folio's `swap_writeout()`, then the reclaim's `shrink_slab()` pass.
+    fn writeout_folio(
+        &self,
+        offset: u64,
+        folio: &[u8],
+        objects: Option<&dyn ObjectSource>,
+        hook: &mut impl SwapHook,
+    ) -> Result<SwapOut, ZswapError> {
         self.check_folio(offset, folio.len())?;
-        let out = self.writeout(offset, folio, None, hook);
+        let out = self.writeout(offset, folio, objects, hook);
         if let Some(r) = self.slab_reclaim {
             self.shrink_slab(r.priority, r.scope);
         }
