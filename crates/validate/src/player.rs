@@ -140,14 +140,9 @@ pub struct Played {
     pub fault_cpu_ns: u64,
 }
 
-/// This thread's CPU time in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`, user and system).
+/// This thread's CPU time in nanoseconds (0 where the system refuses).
 fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes one timespec to the pointer given, which is ours.
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    zmem_sim::cputime::thread_cpu_ns().unwrap_or(0)
 }
 
 /// The `p`-th percentile (0..=100) of `v` by nearest rank; 0 for none.

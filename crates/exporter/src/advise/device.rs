@@ -130,15 +130,9 @@ fn same_filled(page: &[u8]) -> bool {
     zmem_zram::same_filled(page).is_some()
 }
 
-/// Thread CPU time in ns.
+/// Thread CPU time in ns (0 where the system refuses).
 pub fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant the kernel knows.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    zmem_sim::cputime::thread_cpu_ns().unwrap_or(0)
 }
 
 impl Device {
