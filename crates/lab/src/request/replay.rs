@@ -145,6 +145,8 @@ impl ReplayRequest {
             zram_backing: false,
             readahead,
             page_cluster,
+            // The page count plus zmem validate's slack, as `zmem validate` sizes its swap.
+            swap_pages: None,
         })
     }
 

@@ -51,6 +51,7 @@
 mod lru;
 pub mod readahead;
 mod sim;
+pub mod slots;
 
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -134,6 +135,22 @@ pub struct ReplayConfig {
     /// `vm.page-cluster`: readahead reads at most `1 << page_cluster` pages (VMA readahead at
     /// most 32); 0 reads only the faulting page. The kernel's default is 3.
     pub page_cluster: u32,
+    /// The swap area's size in pages, its header's included (`si->max`): where the slot
+    /// allocator puts each page ([`slots`]) and when swap counts as full (`vm_swap_full()`,
+    /// which frees a swapped-in page's slot). `None`: the page count plus
+    /// [`SWAP_AREA_SLACK`], the size `zmem validate` makes its swap file and zram device.
+    pub swap_pages: Option<u64>,
+}
+
+/// Pages a swap area has beyond the page set's by default ([`ReplayConfig::swap_pages`]).
+pub const SWAP_AREA_SLACK: u64 = 1024;
+
+impl ReplayConfig {
+    /// The swap area's size for a page set of `pages` pages: [`ReplayConfig::swap_pages`], at
+    /// least room for every page and the header.
+    pub fn swap_area_pages(&self, pages: u64) -> u64 {
+        self.swap_pages.unwrap_or(pages + SWAP_AREA_SLACK).max(pages + 1)
+    }
 }
 
 impl Default for ReplayConfig {
@@ -155,6 +172,7 @@ impl Default for ReplayConfig {
             zram_backing: false,
             readahead: Readahead::Vma,
             page_cluster: DEFAULT_PAGE_CLUSTER,
+            swap_pages: None,
         }
     }
 }
@@ -189,8 +207,8 @@ pub struct ReplayResult {
     pub writes: u64,
     /// First touches (faults that read nothing from swap).
     pub first_touches: u64,
-    /// Pages written out of RAM to swap (zeromap, zswap or the device); read-ahead pages
-    /// dropped clean are in `ra_dropped` instead.
+    /// Pages written out of RAM to swap (zeromap, zswap or the device); pages whose slot
+    /// still held them were dropped instead (`ra_dropped`, `clean_dropped`).
     pub swap_outs: u64,
     /// Of those, zero pages caught by the zeromap.
     pub zero_swap_outs: u64,
@@ -214,6 +232,10 @@ pub struct ReplayResult {
     /// Of those, clean pages dropped without a write (read from the device or the zeromap; the
     /// slot still holds them): not in `swap_outs`.
     pub ra_dropped: u64,
+    /// Swapped-in pages reclaim dropped without a write: they kept their slot through the swap
+    /// cache and were not written since (`Simulator`'s `fault_in`); not in `swap_outs`.
+    #[serde(default)]
+    pub clean_dropped: u64,
     /// Stores the swap kept (zswap: zswpout; zram: every non-zero swap-out).
     pub stored: u64,
     /// zswap stores rejected (written to the swap file instead, or kept in RAM).

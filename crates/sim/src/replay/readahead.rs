@@ -32,13 +32,10 @@
 //!
 //! The replay's address space is one VMA over the whole page set: page id `i` is the virtual
 //! page `VMA_BASE_PAGE + i`, the VMA starting on a PMD boundary (so PMD boundaries fall every
-//! `page_size / 8` page ids, 512 with 4 KiB pages). Its swap offsets: page id `i` is at swap
-//! offset `i + 1` for [`ClusterRa`]'s arithmetic (offset 0 of a swap area is its header). The
-//! kernel's allocator (`cluster_alloc_swap_entry()`, mm/swapfile.c) hands offsets out in
-//! reclaim order, not address order, so cluster readahead here reads page-id neighbours where
-//! the kernel reads the neighbours reclaim wrote next to each other: the two agree for pages
-//! reclaimed in address order (a sequential scan), not in general. VMA readahead, the default,
-//! depends only on addresses and has no such gap.
+//! `page_size / 8` page ids, 512 with 4 KiB pages). Cluster readahead works in swap offsets:
+//! each swapped page's slot, which the slot allocator ([`super::slots`], mm/swapfile.c
+//! `cluster_alloc_swap_entry()`) handed out in reclaim order, so a fault reads the pages
+//! reclaim wrote next to it. VMA readahead, the default, depends only on addresses.
 
 use std::ops::Range;
 use std::str::FromStr;
@@ -258,8 +255,18 @@ impl VmaRa {
     }
 }
 
+/// The pages a swap-in fault reads into the swap cache: a range of page ids (VMA readahead,
+/// or none) or of swap offsets (cluster readahead), ascending, the faulting page's among them.
+/// The caller skips what `__read_swap_cache_async()` would: pages not in swap, slots free or
+/// already in the swap cache.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RaWindow {
+    Pages(Range<u64>),
+    Slots(Range<u64>),
+}
+
 /// One replay's readahead: the mode, `vm.page-cluster`, the kernel's state for the mode, and the
-/// replay's VMA (see the module doc).
+/// replay's VMA and swap area (see the module doc).
 #[derive(Debug, Clone)]
 pub struct SwapRa {
     mode: Readahead,
@@ -267,19 +274,28 @@ pub struct SwapRa {
     cluster: ClusterRa,
     vma: VmaRa,
     pages: u64,
+    /// `si->max` of the swap area.
+    area: u64,
     ptrs_per_pte: u64,
 }
 
 impl SwapRa {
     /// Readahead `mode` with `vm.page-cluster` = `page_cluster` over a page set of `pages` pages
-    /// of `page_size` bytes.
-    pub fn new(mode: Readahead, page_cluster: u32, pages: u64, page_size: usize) -> Self {
+    /// of `page_size` bytes, swapped to an area of `area` slots (the header's included).
+    pub fn new(
+        mode: Readahead,
+        page_cluster: u32,
+        pages: u64,
+        area: u64,
+        page_size: usize,
+    ) -> Self {
         Self {
             mode,
             page_cluster,
             cluster: ClusterRa::default(),
             vma: VmaRa::new(page_size),
             pages,
+            area,
             ptrs_per_pte: (page_size as u64 / 8).next_power_of_two().max(1),
         }
     }
@@ -289,26 +305,22 @@ impl SwapRa {
         self.mode != Readahead::None && self.page_cluster > 0
     }
 
-    /// The page ids a swap-in fault on `page` reads into the swap cache, ascending, `page`
-    /// among them: the window of `swap_vma_readahead()` or `swap_cluster_readahead()`, after
-    /// which the caller skips the pages that are not in swap or already in the swap cache, as
-    /// `__read_swap_cache_async()` does. Updates the mode's window state.
-    pub fn window(&mut self, page: u64) -> Range<u64> {
+    /// The window of `swap_vma_readahead()` or `swap_cluster_readahead()` for a swap-in fault
+    /// on `page`, whose slot is `slot`. Updates the mode's window state.
+    pub fn window(&mut self, page: u64, slot: u64) -> RaWindow {
         match self.mode {
-            Readahead::None => page..page + 1,
+            Readahead::None => RaWindow::Pages(page..page + 1),
             Readahead::Vma => {
                 let vm = VMA_BASE_PAGE..VMA_BASE_PAGE + self.pages;
                 let r =
                     self.vma.window(VMA_BASE_PAGE + page, self.page_cluster, vm, self.ptrs_per_pte);
-                r.start - VMA_BASE_PAGE..r.end - VMA_BASE_PAGE
+                RaWindow::Pages(r.start - VMA_BASE_PAGE..r.end - VMA_BASE_PAGE)
             }
             Readahead::Cluster => {
-                // Swap offset = page id + 1; the area's `si->max` is the pages plus the header.
-                let offset = page + 1;
-                let nr = self.cluster.nr_pages(offset, self.page_cluster);
-                match ClusterRa::window(offset, nr, self.pages + 1) {
-                    Some((start, end)) => start - 1..end,
-                    None => page..page + 1,
+                let nr = self.cluster.nr_pages(slot, self.page_cluster);
+                match ClusterRa::window(slot, nr, self.area) {
+                    Some((start, end)) => RaWindow::Slots(start..end + 1),
+                    None => RaWindow::Slots(slot..slot + 1),
                 }
             }
         }
@@ -441,23 +453,26 @@ mod tests {
     }
 
     #[test]
-    fn the_replays_vma_and_cluster_windows_are_in_page_ids() {
-        // VMA: first fault at page 100 of 1000: 8 pages, 3 before.
-        let mut r = SwapRa::new(Readahead::Vma, 3, 1000, 4096);
-        assert_eq!(r.window(100), 97..105);
+    fn the_replays_vma_windows_are_in_page_ids_and_cluster_windows_in_slots() {
+        // VMA: first fault at page 100 of 1000: 8 pages, 3 before; the slot does not matter.
+        let mut r = SwapRa::new(Readahead::Vma, 3, 1000, 2024, 4096);
+        assert_eq!(r.window(100, 7), RaWindow::Pages(97..105));
         // Page 0's window cannot start before the VMA.
-        let mut r = SwapRa::new(Readahead::Vma, 3, 1000, 4096);
-        assert_eq!(r.window(0), 0..5);
-        // Cluster: page 100 is offset 101; block 96..=103 -> pages 95..103.
-        let mut r = SwapRa::new(Readahead::Cluster, 3, 1000, 4096);
-        assert_eq!(r.window(100), 95..103);
-        // Page 0 is offset 1: block 0..=7 without the header -> pages 0..7.
-        let mut r = SwapRa::new(Readahead::Cluster, 3, 1000, 4096);
-        assert_eq!(r.window(0), 0..7);
+        let mut r = SwapRa::new(Readahead::Vma, 3, 1000, 2024, 4096);
+        assert_eq!(r.window(0, 7), RaWindow::Pages(0..5));
+        // Cluster: the page's slot 101 (whatever its id): block 96..=103.
+        let mut r = SwapRa::new(Readahead::Cluster, 3, 1000, 2024, 4096);
+        assert_eq!(r.window(5, 101), RaWindow::Slots(96..104));
+        // Slot 1: block 0..=7 without the header; the area's last slot is si->max - 1.
+        let mut r = SwapRa::new(Readahead::Cluster, 3, 1000, 2024, 4096);
+        assert_eq!(r.window(0, 1), RaWindow::Slots(1..8));
+        let mut r = SwapRa::new(Readahead::Cluster, 3, 1000, 2024, 4096);
+        assert_eq!(r.window(0, 2022), RaWindow::Slots(2016..2024));
         for mode in [Readahead::Vma, Readahead::Cluster, Readahead::None] {
-            let mut r = SwapRa::new(mode, 0, 1000, 4096);
+            let mut r = SwapRa::new(mode, 0, 1000, 2024, 4096);
             assert!(!r.reads_ahead());
-            assert_eq!(r.window(100), 100..101);
+            let w = r.window(100, 100);
+            assert!(w == RaWindow::Pages(100..101) || w == RaWindow::Slots(100..101), "{w:?}");
         }
     }
 }

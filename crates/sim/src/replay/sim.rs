@@ -15,7 +15,8 @@ use zmem_zswap::{
 };
 
 use super::lru::{Lru, SWAP_CLUSTER_MAX};
-use super::readahead::SwapRa;
+use super::readahead::{RaWindow, SwapRa};
+use super::slots::{SwapSlots, cluster_slots};
 use super::{Access, Counter, ReplayConfig, ReplayResult, SwapInHists, SwapKind, build_zswap};
 use crate::SimError;
 use crate::cputime::{Charge, ChargedObjects, Elapsed};
@@ -41,8 +42,9 @@ impl SwapDevice for ZramSwap {
             err: Box::new(e),
         })
     }
-    /// The slot is the swap offset, so the source is asked for the page by its offset: the
-    /// page id ([`Simulator`] swaps page `i` out at offset `i`).
+    /// The source is asked for the page by the index it is given: [`Simulator`] hands the
+    /// swap layer a source that answers for the page being swapped out whatever the slot
+    /// ([`AtPage`]).
     fn write_page_with(
         &self,
         offset: u64,
@@ -82,6 +84,24 @@ impl Shrinker for ZramSwap {
         self.0.shrinker_scan()
     }
 }
+
+/// An object source asked for one page whatever the index: a page's swap slot is not its id
+/// (the slot allocator decides it, [`super::slots`]), while the compressor table's objects are
+/// by page id.
+struct AtPage<'a> {
+    objects: &'a dyn ObjectSource,
+    page: u64,
+}
+
+impl ObjectSource for AtPage<'_> {
+    fn object(&self, _slot: u64, algo: &str, params: &zmem_comp::Params) -> Option<&[u8]> {
+        self.objects.object(self.page, algo, params)
+    }
+}
+
+/// No slot (`slot_of`) / no page (`page_at`).
+const NO_SLOT: u32 = 0;
+const NO_PAGE: u32 = u32::MAX;
 
 /// Times each swap stage as seed 001 traced it with bpftrace (`zswap_store` / `zswap_load`, or
 /// with zram as the swap device, zram's page write and read) and charges every I/O of the
@@ -333,6 +353,7 @@ struct Counts {
     swap_ra_hit: u64,
     ra_reclaimed: u64,
     ra_dropped: u64,
+    clean_dropped: u64,
 }
 
 /// RAM, the swap area behind it, and what has happened so far.
@@ -346,6 +367,15 @@ pub struct Simulator<'p> {
     touched: Vec<bool>,
     /// Each resident page's place in the swap cache.
     cached: Vec<Cached>,
+    /// The swap area's slots ([`super::slots`]), each page's slot (0: none; a page keeps one
+    /// while swapped out, and while in the swap cache after a swap-in kept it) and each
+    /// slot's page.
+    slots: SwapSlots,
+    slot_of: Vec<u32>,
+    page_at: Vec<u32>,
+    /// A resident page with a slot whose slot holds what the page holds (read from the device
+    /// or the zeromap, not written since): reclaim drops it without a write.
+    clean: Vec<bool>,
     /// Readahead on swap-in faults, unless the device is synchronous (zram).
     ra: Option<SwapRa>,
     timer: SwapTimer<'p>,
@@ -396,6 +426,10 @@ impl<'p> Simulator<'p> {
         if cfg.ram_pages == 0 {
             return Err(SimError::Setup("RAM of 0 pages".into()));
         }
+        let area = cfg.swap_area_pages(n as u64);
+        if area >= u64::from(u32::MAX) {
+            return Err(SimError::Setup(format!("a swap area of {area} pages: at most 2^32 - 2")));
+        }
         let (swap, zram) = match cfg.swap {
             SwapKind::Zram => {
                 let zc = ZramRunConfig {
@@ -410,17 +444,17 @@ impl<'p> Simulator<'p> {
                         Box::new(zmem_zram::MemStore::new(n * ps));
                     (std::path::PathBuf::from("(memory)"), store)
                 });
-                let z = Arc::new(build_device_with_backing(&zc, n as u64, backing)?);
+                let z = Arc::new(build_device_with_backing(&zc, area, backing)?);
                 let dev = Box::new(ZramSwap(Arc::clone(&z)));
-                (SwapLayer::new(dev, ps, n as u64), Some(z))
+                (SwapLayer::new(dev, ps, area), Some(z))
             }
-            SwapKind::Zswap => (SwapLayer::with_zswap(build_zswap(cfg, n as u64)?), None),
+            SwapKind::Zswap => (SwapLayer::with_zswap(build_zswap(cfg, area)?), None),
         };
         let timer = SwapTimer::new(cfg.swap, &cfg.device, zram.clone()).charging(objects);
         // mm/memory.c `do_swap_page()`: a `SWP_SYNCHRONOUS_IO` device's faults with
         // `__swap_count() == 1` skip the swap cache and read only their own page (every entry
         // here has a swap count of 1: one process, no fork).
-        let ra = Some(SwapRa::new(cfg.readahead, cfg.page_cluster, n as u64, ps))
+        let ra = Some(SwapRa::new(cfg.readahead, cfg.page_cluster, n as u64, area, ps))
             .filter(|r| r.reads_ahead() && !swap.synchronous_io());
         Ok(Self {
             pages: &pages[..n * ps],
@@ -431,6 +465,10 @@ impl<'p> Simulator<'p> {
             ram: Lru::new(cfg.ram_pages.min(n as u64) as usize, n, ps),
             touched: vec![false; n],
             cached: vec![Cached::Mapped; n],
+            slots: SwapSlots::new(area, cluster_slots(ps)),
+            slot_of: vec![NO_SLOT; n],
+            page_at: vec![NO_PAGE; area as usize],
+            clean: vec![false; n],
             ra,
             timer,
             objects,
@@ -493,14 +531,17 @@ impl<'p> Simulator<'p> {
         }
         if self.ram.is_resident(p) {
             if self.cached[p as usize] != Cached::Mapped {
-                self.swap_cache_hit(p);
+                self.swap_cache_hit(p, a.write);
+            } else if a.write {
+                // The page differs from its slot's copy from now on.
+                self.clean[p as usize] = false;
             }
             self.ram.touch(p);
             return Ok(());
         }
         let i = p as usize;
         if self.touched[i] && self.ra.is_some() {
-            return self.swapin_readahead(p);
+            return self.swapin_readahead(p, a.write);
         }
         if self.ram.len() >= self.ram.capacity() {
             self.reclaim()?;
@@ -510,69 +551,127 @@ impl<'p> Simulator<'p> {
             self.touched[i] = true;
             self.counts.first_touches += 1;
         } else {
-            self.fault_in(p)?;
+            self.fault_in(p, a.write)?;
         }
         self.ram.install(p, refault);
         Ok(())
     }
 
-    /// The faulting page's own read: through the swap layer (mm/page_io.c
-    /// `swap_read_folio()`), then its slot is freed. That is 6.18 for zram (no swap cache,
-    /// `swap_free_nr()` drops the last reference); through the swap cache 6.18 keeps the slot
-    /// unless `should_try_to_free_swap()`, which this model does not (see zmem-zswap's
-    /// swap.rs).
-    fn fault_in(&mut self, p: u32) -> Result<(), SimError> {
+    /// The faulting page's own read from its slot (mm/page_io.c `swap_read_folio()`). A
+    /// `SWP_SYNCHRONOUS_IO` device (zram) reads it outside the swap cache and frees the slot
+    /// (`swap_free_nr()` drops the last reference). Through the swap cache the slot is freed
+    /// only where mm/memory.c `should_try_to_free_swap()` says so: a write fault (the
+    /// process is the page's only user), or swap more than half full (`vm_swap_full()`, what
+    /// `mem_cgroup_swap_full()` reads on cgroup v1 and on v2 without a swap limit). Otherwise
+    /// the page keeps it: `SWAP_HAS_CACHE` only, clean where the read came from the device or
+    /// the zeromap (zswap's load marks the folio dirty).
+    fn fault_in(&mut self, p: u32, write: bool) -> Result<(), SimError> {
         self.counts.swap_ins += 1;
-        if self.swap.swap_in(u64::from(p), &mut self.buf, &mut self.timer)? == SwapIn::Zeromap {
+        let slot = self.slot_of[p as usize];
+        let from = if self.swap.synchronous_io() {
+            let from = self.swap.swap_in(u64::from(slot), &mut self.buf, &mut self.timer)?;
+            self.release_slot(p);
+            from
+        } else {
+            let from = self.swap.read(u64::from(slot), &mut self.buf, &mut self.timer)?;
+            self.clean[p as usize] = from != SwapIn::Zswap;
+            self.mapped_from_swap_cache(p, write);
+            from
+        };
+        if from == SwapIn::Zeromap {
             self.counts.zero_swap_ins += 1;
         }
         self.verified &= self.buf == self.page(p as usize);
         Ok(())
     }
 
+    /// `do_swap_page()` mapped `p` from the swap cache: `swap_free_nr()` drops the page
+    /// table's count, and `should_try_to_free_swap()` (see [`Self::fault_in`]) frees the slot
+    /// or leaves it to the swap cache.
+    fn mapped_from_swap_cache(&mut self, p: u32, write: bool) {
+        let slot = u64::from(self.slot_of[p as usize]);
+        if write || self.slots.vm_swap_full() {
+            self.swap.free(slot);
+            self.release_slot(p);
+        } else {
+            self.slots.keep_in_cache(slot);
+        }
+    }
+
+    /// Page `p` no longer holds its slot; the slot is free.
+    fn release_slot(&mut self, p: u32) {
+        let slot = std::mem::replace(&mut self.slot_of[p as usize], NO_SLOT);
+        if slot != NO_SLOT {
+            self.page_at[slot as usize] = NO_PAGE;
+            self.slots.free(u64::from(slot));
+        }
+        self.clean[p as usize] = false;
+    }
+
     /// A fault on a page read ahead and not faulted since (`do_swap_page()` finds it with
     /// `swap_cache_get_folio()`): a minor fault. `swap_update_readahead()` clears its
-    /// `PG_readahead` and counts a `swap_ra_hit`; the page is mapped and its slot freed, as
-    /// every swap-in here frees it. It stays where it is on the LRU; the caller marks the
-    /// access.
-    fn swap_cache_hit(&mut self, p: u32) {
+    /// `PG_readahead` and counts a `swap_ra_hit`; the page is mapped and its slot freed or
+    /// kept as on any fault through the swap cache ([`Self::mapped_from_swap_cache`]). It stays
+    /// where it is on the LRU; the caller marks the access.
+    fn swap_cache_hit(&mut self, p: u32, write: bool) {
         self.cached[p as usize] = Cached::Mapped;
         self.counts.swap_ra_hit += 1;
         if let Some(ra) = &mut self.ra {
             ra.cache_hit(u64::from(p), true);
         }
-        self.swap.free(u64::from(p));
+        self.mapped_from_swap_cache(p, write);
+        if write {
+            self.clean[p as usize] = false;
+        }
     }
 
     /// `swapin_readahead()` for a fault on swapped page `p` (see [`super::readahead`]): the
-    /// window's pages in ascending order, each one that is in swap and not in the swap cache
-    /// charged (reclaiming first when RAM is full), put on the inactive LRU unmapped (or the
-    /// active one, as `workingset_refault()` decides) and read through the swap layer without
-    /// freeing its slot; a page other than `p` is a read-ahead page (`swap_ra`). `p` itself is
-    /// read, mapped and its slot freed, as without readahead, and stays out of reclaim's reach
-    /// until the window is done (its folio is locked during the fault).
-    fn swapin_readahead(&mut self, p: u32) -> Result<(), SimError> {
-        let window = self.ra.as_mut().expect("readahead").window(u64::from(p));
-        let result = self.read_window(p, window);
+    /// window's pages (by address, or by slot) in ascending order, each one that is in swap
+    /// and not in the swap cache charged (reclaiming first when RAM is full), put on the
+    /// inactive LRU unmapped (or the active one, as `workingset_refault()` decides) and read
+    /// through the swap layer keeping its slot; a page other than `p` is a read-ahead page
+    /// (`swap_ra`). `p` itself is read and mapped as without readahead, and stays out of
+    /// reclaim's reach until the window is done (its folio is locked during the fault).
+    fn swapin_readahead(&mut self, p: u32, write: bool) -> Result<(), SimError> {
+        let slot = u64::from(self.slot_of[p as usize]);
+        let window = self.ra.as_mut().expect("readahead").window(u64::from(p), slot);
+        let result = self.read_window(p, write, window);
         self.ram.pin(None);
         result
     }
 
-    fn read_window(&mut self, p: u32, window: std::ops::Range<u64>) -> Result<(), SimError> {
-        for q in window {
-            let q = q as u32;
+    /// The window's pages in ascending order of what the window is in: `(page, slot)` of
+    /// each one `__read_swap_cache_async()` would read (in swap: a slot whose page is not
+    /// resident), the faulting page always.
+    fn window_pages(&self, p: u32, window: RaWindow) -> Vec<(u32, u64)> {
+        let in_swap = |q: u32| {
+            let slot = self.slot_of[q as usize];
+            (q == p || (slot != NO_SLOT && !self.ram.is_resident(q))).then_some((q, slot as u64))
+        };
+        match window {
+            RaWindow::Pages(r) => r.filter_map(|q| in_swap(q as u32)).collect(),
+            RaWindow::Slots(r) => r
+                .filter_map(|slot| {
+                    let q = *self.page_at.get(slot as usize)?;
+                    if q == NO_PAGE { None } else { in_swap(q) }
+                })
+                .collect(),
+        }
+    }
+
+    fn read_window(&mut self, p: u32, write: bool, window: RaWindow) -> Result<(), SimError> {
+        for (q, slot) in self.window_pages(p, window) {
             if q == p {
                 if self.ram.len() >= self.ram.capacity() {
                     self.reclaim()?;
                 }
-                self.fault_in(p)?;
+                self.fault_in(p, write)?;
                 self.ram.install(p, true);
                 self.ram.pin(Some(p));
                 continue;
             }
-            let i = q as usize;
-            // `__read_swap_cache_async()`: only entries in use, not already in the swap cache.
-            if !self.touched[i] || self.ram.is_resident(q) {
+            // Reclaim for an earlier page of the window may have moved this one.
+            if self.ram.is_resident(q) || u64::from(self.slot_of[q as usize]) != slot {
                 continue;
             }
             if self.ram.len() >= self.ram.capacity() {
@@ -583,12 +682,10 @@ impl<'p> Simulator<'p> {
                 }
                 self.reclaim()?;
             }
-            let from = self.swap.read(
-                u64::from(q),
-                &mut self.buf,
-                &mut ReadaheadTimer(&mut self.timer),
-            )?;
+            let i = q as usize;
+            let from = self.swap.read(slot, &mut self.buf, &mut ReadaheadTimer(&mut self.timer))?;
             self.verified &= self.buf == self.page(i);
+            self.clean[i] = from != SwapIn::Zswap;
             self.cached[i] = if from == SwapIn::Zswap { Cached::Dirty } else { Cached::Clean };
             self.ram.install_unmapped(q, true);
             self.counts.swap_ra += 1;
@@ -596,41 +693,86 @@ impl<'p> Simulator<'p> {
         Ok(())
     }
 
+    /// A slot for `victim`'s swap-out (mm/swapfile.c `folio_alloc_swap()`,
+    /// [`super::slots`]): a slot only the swap cache holds may be taken back from the page
+    /// holding it, which then leaves the swap cache dirty (`__try_to_reclaim_swap()`).
+    fn alloc_slot(&mut self) -> Option<u64> {
+        let (swap, page_at, slot_of, clean) =
+            (&self.swap, &mut self.page_at, &mut self.slot_of, &mut self.clean);
+        let mut reclaim = |slot: u64| {
+            let q = page_at[slot as usize];
+            if q == NO_PAGE {
+                return false;
+            }
+            swap.free(slot);
+            page_at[slot as usize] = NO_PAGE;
+            slot_of[q as usize] = NO_SLOT;
+            clean[q as usize] = false;
+            true
+        };
+        self.slots.alloc(&mut reclaim)
+    }
+
     /// A memcg charge that finds RAM full: reclaim swaps out up to a batch of victims (mm/
     /// memcontrol.c `try_charge_memcg()` → `try_to_free_mem_cgroup_pages()`, at least
-    /// `SWAP_CLUSTER_MAX` pages), as the LRU picks them. A victim the swap layer keeps in RAM
-    /// is activated (`pageout()`'s `PAGE_ACTIVATE`) and reclaim moves on; when more than twice
-    /// RAM's worth in a row is kept, nothing can leave RAM and the replay stops as the kernel
-    /// would OOM. (The bound is this model's; 6.18 gives up after `MAX_RECLAIM_RETRIES`
-    /// failed reclaims of the charge and invokes the memcg OOM killer.)
+    /// `SWAP_CLUSTER_MAX` pages), as the LRU picks them. A page whose slot still holds it
+    /// (read ahead and never faulted, or swapped in through the swap cache and not written
+    /// since) is dropped without a write (`shrink_folio_list()`: a clean swap-cache folio goes
+    /// by `__remove_mapping()`); any other gets a slot if it has none and is written out. A
+    /// victim the swap layer keeps in RAM is activated (`pageout()`'s `PAGE_ACTIVATE`) and
+    /// reclaim moves on; when more than twice RAM's worth in a row is kept, nothing can leave
+    /// RAM and the replay stops as the kernel would OOM. (The bound is this model's; 6.18
+    /// gives up after `MAX_RECLAIM_RETRIES` failed reclaims of the charge and invokes the memcg
+    /// OOM killer.)
     fn reclaim(&mut self) -> Result<(), SimError> {
         let want = SWAP_CLUSTER_MAX.min(self.ram.evictable());
         let mut freed = 0;
         let mut kept_in_a_row = 0;
         while freed < want {
             let victim = self.ram.victim();
-            let data = self.page(victim as usize);
-            match self.cached[victim as usize] {
-                Cached::Mapped => {}
-                // A read-ahead page never faulted, clean: `shrink_folio_list()` removes it from
-                // the swap cache without `pageout()` (`__remove_mapping()` leaves a shadow);
-                // its slot still holds it.
-                Cached::Clean => {
-                    self.counts.ra_reclaimed += 1;
-                    self.counts.ra_dropped += 1;
-                    self.cached[victim as usize] = Cached::Mapped;
-                    self.ram.evict(victim);
-                    freed += 1;
-                    kept_in_a_row = 0;
-                    continue;
+            let v = victim as usize;
+            let data = self.page(v);
+            if self.slot_of[v] != NO_SLOT && self.clean[v] {
+                match self.cached[v] {
+                    Cached::Mapped => self.counts.clean_dropped += 1,
+                    _ => {
+                        self.counts.ra_reclaimed += 1;
+                        self.counts.ra_dropped += 1;
+                    }
                 }
-                // Dirty (zswap freed its entry at the load): written out again below.
-                Cached::Dirty => {}
+                // Unmapped: the page table holds the swap entry again.
+                self.slots.reuse(u64::from(self.slot_of[v]));
+                self.cached[v] = Cached::Mapped;
+                self.clean[v] = false;
+                self.ram.evict(victim);
+                freed += 1;
+                kept_in_a_row = 0;
+                continue;
             }
-            let objects = self.objects.map(|o| o as &dyn ObjectSource);
-            let out = self.swap.swap_out_with(u64::from(victim), data, objects, &mut self.timer)?;
+            let slot = match self.slot_of[v] {
+                NO_SLOT => {
+                    let Some(slot) = self.alloc_slot() else {
+                        // `folio_alloc_swap()` failed: the folio is activated.
+                        self.ram.activate(victim);
+                        kept_in_a_row += 1;
+                        if kept_in_a_row > 2 * self.ram.capacity() {
+                            return Err(SimError::OutOfMemory { accesses: self.counts.accesses });
+                        }
+                        continue;
+                    };
+                    self.slot_of[v] = slot as u32;
+                    self.page_at[slot as usize] = victim;
+                    slot
+                }
+                s => u64::from(s),
+            };
+            let objects = self.objects.map(|o| AtPage { objects: o, page: u64::from(victim) });
+            let objects = objects.as_ref().map(|o| o as &dyn ObjectSource);
+            let out = self.swap.swap_out_with(slot, data, objects, &mut self.timer)?;
             match out {
                 SwapOut::KeptInRam => {
+                    // Still in the swap cache, its slot held by the cache alone.
+                    self.slots.keep_in_cache(slot);
                     self.counts.kept_in_ram += 1;
                     self.counts.rejected += 1;
                     self.ram.activate(victim);
@@ -645,12 +787,14 @@ impl<'p> Simulator<'p> {
                 SwapOut::Device if self.swap.zswap().is_some() => self.counts.rejected += 1,
                 SwapOut::Device => self.counts.stored += 1,
             }
+            self.slots.reuse(slot);
             kept_in_a_row = 0;
             self.counts.swap_outs += 1;
-            if self.cached[victim as usize] == Cached::Dirty {
+            if self.cached[v] == Cached::Dirty {
                 self.counts.ra_reclaimed += 1;
-                self.cached[victim as usize] = Cached::Mapped;
+                self.cached[v] = Cached::Mapped;
             }
+            self.clean[v] = false;
             self.ram.evict(victim);
             freed += 1;
         }
@@ -720,6 +864,7 @@ impl<'p> Simulator<'p> {
             swap_ra_hit: c.swap_ra_hit,
             ra_reclaimed: c.ra_reclaimed,
             ra_dropped: c.ra_dropped,
+            clean_dropped: c.clean_dropped,
             max_pool_bytes,
             disk_reads,
             disk_writes,
