@@ -55,7 +55,9 @@ for c in z["configurations"]:
     r = c["kernel_run"]
     print(f"|  (kernel run) | foreign_pages_bound {r['foreign_pages_bound']}, cgroup swap pages "
           f"{r['cgroup_swap_pages']}, params_restored {r['params_restored']}, pool from "
-          f"{r['pool_source']}, runs' swap-ins {c['kernel_runs_swap_ins']} |" + " |" * (len(fields) - 1))
+          f"{r['pool_source']}, runs' swap-ins {c['kernel_runs_swap_ins']}, zswpin "
+          f"{c.get('kernel_runs_zswpin', '-')}, swap_ra {c.get('kernel_runs_swap_ra', '-')}; "
+          f"swap_ra predicted {p.get('swap_ra', '-')} |" + " |" * (len(fields) - 1))
 vd = z.get("verdict")
 if vd:
     print()

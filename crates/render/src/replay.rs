@@ -36,8 +36,15 @@ pub fn replay(r: &ReplayResult) -> String {
     );
     s += &format!(
         "readahead {} (page-cluster {}): swap_ra {}, swap_ra_hit {}; read-ahead pages reclaimed \
-         before a fault {} ({} dropped clean)\n",
-        r.readahead, r.page_cluster, r.swap_ra, r.swap_ra_hit, r.ra_reclaimed, r.ra_dropped
+         before a fault {} ({} dropped clean); swapped-in pages dropped clean (their slot kept) \
+         {}\n",
+        r.readahead,
+        r.page_cluster,
+        r.swap_ra,
+        r.swap_ra_hit,
+        r.ra_reclaimed,
+        r.ra_dropped,
+        r.clean_dropped
     );
     s += &r
         .counters

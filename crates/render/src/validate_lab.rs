@@ -140,6 +140,17 @@ fn zswap_table(c: &ZswapCheck) -> String {
         r.foreign_pages_bound,
         if r.params_restored { "yes" } else { "NO" }
     );
+    if c.kernel_runs_swap_ins.len() > 1 {
+        let list = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
+        out += &format!(
+            "  kernel runs (the median's above): swap-ins {}; zswpin {}; swap_ra {} (the \
+             replay's swap_ra {})\n",
+            list(&c.kernel_runs_swap_ins),
+            list(&c.kernel_runs_zswpin),
+            list(&c.kernel_runs_swap_ra),
+            p.swap_ra
+        );
+    }
     for m in &r.missing {
         out += &format!("  missing: {m}\n");
     }
@@ -202,6 +213,9 @@ mod tests {
             kernel_runs_cpu_secs: vec![0.0],
             kernel_runs_stored_pages: vec![0],
             kernel_runs_pool_total_size: vec![0],
+            kernel_runs_zswpin: vec![0],
+            kernel_runs_zswpout: vec![0],
+            kernel_runs_swap_ra: vec![0],
             kernel_failures: Vec::new(),
             verified: true,
         };

@@ -67,7 +67,8 @@ const DEBUGFS_KEYS: [&str; 9] = [
 ];
 
 /// `/proc/vmstat` counters read (events).
-const VMSTAT_KEYS: [&str; 5] = ["zswpin", "zswpout", "zswpwb", "pswpin", "pswpout"];
+const VMSTAT_KEYS: [&str; 7] =
+    ["zswpin", "zswpout", "zswpwb", "pswpin", "pswpout", "swap_ra", "swap_ra_hit"];
 
 /// How a zswap run is set up.
 #[derive(Debug, Clone)]
@@ -439,6 +440,8 @@ mod tests {
                 ("zswpwb", 10),
                 ("pswpin", 0),
                 ("pswpout", 3),
+                ("swap_ra", 5),
+                ("swap_ra_hit", 1),
             ]),
             meminfo_zswap: Some(8192),
             meminfo_zswapped: Some(5 * 4096),
@@ -455,6 +458,8 @@ mod tests {
                 ("zswpwb", 60),
                 ("pswpin", 20),
                 ("pswpout", 53),
+                ("swap_ra", 25),
+                ("swap_ra_hit", 4),
             ]),
             meminfo_zswap: Some(2_008_192),
             meminfo_zswapped: Some(1005 * 4096),
@@ -468,6 +473,7 @@ mod tests {
         assert_eq!(out.debugfs_deltas, m(&[("written_back_pages", 50)]));
         assert_eq!(out.vmstat_deltas["zswpout"], 1100);
         assert_eq!(out.vmstat_deltas["zswpwb"], 50);
+        assert_eq!((out.vmstat_deltas["swap_ra"], out.vmstat_deltas["swap_ra_hit"]), (20, 3));
         assert_eq!(out.foreign_pages_bound, 10);
         assert!(out.missing.is_empty(), "{:?}", out.missing);
 

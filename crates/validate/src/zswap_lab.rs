@@ -70,6 +70,13 @@ pub struct ZswapFigures {
     /// Faults that read their page from swap (zero pages included): the kernel's are the
     /// player's timed swap-ins.
     pub swap_ins: u64,
+    /// Pages read ahead into the swap cache, and faults that found one (/proc/vmstat
+    /// `swap_ra`, `swap_ra_hit`; system-wide on the kernel's side): how much of `zswpin` is
+    /// readahead rather than faults.
+    #[serde(default)]
+    pub swap_ra: u64,
+    #[serde(default)]
+    pub swap_ra_hit: u64,
     pub cpu_seconds: f64,
     pub swap_in_p50_ns: u64,
     pub swap_in_p99_ns: u64,
@@ -138,6 +145,16 @@ pub struct ZswapCheck {
     /// above): levels the kernel's reclaim sets, which vary from run to run at small sizes.
     pub kernel_runs_stored_pages: Vec<u64>,
     pub kernel_runs_pool_total_size: Vec<u64>,
+    /// Every run's `zswpin`, `zswpout` and `swap_ra` (/proc/vmstat deltas, in run order): the
+    /// kernel's cluster readahead (a rotational swap area) settles in a run either near no
+    /// readahead or in a wide window that reads tens of thousands of pages ahead, and which
+    /// one varies from run to run of one configuration (docs/BENCHMARKS.md, issue 43).
+    #[serde(default)]
+    pub kernel_runs_zswpin: Vec<u64>,
+    #[serde(default)]
+    pub kernel_runs_zswpout: Vec<u64>,
+    #[serde(default)]
+    pub kernel_runs_swap_ra: Vec<u64>,
     pub kernel_failures: Vec<String>,
     pub verified: bool,
 }
@@ -359,6 +376,10 @@ fn check_one(
     let ins: Vec<u64> = runs.iter().map(|k| k.timed_swap_ins).collect();
     let stored: Vec<u64> = runs.iter().map(stored_pages).collect();
     let pools: Vec<u64> = runs.iter().map(|k| k.pool_total_size.unwrap_or(0)).collect();
+    let vmstat = |key: &str| -> Vec<u64> {
+        runs.iter().map(|k| k.vmstat_deltas.get(key).copied().unwrap_or(0)).collect()
+    };
+    let (zswpins, zswpouts, swap_ras) = (vmstat("zswpin"), vmstat("zswpout"), vmstat("swap_ra"));
     let overhead = runs.iter().map(|k| k.player_overhead_bytes).min().unwrap_or_default();
     let k = runs.swap_remove(median_index(&ins));
     let kernel = ZswapFigures {
@@ -372,6 +393,8 @@ fn check_one(
             .copied()
             .unwrap_or(0),
         zswpin: k.vmstat_deltas.get("zswpin").copied().unwrap_or(0),
+        swap_ra: k.vmstat_deltas.get("swap_ra").copied().unwrap_or(0),
+        swap_ra_hit: k.vmstat_deltas.get("swap_ra_hit").copied().unwrap_or(0),
         zswpout: k.vmstat_deltas.get("zswpout").copied().unwrap_or(0),
         zswpwb: k.vmstat_deltas.get("zswpwb").copied().unwrap_or(0),
         disk_reads: k.disk_read_pages,
@@ -433,6 +456,8 @@ fn check_one(
         disk_reads: r.disk_reads,
         disk_writes: r.disk_writes,
         swap_ins: r.swap_ins,
+        swap_ra: r.swap_ra,
+        swap_ra_hit: r.swap_ra_hit,
         cpu_seconds: codec_secs + cost::SWAP_OVERHEAD.cpu_secs_per_sec(traffic),
         // As the player times it, and as zram's prediction is: the fault, the load (a miss
         // with its device read), and at the p99 the reclaim the fault does at the cgroup's
@@ -454,6 +479,9 @@ fn check_one(
         kernel_runs_cpu_secs: cpus,
         kernel_runs_stored_pages: stored,
         kernel_runs_pool_total_size: pools,
+        kernel_runs_zswpin: zswpins,
+        kernel_runs_zswpout: zswpouts,
+        kernel_runs_swap_ra: swap_ras,
         kernel_failures: failures,
         verified: r.verified,
     })
@@ -608,6 +636,9 @@ mod tests {
             kernel_runs_cpu_secs: vec![0.0],
             kernel_runs_stored_pages: vec![0],
             kernel_runs_pool_total_size: vec![0],
+            kernel_runs_zswpin: vec![0],
+            kernel_runs_zswpout: vec![0],
+            kernel_runs_swap_ra: vec![0],
             kernel_failures: Vec::new(),
             verified: true,
         }
