@@ -246,6 +246,18 @@ fn text_pages(n: usize) -> Vec<u8> {
     (0..n * PS).map(|j| b"zmem readahead "[(j + j / PS) % 15] ^ (j / PS) as u8 | 1).collect()
 }
 
+/// `t` over `p` with RAM for 64 pages in front of a zswap pool that holds every page (zswap's
+/// 32 allocator pools each start their own zspages), reading ahead as `readahead`.
+fn run_all_in_zswap(p: &[u8], t: &[Access], readahead: Readahead) -> ReplayResult {
+    let cfg = ReplayConfig {
+        ram_pages: 64,
+        max_pool_percent: 1600,
+        readahead,
+        ..ReplayConfig::default()
+    };
+    replay::run(p, t, &cfg, &NoProgress).unwrap()
+}
+
 /// Two sequential passes over `n` pages.
 fn two_passes(n: u64) -> Vec<Access> {
     (0..2 * n).map(|k| Access { page: k % n, write: false, time_ns: k }).collect()
@@ -260,16 +272,7 @@ fn a_sequential_pass_over_zswap_reads_ahead_and_hits() {
     let n = 256;
     let p = text_pages(n);
     let t = two_passes(n as u64);
-    let run = |readahead| {
-        // A pool that holds every page (zswap's 32 allocator pools each start their own zspages).
-        let cfg = ReplayConfig {
-            ram_pages: 64,
-            max_pool_percent: 1600,
-            readahead,
-            ..ReplayConfig::default()
-        };
-        replay::run(&p, &t, &cfg, &NoProgress).unwrap()
-    };
+    let run = |readahead| run_all_in_zswap(&p, &t, readahead);
     let none = run(Readahead::None);
     assert!(none.verified);
     assert_eq!((none.swap_ra, none.swap_ra_hit, none.swap_ins), (0, 0, n as u64));
@@ -397,15 +400,7 @@ fn cluster_readahead_reads_the_pages_reclaimed_together() {
     let n = 256;
     let p = text_pages(n);
     let t = two_scattered_passes(n as u64);
-    let run = |readahead| {
-        let cfg = ReplayConfig {
-            ram_pages: 64,
-            max_pool_percent: 1600,
-            readahead,
-            ..ReplayConfig::default()
-        };
-        replay::run(&p, &t, &cfg, &NoProgress).unwrap()
-    };
+    let run = |readahead| run_all_in_zswap(&p, &t, readahead);
     let cluster = run(Readahead::Cluster);
     assert!(cluster.verified);
     assert_eq!(cluster.swap_ins + cluster.swap_ra_hit, n as u64);
