@@ -405,9 +405,8 @@ impl<'p> Simulator<'p> {
 
     /// [`Simulator::new`], every swap-out taking its page's compressed object from `objects`
     /// where zswap, or the zram device, would compress it ([`SwapLayer::swap_out_with`]),
-    /// asked for by the page's id in `pages` (a page is swapped out at its id as offset, and
-    /// a zram slot is that offset): `objects` must hold the objects of these pages in this
-    /// order. Each store that takes one is charged its cost ([`SwapTimer`]), and the replay's
+    /// asked for by the page's id in `pages` whatever slot the page goes to ([`AtPage`]):
+    /// `objects` must hold the objects of these pages in this order. Each store that takes one is charged its cost ([`SwapTimer`]), and the replay's
     /// CPU and wall time the sum of the charges, so the timings keep their meaning; the
     /// counters, pools and pages are those of a replay that compressed.
     pub fn with_objects(
