@@ -49,6 +49,7 @@
 //! and the same charges.
 
 mod lru;
+mod page_slots;
 pub mod readahead;
 mod sim;
 pub mod slots;

@@ -15,8 +15,8 @@ use zmem_zswap::{
 };
 
 use super::lru::{Lru, SWAP_CLUSTER_MAX};
+use super::page_slots::PageSlots;
 use super::readahead::{RaWindow, SwapRa};
-use super::slots::{SwapSlots, cluster_slots};
 use super::{Access, Counter, ReplayConfig, ReplayResult, SwapInHists, SwapKind, build_zswap};
 use crate::SimError;
 use crate::cputime::{Charge, ChargedObjects, Elapsed};
@@ -98,10 +98,6 @@ impl ObjectSource for AtPage<'_> {
         self.objects.object(self.page, algo, params)
     }
 }
-
-/// No slot (`slot_of`) / no page (`page_at`).
-const NO_SLOT: u32 = 0;
-const NO_PAGE: u32 = u32::MAX;
 
 /// Times each swap stage as seed 001 traced it with bpftrace (`zswap_store` / `zswap_load`, or
 /// with zram as the swap device, zram's page write and read) and charges every I/O of the
@@ -323,6 +319,11 @@ impl SwapHook for ReadaheadTimer<'_, '_> {
     }
 }
 
+/// A swapped page without a slot: the simulator's books are wrong (never expected).
+fn no_slot(p: u32) -> SimError {
+    SimError::Setup(format!("page {p} is out of RAM without a swap slot"))
+}
+
 /// Where a resident page stands with the swap cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Cached {
@@ -367,15 +368,8 @@ pub struct Simulator<'p> {
     touched: Vec<bool>,
     /// Each resident page's place in the swap cache.
     cached: Vec<Cached>,
-    /// The swap area's slots ([`super::slots`]), each page's slot (0: none; a page keeps one
-    /// while swapped out, and while in the swap cache after a swap-in kept it) and each
-    /// slot's page.
-    slots: SwapSlots,
-    slot_of: Vec<u32>,
-    page_at: Vec<u32>,
-    /// A resident page with a slot whose slot holds what the page holds (read from the device
-    /// or the zeromap, not written since): reclaim drops it without a write.
-    clean: Vec<bool>,
+    /// Each page's swap slot and each slot's page ([`super::page_slots`]).
+    slots: PageSlots,
     /// Readahead on swap-in faults, unless the device is synchronous (zram).
     ra: Option<SwapRa>,
     timer: SwapTimer<'p>,
@@ -464,10 +458,7 @@ impl<'p> Simulator<'p> {
             ram: Lru::new(cfg.ram_pages.min(n as u64) as usize, n, ps),
             touched: vec![false; n],
             cached: vec![Cached::Mapped; n],
-            slots: SwapSlots::new(area, cluster_slots(ps)),
-            slot_of: vec![NO_SLOT; n],
-            page_at: vec![NO_PAGE; area as usize],
-            clean: vec![false; n],
+            slots: PageSlots::new(n, area, ps),
             ra,
             timer,
             objects,
@@ -533,7 +524,7 @@ impl<'p> Simulator<'p> {
                 self.swap_cache_hit(p, a.write);
             } else if a.write {
                 // The page differs from its slot's copy from now on.
-                self.clean[p as usize] = false;
+                self.slots.set_clean(p, false);
             }
             self.ram.touch(p);
             return Ok(());
@@ -566,14 +557,14 @@ impl<'p> Simulator<'p> {
     /// the zeromap (zswap's load marks the folio dirty).
     fn fault_in(&mut self, p: u32, write: bool) -> Result<(), SimError> {
         self.counts.swap_ins += 1;
-        let slot = self.slot_of[p as usize];
+        let slot = self.slots.slot(p).ok_or_else(|| no_slot(p))?;
         let from = if self.swap.synchronous_io() {
-            let from = self.swap.swap_in(u64::from(slot), &mut self.buf, &mut self.timer)?;
-            self.release_slot(p);
+            let from = self.swap.swap_in(slot, &mut self.buf, &mut self.timer)?;
+            self.slots.release(p);
             from
         } else {
-            let from = self.swap.read(u64::from(slot), &mut self.buf, &mut self.timer)?;
-            self.clean[p as usize] = from != SwapIn::Zswap;
+            let from = self.swap.read(slot, &mut self.buf, &mut self.timer)?;
+            self.slots.set_clean(p, from != SwapIn::Zswap);
             self.mapped_from_swap_cache(p, write);
             from
         };
@@ -588,23 +579,14 @@ impl<'p> Simulator<'p> {
     /// table's count, and `should_try_to_free_swap()` (see [`Self::fault_in`]) frees the slot
     /// or leaves it to the swap cache.
     fn mapped_from_swap_cache(&mut self, p: u32, write: bool) {
-        let slot = u64::from(self.slot_of[p as usize]);
         if write || self.slots.vm_swap_full() {
-            self.swap.free(slot);
-            self.release_slot(p);
+            if let Some(slot) = self.slots.slot(p) {
+                self.swap.free(slot);
+            }
+            self.slots.release(p);
         } else {
-            self.slots.keep_in_cache(slot);
+            self.slots.keep_in_cache(p);
         }
-    }
-
-    /// Page `p` no longer holds its slot; the slot is free.
-    fn release_slot(&mut self, p: u32) {
-        let slot = std::mem::replace(&mut self.slot_of[p as usize], NO_SLOT);
-        if slot != NO_SLOT {
-            self.page_at[slot as usize] = NO_PAGE;
-            self.slots.free(u64::from(slot));
-        }
-        self.clean[p as usize] = false;
     }
 
     /// A fault on a page read ahead and not faulted since (`do_swap_page()` finds it with
@@ -620,7 +602,7 @@ impl<'p> Simulator<'p> {
         }
         self.mapped_from_swap_cache(p, write);
         if write {
-            self.clean[p as usize] = false;
+            self.slots.set_clean(p, false);
         }
     }
 
@@ -632,7 +614,7 @@ impl<'p> Simulator<'p> {
     /// (`swap_ra`). `p` itself is read and mapped as without readahead, and stays out of
     /// reclaim's reach until the window is done (its folio is locked during the fault).
     fn swapin_readahead(&mut self, p: u32, write: bool) -> Result<(), SimError> {
-        let slot = u64::from(self.slot_of[p as usize]);
+        let slot = self.slots.slot(p).ok_or_else(|| no_slot(p))?;
         let window = self.ra.as_mut().expect("readahead").window(u64::from(p), slot);
         let result = self.read_window(p, write, window);
         self.ram.pin(None);
@@ -644,17 +626,12 @@ impl<'p> Simulator<'p> {
     /// resident), the faulting page always.
     fn window_pages(&self, p: u32, window: RaWindow) -> Vec<(u32, u64)> {
         let in_swap = |q: u32| {
-            let slot = self.slot_of[q as usize];
-            (q == p || (slot != NO_SLOT && !self.ram.is_resident(q))).then_some((q, slot as u64))
+            let slot = self.slots.slot(q)?;
+            (q == p || !self.ram.is_resident(q)).then_some((q, slot))
         };
         match window {
             RaWindow::Pages(r) => r.filter_map(|q| in_swap(q as u32)).collect(),
-            RaWindow::Slots(r) => r
-                .filter_map(|slot| {
-                    let q = *self.page_at.get(slot as usize)?;
-                    if q == NO_PAGE { None } else { in_swap(q) }
-                })
-                .collect(),
+            RaWindow::Slots(r) => r.filter_map(|slot| in_swap(self.slots.page_at(slot)?)).collect(),
         }
     }
 
@@ -670,7 +647,7 @@ impl<'p> Simulator<'p> {
                 continue;
             }
             // Reclaim for an earlier page of the window may have moved this one.
-            if self.ram.is_resident(q) || u64::from(self.slot_of[q as usize]) != slot {
+            if self.ram.is_resident(q) || self.slots.slot(q) != Some(slot) {
                 continue;
             }
             if self.ram.len() >= self.ram.capacity() {
@@ -684,32 +661,12 @@ impl<'p> Simulator<'p> {
             let i = q as usize;
             let from = self.swap.read(slot, &mut self.buf, &mut ReadaheadTimer(&mut self.timer))?;
             self.verified &= self.buf == self.page(i);
-            self.clean[i] = from != SwapIn::Zswap;
+            self.slots.set_clean(q, from != SwapIn::Zswap);
             self.cached[i] = if from == SwapIn::Zswap { Cached::Dirty } else { Cached::Clean };
             self.ram.install_unmapped(q, true);
             self.counts.swap_ra += 1;
         }
         Ok(())
-    }
-
-    /// A slot for `victim`'s swap-out (mm/swapfile.c `folio_alloc_swap()`,
-    /// [`super::slots`]): a slot only the swap cache holds may be taken back from the page
-    /// holding it, which then leaves the swap cache dirty (`__try_to_reclaim_swap()`).
-    fn alloc_slot(&mut self) -> Option<u64> {
-        let (swap, page_at, slot_of, clean) =
-            (&self.swap, &mut self.page_at, &mut self.slot_of, &mut self.clean);
-        let mut reclaim = |slot: u64| {
-            let q = page_at[slot as usize];
-            if q == NO_PAGE {
-                return false;
-            }
-            swap.free(slot);
-            page_at[slot as usize] = NO_PAGE;
-            slot_of[q as usize] = NO_SLOT;
-            clean[q as usize] = false;
-            true
-        };
-        self.slots.alloc(&mut reclaim)
     }
 
     /// A memcg charge that finds RAM full: reclaim swaps out up to a batch of victims (mm/
@@ -731,7 +688,7 @@ impl<'p> Simulator<'p> {
             let victim = self.ram.victim();
             let v = victim as usize;
             let data = self.page(v);
-            if self.slot_of[v] != NO_SLOT && self.clean[v] {
+            if self.slots.slot(victim).is_some() && self.slots.is_clean(victim) {
                 match self.cached[v] {
                     Cached::Mapped => self.counts.clean_dropped += 1,
                     _ => {
@@ -740,17 +697,18 @@ impl<'p> Simulator<'p> {
                     }
                 }
                 // Unmapped: the page table holds the swap entry again.
-                self.slots.reuse(u64::from(self.slot_of[v]));
+                self.slots.reuse(victim);
                 self.cached[v] = Cached::Mapped;
-                self.clean[v] = false;
+                self.slots.set_clean(victim, false);
                 self.ram.evict(victim);
                 freed += 1;
                 kept_in_a_row = 0;
                 continue;
             }
-            let slot = match self.slot_of[v] {
-                NO_SLOT => {
-                    let Some(slot) = self.alloc_slot() else {
+            let slot = match self.slots.slot(victim) {
+                Some(slot) => slot,
+                None => {
+                    let Some(slot) = self.slots.alloc(victim, &self.swap) else {
                         // `folio_alloc_swap()` failed: the folio is activated.
                         self.ram.activate(victim);
                         kept_in_a_row += 1;
@@ -759,11 +717,8 @@ impl<'p> Simulator<'p> {
                         }
                         continue;
                     };
-                    self.slot_of[v] = slot as u32;
-                    self.page_at[slot as usize] = victim;
                     slot
                 }
-                s => u64::from(s),
             };
             let objects = self.objects.map(|o| AtPage { objects: o, page: u64::from(victim) });
             let objects = objects.as_ref().map(|o| o as &dyn ObjectSource);
@@ -771,7 +726,7 @@ impl<'p> Simulator<'p> {
             match out {
                 SwapOut::KeptInRam => {
                     // Still in the swap cache, its slot held by the cache alone.
-                    self.slots.keep_in_cache(slot);
+                    self.slots.keep_in_cache(victim);
                     self.counts.kept_in_ram += 1;
                     self.counts.rejected += 1;
                     self.ram.activate(victim);
@@ -786,14 +741,14 @@ impl<'p> Simulator<'p> {
                 SwapOut::Device if self.swap.zswap().is_some() => self.counts.rejected += 1,
                 SwapOut::Device => self.counts.stored += 1,
             }
-            self.slots.reuse(slot);
+            self.slots.reuse(victim);
             kept_in_a_row = 0;
             self.counts.swap_outs += 1;
             if self.cached[v] == Cached::Dirty {
                 self.counts.ra_reclaimed += 1;
                 self.cached[v] = Cached::Mapped;
             }
-            self.clean[v] = false;
+            self.slots.set_clean(victim, false);
             self.ram.evict(victim);
             freed += 1;
         }
