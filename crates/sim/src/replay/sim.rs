@@ -27,20 +27,17 @@ use crate::swap_device::{DeviceSampler, SwapDevice as DeviceCost};
 /// A zram device as the swap layer's device: zram swap (`swapon /dev/zram0`).
 struct ZramSwap(Arc<Zram>);
 
+/// zram's error on `op` of slot `offset`, as the swap layer reports a device's.
+fn device_error(op: &'static str, offset: u64) -> impl FnOnce(zmem_zram::ZramError) -> ZswapError {
+    move |e| ZswapError::Device { op, offset, err: Box::new(e) }
+}
+
 impl SwapDevice for ZramSwap {
     fn write_page(&self, offset: u64, page: &[u8]) -> Result<(), ZswapError> {
-        self.0.write_page(offset, page).map_err(|e| ZswapError::Device {
-            op: "write",
-            offset,
-            err: Box::new(e),
-        })
+        self.0.write_page(offset, page).map_err(device_error("write", offset))
     }
     fn read_page(&self, offset: u64, out: &mut [u8]) -> Result<(), ZswapError> {
-        self.0.read_page(offset, out).map_err(|e| ZswapError::Device {
-            op: "read",
-            offset,
-            err: Box::new(e),
-        })
+        self.0.read_page(offset, out).map_err(device_error("read", offset))
     }
     /// The source is asked for the page by the index it is given: [`Simulator`] hands the
     /// swap layer a source that answers for the page being swapped out whatever the slot
@@ -52,11 +49,7 @@ impl SwapDevice for ZramSwap {
         objects: Option<&dyn ObjectSource>,
     ) -> Result<(), ZswapError> {
         let Some(objects) = objects else { return self.write_page(offset, page) };
-        self.0.write_page_with(offset, page, objects).map_err(|e| ZswapError::Device {
-            op: "write",
-            offset,
-            err: Box::new(e),
-        })
+        self.0.write_page_with(offset, page, objects).map_err(device_error("write", offset))
     }
     fn free_slot(&self, offset: u64) {
         self.0.slot_free_notify(offset);
