@@ -30,6 +30,7 @@ pub mod caps;
 pub mod capture;
 mod error;
 pub mod harness;
+pub mod kconfig;
 pub mod parse;
 pub mod record;
 pub mod stat;
