@@ -185,6 +185,13 @@ impl Zswap {
         self.next_read
     }
 
+    /// Whether the page buffers hold nothing (between rounds they must not: module doc).
+    #[cfg(test)]
+    pub(crate) fn buffers_clear(&self) -> bool {
+        [&self.buf, &self.out, &self.back].iter().all(|b| b.iter().all(|&x| x == 0))
+            && self.buf.len() == self.page_size
+    }
+
     /// Whether a round is due at `now`.
     pub fn due(&self, now: Instant) -> bool {
         !self.codecs.is_empty() && self.next_read.is_none_or(|t| now >= t)
