@@ -152,6 +152,33 @@ mod tests {
         assert!(c.path.ends_with("proc/config.gz"));
     }
 
+    /// The live kernel: what its build configuration says zram offers is what an existing
+    /// device lists (the fallback `caps` takes where no device exists must agree with the
+    /// device it stands in for).
+    #[test]
+    #[ignore = "live: needs kernel zram and a readable kernel configuration (scripts/test runs it)"]
+    fn live_configuration_agrees_with_a_device() {
+        let root = Path::new("/");
+        let release = crate::stat::kernel_release_at(&root.join("proc")).unwrap_or_default();
+        let config = read_at(root, &release);
+        let device = crate::stat::zram_ids(&root.join("sys"))
+            .into_iter()
+            .find_map(|id| crate::stat::zram_attr_at(&root.join("sys"), id, "comp_algorithm").ok());
+        let why = match (&config, &device) {
+            (Err(e), _) => Some(format!("no kernel configuration: {e}")),
+            (_, None) => Some("no readable zram device to compare with".to_string()),
+            _ => None,
+        };
+        let Some(_live) = zmem_testkit::live(why) else { return };
+        let (config, device) = (config.unwrap(), device.unwrap());
+        let listed = crate::parse::parse_comp_algorithm(&device).available;
+        assert_eq!(zram_algorithms(&config), listed, "{}", config.path.display());
+        let multi = Path::new("/sys/block/zram0/recomp_algorithm").exists();
+        if Path::new("/sys/block/zram0").exists() {
+            assert_eq!(config.enabled("CONFIG_ZRAM_MULTI_COMP"), multi);
+        }
+    }
+
     #[test]
     fn release_comparison() {
         assert_eq!(release_at_least("6.18.44-fc-v1300", 6, 12), Some(true));
