@@ -28,9 +28,12 @@
 
 pub mod caps;
 pub mod capture;
+pub mod cgroups;
 mod error;
 pub mod harness;
+pub mod kconfig;
 pub mod parse;
+pub mod pressure;
 pub mod record;
 pub mod stat;
 pub mod status;

@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -30,9 +30,6 @@ pub const VMSTAT_KEYS: [&str; 7] =
 
 /// Page size assumed when `/proc/self/auxv` cannot tell (noted in `notes`).
 const FALLBACK_PAGE_SIZE: u64 = 4096;
-
-/// Memory cgroups visited at most per hierarchy, so a huge tree cannot stall a reader.
-const MAX_CGROUPS: usize = 4096;
 
 /// One snapshot of zswap's state.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -521,33 +518,44 @@ fn read_debugfs(root: &Path) -> (Option<BTreeMap<String, u64>>, Option<String>) 
 /// Memory cgroups with zswap accounting, from the v2 hierarchy (at `sys/fs/cgroup` or
 /// `sys/fs/cgroup/unified`) and, for a note only, the v1 memory hierarchy.
 fn read_cgroups(root: &Path, notes: &mut Vec<String>) -> Vec<ZswapCgroup> {
+    use crate::cgroups::{self, V2Root};
     let mut out = Vec::new();
-    let mut found_v2 = false;
-    for rel in ["sys/fs/cgroup", "sys/fs/cgroup/unified"] {
-        let dir = root.join(rel);
-        let Ok(controllers) = fs::read_to_string(dir.join("cgroup.controllers")) else {
-            continue;
-        };
-        found_v2 = true;
-        if !controllers.split_whitespace().any(|c| c == "memory") {
-            notes.push(format!(
-                "cgroup v2 at /{rel} has no memory controller (controllers: {})",
-                controllers.trim()
-            ));
-            continue;
-        }
-        let mut visited = 0usize;
-        walk_v2(root, &dir, &mut visited, &mut out);
-        if visited >= MAX_CGROUPS {
-            notes.push(format!("cgroup v2 at /{rel}: stopped after {MAX_CGROUPS} cgroups"));
+    let found = cgroups::v2_roots(root);
+    for v2 in &found {
+        match v2 {
+            V2Root::NoMemory { rel, controllers } => notes.push(format!(
+                "cgroup v2 at /{rel} has no memory controller (controllers: {controllers})"
+            )),
+            V2Root::Memory(dir) => {
+                let capped = cgroups::walk(dir, &mut |d| {
+                    let stat = fs::read_to_string(d.join("memory.stat"))
+                        .map(|t| parse_key_values(&t))
+                        .unwrap_or_default();
+                    let entry = cgroup_entry(root, d, &stat);
+                    if entry.zswap_bytes.is_some()
+                        || entry.zswapped_bytes.is_some()
+                        || entry.zswap_max.is_some()
+                        || entry.zswap_writeback.is_some()
+                    {
+                        out.push(entry);
+                    }
+                });
+                if capped {
+                    notes.push(format!(
+                        "cgroup v2 at {}: stopped after {} cgroups",
+                        cgroups::shown(root, dir),
+                        cgroups::MAX_CGROUPS
+                    ));
+                }
+            }
         }
     }
-    if !found_v2 {
+    if found.is_empty() {
         notes.push("no cgroup v2 hierarchy at /sys/fs/cgroup or /sys/fs/cgroup/unified".into());
     }
     // v1's memory.stat has no zswap keys (`memcontrol-v1.c: memcg1_stat_format` lists none);
     // check the root's file rather than assume, and walk no further when it has none.
-    let v1 = root.join("sys/fs/cgroup/memory");
+    let v1 = root.join(cgroups::V1_MEMORY);
     if let Ok(stat) = fs::read_to_string(v1.join("memory.stat")) {
         let stat = parse_key_values(&stat);
         if stat.contains_key("zswap") || stat.contains_key("zswapped") {
@@ -563,43 +571,11 @@ fn read_cgroups(root: &Path, notes: &mut Vec<String>) -> Vec<ZswapCgroup> {
     out
 }
 
-fn walk_v2(root: &Path, dir: &Path, visited: &mut usize, out: &mut Vec<ZswapCgroup>) {
-    if *visited >= MAX_CGROUPS {
-        return;
-    }
-    *visited += 1;
-    let stat = fs::read_to_string(dir.join("memory.stat"))
-        .map(|t| parse_key_values(&t))
-        .unwrap_or_default();
-    let entry = cgroup_entry(root, dir, &stat);
-    if entry.zswap_bytes.is_some()
-        || entry.zswapped_bytes.is_some()
-        || entry.zswap_max.is_some()
-        || entry.zswap_writeback.is_some()
-    {
-        out.push(entry);
-    }
-    let Ok(rd) = fs::read_dir(dir) else {
-        return;
-    };
-    let mut children: Vec<PathBuf> = rd
-        .filter_map(|e| e.ok())
-        // Not following symlinks: a cgroup's children are real directories.
-        .filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false))
-        .map(|e| e.path())
-        .collect();
-    children.sort();
-    for child in children {
-        walk_v2(root, &child, visited, out);
-    }
-}
-
 fn cgroup_entry(root: &Path, dir: &Path, stat: &BTreeMap<String, u64>) -> ZswapCgroup {
-    let rel = dir.strip_prefix(root).unwrap_or(dir);
     let read_trim =
         |name: &str| fs::read_to_string(dir.join(name)).ok().map(|t| t.trim().to_string());
     ZswapCgroup {
-        path: format!("/{}", rel.display()),
+        path: crate::cgroups::shown(root, dir),
         zswap_bytes: stat.get("zswap").copied(),
         zswapped_bytes: stat.get("zswapped").copied(),
         zswap_max: read_trim("memory.zswap.max"),

@@ -50,7 +50,10 @@ pub enum PagesError {
     #[error("{}: {error}", path.display())]
     File { path: PathBuf, error: Box<PagesError> },
     /// A declared size exceeds the limit the caller set.
-    #[error("the page set declares {declared} bytes of pages, more than the limit of {limit}")]
+    #[error(
+        "the page set declares {declared} bytes of pages, more than the limit of {limit} (half \
+         of MemAvailable by default; ZMEM_READ_CEILING=BYTES sets it)"
+    )]
     TooLarge { declared: u64, limit: u64 },
 }
 

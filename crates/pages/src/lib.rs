@@ -23,6 +23,7 @@ pub mod generate;
 pub mod limits;
 mod meta;
 mod pageset;
+pub mod private;
 pub mod prng;
 mod stream;
 pub mod trace;

@@ -15,6 +15,37 @@ pub fn memory_bytes() -> u64 {
         .map_or(1 << 40, |kb| kb.saturating_mul(1024))
 }
 
+/// Bytes the kernel says can be allocated without swapping: `MemAvailable`, or `MemTotal`
+/// where the kernel predates it (before 3.14).
+pub fn available_bytes() -> u64 {
+    let text = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    meminfo_bytes(&text, "MemAvailable:").unwrap_or_else(memory_bytes)
+}
+
+fn meminfo_bytes(text: &str, key: &str) -> Option<u64> {
+    let v = text.lines().find_map(|l| l.strip_prefix(key))?;
+    v.trim().trim_end_matches("kB").trim().parse::<u64>().ok().map(|kb| kb.saturating_mul(1024))
+}
+
+/// The environment variable that sets [`read_ceiling`] in bytes (for a machine that must read
+/// a set larger than the default allows).
+pub const READ_CEILING_ENV: &str = "ZMEM_READ_CEILING";
+
+/// The least default ceiling, so a machine short of memory can still read small sets.
+const MIN_READ_CEILING: u64 = 256 << 20;
+
+/// The most page bytes a read copies into memory by default: half of `MemAvailable` (at least
+/// 256 MiB), or `ZMEM_READ_CEILING` bytes where it is set. A file is untrusted input: a few
+/// kilobytes of zstd can declare gigabytes of zero pages, and a header can claim 2^28
+/// checksums; past the ceiling the read stops with [`crate::PagesError::TooLarge`] before it
+/// allocates.
+pub fn read_ceiling() -> u64 {
+    match std::env::var(READ_CEILING_ENV).ok().and_then(|v| v.trim().parse::<u64>().ok()) {
+        Some(bytes) => bytes,
+        None => (available_bytes() / 2).max(MIN_READ_CEILING),
+    }
+}
+
 /// Whether `count` items of `item_bytes` bytes each fit in this machine's memory; the error says
 /// how much they need and how much there is.
 pub fn fits_in_memory(count: u64, item_bytes: u64) -> Result<(), String> {
@@ -55,6 +86,22 @@ mod tests {
         let e = fits_in_memory(u64::MAX, 4096).unwrap_err();
         assert!(e.contains("more than 2^64 bytes"), "{e}");
         assert_eq!(human(1536), "1.5 KiB");
+    }
+
+    #[test]
+    fn the_read_ceiling_is_half_of_what_is_available() {
+        let text = "MemTotal:       24000000 kB\nMemAvailable:   1000 kB\n";
+        assert_eq!(meminfo_bytes(text, "MemAvailable:"), Some(1000 * 1024));
+        assert_eq!(meminfo_bytes("MemTotal: 5 kB\n", "MemAvailable:"), None);
+        let avail = available_bytes();
+        assert!(avail > 0 && avail <= memory_bytes(), "{avail}");
+        // Without the variable (tests never set it): half of MemAvailable, at least 256 MiB. The
+        // two reads of meminfo may differ by what the machine did between them.
+        if std::env::var_os(READ_CEILING_ENV).is_none() {
+            let c = read_ceiling();
+            let now = (available_bytes() / 2).max(MIN_READ_CEILING);
+            assert!(c.abs_diff(now) <= now / 4, "{c} against {now}");
+        }
     }
 
     proptest::proptest! {

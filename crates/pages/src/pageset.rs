@@ -3,6 +3,8 @@
 use std::io::Write;
 use std::path::Path;
 
+use zeroize::Zeroize;
+
 use crate::PagesError;
 use crate::format::{self, FileKind, Parser};
 use crate::meta::{PageMeta, SetMeta};
@@ -21,6 +23,16 @@ pub enum Compression {
 enum Data {
     Owned(Vec<u8>),
     Mapped { map: memmap2::Mmap, offset: usize, len: usize },
+}
+
+/// Pages are other processes' memory: an owned copy is cleared before its memory is freed (a
+/// mapping is the file's own pages, nothing to clear).
+impl Drop for Data {
+    fn drop(&mut self) {
+        if let Data::Owned(v) = self {
+            v.zeroize();
+        }
+    }
 }
 
 /// A set of pages: `len()` pages of `page_size()` bytes, contiguous, each with optional
@@ -107,6 +119,7 @@ impl PageSet {
     }
 
     fn from_map(map: memmap2::Mmap, opts: &ReadOptions, path: &Path) -> Result<Self, PagesError> {
+        crate::private::hold()?;
         let bytes: &[u8] = &map;
         match format::detect(bytes) {
             FileKind::Zstd => {
@@ -347,6 +360,7 @@ fn page_file_len(path: &Path) -> Result<u64, PagesError> {
 impl PageSetBuilder {
     /// An empty set of `page_size` pages; `with_meta`: whether pages will carry metadata.
     pub fn new(page_size: usize, with_meta: bool) -> Result<Self, PagesError> {
+        crate::private::hold()?;
         format::check_page_size(page_size)?;
         Ok(Self { page_size, data: Vec::new(), meta: with_meta.then(Vec::new) })
     }
@@ -402,12 +416,20 @@ impl PageSetBuilder {
     }
 
     /// The finished set.
-    pub fn finish(self) -> PageSet {
+    pub fn finish(mut self) -> PageSet {
         PageSet {
             page_size: self.page_size,
-            data: Data::Owned(self.data),
-            meta: self.meta,
+            data: Data::Owned(std::mem::take(&mut self.data)),
+            meta: self.meta.take(),
             set_meta: None,
         }
+    }
+}
+
+/// A builder dropped unfinished (a capture that failed) clears what it held, as [`PageSet`]
+/// does.
+impl Drop for PageSetBuilder {
+    fn drop(&mut self) {
+        self.data.zeroize();
     }
 }

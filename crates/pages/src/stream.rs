@@ -12,7 +12,7 @@ use crate::meta::{PageMeta, SetMeta};
 
 /// How to read files: the page size of raw files (page sets carry their own), and a ceiling on
 /// the page bytes a file may declare (for untrusted input; a zstd frame of a few bytes can expand
-/// to gigabytes).
+/// to gigabytes). The default ceiling is [`crate::limits::read_ceiling`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadOptions {
     /// Page size used for raw page files.
@@ -23,7 +23,7 @@ pub struct ReadOptions {
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        Self { page_size: crate::DEFAULT_PAGE_SIZE, max_bytes: u64::MAX }
+        Self { page_size: crate::DEFAULT_PAGE_SIZE, max_bytes: crate::limits::read_ceiling() }
     }
 }
 
@@ -51,7 +51,8 @@ pub struct PageReader<'a> {
     page_size: usize,
     max_bytes: u64,
     next: u64,
-    buf: Vec<u8>,
+    /// The page handed out last: cleared when the reader is dropped.
+    buf: zeroize::Zeroizing<Vec<u8>>,
     done: bool,
 }
 
@@ -102,6 +103,7 @@ impl<'a> PageReader<'a> {
     /// Reads from any byte stream, detecting the format from its first bytes.
     pub fn new<R: Read + Send + 'a>(r: R, opts: &ReadOptions) -> Result<Self, PagesError> {
         format::check_page_size(opts.page_size)?;
+        crate::private::hold()?;
         let mut parser = Parser::new(Box::new(r) as Box<dyn Read + Send + 'a>, None);
         let mut magic = [0u8; 8];
         let got = parser.read_some(&mut magic)?;
@@ -153,7 +155,7 @@ impl<'a> PageReader<'a> {
             page_size,
             max_bytes: opts.max_bytes,
             next: 0,
-            buf: vec![0u8; page_size],
+            buf: zeroize::Zeroizing::new(vec![0u8; page_size]),
             done: false,
         })
     }

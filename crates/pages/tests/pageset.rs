@@ -232,6 +232,34 @@ fn a_size_limit_stops_huge_declarations_before_reading() {
     assert!(matches!(err, PagesError::TooLarge { .. }), "{err}");
 }
 
+/// Issue 53: a 98 KB file claiming 2^28 checksums aborted the process, and 135 KB of zstd
+/// declaring 2^20 zero pages took 4.2 GB. With the default options a declaration past the read
+/// ceiling (half of MemAvailable) is refused from the header, plain or compressed, before any
+/// table is read.
+#[test]
+fn the_default_ceiling_refuses_a_bomb_from_its_header() {
+    let mut bytes = encode(&sample(1, 4096, false));
+    let claim: u64 = 1 << 28;
+    bytes[16..24].copy_from_slice(&claim.to_le_bytes());
+    // The layout's data offset for that count: the 64-byte header and a 4-byte checksum a page,
+    // rounded up to a page (a header that disagrees is refused as corrupt before its size).
+    let offset = (64 + claim * 4).div_ceil(4096) * 4096;
+    bytes[32..40].copy_from_slice(&offset.to_le_bytes());
+    let crc = crc32fast::hash(&bytes[0..60]);
+    bytes[60..64].copy_from_slice(&crc.to_le_bytes());
+    let opts = ReadOptions::default();
+    assert!(opts.max_bytes < claim * 4096, "the ceiling {} is past 1 TiB", opts.max_bytes);
+    let err = PageSet::from_bytes(&bytes, &opts).unwrap_err();
+    assert!(
+        matches!(err, PagesError::TooLarge { declared, .. } if declared == claim * 4096),
+        "{err}"
+    );
+    assert!(err.to_string().contains("ZMEM_READ_CEILING"), "{err}");
+    let packed = zstd::encode_all(&bytes[..], 3).unwrap();
+    let err = PageSet::from_bytes(&packed, &opts).unwrap_err();
+    assert!(matches!(err, PagesError::TooLarge { .. }), "{err}");
+}
+
 #[test]
 fn zstd_corruption_names_an_offset() {
     let set = sample(8, 4096, true);

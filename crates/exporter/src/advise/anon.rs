@@ -269,6 +269,10 @@ impl Procs {
             return None;
         };
         self.pending = None;
+        if let Err(e) = zmem_pages::private::hold_captured_memory() {
+            self.last_error = Some(format!("prctl(PR_SET_DUMPABLE): {e}"));
+            return None;
+        }
         let path = self.proc_root.join(pid.to_string()).join("mem");
         let mem = match File::open(&path) {
             Ok(f) => f,

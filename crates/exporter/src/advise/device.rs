@@ -15,8 +15,10 @@
 //! other slot holds a stored page, and the panel's are a uniform sample of them.
 
 use std::fs::File;
+
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::time::Instant;
+use zeroize::Zeroize;
 
 use zmem_comp::Compressor;
 use zmem_pool::zsmalloc::class::ClassTable;
@@ -191,7 +193,21 @@ impl Device {
     /// stores what each held. Returns the slots read; an error (the device was reset or removed
     /// meanwhile, or cannot be opened) is counted and kept as the last error.
     pub fn read_round(&mut self, k: usize, classes: &ClassTable) -> usize {
+        let read = self.read_slots(k, classes);
+        // The last page read and its compressed forms stay in no buffer between rounds.
+        for b in [&mut self.buf, &mut self.out, &mut self.back] {
+            b.as_mut_slice().zeroize();
+        }
+        read
+    }
+
+    /// [`Self::read_round`]'s reads.
+    fn read_slots(&mut self, k: usize, classes: &ClassTable) -> usize {
         if self.panel.is_empty() {
+            return 0;
+        }
+        if let Err(e) = zmem_pages::private::hold_captured_memory() {
+            self.fail(format!("prctl(PR_SET_DUMPABLE): {e}"));
             return 0;
         }
         let path = self.dev_path.display().to_string();

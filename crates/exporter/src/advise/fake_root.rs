@@ -104,6 +104,9 @@ fn without_zram_the_zswap_part_serves_counts_its_faults_and_stays_bounded() {
             break;
         }
     }
+    // The processes' pages were read, and none is left in the sampler's buffers.
+    let z = a.zswap.as_ref().unwrap();
+    assert!(z.pages_read > 0 && z.buffers_clear());
     let s = a.judge();
     assert!(!s.zram_present);
     assert!(s.devices.is_empty());

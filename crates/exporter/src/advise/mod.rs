@@ -280,7 +280,7 @@ impl Advisor {
     fn new(opts: Options) -> Self {
         let page_size = zmem_kernel::capture::system_page_size();
         // Never hot-adds a device to learn the compressors: the devices there are say it.
-        let caps = caps::read_at(&opts.root, false);
+        let caps = caps::read_at(&opts.root);
         let zswap = zswap::Zswap::new(&opts.root, &caps, page_size, opts.sample_pages, opts.seed);
         Self {
             opts,

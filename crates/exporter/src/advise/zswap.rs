@@ -25,6 +25,8 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use zeroize::Zeroize;
+
 use zmem_kernel::caps::KernelCaps;
 use zmem_lab::cost::Traffic;
 
@@ -183,6 +185,13 @@ impl Zswap {
         self.next_read
     }
 
+    /// Whether the page buffers hold nothing (between rounds they must not: module doc).
+    #[cfg(test)]
+    pub(crate) fn buffers_clear(&self) -> bool {
+        [&self.buf, &self.out, &self.back].iter().all(|b| b.iter().all(|&x| x == 0))
+            && self.buf.len() == self.page_size
+    }
+
     /// Whether a round is due at `now`.
     pub fn due(&self, now: Instant) -> bool {
         !self.codecs.is_empty() && self.next_read.is_none_or(|t| now >= t)
@@ -194,6 +203,16 @@ impl Zswap {
         if !self.due(now) {
             return 0;
         }
+        let read = self.sample_round(k, refresh, now);
+        // The last page read and its compressed forms stay in no buffer between rounds.
+        for b in [&mut self.buf, &mut self.out, &mut self.back] {
+            b.as_mut_slice().zeroize();
+        }
+        read
+    }
+
+    /// [`Self::read_round`]'s reads.
+    fn sample_round(&mut self, k: usize, refresh: Duration, now: Instant) -> usize {
         self.procs.refresh_if_due(now);
         let ps = self.page_size;
         let mut read = 0;

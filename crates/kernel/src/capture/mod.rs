@@ -185,6 +185,8 @@ pub fn capture_in(
     progress: &mut dyn FnMut(Event<'_>),
 ) -> Result<(PageSet, Summary), KernelError> {
     let page_size = system_page_size();
+    zmem_pages::private::hold_captured_memory()
+        .map_err(|e| KernelError::io("prctl(PR_SET_DUMPABLE)", e))?;
     let mut builder = PageSetBuilder::new(page_size, true)?;
     let mut summary = Summary::default();
     progress(Event::Start { processes: pids.len() });
@@ -235,7 +237,8 @@ fn capture_process(
     let name: Arc<str> = Arc::from(comm.as_str());
     let ps = page_size as u64;
     let mut entries = vec![0u8; 8 * 512];
-    let mut run = vec![0u8; MAX_RUN * page_size];
+    // Cleared when dropped: it held the process's pages.
+    let mut run = zeroize::Zeroizing::new(vec![0u8; MAX_RUN * page_size]);
     for m in &mappings {
         let first = m.start / ps;
         let last = m.end / ps; // exclusive

@@ -296,6 +296,8 @@ pub fn capture_device_with(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<(SetMeta, ZramSummary), KernelError> {
     let id = live::zram_id_of(path)?;
+    zmem_pages::private::hold_captured_memory()
+        .map_err(|e| KernelError::io("prctl(PR_SET_DUMPABLE)", e))?;
     let device = format!("zram{id}");
     let attr = |name: &str| live::read_zram_attr(id, name);
     let disksize: u64 = attr("disksize")?
@@ -366,7 +368,8 @@ pub fn capture_device_with(
         .open(path)
         .map_err(|e| KernelError::io(path, e))?;
     // A page-aligned window into a slightly larger buffer: O_DIRECT needs the alignment.
-    let mut backing = vec![0u8; CHUNK + page_size];
+    // Cleared when dropped: it held the device's pages.
+    let mut backing = zeroize::Zeroizing::new(vec![0u8; CHUNK + page_size]);
     let skip = backing.as_ptr().align_offset(page_size);
     let buf = &mut backing[skip..skip + CHUNK];
     let slots = disksize / page_size as u64;
