@@ -488,6 +488,42 @@ fn the_zram_script_checks_before_it_changes() {
     assert!(!sb.path("root/etc").exists(), "--no-persist writes no file");
 }
 
+/// From every state a user starts in (issue 29): no device (hot-added, and removed by the
+/// undo), no zram at all (modprobe tried, then refused), a mounted device (refused), each
+/// refusal before any change; a plain algorithm never writes recomp_algorithm.
+#[test]
+fn the_zram_script_meets_every_state() {
+    let lz4 = zram_script(&Policy::single("lz4"), None, None);
+    // No zram0: hot_add makes zram1, which is configured instead and removed by the undo.
+    let sb = Sandbox::new("hotadd");
+    fs::remove_dir_all(sb.path("sys/block/zram0")).unwrap();
+    sb.zram_device(1, "lzo [lzo-rle] lz4", "0");
+    let out = sb.run("apply.sh", &lz4, &["--no-persist"]);
+    ok(&out, "apply");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("hot_add made zram1"));
+    assert_eq!(sb.get("sys/block/zram1/comp_algorithm"), "lz4\n");
+    assert_eq!(sb.get("sys/block/zram1/recomp_algorithm"), "", "no secondary, no write");
+    assert!(sb.calls().contains("swapon -p 100 /dev/zram1"), "{}", sb.calls());
+    ok(&sb.run("undo.sh", &dec::undo_script(), &[]), "undo");
+    assert_eq!(sb.get("sys/class/zram-control/hot_remove"), "1\n", "the device it made, removed");
+    // No zram: modprobe is tried, then the script stops.
+    let sb = Sandbox::new("nozram");
+    fs::remove_dir_all(sb.path("sys/class/zram-control")).unwrap();
+    fs::remove_dir_all(sb.path("sys/block/zram0")).unwrap();
+    let out = sb.run("apply.sh", &lz4, &[]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("this kernel has no zram"));
+    assert!(sb.calls().contains("modprobe zram"), "{}", sb.calls());
+    assert!(!sb.calls().contains("swapo") && !sb.calls().contains("mkswap"));
+    // A mounted zram0: left alone.
+    let sb = Sandbox::new("mounted");
+    sb.put("proc/mounts", "/dev/zram0 /tmp ext4 rw 0 0\n");
+    let out = sb.run("apply.sh", &lz4, &[]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is mounted"));
+    assert_eq!(sb.get("sys/block/zram0/reset"), "", "not reset");
+}
+
 /// A zswap decision in the sandbox: a swap file made, zswap's parameters written (enabled
 /// last), tmpfiles.d and the swap unit; the undo puts every parameter back and removes them.
 #[test]
@@ -656,7 +692,13 @@ fn a_hostile_report_gives_no_script_and_clean_reports() {
     let mark = sb.path("MARK");
     for v in hostile(&mark) {
         let mut r = decided(report(), "lz4");
-        r.now = Some(now(&format!("/dev/{v}"), &v, 1 << 20, Some(3)));
+        let mut n = now(&format!("/dev/{v}"), &v, 1 << 20, Some(3));
+        n.config.algorithm_params = Some(v.clone());
+        n.config.recomp_algorithm = Some(v.clone());
+        n.config.offered = vec![v.clone()];
+        n.drift = Some(v.clone());
+        r.now = Some(n);
+        r.kernel.release = v.clone();
         r.source.detail = v.clone();
         r.source.fallback_reason = Some(v.clone());
         r.recommendation.now_config = v.clone();
