@@ -57,10 +57,12 @@ impl std::fmt::Display for OutputError {
 }
 
 impl std::error::Error for OutputError {
+    /// The write's own source (its I/O error); none for a script, whose words the message
+    /// holds already (anyhow's `{:#}` would print them twice).
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Self::Write(e) => Some(e),
-            Self::Script(e) => Some(e),
+            Self::Write(e) => std::error::Error::source(e),
+            Self::Script(_) => None,
         }
     }
 }
