@@ -16,7 +16,12 @@
 //! swap file it made, a drop-in that sets `zram-size = 0` (no device at boot) for zram
 //! devices zram-generator would otherwise make beside zswap. `ZMEM_ROOT` prefixes every file
 //! path (tests install into a scratch root), `ZMEM_ZRAM_DEVICE` names the zram device and
-//! `ZMEM_SWAPFILE` the swap file.
+//! `ZMEM_SWAPFILE` the swap file; `ZMEM_SYSFS` and `ZMEM_PROCFS` stand for /sys and /proc.
+//!
+//! The scripts' code is fixed text (`templates/`); what a decision changes in them is one block
+//! of assignments at the top, each value checked against its grammar ([`crate::script`]) or
+//! the script refused with an error naming the field. A dictionary is never in a script: it
+//! goes beside it ([`apply::DICT_FILE`]) and only its SHA-256 is in the block.
 
 use zmem_lab::decision::{Decision, Kind, Pick, Reason, TieBreak};
 use zmem_lab::zswap::{ZswapCandidate, human_bytes};

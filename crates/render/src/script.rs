@@ -38,7 +38,7 @@ fn printable(c: char) -> bool {
         && !matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}')
 }
 
-/// `s` with every control character removed (see [`printable`]): safe on one line of a
+/// `s` with every control character removed (bidirectional overrides too): safe on one line of a
 /// comment, a terminal or a quoted string.
 pub fn sanitize(s: &str) -> String {
     s.chars().filter(|c| printable(*c)).collect()
