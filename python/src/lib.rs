@@ -17,7 +17,7 @@ mod pageset;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use pyo3::exceptions::PyOSError;
+use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use zmem_experiments::comp_bench::AlgoSpec;
 use zmem_lab::{self as lab_mod, Input, LabRequest, NoProgress};
@@ -330,7 +330,12 @@ fn lab(
     };
     let report = py.detach(|| lab_mod::run_lab(req, &NoProgress)).map_err(lab_err)?;
     let outputs = zmem_render::LabOutputs { apply_script, undo_script, dir: output };
-    zmem_render::write_lab_outputs(&report, &outputs).map_err(|e| PyOSError::new_err(e.to_string()))
+    // A script zmem refuses to write (a value from the page set that breaks its grammar) is a
+    // ValueError; a file that could not be written an OSError.
+    zmem_render::write_lab_outputs(&report, &outputs).map_err(|e| match e {
+        zmem_render::OutputError::Script(e) => PyValueError::new_err(e.to_string()),
+        e => PyOSError::new_err(e.to_string()),
+    })
 }
 
 /// Algorithm names `comp_bench` takes (`zmem comp-bench --list`).

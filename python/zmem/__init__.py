@@ -307,7 +307,9 @@ def lab(
     added to the p99 swap-in end to end, the reclaim a fault does at a full memory included)
     bound the recommendation. ``swap_device``: ``auto`` (this machine's device, measured), ``nvme``, ``ssd``,
     ``emmc``, ``hdd`` or a path to measure. ``apply_script``: write the script that applies the
-    decision there (nothing is run); ``undo_script``: the script that undoes it. ``trace``: replay this access trace instead of the
+    decision there (nothing is run; a dictionary it needs goes beside it as ``zmem-zram.dict``,
+    mode 0600, and a value from the page set that cannot go into a script raises ValueError
+    naming its field); ``undo_script``: the script that undoes it. ``trace``: replay this access trace instead of the
     generated one. ``threads``: threads the measurements run on (0: one per core).
     ``min_time_ms``: the compressor table's least pass time. ``output``: also write
     report.html and report.json into this directory. ``mount_debugfs``: as root, mount debugfs

@@ -159,9 +159,11 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            // `{:#}` joins the context chain with ": ", so the message stays on one line.
+            // `{:#}` joins the context chain with ": ", so the message stays on one line; no
+            // control character (a path or name from a page set can hold escapes) reaches the
+            // terminal.
             let line = format!("{err:#}").replace('\n', " ");
-            eprintln!("zmem: {line}");
+            eprintln!("zmem: {}", zmem_render::script::terminal(&line));
             ExitCode::from(2)
         }
     }

@@ -467,13 +467,35 @@ fn meta_get<'m>(meta: &'m SetMeta, key: &str) -> Result<&'m str, LabError> {
         .ok_or_else(|| LabError::Setup(format!("zram capture without {key} in its metadata")))
 }
 
+/// `zram.device` and `zram.algorithm` from a page set's metadata, checked: a file anyone can
+/// hand over names them, and they end up in the lab's words and apply script (which checks
+/// them again). A device is `zram[0-9]+`; an algorithm a kernel name (`[a-z0-9-]+`).
+fn device_and_algorithm(meta: &SetMeta) -> Result<(String, String), LabError> {
+    let dev = meta_get(meta, "zram.device")?;
+    let digits = dev.strip_prefix("zram").unwrap_or("");
+    if digits.is_empty() || digits.len() > 9 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(LabError::Setup(format!(
+            "set metadata zram.device: {dev:?}: not a zram device name (zram[0-9]+)"
+        )));
+    }
+    let algo = meta_get(meta, "zram.algorithm")?;
+    let name = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-';
+    if algo.is_empty() || algo.len() > 64 || !algo.bytes().all(name) {
+        return Err(LabError::Setup(format!(
+            "set metadata zram.algorithm: {algo:?}: not a compressor name ([a-z0-9-]+)"
+        )));
+    }
+    Ok((dev.to_string(), algo.to_string()))
+}
+
 /// The live configuration recorded in a zram capture's metadata.
 pub fn live_config(meta: &SetMeta, priority: Option<i32>) -> Result<LiveConfig, LabError> {
     let num = |key: &str| meta.get(key).and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(0);
     let text = |key: &str| meta.get(key).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+    let (device, comp_algorithm) = device_and_algorithm(meta)?;
     Ok(LiveConfig {
-        device: format!("/dev/{}", meta_get(meta, "zram.device")?),
-        comp_algorithm: meta_get(meta, "zram.algorithm")?.to_string(),
+        device: format!("/dev/{device}"),
+        comp_algorithm,
         recomp_algorithm: text("zram.recomp_algorithm"),
         algorithm_params: text("zram.algorithm_params"),
         disksize_bytes: num("zram.disksize"),
@@ -627,6 +649,27 @@ mod tests {
         assert_eq!(e.source.pages, 64);
         assert!(e.source.detail.contains("asked for"), "{}", e.source.detail);
         assert!(e.now.is_none() && e.zram_ids.is_empty());
+    }
+
+    /// Hostile device and algorithm names in a page set's metadata are refused at the source,
+    /// one line naming the key.
+    #[test]
+    fn hostile_zram_metadata_is_refused() {
+        let meta = |dev: &str, algo: &str| -> SetMeta {
+            [("zram.device", dev), ("zram.algorithm", algo)]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        assert!(live_config(&meta("zram3", "lzo-rle"), None).is_ok());
+        for bad in ["zram0\ntouch /tmp/X", "zram0$(touch x)", "zram", "/dev/zram0", "zram0 "] {
+            let e = live_config(&meta(bad, "lz4"), None).unwrap_err().to_string();
+            assert!(e.contains("zram.device: ") && !e.contains('\n'), "{e}");
+        }
+        for bad in ["lz4\nx", "lz4'", "$(x)", "`x`", "lz4;x", ""] {
+            let e = live_config(&meta("zram0", bad), None).unwrap_err().to_string();
+            assert!(e.contains("zram.algorithm: ") && !e.contains('\n'), "{e}");
+        }
     }
 
     /// A page set saved by `zmem capture --zram` carries the device's configuration and

@@ -72,7 +72,7 @@ pub use request::{
 pub use zmem_kernel::caps::KernelCaps;
 
 /// Bumped whenever a field changes meaning or disappears.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// One allocator holding the pages zram stored with the default algorithm.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -16,16 +16,27 @@
 //! swap file it made, a drop-in that sets `zram-size = 0` (no device at boot) for zram
 //! devices zram-generator would otherwise make beside zswap. `ZMEM_ROOT` prefixes every file
 //! path (tests install into a scratch root), `ZMEM_ZRAM_DEVICE` names the zram device and
-//! `ZMEM_SWAPFILE` the swap file.
+//! `ZMEM_SWAPFILE` the swap file; `ZMEM_SYSFS` and `ZMEM_PROCFS` stand for /sys and /proc.
+//!
+//! The scripts' code is fixed text (`templates/`); what a decision changes in them is one block
+//! of assignments at the top, each value checked against its grammar ([`crate::script`]) or
+//! the script refused with an error naming the field. A dictionary is never in a script: it
+//! goes beside it ([`apply::DICT_FILE`]) and only its SHA-256 is in the block.
 
 use zmem_lab::decision::{Decision, Kind, Pick, Reason, TieBreak};
 use zmem_lab::zswap::{ZswapCandidate, human_bytes};
 use zmem_lab::{LabReport, Policy};
 
 use crate::apply;
+use crate::script::{self, Assignments, ScriptError};
 
-/// The decision's opening block for the terminal.
+/// The decision's opening block for the terminal, with no control character but its line
+/// breaks (names and reasons can come from a page set's metadata).
 pub fn text(r: &LabReport) -> String {
+    script::terminal(&text_raw(r))
+}
+
+fn text_raw(r: &LabReport) -> String {
     let Some(d) = &r.decision else { return String::new() };
     let mut s = String::new();
     let mib = |b: i64| human_bytes(b as f64);
@@ -99,9 +110,9 @@ pub fn text(r: &LabReport) -> String {
 }
 
 /// The decision's opening block for the HTML report: the same lines as [`text`], and the apply
-/// script in a box (collapsed) to review.
+/// script in a box (collapsed) to review, or why zmem refuses to write one.
 pub fn html(r: &LabReport) -> String {
-    let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    let esc = crate::html::esc;
     let t = text(r);
     let mut lines = t.lines().filter(|l| !l.trim().is_empty());
     let Some(head) = lines.next() else { return String::new() };
@@ -110,10 +121,13 @@ pub fn html(r: &LabReport) -> String {
         s += &format!("<p>{}</p>", esc(l.trim()));
     }
     if r.decision.as_ref().is_some_and(|d| matches!(d.kind, Kind::Zram | Kind::Zswap)) {
-        s += &format!(
-            "<details><summary>apply.sh (zmem lab --apply-script apply.sh)</summary><pre>{}</pre></details>",
-            esc(&apply_script(r))
-        );
+        s += &match apply_script(r) {
+            Ok(script) => format!(
+                "<details><summary>apply.sh (zmem lab --apply-script apply.sh)</summary><pre>{}</pre></details>",
+                esc(&script)
+            ),
+            Err(e) => format!("<p>zmem writes no apply script for it: {}</p>", esc(&e.to_string())),
+        };
     }
     s + "</div>"
 }
@@ -169,18 +183,24 @@ fn chosen_zram<'a>(r: &'a LabReport, d: &Decision) -> Option<(&'a Policy, Option
     }
 }
 
-/// The apply script for the report's decision.
-pub fn apply_script(r: &LabReport) -> String {
+/// The templates: fixed text that reads the assignment block above it (`templates/`).
+const HEAD: &str = include_str!("../templates/apply-head.sh");
+const ZRAM: &str = include_str!("../templates/apply-zram.sh");
+const ZSWAP: &str = include_str!("../templates/apply-zswap.sh");
+const UNDO: &str = include_str!("../templates/undo.sh");
+const KEEP: &str = include_str!("../templates/keep.sh");
+const REFUSE: &str = include_str!("../templates/refuse.sh");
+
+/// The apply script for the report's decision, or the value that cannot go into one (a
+/// device, algorithm or path from the page set's metadata or the machine that breaks its
+/// grammar), named by its field.
+pub fn apply_script(r: &LabReport) -> Result<String, ScriptError> {
     let Some(d) = &r.decision else {
-        return refuse("this report has no decision (made before schema 5)");
+        return Ok(refuse("this report has no decision (made before schema 5)"));
     };
     match d.kind {
-        Kind::None => refuse(&reason_words(d)),
-        Kind::Keep => format!(
-            "#!/bin/sh\n# zmem lab decision: keep {} ({}). Nothing to change.\nexit 0\n",
-            d.config,
-            reason_words(d)
-        ),
+        Kind::None => Ok(refuse(&reason_words(d))),
+        Kind::Keep => Ok(keep(d)),
         Kind::Zram => match chosen_zram(r, d) {
             Some((p, dict)) => zram_apply_script(
                 d,
@@ -190,19 +210,52 @@ pub fn apply_script(r: &LabReport) -> String {
                 dict,
                 &warnings(r),
             ),
-            None => refuse("the decision names no zram configuration"),
+            None => Ok(refuse("the decision names no zram configuration")),
         },
         Kind::Zswap => match chosen_zswap(r, d) {
             Some(c) => zswap_apply_script(d, c),
-            None => refuse("the decision names no zswap configuration"),
+            None => Ok(refuse("the decision names no zswap configuration")),
         },
     }
 }
 
+/// The dictionary the decision's apply script needs beside it ([`apply::DICT_FILE`]), if it
+/// needs one.
+pub fn dictionary(r: &LabReport) -> Option<&[u8]> {
+    let d = r.decision.as_ref()?;
+    match chosen_zram(r, d)? {
+        (p, dict) if p.dict => dict,
+        _ => None,
+    }
+}
+
+/// The files the apply script needs beside it, by name (the JSON's `decision.files_needed`).
+pub fn files_needed(r: &LabReport) -> Vec<&'static str> {
+    let dict = r.decision.as_ref().and_then(|d| chosen_zram(r, d)).is_some_and(|(p, _)| p.dict);
+    if dict { vec![apply::DICT_FILE] } else { Vec::new() }
+}
+
+/// A script that only says why nothing is applied.
 fn refuse(why: &str) -> String {
+    let vars = Assignments::default().text("ZMEM_WHY", why);
     format!(
-        "#!/bin/sh\n# zmem lab: nothing to apply: {why}.\necho 'zmem: nothing to apply: {}' >&2\nexit 1\n",
-        why.replace('\'', "")
+        "#!/bin/sh\n{}{}{REFUSE}",
+        script::comment(&format!("zmem lab: nothing to apply: {why}.")),
+        vars.block()
+    )
+}
+
+/// The script of a decision to keep what runs.
+fn keep(d: &Decision) -> String {
+    let vars = Assignments::default().text("ZMEM_CONFIG", &d.config);
+    format!(
+        "#!/bin/sh\n{}{}{KEEP}",
+        script::comment(&format!(
+            "zmem lab decision: keep {} ({}). Nothing to change.",
+            d.config,
+            reason_words(d)
+        )),
+        vars.block()
     )
 }
 
@@ -211,82 +264,44 @@ fn warnings(r: &LabReport) -> Vec<String> {
     apply::build(r).warnings
 }
 
-/// The common head: usage, root, the state directory, the file helpers.
-fn head(d: &Decision, changes: &[String], persist: &[String], warnings: &[String]) -> String {
-    let mut s = String::from("#!/bin/sh\n");
+/// The script's opening comment: warnings, the decision, usage, what it changes and writes.
+/// Every line sanitized ([`script::comment`]): free text cannot end the comment.
+fn header(d: &Decision, changes: &[String], persist: &[String], warnings: &[String]) -> String {
+    let mut s = String::new();
     for w in warnings {
-        s += &format!("# WARNING: {w}.\n");
+        s += &script::comment(&format!("WARNING: {w}."));
     }
+    let kind = if matches!(d.kind, Kind::Zram | Kind::Zswap) { "run" } else { "" };
+    s += &script::comment(&format!("zmem lab decision: {kind} {}.", d.config));
+    s += &script::comment(&format!(
+        "Saves {} [{} .. {}, 95 %] against now ({}); {}.",
+        human_bytes(d.memory_saved_bytes as f64),
+        human_bytes(d.memory_saved_ci[0] as f64),
+        human_bytes(d.memory_saved_ci[1] as f64),
+        d.now_config,
+        reason_words(d),
+    ));
     s += &format!(
-        "# zmem lab decision: {kind} {config}.\n\
-         # Saves {saved} [{lo} .. {hi}, 95 %] against now ({now}); {why}.\n\
-         #\n\
-         # Written by zmem {ver} for you to review; zmem ran none of it. Run it as root:\n\
+        "#\n\
+         # Written by zmem {} for you to review; zmem ran none of it. Run it as root:\n\
          #   sh THIS-FILE                 changes the machine now and at every boot\n\
          #   sh THIS-FILE --no-persist    changes it now only\n\
          # It changes, in this order:\n",
-        kind = match d.kind {
-            Kind::Zram | Kind::Zswap => "run",
-            _ => "",
-        },
-        config = d.config,
-        saved = human_bytes(d.memory_saved_bytes as f64),
-        lo = human_bytes(d.memory_saved_ci[0] as f64),
-        hi = human_bytes(d.memory_saved_ci[1] as f64),
-        now = d.now_config,
-        why = reason_words(d),
-        ver = env!("CARGO_PKG_VERSION"),
+        env!("CARGO_PKG_VERSION")
     );
     for c in changes {
-        s += &format!("#   - {c}\n");
+        s += &script::comment(&format!("  - {c}"));
     }
     s += "# and, unless --no-persist, writes (for what was decided only):\n";
     for p in persist {
-        s += &format!("#   - {p}\n");
+        s += &script::comment(&format!("  - {p}"));
     }
-    s += "# Everything it changes is saved first in $ZMEM_STATE (default /var/lib/zmem/undo); the\n\
-          # undo script (`zmem lab --undo-script FILE`) puts it back. ZMEM_ROOT prefixes the files.\n\
-          set -eu\n\
-          ROOT=${ZMEM_ROOT:-}\n\
-          STATE=${ZMEM_STATE:-/var/lib/zmem/undo}\n\
-          persist=1\n\
-          for arg in \"$@\"; do\n\
-          \x20 case $arg in\n\
-          \x20   --no-persist) persist=0 ;;\n\
-          \x20   *) echo \"usage: sh $0 [--no-persist]\" >&2; exit 2 ;;\n\
-          \x20 esac\n\
-          done\n\
-          if [ \"$(id -u)\" != 0 ]; then\n\
-          \x20 echo 'zmem: run it as root (sudo sh THIS-FILE): nothing was changed' >&2\n\
-          \x20 exit 1\n\
-          fi\n\
-          if [ -e \"$STATE/applied\" ]; then\n\
-          \x20 echo \"zmem: an earlier apply is not undone ($STATE): run its undo script first; nothing was changed\" >&2\n\
-          \x20 exit 1\n\
-          fi\n\
-          mkdir -p \"$STATE\"\n\
-          : > \"$STATE/log\"\n\
-          # save_file PATH: back PATH up (or note that it did not exist) before writing it.\n\
-          save_file() {\n\
-          \x20 key=$(printf '%s' \"$1\" | tr '/' '%')\n\
-          \x20 if [ -e \"$1\" ]; then cp -p \"$1\" \"$STATE/file.$key\"; else echo \"created $1\" >> \"$STATE/log\"; fi\n\
-          \x20 echo \"file $1 $key\" >> \"$STATE/log\"\n\
-          }\n\
-          # zswap_set NAME VALUE: save zswap's parameter, then write it.\n\
-          zswap_set() {\n\
-          \x20 p=/sys/module/zswap/parameters/$1\n\
-          \x20 grep -q \"^zswap $1 \" \"$STATE/log\" || echo \"zswap $1 $(cat \"$p\")\" >> \"$STATE/log\"\n\
-          \x20 echo \"$2\" > \"$p\"\n\
-          }\n\
-          echo applying > \"$STATE/applied\"\n";
     s
 }
 
-/// The systemd reload after files were written into the live root.
-const RELOAD: &str = "if [ -z \"$ROOT\" ] && command -v systemctl > /dev/null 2>&1; then\n  systemctl daemon-reload || true\nfi\n";
-
 /// The apply script of a zram decision for policy `p` (`now`: the live device the pages came
-/// from, if any; `period_secs`: the recompression timer's).
+/// from, if any; `period_secs`: the recompression timer's; `dict`: the trained dictionary,
+/// which only its SHA-256 enters: the file goes beside the script).
 pub fn zram_apply_script(
     d: &Decision,
     p: &Policy,
@@ -294,7 +309,8 @@ pub fn zram_apply_script(
     period_secs: f64,
     dict: Option<&[u8]>,
     warnings: &[String],
-) -> String {
+) -> Result<String, ScriptError> {
+    let vars = zram_vars(d, p, now, period_secs, dict)?;
     let a = &apply::forms(p, now, period_secs);
     let changes = vec![
         "zswap off where it is on (it would cache in front of the zram device)".to_string(),
@@ -316,87 +332,90 @@ pub fn zram_apply_script(
             u = apply::UNIT
         ));
     }
-    if dict.is_some() {
-        persist.push(format!("{} (the dictionary)", apply::DICT_PATH));
+    let mut s = header(d, &changes, &persist, warnings);
+    if p.dict {
+        s += &script::comment(&format!(
+            "It needs {} beside it (the dictionary, 0600; its SHA-256 below), which it installs \
+             0600 at $ROOT{} before anything else.",
+            apply::DICT_FILE,
+            apply::DICT_PATH
+        ));
     }
-    let mut s = head(d, &changes, &persist, warnings);
-    s += &format!("# Device: {}.\n# Size: {}.\n", a.device_note, a.size_rule);
+    s += &script::comment(&format!("Device: {}.", a.device_note));
+    s += &script::comment(&format!("Size: {}.", a.size_rule));
     s += "# zram-generator versions:\n";
     for v in &a.generator_versions {
-        s += &format!("#   {v}\n");
+        s += &script::comment(&format!("  {v}"));
     }
-    if let Some(dict) = dict {
-        s += &format!(
-            "save_file {path}\nmkdir -p {dir}\nbase64 -d > {path} <<'ZMEM_DICT'\n{b64}\nZMEM_DICT\n",
-            path = apply::DICT_PATH,
-            dir = apply::DICT_PATH.rsplit_once('/').map_or("/etc/zmem", |x| x.0),
-            b64 = apply::base64(dict),
-        );
-    }
-    s += "# 1. zswap off: zram decided, nothing cached in front of it.\n\
-          zswap_was=N\n\
-          if [ -e /sys/module/zswap/parameters/enabled ]; then\n\
-          \x20 zswap_was=$(cat /sys/module/zswap/parameters/enabled)\n\
-          \x20 [ \"$zswap_was\" = N ] || zswap_set enabled N\n\
-          fi\n";
-    s += "# 2. The zram device: what it was is saved, then apply_now reconfigures it.\n";
-    s += &format!(
-        "dev=${{ZMEM_ZRAM_DEVICE:-{dev}}}\n\
-         if [ -d \"/sys/block/$dev\" ]; then\n\
-         \x20 prio=$(awk -v d=\"/dev/$dev\" '$1 == d {{ print $5 }}' /proc/swaps)\n\
-         \x20 echo \"zram $dev was $(cat /sys/block/$dev/disksize) $(sed 's/.*\\[\\(.*\\)\\].*/\\1/' /sys/block/$dev/comp_algorithm) ${{prio:-none}}\" >> \"$STATE/log\"\n\
-         \x20 existed=1\n\
-         else\n\
-         \x20 existed=0\n\
-         fi\n",
-        dev = a.device
-    );
-    s += apply::now_function_text(a);
-    s += "apply_now\n\
-          [ \"$existed\" = 1 ] || echo \"zram $dev created\" >> \"$STATE/log\"\n";
-    s += "if [ \"$persist\" = 1 ]; then\n";
-    s += "  # 3. At every boot: zram-generator's drop-in for this device.\n";
-    s += &format!(
-        "  f=$ROOT/etc/systemd/zram-generator.conf.d/60-zmem.conf\n\
-         \x20 mkdir -p \"$(dirname \"$f\")\"\n\
-         \x20 save_file \"$f\"\n\
-         \x20 sed \"s/^\\[{dev}\\]$/[$dev]/\" > \"$f\" <<'ZMEM_CONF'\n# zmem lab: {config}\n{conf}ZMEM_CONF\n",
-        dev = a.device,
-        config = d.config,
-        conf = a.generator_conf
-    );
-    s += "  if [ \"$zswap_was\" != N ]; then\n\
-          \x20   f=$ROOT/etc/tmpfiles.d/zmem-zswap.conf\n\
-          \x20   mkdir -p \"$(dirname \"$f\")\"\n\
-          \x20   save_file \"$f\"\n\
-          \x20   echo 'w /sys/module/zswap/parameters/enabled - - - - N' > \"$f\"\n\
-          \x20 fi\n";
-    if let (Some(service), Some(timer)) = (&a.service, &a.timer) {
-        s += &format!(
-            "  for u in service timer; do\n\
-             \x20   mkdir -p \"$ROOT/etc/systemd/system\"\n\
-             \x20   save_file \"$ROOT/etc/systemd/system/{u}.$u\"\n\
-             \x20 done\n\
-             \x20 cat > \"$ROOT/etc/systemd/system/{u}.service\" <<'ZMEM_UNIT'\n{service}ZMEM_UNIT\n\
-             \x20 cat > \"$ROOT/etc/systemd/system/{u}.timer\" <<'ZMEM_UNIT'\n{timer}ZMEM_UNIT\n\
-             \x20 if [ -z \"$ROOT\" ] && command -v systemctl > /dev/null 2>&1; then\n\
-             \x20   systemctl daemon-reload && systemctl enable --now {u}.timer && echo 'unit {u}.timer' >> \"$STATE/log\"\n\
-             \x20 fi\n",
-            u = apply::UNIT
-        );
-    }
-    s += &format!("  {}", RELOAD.replace('\n', "\n  ").trim_end());
-    s += "\nfi\necho done > \"$STATE/applied\"\necho \"zmem: applied; the undo script puts it back\" >&2\n";
-    s
+    Ok(format!("#!/bin/sh\n{s}{}{HEAD}{ZRAM}", vars.block()))
 }
 
-/// The apply script of a zswap decision for candidate `c`.
-pub fn zswap_apply_script(d: &Decision, c: &ZswapCandidate) -> String {
-    let b = d.swap_behind.clone().unwrap_or(zmem_lab::decision::SwapBehind {
+/// The zram script's values, each checked against its grammar.
+fn zram_vars(
+    d: &Decision,
+    p: &Policy,
+    now: Option<&zmem_lab::Now>,
+    period_secs: f64,
+    dict: Option<&[u8]>,
+) -> Result<Assignments, ScriptError> {
+    let dev = match now {
+        Some(n) => script::zram_device("now.config.device", &n.config.device)?,
+        None => "zram0".to_string(),
+    };
+    let algo = script::algorithm("policy.algo", &p.algo)?;
+    let mut recomp = Vec::new();
+    for (i, a) in p.recomp.iter().enumerate() {
+        recomp.push(script::algorithm(&format!("policy.recomp[{i}]"), a)?);
+    }
+    let recompress = match &p.recompress {
+        Some(r) => script::recompress_args("policy.recompress", r)?,
+        None => String::new(),
+    };
+    let period = script::period_secs("budgets.recompress_period_secs", period_secs)?;
+    let prio = now.and_then(|n| n.config.swap_priority).unwrap_or(100);
+    let prio = script::swap_priority("now.config.swap_priority", prio)?;
+    let size_mib = now.map_or(0, |n| n.config.disksize_bytes.div_ceil(1 << 20));
+    let sha = match (p.dict, dict) {
+        (false, _) => String::new(),
+        (true, Some(bytes)) => script::sha256_hex(bytes),
+        (true, None) => {
+            return Err(ScriptError {
+                field: "policies.dict".into(),
+                value: String::new(),
+                grammar: "the decision needs a dictionary and the report holds none (a report \
+                          read back from JSON has none: run the lab again)"
+                    .into(),
+            });
+        }
+    };
+    Ok(Assignments::default()
+        .text("ZMEM_DEVICE", &dev)
+        .text("ZMEM_CONFIG", &d.config)
+        .text("ZMEM_ALGO", &algo)
+        .text("ZMEM_RECOMP", &recomp.join(" "))
+        .text("ZMEM_RECOMPRESS", &recompress)
+        .flag("ZMEM_MARK_IDLE", p.mark_idle)
+        .int("ZMEM_PERIOD", i64::try_from(period).unwrap_or(i64::MAX))
+        .int("ZMEM_SIZE_MIB", i64::try_from(size_mib).unwrap_or(i64::MAX))
+        .int("ZMEM_PRIORITY", prio)
+        .flag("ZMEM_DICT", p.dict)
+        .text("ZMEM_DICT_FILE", apply::DICT_FILE)
+        .text("ZMEM_DICT_SHA256", &sha))
+}
+
+/// The swap behind zswap the decision names (a new swap file at the default path if none).
+fn swap_behind(d: &Decision) -> zmem_lab::decision::SwapBehind {
+    d.swap_behind.clone().unwrap_or(zmem_lab::decision::SwapBehind {
         existing: None,
         size_bytes: 0,
         new_file: Some(zmem_lab::decision::SWAP_FILE.into()),
-    });
+    })
+}
+
+/// The apply script of a zswap decision for candidate `c`.
+pub fn zswap_apply_script(d: &Decision, c: &ZswapCandidate) -> Result<String, ScriptError> {
+    let vars = zswap_vars(c, &swap_behind(d))?;
+    let b = swap_behind(d);
     let mib = b.size_bytes.div_ceil(1 << 20).max(64);
     let behind = match &b.existing {
         Some(e) => format!("the disk swap {e} (kept as it is)"),
@@ -429,169 +448,39 @@ pub fn zswap_apply_script(d: &Decision, c: &ZswapCandidate) -> String {
         persist
             .push("$ROOT/etc/systemd/system/<swap file>.swap (the swap file at every boot)".into());
     }
-    let mut s = head(d, &changes, &persist, &[]);
-    s +=
-        "# Checks first: zswap present and the compressor offered; nothing is changed otherwise.\n";
-    s += &format!(
-        "if [ ! -d /sys/module/zswap/parameters ]; then\n\
-         \x20 echo 'zmem: this kernel has no zswap (CONFIG_ZSWAP off): nothing was changed' >&2\n\
-         \x20 rm -f \"$STATE/applied\"; exit 1\n\
-         fi\n\
-         if ! awk '$1 == \"name\" {{ print $3 }}' /proc/crypto | grep -qx '{algo}' && ! modprobe -q crypto-{algo} 2> /dev/null; then\n\
-         \x20 echo 'zmem: the crypto API offers no {algo} to zswap: nothing was changed' >&2\n\
-         \x20 rm -f \"$STATE/applied\"; exit 1\n\
-         fi\n",
-        algo = c.compressor
-    );
-    if b.existing.is_none() {
-        s += &format!(
-            "# 1. The swap file behind zswap: every page zswap stores keeps its slot there\n\
-             #    (mm/zswap.c: zswap_store() runs on a page that already has its swap slot).\n\
-             swapfile=${{ZMEM_SWAPFILE:-{path}}}\n\
-             if grep -q \"^$swapfile \" /proc/swaps; then\n\
-             \x20 echo \"zmem: $swapfile is already swap\" >&2\n\
-             else\n\
-             \x20 if [ -e \"$swapfile\" ]; then\n\
-             \x20   echo \"zmem: $swapfile exists and is not swap: nothing was changed\" >&2\n\
-             \x20   rm -f \"$STATE/applied\"; exit 1\n\
-             \x20 fi\n\
-             \x20 mkdir -p \"$(dirname \"$swapfile\")\"\n\
-             \x20 echo \"swapfile $swapfile\" >> \"$STATE/log\"\n\
-             \x20 # fallocate where the file system has it (ext4, xfs), else zeros.\n\
-             \x20 fallocate -l {mib}M \"$swapfile\" 2> /dev/null || dd if=/dev/zero of=\"$swapfile\" bs=1M count={mib} status=none\n\
-             \x20 chmod 600 \"$swapfile\"\n\
-             \x20 mkswap \"$swapfile\" > /dev/null\n\
-             \x20 swapon -p 10 \"$swapfile\"\n\
-             fi\n",
-            path = b.new_file.as_deref().unwrap_or(zmem_lab::decision::SWAP_FILE),
-        );
-    } else {
-        s += "# 1. The disk swap behind zswap is there already.\n";
-    }
-    s += "# 2. Every zram swap device off (only $ZMEM_ZRAM_DEVICE where it is set): zswap would\n\
-          #    otherwise store in front of it.\n\
-          only=${ZMEM_ZRAM_DEVICE:+/dev/$ZMEM_ZRAM_DEVICE}\n\
-          for z in $(awk -v only=\"$only\" 'NR > 1 && $1 ~ \"^/dev/zram\" && (only == \"\" || $1 == only) { print $1 \":\" $5 }' /proc/swaps); do\n\
-          \x20 d=${z%%:*}\n\
-          \x20 echo \"swapoff $d ${z##*:}\" >> \"$STATE/log\"\n\
-          \x20 swapoff \"$d\"\n\
-          done\n";
-    let params = [
-        ("compressor", c.compressor.clone()),
-        ("max_pool_percent", c.max_pool_percent.to_string()),
-        ("accept_threshold_percent", c.accept_threshold_percent.to_string()),
-        ("shrinker_enabled", if c.shrinker_enabled { "Y" } else { "N" }.to_string()),
-        // Last: zswap starts storing with the other parameters in place.
-        ("enabled", "Y".to_string()),
-    ];
-    s += "# 3. zswap's parameters, enabled last.\n";
-    for (k, v) in &params {
-        s += &format!("zswap_set {k} {v}\n");
-    }
-    s += "if [ \"$persist\" = 1 ]; then\n\
-          \x20 f=$ROOT/etc/tmpfiles.d/zmem-zswap.conf\n\
-          \x20 mkdir -p \"$(dirname \"$f\")\"\n\
-          \x20 save_file \"$f\"\n\
-          \x20 cat > \"$f\" <<'ZMEM_ZSWAP'\n";
-    for (k, v) in &params {
-        s += &format!("w /sys/module/zswap/parameters/{k} - - - - {v}\n");
-    }
-    s += "ZMEM_ZSWAP\n\
-          \x20 zram_off=$(awk '$1 == \"swapoff\" { sub(\"/dev/\", \"\", $2); print $2 }' \"$STATE/log\")\n\
-          \x20 if [ -n \"$zram_off\" ]; then\n\
-          \x20   f=$ROOT/etc/systemd/zram-generator.conf.d/60-zmem.conf\n\
-          \x20   mkdir -p \"$(dirname \"$f\")\"\n\
-          \x20   save_file \"$f\"\n\
-          \x20   for z in $zram_off; do printf '[%s]\\nzram-size = 0\\n' \"$z\"; done > \"$f\"\n\
-          \x20 fi\n";
-    if b.existing.is_none() {
-        s += "  if grep -q \"^swapfile \" \"$STATE/log\"; then\n\
-              \x20   unit=$(systemd-escape -p --suffix=swap \"$swapfile\" 2> /dev/null || echo zmem-swapfile.swap)\n\
-              \x20   f=$ROOT/etc/systemd/system/$unit\n\
-              \x20   mkdir -p \"$(dirname \"$f\")\" \"$ROOT/etc/systemd/system/swap.target.wants\"\n\
-              \x20   save_file \"$f\"\n\
-              \x20   printf '[Unit]\\nDescription=zmem lab: the swap file behind zswap\\n\\n[Swap]\\nWhat=%s\\nPriority=10\\n\\n[Install]\\nWantedBy=swap.target\\n' \"$swapfile\" > \"$f\"\n\
-              \x20   save_file \"$ROOT/etc/systemd/system/swap.target.wants/$unit\"\n\
-              \x20   ln -sf \"../$unit\" \"$ROOT/etc/systemd/system/swap.target.wants/$unit\"\n\
-              \x20 fi\n";
-    }
-    s += &format!("  {}", RELOAD.replace('\n', "\n  ").trim_end());
-    s += "\nfi\necho done > \"$STATE/applied\"\necho \"zmem: applied; the undo script puts it back\" >&2\n";
-    s
+    let s = header(d, &changes, &persist, &[]);
+    Ok(format!("#!/bin/sh\n{s}{}{HEAD}{ZSWAP}", vars.block()))
+}
+
+/// The zswap script's values, each checked against its grammar.
+fn zswap_vars(
+    c: &ZswapCandidate,
+    b: &zmem_lab::decision::SwapBehind,
+) -> Result<Assignments, ScriptError> {
+    let compressor = script::algorithm("zswap.candidate.compressor", &c.compressor)?;
+    let pool = script::percent("zswap.candidate.max_pool_percent", c.max_pool_percent)?;
+    let accept =
+        script::percent("zswap.candidate.accept_threshold_percent", c.accept_threshold_percent)?;
+    let existing = match &b.existing {
+        Some(e) => script::path("decision.swap_behind.existing", e)?,
+        None => String::new(),
+    };
+    let new_file = b.new_file.as_deref().unwrap_or(zmem_lab::decision::SWAP_FILE);
+    let new_file = script::path("decision.swap_behind.new_file", new_file)?;
+    let mib = b.size_bytes.div_ceil(1 << 20).max(64);
+    Ok(Assignments::default()
+        .text("ZMEM_COMPRESSOR", &compressor)
+        .int("ZMEM_MAX_POOL_PERCENT", pool)
+        .int("ZMEM_ACCEPT_THRESHOLD_PERCENT", accept)
+        .text("ZMEM_SHRINKER_ENABLED", if c.shrinker_enabled { "Y" } else { "N" })
+        .flag("ZMEM_NEW_SWAPFILE", b.existing.is_none())
+        .text("ZMEM_SWAPFILE_DEFAULT", &new_file)
+        .int("ZMEM_SWAPFILE_MIB", i64::try_from(mib).unwrap_or(i64::MAX))
+        .text("ZMEM_SWAP_BEHIND", &existing))
 }
 
 /// The undo script: puts back, from `$ZMEM_STATE`, what the apply script changed, last change
-/// first. The same for every decision: it reads what the apply did.
+/// first. The same for every decision (it reads what the apply did): fixed text.
 pub fn undo_script() -> String {
-    format!(
-        "#!/bin/sh\n\
-         # Undo what zmem lab's apply script changed (written by zmem {ver}). It reads what the\n\
-         # apply saved in $ZMEM_STATE (default /var/lib/zmem/undo) and puts it back, last change\n\
-         # first: zswap's parameters, the zram device (reconfigured as it was, or removed if the\n\
-         # apply created it), the zram swap devices it swapped off, the swap file it made, and the\n\
-         # files it wrote (restored, or removed if they did not exist). Run it as root.\n\
-         set -eu\n\
-         ROOT=${{ZMEM_ROOT:-}}\n\
-         STATE=${{ZMEM_STATE:-/var/lib/zmem/undo}}\n\
-         if [ \"$(id -u)\" != 0 ]; then\n\
-         \x20 echo 'zmem: run it as root: nothing was changed' >&2\n\
-         \x20 exit 1\n\
-         fi\n\
-         if [ ! -e \"$STATE/applied\" ]; then\n\
-         \x20 echo \"zmem: nothing to undo ($STATE holds no apply)\" >&2\n\
-         \x20 exit 0\n\
-         fi\n\
-         log=$STATE/log\n\
-         # 1. zswap's parameters as they were, enabled last.\n\
-         awk '$1 == \"zswap\" && $2 != \"enabled\" {{ print $2, $3 }}' \"$log\" | while read -r k v; do\n\
-         \x20 echo \"$v\" > \"/sys/module/zswap/parameters/$k\"\n\
-         done\n\
-         awk '$1 == \"zswap\" && $2 == \"enabled\" {{ print $3 }}' \"$log\" | while read -r v; do\n\
-         \x20 echo \"$v\" > /sys/module/zswap/parameters/enabled\n\
-         done\n\
-         # 2. The timer it enabled.\n\
-         awk '$1 == \"unit\" {{ print $2 }}' \"$log\" | while read -r u; do\n\
-         \x20 systemctl disable --now \"$u\" || true\n\
-         done\n\
-         # 3. The zram device: removed if created, else configured as it was.\n\
-         awk '$1 == \"zram\" && $3 == \"created\" {{ print $2 }}' \"$log\" | while read -r dev; do\n\
-         \x20 if grep -q \"^/dev/$dev \" /proc/swaps; then swapoff \"/dev/$dev\"; fi\n\
-         \x20 echo 1 > \"/sys/block/$dev/reset\"\n\
-         \x20 echo \"${{dev#zram}}\" > /sys/class/zram-control/hot_remove\n\
-         done\n\
-         awk '$1 == \"zram\" && $3 == \"was\" {{ print $2, $4, $5, $6 }}' \"$log\" | while read -r dev size algo prio; do\n\
-         \x20 if grep -q \"^/dev/$dev \" /proc/swaps; then swapoff \"/dev/$dev\"; fi\n\
-         \x20 echo 1 > \"/sys/block/$dev/reset\"\n\
-         \x20 if [ \"$size\" != 0 ]; then\n\
-         \x20   echo \"$algo\" > \"/sys/block/$dev/comp_algorithm\"\n\
-         \x20   echo \"$size\" > \"/sys/block/$dev/disksize\"\n\
-         \x20   if [ \"$prio\" != none ]; then\n\
-         \x20     mkswap \"/dev/$dev\" > /dev/null\n\
-         \x20     swapon -p \"$prio\" \"/dev/$dev\"\n\
-         \x20   fi\n\
-         \x20 fi\n\
-         done\n\
-         # 4. The zram swap devices it swapped off, back on (their pages were moved out, their\n\
-         #    swap header is intact).\n\
-         awk '$1 == \"swapoff\" {{ print $2, $3 }}' \"$log\" | while read -r d prio; do\n\
-         \x20 grep -q \"^$d \" /proc/swaps || swapon -p \"$prio\" \"$d\"\n\
-         done\n\
-         # 5. The swap file it made: off and removed.\n\
-         awk '$1 == \"swapfile\" {{ print $2 }}' \"$log\" | while read -r f; do\n\
-         \x20 if grep -q \"^$f \" /proc/swaps; then swapoff \"$f\"; fi\n\
-         \x20 rm -f \"$f\"\n\
-         done\n\
-         # 6. The files it wrote: restored, or removed where they did not exist.\n\
-         awk '$1 == \"file\" {{ print $2, $3 }}' \"$log\" | while read -r f key; do\n\
-         \x20 if [ -e \"$STATE/file.$key\" ]; then cp -p \"$STATE/file.$key\" \"$f\"; fi\n\
-         done\n\
-         awk '$1 == \"created\" {{ print $2 }}' \"$log\" | while read -r f; do\n\
-         \x20 rm -f \"$f\"\n\
-         done\n\
-         {reload}\
-         rm -rf \"$STATE\"\n\
-         echo 'zmem: undone' >&2\n",
-        ver = env!("CARGO_PKG_VERSION"),
-        reload = RELOAD,
-    )
+    format!("#!/bin/sh\n# Written by zmem {}.\n{UNDO}", env!("CARGO_PKG_VERSION"))
 }

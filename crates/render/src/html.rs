@@ -15,8 +15,15 @@ pub const PLOT_COLORS: [(&str, &str); 6] = [
     ("load latency", "#ff7f0e"),
 ];
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+/// `s` as HTML text or a quoted attribute value: markup characters escaped, control
+/// characters (but line breaks and tabs, which `<pre>` shows) removed.
+pub(crate) fn esc(s: &str) -> String {
+    crate::script::terminal(s)
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
 }
 
 pub fn render_html(r: &LabReport) -> String {

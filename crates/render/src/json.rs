@@ -62,9 +62,32 @@ pub struct LabDocument<'a> {
 struct DecisionDoc<'a> {
     #[serde(flatten)]
     decision: &'a Decision,
-    apply_script: String,
-    /// Empty where nothing is applied (keep, none).
+    /// Null where zmem refuses to write one (`apply_refused` says why).
+    apply_script: Option<String>,
+    /// The value that cannot go into a script, named by its field (one line).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    apply_refused: Option<String>,
+    /// Empty where nothing is applied (keep, none) or the apply script is refused.
     undo_script: String,
+    /// The files the apply script needs beside it (the dictionary), by name.
+    files_needed: Vec<&'static str>,
+}
+
+impl<'a> DecisionDoc<'a> {
+    fn new(r: &LabReport, d: &'a Decision) -> Self {
+        let (apply_script, apply_refused) = match crate::decision::apply_script(r) {
+            Ok(s) => (Some(s), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        let applies = matches!(d.kind, Kind::Zram | Kind::Zswap) && apply_script.is_some();
+        Self {
+            decision: d,
+            apply_script,
+            apply_refused,
+            undo_script: if applies { crate::decision::undo_script() } else { String::new() },
+            files_needed: crate::decision::files_needed(r),
+        }
+    }
 }
 
 /// `now`: the live zram device (or null). With zswap's advice it becomes an object holding
@@ -234,14 +257,7 @@ impl<'a> LabDocument<'a> {
             zswap,
             decision,
         } = r;
-        let decision = decision.as_ref().map(|d| DecisionDoc {
-            decision: d,
-            apply_script: crate::decision::apply_script(r),
-            undo_script: match d.kind {
-                Kind::Zram | Kind::Zswap => crate::decision::undo_script(),
-                Kind::Keep | Kind::None => String::new(),
-            },
-        });
+        let decision = decision.as_ref().map(|d| DecisionDoc::new(r, d));
         let (now, zswap_candidates, zswap, verdict) = match zswap {
             None => (NowDoc::Zram(now.as_ref()), &[][..], None, None),
             Some(z) => {

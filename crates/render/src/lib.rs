@@ -5,6 +5,10 @@
 //! document ([`json`]: the report value plus those words and lines, so the CLI's `--json` and
 //! Python's `zmem.lab` return the same document).
 //!
+//! [`script`] holds what the apply scripts' one generated part is made of: values checked
+//! against their grammar and shell-quoted; the rest of each script is fixed text in
+//! `templates/`.
+//!
 //! [`outputs`] writes the lab's files (its scripts and report), the one place both front doors
 //! have them written.
 //!
@@ -19,6 +23,7 @@ pub mod html;
 pub mod json;
 pub mod outputs;
 pub mod replay;
+pub mod script;
 pub mod status;
 pub mod summary;
 mod svg;
@@ -27,5 +32,5 @@ pub mod validate_lab;
 pub mod zswap;
 
 pub use html::{PLOT_COLORS, render_html};
-pub use outputs::{LabOutputs, write_lab_outputs};
+pub use outputs::{LabOutputs, OutputError, write_lab_outputs};
 pub use summary::{render_apply_script, render_summary};

@@ -10,6 +10,11 @@ use crate::experiments::comp_table as render_table;
 
 /// The terminal summary: source, the three tables and the recommendation.
 pub fn render_summary(r: &LabReport) -> String {
+    // Names, paths and reasons can come from a page set's metadata: no escape sequence passes.
+    crate::script::terminal(&summary(r))
+}
+
+fn summary(r: &LabReport) -> String {
     let mib = |b: f64| b / (1 << 20) as f64;
     let mut s = String::new();
     if let Some(why) = &r.source.fallback_reason {
@@ -415,8 +420,9 @@ pub(crate) fn trade_points(r: &LabReport) -> Vec<svg::TradePoint> {
 }
 
 /// The shell script that applies the decision (`zmem lab --apply-script FILE`), for the user
-/// to review; nothing is run ([`crate::decision::apply_script`]).
-pub fn render_apply_script(r: &LabReport) -> String {
+/// to review; nothing is run ([`crate::decision::apply_script`]). An error names the value
+/// that cannot go into a script.
+pub fn render_apply_script(r: &LabReport) -> Result<String, crate::script::ScriptError> {
     crate::decision::apply_script(r)
 }
 

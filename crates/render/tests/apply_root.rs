@@ -108,7 +108,7 @@ fn script_for_this_machine() -> (String, lab::Policy) {
     let Some(lab::decision::Pick::Zram(i)) = d.chosen.as_ref().map(|c| c.pick) else {
         panic!("no zram decision: {d:?}")
     };
-    (report::render_apply_script(&r), r.policies[i].policy.clone())
+    (report::render_apply_script(&r).expect("an apply script"), r.policies[i].policy.clone())
 }
 
 /// Runs the script now on `dev`, nothing persisted; panics with its output unless it succeeds.

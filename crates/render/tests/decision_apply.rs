@@ -13,7 +13,9 @@
 //!
 //! After each apply, Debian's real zram-generator (`systemd-zram-generator`, run against the
 //! scratch root with `ZRAM_GENERATOR_ROOT`; `.ci/run` fetches it, `ZMEM_ZRAM_GENERATOR` names
-//! it) generates the units the written configuration asks for. zswap's parameters are also
+//! it) generates the units the written configuration asks for; where it is absent only that
+//! check is left out, said on stderr (`NOTE ...`), and the test still runs the scripts and
+//! counts as run: it runs wherever the machine is root with zram. zswap's parameters are also
 //! restored by a guard, should a script fail half-way; every device, swap file and directory
 //! the test made is removed, also on failure. Live tests (`#[ignore]`, scripts/test's live
 //! pass).
@@ -221,6 +223,15 @@ fn generator(root: &Path) -> Result<Vec<(String, String)>, String> {
     Ok(units)
 }
 
+/// The zram-generator check left out: said on stderr, uncaptured (libtest captures only the
+/// print macros), while the rest of the test runs and counts as run. zmem-testkit's
+/// `skip_optional` would report the whole test as skipped.
+fn generator_note(why: &str) {
+    use std::io::Write;
+    let name = std::thread::current().name().unwrap_or("?").to_string();
+    let _ = writeln!(std::io::stderr(), "NOTE {name}: zram-generator check left out: {why}");
+}
+
 fn contender(pick: Pick, config: &str) -> Contender {
     Contender {
         pick,
@@ -304,7 +315,7 @@ fn two_algorithms(s: &Scratch) -> (String, String) {
 
 fn zram_script(algo: &str) -> String {
     let d = decision(Kind::Zram, Pick::Zram(0), &format!("zram {algo}"), None);
-    render::zram_apply_script(&d, &Policy::single(algo), None, 3600.0, None, &[])
+    render::zram_apply_script(&d, &Policy::single(algo), None, 3600.0, None, &[]).expect("a script")
 }
 
 /// A fresh device -> zram, persisted and checked by zram-generator; undo resets it and
@@ -312,7 +323,7 @@ fn zram_script(algo: &str) -> String {
 #[test]
 #[ignore = "live: needs root, kernel zram and mkswap (scripts/test runs it)"]
 fn no_swap_to_zram_and_back() {
-    let Some(live) = zmem_testkit::live(skip_reason()) else { return };
+    let Some(_live) = zmem_testkit::live(skip_reason()) else { return };
     let _zswap = ZswapGuard::save();
     let s = Scratch::add();
     let dir = Dir::new("zram");
@@ -335,7 +346,7 @@ fn no_swap_to_zram_and_back() {
                 unit.unwrap_or_else(|| panic!("no swap unit for {} in {units:?}", s.name()));
             assert!(text.contains("Priority=100"), "{text}");
         }
-        Err(why) => live.skip_optional(why),
+        Err(why) => generator_note(&why),
     }
     run(&render::undo_script(), &dir, &s.name(), &[]);
     assert_eq!(s.attr("disksize").trim(), "0", "undo resets the device it found unconfigured");
@@ -404,7 +415,7 @@ fn a_live_zram_swap_to_zswap_and_back() {
     let behind =
         SwapBehind { existing: None, size_bytes: 32 << 20, new_file: Some("/unused".into()) };
     let d = decision(Kind::Zswap, Pick::Zswap(0), &c.name, Some(behind));
-    run(&render::zswap_apply_script(&d, &c), &dir, &s.name(), &[]);
+    run(&render::zswap_apply_script(&d, &c).expect("a script"), &dir, &s.name(), &[]);
     let swapfile = dir.0.join("swapfile");
     assert!(swap_priority(swapfile.to_str().unwrap()).is_some(), "the swap file is swap");
     assert!(swap_priority(&dev).is_none(), "zram swap off: no zswap stacked on zram");
@@ -420,7 +431,7 @@ fn a_live_zram_swap_to_zswap_and_back() {
             "zram-generator still makes {}: {units:?}",
             s.name()
         ),
-        Err(why) => live.skip_optional(why),
+        Err(why) => generator_note(&why),
     }
     run(&render::undo_script(), &dir, &s.name(), &[]);
     for (k, v) in &before.0 {
@@ -469,7 +480,7 @@ fn zswap_over_a_disk_swap_to_zram_and_back() {
             // The drop-in's priority wins over the user's 7.
             assert!(text.contains("Priority=100"), "{text}");
         }
-        Err(why) => live.skip_optional(why),
+        Err(why) => generator_note(&why),
     }
     let tmpfiles = fs::read_to_string(dir.0.join("root/etc/tmpfiles.d/zmem-zswap.conf")).unwrap();
     assert_eq!(tmpfiles, "w /sys/module/zswap/parameters/enabled - - - - N\n");
@@ -512,8 +523,8 @@ fn zswap_over_a_disk_swap_to_other_parameters_and_back() {
         new_file: None,
     };
     let d = decision(Kind::Zswap, Pick::Zswap(0), &c.name, Some(behind));
-    let script = render::zswap_apply_script(&d, &c);
-    assert!(!script.contains("fallocate"), "no swap file where a disk swap is kept");
+    let script = render::zswap_apply_script(&d, &c).expect("a script");
+    assert!(script.contains("\nZMEM_NEW_SWAPFILE=0\n"), "no swap file where a disk swap is kept");
     // A zram device name that matches no swap area: the script swaps off no zram device (it
     // would take every one with none named), so nothing this test did not make is touched.
     run(&script, &dir, "zram-none", &["--no-persist"]);

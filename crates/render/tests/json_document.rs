@@ -58,15 +58,27 @@ mod legacy {
         let Value::Object(mut m) = v else { return v };
         let mut out = Map::new();
         if let Some(Value::Object(mut d)) = m.shift_remove("decision") {
-            d.insert("apply_script".into(), Value::String(render::decision::apply_script(r)));
-            let undo = if r.decision.as_ref().is_some_and(|d| {
-                matches!(d.kind, zmem_lab::decision::Kind::Zram | zmem_lab::decision::Kind::Zswap)
-            }) {
-                render::decision::undo_script()
-            } else {
-                String::new()
-            };
+            let script = render::decision::apply_script(r);
+            let applies = script.is_ok()
+                && r.decision.as_ref().is_some_and(|d| {
+                    matches!(
+                        d.kind,
+                        zmem_lab::decision::Kind::Zram | zmem_lab::decision::Kind::Zswap
+                    )
+                });
+            match script {
+                Ok(s) => {
+                    d.insert("apply_script".into(), Value::String(s));
+                }
+                Err(e) => {
+                    d.insert("apply_script".into(), Value::Null);
+                    d.insert("apply_refused".into(), Value::String(e.to_string()));
+                }
+            }
+            let undo = if applies { render::decision::undo_script() } else { String::new() };
             d.insert("undo_script".into(), Value::String(undo));
+            let files = render::decision::files_needed(r);
+            d.insert("files_needed".into(), serde_json::to_value(files).unwrap_or_default());
             out.insert("decision".into(), Value::Object(d));
         }
         out.extend(m);

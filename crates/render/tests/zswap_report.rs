@@ -122,7 +122,7 @@ fn the_zswap_document_validates_and_carries_now_candidates_and_verdict() {
     // The script applies the decision only; zswap's lines are no second answer.
     assert!(json["zswap"].get("apply").is_none(), "{}", json["zswap"]);
     let d = &json["decision"];
-    let script = report::render_apply_script(&r);
+    let script = report::render_apply_script(&r).expect("an apply script");
     assert_eq!(d["apply_script"], script.as_str());
     match d["kind"].as_str().unwrap() {
         "zswap" => {
@@ -307,7 +307,7 @@ fn a_tiny_input_gets_no_verdict_in_any_format() {
     assert!(html.contains("<h2>zram or zswap: no verdict</h2>"));
     assert!(!html.contains("zram or zswap: zram") && !html.contains("zram or zswap: zswap"));
     assert!(!html.contains("vm.swappiness"));
-    let script = report::render_apply_script(&r);
+    let script = report::render_apply_script(&r).expect("an apply script");
     assert!(!script.contains("zswap_set") && script.ends_with("exit 1\n"), "{script}");
 }
 

@@ -129,9 +129,16 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let bar = super::progress::Bar::new();
     let r = lab::run_lab(req, &bar)?;
     drop(bar);
-    eprintln!("zmem lab: {} pages ({}: {})", r.source.pages, r.source.kind, r.source.detail);
+    // The source's words can come from a page set's metadata: no control character passes.
+    let clean = report::script::terminal;
+    eprintln!(
+        "zmem lab: {} pages ({}: {})",
+        r.source.pages,
+        clean(&r.source.kind),
+        clean(&r.source.detail)
+    );
     if r.trace.kind == "file" {
-        eprintln!("zmem lab: replayed {}", r.trace.detail);
+        eprintln!("zmem lab: replayed {}", clean(&r.trace.detail));
     }
     let outputs = report::LabOutputs {
         apply_script: args.apply_script.clone(),

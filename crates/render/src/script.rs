@@ -1,0 +1,345 @@
+//! The one generated part of an apply script: a block of validated, shell-quoted assignments
+//! at its top. The code that reads them is fixed text in `templates/` (loaded with
+//! `include_str!`, checked by shellcheck in the tests), so no value is ever spliced into code.
+//!
+//! Every value is checked against its grammar before a script is made ([`zram_device`],
+//! [`algorithm`], [`path`], ...), else the script is refused with a one-line [`ScriptError`]
+//! naming the field; what passes is single-quoted all the same. Free text (the decision's
+//! words, warnings) goes only into comments and quoted strings, with control characters
+//! removed ([`sanitize`]), so a newline cannot end a comment and start a command.
+
+use std::fmt;
+
+/// A value that cannot go into a script: the field it came from, the value, and the grammar it
+/// breaks. One line: the value is written with Rust's escapes (`"zram0\ntouch /tmp/X"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptError {
+    pub field: String,
+    pub value: String,
+    pub grammar: String,
+}
+
+impl fmt::Display for ScriptError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {:?}: {}", self.field, self.value, self.grammar)
+    }
+}
+
+impl std::error::Error for ScriptError {}
+
+fn refuse(field: &str, value: &str, grammar: &str) -> ScriptError {
+    ScriptError { field: field.into(), value: value.into(), grammar: grammar.into() }
+}
+
+/// Whether `c` may stay in text a person reads or a comment holds: no control character
+/// (newline, CR and escape included) and no bidirectional override that reorders what is shown.
+fn printable(c: char) -> bool {
+    !c.is_control()
+        && !matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}')
+}
+
+/// `s` with every control character removed (bidirectional overrides too): safe on one line of a
+/// comment, a terminal or a quoted string.
+pub fn sanitize(s: &str) -> String {
+    s.chars().filter(|c| printable(*c)).collect()
+}
+
+/// Text for a terminal: every control character removed but line breaks and tabs (an escape
+/// sequence from a page set's metadata cannot move the cursor or retitle the window).
+pub fn terminal(s: &str) -> String {
+    s.chars().filter(|c| matches!(c, '\n' | '\t') || printable(*c)).collect()
+}
+
+/// `s` in single quotes, for sh: nothing inside is expanded; a `'` becomes `'\''`.
+pub fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// One comment line (`# text`), its text sanitized.
+pub fn comment(text: &str) -> String {
+    let t = sanitize(text);
+    if t.is_empty() { "#\n".into() } else { format!("# {t}\n") }
+}
+
+/// A zram device name: `zram[0-9]+` (a leading `/dev/` is taken off first).
+pub fn zram_device(field: &str, v: &str) -> Result<String, ScriptError> {
+    let name = v.strip_prefix("/dev/").unwrap_or(v);
+    match name.strip_prefix("zram") {
+        Some(n) if !n.is_empty() && n.len() <= 9 && n.bytes().all(|b| b.is_ascii_digit()) => {
+            Ok(name.to_string())
+        }
+        _ => Err(refuse(field, v, "not a zram device name (zram[0-9]+)")),
+    }
+}
+
+/// A compressor by its kernel name, one of zmem's own list (the lab's
+/// [`zmem_lab::policy::KERNEL_ALGORITHMS`], which holds zswap's [`zmem_lab::zswap::ZMEM_COMPRESSORS`]).
+pub fn algorithm(field: &str, v: &str) -> Result<String, ScriptError> {
+    if zmem_lab::policy::KERNEL_ALGORITHMS.contains(&v) {
+        Ok(v.to_string())
+    } else {
+        let list = zmem_lab::policy::KERNEL_ALGORITHMS.join(", ");
+        Err(refuse(field, v, &format!("not a compressor zmem knows ({list})")))
+    }
+}
+
+/// What is written to zram's `recompress`: `key=value` words (`type=idle`, `max_pages=100`),
+/// lower-case letters, digits and `_` only.
+pub fn recompress_args(field: &str, v: &str) -> Result<String, ScriptError> {
+    let word = |w: &str| {
+        let ok = |s: &str| {
+            !s.is_empty()
+                && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        };
+        w.split_once('=').is_some_and(|(k, val)| ok(k) && ok(val))
+    };
+    if !v.is_empty() && v.split(' ').all(word) {
+        Ok(v.to_string())
+    } else {
+        Err(refuse(field, v, "not recompress arguments (key=value words: [a-z0-9_]+=[a-z0-9_]+)"))
+    }
+}
+
+/// A path the script hands to swapon, mkswap or awk: absolute, at most 4095 bytes, of
+/// letters, digits and `/ . _ - + : @ ,` only (no whitespace, quote, `$`, backquote, glob or
+/// control character: quoting would make them inert, but a swap area has no need of them),
+/// and no `..` component.
+pub fn path(field: &str, v: &str) -> Result<String, ScriptError> {
+    let safe = |b: u8| b.is_ascii_alphanumeric() || b"/._-+:@,".contains(&b);
+    let ok = v.starts_with('/')
+        && v.len() < 4096
+        && v.bytes().all(safe)
+        && !v.split('/').any(|c| c == "..");
+    if ok {
+        Ok(v.to_string())
+    } else {
+        Err(refuse(
+            field,
+            v,
+            "not an absolute path of letters, digits and / . _ - + : @ , (without ..)",
+        ))
+    }
+}
+
+/// A file name beside the script: letters, digits and `. _ -`, not starting with `.` or `-`.
+pub fn file_name(field: &str, v: &str) -> Result<String, ScriptError> {
+    let ok = !v.is_empty()
+        && !v.starts_with(['.', '-'])
+        && v.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    if ok { Ok(v.to_string()) } else { Err(refuse(field, v, "not a plain file name")) }
+}
+
+/// A swap priority swapon takes: -1 to 32767 (mm/swapfile.c: SWAP_FLAG_PRIO_MASK).
+pub fn swap_priority(field: &str, v: i32) -> Result<i32, ScriptError> {
+    if (-1..=32767).contains(&v) {
+        Ok(v)
+    } else {
+        Err(refuse(field, &v.to_string(), "not a swap priority (-1 to 32767)"))
+    }
+}
+
+/// A percentage zswap takes: 0 to 100.
+pub fn percent(field: &str, v: u32) -> Result<u32, ScriptError> {
+    if v <= 100 { Ok(v) } else { Err(refuse(field, &v.to_string(), "not a percentage (0 to 100)")) }
+}
+
+/// A period in whole seconds (at least 1) from `secs`, which must be finite and positive.
+pub fn period_secs(field: &str, secs: f64) -> Result<u64, ScriptError> {
+    if secs.is_finite() && secs > 0.0 && secs < 1e12 {
+        Ok((secs.round() as u64).max(1))
+    } else {
+        Err(refuse(field, &secs.to_string(), "not a period in seconds (positive, finite)"))
+    }
+}
+
+/// The assignment block: `NAME='value'` lines, numbers bare. Names are the templates' own.
+#[derive(Debug, Default)]
+pub struct Assignments(String);
+
+impl Assignments {
+    /// A checked string value, single-quoted. Where it holds `$`, a backquote or a backslash,
+    /// a directive tells shellcheck that it is meant literally (SC2016 asks whether it should
+    /// expand, SC1003 whether `\'` was meant to escape a quote).
+    pub fn text(mut self, name: &str, value: &str) -> Self {
+        let value = sanitize(value);
+        let mut codes = Vec::new();
+        if value.contains(['$', '`']) {
+            codes.push("SC2016");
+        }
+        if value.contains('\\') {
+            codes.push("SC1003");
+        }
+        if !codes.is_empty() {
+            self.0 += &format!(
+                "# shellcheck disable={} # literal text: single quotes keep it so\n",
+                codes.join(",")
+            );
+        }
+        self.0 += &format!("{name}={}\n", quote(&value));
+        self
+    }
+
+    /// A number, bare.
+    pub fn int(mut self, name: &str, value: impl Into<i64>) -> Self {
+        self.0 += &format!("{name}={}\n", value.into());
+        self
+    }
+
+    /// A flag: 1 or 0.
+    pub fn flag(self, name: &str, on: bool) -> Self {
+        self.int(name, i64::from(on))
+    }
+
+    /// The block with its opening comment.
+    pub fn block(&self) -> String {
+        format!(
+            "# The decision's values, checked by zmem and quoted; every line after them is fixed \
+             text.\n{}",
+            self.0
+        )
+    }
+}
+
+/// SHA-256 (FIPS 180-4) of `data`, as lower-case hex: the dictionary's hash in the script,
+/// which `sha256sum` checks before the dictionary is installed.
+pub fn sha256_hex(data: &[u8]) -> String {
+    sha256(data).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+const K: [u32; 64] = [
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+];
+
+fn sha256(data: &[u8]) -> [u8; 32] {
+    let mut h: [u32; 8] = [
+        0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
+        0x5be0cd19,
+    ];
+    // The message, a 1 bit, zeros to 56 mod 64 bytes, and its length in bits.
+    let mut m = data.to_vec();
+    m.push(0x80);
+    while m.len() % 64 != 56 {
+        m.push(0);
+    }
+    m.extend_from_slice(&((data.len() as u64).wrapping_mul(8)).to_be_bytes());
+    for block in m.chunks_exact(64) {
+        compress(&mut h, block);
+    }
+    let mut out = [0u8; 32];
+    for (o, w) in out.chunks_exact_mut(4).zip(h) {
+        o.copy_from_slice(&w.to_be_bytes());
+    }
+    out
+}
+
+fn compress(h: &mut [u32; 8], block: &[u8]) {
+    let mut w = [0u32; 64];
+    for (i, c) in block.chunks_exact(4).enumerate() {
+        w[i] = u32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+    }
+    for i in 16..64 {
+        let s0 = w[i - 15].rotate_right(7) ^ w[i - 15].rotate_right(18) ^ (w[i - 15] >> 3);
+        let s1 = w[i - 2].rotate_right(17) ^ w[i - 2].rotate_right(19) ^ (w[i - 2] >> 10);
+        w[i] = w[i - 16].wrapping_add(s0).wrapping_add(w[i - 7]).wrapping_add(s1);
+    }
+    let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut hh] = *h;
+    for i in 0..64 {
+        let s1 = e.rotate_right(6) ^ e.rotate_right(11) ^ e.rotate_right(25);
+        let ch = (e & f) ^ (!e & g);
+        let t1 = hh.wrapping_add(s1).wrapping_add(ch).wrapping_add(K[i]).wrapping_add(w[i]);
+        let s0 = a.rotate_right(2) ^ a.rotate_right(13) ^ a.rotate_right(22);
+        let maj = (a & b) ^ (a & c) ^ (b & c);
+        let t2 = s0.wrapping_add(maj);
+        (hh, g, f, e, d, c, b, a) = (g, f, e, d.wrapping_add(t1), c, b, a, t1.wrapping_add(t2));
+    }
+    for (x, y) in h.iter_mut().zip([a, b, c, d, e, f, g, hh]) {
+        *x = x.wrapping_add(y);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sha256_matches_fips_180_vectors_and_sha256sum() {
+        assert_eq!(
+            sha256_hex(b""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        let long = b"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+        assert_eq!(
+            sha256_hex(long),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"
+        );
+        // Lengths around the padding's block edge, against coreutils.
+        for n in [55usize, 56, 63, 64, 65, 1000] {
+            let data: Vec<u8> = (0..n).map(|i| (i * 7 + 3) as u8).collect();
+            let mut child = std::process::Command::new("sha256sum")
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .expect("sha256sum");
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(&data).unwrap();
+            let out = String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap();
+            assert_eq!(out.split(' ').next().unwrap(), sha256_hex(&data), "{n} bytes");
+        }
+    }
+
+    #[test]
+    fn hostile_values_are_refused_naming_the_field() {
+        let e = zram_device("now.config.device", "zram0\ntouch /tmp/X").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "now.config.device: \"zram0\\ntouch /tmp/X\": not a zram device name (zram[0-9]+)"
+        );
+        assert!(!e.to_string().contains('\n'));
+        for bad in ["zram", "zram0;x", "zram$(x)", "zram`x`", "zram0 ", "ram0", "zram-1", ""] {
+            assert!(zram_device("f", bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(zram_device("f", "/dev/zram12").unwrap(), "zram12");
+        assert!(algorithm("policy.algo", "lz4").is_ok());
+        for bad in ["lz4;x", "lz4'", "$(x)", "zstd\n", "LZ4"] {
+            let e = algorithm("policy.algo", bad).unwrap_err();
+            assert!(e.to_string().starts_with("policy.algo: "), "{e}");
+        }
+        assert!(recompress_args("r", "type=idle").is_ok());
+        assert!(recompress_args("r", "type=huge max_pages=10").is_ok());
+        for bad in ["type=idle'", "type=$(x)", "", "type", "type=idle;x", "a=b\nc=d"] {
+            assert!(recompress_args("r", bad).is_err(), "{bad:?}");
+        }
+        assert!(path("p", "/var/lib/zmem/swapfile").is_ok());
+        for bad in
+            ["rel/x", "/a b", "/a\nb", "/a'b", "/a\"b", "/$(x)", "/`x`", "/a;b", "/a\\b", "/a/../b"]
+        {
+            assert!(path("p", bad).is_err(), "{bad:?}");
+        }
+        assert!(file_name("f", "zmem-zram.dict").is_ok());
+        for bad in ["../x", "a/b", ".x", "-x", "a b", ""] {
+            assert!(file_name("f", bad).is_err(), "{bad:?}");
+        }
+        assert!(swap_priority("p", 32768).is_err() && swap_priority("p", -2).is_err());
+        assert!(percent("p", 101).is_err() && period_secs("p", f64::NAN).is_err());
+    }
+
+    #[test]
+    fn quoting_and_comments_cannot_be_broken_out_of() {
+        assert_eq!(quote("a'b"), "'a'\\''b'");
+        assert_eq!(comment("x\ntouch /tmp/X\r\x1b[2J"), "# xtouch /tmp/X[2J\n");
+        assert_eq!(terminal("a\x1b]0;t\x07\nb\r"), "a]0;t\nb");
+        let block = Assignments::default().text("ZMEM_CONFIG", "a'\n$(x)").int("N", 3).block();
+        assert!(block.ends_with("ZMEM_CONFIG='a'\\''$(x)'\nN=3\n"), "{block}");
+    }
+}

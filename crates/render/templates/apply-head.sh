@@ -1,0 +1,45 @@
+# Everything from here on is fixed text: it reads the values above and changes nothing else.
+# Everything it changes is saved first in $ZMEM_STATE (default /var/lib/zmem/undo); the undo
+# script (`zmem lab --undo-script FILE`) puts it back. ZMEM_ROOT prefixes the files it writes;
+# ZMEM_SYSFS and ZMEM_PROCFS stand for /sys and /proc (tests point them at a fake tree).
+set -eu
+SYS=${ZMEM_SYSFS:-/sys}
+PROC=${ZMEM_PROCFS:-/proc}
+ROOT=${ZMEM_ROOT:-}
+STATE=${ZMEM_STATE:-/var/lib/zmem/undo}
+persist=1
+for arg in "$@"; do
+  case $arg in
+    --no-persist) persist=0 ;;
+    *) echo "usage: sh $0 [--no-persist]" >&2; exit 2 ;;
+  esac
+done
+if [ "$(id -u)" != 0 ]; then
+  echo 'zmem: run it as root (sudo sh THIS-FILE): nothing was changed' >&2
+  exit 1
+fi
+if [ -e "$STATE/applied" ]; then
+  echo "zmem: an earlier apply is not undone ($STATE): run its undo script first; nothing was changed" >&2
+  exit 1
+fi
+mkdir -p "$STATE"
+: > "$STATE/log"
+# save_file PATH: back PATH up (or note that it did not exist) before writing it.
+save_file() {
+  key=$(printf '%s' "$1" | tr '/' '%')
+  if [ -e "$1" ]; then cp -p "$1" "$STATE/file.$key"; else echo "created $1" >> "$STATE/log"; fi
+  echo "file $1 $key" >> "$STATE/log"
+}
+# zswap_set NAME VALUE: save zswap's parameter, then write it.
+zswap_set() {
+  p=$SYS/module/zswap/parameters/$1
+  grep -q "^zswap $1 " "$STATE/log" || echo "zswap $1 $(cat "$p")" >> "$STATE/log"
+  echo "$2" > "$p"
+}
+# reload: systemd reads the files written into the live root.
+reload() {
+  if [ -z "$ROOT" ] && command -v systemctl > /dev/null 2>&1; then
+    systemctl daemon-reload || true
+  fi
+}
+echo applying > "$STATE/applied"

@@ -1,0 +1,834 @@
+//! The decision's scripts, checked without touching the machine (issue 53, items 1 and 3):
+//!
+//! - every script zmem writes (every candidate policy as a zram decision, zswap decisions with
+//!   and without a disk swap, keep, refusal, undo) parses (`sh -n`) and passes
+//!   `shellcheck -s sh` (a live test: shellcheck is a tool `.ci/run` installs);
+//! - run in a sandbox (a scratch directory with stub commands first on PATH, `ZMEM_SYSFS` and
+//!   `ZMEM_PROCFS` pointing at a fake /sys and /proc), a zram and a zswap apply write what was
+//!   decided into the fake tree and the undo puts it back;
+//! - hostile values (newline, `$(...)`, backquotes, quotes, `;`, `\`, control characters) in
+//!   every field that reaches a script are refused with an error naming the field, or give a
+//!   script that parses, passes shellcheck and, run in the sandbox, makes no marker file; the
+//!   text and HTML reports carry no control character or markup from them;
+//! - a dictionary decision's dictionary is beside the script (0600), never in the script, the
+//!   JSON or the HTML; the script checks its SHA-256 and installs it 0600.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use zmem_lab::decision::{Contender, Decision, Kind, Pick, Reason, SwapBehind};
+use zmem_lab::zswap::ZswapCandidate;
+use zmem_lab::{self as lab, LabOptions, LabReport, LiveConfig, NoProgress, Now, Policy, Source};
+use zmem_render as render;
+use zmem_render::decision as dec;
+
+// ---- Decisions and candidates ------------------------------------------------------------
+
+fn decision(kind: Kind, pick: Pick, config: &str, behind: Option<SwapBehind>) -> Decision {
+    let c = Contender {
+        pick,
+        config: config.into(),
+        memory_saved_bytes: 1 << 20,
+        memory_saved_ci: [1 << 19, 3 << 19],
+        cpu_seconds_per_second: 1e-4,
+        swap_in_p50_ns: 2000,
+        swap_in_p99_ns: 5000,
+        within_budgets: true,
+        runs_now: false,
+    };
+    Decision {
+        kind,
+        config: config.into(),
+        chosen: Some(c),
+        memory_saved_bytes: 1 << 20,
+        memory_saved_ci: [1 << 19, 3 << 19],
+        cpu_seconds_per_second: 1e-4,
+        swap_in_p99_ns: 5000,
+        tie: false,
+        runner_up: None,
+        margin_bytes: 0,
+        uncertainty_bytes: 0,
+        reason: Reason::SavesMost,
+        now_config: "none".into(),
+        now_bytes: 2 << 20,
+        pages: 512,
+        swap_behind: behind,
+    }
+}
+
+fn zswap_candidate(compressor: &str, max_pool_percent: u32, shrinker: bool) -> ZswapCandidate {
+    ZswapCandidate {
+        kind: "zswap".into(),
+        name: format!("zswap {compressor} max_pool_percent={max_pool_percent}"),
+        compressor: compressor.into(),
+        max_pool_percent,
+        accept_threshold_percent: 90,
+        shrinker_enabled: shrinker,
+        available: true,
+        unavailable_reason: None,
+        is_current: false,
+        verified: true,
+        pool_bytes: 1 << 20,
+        memory_saved_bytes_vs_now: 0,
+        cpu_secs_per_sec: 1e-4,
+        added_cpu_secs_per_sec: 0.0,
+        load_p50_ns: 3000,
+        load_p99_ns: 9000,
+        added_load_p99_ns: 0,
+        hit_fraction: 1.0,
+        replay_max_pool_percent: max_pool_percent,
+        device_write_bytes_per_sec: 0.0,
+        swap_in_us_per_sec: 0.0,
+        within_budgets: true,
+        over_budget: Vec::new(),
+    }
+}
+
+/// A live zram device as the page set's metadata records it.
+fn now(device: &str, algo: &str, disksize: u64, prio: Option<i32>) -> Now {
+    Now {
+        config: LiveConfig {
+            device: device.into(),
+            comp_algorithm: algo.into(),
+            recomp_algorithm: None,
+            algorithm_params: None,
+            disksize_bytes: disksize,
+            mem_limit_bytes: 0,
+            swap_priority: prio,
+            offered: Vec::new(),
+            recompress: false,
+        },
+        live_mm_stat: String::new(),
+        predicted_mm_stat: String::new(),
+        fields: Vec::new(),
+        exact: true,
+        drift: None,
+        fragmentation_bytes: 0,
+        compact_gain_bytes: 0,
+        stored_pages: 0,
+    }
+}
+
+fn zram_script(p: &Policy, now: Option<&Now>, dict: Option<&[u8]>) -> String {
+    let d = decision(Kind::Zram, Pick::Zram(0), &format!("zram {}", p.name), None);
+    dec::zram_apply_script(&d, p, now, 3600.0, dict, &[]).expect("a zram script")
+}
+
+fn zswap_script(existing: Option<&str>) -> String {
+    let c = zswap_candidate("lzo", 20, true);
+    let behind = SwapBehind {
+        existing: existing.map(String::from),
+        size_bytes: 32 << 20,
+        new_file: existing.is_none().then(|| "/var/lib/zmem/swapfile".into()),
+    };
+    let d = decision(Kind::Zswap, Pick::Zswap(0), &c.name, Some(behind));
+    dec::zswap_apply_script(&d, &c).expect("a zswap script")
+}
+
+/// One small lab run (1,024 generated pages), shared by the tests that need a whole report.
+fn report() -> &'static LabReport {
+    static R: OnceLock<LabReport> = OnceLock::new();
+    R.get_or_init(|| {
+        let set = zmem_pages::generate::generate(zmem_pages::generate::Kind::Mixed, 1024, 4096, 7)
+            .expect("generator");
+        let source = Source {
+            kind: "builtin".into(),
+            detail: "test set".into(),
+            pages: set.len() as u64,
+            page_size: 4096,
+            fallback_reason: None,
+        };
+        let opts = LabOptions { min_time: Duration::ZERO, ..LabOptions::default() };
+        lab::run(set.bytes(), source, &opts, &NoProgress).expect("lab run")
+    })
+}
+
+/// `r` with its decision made the zram policy named `name`.
+fn decided(r: &LabReport, name: &str) -> LabReport {
+    let mut r = r.clone();
+    let i = r.policies.iter().position(|p| p.policy.name == name).expect("the policy");
+    let d = r.decision.as_mut().expect("a decision");
+    d.kind = Kind::Zram;
+    d.config = format!("zram {name}");
+    d.chosen.as_mut().expect("a choice").pick = Pick::Zram(i);
+    r
+}
+
+/// Every script zmem writes, by name.
+fn every_script() -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    for p in lab::candidates("lzo-rle") {
+        let dict: Option<&[u8]> = if p.dict { Some(b"dictionary") } else { None };
+        v.push((format!("zram {}", p.name), zram_script(&p, None, dict)));
+    }
+    let live = now("/dev/zram3", "lzo-rle", 1 << 30, Some(7));
+    v.push((
+        "zram lz4 on a live device".into(),
+        zram_script(&Policy::single("lz4"), Some(&live), None),
+    ));
+    v.push(("zswap, a swap file".into(), zswap_script(None)));
+    v.push(("zswap, a disk swap".into(), zswap_script(Some("/dev/vda2"))));
+    let r = report();
+    let mut keep = r.clone();
+    keep.decision.as_mut().unwrap().kind = Kind::Keep;
+    v.push(("keep".into(), dec::apply_script(&keep).unwrap()));
+    let mut none = r.clone();
+    none.decision.as_mut().unwrap().kind = Kind::None;
+    v.push(("refusal".into(), dec::apply_script(&none).unwrap()));
+    v.push(("undo".into(), dec::undo_script()));
+    v
+}
+
+// ---- Parsing and shellcheck ----------------------------------------------------------------
+
+fn sh_n(script: &str) -> Result<(), String> {
+    let out = Command::new("sh").args(["-n", "-c", script]).output().expect("sh");
+    if out.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&out.stderr).into()) }
+}
+
+fn shellcheck_available() -> bool {
+    Command::new("shellcheck").arg("--version").output().is_ok_and(|o| o.status.success())
+}
+
+/// shellcheck's findings on `script` (empty: none).
+fn shellcheck(script: &str) -> String {
+    let dir = Scratch::new("shellcheck");
+    let path = dir.0.join("script.sh");
+    fs::write(&path, script).unwrap();
+    let out =
+        Command::new("shellcheck").args(["-s", "sh"]).arg(&path).output().expect("shellcheck");
+    if out.status.success() { String::new() } else { String::from_utf8_lossy(&out.stdout).into() }
+}
+
+#[test]
+fn every_script_parses() {
+    for (name, s) in every_script() {
+        assert!(s.starts_with("#!/bin/sh\n"), "{name}");
+        if let Err(e) = sh_n(&s) {
+            panic!("{name}: sh -n: {e}\n{s}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "live: needs shellcheck (.ci/run installs it)"]
+fn every_script_passes_shellcheck() {
+    let t = zmem_testkit::may_skip();
+    if !shellcheck_available() {
+        t.skip_optional("no shellcheck on PATH (.ci/run installs it)");
+        return;
+    }
+    for (name, s) in every_script() {
+        let findings = shellcheck(&s);
+        assert!(findings.is_empty(), "{name}: shellcheck -s sh:\n{findings}\n{s}");
+    }
+}
+
+/// The generated part is one block of assignments: everything after it is the same text for
+/// every decision of a kind (the templates), and no value appears outside that block and the
+/// comments.
+#[test]
+fn only_the_assignment_block_differs() {
+    let tail = |s: &str| {
+        let start = s.find("# Everything from here on is fixed text").expect("the head");
+        s[start..].to_string()
+    };
+    let scripts: Vec<String> =
+        lab::candidates("lzo-rle").iter().map(|p| zram_script(p, None, Some(b"d"))).collect();
+    assert!(scripts.iter().all(|s| tail(s) == tail(&scripts[0])));
+    for s in &scripts {
+        let block_start = s.find("# The decision's values").unwrap();
+        let block = &s[block_start..s.find("# Everything from here on").unwrap()];
+        let assignment = |l: &str| l.starts_with("ZMEM_") && l.contains('=');
+        let directive = |l: &str| l.starts_with("# shellcheck disable=SC");
+        assert!(block.lines().skip(1).all(|l| assignment(l) || directive(l)), "{block}");
+        // Before the block: the shebang and comments only.
+        assert!(s[..block_start].lines().skip(1).all(|l| l.starts_with('#')), "{s}");
+    }
+    assert_eq!(tail(&zswap_script(None)), tail(&zswap_script(Some("/dev/vda2"))));
+}
+
+// ---- The sandbox ---------------------------------------------------------------------------
+
+/// A scratch directory, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Self {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!("zmem-scripts-{}-{tag}-{n}", std::process::id()));
+        let _ = fs::remove_dir_all(&p);
+        fs::create_dir_all(&p).unwrap();
+        Self(p)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Commands that change the machine, stubbed: each logs its name and arguments to
+/// `$SANDBOX_LOG` and succeeds (`id` says root; `systemd-escape` gives a fixed unit name;
+/// `swapon -p PRIO PATH` and `swapoff PATH` edit the fake /proc/swaps).
+const STUBS: [&str; 9] =
+    ["mkswap", "modprobe", "systemctl", "udevadm", "mknod", "fallocate", "dd", "chmod", "ln"];
+
+/// The fake swapon: `swapon -p PRIO PATH` adds PATH to the fake /proc/swaps.
+const SWAPON: &str = r#"[ "$1" = -p ] && echo "$3 file 65536 0 $2" >> "$ZMEM_PROCFS/swaps""#;
+/// The fake swapoff: `swapoff PATH` takes PATH out of it.
+const SWAPOFF: &str = r#"awk -v f="$1" '$1 != f' "$ZMEM_PROCFS/swaps" > "$ZMEM_PROCFS/swaps.new"
+mv "$ZMEM_PROCFS/swaps.new" "$ZMEM_PROCFS/swaps""#;
+
+/// A fake machine: stub commands, a fake /sys and /proc, a root and a state directory.
+struct Sandbox {
+    dir: Scratch,
+}
+
+impl Sandbox {
+    fn new(tag: &str) -> Self {
+        let sb = Self { dir: Scratch::new(tag) };
+        let bin = sb.path("bin");
+        fs::create_dir_all(&bin).unwrap();
+        for name in STUBS {
+            stub(&bin, name, "");
+        }
+        stub(&bin, "id", "echo 0");
+        stub(&bin, "swapon", SWAPON);
+        stub(&bin, "swapoff", SWAPOFF);
+        stub(&bin, "systemd-escape", "echo zmem-test.swap");
+        sb.zram_device(0, "lzo [lzo-rle] lz4 lz4hc zstd deflate 842", "0");
+        sb.put("sys/class/zram-control/hot_add", "1\n");
+        for (k, v) in [
+            ("enabled", "Y"),
+            ("compressor", "lz4"),
+            ("max_pool_percent", "20"),
+            ("accept_threshold_percent", "90"),
+            ("shrinker_enabled", "N"),
+        ] {
+            sb.put(&format!("sys/module/zswap/parameters/{k}"), &format!("{v}\n"));
+        }
+        sb.put("proc/swaps", "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n");
+        sb.put("proc/mounts", "/dev/vda1 / ext4 rw 0 0\n");
+        sb.put("proc/meminfo", "MemTotal:        4000000 kB\n");
+        sb.put("proc/crypto", "name         : lzo\ndriver       : lzo-generic\n");
+        sb
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.0.join(rel)
+    }
+
+    fn put(&self, rel: &str, text: &str) {
+        let p = self.path(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, text).unwrap();
+    }
+
+    fn get(&self, rel: &str) -> String {
+        fs::read_to_string(self.path(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+    }
+
+    fn zram_device(&self, id: u32, algos: &str, disksize: &str) {
+        let d = format!("sys/block/zram{id}");
+        for (a, v) in [
+            ("comp_algorithm", format!("{algos}\n")),
+            ("disksize", format!("{disksize}\n")),
+            ("reset", String::new()),
+            ("recomp_algorithm", String::new()),
+            ("algorithm_params", String::new()),
+            ("recompress", String::new()),
+            ("dev", format!("252:{id}\n")),
+        ] {
+            self.put(&format!("{d}/{a}"), &v);
+        }
+    }
+
+    /// The stubs' calls so far.
+    fn calls(&self) -> String {
+        fs::read_to_string(self.path("calls")).unwrap_or_default()
+    }
+
+    /// Runs `script` (written as `name` in the sandbox) with `args`.
+    fn run(&self, name: &str, script: &str, args: &[&str]) -> Output {
+        let path = self.path(name);
+        fs::write(&path, script).unwrap();
+        self.run_file(&path, args)
+    }
+
+    fn run_file(&self, path: &Path, args: &[&str]) -> Output {
+        let path_env = format!("{}:{}", self.path("bin").display(), std::env::var("PATH").unwrap());
+        Command::new("sh")
+            .arg(path)
+            .args(args)
+            .current_dir(&self.dir.0)
+            .env("PATH", path_env)
+            .env("SANDBOX_LOG", self.path("calls"))
+            .env("ZMEM_SYSFS", self.path("sys"))
+            .env("ZMEM_PROCFS", self.path("proc"))
+            .env("ZMEM_ROOT", self.path("root"))
+            .env("ZMEM_STATE", self.path("state"))
+            .env("ZMEM_SWAPFILE", self.path("swapfile"))
+            .env_remove("ZMEM_ZRAM_DEVICE")
+            .output()
+            .expect("sh")
+    }
+}
+
+fn stub(bin: &Path, name: &str, body: &str) {
+    let p = bin.join(name);
+    fs::write(&p, format!("#!/bin/sh\necho \"{name} $*\" >> \"$SANDBOX_LOG\"\n{body}\n")).unwrap();
+    fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn ok(out: &Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what}: {}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A zram decision in the sandbox: a live zram swap (lzo-rle, 64 MiB, priority 5) reconfigured
+/// to lzo-rle + zstd(idle) with its units and drop-in; the undo puts the device back.
+#[test]
+fn a_zram_decision_runs_in_the_sandbox_and_is_undone() {
+    let sb = Sandbox::new("zram");
+    sb.zram_device(0, "lzo [lzo-rle] lz4 lz4hc zstd deflate 842", "67108864");
+    let swaps = "/dev/zram0 partition 65532 0 5\n/dev/vda2 partition 1048572 0 10\n";
+    sb.put("proc/swaps", &(sb.get("proc/swaps") + swaps));
+    let p =
+        lab::candidates("lzo-rle").into_iter().find(|p| p.name == "lzo-rle + zstd(idle)").unwrap();
+    let live = now("/dev/zram0", "lzo-rle", 64 << 20, Some(5));
+    let script = zram_script(&p, Some(&live), None);
+    ok(&sb.run("apply.sh", &script, &[]), "apply");
+    // What was decided, in the fake tree.
+    assert_eq!(sb.get("sys/block/zram0/comp_algorithm"), "lzo-rle\n");
+    assert_eq!(sb.get("sys/block/zram0/recomp_algorithm"), "algo=zstd priority=1\n");
+    assert_eq!(sb.get("sys/block/zram0/disksize"), "64M\n");
+    assert_eq!(sb.get("sys/block/zram0/reset"), "1\n");
+    assert_eq!(sb.get("sys/module/zswap/parameters/enabled"), "N\n", "zram decided: zswap off");
+    let calls = sb.calls();
+    let swapoff = calls.find("swapoff /dev/zram0").expect("swapoff");
+    let swapon = calls.find("swapon -p 11 /dev/zram0").expect("above the other area's 10");
+    assert!(swapoff < swapon, "{calls}");
+    // The files match the forms the JSON and the HTML show.
+    let a = render::apply::forms(&p, Some(&live), 3600.0);
+    let conf = sb.get("root/etc/systemd/zram-generator.conf.d/60-zmem.conf");
+    assert_eq!(conf, format!("# zmem lab: zram {}\n{}", p.name, a.generator_conf));
+    let unit = render::apply::UNIT;
+    assert_eq!(sb.get(&format!("root/etc/systemd/system/{unit}.service")), a.service.unwrap());
+    assert_eq!(sb.get(&format!("root/etc/systemd/system/{unit}.timer")), a.timer.unwrap());
+    assert_eq!(
+        sb.get("root/etc/tmpfiles.d/zmem-zswap.conf"),
+        "w /sys/module/zswap/parameters/enabled - - - - N\n"
+    );
+    // A second apply is refused while the first is not undone.
+    let again = sb.run("apply.sh", &script, &[]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("not undone"));
+    ok(&sb.run("undo.sh", &dec::undo_script(), &[]), "undo");
+    assert_eq!(sb.get("sys/block/zram0/comp_algorithm"), "lzo-rle\n");
+    assert_eq!(sb.get("sys/block/zram0/disksize"), "67108864\n");
+    assert_eq!(sb.get("sys/module/zswap/parameters/enabled"), "Y\n");
+    assert!(sb.calls().contains("swapon -p 5 /dev/zram0"), "{}", sb.calls());
+    assert!(!sb.path("root/etc/systemd/zram-generator.conf.d/60-zmem.conf").exists());
+    assert!(!sb.path(&format!("root/etc/systemd/system/{unit}.timer")).exists());
+    assert!(!sb.path("state").exists(), "undo clears its state");
+}
+
+/// The checks come before any change: a kernel whose zram lacks the algorithm, a device name
+/// that is not one in ZMEM_ZRAM_DEVICE, --no-persist writing no file.
+#[test]
+fn the_zram_script_checks_before_it_changes() {
+    let sb = Sandbox::new("checks");
+    sb.zram_device(0, "lzo [lzo-rle] lz4", "0");
+    let script = zram_script(&Policy::single("zstd"), None, None);
+    let out = sb.run("apply.sh", &script, &[]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("offers no zstd"));
+    assert_eq!(sb.get("sys/block/zram0/comp_algorithm"), "lzo [lzo-rle] lz4\n");
+    assert!(!sb.calls().contains("swapoff") && !sb.calls().contains("mkswap"));
+
+    let sb = Sandbox::new("devname");
+    let mark = sb.path("MARK");
+    let hostile = format!("zram0$(touch {})", mark.display());
+    let path = sb.path("apply.sh");
+    fs::write(&path, zram_script(&Policy::single("lz4"), None, None)).unwrap();
+    let out = Command::new("sh")
+        .arg(&path)
+        .env("PATH", format!("{}:{}", sb.path("bin").display(), std::env::var("PATH").unwrap()))
+        .env("SANDBOX_LOG", sb.path("calls"))
+        .env("ZMEM_SYSFS", sb.path("sys"))
+        .env("ZMEM_PROCFS", sb.path("proc"))
+        .env("ZMEM_STATE", sb.path("state"))
+        .env("ZMEM_ZRAM_DEVICE", &hostile)
+        .output()
+        .unwrap();
+    assert!(!out.status.success() && !mark.exists());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a zram device name"));
+    assert!(!sb.path("state/applied").exists(), "a refusal leaves no apply to undo");
+
+    let sb = Sandbox::new("nopersist");
+    ok(
+        &sb.run("apply.sh", &zram_script(&Policy::single("lz4"), None, None), &["--no-persist"]),
+        "apply",
+    );
+    assert_eq!(sb.get("sys/block/zram0/comp_algorithm"), "lz4\n");
+    // No live size: half of MemTotal (4,000,000 kB / 2048 = 1953 MiB).
+    assert_eq!(sb.get("sys/block/zram0/disksize"), "1953M\n");
+    assert!(!sb.path("root/etc").exists(), "--no-persist writes no file");
+}
+
+/// From every state a user starts in (issue 29): no device (hot-added, and removed by the
+/// undo), no zram at all (modprobe tried, then refused), a mounted device (refused), each
+/// refusal before any change; a plain algorithm never writes recomp_algorithm.
+#[test]
+fn the_zram_script_meets_every_state() {
+    let lz4 = zram_script(&Policy::single("lz4"), None, None);
+    // No zram0: hot_add makes zram1, which is configured instead and removed by the undo.
+    let sb = Sandbox::new("hotadd");
+    fs::remove_dir_all(sb.path("sys/block/zram0")).unwrap();
+    sb.zram_device(1, "lzo [lzo-rle] lz4", "0");
+    let out = sb.run("apply.sh", &lz4, &["--no-persist"]);
+    ok(&out, "apply");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("hot_add made zram1"));
+    assert_eq!(sb.get("sys/block/zram1/comp_algorithm"), "lz4\n");
+    assert_eq!(sb.get("sys/block/zram1/recomp_algorithm"), "", "no secondary, no write");
+    assert!(sb.calls().contains("swapon -p 100 /dev/zram1"), "{}", sb.calls());
+    ok(&sb.run("undo.sh", &dec::undo_script(), &[]), "undo");
+    assert_eq!(sb.get("sys/class/zram-control/hot_remove"), "1\n", "the device it made, removed");
+    // No zram: modprobe is tried, then the script stops.
+    let sb = Sandbox::new("nozram");
+    fs::remove_dir_all(sb.path("sys/class/zram-control")).unwrap();
+    fs::remove_dir_all(sb.path("sys/block/zram0")).unwrap();
+    let out = sb.run("apply.sh", &lz4, &[]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("this kernel has no zram"));
+    assert!(sb.calls().contains("modprobe zram"), "{}", sb.calls());
+    assert!(!sb.calls().contains("swapo") && !sb.calls().contains("mkswap"));
+    // A mounted zram0: left alone.
+    let sb = Sandbox::new("mounted");
+    sb.put("proc/mounts", "/dev/zram0 /tmp ext4 rw 0 0\n");
+    let out = sb.run("apply.sh", &lz4, &[]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is mounted"));
+    assert_eq!(sb.get("sys/block/zram0/reset"), "", "not reset");
+}
+
+/// A zswap decision in the sandbox: a swap file made, zswap's parameters written (enabled
+/// last), tmpfiles.d and the swap unit; the undo puts every parameter back and removes them.
+#[test]
+fn a_zswap_decision_runs_in_the_sandbox_and_is_undone() {
+    let sb = Sandbox::new("zswap");
+    sb.put("proc/swaps", &(sb.get("proc/swaps") + "/dev/zram0 partition 65532 0 5\n"));
+    let before: Vec<(String, String)> =
+        ["compressor", "max_pool_percent", "shrinker_enabled", "enabled"]
+            .iter()
+            .map(|k| (k.to_string(), sb.get(&format!("sys/module/zswap/parameters/{k}"))))
+            .collect();
+    ok(&sb.run("apply.sh", &zswap_script(None), &[]), "apply");
+    let param = |k: &str| sb.get(&format!("sys/module/zswap/parameters/{k}"));
+    assert_eq!(param("compressor"), "lzo\n");
+    assert_eq!(param("max_pool_percent"), "20\n");
+    assert_eq!(param("shrinker_enabled"), "Y\n");
+    assert_eq!(param("enabled"), "Y\n");
+    let calls = sb.calls();
+    let swapfile = sb.path("swapfile").display().to_string();
+    assert!(calls.contains(&format!("fallocate -l 64M {swapfile}")), "{calls}");
+    assert!(calls.contains(&format!("swapon -p 10 {swapfile}")), "{calls}");
+    assert!(calls.contains("swapoff /dev/zram0"), "no zswap stacked on zram: {calls}");
+    let tmpfiles = sb.get("root/etc/tmpfiles.d/zmem-zswap.conf");
+    assert!(tmpfiles.starts_with("w /sys/module/zswap/parameters/compressor - - - - lzo\n"));
+    assert!(tmpfiles.ends_with("w /sys/module/zswap/parameters/enabled - - - - Y\n"), "{tmpfiles}");
+    assert_eq!(
+        sb.get("root/etc/systemd/zram-generator.conf.d/60-zmem.conf"),
+        "[zram0]\nzram-size = 0\n"
+    );
+    assert!(
+        sb.get("root/etc/systemd/system/zmem-test.swap").contains(&format!("What={swapfile}\n"))
+    );
+    ok(&sb.run("undo.sh", &dec::undo_script(), &[]), "undo");
+    for (k, v) in &before {
+        assert_eq!(&param(k), v, "zswap {k} put back");
+    }
+    assert!(sb.calls().contains("swapon -p 5 /dev/zram0"), "{}", sb.calls());
+    assert!(!sb.path("root/etc/tmpfiles.d/zmem-zswap.conf").exists());
+    assert!(!sb.path("state").exists());
+}
+
+/// A kernel without zswap, or whose crypto API lacks the compressor: refused, nothing changed.
+#[test]
+fn the_zswap_script_checks_before_it_changes() {
+    let sb = Sandbox::new("nozswap");
+    fs::remove_dir_all(sb.path("sys/module/zswap")).unwrap();
+    let out = sb.run("apply.sh", &zswap_script(None), &[]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no zswap"));
+    let changed = sb.calls().lines().any(|l| !l.starts_with("id "));
+    assert!(!sb.path("state/applied").exists() && !changed, "{}", sb.calls());
+}
+
+// ---- Hostile values ------------------------------------------------------------------------
+
+/// Values that would run `touch MARK` if they reached code, or break a line or a comment.
+fn hostile(mark: &Path) -> Vec<String> {
+    let m = mark.display();
+    vec![
+        format!("x\ntouch {m}\n#"),
+        format!("x\rtouch {m}"),
+        format!("$(touch {m})"),
+        format!("`touch {m}`"),
+        format!("'; touch {m}; '"),
+        format!("\"; touch {m}; \""),
+        format!("x;touch {m}"),
+        format!("\\'$(touch {m})\\'"),
+        format!("x\x1b]0;title\x07\x1b[2J\0touch {m}"),
+        "<script>alert(1)</script>\"onmouseover='x'".into(),
+    ]
+}
+
+fn assert_refused<T: std::fmt::Debug>(got: Result<T, render::script::ScriptError>, field: &str) {
+    let e = got.expect_err("a hostile value is refused");
+    let line = e.to_string();
+    assert!(line.starts_with(&format!("{field}: ")), "{line}");
+    assert!(!line.contains('\n') && !line.contains('\r') && !line.contains('\x1b'), "{line:?}");
+}
+
+/// A script made from hostile free text: parses, passes shellcheck where it is installed, and
+/// run in the sandbox ends as it would without them (`applies`: exit 0) and makes no marker.
+fn assert_inert(script: &str, sb: &Sandbox, mark: &Path, applies: bool) {
+    sh_n(script).unwrap_or_else(|e| panic!("sh -n: {e}\n{script}"));
+    if shellcheck_available() {
+        let f = shellcheck(script);
+        assert!(f.is_empty(), "{f}\n{script}");
+    }
+    let out = sb.run("apply.sh", script, &["--no-persist"]);
+    assert_eq!(out.status.success(), applies, "{}", String::from_utf8_lossy(&out.stderr));
+    ok(&sb.run("undo.sh", &dec::undo_script(), &[]), "undo");
+    assert!(!mark.exists(), "a hostile value ran:\n{script}");
+}
+
+#[test]
+fn hostile_values_are_refused_naming_the_field() {
+    let sb = Sandbox::new("refused");
+    let lz4 = Policy::single("lz4");
+    let d = decision(Kind::Zram, Pick::Zram(0), "zram lz4", None);
+    let zram = |p: &Policy, n: Option<&Now>| dec::zram_apply_script(&d, p, n, 3600.0, None, &[]);
+    for v in hostile(&sb.path("MARK")) {
+        let n = now(&v, "lzo-rle", 0, None);
+        assert_refused(zram(&lz4, Some(&n)), "now.config.device");
+        let n = now(&format!("/dev/zram0{v}"), "lzo-rle", 0, None);
+        assert_refused(zram(&lz4, Some(&n)), "now.config.device");
+        assert_refused(zram(&Policy::single(&v), None), "policy.algo");
+        let mut p = lab::candidates("lzo-rle").remove(8);
+        p.recomp = vec![v.clone()];
+        assert_refused(zram(&p, None), "policy.recomp[0]");
+        let mut p = lab::candidates("lzo-rle").remove(8);
+        p.recompress = Some(format!("type=idle{v}"));
+        assert_refused(zram(&p, None), "policy.recompress");
+        let c = zswap_candidate(&v, 20, false);
+        let zd = decision(Kind::Zswap, Pick::Zswap(0), "zswap", None);
+        assert_refused(dec::zswap_apply_script(&zd, &c), "zswap.candidate.compressor");
+        let c = zswap_candidate("lzo", 20, false);
+        for (existing, new_file, field) in [
+            (Some(format!("/dev/vda{v}")), None, "decision.swap_behind.existing"),
+            (None, Some(format!("/var/lib/{v}")), "decision.swap_behind.new_file"),
+        ] {
+            let b = SwapBehind { existing, size_bytes: 1 << 20, new_file };
+            let zd = decision(Kind::Zswap, Pick::Zswap(0), "zswap", Some(b));
+            assert_refused(dec::zswap_apply_script(&zd, &c), field);
+        }
+    }
+    let n = now("/dev/zram0", "lzo-rle", 0, Some(40000));
+    assert_refused(zram(&lz4, Some(&n)), "now.config.swap_priority");
+    let c = zswap_candidate("lzo", 250, false);
+    let zd = decision(Kind::Zswap, Pick::Zswap(0), "zswap", None);
+    assert_refused(dec::zswap_apply_script(&zd, &c), "zswap.candidate.max_pool_percent");
+    assert!(!sb.path("MARK").exists());
+}
+
+/// Free text (the decision's name, what runs now, warnings, reasons) goes only into comments
+/// and quoted strings: the scripts stay inert.
+#[test]
+fn hostile_free_text_stays_inert() {
+    let sb = Sandbox::new("inert");
+    let mark = sb.path("MARK");
+    for v in hostile(&mark) {
+        let mut d = decision(Kind::Zram, Pick::Zram(0), &v, None);
+        d.now_config = v.clone();
+        let warnings = vec![v.clone()];
+        let s = dec::zram_apply_script(&d, &Policy::single("lz4"), None, 3600.0, None, &warnings)
+            .expect("free text is no reason to refuse");
+        assert_inert(&s, &sb, &mark, true);
+        let c = zswap_candidate("lzo", 20, true);
+        let zd = decision(Kind::Zswap, Pick::Zswap(0), &v, None);
+        assert_inert(&dec::zswap_apply_script(&zd, &c).unwrap(), &sb, &mark, true);
+        let mut r = report().clone();
+        r.decision.as_mut().unwrap().kind = Kind::Keep;
+        r.decision.as_mut().unwrap().config = v.clone();
+        assert_inert(&dec::apply_script(&r).unwrap(), &sb, &mark, true);
+        r.decision.as_mut().unwrap().kind = Kind::None;
+        r.decision.as_mut().unwrap().reason =
+            Reason::TooFewPages { measured_pages: 1, min_pages: 2 };
+        assert_inert(&dec::apply_script(&r).unwrap(), &sb, &mark, false);
+    }
+}
+
+/// A report full of hostile metadata: its script is refused (the device), the JSON says why
+/// and carries no script, no file is written, and the text and HTML reports carry no control
+/// character or markup from it.
+#[test]
+fn a_hostile_report_gives_no_script_and_clean_reports() {
+    let sb = Sandbox::new("report");
+    let mark = sb.path("MARK");
+    for v in hostile(&mark) {
+        let mut r = decided(report(), "lz4");
+        let mut n = now(&format!("/dev/{v}"), &v, 1 << 20, Some(3));
+        n.config.algorithm_params = Some(v.clone());
+        n.config.recomp_algorithm = Some(v.clone());
+        n.config.offered = vec![v.clone()];
+        n.drift = Some(v.clone());
+        r.now = Some(n);
+        r.kernel.release = v.clone();
+        r.source.detail = v.clone();
+        r.source.fallback_reason = Some(v.clone());
+        r.recommendation.now_config = v.clone();
+        r.recommendation.available = false;
+        r.recommendation.unavailable_reason = Some(v.clone());
+        r.decision.as_mut().unwrap().now_config = v.clone();
+        r.swap_device.name = v.clone();
+        r.swap_device.note = v.clone();
+        r.trace.detail = v.clone();
+        assert_refused(dec::apply_script(&r), "now.config.device");
+        let json = render::json::lab_report(&r);
+        assert!(json["decision"]["apply_script"].is_null());
+        assert!(
+            json["decision"]["apply_refused"].as_str().unwrap().starts_with("now.config.device: ")
+        );
+        assert_eq!(json["decision"]["undo_script"], "");
+        let out = LabOutputsIn::new(&sb);
+        let e = render::write_lab_outputs(&r, &out.outputs).expect_err("refused");
+        assert!(e.to_string().contains("now.config.device"), "{e}");
+        assert!(!out.apply.exists() && !out.undo.exists(), "nothing written");
+        for (what, text) in [
+            ("summary", render::render_summary(&r)),
+            ("decision text", dec::text(&r)),
+            ("html", render::render_html(&r)),
+        ] {
+            let bad = text.chars().find(|c| c.is_control() && !matches!(c, '\n' | '\t'));
+            assert!(bad.is_none(), "{what}: {bad:?} from {v:?}");
+        }
+        let html = render::render_html(&r);
+        assert!(!html.contains("<script>") && !html.contains("\"onmouseover"), "{v:?}");
+        // The script the same report gives without the hostile device is inert.
+        r.now = Some(now("/dev/zram0", "lzo-rle", 1 << 20, Some(3)));
+        assert_inert(&dec::apply_script(&r).unwrap(), &sb, &mark, true);
+    }
+}
+
+/// The lab's output paths inside a sandbox.
+struct LabOutputsIn {
+    apply: PathBuf,
+    undo: PathBuf,
+    outputs: render::LabOutputs,
+}
+
+impl LabOutputsIn {
+    fn new(sb: &Sandbox) -> Self {
+        let (apply, undo) = (sb.path("out/apply.sh"), sb.path("out/undo.sh"));
+        fs::create_dir_all(sb.path("out")).unwrap();
+        let outputs = render::LabOutputs {
+            apply_script: Some(apply.clone()),
+            undo_script: Some(undo.clone()),
+            dir: Some(sb.path("out/report")),
+        };
+        Self { apply, undo, outputs }
+    }
+}
+
+// ---- The dictionary ------------------------------------------------------------------------
+
+fn base64(data: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for c in data.chunks(3) {
+        let b = [c[0], *c.get(1).unwrap_or(&0), *c.get(2).unwrap_or(&0)];
+        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+        for k in 0..4 {
+            out.push(if k <= c.len() { A[(n >> (18 - 6 * k) & 63) as usize] as char } else { '=' });
+        }
+    }
+    out
+}
+
+/// Whether `text` holds one of 16 48-byte runs spread over `dict`, raw or in base64 at any
+/// alignment.
+fn holds(text: &[u8], dict: &[u8]) -> bool {
+    let s = String::from_utf8_lossy(text);
+    let n = dict.len().saturating_sub(48);
+    (0..n).step_by((n / 16).max(1)).any(|i| {
+        let run = &dict[i..i + 48];
+        text.windows(48).any(|w| w == run) || (0..3).any(|k| s.contains(&base64(&run[k..k + 45])))
+    })
+}
+
+/// A "zstd + dict" decision: the dictionary beside the script (0600), listed in the JSON, in
+/// none of the script, report.json and report.html; the script checks its hash and installs it
+/// 0600, and refuses a dictionary that is not the one decided.
+#[test]
+fn the_dictionary_is_beside_the_script_never_in_it() {
+    let r = decided(report(), "zstd + dict");
+    let dict = dec::dictionary(&r).expect("a trained dictionary").to_vec();
+    assert!(dict.len() > 1024, "{} bytes", dict.len());
+    let sb = Sandbox::new("dict");
+    let out = LabOutputsIn::new(&sb);
+    let json = render::write_lab_outputs(&r, &out.outputs).expect("written");
+    let file = sb.path("out").join(render::apply::DICT_FILE);
+    assert_eq!(fs::read(&file).unwrap(), dict);
+    assert_eq!(fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(doc["decision"]["files_needed"], serde_json::json!([render::apply::DICT_FILE]));
+    for f in
+        [out.apply.clone(), sb.path("out/report/report.json"), sb.path("out/report/report.html")]
+    {
+        assert!(!holds(&fs::read(&f).unwrap(), &dict), "{} holds the dictionary", f.display());
+    }
+    assert!(holds(&dict, &dict), "the check finds what it looks for");
+    // Run from its own directory's neighbour: the script finds the file beside itself.
+    ok(&sb.run_file(&out.apply, &["--no-persist"]), "apply");
+    let installed = sb.path("root/etc/zmem/zram-dict");
+    assert_eq!(fs::read(&installed).unwrap(), dict);
+    assert_eq!(fs::metadata(&installed).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        sb.get("sys/block/zram0/algorithm_params"),
+        format!("algo=zstd dict={}\n", installed.display())
+    );
+    ok(&sb.run_file(&out.undo, &[]), "undo");
+    assert!(!installed.exists(), "undo removes the dictionary it installed");
+    // Another dictionary beside it: refused before anything changes.
+    fs::write(&file, b"not the dictionary").unwrap();
+    let before = sb.get("sys/block/zram0/comp_algorithm");
+    let o = sb.run_file(&out.apply, &[]);
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("SHA-256"));
+    assert_eq!(sb.get("sys/block/zram0/comp_algorithm"), before);
+    assert!(!installed.exists() && !sb.path("state/applied").exists());
+}
+
+/// A dictionary decision read back without its dictionary (the JSON holds none): refused.
+#[test]
+fn a_dictionary_decision_without_the_dictionary_is_refused() {
+    let mut r = decided(report(), "zstd + dict");
+    for p in &mut r.policies {
+        p.dict = None;
+    }
+    assert_refused(dec::apply_script(&r), "policies.dict");
+}
