@@ -92,10 +92,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     set.save(&args.output, compression)?;
     if let (true, CaptureSummary::Processes(s)) = (args.verbose, &summary) {
         for (pid, why) in &s.skipped {
-            eprintln!("skipped {pid}: {why}");
+            super::note(&format!("skipped {pid}: {why}"));
         }
     }
-    eprintln!("{summary}");
+    super::note(&summary.to_string());
     Ok(())
 }
 

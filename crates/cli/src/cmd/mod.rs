@@ -22,7 +22,15 @@ pub mod validate;
 pub mod zram;
 pub mod zram_speed;
 
-/// Prints `value` as pretty JSON when `json` is set, else the text `render` makes of it.
+/// Writes one line to stderr with no control character: it may carry process names, cgroup
+/// paths or notes read from the machine.
+pub(crate) fn note(line: &str) {
+    eprintln!("{}", zmem_render::script::sanitize(line));
+}
+
+/// Prints `value` as pretty JSON when `json` is set, else the text `render` makes of it, with no
+/// control character but line breaks and tabs (names and paths come from the machine and from
+/// page sets: an escape sequence among them must not reach the terminal).
 pub(crate) fn emit<T: serde::Serialize>(
     json: bool,
     value: &T,
@@ -33,7 +41,7 @@ pub(crate) fn emit<T: serde::Serialize>(
             .map_err(|e| anyhow::anyhow!("encoding JSON: {e}"))?;
         println!("{text}");
     } else {
-        print!("{}", render(value));
+        print!("{}", zmem_render::script::terminal(&render(value)));
     }
     Ok(())
 }

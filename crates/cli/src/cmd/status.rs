@@ -30,7 +30,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     req.check().map_err(|e| anyhow::anyhow!(e.flag()))?;
     let (s, notes) = req.run()?;
     for n in notes {
-        eprintln!("zmem status: {n}");
+        super::note(&format!("zmem status: {n}"));
     }
     super::emit(args.json, &s, render::render)
 }

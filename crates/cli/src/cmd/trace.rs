@@ -140,9 +140,9 @@ fn run_record(a: &RecordArgs) -> anyhow::Result<()> {
     )?;
     drop(bar);
     drop(stop);
-    eprintln!("zmem trace record: recorded with {}: {}", r.origin.name(), r.note);
+    super::note(&format!("zmem trace record: recorded with {}: {}", r.origin.name(), r.note));
     if let Some(why) = &r.ended_early {
-        eprintln!("zmem trace record: ended early: {why}");
+        super::note(&format!("zmem trace record: ended early: {why}"));
     }
     save_pages(&r.pages, &pages_path)?;
     r.trace.save_as(&a.output, r.origin)?;

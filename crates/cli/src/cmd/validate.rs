@@ -173,7 +173,7 @@ fn lab(args: &LabArgs) -> anyhow::Result<()> {
     let progress = super::progress::Bar::new();
     let (v, notes) = req.run(inputs[0].bytes(), trace.as_deref(), stop.flag(), &progress)?;
     for n in notes {
-        eprintln!("{n}");
+        super::note(&n);
     }
     super::emit(args.json, &v, zmem_render::validate_lab::lab_validation)?;
     ValidateLabRequest::verified(&v)?;
