@@ -29,9 +29,9 @@ pub fn create(path: &Path, kind: Kind) -> Result<SafeFile, FileError> {
     check_target(path)?;
     let dir = parent_dir(path);
     check_dir(dir)?;
-    let name = path.file_name().ok_or_else(|| {
-        FileError::refuse(path, ErrorKind::InvalidInput, "does not name a file")
-    })?;
+    let name = path
+        .file_name()
+        .ok_or_else(|| FileError::refuse(path, ErrorKind::InvalidInput, "does not name a file"))?;
     let kept = &name.as_bytes()[..name.len().min(NAME_KEPT)];
     let mut prefix = std::ffi::OsString::from(".");
     prefix.push(std::ffi::OsStr::from_bytes(kept));

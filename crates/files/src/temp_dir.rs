@@ -180,7 +180,8 @@ mod tests {
         assert_eq!(o, Owner { pid: 12, start: 345 });
         let o = Owner::from_name("zmem-oracle-x-7.8-abcdefgh").unwrap();
         assert_eq!(o, Owner { pid: 7, start: 8 });
-        for bad in ["zmem-live.lock", "zmem-dict-12-abcd1234", "other-1.2-abcd1234", "zmem-a-1.2-x"] {
+        for bad in ["zmem-live.lock", "zmem-dict-12-abcd1234", "other-1.2-abcd1234", "zmem-a-1.2-x"]
+        {
             assert_eq!(Owner::from_name(bad), None, "{bad}");
         }
     }

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use zmem_files::Kind;
 use zmem_lab::LabReport;
 
 /// Where a lab run's files go; each `None` is not written.
@@ -36,24 +37,32 @@ impl std::error::Error for WriteError {
     }
 }
 
-fn write(path: &Path, text: &str) -> Result<(), WriteError> {
-    std::fs::write(path, text).map_err(|source| WriteError { path: path.to_path_buf(), source })
+/// Writes through zmem-files: never through a link or into another user's file; scripts 0700
+/// (root reviews and runs them), reports 0644.
+fn write(path: &Path, kind: Kind, text: &str) -> Result<(), WriteError> {
+    zmem_files::write(path, kind, text.as_bytes()).map_err(WriteError::from)
+}
+
+impl From<zmem_files::FileError> for WriteError {
+    fn from(e: zmem_files::FileError) -> Self {
+        Self { path: e.path().to_path_buf(), source: e.into_io() }
+    }
 }
 
 /// Writes the files `out` names for report `r` and returns the JSON document (what `--json`
 /// prints and `zmem.lab` returns), rendered once for the file and the caller.
 pub fn write_lab_outputs(r: &LabReport, out: &LabOutputs) -> Result<String, WriteError> {
     if let Some(path) = &out.apply_script {
-        write(path, &crate::render_apply_script(r))?;
+        write(path, Kind::Script, &crate::render_apply_script(r))?;
     }
     if let Some(path) = &out.undo_script {
-        write(path, &crate::decision::undo_script())?;
+        write(path, Kind::Script, &crate::decision::undo_script())?;
     }
     let json = crate::json::lab_report_text(r);
     if let Some(dir) = &out.dir {
-        std::fs::create_dir_all(dir).map_err(|source| WriteError { path: dir.clone(), source })?;
-        write(&dir.join("report.html"), &crate::render_html(r))?;
-        write(&dir.join("report.json"), &json)?;
+        zmem_files::ensure_dir(dir, Kind::Shared)?;
+        write(&dir.join("report.html"), Kind::Shared, &crate::render_html(r))?;
+        write(&dir.join("report.json"), Kind::Shared, &json)?;
     }
     Ok(json)
 }
