@@ -143,6 +143,10 @@ fn start_time(pid: u32) -> std::io::Result<u64> {
 /// is not running with the start time the name gives. Another user's are never touched.
 /// Returns how many were removed; what cannot be read or removed is left.
 pub fn sweep(parent: &Path) -> usize {
+    // Without /proc every owner would look gone: sweep nothing.
+    if start_time(std::process::id()).is_err() {
+        return 0;
+    }
     let Ok(entries) = fs::read_dir(parent) else { return 0 };
     let me = euid();
     let mut removed = 0;
@@ -180,6 +184,9 @@ mod tests {
         assert_eq!(o, Owner { pid: 12, start: 345 });
         let o = Owner::from_name("zmem-oracle-x-7.8-abcdefgh").unwrap();
         assert_eq!(o, Owner { pid: 7, start: 8 });
+        // Python's mkdtemp (zmem-fleet's workers) adds `_` to the random part's letters.
+        let o = Owner::from_name("zmem-fleet-9.10-ca6_tvdl").unwrap();
+        assert_eq!(o, Owner { pid: 9, start: 10 });
         for bad in ["zmem-live.lock", "zmem-dict-12-abcd1234", "other-1.2-abcd1234", "zmem-a-1.2-x"]
         {
             assert_eq!(Owner::from_name(bad), None, "{bad}");
