@@ -10,14 +10,9 @@ use crate::ExporterError;
 /// through a link or into another user's file (zmem-files: a temporary beside it, synced and
 /// renamed; its name starts with a dot, which the collector skips).
 pub fn write_atomically(path: &Path, text: &str) -> Result<(), ExporterError> {
-    zmem_files::write(path, zmem_files::Kind::Shared, text.as_bytes()).map_err(|e| {
-        // Errors name the file the user gave (and the directory, where that is what failed).
-        if e.path() == path {
-            ExporterError::Io(e.to_string())
-        } else {
-            ExporterError::Io(format!("{}: {e}", path.display()))
-        }
-    })
+    // Errors name the file the user gave (and its directory, where that is what failed).
+    zmem_files::write(path, zmem_files::Kind::Shared, text.as_bytes())
+        .map_err(|e| ExporterError::Io(e.to_string()))
 }
 
 #[cfg(test)]

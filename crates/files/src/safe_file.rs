@@ -28,7 +28,12 @@ pub struct SafeFile {
 pub fn create(path: &Path, kind: Kind) -> Result<SafeFile, FileError> {
     check_target(path)?;
     let dir = parent_dir(path);
-    check_dir(dir)?;
+    // The error names the file the user gave, and the directory as what is wrong with it.
+    check_dir(dir).map_err(|e| {
+        let inner = e.into_io();
+        let why = format!("directory {}: {inner}", dir.display());
+        FileError::new(path, io::Error::new(inner.kind(), why))
+    })?;
     let name = path
         .file_name()
         .ok_or_else(|| FileError::refuse(path, ErrorKind::InvalidInput, "does not name a file"))?;

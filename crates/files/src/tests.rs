@@ -116,7 +116,8 @@ fn a_directory_others_may_write_needs_the_sticky_bit() {
     fs::set_permissions(d.path(), fs::Permissions::from_mode(0o777)).unwrap();
     let e = write(&d.path().join("out"), Kind::Private, b"x").unwrap_err();
     assert!(e.to_string().contains("sticky"), "{e}");
-    assert_eq!(e.path(), d.path());
+    assert_eq!(e.path(), d.path().join("out"));
+    assert!(e.to_string().contains(&format!(": directory {}: ", d.path().display())), "{e}");
     fs::set_permissions(d.path(), fs::Permissions::from_mode(0o1777)).unwrap();
     write(&d.path().join("out"), Kind::Private, b"x").unwrap();
 }
