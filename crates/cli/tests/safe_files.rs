@@ -192,7 +192,10 @@ fn planted_links_and_files_are_never_written_through() {
     let held = Reaped(Command::new("sleep").arg("60").spawn().unwrap());
     let cases = cases(&pages, "2000", held.0.id());
 
-    let mut left: Vec<String> = Vec::new();
+    // nobody's directory named as a dead run's: the sweep leaves another user's alone.
+    let decoy = "zmem-dict-999999999.1-abcdefgh";
+    as_nobody(&plant, &format!("mkdir {decoy} && echo nobody > {decoy}/zram.dict"));
+    let mut left: Vec<String> = vec![decoy.to_string()];
     for c in &cases {
         let path = plant.join(c.name);
         // A link to root's file, a dangling link to where nobody could read, nobody's file.
@@ -249,6 +252,7 @@ fn planted_links_and_files_are_never_written_through() {
     let replay = ["replay", "--ram", "256K", "--swap", "zswap", s(&pages), s(&trace)];
     ok(&zmem(&plant, &replay.map(String::from)), "replay with a swap file");
     only(&plant, &left);
+    assert_eq!(std::fs::read_to_string(plant.join(decoy).join("zram.dict")).unwrap(), "nobody\n");
     // The kernel oracle's pages (conform, zram-speed), where the kernel has zram: a private
     // directory each, never one someone made first, and none left.
     if Path::new("/sys/class/zram-control").exists() {
