@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use tempfile::NamedTempFile;
 
 use crate::check::{check_dir, check_target, parent_dir};
-use crate::{FileError, Kind};
+use crate::temp_dir::Owner;
+use crate::{FileError, Kind, signals};
 
 /// The longest piece of the target's name kept in the temporary's (names have at most 255
 /// bytes, and the temporary adds a dot, a random part and a suffix).
@@ -38,13 +39,16 @@ pub fn create(path: &Path, kind: Kind) -> Result<SafeFile, FileError> {
         .file_name()
         .ok_or_else(|| FileError::refuse(path, ErrorKind::InvalidInput, "does not name a file"))?;
     let kept = &name.as_bytes()[..name.len().min(NAME_KEPT)];
-    let mut prefix = std::ffi::OsString::from(".");
-    prefix.push(std::ffi::OsStr::from_bytes(kept));
-    prefix.push(".");
-    // A dot name: collectors that read `*.prom` (node_exporter) or `*.zpages` skip it.
+    // `.NAME.zmem-tmp-PID.START-RANDOM`: a dot name, which collectors that read `*.prom`
+    // (node_exporter) or `*.zpages` skip, with its owner as a PrivateTempDir's name has it.
+    let mut ours = std::ffi::OsString::from(".");
+    ours.push(std::ffi::OsStr::from_bytes(kept));
+    ours.push(".");
+    sweep_temporaries(dir, ours.as_bytes());
+    let mut prefix = ours;
+    prefix.push(format!("zmem-tmp-{}-", Owner::current().id()));
     let tmp = tempfile::Builder::new()
         .prefix(&prefix)
-        .suffix(".zmem-tmp")
         .rand_bytes(8)
         .make_in(dir, |p| open_new(p, 0))
         .map_err(|e| FileError::new(path, e))?;
@@ -52,7 +56,37 @@ pub fn create(path: &Path, kind: Kind) -> Result<SafeFile, FileError> {
     tmp.as_file()
         .set_permissions(Permissions::from_mode(kind.mode()))
         .map_err(|e| FileError::new(path, e))?;
+    // SIGINT/SIGTERM remove it too, where they would otherwise end the process as it is.
+    signals::protect();
+    signals::register(tmp.path());
     Ok(SafeFile { target: path.to_path_buf(), tmp: Some(tmp) })
+}
+
+/// Removes the temporaries a killed run left for the same target name in `dir`
+/// (`ours` is `.NAME.`): regular files of this uid whose owner no longer runs. Best effort.
+fn sweep_temporaries(dir: &Path, ours: &[u8]) {
+    use std::os::unix::fs::MetadataExt;
+    // Without /proc every owner would look gone: sweep nothing.
+    if Owner::current().start == 0 {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.as_bytes().strip_prefix(ours) else { continue };
+        let dead = std::str::from_utf8(rest)
+            .ok()
+            .filter(|r| r.starts_with("zmem-tmp-"))
+            .and_then(Owner::from_name)
+            .is_some_and(|o| !o.is_alive());
+        if !dead {
+            continue;
+        }
+        let Ok(m) = std::fs::symlink_metadata(entry.path()) else { continue };
+        if m.is_file() && m.uid() == crate::check::euid() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// A new file at `p`, 0600 (before any fchmod), never through a link and never an existing
@@ -98,10 +132,25 @@ impl SafeFile {
     /// one planted between that check and the rename is replaced, never written through.
     pub fn commit(mut self) -> Result<(), FileError> {
         let tmp = self.tmp.take().expect("commit is called once");
+        let tmp_path = tmp.path().to_path_buf();
         let err = |e| FileError::new(&self.target, e);
-        tmp.as_file().sync_all().map_err(err)?;
-        check_target(&self.target)?;
-        tmp.persist(&self.target).map(drop).map_err(|e| err(e.error))
+        let done = (|| {
+            tmp.as_file().sync_all().map_err(err)?;
+            check_target(&self.target)?;
+            tmp.persist(&self.target).map(drop).map_err(|e| err(e.error))
+        })();
+        // Renamed, or removed with `tmp` on the error path: nothing left to clean up.
+        signals::unregister(&tmp_path);
+        done
+    }
+}
+
+impl Drop for SafeFile {
+    fn drop(&mut self) {
+        // Uncommitted: `tmp`'s own drop removes the file.
+        if let Some(tmp) = &self.tmp {
+            signals::unregister(tmp.path());
+        }
     }
 }
 

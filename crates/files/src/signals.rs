@@ -1,4 +1,5 @@
-//! SIGINT and SIGTERM remove the live [`crate::PrivateTempDir`]s before the process ends.
+//! SIGINT and SIGTERM remove the live [`crate::PrivateTempDir`]s, and the temporaries of
+//! uncommitted [`crate::SafeFile`]s, before the process ends.
 //!
 //! A signal handler may only do async-signal-safe things, and removing a directory tree is not
 //! one, so the handler writes the signal's number to a pipe and a thread of ours does the work:
@@ -17,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Mutex, MutexGuard, Once};
 
-/// The live directories.
+/// The live temporary directories and files.
 static REGISTRY: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 /// The pipe's write end (-1: no watcher thread, nothing installed).
 static PIPE: AtomicI32 = AtomicI32::new(-1);
@@ -37,12 +38,23 @@ pub(crate) fn unregister(p: &Path) {
     registry().retain(|q| q != p);
 }
 
-/// Removes every live [`crate::PrivateTempDir`] of this process now (their drops then find
-/// nothing to do): for a way out that runs no destructors, such as `std::process::exit`.
+/// Removes every live [`crate::PrivateTempDir`] and uncommitted [`crate::SafeFile`]'s
+/// temporary of this process now (their drops then find nothing to do): for a way out that runs
+/// no destructors, such as `std::process::exit`.
 pub fn cleanup_registered() {
     let paths = std::mem::take(&mut *registry());
     for p in paths {
-        let _ = std::fs::remove_dir_all(&p);
+        // A few tries: another thread may be adding a file to a directory meanwhile.
+        for _ in 0..3 {
+            let removed = match std::fs::symlink_metadata(&p) {
+                Ok(m) if m.is_dir() => std::fs::remove_dir_all(&p),
+                Ok(_) => std::fs::remove_file(&p),
+                Err(e) => Err(e),
+            };
+            if removed.is_ok() || !p.exists() {
+                break;
+            }
+        }
     }
 }
 

@@ -38,7 +38,7 @@ impl PrivateTempDir {
         signals::protect();
         let me = Owner::current();
         let dir = tempfile::Builder::new()
-            .prefix(&format!("{prefix}-{}.{}-", me.pid, me.start))
+            .prefix(&format!("{prefix}-{}-", me.id()))
             .rand_bytes(8)
             .permissions(Permissions::from_mode(0o700))
             .tempdir_in(parent)
@@ -92,19 +92,24 @@ impl Drop for PrivateTempDir {
 
 /// A directory's owner as its name gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Owner {
+pub(crate) struct Owner {
     pid: u32,
-    start: u64,
+    pub(crate) start: u64,
 }
 
 impl Owner {
-    fn current() -> Self {
+    /// `PID.START`, as names carry it.
+    pub(crate) fn id(self) -> String {
+        format!("{}.{}", self.pid, self.start)
+    }
+
+    pub(crate) fn current() -> Self {
         let pid = std::process::id();
         Self { pid, start: start_time(pid).unwrap_or(0) }
     }
 
     /// `zmem-NAME-PID.START-RANDOM`, or `None` for any other name.
-    fn from_name(name: &str) -> Option<Self> {
+    pub(crate) fn from_name(name: &str) -> Option<Self> {
         let rest = name.strip_prefix("zmem-")?;
         let (rest, random) = rest.rsplit_once('-')?;
         let (_, id) = rest.rsplit_once('-')?;
@@ -118,7 +123,7 @@ impl Owner {
 
     /// Still running: its pid is there with the same start time. Where /proc cannot say, it is
     /// taken as alive (a directory kept too long costs little; one removed under a run, a run).
-    fn is_alive(self) -> bool {
+    pub(crate) fn is_alive(self) -> bool {
         match start_time(self.pid) {
             Ok(start) => start == self.start,
             Err(e) => e.kind() != ErrorKind::NotFound,

@@ -180,7 +180,7 @@ fn a_private_temp_dir_is_0700_with_0600_files_and_goes_on_drop() {
     let _turn = UMASK.lock().unwrap_or_else(|p| p.into_inner());
     let root = tempfile::tempdir().unwrap();
     // SAFETY: umask has no preconditions; the old mask is put back below.
-    let old = unsafe { libc::umask(0) };
+    let old = unsafe { libc::umask(0o022) };
     let t = PrivateTempDir::new_in(root.path(), "zmem-test").unwrap();
     let (_, a) = t.create_file("a").unwrap();
     let b = t.write_file("b", b"dictionary").unwrap();
@@ -230,9 +230,12 @@ fn sweep_removes_dead_runs_dirs_only() {
     }
 }
 
-/// The child: a temporary directory under its `$TMPDIR`, announced, then a long sleep.
+/// The child: a temporary directory under its `$TMPDIR` and an uncommitted `out` there,
+/// announced, then a long sleep.
 fn hold_a_temp_dir() {
     let t = PrivateTempDir::new("zmem-held").unwrap();
+    let mut f = create(&std::env::temp_dir().join("out"), Kind::Private).unwrap();
+    f.write_all(b"half a page set").unwrap();
     zmem_testkit::say_ready(t.path().display());
     std::thread::sleep(std::time::Duration::from_secs(60));
 }
@@ -253,19 +256,33 @@ fn sigint_and_sigterm_remove_the_dirs_and_sigkill_leftovers_are_swept() {
     use std::os::unix::process::ExitStatusExt;
     let root = tempfile::tempdir().unwrap();
     for sig in [libc::SIGTERM, libc::SIGINT] {
-        let (mut c, dir) = start_holder(root.path());
+        let (mut c, _) = start_holder(root.path());
         // SAFETY: kill to our own child, which is alive until waited for.
         assert_eq!(unsafe { libc::kill(c.id() as i32, sig) }, 0);
         let status = c.wait().unwrap();
         assert_eq!(status.signal(), Some(sig), "ends as the signal would: {status:?}");
-        assert!(!dir.exists(), "signal {sig} left {}", dir.display());
+        assert!(names(root.path()).is_empty(), "signal {sig} left {:?}", names(root.path()));
     }
     let (mut c, dir) = start_holder(root.path());
     c.kill().unwrap();
     c.wait().unwrap();
     assert!(dir.exists(), "SIGKILL runs no code");
+    assert_eq!(names(root.path()).len(), 2, "the directory and out's temporary");
     let next = PrivateTempDir::new_in(root.path(), "zmem-next").unwrap();
     assert!(!dir.exists(), "the next run sweeps it");
-    assert_eq!(names(root.path()).len(), 1);
     drop(next);
+    // The next write of `out` sweeps the killed run's temporary beside it.
+    write(&root.path().join("out"), Kind::Private, b"pages").unwrap();
+    assert_eq!(names(root.path()), ["out"]);
+}
+
+#[test]
+fn a_live_writers_temporary_is_not_swept() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("out");
+    let mut first = create(&p, Kind::Private).unwrap();
+    first.write_all(b"first").unwrap();
+    write(&p, Kind::Private, b"second").unwrap();
+    first.commit().unwrap();
+    assert_eq!(fs::read(&p).unwrap(), b"first", "the first writer's temporary was kept");
 }
