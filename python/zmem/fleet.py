@@ -39,6 +39,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence, Union
@@ -203,10 +204,37 @@ def analyse(capture: str, lab_args: dict[str, Any]) -> dict[str, Any]:
         data = f.read()
     pages = zmem.PageSet.from_bytes(data, label=capture)
     meta = pages.metadata
-    report = zmem.lab(pages, observe=0, **lab_args)
+    with _private_tmpdir():
+        report = zmem.lab(pages, observe=0, **lab_args)
     labels = {k[len("label.") :]: v for k, v in meta.items() if k.startswith("label.")}
     host = meta.get("host") or meta.get("capture.host")
     return {"capture": capture, "host": host, "labels": labels, "report": report}
+
+
+class _private_tmpdir:
+    """A private temporary directory (``mkdtemp``: 0700) as ``$TMPDIR`` while the lab runs in a
+    worker: the dictionaries it trains on the capture's memory (0600 files in 0700 directories
+    of their own, zmem-files) stay inside it, and it is removed afterwards. Its name,
+    ``zmem-fleet-PID.START-XXXXXXXX``, is the one zmem's sweep reads, so the next zmem run on the
+    host removes what a killed worker left."""
+
+    def __enter__(self) -> str:
+        with open("/proc/self/stat") as f:
+            start = f.read().rsplit(")", 1)[1].split()[22 - 3]
+        self.dir = tempfile.mkdtemp(prefix=f"zmem-fleet-{os.getpid()}.{start}-")
+        os.chmod(self.dir, 0o700)
+        self.old = os.environ.get("TMPDIR")
+        os.environ["TMPDIR"] = self.dir
+        return self.dir
+
+    def __exit__(self, *exc: object) -> None:
+        if self.old is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = self.old
+        import shutil
+
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -32,7 +32,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
 use zmem_comp::Params;
@@ -144,25 +143,22 @@ pub fn params_line(dict_path: &Path, level: Option<i32>) -> Result<String, LabEr
     })
 }
 
-/// A dictionary in a temporary file, for zram's `dict=/path`; the file is removed on drop.
+/// A dictionary in a temporary file, for zram's `dict=/path`: `zram.dict` (0600) in a private
+/// directory of its own (zmem-files' `PrivateTempDir`, 0700, under `$TMPDIR` or `/tmp`), since
+/// the dictionary is made of memory contents. Both are removed on drop.
 #[derive(Debug)]
 pub struct DictFile {
     path: PathBuf,
+    _dir: zmem_files::PrivateTempDir,
 }
 
 impl DictFile {
-    /// Writes `dict` to a new file in the system's temporary directory.
+    /// Writes `dict` to a new file in a new private temporary directory.
     pub fn write(dict: &[u8]) -> Result<Self, LabError> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let name = format!(
-            "zmem-dict-{}-{}.dict",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        let path = std::env::temp_dir().join(name);
-        std::fs::write(&path, dict)
-            .map_err(|e| LabError::Setup(format!("writing dictionary {}: {e}", path.display())))?;
-        Ok(Self { path })
+        let failed = |e: zmem_files::FileError| LabError::Setup(format!("writing dictionary {e}"));
+        let dir = zmem_files::PrivateTempDir::new("zmem-dict").map_err(failed)?;
+        let path = dir.write_file("zram.dict", dict).map_err(failed)?;
+        Ok(Self { path, _dir: dir })
     }
 
     /// Where the dictionary is.
@@ -173,12 +169,6 @@ impl DictFile {
     /// The `algorithm_params` line for it ([`params_line`]).
     pub fn params_line(&self, level: Option<i32>) -> Result<String, LabError> {
         params_line(&self.path, level)
-    }
-}
-
-impl Drop for DictFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
     }
 }
 
@@ -389,9 +379,13 @@ mod tests {
         assert_eq!(line, format!("level=3 dict={}", f.path().display()));
         assert_eq!(params_line(Path::new("/a b/d"), None).unwrap(), "dict=\"/a b/d\"");
         assert!(params_line(Path::new("/a\"b"), None).is_err());
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let dir = f.path().parent().unwrap().to_path_buf();
+        assert_eq!((mode(f.path()), mode(&dir)), (0o600, 0o700));
         let path = f.path().to_path_buf();
         drop(f);
-        assert!(!path.exists());
+        assert!(!path.exists() && !dir.exists());
     }
 
     #[test]

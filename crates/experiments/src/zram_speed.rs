@@ -98,10 +98,9 @@ fn kernel_speed(algo: &str, pages: &[u8]) -> Result<(f64, f64), LabError> {
     fn oracle(e: impl std::fmt::Display) -> zmem_kernel::KernelError {
         zmem_kernel::KernelError::Oracle(e.to_string())
     }
-    let dir = std::env::temp_dir().join(format!("zmem-speed-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(oracle)?;
-    let file = dir.join("pages");
-    std::fs::write(&file, pages).map_err(oracle)?;
+    // A private directory (zmem-files): the pages are memory contents.
+    let dir = zmem_files::PrivateTempDir::new("zmem-speed").map_err(oracle)?;
+    let file = dir.write_file("pages", pages).map_err(oracle)?;
     let result = (|| {
         let dev = KernelZram::hot_add().map_err(oracle)?;
         dev.init(algo, pages.len() as u64).map_err(oracle)?;
@@ -114,7 +113,7 @@ fn kernel_speed(algo: &str, pages: &[u8]) -> Result<(f64, f64), LabError> {
         let read = (mib << 20) as f64 / t.elapsed().as_secs_f64() / 1e6;
         Ok((write, read))
     })();
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(dir);
     result
 }
 

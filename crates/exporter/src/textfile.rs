@@ -2,34 +2,17 @@
 //! file in the same directory, synced, then renamed over FILE), so the collector never reads a
 //! half-written file. node_exporter reads only `*.prom` files there.
 
-use std::io::Write;
 use std::path::Path;
 
 use crate::ExporterError;
 
-/// Writes `text` to `path` atomically.
+/// Writes `text` to `path` atomically, 0644 (metrics are for node_exporter, another user), never
+/// through a link or into another user's file (zmem-files: a temporary beside it, synced and
+/// renamed; its name starts with a dot, which the collector skips).
 pub fn write_atomically(path: &Path, text: &str) -> Result<(), ExporterError> {
-    // Errors name the file the user gave, never the temporary one beside it.
-    let io = |e: std::io::Error| ExporterError::Io(format!("{}: {e}", path.display()));
-    let name = path
-        .file_name()
-        .ok_or_else(|| ExporterError::Input(format!("{}: not a file name", path.display())))?;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    // A dot name: node_exporter's textfile collector ignores it (it reads *.prom only).
-    let tmp = dir.join(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp).map_err(io)?;
-        f.write_all(text.as_bytes()).map_err(io)?;
-        f.sync_all().map_err(io)?;
-        std::fs::rename(&tmp, path).map_err(io)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    // Errors name the file the user gave (and its directory, where that is what failed).
+    zmem_files::write(path, zmem_files::Kind::Shared, text.as_bytes())
+        .map_err(|e| ExporterError::Io(e.to_string()))
 }
 
 #[cfg(test)]

@@ -48,6 +48,14 @@ pub enum KernelError {
     Panicked,
 }
 
+/// A refusal or failure of zmem-files, at the path it names.
+impl From<zmem_files::FileError> for KernelError {
+    fn from(e: zmem_files::FileError) -> Self {
+        let path = e.path().to_path_buf();
+        Self::io(path, e.into_io())
+    }
+}
+
 impl KernelError {
     /// [`KernelError::Io`] on `path`.
     pub fn io(path: impl Into<PathBuf>, error: std::io::Error) -> Self {

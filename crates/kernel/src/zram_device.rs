@@ -8,7 +8,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use zmem_zram::MmStat;
 
@@ -148,19 +147,13 @@ impl Drop for KernelZram {
     }
 }
 
-/// Writes `pages` to a fresh device with `algo` and returns its `mm_stat`.
+/// Writes `pages` to a fresh device with `algo` and returns its `mm_stat`. `dd` reads them from
+/// a 0600 file in a private temporary directory (zmem-files), removed on every way out.
 pub fn mm_stat_of(algo: &str, pages: &[u8]) -> Result<MmStat, KernelError> {
-    let dir = std::env::temp_dir().join(format!("zmem-oracle-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| KernelError::io(&dir, e))?;
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let file = dir.join(format!("{algo}-{}.pages", NEXT.fetch_add(1, Ordering::Relaxed)));
-    std::fs::write(&file, pages).map_err(|e| KernelError::io(&file, e))?;
-    let result = (|| {
-        let dev = KernelZram::hot_add()?;
-        dev.init(algo, pages.len() as u64)?;
-        dev.write_file(&file)?;
-        dev.mm_stat()
-    })();
-    let _ = std::fs::remove_file(&file);
-    result
+    let dir = zmem_files::PrivateTempDir::new("zmem-oracle")?;
+    let file = dir.write_file("pages", pages)?;
+    let dev = KernelZram::hot_add()?;
+    dev.init(algo, pages.len() as u64)?;
+    dev.write_file(&file)?;
+    dev.mm_stat()
 }

@@ -57,6 +57,14 @@ pub enum PagesError {
     TooLarge { declared: u64, limit: u64 },
 }
 
+/// A refusal or failure of zmem-files, at the path it names.
+impl From<zmem_files::FileError> for PagesError {
+    fn from(e: zmem_files::FileError) -> Self {
+        let path = e.path().to_path_buf();
+        Self::io(path, e.into_io())
+    }
+}
+
 fn where_suffix(compressed: bool) -> &'static str {
     if compressed { " of the decompressed page set" } else { "" }
 }

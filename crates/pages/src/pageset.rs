@@ -296,10 +296,11 @@ impl PageSet {
             .map_err(PagesError::Stream)
     }
 
-    /// Writes the page set to `path`.
+    /// Writes the page set to `path`: 0600 (it holds memory contents), never through a link
+    /// or into another user's file (zmem-files).
     pub fn save(&self, path: &Path, compression: Compression) -> Result<(), PagesError> {
         let io = |e| PagesError::io(path, e);
-        let file = std::fs::File::create(path).map_err(io)?;
+        let file = zmem_files::create(path, zmem_files::Kind::Private)?;
         let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
         match compression {
             Compression::None => {
@@ -314,12 +315,12 @@ impl PageSet {
             }
         }
         out.flush().map_err(io)?;
-        out.into_inner().map_err(|e| io(e.into_error()))?.sync_all().map_err(io)
+        Ok(out.into_inner().map_err(|e| io(e.into_error()))?.commit()?)
     }
 
-    /// Writes the bare pages to `path` (what `zmem export --raw` does).
+    /// Writes the bare pages to `path` (what `zmem export --raw` does), as [`Self::save`].
     pub fn save_raw(&self, path: &Path) -> Result<(), PagesError> {
-        std::fs::write(path, self.bytes()).map_err(|e| PagesError::io(path, e))
+        Ok(zmem_files::write(path, zmem_files::Kind::Private, self.bytes())?)
     }
 }
 

@@ -3,10 +3,9 @@
 //! applies the decision (with the dictionary it needs beside it, never inside it), the one that
 //! undoes it, and report.html with report.json.
 
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use zmem_files::Kind;
 use zmem_lab::LabReport;
 
 /// Where a lab run's files go; each `None` is not written.
@@ -73,29 +72,20 @@ impl From<WriteError> for OutputError {
     }
 }
 
-fn write(path: &Path, text: &str) -> Result<(), WriteError> {
-    std::fs::write(path, text).map_err(|source| WriteError { path: path.to_path_buf(), source })
+/// Writes through zmem-files: never through a link or into another user's file; scripts 0700
+/// (root reviews and runs them), reports 0644.
+fn write(path: &Path, kind: Kind, text: &str) -> Result<(), WriteError> {
+    write_bytes(path, kind, text.as_bytes())
 }
 
-/// Writes `data` (memory contents: the dictionary) to `path`, mode 0600 whatever the umask:
-/// into a fresh file of ours beside it (`O_CREAT|O_EXCL`, so never through a planted file or
-/// link), then renamed over `path`. The one place such a file is written here.
-fn write_private(path: &Path, data: &[u8]) -> Result<(), WriteError> {
-    let err = |source| WriteError { path: path.to_path_buf(), source };
-    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(err)?;
-    let done =
-        f.write_all(data).and_then(|()| f.sync_all()).and_then(|()| std::fs::rename(&tmp, path));
-    if done.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+fn write_bytes(path: &Path, kind: Kind, bytes: &[u8]) -> Result<(), WriteError> {
+    zmem_files::write(path, kind, bytes).map_err(WriteError::from)
+}
+
+impl From<zmem_files::FileError> for WriteError {
+    fn from(e: zmem_files::FileError) -> Self {
+        Self { path: e.path().to_path_buf(), source: e.into_io() }
     }
-    done.map_err(err)
 }
 
 /// Writes the files `out` names for report `r` and returns the JSON document (what `--json`
@@ -105,18 +95,19 @@ pub fn write_lab_outputs(r: &LabReport, out: &LabOutputs) -> Result<String, Outp
     if let Some(path) = &out.apply_script {
         let script = crate::render_apply_script(r).map_err(OutputError::Script)?;
         if let Some(dict) = crate::decision::dictionary(r) {
-            write_private(&path.with_file_name(crate::apply::DICT_FILE), dict)?;
+            // Memory contents: 0600, beside the script (which checks and installs it).
+            write_bytes(&path.with_file_name(crate::apply::DICT_FILE), Kind::Private, dict)?;
         }
-        write(path, &script)?;
+        write(path, Kind::Script, &script)?;
     }
     if let Some(path) = &out.undo_script {
-        write(path, &crate::decision::undo_script())?;
+        write(path, Kind::Script, &crate::decision::undo_script())?;
     }
     let json = crate::json::lab_report_text(r);
     if let Some(dir) = &out.dir {
-        std::fs::create_dir_all(dir).map_err(|source| WriteError { path: dir.clone(), source })?;
-        write(&dir.join("report.html"), &crate::render_html(r))?;
-        write(&dir.join("report.json"), &json)?;
+        zmem_files::ensure_dir(dir, Kind::Shared)?;
+        write(&dir.join("report.html"), Kind::Shared, &crate::render_html(r))?;
+        write(&dir.join("report.json"), Kind::Shared, &json)?;
     }
     Ok(json)
 }

@@ -17,9 +17,9 @@
 //! right-skewed and positive; the log-normal is the simplest such law two quantiles fix).
 //! Nothing sleeps: the latency is added to the stage's measured time.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::Arc;
@@ -276,6 +276,7 @@ pub fn measure(path: &Path, duration: Duration) -> Result<SwapDevice, SimError> 
         ));
     }
     let tmp = TempFile::create(&dir).map_err(|e| {
+        let e = e.into_io();
         if e.raw_os_error() == Some(libc::EINVAL) {
             bad("the file system does not support O_DIRECT: name a directory on the swap \
                  device, or a profile (nvme, ssd, emmc, hdd)"
@@ -331,31 +332,18 @@ fn fs_type(dir: &Path) -> std::io::Result<u64> {
     Ok(st.f_type as u64)
 }
 
-/// The measurement's file, unlinked when dropped.
+/// The measurement's file, 0600 in a private directory of its own on the measured device
+/// (zmem-files' `PrivateTempDir`, 0700); both removed when dropped, on SIGINT/SIGTERM too.
 struct TempFile {
-    path: PathBuf,
     file: File,
+    _dir: zmem_files::PrivateTempDir,
 }
 
 impl TempFile {
-    fn create(dir: &Path) -> std::io::Result<Self> {
-        let stamp = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let path = dir.join(format!(".zmem-swap-device-{}-{stamp}", std::process::id()));
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .custom_flags(libc::O_DIRECT)
-            .open(&path)?;
-        Ok(Self { path, file })
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+    fn create(dir: &Path) -> Result<Self, zmem_files::FileError> {
+        let private = zmem_files::PrivateTempDir::new_in(dir, "zmem-swap-device")?;
+        let (file, _) = private.create_file_with("measure", libc::O_DIRECT)?;
+        Ok(Self { file, _dir: private })
     }
 }
 

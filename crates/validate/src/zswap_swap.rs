@@ -62,10 +62,13 @@ fn run(cmd: &mut Command) -> Result<String, KernelError> {
     Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
 }
 
-/// A swap file on a loop device, both ours, swapped on.
+/// A swap file on a loop device, both ours, swapped on. The file (0600: it receives the
+/// player's pages) is in a private directory of its own under the directory asked for
+/// (zmem-files' `PrivateTempDir`, 0700), removed after the file.
 #[derive(Debug)]
 pub struct LoopSwap {
     file: PathBuf,
+    _dir: zmem_files::PrivateTempDir,
     /// `/dev/loopN`, once attached.
     device: Option<PathBuf>,
     on: bool,
@@ -77,20 +80,11 @@ impl LoopSwap {
     /// (`mkswap`) and swaps it on at `priority`. What was made is undone where a later step
     /// fails.
     pub fn create(dir: &Path, bytes: u64, priority: i32) -> Result<Self, KernelError> {
-        use std::sync::atomic::{AtomicU32, Ordering};
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let name = format!(
-            "zmem-validate-swap-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        let file = dir.join(name);
-        let mut s = Self { file: file.clone(), device: None, on: false };
-        let f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&file)
-            .map_err(|e| KernelError::Setup(format!("{}: {e}", file.display())))?;
+        let setup = |e: zmem_files::FileError| KernelError::Setup(e.to_string());
+        let private =
+            zmem_files::PrivateTempDir::new_in(dir, "zmem-validate-swap").map_err(setup)?;
+        let (f, file) = private.create_file("swap").map_err(setup)?;
+        let mut s = Self { file: file.clone(), _dir: private, device: None, on: false };
         let len = libc::off_t::try_from(bytes)
             .map_err(|_| KernelError::Setup(format!("swap file of {bytes} bytes")))?;
         // SAFETY: a valid open descriptor; fallocate has no other preconditions.

@@ -32,27 +32,21 @@ pub trait SlotStore: Send + Sync + std::fmt::Debug {
 pub struct FileSlots(File);
 
 impl FileSlots {
-    /// Creates (or truncates) `path` to `bytes` bytes.
-    pub fn create(path: &Path, bytes: u64) -> io::Result<Self> {
-        let f = File::options().read(true).write(true).create(true).truncate(true).open(path)?;
+    /// An anonymous file of `bytes` bytes in `dir`, for swapped pages: made 0600 in a private
+    /// directory of its own under `dir` (zmem-files' `PrivateTempDir`, 0700), then unlinked with
+    /// its directory at once, so it disappears with the process and nobody else can open it.
+    /// The error names where it failed when that is not `dir`.
+    pub fn temporary(dir: &Path, bytes: u64) -> io::Result<Self> {
+        let io_error = |e: zmem_files::FileError| {
+            if e.path() == dir { e.into_io() } else { io::Error::from(e) }
+        };
+        let private = zmem_files::PrivateTempDir::new_in(dir, "zmem-swap").map_err(io_error)?;
+        let (f, path) = private.create_file("slots").map_err(io_error)?;
         f.set_len(bytes)?;
+        std::fs::remove_file(&path)?;
         Ok(Self(f))
     }
-
-    /// An anonymous file in `dir` (unlinked at once, so it disappears with the process).
-    pub fn temporary(dir: &Path, bytes: u64) -> io::Result<Self> {
-        let path = dir.join(format!(
-            ".zmem-swap-{}-{}",
-            std::process::id(),
-            TEMP_SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
-        let slots = Self::create(&path, bytes)?;
-        std::fs::remove_file(&path)?;
-        Ok(slots)
-    }
 }
-
-static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
 
 impl SlotStore for FileSlots {
     fn write_at(&self, data: &[u8], pos: u64) -> io::Result<()> {

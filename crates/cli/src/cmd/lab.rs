@@ -145,7 +145,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         undo_script: args.undo_script.clone(),
         dir: args.output.clone(),
     };
-    let json = report::write_lab_outputs(&r, &outputs)?;
+    // The error's own line (`writing PATH: why`) without its source again (`{:#}` adds it).
+    let json = report::write_lab_outputs(&r, &outputs).map_err(|e| anyhow::anyhow!("{e}"))?;
     if let Some(path) = &outputs.apply_script {
         eprintln!("zmem lab: wrote {} (review it; nothing was run)", path.display());
     }

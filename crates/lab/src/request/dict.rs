@@ -132,12 +132,13 @@ impl DictTrainRequest {
     }
 }
 
-/// Writes the dictionary: an operating-system error (OSError in Python) in the words the CLI
-/// has always said, `writing FILE: ...`.
+/// Writes the dictionary, 0600 (it is trained on memory contents) through zmem-files: an
+/// operating-system error (OSError in Python) in the words the CLI has always said,
+/// `writing FILE: ...` (FILE: where it failed, the file or its directory).
 fn write(path: &Path, d: &[u8]) -> Result<(), LabError> {
-    std::fs::write(path, d).map_err(|e| {
-        let line = format!("writing {}: {e}", path.display());
-        zmem_pages::PagesError::Stream(std::io::Error::new(e.kind(), line)).into()
+    zmem_files::write(path, zmem_files::Kind::Private, d).map_err(|e| {
+        let line = format!("writing {e}");
+        zmem_pages::PagesError::Stream(std::io::Error::new(e.into_io().kind(), line)).into()
     })
 }
 

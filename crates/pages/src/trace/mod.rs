@@ -180,11 +180,12 @@ impl Trace {
         self.save_as(path, Origin::Generated)
     }
 
-    /// Writes the trace to `path`, saying in the header how it was made.
+    /// Writes the trace to `path`, saying in the header how it was made: 0600 (a trace holds a
+    /// process's access pattern), never through a link or into another user's file.
     pub fn save_as(&self, path: &Path, origin: Origin) -> Result<(), PagesError> {
         let mut buf = Vec::new();
         self.write_as(&mut buf, origin).map_err(|e| e.in_file(path))?;
-        std::fs::write(path, buf).map_err(|e| PagesError::io(path, e))
+        Ok(zmem_files::write(path, zmem_files::Kind::Private, &buf)?)
     }
 
     /// Reads a whole trace.
