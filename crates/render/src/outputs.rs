@@ -105,7 +105,7 @@ pub fn write_lab_outputs(r: &LabReport, out: &LabOutputs) -> Result<String, Outp
     }
     let json = crate::json::lab_report_text(r);
     if let Some(dir) = &out.dir {
-        zmem_files::ensure_dir(dir, Kind::Shared)?;
+        zmem_files::ensure_dir(dir, Kind::Shared).map_err(WriteError::from)?;
         write(&dir.join("report.html"), Kind::Shared, &crate::render_html(r))?;
         write(&dir.join("report.json"), Kind::Shared, &json)?;
     }
