@@ -67,6 +67,11 @@ fn walk_from(dir: &Path, visited: &mut usize, visit: &mut dyn FnMut(&Path)) {
     }
 }
 
+/// The note for a walk of `dir` that [`walk`] stopped at its bound.
+pub fn stopped(root: &Path, dir: &Path) -> String {
+    format!("cgroup hierarchy at {}: stopped after {MAX_CGROUPS} cgroups", shown(root, dir))
+}
+
 /// `dir` as a path from `/`, whatever root it was read under (for reports).
 pub fn shown(root: &Path, dir: &Path) -> String {
     format!("/{}", dir.strip_prefix(root).unwrap_or(dir).display())

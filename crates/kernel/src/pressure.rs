@@ -256,11 +256,7 @@ fn limited_cgroups(root: &Path, notes: &mut Vec<String>) -> Vec<CgroupPressure> 
         if let V2Root::Memory(dir) = v2 {
             let capped = cgroups::walk(&dir, &mut |d| out.extend(v2_cgroup(root, d)));
             if capped {
-                notes.push(format!(
-                    "{}: stopped after {} cgroups",
-                    cgroups::shown(root, &dir),
-                    cgroups::MAX_CGROUPS
-                ));
+                notes.push(cgroups::stopped(root, &dir));
             }
         }
     }
@@ -268,11 +264,7 @@ fn limited_cgroups(root: &Path, notes: &mut Vec<String>) -> Vec<CgroupPressure> 
     if v1.join("memory.limit_in_bytes").exists() {
         let capped = cgroups::walk(&v1, &mut |d| out.extend(v1_cgroup(root, d)));
         if capped {
-            notes.push(format!(
-                "{}: stopped after {} cgroups",
-                cgroups::shown(root, &v1),
-                cgroups::MAX_CGROUPS
-            ));
+            notes.push(cgroups::stopped(root, &v1));
         }
     }
     out

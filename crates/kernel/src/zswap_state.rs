@@ -541,11 +541,7 @@ fn read_cgroups(root: &Path, notes: &mut Vec<String>) -> Vec<ZswapCgroup> {
                     }
                 });
                 if capped {
-                    notes.push(format!(
-                        "cgroup v2 at {}: stopped after {} cgroups",
-                        cgroups::shown(root, dir),
-                        cgroups::MAX_CGROUPS
-                    ));
+                    notes.push(cgroups::stopped(root, dir));
                 }
             }
         }
