@@ -15,8 +15,10 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use zmem_lab::{self as lab, LabOptions, NoProgress, Source};
+use zmem_lab::{self as lab, LabOptions};
 use zmem_render as report;
+
+mod common;
 
 const CONTROL: &str = "/sys/class/zram-control";
 
@@ -84,24 +86,10 @@ fn skip_reason() -> Option<String> {
 /// dictionary: the script would install it under /etc), and its apply script.
 fn script_for_this_machine() -> (String, lab::Policy) {
     let kernel = zmem_kernel::caps::read();
-    let set = zmem_pages::generate::generate(zmem_pages::generate::Kind::Mixed, 1024, 4096, 5)
-        .expect("generator");
-    let source = Source {
-        kind: "builtin".into(),
-        detail: "test set".into(),
-        pages: set.len() as u64,
-        page_size: 4096,
-        fallback_reason: None,
-    };
     let policies =
         lab::candidates(lab::DEFAULT_ALGORITHM).into_iter().filter(|p| !p.dict).collect();
-    let opts = LabOptions {
-        min_time: Duration::ZERO,
-        policies,
-        kernel: Some(kernel),
-        ..LabOptions::default()
-    };
-    let r = lab::run(set.bytes(), source, &opts, &NoProgress).expect("lab run");
+    let opts = LabOptions { policies, kernel: Some(kernel), ..common::quick() };
+    let r = common::lab_run(1024, 5, &opts);
     assert!(r.recommendation.available, "{:?}", r.recommendation.unavailable_reason);
     // The decision's configuration: a zram one (no zswap reading was given).
     let d = r.decision.as_ref().expect("a decision");

@@ -27,9 +27,11 @@ use std::process::Command;
 use std::time::Duration;
 
 use zmem_lab::Policy;
-use zmem_lab::decision::{Contender, Decision, Kind, Pick, Reason, SwapBehind};
-use zmem_lab::zswap::ZswapCandidate;
+use zmem_lab::decision::{Kind, Pick, SwapBehind};
 use zmem_render::decision as render;
+
+mod common;
+use common::{decision, zswap_candidate};
 
 const CONTROL: &str = "/sys/class/zram-control";
 const ZSWAP: &str = "/sys/module/zswap/parameters";
@@ -230,75 +232,6 @@ fn generator_note(why: &str) {
     use std::io::Write;
     let name = std::thread::current().name().unwrap_or("?").to_string();
     let _ = writeln!(std::io::stderr(), "NOTE {name}: zram-generator check left out: {why}");
-}
-
-fn contender(pick: Pick, config: &str) -> Contender {
-    Contender {
-        pick,
-        config: config.into(),
-        memory_saved_bytes: 1 << 20,
-        memory_saved_ci: [1 << 19, 3 << 19],
-        cpu_seconds_per_second: 1e-4,
-        swap_in_p50_ns: 2000,
-        swap_in_p99_ns: 5000,
-        within_budgets: true,
-        runs_now: false,
-    }
-}
-
-fn decision(kind: Kind, pick: Pick, config: &str, behind: Option<SwapBehind>) -> Decision {
-    let c = contender(pick, config);
-    Decision {
-        kind,
-        config: config.into(),
-        chosen: Some(c),
-        memory_saved_bytes: 1 << 20,
-        memory_saved_ci: [1 << 19, 3 << 19],
-        cpu_seconds_per_second: 1e-4,
-        swap_in_p99_ns: 5000,
-        tie: false,
-        runner_up: None,
-        margin_bytes: 0,
-        uncertainty_bytes: 0,
-        reason: Reason::SavesMost,
-        now_config: "none".into(),
-        now_bytes: 2 << 20,
-        pages: 512,
-        swap_behind: behind,
-    }
-}
-
-/// A zswap candidate of `compressor` at `max_pool_percent`, the shrinker on or off.
-fn zswap_candidate(compressor: &str, max_pool_percent: u32, shrinker: bool) -> ZswapCandidate {
-    let name = format!(
-        "zswap {compressor} max_pool_percent={max_pool_percent} shrinker={}",
-        if shrinker { "on" } else { "off" }
-    );
-    ZswapCandidate {
-        kind: "zswap".into(),
-        name,
-        compressor: compressor.into(),
-        max_pool_percent,
-        accept_threshold_percent: 90,
-        shrinker_enabled: shrinker,
-        available: true,
-        unavailable_reason: None,
-        is_current: false,
-        verified: true,
-        pool_bytes: 1 << 20,
-        memory_saved_bytes_vs_now: 0,
-        cpu_secs_per_sec: 1e-4,
-        added_cpu_secs_per_sec: 0.0,
-        load_p50_ns: 3000,
-        load_p99_ns: 9000,
-        added_load_p99_ns: 0,
-        hit_fraction: 1.0,
-        replay_max_pool_percent: max_pool_percent,
-        device_write_bytes_per_sec: 0.0,
-        swap_in_us_per_sec: 0.0,
-        within_budgets: true,
-        over_budget: Vec::new(),
-    }
 }
 
 /// Two algorithms this kernel's zram offers: the first and another.

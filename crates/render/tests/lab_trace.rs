@@ -1,25 +1,14 @@
 //! `zmem lab --trace`: the replays run the trace given, and the report (text, JSON, HTML) says
 //! which trace it was.
 
-use std::time::Duration;
-
-use zmem_lab::NoProgress;
-use zmem_lab::{self as lab, LabOptions, Source, TraceSource, evidence};
+use zmem_lab::{self as lab, LabOptions, TraceSource, evidence};
 use zmem_pages::trace::{Access, Op, Trace};
 use zmem_render as report;
 
+mod common;
+
 fn run(trace: Option<(Vec<zmem_pages::access::Access>, TraceSource)>) -> lab::LabReport {
-    let set = zmem_pages::generate::generate(zmem_pages::generate::Kind::Mixed, 256, 4096, 3)
-        .expect("generator");
-    let source = Source {
-        kind: "builtin".into(),
-        detail: "test set".into(),
-        pages: set.len() as u64,
-        page_size: 4096,
-        fallback_reason: None,
-    };
-    let opts = LabOptions { min_time: Duration::ZERO, trace, ..LabOptions::default() };
-    lab::run(set.bytes(), source, &opts, &NoProgress).expect("lab run")
+    common::lab_run(256, 3, &LabOptions { trace, ..common::quick() })
 }
 
 #[test]

@@ -11,21 +11,8 @@ use zmem_lab::NoProgress;
 use zmem_lab::{self as lab, LabOptions, Source};
 use zmem_render as report;
 
-fn small_report() -> lab::LabReport {
-    // The lab's minimum for advice (zmem_lab::sample::MIN_PAGES): fewer give an uncertain
-    // result with nothing to apply ([`tiny_report`]).
-    let set = zmem_pages::generate::generate(zmem_pages::generate::Kind::Mixed, 1024, 4096, 7)
-        .expect("generator");
-    let source = Source {
-        kind: "builtin".into(),
-        detail: "test set".into(),
-        pages: set.len() as u64,
-        page_size: 4096,
-        fallback_reason: None,
-    };
-    let opts = LabOptions { min_time: Duration::ZERO, ..LabOptions::default() };
-    lab::run(set.bytes(), source, &opts, &NoProgress).expect("lab run")
-}
+mod common;
+use common::small_report;
 
 /// 16 pages: below the lab's minimum, so the recommendation is uncertain.
 fn tiny_report() -> lab::LabReport {

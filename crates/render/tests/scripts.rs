@@ -18,73 +18,23 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
-use std::time::Duration;
 
-use zmem_lab::decision::{Contender, Decision, Kind, Pick, Reason, SwapBehind};
+use zmem_lab::decision::{Kind, Pick, Reason, SwapBehind};
 use zmem_lab::zswap::ZswapCandidate;
-use zmem_lab::{self as lab, LabOptions, LabReport, LiveConfig, NoProgress, Now, Policy, Source};
+use zmem_lab::{self as lab, LabReport, LiveConfig, Now, Policy};
 use zmem_render as render;
 use zmem_render::decision as dec;
 
+mod common;
+use common::decision;
+
 // ---- Decisions and candidates ------------------------------------------------------------
 
-fn decision(kind: Kind, pick: Pick, config: &str, behind: Option<SwapBehind>) -> Decision {
-    let c = Contender {
-        pick,
-        config: config.into(),
-        memory_saved_bytes: 1 << 20,
-        memory_saved_ci: [1 << 19, 3 << 19],
-        cpu_seconds_per_second: 1e-4,
-        swap_in_p50_ns: 2000,
-        swap_in_p99_ns: 5000,
-        within_budgets: true,
-        runs_now: false,
-    };
-    Decision {
-        kind,
-        config: config.into(),
-        chosen: Some(c),
-        memory_saved_bytes: 1 << 20,
-        memory_saved_ci: [1 << 19, 3 << 19],
-        cpu_seconds_per_second: 1e-4,
-        swap_in_p99_ns: 5000,
-        tie: false,
-        runner_up: None,
-        margin_bytes: 0,
-        uncertainty_bytes: 0,
-        reason: Reason::SavesMost,
-        now_config: "none".into(),
-        now_bytes: 2 << 20,
-        pages: 512,
-        swap_behind: behind,
-    }
-}
-
+/// The shared zswap candidate, named without its shrinker setting.
 fn zswap_candidate(compressor: &str, max_pool_percent: u32, shrinker: bool) -> ZswapCandidate {
     ZswapCandidate {
-        kind: "zswap".into(),
         name: format!("zswap {compressor} max_pool_percent={max_pool_percent}"),
-        compressor: compressor.into(),
-        max_pool_percent,
-        accept_threshold_percent: 90,
-        shrinker_enabled: shrinker,
-        available: true,
-        unavailable_reason: None,
-        is_current: false,
-        verified: true,
-        pool_bytes: 1 << 20,
-        memory_saved_bytes_vs_now: 0,
-        cpu_secs_per_sec: 1e-4,
-        added_cpu_secs_per_sec: 0.0,
-        load_p50_ns: 3000,
-        load_p99_ns: 9000,
-        added_load_p99_ns: 0,
-        hit_fraction: 1.0,
-        replay_max_pool_percent: max_pool_percent,
-        device_write_bytes_per_sec: 0.0,
-        swap_in_us_per_sec: 0.0,
-        within_budgets: true,
-        over_budget: Vec::new(),
+        ..common::zswap_candidate(compressor, max_pool_percent, shrinker)
     }
 }
 
@@ -132,19 +82,7 @@ fn zswap_script(existing: Option<&str>) -> String {
 /// One small lab run (1,024 generated pages), shared by the tests that need a whole report.
 fn report() -> &'static LabReport {
     static R: OnceLock<LabReport> = OnceLock::new();
-    R.get_or_init(|| {
-        let set = zmem_pages::generate::generate(zmem_pages::generate::Kind::Mixed, 1024, 4096, 7)
-            .expect("generator");
-        let source = Source {
-            kind: "builtin".into(),
-            detail: "test set".into(),
-            pages: set.len() as u64,
-            page_size: 4096,
-            fallback_reason: None,
-        };
-        let opts = LabOptions { min_time: Duration::ZERO, ..LabOptions::default() };
-        lab::run(set.bytes(), source, &opts, &NoProgress).expect("lab run")
-    })
+    R.get_or_init(common::small_report)
 }
 
 /// `r` with its decision made the zram policy named `name`.
