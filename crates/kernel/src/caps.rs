@@ -259,7 +259,8 @@ pub fn set_meta(caps: &KernelCaps, host: &str) -> Vec<(String, String)> {
 pub fn from_set_meta(meta: &BTreeMap<String, String>) -> Option<(KernelCaps, String)> {
     use meta_keys::*;
     let zram = meta.get(ZRAM)?;
-    let get = |k: &str| meta.get(k).map(|v| v.trim().to_string()).unwrap_or_default();
+    // Recorded by another host, or made by hand: untrusted text, shown on one line.
+    let get = |k: &str| meta.get(k).map(|v| crate::parse::one_line(v)).unwrap_or_default();
     let list = |k: &str| get(k).split_whitespace().map(str::to_string).collect::<Vec<_>>();
     let yes = |k: &str| get(k) == "yes";
     let caps = KernelCaps {

@@ -247,6 +247,13 @@ pub fn parse_block_state(text: &str) -> Result<BlockStateCounts, KernelError> {
     Ok(c)
 }
 
+/// A value from a file or the machine shown on one line: every control character (line breaks
+/// included) becomes a space, and the ends are trimmed. Set metadata is untrusted: a newline
+/// in a host name must not start a line of its own in a report.
+pub fn one_line(s: &str) -> String {
+    s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect::<String>().trim().to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

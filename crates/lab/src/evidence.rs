@@ -277,7 +277,17 @@ fn from_file(
         e.kernel = k;
     }
     if let Some(meta) = set.set_meta().filter(|m| m.get("source").is_some_and(|s| s == "zram")) {
-        let config = live_config(meta, None)?;
+        let mut config = live_config(meta, None)?;
+        // A `dict=` path names a file on the host that made the capture, and the set's metadata
+        // is the file's word: never read a path it names here (root would read any file).
+        if let Some(params) = config.algorithm_params.take() {
+            let (kept, dropped) = without_dict(&params);
+            config.algorithm_params = (!kept.is_empty()).then_some(kept);
+            if dropped {
+                e.source.detail += " (its recorded dictionary is not in the capture and was \
+                                     not read: Now is predicted without it)";
+            }
+        }
         let mm_stat = meta_get(meta, "zram.mm_stat")?;
         e.now = Some(now::assess(set.bytes(), set.page_size(), config, mm_stat, progress)?);
         e.source.detail += " (a capture of a zram device: its mm_stat is compared below)";
@@ -488,10 +498,27 @@ fn device_and_algorithm(meta: &SetMeta) -> Result<(String, String), LabError> {
     Ok((dev.to_string(), algo.to_string()))
 }
 
+/// `algorithm_params` without its `dict=` arguments (zram's own argument splitter), and
+/// whether one was dropped.
+fn without_dict(params: &str) -> (String, bool) {
+    let args = zmem_zram::parse::args(params);
+    let kept: Vec<String> = args
+        .iter()
+        .filter(|a| a.param != "dict")
+        .map(|a| match a.val {
+            Some(v) => format!("{}={v}", a.param),
+            None => a.param.to_string(),
+        })
+        .collect();
+    (kept.join(" "), kept.len() < args.len())
+}
+
 /// The live configuration recorded in a zram capture's metadata.
 pub fn live_config(meta: &SetMeta, priority: Option<i32>) -> Result<LiveConfig, LabError> {
     let num = |key: &str| meta.get(key).and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(0);
-    let text = |key: &str| meta.get(key).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+    let text = |key: &str| {
+        meta.get(key).map(|v| zmem_kernel::parse::one_line(v)).filter(|v| !v.is_empty())
+    };
     let (device, comp_algorithm) = device_and_algorithm(meta)?;
     Ok(LiveConfig {
         device: format!("/dev/{device}"),
@@ -702,6 +729,38 @@ mod tests {
         assert_eq!(now.stored_pages, 200);
         assert_eq!(now.config.offered, ["lzo-rle", "lzo", "lz4"]);
         assert!(!now.config.recompress, "no recomp_algorithm recorded");
+    }
+
+    /// Issue 53's audit: `zram.algorithm_params dict=/etc/shadow` in a page set made root read
+    /// that file (and a FIFO hung the lab). A recorded dictionary path is never read; the other
+    /// parameters stay; a newline in recorded text cannot start a report line of its own.
+    #[test]
+    fn a_captures_dictionary_path_is_never_read() {
+        let set = zmem_pages::builtin::default_set_with(4096).unwrap();
+        let pages = set.bytes()[..200 * 4096].to_vec();
+        let live = zmem_experiments::conform::ours("lz4", &pages).unwrap();
+        // A path that does not exist here: reading it (the old behaviour) fails the gather.
+        let missing = "/nonexistent/zmem-dict";
+        let meta: SetMeta = [
+            ("source", "zram".to_string()),
+            ("zram.device", "zram3".into()),
+            ("zram.algorithm", "lz4".into()),
+            ("zram.comp_algorithm", "lzo-rle lzo [lz4]".into()),
+            ("zram.algorithm_params", format!("algo=lz4 level=3 dict={missing}")),
+            ("zram.recomp_algorithm", "#1: zstd\nFAKELINE: run this".into()),
+            ("zram.mm_stat", live.to_string().trim_end().to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let set = PageSet::from_raw(pages, 4096).unwrap().with_set_meta(meta).unwrap();
+        let e = gather(Input::Pages { set, label: "z.zpages".into() }, 64, &NoProgress).unwrap();
+        let now = e.now.expect("a Now section");
+        assert_eq!(now.config.algorithm_params.as_deref(), Some("algo=lz4 level=3"));
+        assert!(e.source.detail.contains("recorded dictionary is not in the capture"));
+        assert_eq!(now.config.recomp_algorithm.as_deref(), Some("#1: zstd FAKELINE: run this"));
+        assert_eq!(without_dict("dict=\"/a b\" level=1"), ("level=1".to_string(), true));
+        assert_eq!(without_dict("level=1"), ("level=1".to_string(), false));
     }
 
     #[test]
