@@ -55,6 +55,12 @@ pub enum PagesError {
          of MemAvailable by default; ZMEM_READ_CEILING=BYTES sets it)"
     )]
     TooLarge { declared: u64, limit: u64 },
+    /// A zstd stream that expands far more than any page set does: a decompression bomb.
+    #[error(
+        "the zstd stream expands to more than {decompressed} bytes from {compressed}: refused as \
+         a decompression bomb (ZMEM_READ_CEILING=BYTES reads up to BYTES whatever the ratio)"
+    )]
+    Bomb { decompressed: u64, compressed: u64 },
 }
 
 /// A refusal or failure of zmem-files, at the path it names.

@@ -331,6 +331,14 @@ impl<R: Read> Parser<R> {
             }
         }
         self.offset += got as u64;
+        if let Some(pos) = &self.zstd_pos {
+            let compressed = pos.load(Ordering::Relaxed);
+            if let Some(bound) = crate::limits::expansion_bound(compressed)
+                && self.offset > bound
+            {
+                return Err(PagesError::Bomb { decompressed: self.offset, compressed });
+            }
+        }
         Ok(got)
     }
 
@@ -380,6 +388,11 @@ impl<R: Read> Parser<R> {
                     entry,
                     format!("name table entry {} overruns the table", names.len()),
                 ));
+            }
+            // Each name is some page's process: more names than pages is no table zmem wrote,
+            // and would let a small file make millions of allocations.
+            if names.len() as u64 >= h.page_count {
+                return Err(self.corrupt(entry, "the name table has more names than pages".into()));
             }
             let mut bytes = vec![0u8; len as usize];
             self.read_exact(&mut bytes, || format!("name table entry {}", names.len()))?;

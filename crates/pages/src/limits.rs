@@ -34,15 +34,56 @@ pub const READ_CEILING_ENV: &str = "ZMEM_READ_CEILING";
 /// The least default ceiling, so a machine short of memory can still read small sets.
 const MIN_READ_CEILING: u64 = 256 << 20;
 
-/// The most page bytes a read copies into memory by default: half of `MemAvailable` (at least
-/// 256 MiB), or `ZMEM_READ_CEILING` bytes where it is set. A file is untrusted input: a few
+/// Decompressed bytes a zstd stream may reach whatever its ratio.
+const EXPANSION_SLACK: u64 = 64 << 20;
+
+/// Past the slack, the most a zstd stream may expand. Page sets of real memory compress a few
+/// times (zero pages, which compress best, are a part of them); a stream of nothing but zero
+/// pages expands some thousands of times and is refused once past the slack.
+const MAX_EXPANSION: u64 = 1024;
+
+/// The ceiling the user set (`ZMEM_READ_CEILING`), read once.
+fn explicit_ceiling() -> Option<u64> {
+    static SET: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *SET.get_or_init(|| {
+        std::env::var(READ_CEILING_ENV).ok().and_then(|v| v.trim().parse::<u64>().ok())
+    })
+}
+
+/// The most decompressed bytes a zstd stream may give after `compressed` bytes of it were
+/// read: 64 MiB plus 1024 times those (`None`: no bound, where `ZMEM_READ_CEILING` is set and
+/// the user chose the ceiling). The header's declaration is bounded by [`read_ceiling`]; this
+/// bounds what a bomb costs before its declaration is reached or where it declares nothing
+/// (raw pages in zstd).
+pub fn expansion_bound(compressed: u64) -> Option<u64> {
+    match explicit_ceiling() {
+        Some(_) => None,
+        None => Some(EXPANSION_SLACK.saturating_add(compressed.saturating_mul(MAX_EXPANSION))),
+    }
+}
+
+/// Half of this process's address-space limit (`RLIMIT_AS`), where one is set.
+fn address_space_share() -> Option<u64> {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes one rlimit into the struct it is given, which lives on this
+    // stack frame.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut lim) };
+    (rc == 0 && lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur / 2)
+}
+
+/// The most page bytes a read copies into memory by default: half of `MemAvailable`, and of
+/// the address-space limit where one is set (at least 256 MiB), or `ZMEM_READ_CEILING` bytes
+/// where it is set. A file is untrusted input: a few
 /// kilobytes of zstd can declare gigabytes of zero pages, and a header can claim 2^28
 /// checksums; past the ceiling the read stops with [`crate::PagesError::TooLarge`] before it
 /// allocates.
 pub fn read_ceiling() -> u64 {
-    match std::env::var(READ_CEILING_ENV).ok().and_then(|v| v.trim().parse::<u64>().ok()) {
+    match explicit_ceiling() {
         Some(bytes) => bytes,
-        None => (available_bytes() / 2).max(MIN_READ_CEILING),
+        None => {
+            let share = (available_bytes() / 2).min(address_space_share().unwrap_or(u64::MAX));
+            share.max(MIN_READ_CEILING)
+        }
     }
 }
 

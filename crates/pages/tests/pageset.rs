@@ -260,6 +260,57 @@ fn the_default_ceiling_refuses_a_bomb_from_its_header() {
     assert!(matches!(err, PagesError::TooLarge { .. }), "{err}");
 }
 
+/// Issue 53's audit: 132 KB of zstd holding 2^20 zero pages (a declaration under the default
+/// ceiling on a large machine) took 4.2 GB. A zstd stream that expands more than 1024-fold past
+/// 64 MiB is refused while it is read, whatever it declares (here raw zero pages, which declare
+/// nothing), before it holds more than the bound.
+#[test]
+fn a_zstd_stream_of_zero_pages_is_refused_while_read() {
+    let mut enc = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
+    let zeros = vec![0u8; 1 << 20];
+    for _ in 0..256 {
+        std::io::Write::write_all(&mut enc, &zeros).unwrap();
+    }
+    let packed = enc.finish().unwrap();
+    assert!(packed.len() < 64 << 10, "{} compressed bytes", packed.len());
+    let err = PageSet::from_bytes(&packed, &ReadOptions::default()).unwrap_err();
+    match &err {
+        PagesError::Bomb { decompressed, compressed } => {
+            assert!(*decompressed <= (64 << 20) + compressed * 1024 + (1 << 20), "{err}");
+        }
+        other => panic!("not refused as a bomb: {other}"),
+    }
+    assert!(err.to_string().contains("decompression bomb"), "{err}");
+    // Real pages compress a few times: a set of generated pages reads back whole.
+    let set =
+        zmem_pages::generate::generate(zmem_pages::generate::Kind::Mixed, 512, 4096, 1).unwrap();
+    let packed = zstd::encode_all(&encode(&set)[..], 3).unwrap();
+    assert_eq!(PageSet::from_bytes(&packed, &ReadOptions::default()).unwrap().bytes(), set.bytes());
+}
+
+/// The audit's name-table bomb: a 2 KB zstd file of one page and 2^25 empty process names
+/// took 1.6 GB. A name table with more names than pages is refused as it is read.
+#[test]
+fn a_name_table_with_more_names_than_pages_is_refused() {
+    // Version 1, per-page metadata, one page of 4096 bytes, a 4-byte name table (two empty
+    // names), the data at the layout's offset: 64 + 4 + 1 x (4 + 24) rounded up to a page.
+    let mut h = [0u8; 64];
+    h[0..8].copy_from_slice(&format::MAGIC);
+    h[8..10].copy_from_slice(&1u16.to_le_bytes());
+    h[10..12].copy_from_slice(&format::FLAG_META.to_le_bytes());
+    h[12..16].copy_from_slice(&4096u32.to_le_bytes());
+    h[16..24].copy_from_slice(&1u64.to_le_bytes());
+    h[24..32].copy_from_slice(&4u64.to_le_bytes());
+    h[32..40].copy_from_slice(&4096u64.to_le_bytes());
+    let crc = crc32fast::hash(&h[0..60]);
+    h[60..64].copy_from_slice(&crc.to_le_bytes());
+    let mut bytes = h.to_vec();
+    bytes.extend_from_slice(&[0, 0, 0, 0]);
+    let err = PageSet::from_bytes(&bytes, &ReadOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("more names than pages"), "{err}");
+    assert_eq!(err.offset(), Some(66), "{err}");
+}
+
 #[test]
 fn zstd_corruption_names_an_offset() {
     let set = sample(8, 4096, true);
