@@ -36,13 +36,46 @@ fn fails_cleanly(args: &[&str], stdin: &[u8]) -> String {
     stderr["zmem: ".len()..].trim_end().to_string()
 }
 
-/// A file in the test's temp directory holding `bytes`.
-fn file(name: &str, bytes: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("zmem-cli-bad-input-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    std::fs::write(&path, bytes).unwrap();
-    path
+/// A directory of one test's own under the temporary directory (made 0700 with a name no
+/// other run has, never one found there), removed with everything in it when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Self {
+        use std::os::unix::fs::DirBuilderExt;
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        loop {
+            let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |t| t.subsec_nanos());
+            let name = format!("zmem-cli-bad-input-{}-{n}-{nanos:x}", std::process::id());
+            let p = std::env::temp_dir().join(name);
+            match std::fs::DirBuilder::new().mode(0o700).create(&p) {
+                Ok(()) => return Self(p),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => panic!("{}: {e}", p.display()),
+            }
+        }
+    }
+
+    /// `name` in it.
+    fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+
+    /// A file `name` in it holding `bytes`.
+    fn file(&self, name: &str, bytes: &[u8]) -> PathBuf {
+        let path = self.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn s(p: &Path) -> &str {
@@ -68,18 +101,19 @@ fn missing_files() {
 
 #[test]
 fn empty_and_truncated_files() {
-    let empty = file("empty", b"");
+    let d = Scratch::new();
+    let empty = d.file("empty", b"");
     let msg = fails_cleanly(&["zram", s(&empty)], b"");
     assert!(msg.contains("no pages"), "{msg}");
     // A raw page file that ends inside a page is truncated.
-    let short = file("short", &pages()[..1000]);
+    let short = d.file("short", &pages()[..1000]);
     let msg = fails_cleanly(&["zram", s(&short)], b"");
     assert!(msg.contains("truncated"), "{msg}");
-    let cut = file("cut", &pages()[..3 * 4096 + 17]);
+    let cut = d.file("cut", &pages()[..3 * 4096 + 17]);
     let msg = fails_cleanly(&["zram", s(&cut)], b"");
     assert!(msg.contains("truncated"), "{msg}");
     // Four 4 KiB pages are a quarter of one 64 KiB page.
-    let four = file("four", &pages());
+    let four = d.file("four", &pages());
     let msg = fails_cleanly(&["zram", "--page-size", "65536", s(&four)], b"");
     assert!(msg.contains("truncated"), "{msg}");
     let msg = fails_cleanly(&["comp-bench", "--algo", "lz4", s(&cut)], b"");
@@ -88,7 +122,8 @@ fn empty_and_truncated_files() {
 
 #[test]
 fn wrong_page_sizes() {
-    let f = file("pages", &pages());
+    let d = Scratch::new();
+    let f = d.file("pages", &pages());
     for ps in ["1000", "0", "8192"] {
         let msg = fails_cleanly(&["zram", "--page-size", ps, s(&f)], b"");
         assert!(msg.contains("page size"), "{ps}: {msg}");
@@ -101,7 +136,8 @@ fn wrong_page_sizes() {
 
 #[test]
 fn unknown_algorithms_and_allocators() {
-    let f = file("pages2", &pages());
+    let d = Scratch::new();
+    let f = d.file("pages2", &pages());
     let msg = fails_cleanly(&["zram", "--algo", "lzma", s(&f)], b"");
     assert!(msg.contains("lzma"), "{msg}");
     let msg = fails_cleanly(&["zram", "--recomp", "zstd,nope", s(&f)], b"");
@@ -120,7 +156,8 @@ fn unknown_algorithms_and_allocators() {
 
 #[test]
 fn malformed_parameters_and_attribute_strings() {
-    let f = file("pages3", &pages());
+    let d = Scratch::new();
+    let f = d.file("pages3", &pages());
     for params in ["level", "level=", "level=abc", "priority=7 level=1", "dict="] {
         let msg = fails_cleanly(&["zram", "--algo", "zstd", "--params", params, s(&f)], b"");
         assert!(!msg.is_empty(), "{params}");
@@ -227,7 +264,8 @@ fn usage_errors_exit_2_without_panicking() {
 
 #[test]
 fn capture_zram_of_something_else() {
-    let out = file("capture-out.zpages", b"");
+    let d = Scratch::new();
+    let out = d.file("capture-out.zpages", b"");
     let msg = fails_cleanly(&["capture", "--zram", "/dev/null", "-o", s(&out)], b"");
     assert!(msg.contains("not a block device"), "{msg}");
     let msg = fails_cleanly(&["capture", "--zram", "/nonexistent/zram9", "-o", s(&out)], b"");
@@ -250,7 +288,8 @@ fn capture_zram_of_an_uninitialised_device() {
     let Some(_live) = zmem_testkit::live(why) else { return };
     let id = std::fs::read_to_string(format!("{CONTROL}/hot_add")).expect("hot_add");
     let dev = Device(id.trim().to_string());
-    let out = file("capture-uninit.zpages", b"");
+    let d = Scratch::new();
+    let out = d.file("capture-uninit.zpages", b"");
     let path = format!("/dev/zram{}", dev.0);
     let msg = fails_cleanly(&["capture", "--zram", &path, "-o", s(&out)], b"");
     assert!(msg.contains("not initialised"), "{msg}");
@@ -273,7 +312,8 @@ fn lab_source_zram_without_a_zram_swap() {
 
 #[test]
 fn trace_record_of_no_such_process_or_a_bad_duration() {
-    let out = file("record.trace", b"");
+    let d = Scratch::new();
+    let out = d.file("record.trace", b"");
     let msg =
         fails_cleanly(&["trace", "record", "--pid", "0", "--duration", "1", "-o", s(&out)], b"");
     assert!(msg.contains("no such process: 0"), "{msg}");
@@ -315,12 +355,13 @@ fn trace_record_of_no_such_process_or_a_bad_duration() {
 /// `zmem lab --trace` with a trace whose page ids exceed the page set: one line naming both.
 #[test]
 fn lab_trace_over_more_pages_than_the_set() {
-    let pages = file("lab-trace.pages", &pages());
+    let d = Scratch::new();
+    let pages = d.file("lab-trace.pages", &pages());
     // A trace over 8 pages, its last access to page 7: the set has 4.
     let read = |time_ns, page| Access { time_ns, page, op: Op::Read };
     let mut trace = Vec::new();
     Trace { page_count: 8, accesses: vec![read(0, 1), read(10, 7)] }.write_to(&mut trace).unwrap();
-    let t = file("lab-trace.trace", &trace);
+    let t = d.file("lab-trace.trace", &trace);
     let msg = fails_cleanly(&["lab", "--observe", "0", "--trace", s(&t), s(&pages)], b"");
     assert!(msg.contains("names page 7") && msg.contains("has 4 pages"), "{msg}");
     let msg =
@@ -332,10 +373,8 @@ fn lab_trace_over_more_pages_than_the_set() {
 /// file: before, it exited 0 and wrote an empty set.
 #[test]
 fn capture_of_no_such_process_writes_nothing() {
-    let dir = std::env::temp_dir().join(format!("zmem-cli-no-process-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join("none.zpages");
-    let _ = std::fs::remove_file(&out);
+    let d = Scratch::new();
+    let out = d.join("none.zpages");
     // Above the default pid_max (4194304 at most): no such process can exist.
     let msg = fails_cleanly(&["capture", "--pid", "999999999", "-o", s(&out)], b"");
     assert!(msg.contains("nothing captured"), "{msg}");
@@ -354,8 +393,9 @@ fn a_tiny_input_is_too_uncertain_to_advise_on() {
     for (i, page) in bytes.chunks_exact_mut(4096).enumerate() {
         page[..8].copy_from_slice(&(i as u64).to_le_bytes());
     }
-    let sixteen = file("sixteen.pages", &bytes);
-    let ten = file("ten.pages", &bytes[..10 * 4096]);
+    let d = Scratch::new();
+    let sixteen = d.file("sixteen.pages", &bytes);
+    let ten = d.file("ten.pages", &bytes[..10 * 4096]);
     for args in [
         vec!["lab", "--observe", "0", "--min-time-ms", "0", "--json", s(&ten)],
         vec!["lab", "--observe", "0", "--min-time-ms", "0", "--json", s(&sixteen)],
@@ -379,8 +419,9 @@ fn a_tiny_input_is_too_uncertain_to_advise_on() {
 /// the flag, never a panic, an abort or an unexpected-argument complaint.
 #[test]
 fn numeric_flags_refuse_out_of_range_values_by_name() {
-    let p = file("sweep.bin", &pages());
-    let t = std::env::temp_dir().join(format!("zmem-sweep-{}.out", std::process::id()));
+    let d = Scratch::new();
+    let p = d.file("sweep.bin", &pages());
+    let t = d.join("sweep.out");
     let (p, t) = (s(&p).to_string(), s(&t).to_string());
     let flags: &[(&[&str], &str)] = &[
         (&["gen", "-o", &t], "--pages"),
@@ -437,12 +478,12 @@ fn numeric_flags_refuse_out_of_range_values_by_name() {
         }
     }
     assert!(checked > 200, "{checked}");
-    let _ = std::fs::remove_file(&t);
 }
 
 #[test]
 fn huge_counts_are_refused_before_any_allocation() {
-    let t = std::env::temp_dir().join(format!("zmem-huge-{}.out", std::process::id()));
+    let d = Scratch::new();
+    let t = d.join("huge.out");
     let msg = fails_cleanly(&["gen", "--pages", "1000000000000", "-o", s(&t)], b"");
     assert!(msg.contains("--pages") && msg.contains("more than this machine's memory"), "{msg}");
     let msg = fails_cleanly(&["trace", "gen", "--accesses", "99999999999999", "-o", s(&t)], b"");
@@ -459,7 +500,8 @@ fn directories_devices_and_empty_files_are_named() {
             assert!(msg.contains(what) && msg.contains(path), "{cmd} {path}: {msg}");
         }
     }
-    let empty = file("empty-lab", b"");
+    let d = Scratch::new();
+    let empty = d.file("empty-lab", b"");
     let msg = fails_cleanly(&["lab", s(&empty)], b"");
     assert!(msg.contains("an empty file"), "{msg}");
 }
@@ -468,7 +510,8 @@ fn directories_devices_and_empty_files_are_named() {
 /// lab lacks (it once said "run with --page-size 16384").
 #[test]
 fn lab_of_a_page_set_with_other_pages() {
-    let out = file("lab-16k.zpages", b"");
+    let d = Scratch::new();
+    let out = d.file("lab-16k.zpages", b"");
     let made = zmem(&["gen", "--pages", "8", "--page-size", "16384", "-o", s(&out)], b"");
     assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
     let msg = fails_cleanly(&["lab", s(&out), "--observe", "0"], b"");

@@ -8,11 +8,38 @@ fn zmem(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_zmem")).args(args).output().expect("the zmem binary runs")
 }
 
-/// A fresh directory for one test.
-fn dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("zmem-cli-dict-{test}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory for one test (made 0700 with a name no other run has, never one found
+/// there), removed with everything in it when dropped, the test passing or not.
+struct Scratch(PathBuf);
+
+fn dir(test: &str) -> Scratch {
+    use std::os::unix::fs::DirBuilderExt;
+    loop {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |t| t.subsec_nanos());
+        let name = format!("zmem-cli-dict-{test}-{}-{nanos:x}", std::process::id());
+        let p = std::env::temp_dir().join(name);
+        match std::fs::DirBuilder::new().mode(0o700).create(&p) {
+            Ok(()) => return Scratch(p),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => panic!("{}: {e}", p.display()),
+        }
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = std::path::Path;
+
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn s(p: &std::path::Path) -> &str {
@@ -75,7 +102,6 @@ fn trains_writes_and_reports() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("without:") && stdout.contains("with:"), "{stdout}");
     assert!(stdout.contains("algo=lz4 level=2 dict=/"), "{stdout}");
-    std::fs::remove_dir_all(&d).unwrap();
 }
 
 #[test]
@@ -117,5 +143,4 @@ fn bad_input_fails_with_one_line() {
     ]);
     assert!(msg.contains("too few"), "{msg}");
     assert!(!dict.exists(), "no dictionary is written on failure");
-    std::fs::remove_dir_all(&d).unwrap();
 }

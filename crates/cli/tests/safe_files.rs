@@ -261,6 +261,39 @@ fn planted_links_and_files_are_never_written_through() {
             only(&plant, &left);
         }
     }
+    theirs_is_refused(&plant, &pages, &trace);
+}
+
+/// nobody's directory, named or reached through a link in the middle of the path, is no place
+/// for root's outputs nor for its scratch (`$TMPDIR`, `replay --swap-dir`), and neither is a
+/// directory of root's inside it: nobody may rename what is in a directory of theirs and put a
+/// link in its place between zmem's check and its use. Refused, nothing made there.
+fn theirs_is_refused(plant: &Path, pages: &Path, trace: &Path) {
+    as_nobody(plant, "mkdir theirs && ln -s theirs link");
+    let theirs = plant.join("theirs");
+    let inner = theirs.join("inner");
+    std::fs::create_dir(&inner).unwrap();
+    for out in [theirs.join("x.zpages"), plant.join("link").join("x.zpages")] {
+        let args = ["gen", "--kind", "mixed", "--pages", "64", "-o", s(&out)];
+        refused(&zmem(plant, &args.map(String::from)), &out, "an output in nobody's directory");
+    }
+    for dir in [&theirs, &plant.join("link"), &inner] {
+        let what = format!("scratch in {}", dir.display());
+        let swap = ["replay", "--ram", "256K", "--swap", "zswap", "--swap-dir", s(dir)];
+        let args = [&swap[..], &[s(pages), s(trace)]].concat();
+        refused(&zmem(plant, &args.into_iter().map(String::from).collect::<Vec<_>>()), dir, &what);
+        let out = plant.join("theirs.dict");
+        let args = ["dict", "train", "--algo", "zstd", "--size", "8K", "-o", s(&out), s(pages)];
+        // (The dictionary is written before the scratch directory is asked for.)
+        refused(&zmem(dir, &args.map(String::from)), dir, &what);
+        let _ = std::fs::remove_file(&out);
+    }
+    let mut made: Vec<String> = std::fs::read_dir(&theirs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    made.extend(std::fs::read_dir(&inner).unwrap().map(|e| format!("{:?}", e.unwrap().path())));
+    assert_eq!(made, ["inner"], "nothing made in nobody's directory");
 }
 
 /// Waits up to `limit` for a `zmem-dict-*` directory in `dir`; its path.

@@ -1,10 +1,11 @@
 //! What may be written to: the checks on a target, its directory and an output directory.
 
 use std::fs;
-use std::io::ErrorKind;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-use std::path::Path;
+use std::io::{self, ErrorKind};
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
 
+use crate::dir::{Dir, Stat};
 use crate::{FileError, Kind};
 
 /// This process's effective uid: files it may replace and directories it may sweep are its own.
@@ -13,74 +14,91 @@ pub(crate) fn euid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// Words for what a non-regular file is.
-fn what(m: &fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let t = m.file_type();
-    if t.is_dir() {
-        "a directory"
-    } else if t.is_char_device() || t.is_block_device() {
-        "a device"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_socket() {
-        "a socket"
-    } else {
-        "not a regular file"
-    }
-}
-
-/// Whether `path` may be replaced: nothing there, or a regular file of this uid's. A link is
-/// refused rather than replaced: someone put it there, and the user should see that.
-pub(crate) fn check_target(path: &Path) -> Result<(), FileError> {
-    let m = match fs::symlink_metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(FileError::new(path, e)),
-    };
+/// Whether `path`, found as `st` (`None`: nothing there), may be replaced: nothing there, or a
+/// regular file of this uid's. A link is refused rather than replaced: someone put it there,
+/// and the user should see that.
+pub(crate) fn check_target(path: &Path, st: Option<Stat>) -> Result<(), FileError> {
+    let Some(st) = st else { return Ok(()) };
     let refuse = |why: String| Err(FileError::refuse(path, ErrorKind::PermissionDenied, why));
-    if m.file_type().is_symlink() {
+    if st.is_symlink() {
         return refuse(
             "is a symbolic link; zmem does not write through links (remove it or choose \
              another path)"
                 .into(),
         );
     }
-    if !m.is_file() {
-        return refuse(format!("is {}; zmem writes only regular files", what(&m)));
+    if !st.is_file() {
+        return refuse(format!("is {}; zmem writes only regular files", st.what()));
     }
-    if m.uid() != euid() {
+    if st.uid != euid() {
         return refuse(format!(
             "exists and belongs to uid {} (zmem runs as uid {}); zmem does not replace another \
              user's file (remove it or choose another path)",
-            m.uid(),
+            st.uid,
             euid()
         ));
     }
     Ok(())
 }
 
-/// Whether files may be put in `dir`: a directory that others may write only with the sticky
-/// bit, which keeps them from renaming or removing what zmem put there (as in `/tmp`). Group-
-/// writable counts as others: zmem cannot tell who is in the group.
-pub(crate) fn check_dir(dir: &Path) -> Result<(), FileError> {
-    let m = fs::metadata(dir).map_err(|e| FileError::new(dir, e))?;
-    if !m.is_dir() {
-        return Err(FileError::refuse(dir, ErrorKind::NotADirectory, "is not a directory"));
+/// Whether files may be put in `dir`, found as `st`: a directory of root's or this uid's (the
+/// owner of a directory may rename and replace anything in it, the sticky bit
+/// notwithstanding), that others may write only with the sticky bit, which keeps them from
+/// renaming or removing what zmem put there (as in `/tmp`). Group-writable counts as others:
+/// zmem cannot tell who is in the group.
+pub(crate) fn check_dir(dir: &Path, st: Stat) -> Result<(), FileError> {
+    let refuse = |kind, why: String| Err(FileError::refuse(dir, kind, why));
+    if !st.is_dir() {
+        return refuse(ErrorKind::NotADirectory, "is not a directory".into());
     }
-    let mode = m.mode();
-    if mode & 0o022 != 0 && mode & libc::S_ISVTX == 0 {
-        return Err(FileError::refuse(
-            dir,
+    if st.uid != 0 && st.uid != euid() {
+        return refuse(
+            ErrorKind::PermissionDenied,
+            format!(
+                "belongs to uid {} (zmem runs as uid {}); its owner could replace or move \
+                 zmem's file there (choose a directory of root's or your own)",
+                st.uid,
+                euid()
+            ),
+        );
+    }
+    if st.mode & 0o022 != 0 && st.mode & libc::S_ISVTX == 0 {
+        return refuse(
             ErrorKind::PermissionDenied,
             format!(
                 "is writable by other users without the sticky bit (mode {:o}); anyone could \
                  replace zmem's file there (choose another directory, or chmod +t it)",
-                mode & 0o7777
+                st.mode & 0o7777
             ),
-        ));
+        );
     }
     Ok(())
+}
+
+/// Opens `dir` (links in its path followed, as the user named it), then checks what was
+/// opened (fstat on the descriptor, [`check_dir`]): later calls in it go through the
+/// descriptor, so the directory used is the one checked whatever its path becomes.
+pub(crate) fn open_dir(dir: &Path) -> Result<Dir, FileError> {
+    let d = Dir::open(dir, false).map_err(|e| FileError::new(dir, e))?;
+    check_dir(dir, d.stat().map_err(|e| FileError::new(dir, e))?)?;
+    Ok(d)
+}
+
+/// `dir` without links (`realpath`), each directory on it from `/` down checked as
+/// [`check_dir`] checks one: then nobody but root and this uid can change what the path names,
+/// and paths below it may be handed to other processes (`losetup`, `dd`, zram's `dict=`).
+/// `dir` itself is checked on its open descriptor by the caller.
+pub(crate) fn trusted_path(dir: &Path) -> Result<PathBuf, FileError> {
+    let real = fs::canonicalize(dir).map_err(|e| FileError::new(dir, e))?;
+    for a in real.ancestors().skip(1) {
+        let m = fs::symlink_metadata(a).map_err(|e| FileError::new(a, e))?;
+        check_dir(a, Stat::of(&m)).map_err(|e| {
+            let inner = e.into_io();
+            let why = format!("on its path, {}: {inner}", a.display());
+            FileError::new(dir, io::Error::new(inner.kind(), why))
+        })?;
+    }
+    Ok(real)
 }
 
 /// The directory of `path`'s file (`.` for a bare name).
@@ -108,21 +126,21 @@ pub fn ensure_dir(path: &Path, kind: Kind) -> Result<(), FileError> {
             Err(e) => return Err(FileError::new(path, e)),
         }
     }
-    let m = fs::symlink_metadata(path).map_err(|e| FileError::new(path, e))?;
+    let m = Stat::of(&fs::symlink_metadata(path).map_err(|e| FileError::new(path, e))?);
     let refuse = |why: String| Err(FileError::refuse(path, ErrorKind::PermissionDenied, why));
-    if m.file_type().is_symlink() {
+    if m.is_symlink() {
         return refuse("is a symbolic link; zmem does not write through links".into());
     }
     if !m.is_dir() {
-        return refuse(format!("is {}, not a directory", what(&m)));
+        return refuse(format!("is {}, not a directory", m.what()));
     }
-    if m.uid() != euid() {
+    if m.uid != euid() {
         return refuse(format!(
             "belongs to uid {} (zmem runs as uid {}); zmem does not write into another user's \
              directory (remove it or choose another path)",
-            m.uid(),
+            m.uid,
             euid()
         ));
     }
-    check_dir(path)
+    check_dir(path, m)
 }

@@ -4,19 +4,26 @@
 //! crate that writes a file calls this one (a leaf: no zmem dependencies, so the engines use it
 //! too); what it is not for: sysfs, procfs and cgroup files (kernel interfaces, not files).
 //!
-//! - [`write`] and [`create`] ([`SafeFile`]): an output at a path the user named. The bytes go
+//! - [`write()`] and [`create()`] ([`SafeFile`]): an output at a path the user named. The bytes go
 //!   to a new temporary file in the target's directory (`O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC`,
 //!   a random name), its mode set with `fchmod` so no umask widens or narrows it, then
 //!   `commit` syncs it and renames it over the target. Nothing is ever opened at the target
 //!   itself, so a symbolic link there is never followed and an existing file is never written
 //!   into; a target that is a symbolic link, not a regular file, or another user's file is
 //!   refused, and so is a directory that others may write without the sticky bit (anyone there
-//!   could swap the file after zmem wrote it). Dropped without `commit`: the temporary is
-//!   removed and the target is untouched.
-//! - [`PrivateTempDir`]: scratch space (`mkdtemp`, 0700, files 0600 inside) under `$TMPDIR` or
-//!   `/tmp`, removed on drop and on SIGINT/SIGTERM (see [`cleanup_registered`]); its name
-//!   carries its owner's pid and start time, so what a SIGKILL or the OOM killer leaves is
-//!   swept by the next one ([`sweep`]).
+//!   could swap the file after zmem wrote it) or that another user owns (its owner may move
+//!   anything in it; root's and zmem's own uid's only, reached through links or not). The
+//!   directory is opened once and checked on its descriptor, and the temporary is made
+//!   (`openat`), the target checked again (`fstatat`), the rename done (`renameat`) and an
+//!   uncommitted temporary removed (`unlinkat`) relative to it: a component of the path swapped
+//!   for a link meanwhile changes nothing. Dropped without `commit`: the temporary is removed and
+//!   the target is untouched.
+//! - [`PrivateTempDir`]: scratch space (0700, files 0600 inside, made with `mkdirat` and
+//!   `openat` relative to held descriptors) under `$TMPDIR` or `/tmp`, whose path, links
+//!   resolved, must be root's or this uid's all the way down (so the paths it hands to other
+//!   processes name what it made); removed on drop and on SIGINT/SIGTERM (see
+//!   [`cleanup_registered`]); its name carries its owner's pid and start time, so what a SIGKILL
+//!   or the OOM killer leaves is swept by the next one ([`sweep`]).
 //! - [`ensure_dir`]: a directory the user named for outputs, made if missing, refused if it is
 //!   a link or another user's.
 //!
@@ -26,6 +33,7 @@
 //! Errors are [`FileError`]: the path and an `std::io::Error` whose message is one line.
 
 mod check;
+mod dir;
 mod error;
 mod safe_file;
 mod signals;

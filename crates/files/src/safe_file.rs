@@ -1,15 +1,14 @@
 //! An output at a path the user named: written to a private temporary beside it, renamed over
-//! it on commit.
+//! it on commit, both relative to the directory opened and checked once.
 
-use std::fs::{File, OpenOptions, Permissions};
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
 use std::io::{self, ErrorKind, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use tempfile::NamedTempFile;
-
-use crate::check::{check_dir, check_target, parent_dir};
+use crate::check::{check_target, open_dir, parent_dir};
+use crate::dir::{Dir, random_part};
 use crate::temp_dir::Owner;
 use crate::{FileError, Kind, signals};
 
@@ -22,57 +21,70 @@ const NAME_KEPT: usize = 128;
 #[derive(Debug)]
 pub struct SafeFile {
     target: PathBuf,
-    tmp: Option<NamedTempFile>,
+    /// The target's directory, opened and checked once: the temporary is made, the target
+    /// checked again and the rename done in it, whatever its path names meanwhile.
+    dir: Dir,
+    name: OsString,
+    tmp_name: OsString,
+    /// The temporary's path, for the signal-time clean-up only.
+    tmp_path: PathBuf,
+    /// `None` once committed.
+    file: Option<File>,
 }
 
 /// Starts writing `path` as `kind` (see the crate's documentation for what is refused).
 pub fn create(path: &Path, kind: Kind) -> Result<SafeFile, FileError> {
-    check_target(path)?;
-    let dir = parent_dir(path);
-    // The error names the file the user gave, and the directory as what is wrong with it.
-    check_dir(dir).map_err(|e| {
-        let inner = e.into_io();
-        let why = format!("directory {}: {inner}", dir.display());
-        FileError::new(path, io::Error::new(inner.kind(), why))
-    })?;
     let name = path
         .file_name()
         .ok_or_else(|| FileError::refuse(path, ErrorKind::InvalidInput, "does not name a file"))?;
+    let dir_path = parent_dir(path);
+    // The error names the file the user gave, and the directory as what is wrong with it.
+    let dir = open_dir(dir_path).map_err(|e| {
+        let inner = e.into_io();
+        let why = format!("directory {}: {inner}", dir_path.display());
+        FileError::new(path, io::Error::new(inner.kind(), why))
+    })?;
+    check_target(path, dir.stat_at(name).map_err(|e| FileError::new(path, e))?)?;
     let kept = &name.as_bytes()[..name.len().min(NAME_KEPT)];
     // `.NAME.zmem-tmp-PID.START-RANDOM`: a dot name, which collectors that read `*.prom`
     // (node_exporter) or `*.zpages` skip, with its owner as a PrivateTempDir's name has it.
-    let mut ours = std::ffi::OsString::from(".");
-    ours.push(std::ffi::OsStr::from_bytes(kept));
+    let mut ours = OsString::from(".");
+    ours.push(OsStr::from_bytes(kept));
     ours.push(".");
-    sweep_temporaries(dir, ours.as_bytes());
-    let mut prefix = ours;
-    prefix.push(format!("zmem-tmp-{}-", Owner::current().id()));
-    let tmp = tempfile::Builder::new()
-        .prefix(&prefix)
-        .rand_bytes(8)
-        .make_in(dir, |p| open_new(p, 0))
-        .map_err(|e| FileError::new(path, e))?;
-    // fchmod: the umask narrowed the open's mode and must not decide a shared file's either.
-    tmp.as_file()
-        .set_permissions(Permissions::from_mode(kind.mode()))
-        .map_err(|e| FileError::new(path, e))?;
+    sweep_temporaries(&dir, ours.as_bytes());
+    ours.push(format!("zmem-tmp-{}-", Owner::current().id()));
+    let (file, tmp_name) = new_temporary(&dir, &ours, kind).map_err(|e| FileError::new(path, e))?;
     // SIGINT/SIGTERM remove it too, where they would otherwise end the process as it is.
     signals::protect();
-    signals::register(tmp.path());
-    Ok(SafeFile { target: path.to_path_buf(), tmp: Some(tmp) })
+    let tmp_path = dir_path.join(&tmp_name);
+    signals::register(&tmp_path);
+    let (target, name) = (path.to_path_buf(), name.to_os_string());
+    Ok(SafeFile { target, dir, name, tmp_name, tmp_path, file: Some(file) })
+}
+
+/// A new file `PREFIX` + 8 random letters in `dir`, with `kind`'s mode; its name.
+fn new_temporary(dir: &Dir, prefix: &OsStr, kind: Kind) -> io::Result<(File, OsString)> {
+    loop {
+        let mut name = prefix.to_os_string();
+        name.push(random_part()?);
+        match dir.create_file(&name, 0, kind.mode()) {
+            Ok(f) => return Ok((f, name)),
+            // 62^8 names: a clash is another writer's, or a planted name; draw again.
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Removes the temporaries a killed run left for the same target name in `dir`
 /// (`ours` is `.NAME.`): regular files of this uid whose owner no longer runs. Best effort.
-fn sweep_temporaries(dir: &Path, ours: &[u8]) {
-    use std::os::unix::fs::MetadataExt;
+fn sweep_temporaries(dir: &Dir, ours: &[u8]) {
     // Without /proc every owner would look gone: sweep nothing.
     if Owner::current().start == 0 {
         return;
     }
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
+    let Ok(names) = dir.names() else { return };
+    for name in names {
         let Some(rest) = name.as_bytes().strip_prefix(ours) else { continue };
         let dead = std::str::from_utf8(rest)
             .ok()
@@ -82,23 +94,11 @@ fn sweep_temporaries(dir: &Path, ours: &[u8]) {
         if !dead {
             continue;
         }
-        let Ok(m) = std::fs::symlink_metadata(entry.path()) else { continue };
-        if m.is_file() && m.uid() == crate::check::euid() {
-            let _ = std::fs::remove_file(entry.path());
+        let Ok(Some(st)) = dir.stat_at(&name) else { continue };
+        if st.is_file() && st.uid == crate::check::euid() {
+            let _ = dir.unlink(&name, false);
         }
     }
-}
-
-/// A new file at `p`, 0600 (before any fchmod), never through a link and never an existing
-/// one; read and write, with `flags` added (`O_DIRECT`). std adds `O_CLOEXEC`.
-pub(crate) fn open_new(p: &Path, flags: i32) -> io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | flags)
-        .open(p)
 }
 
 /// Writes `bytes` to `path` as `kind`, all or nothing.
@@ -116,50 +116,50 @@ impl SafeFile {
 
     /// The open file (for positioned writes or `set_len`).
     pub fn file(&self) -> &File {
-        self.tmp().as_file()
+        self.file.as_ref().expect("a SafeFile holds its temporary until commit")
     }
 
-    fn tmp(&self) -> &NamedTempFile {
-        self.tmp.as_ref().expect("a SafeFile holds its temporary until commit")
+    fn file_mut(&mut self) -> &mut File {
+        self.file.as_mut().expect("a SafeFile holds its temporary until commit")
     }
 
-    fn tmp_mut(&mut self) -> &mut NamedTempFile {
-        self.tmp.as_mut().expect("a SafeFile holds its temporary until commit")
-    }
-
-    /// Syncs the file and renames it over the target. The target is checked again first (a link
-    /// or another user's file planted while it was written is refused, the temporary removed);
-    /// one planted between that check and the rename is replaced, never written through.
+    /// Syncs the file and renames it over the target, in the directory opened at `create`. The
+    /// target is checked again first (a link or another user's file planted while it was
+    /// written is refused, the temporary removed); one planted between that check and the
+    /// rename is replaced, never written through.
     pub fn commit(mut self) -> Result<(), FileError> {
-        let tmp = self.tmp.take().expect("commit is called once");
-        let tmp_path = tmp.path().to_path_buf();
+        let file = self.file.take().expect("commit is called once");
         let err = |e| FileError::new(&self.target, e);
         let done = (|| {
-            tmp.as_file().sync_all().map_err(err)?;
-            check_target(&self.target)?;
-            tmp.persist(&self.target).map(drop).map_err(|e| err(e.error))
+            file.sync_all().map_err(err)?;
+            check_target(&self.target, self.dir.stat_at(&self.name).map_err(err)?)?;
+            self.dir.rename(&self.tmp_name, &self.name).map_err(err)
         })();
-        // Renamed, or removed with `tmp` on the error path: nothing left to clean up.
-        signals::unregister(&tmp_path);
+        if done.is_err() {
+            let _ = self.dir.unlink(&self.tmp_name, false);
+        }
+        // Renamed or removed: nothing left to clean up.
+        signals::unregister(&self.tmp_path);
         done
     }
 }
 
 impl Drop for SafeFile {
     fn drop(&mut self) {
-        // Uncommitted: `tmp`'s own drop removes the file.
-        if let Some(tmp) = &self.tmp {
-            signals::unregister(tmp.path());
+        // Uncommitted: the temporary goes.
+        if self.file.take().is_some() {
+            let _ = self.dir.unlink(&self.tmp_name, false);
+            signals::unregister(&self.tmp_path);
         }
     }
 }
 
 impl Write for SafeFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.tmp_mut().write(buf)
+        self.file_mut().write(buf)
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.tmp_mut().flush()
+        self.file_mut().flush()
     }
 }

@@ -18,7 +18,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Mutex, MutexGuard, Once};
 
-/// The live temporary directories and files.
+/// The live temporary directories and files, by path. A [`crate::PrivateTempDir`]'s path is
+/// checked as one nobody but root and this uid can change (`check::trusted_path`). A
+/// [`crate::SafeFile`]'s temporary is made and removed through its directory's descriptor, but
+/// its path here may name another place by the time a signal comes (a link swapped on the way):
+/// that is accepted, since the clean-up only removes what is at that path under the
+/// temporary's own random name (`.NAME.zmem-tmp-PID.START-RANDOM`), which nothing holds but
+/// zmem's temporary or a file its planter made for it, and `remove_dir_all` follows no link.
 static REGISTRY: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 /// The pipe's write end (-1: no watcher thread, nothing installed).
 static PIPE: AtomicI32 = AtomicI32::new(-1);

@@ -1,22 +1,32 @@
 //! Private scratch directories: made 0700 under the temporary root, removed on drop and on
 //! SIGINT/SIGTERM, swept by a later run when a kill left one.
 
-use std::fs::{self, File, Permissions};
-use std::io::{ErrorKind, Write};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::ffi::OsStr;
+use std::fs::{self, File};
+use std::io::{self, ErrorKind, Write};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::check::{check_dir, euid};
-use crate::safe_file::open_new;
+use crate::check::{check_dir, euid, trusted_path};
+use crate::dir::{Dir, random_part};
 use crate::{FileError, signals};
 
-/// A `mkdtemp` directory of this process's, 0700, named `PREFIX-PID.START-RANDOM` (START: the
-/// process's start time in clock ticks since boot, so a reused pid is not taken for its owner).
-/// Removed with everything in it when dropped, and on SIGINT or SIGTERM where zmem-files
-/// handles them (see [`crate::cleanup_registered`]).
+/// A directory of this process's, 0700, named `PREFIX-PID.START-RANDOM` (START: the process's
+/// start time in clock ticks since boot, so a reused pid is not taken for its owner). Removed
+/// with everything in it when dropped, and on SIGINT or SIGTERM where zmem-files handles them
+/// (see [`crate::cleanup_registered`]).
+///
+/// It is made with `mkdirat` in its parent, opened at once (`O_DIRECTORY|O_NOFOLLOW`) and checked
+/// on that descriptor (a directory, this uid's, 0700), and its files are made with `openat` on
+/// it: they land in the directory made whatever its path names later. The parent must be a
+/// directory of root's or this uid's (another user may rename what is in a directory of theirs,
+/// sticky or not), and so must every directory on its path, links resolved: so the paths this
+/// hands out, which other processes open (`losetup`, `dd`, zram's `dict=`) and the clean-up
+/// removes, name what was made, and no path through `/proc/self/fd` is needed.
 #[derive(Debug)]
 pub struct PrivateTempDir {
     path: PathBuf,
+    dir: Dir,
 }
 
 impl PrivateTempDir {
@@ -27,29 +37,29 @@ impl PrivateTempDir {
 
     /// A new directory under `parent` (a swap file's directory the user chose, say), after
     /// sweeping what dead runs left there. `parent` may be writable by others only with the
-    /// sticky bit.
+    /// sticky bit, and it and the directories above it must be root's or this uid's.
     pub fn new_in(parent: &Path, prefix: &str) -> Result<Self, FileError> {
         assert!(
             prefix.starts_with("zmem-") && !prefix.contains('/'),
             "a PrivateTempDir's prefix is zmem-NAME, got {prefix:?}"
         );
-        check_dir(parent)?;
-        sweep(parent);
+        let real = trusted_path(parent)?;
+        let at = |e| FileError::new(parent, e);
+        let pdir = Dir::open(&real, true).map_err(at)?;
+        check_dir(parent, pdir.stat().map_err(at)?)?;
+        sweep(&real);
         signals::protect();
-        let me = Owner::current();
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("{prefix}-{}-", me.id()))
-            .rand_bytes(8)
-            .permissions(Permissions::from_mode(0o700))
-            .tempdir_in(parent)
-            .map_err(|e| FileError::new(parent, e))?;
-        let path = dir.keep();
-        let made = Self { path };
-        signals::register(&made.path);
-        // Exactly 0700: the umask may have taken bits off, never let it decide.
-        fs::set_permissions(&made.path, Permissions::from_mode(0o700))
-            .map_err(|e| FileError::new(&made.path, e))?;
-        Ok(made)
+        let name = make_dir(&pdir, &format!("{prefix}-{}-", Owner::current().id())).map_err(at)?;
+        let path = real.join(&name);
+        signals::register(&path);
+        match open_made(&pdir, OsStr::new(&name)) {
+            Ok(dir) => Ok(Self { path, dir }),
+            Err(e) => {
+                let _ = pdir.unlink(OsStr::new(&name), true);
+                signals::unregister(&path);
+                Err(FileError::new(&path, e))
+            }
+        }
     }
 
     /// Where it is.
@@ -66,9 +76,8 @@ impl PrivateTempDir {
     pub fn create_file_with(&self, name: &str, flags: i32) -> Result<(File, PathBuf), FileError> {
         assert!(!name.contains('/') && !name.is_empty(), "a file name, got {name:?}");
         let path = self.path.join(name);
-        let f = open_new(&path, flags).map_err(|e| FileError::new(&path, e))?;
-        f.set_permissions(Permissions::from_mode(0o600)).map_err(|e| FileError::new(&path, e))?;
-        Ok((f, path))
+        let f = self.dir.create_file(OsStr::new(name), flags, 0o600);
+        Ok((f.map_err(|e| FileError::new(&path, e))?, path))
     }
 
     /// A new file `name` in it holding `bytes`; its path.
@@ -77,11 +86,52 @@ impl PrivateTempDir {
         f.write_all(bytes).map_err(|e| FileError::new(&path, e))?;
         Ok(path)
     }
+
+    /// Whether `m`, found at its path, is the directory made (only root or this uid could
+    /// have moved it: its parent and the directories above are theirs).
+    fn is_it(&self, m: &fs::Metadata) -> bool {
+        let now = crate::dir::Stat::of(m);
+        self.dir.stat().is_ok_and(|made| (now.dev, now.ino) == (made.dev, made.ino))
+    }
+}
+
+/// `mkdirat` a new directory `PREFIX` + 8 random letters in `parent`, 0700; its name.
+fn make_dir(parent: &Dir, prefix: &str) -> io::Result<String> {
+    loop {
+        let name = format!("{prefix}{}", random_part()?);
+        match parent.mkdir(OsStr::new(&name), 0o700) {
+            Ok(()) => return Ok(name),
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Opens the directory just made as `name` in `parent`, never through a link, sets it exactly
+/// 0700 (the umask may have taken bits off; never let it decide) and checks that it is ours.
+fn open_made(parent: &Dir, name: &OsStr) -> io::Result<Dir> {
+    let dir = parent.open_dir_at(name)?;
+    dir.set_mode(0o700)?;
+    let st = dir.stat()?;
+    if !st.is_dir() || st.uid != euid() || st.mode & 0o7777 != 0o700 {
+        let why = format!("is not the private directory made (uid {}, mode {:o})", st.uid, st.mode);
+        return Err(io::Error::new(ErrorKind::PermissionDenied, why));
+    }
+    Ok(dir)
 }
 
 impl Drop for PrivateTempDir {
     fn drop(&mut self) {
         signals::unregister(&self.path);
+        match fs::symlink_metadata(&self.path) {
+            // Removed already (cleanup_registered).
+            Err(e) if e.kind() == ErrorKind::NotFound => return,
+            Ok(m) if self.is_it(&m) => {}
+            _ => {
+                eprintln!("zmem: {} was moved or replaced; not removed", self.path.display());
+                return;
+            }
+        }
         if let Err(e) = fs::remove_dir_all(&self.path)
             && e.kind() != ErrorKind::NotFound
         {

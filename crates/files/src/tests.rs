@@ -286,3 +286,118 @@ fn a_live_writers_temporary_is_not_swept() {
     first.commit().unwrap();
     assert_eq!(fs::read(&p).unwrap(), b"first", "the first writer's temporary was kept");
 }
+
+/// `root/real` and `root/other`, two directories, and `root/mid`, a link to `real`.
+fn two_dirs_and_a_link(
+    root: &Path,
+) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
+    let (real, other, mid) = (root.join("real"), root.join("other"), root.join("mid"));
+    fs::create_dir(&real).unwrap();
+    fs::create_dir(&other).unwrap();
+    symlink(&real, &mid).unwrap();
+    (real, other, mid)
+}
+
+#[test]
+fn a_link_on_the_path_swapped_before_commit_changes_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let (real, other, mid) = two_dirs_and_a_link(d.path());
+    let mut f = create(&mid.join("out"), Kind::Private).unwrap();
+    f.write_all(b"pages").unwrap();
+    // The link on the path now points elsewhere: the commit lands where `create` opened.
+    fs::remove_file(&mid).unwrap();
+    symlink(&other, &mid).unwrap();
+    f.commit().unwrap();
+    assert_eq!(fs::read(real.join("out")).unwrap(), b"pages");
+    assert!(names(&other).is_empty(), "nothing in the swapped-in directory");
+    assert_eq!(names(&real), ["out"]);
+}
+
+#[test]
+fn a_directory_replaced_by_a_link_before_commit_or_drop_changes_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let (_, other, _) = two_dirs_and_a_link(d.path());
+    let (dir, moved) = (d.path().join("dir"), d.path().join("moved"));
+    for commit in [true, false] {
+        fs::create_dir(&dir).unwrap();
+        let mut f = create(&dir.join("out"), Kind::Private).unwrap();
+        f.write_all(b"pages").unwrap();
+        fs::rename(&dir, &moved).unwrap();
+        symlink(&other, &dir).unwrap();
+        if commit {
+            f.commit().unwrap();
+            assert_eq!(names(&moved), ["out"]);
+        } else {
+            drop(f);
+            assert!(names(&moved).is_empty(), "the temporary removed where it was made");
+        }
+        assert!(names(&other).is_empty(), "nothing in the swapped-in directory");
+        fs::remove_file(&dir).unwrap();
+        fs::remove_dir_all(&moved).unwrap();
+    }
+}
+
+#[test]
+fn a_private_temp_dir_replaced_by_a_link_still_gets_its_files() {
+    let root = tempfile::tempdir().unwrap();
+    let decoy = root.path().join("decoy");
+    fs::create_dir(&decoy).unwrap();
+    let t = PrivateTempDir::new_in(root.path(), "zmem-test").unwrap();
+    let moved = root.path().join("moved");
+    fs::rename(t.path(), &moved).unwrap();
+    symlink(&decoy, t.path()).unwrap();
+    let (_, a) = t.create_file("a").unwrap();
+    t.write_file("b", b"pages").unwrap();
+    assert_eq!(a, t.path().join("a"));
+    assert_eq!(names(&moved), ["a", "b"], "made in the directory made");
+    assert_eq!(fs::read(moved.join("b")).unwrap(), b"pages");
+    assert_eq!(mode(&moved.join("a")), 0o600);
+    assert!(names(&decoy).is_empty(), "nothing through the link");
+    let link = t.path().to_path_buf();
+    drop(t);
+    assert!(names(&decoy).is_empty() && moved.is_dir(), "what the path names is not removed");
+    assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+}
+
+#[test]
+fn a_temp_parent_reached_through_a_link_is_resolved() {
+    let root = tempfile::tempdir().unwrap();
+    let (real, _, mid) = two_dirs_and_a_link(root.path());
+    let t = PrivateTempDir::new_in(&mid, "zmem-test").unwrap();
+    assert_eq!(t.path().parent().unwrap(), fs::canonicalize(&real).unwrap());
+    let dir = t.path().to_path_buf();
+    drop(t);
+    assert!(!dir.exists());
+}
+
+#[test]
+fn another_users_directory_is_refused_for_outputs_and_temp_dirs() {
+    if !is_root() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let theirs = d.path().join("theirs");
+    fs::create_dir(&theirs).unwrap();
+    fs::set_permissions(&theirs, fs::Permissions::from_mode(0o755)).unwrap();
+    give_to_nobody(&theirs);
+    // Named, or reached through a link (a link in the middle of the path is followed, and the
+    // directory reached is checked).
+    let link = d.path().join("link");
+    symlink(&theirs, &link).unwrap();
+    for out in [theirs.join("x.zpages"), link.join("x.zpages")] {
+        let e = write(&out, Kind::Private, b"pages").unwrap_err();
+        assert!(e.to_string().contains("belongs to uid 65534"), "{e}");
+        assert_eq!(e.path(), out);
+    }
+    let e = PrivateTempDir::new_in(&theirs, "zmem-test").unwrap_err();
+    assert!(e.to_string().contains("belongs to uid 65534"), "{e}");
+    // A sticky world-writable directory of nobody's: its owner may still move what is in it.
+    fs::set_permissions(&theirs, fs::Permissions::from_mode(0o1777)).unwrap();
+    assert!(PrivateTempDir::new_in(&link, "zmem-test").is_err());
+    // root's directory in nobody's: nobody may rename it and put a link there.
+    let inner = theirs.join("inner");
+    fs::create_dir(&inner).unwrap();
+    let e = PrivateTempDir::new_in(&inner, "zmem-test").unwrap_err();
+    assert!(e.to_string().contains(&format!("on its path, {}", theirs.display())), "{e}");
+    assert!(names(&theirs) == ["inner"] && names(&inner).is_empty());
+}
