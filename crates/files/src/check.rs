@@ -41,7 +41,24 @@ pub(crate) fn check_target(path: &Path, st: Option<Stat>) -> Result<(), FileErro
     Ok(())
 }
 
-/// Whether files may be put in `dir`, found as `st`: a directory of root's or this uid's (the
+/// The user who ran `sudo zmem ...` (`SUDO_UID`, read once), when zmem runs as root under sudo.
+fn sudo_uid() -> Option<u32> {
+    static UID: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    *UID.get_or_init(|| std::env::var("SUDO_UID").ok()?.trim().parse().ok())
+}
+
+/// Whether a directory owned by `uid` is trusted to hold zmem's files: root's, this uid's, or,
+/// under sudo as root, the invoking user's (`sudo zmem lab --apply-script apply.sh` in one's
+/// own checkout: that user may become root anyway, so their directory gives nothing away).
+pub(crate) fn trusted_owner(uid: u32) -> bool {
+    owner_trusted(uid, euid(), sudo_uid())
+}
+
+fn owner_trusted(uid: u32, euid: u32, sudo: Option<u32>) -> bool {
+    uid == 0 || uid == euid || (euid == 0 && sudo == Some(uid))
+}
+
+/// Whether files may be put in `dir`, found as `st`: a directory of a trusted owner's (the
 /// owner of a directory may rename and replace anything in it, the sticky bit
 /// notwithstanding), that others may write only with the sticky bit, which keeps them from
 /// renaming or removing what zmem put there (as in `/tmp`). Group-writable counts as others:
@@ -51,7 +68,7 @@ pub(crate) fn check_dir(dir: &Path, st: Stat) -> Result<(), FileError> {
     if !st.is_dir() {
         return refuse(ErrorKind::NotADirectory, "is not a directory".into());
     }
-    if st.uid != 0 && st.uid != euid() {
+    if !trusted_owner(st.uid) {
         return refuse(
             ErrorKind::PermissionDenied,
             format!(
@@ -134,7 +151,7 @@ pub fn ensure_dir(path: &Path, kind: Kind) -> Result<(), FileError> {
     if !m.is_dir() {
         return refuse(format!("is {}, not a directory", m.what()));
     }
-    if m.uid != euid() {
+    if !trusted_owner(m.uid) {
         return refuse(format!(
             "belongs to uid {} (zmem runs as uid {}); zmem does not write into another user's \
              directory (remove it or choose another path)",
@@ -143,4 +160,21 @@ pub fn ensure_dir(path: &Path, kind: Kind) -> Result<(), FileError> {
         ));
     }
     check_dir(path, m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::owner_trusted;
+
+    /// Root's and one's own directories are trusted; the sudo user's only under sudo as root.
+    #[test]
+    fn whose_directories_are_trusted() {
+        assert!(owner_trusted(0, 1000, None));
+        assert!(owner_trusted(1000, 1000, None));
+        assert!(!owner_trusted(1001, 0, None));
+        assert!(owner_trusted(1001, 0, Some(1001)));
+        assert!(!owner_trusted(1002, 0, Some(1001)));
+        // Not root: SUDO_UID (the environment's word) trusts no one else.
+        assert!(!owner_trusted(1001, 1000, Some(1001)));
+    }
 }
