@@ -3,7 +3,8 @@
 //! applies the decision (with the dictionary it needs beside it, never inside it), the one that
 //! undoes it, and report.html with report.json.
 
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::PathBuf;
 
 use zmem_files::Kind;
 use zmem_lab::LabReport;
@@ -72,16 +73,7 @@ impl From<WriteError> for OutputError {
     }
 }
 
-/// Writes through zmem-files: never through a link or into another user's file; scripts 0700
-/// (root reviews and runs them), reports 0644.
-fn write(path: &Path, kind: Kind, text: &str) -> Result<(), WriteError> {
-    write_bytes(path, kind, text.as_bytes())
-}
-
-fn write_bytes(path: &Path, kind: Kind, bytes: &[u8]) -> Result<(), WriteError> {
-    zmem_files::write(path, kind, bytes).map_err(WriteError::from)
-}
-
+/// zmem-files' refusal or failure, as the lab's files report it.
 impl From<zmem_files::FileError> for WriteError {
     fn from(e: zmem_files::FileError) -> Self {
         Self { path: e.path().to_path_buf(), source: e.into_io() }
@@ -89,25 +81,51 @@ impl From<zmem_files::FileError> for WriteError {
 }
 
 /// Writes the files `out` names for report `r` and returns the JSON document (what `--json`
-/// prints and `zmem.lab` returns), rendered once for the file and the caller. An apply script
-/// that cannot be written safely is refused before any file is written.
+/// prints and `zmem.lab` returns), rendered once for the file and the caller. All or nothing:
+/// every file is rendered and its place checked (a temporary made beside it) before any is
+/// put in place, so an apply script never lands without its undo script or dictionary.
 pub fn write_lab_outputs(r: &LabReport, out: &LabOutputs) -> Result<String, OutputError> {
+    let json = crate::json::lab_report_text(r);
+    let mut files: Vec<(PathBuf, Kind, Vec<u8>)> = Vec::new();
     if let Some(path) = &out.apply_script {
         let script = crate::render_apply_script(r).map_err(OutputError::Script)?;
         if let Some(dict) = crate::decision::dictionary(r) {
             // Memory contents: 0600, beside the script (which checks and installs it).
-            write_bytes(&path.with_file_name(crate::apply::DICT_FILE), Kind::Private, dict)?;
+            files.push((
+                path.with_file_name(crate::apply::DICT_FILE),
+                Kind::Private,
+                dict.to_vec(),
+            ));
         }
-        write(path, Kind::Script, &script)?;
+        files.push((path.clone(), Kind::Script, script.into_bytes()));
     }
     if let Some(path) = &out.undo_script {
-        write(path, Kind::Script, &crate::decision::undo_script())?;
+        files.push((path.clone(), Kind::Script, crate::decision::undo_script().into_bytes()));
     }
-    let json = crate::json::lab_report_text(r);
+    // Every place checked and written first; a refusal drops the temporaries made so far. The
+    // report directory is made only once the scripts' places passed.
+    let mut pending = create_all(&files)?;
     if let Some(dir) = &out.dir {
         zmem_files::ensure_dir(dir, Kind::Shared).map_err(WriteError::from)?;
-        write(&dir.join("report.html"), Kind::Shared, &crate::render_html(r))?;
-        write(&dir.join("report.json"), Kind::Shared, &json)?;
+        let reports = [
+            (dir.join("report.html"), Kind::Shared, crate::render_html(r).into_bytes()),
+            (dir.join("report.json"), Kind::Shared, json.clone().into_bytes()),
+        ];
+        pending.extend(create_all(&reports)?);
+    }
+    for f in pending {
+        f.commit().map_err(WriteError::from)?;
     }
     Ok(json)
+}
+
+/// Each file written to its temporary beside its place, none put in place yet.
+fn create_all(files: &[(PathBuf, Kind, Vec<u8>)]) -> Result<Vec<zmem_files::SafeFile>, WriteError> {
+    let mut pending = Vec::with_capacity(files.len());
+    for (path, kind, bytes) in files {
+        let mut f = zmem_files::create(path, *kind).map_err(WriteError::from)?;
+        f.write_all(bytes).map_err(|source| WriteError { path: path.clone(), source })?;
+        pending.push(f);
+    }
+    Ok(pending)
 }

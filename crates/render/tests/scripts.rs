@@ -770,3 +770,23 @@ fn a_dictionary_decision_without_the_dictionary_is_refused() {
     }
     assert_refused(dec::apply_script(&r), "policies.dict");
 }
+
+/// The audit found an apply script left without its undo script when the undo path was
+/// refused: the lab's files are all or nothing.
+#[test]
+fn a_refused_output_leaves_no_other_file_written() {
+    let dir = Scratch::new("all-or-nothing");
+    let apply = dir.0.join("apply.sh");
+    let undo = dir.0.join("undo.sh");
+    std::os::unix::fs::symlink("/nonexistent/elsewhere", &undo).unwrap();
+    let out = render::LabOutputs {
+        apply_script: Some(apply.clone()),
+        undo_script: Some(undo.clone()),
+        dir: Some(dir.0.join("report")),
+    };
+    let err = render::write_lab_outputs(report(), &out).unwrap_err().to_string();
+    assert!(err.contains("undo.sh"), "{err}");
+    let left: Vec<_> = fs::read_dir(&dir.0).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("undo.sh")], "{left:?}");
+    assert!(fs::symlink_metadata(&undo).unwrap().file_type().is_symlink());
+}
