@@ -112,7 +112,7 @@ fn text_raw(r: &LabReport) -> String {
 /// The decision's opening block for the HTML report: the same lines as [`text`], and the apply
 /// script in a box (collapsed) to review, or why zmem refuses to write one.
 pub fn html(r: &LabReport) -> String {
-    let esc = crate::html::esc;
+    let esc = crate::script::html_text;
     let t = text(r);
     let mut lines = t.lines().filter(|l| !l.trim().is_empty());
     let Some(head) = lines.next() else { return String::new() };

@@ -15,16 +15,9 @@ pub const PLOT_COLORS: [(&str, &str); 6] = [
     ("load latency", "#ff7f0e"),
 ];
 
-/// `s` as HTML text or a quoted attribute value: markup characters escaped, control
-/// characters (but line breaks and tabs, which `<pre>` shows) removed.
-pub(crate) fn esc(s: &str) -> String {
-    crate::script::terminal(s)
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
-}
+// `s` as HTML text or a quoted attribute value: markup escaped, control characters (but line
+// breaks and tabs, which `<pre>` shows) removed.
+use crate::script::html_text as esc;
 
 pub fn render_html(r: &LabReport) -> String {
     let c = |i: usize| PLOT_COLORS[i + 1].1;

@@ -50,6 +50,17 @@ pub fn terminal(s: &str) -> String {
     s.chars().filter(|c| matches!(c, '\n' | '\t') || printable(*c)).collect()
 }
 
+/// `s` as HTML text or a quoted attribute value: control characters (but line breaks and tabs,
+/// which `<pre>` shows) removed, and `& < > " '` escaped.
+pub fn html_text(s: &str) -> String {
+    terminal(s)
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
 /// `s` in single quotes, for sh: nothing inside is expanded; a `'` becomes `'\''`.
 pub fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
