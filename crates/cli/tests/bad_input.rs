@@ -3,10 +3,13 @@
 //! end with exactly one line on stderr starting `zmem: `, exit status 2, and no panic.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use zmem_pages::trace::{Access, Op, Trace};
+
+mod common;
+use common::Scratch;
 
 fn zmem(args: &[&str], stdin: &[u8]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_zmem"))
@@ -36,48 +39,6 @@ fn fails_cleanly(args: &[&str], stdin: &[u8]) -> String {
     stderr["zmem: ".len()..].trim_end().to_string()
 }
 
-/// A directory of one test's own under the temporary directory (made 0700 with a name no
-/// other run has, never one found there), removed with everything in it when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new() -> Self {
-        use std::os::unix::fs::DirBuilderExt;
-        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        loop {
-            let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |t| t.subsec_nanos());
-            let name = format!("zmem-cli-bad-input-{}-{n}-{nanos:x}", std::process::id());
-            let p = std::env::temp_dir().join(name);
-            match std::fs::DirBuilder::new().mode(0o700).create(&p) {
-                Ok(()) => return Self(p),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(e) => panic!("{}: {e}", p.display()),
-            }
-        }
-    }
-
-    /// `name` in it.
-    fn join(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-
-    /// A file `name` in it holding `bytes`.
-    fn file(&self, name: &str, bytes: &[u8]) -> PathBuf {
-        let path = self.join(name);
-        std::fs::write(&path, bytes).unwrap();
-        path
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -101,7 +62,7 @@ fn missing_files() {
 
 #[test]
 fn empty_and_truncated_files() {
-    let d = Scratch::new();
+    let d = Scratch::new("bad-input");
     let empty = d.file("empty", b"");
     let msg = fails_cleanly(&["zram", s(&empty)], b"");
     assert!(msg.contains("no pages"), "{msg}");
@@ -122,7 +83,7 @@ fn empty_and_truncated_files() {
 
 #[test]
 fn wrong_page_sizes() {
-    let d = Scratch::new();
+    let d = Scratch::new("bad-input");
     let f = d.file("pages", &pages());
     for ps in ["1000", "0", "8192"] {
         let msg = fails_cleanly(&["zram", "--page-size", ps, s(&f)], b"");
@@ -136,7 +97,7 @@ fn wrong_page_sizes() {
 
 #[test]
 fn unknown_algorithms_and_allocators() {
-    let d = Scratch::new();
+    let d = Scratch::new("bad-input");
     let f = d.file("pages2", &pages());
     let msg = fails_cleanly(&["zram", "--algo", "lzma", s(&f)], b"");
     assert!(msg.contains("lzma"), "{msg}");
@@ -156,7 +117,7 @@ fn unknown_algorithms_and_allocators() {
 
 #[test]
 fn malformed_parameters_and_attribute_strings() {
-    let d = Scratch::new();
+    let d = Scratch::new("bad-input");
     let f = d.file("pages3", &pages());
     for params in ["level", "level=", "level=abc", "priority=7 level=1", "dict="] {
         let msg = fails_cleanly(&["zram", "--algo", "zstd", "--params", params, s(&f)], b"");
@@ -264,7 +225,7 @@ fn usage_errors_exit_2_without_panicking() {
 
 #[test]
 fn capture_zram_of_something_else() {
-    let d = Scratch::new();
+    let d = Scratch::new("bad-input");
     let out = d.file("capture-out.zpages", b"");
     let msg = fails_cleanly(&["capture", "--zram", "/dev/null", "-o", s(&out)], b"");
     assert!(msg.contains("not a block device"), "{msg}");
@@ -288,7 +249,7 @@ fn capture_zram_of_an_uninitialised_device() {
     let Some(_live) = zmem_testkit::live(why) else { return };
     let id = std::fs::read_to_string(format!("{CONTROL}/hot_add")).expect("hot_add");
     let dev = Device(id.trim().to_string());
-    let d = Scratch::new();
+    let d = Scratch::new("bad-input");
     let out = d.file("capture-uninit.zpages", b"");
     let path = format!("/dev/zram{}", dev.0);
     let msg = fails_cleanly(&["capture", "--zram", &path, "-o", s(&out)], b"");
@@ -312,7 +273,7 @@ fn lab_source_zram_without_a_zram_swap() {
 
 #[test]
 fn trace_record_of_no_such_process_or_a_bad_duration() {
-    let d = Scratch::new();
+    let d = Scratch::new("bad-input");
     let out = d.file("record.trace", b"");
     let msg =
         fails_cleanly(&["trace", "record", "--pid", "0", "--duration", "1", "-o", s(&out)], b"");
@@ -355,7 +316,7 @@ fn trace_record_of_no_such_process_or_a_bad_duration() {
 /// `zmem lab --trace` with a trace whose page ids exceed the page set: one line naming both.
 #[test]
 fn lab_trace_over_more_pages_than_the_set() {
-    let d = Scratch::new();
+    let d = Scratch::new("bad-input");
     let pages = d.file("lab-trace.pages", &pages());
     // A trace over 8 pages, its last access to page 7: the set has 4.
     let read = |time_ns, page| Access { time_ns, page, op: Op::Read };
@@ -373,7 +334,7 @@ fn lab_trace_over_more_pages_than_the_set() {
 /// file: before, it exited 0 and wrote an empty set.
 #[test]
 fn capture_of_no_such_process_writes_nothing() {
-    let d = Scratch::new();
+    let d = Scratch::new("bad-input");
     let out = d.join("none.zpages");
     // Above the default pid_max (4194304 at most): no such process can exist.
     let msg = fails_cleanly(&["capture", "--pid", "999999999", "-o", s(&out)], b"");
@@ -393,7 +354,7 @@ fn a_tiny_input_is_too_uncertain_to_advise_on() {
     for (i, page) in bytes.chunks_exact_mut(4096).enumerate() {
         page[..8].copy_from_slice(&(i as u64).to_le_bytes());
     }
-    let d = Scratch::new();
+    let d = Scratch::new("bad-input");
     let sixteen = d.file("sixteen.pages", &bytes);
     let ten = d.file("ten.pages", &bytes[..10 * 4096]);
     for args in [
@@ -419,7 +380,7 @@ fn a_tiny_input_is_too_uncertain_to_advise_on() {
 /// the flag, never a panic, an abort or an unexpected-argument complaint.
 #[test]
 fn numeric_flags_refuse_out_of_range_values_by_name() {
-    let d = Scratch::new();
+    let d = Scratch::new("bad-input");
     let p = d.file("sweep.bin", &pages());
     let t = d.join("sweep.out");
     let (p, t) = (s(&p).to_string(), s(&t).to_string());
@@ -482,7 +443,7 @@ fn numeric_flags_refuse_out_of_range_values_by_name() {
 
 #[test]
 fn huge_counts_are_refused_before_any_allocation() {
-    let d = Scratch::new();
+    let d = Scratch::new("bad-input");
     let t = d.join("huge.out");
     let msg = fails_cleanly(&["gen", "--pages", "1000000000000", "-o", s(&t)], b"");
     assert!(msg.contains("--pages") && msg.contains("more than this machine's memory"), "{msg}");
@@ -500,7 +461,7 @@ fn directories_devices_and_empty_files_are_named() {
             assert!(msg.contains(what) && msg.contains(path), "{cmd} {path}: {msg}");
         }
     }
-    let d = Scratch::new();
+    let d = Scratch::new("bad-input");
     let empty = d.file("empty-lab", b"");
     let msg = fails_cleanly(&["lab", s(&empty)], b"");
     assert!(msg.contains("an empty file"), "{msg}");
@@ -510,7 +471,7 @@ fn directories_devices_and_empty_files_are_named() {
 /// lab lacks (it once said "run with --page-size 16384").
 #[test]
 fn lab_of_a_page_set_with_other_pages() {
-    let d = Scratch::new();
+    let d = Scratch::new("bad-input");
     let out = d.file("lab-16k.zpages", b"");
     let made = zmem(&["gen", "--pages", "8", "--page-size", "16384", "-o", s(&out)], b"");
     assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));

@@ -1,45 +1,17 @@
 //! `zmem dict train`: trains on a generated page file and writes a dictionary zram can load;
 //! bad input fails with one line `zmem: ...` and exit status 2.
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
+
+mod common;
+use common::Scratch;
 
 fn zmem(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_zmem")).args(args).output().expect("the zmem binary runs")
 }
 
-/// A fresh directory for one test (made 0700 with a name no other run has, never one found
-/// there), removed with everything in it when dropped, the test passing or not.
-struct Scratch(PathBuf);
-
 fn dir(test: &str) -> Scratch {
-    use std::os::unix::fs::DirBuilderExt;
-    loop {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |t| t.subsec_nanos());
-        let name = format!("zmem-cli-dict-{test}-{}-{nanos:x}", std::process::id());
-        let p = std::env::temp_dir().join(name);
-        match std::fs::DirBuilder::new().mode(0o700).create(&p) {
-            Ok(()) => return Scratch(p),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => panic!("{}: {e}", p.display()),
-        }
-    }
-}
-
-impl std::ops::Deref for Scratch {
-    type Target = std::path::Path;
-
-    fn deref(&self) -> &std::path::Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    Scratch::new(&format!("dict-{test}"))
 }
 
 fn s(p: &std::path::Path) -> &str {

@@ -75,8 +75,7 @@ fn prometheus_scrapes_what_mm_stat_says() {
         // An optional tool: a skip, never a failure.
         return live.skip_optional(why);
     }
-    let scratch =
-        Scratch(std::env::temp_dir().join(format!("zmem-exporter-{}", std::process::id())));
+    let scratch = Scratch::new("exporter");
     std::fs::create_dir_all(&scratch.0).unwrap();
 
     let dev = ZramDevice::add();
@@ -198,8 +197,7 @@ fn prometheus_scrapes_what_mm_stat_says() {
 #[ignore = "live: needs promtool (scripts/test runs it)"]
 fn textfile_is_written_once_and_passes_promtool() {
     let live = zmem_testkit::may_skip();
-    let scratch =
-        Scratch(std::env::temp_dir().join(format!("zmem-textfile-{}", std::process::id())));
+    let scratch = Scratch::new("textfile");
     std::fs::create_dir_all(&scratch.0).unwrap();
     let file = scratch.0.join("zmem.prom");
     let out = Command::new(env!("CARGO_BIN_EXE_zmem"))

@@ -117,7 +117,7 @@ fn the_advisor_samples_gently_agrees_with_the_lab_and_survives_its_device() {
         // An optional tool: a skip, never a failure.
         return live.skip_optional(why);
     }
-    let scratch = Scratch(std::env::temp_dir().join(format!("zmem-advise-{}", std::process::id())));
+    let scratch = Scratch::new("advise");
     std::fs::create_dir_all(&scratch.0).unwrap();
 
     // 12,288 pages on a 64 MiB device (16,384 slots), not a swap area: nothing but this test

@@ -75,7 +75,50 @@ impl Drop for Reaped {
     }
 }
 
+/// A directory of one test's own under the temporary directory, removed with everything in it
+/// when dropped, the test passing or not.
 pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    /// A fresh directory, made 0700 with a name no other run has (never one found there).
+    pub fn new(tag: &str) -> Self {
+        use std::os::unix::fs::DirBuilderExt;
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        loop {
+            let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |t| t.subsec_nanos());
+            let name = format!("zmem-cli-{tag}-{}-{n}-{nanos:x}", std::process::id());
+            let p = std::env::temp_dir().join(name);
+            match std::fs::DirBuilder::new().mode(0o700).create(&p) {
+                Ok(()) => return Self(p),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => panic!("{}: {e}", p.display()),
+            }
+        }
+    }
+
+    /// `name` in it.
+    pub fn join(&self, name: impl AsRef<Path>) -> PathBuf {
+        self.0.join(name)
+    }
+
+    /// A file `name` in it holding `bytes`.
+    pub fn file(&self, name: &str, bytes: &[u8]) -> PathBuf {
+        let path = self.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
 
 impl Drop for Scratch {
     fn drop(&mut self) {
