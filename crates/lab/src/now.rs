@@ -10,8 +10,9 @@ use crate::SwapRow;
 use crate::{LabError, Progress};
 use zmem_sim::device::{OnRefusal, ZramRunConfig, build_device, write_pages};
 
-/// A live zram swap device's configuration, as read from sysfs and /proc/swaps.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+/// A live zram swap device's configuration, as read from sysfs and /proc/swaps. The default is
+/// a device nothing is known of (tests fill in what they need).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct LiveConfig {
     /// `/dev/zramN`.
     pub device: String,
@@ -41,7 +42,7 @@ pub struct FieldComparison {
 }
 
 /// The "Now" section: what the kernel holds, and what zmem predicts for the same pages.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Now {
     pub config: LiveConfig,
     /// The device's mm_stat line at capture time (kernel format).

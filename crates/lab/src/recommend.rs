@@ -521,25 +521,12 @@ mod tests {
         let live = crate::LiveConfig {
             device: "/dev/zram1".into(),
             comp_algorithm: "lzo-rle".into(),
-            recomp_algorithm: None,
-            algorithm_params: None,
             disksize_bytes: 1 << 30,
-            mem_limit_bytes: 0,
             swap_priority: Some(100),
             offered: vec!["lzo-rle".into(), "lzo".into(), "lz4".into()],
-            recompress: false,
+            ..Default::default()
         };
-        let now = Now {
-            config: live,
-            live_mm_stat: String::new(),
-            predicted_mm_stat: String::new(),
-            fields: Vec::new(),
-            exact: true,
-            drift: None,
-            fragmentation_bytes: 0,
-            compact_gain_bytes: 0,
-            stored_pages: 100,
-        };
+        let now = Now { config: live, exact: true, stored_pages: 100, ..Default::default() };
         let (c, r) = recommend(&rows, Some(&now), None, &rates(), &Budgets::default()).unwrap();
         assert_eq!(r.config, "lzo");
         assert!(!c[2].available && !c[2].within_budgets);

@@ -281,22 +281,12 @@ mod tests {
             config: zmem_lab::LiveConfig {
                 device: "/dev/zram0\ntouch /tmp/X".into(),
                 comp_algorithm: "lzo-rle".into(),
-                recomp_algorithm: None,
-                algorithm_params: None,
                 disksize_bytes: 1 << 30,
-                mem_limit_bytes: 0,
                 swap_priority: Some(5),
-                offered: Vec::new(),
-                recompress: false,
+                ..Default::default()
             },
-            live_mm_stat: String::new(),
-            predicted_mm_stat: String::new(),
-            fields: Vec::new(),
             exact: true,
-            drift: None,
-            fragmentation_bytes: 0,
-            compact_gain_bytes: 0,
-            stored_pages: 0,
+            ..Default::default()
         };
         let a = forms(&policy("lz4"), Some(&now), 3600.0);
         assert_eq!(a.device, "zram0");

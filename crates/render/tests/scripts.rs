@@ -44,22 +44,12 @@ fn now(device: &str, algo: &str, disksize: u64, prio: Option<i32>) -> Now {
         config: LiveConfig {
             device: device.into(),
             comp_algorithm: algo.into(),
-            recomp_algorithm: None,
-            algorithm_params: None,
             disksize_bytes: disksize,
-            mem_limit_bytes: 0,
             swap_priority: prio,
-            offered: Vec::new(),
-            recompress: false,
+            ..Default::default()
         },
-        live_mm_stat: String::new(),
-        predicted_mm_stat: String::new(),
-        fields: Vec::new(),
         exact: true,
-        drift: None,
-        fragmentation_bytes: 0,
-        compact_gain_bytes: 0,
-        stored_pages: 0,
+        ..Default::default()
     }
 }
 
