@@ -99,6 +99,12 @@ fn a_trace_beyond_the_page_set() {
 fn refuses_without_root() {
     let live = zmem_testkit::may_skip();
     let (pages, trace) = inputs(8);
+    // zmem writes traces 0600 (they hold addresses): this test's are made readable to the user
+    // it drops to, whose refusal is the point.
+    for f in [&pages, &trace] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
     let probe = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "true"])
         .output();
