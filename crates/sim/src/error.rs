@@ -6,15 +6,17 @@ pub enum SimError {
     /// A stream could not be built or failed on a page.
     #[error(transparent)]
     Comp(#[from] zmem_comp::CompError),
-    /// The zram engine refused to be set up or to answer.
+    /// The zram engine refused to be set up or to answer. Its words are in the message, so it
+    /// is not also a `source` (a chain printed whole would say them twice).
     #[error("zram: {0}")]
-    Zram(#[from] zmem_zram::ZramError),
+    Zram(zmem_zram::ZramError),
     /// A zram device refused one page.
     #[error("zram ({config}): write of page {page}: {err}")]
     ZramWrite { config: String, page: u64, err: zmem_zram::ZramError },
-    /// zswap, the swap layer or its swap device failed.
+    /// zswap, the swap layer or its swap device failed (in the message, not a `source`, as
+    /// for `Zram`).
     #[error("swap: {0}")]
-    Swap(#[from] zmem_zswap::ZswapError),
+    Swap(zmem_zswap::ZswapError),
     /// A pool could not be built or refused an operation.
     #[error(transparent)]
     Pool(#[from] zmem_pool::PoolError),
@@ -34,4 +36,31 @@ pub enum SimError {
     /// The replay was given nothing to work on.
     #[error("no pages to work on")]
     NoPages,
+}
+
+impl From<zmem_zram::ZramError> for SimError {
+    fn from(e: zmem_zram::ZramError) -> Self {
+        Self::Zram(e)
+    }
+}
+
+impl From<zmem_zswap::ZswapError> for SimError {
+    fn from(e: zmem_zswap::ZswapError) -> Self {
+        Self::Swap(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The audit saw `zram: EINVAL: x needs a value: EINVAL: x needs a value`: a printed chain
+    /// says the engine's words once.
+    #[test]
+    fn an_engine_error_is_said_once() {
+        let e =
+            SimError::from(zmem_zram::ZramError::new(zmem_zram::Errno::EINVAL, "x needs a value"));
+        assert_eq!(e.to_string(), "zram: EINVAL: x needs a value");
+        assert!(std::error::Error::source(&e).is_none());
+    }
 }
