@@ -76,6 +76,33 @@ fn trains_writes_and_reports() {
     assert!(stdout.contains("algo=lz4 level=2 dict=/"), "{stdout}");
 }
 
+/// A dictionary that could not be measured (its scratch directory refused: `$TMPDIR` writable
+/// by all without the sticky bit) is not left behind: exit 2, one line, no file.
+#[test]
+fn a_failed_measurement_leaves_no_dictionary() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = dir("refused-tmp");
+    let pages = d.join("mixed.pages");
+    let out = zmem(&["gen", "--kind", "mixed", "--pages", "64", "-o", s(&pages)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let tmp = d.join("open-tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let dict = d.join("out.dict");
+    let out = Command::new(env!("CARGO_BIN_EXE_zmem"))
+        .args(["dict", "train", "--algo", "zstd", "--size", "4K", s(&pages), "-o", s(&dict)])
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("sticky"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(!dict.exists(), "a dictionary was left behind");
+    let left: Vec<_> = std::fs::read_dir(&*d).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left.len(), 2, "{left:?}");
+}
+
 #[test]
 fn bad_input_fails_with_one_line() {
     let d = dir("bad");

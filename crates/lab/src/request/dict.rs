@@ -2,6 +2,7 @@
 //! trained on a page set, written, and its effect on a zram device measured
 //! (zmem-experiments' `dict`).
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -106,8 +107,12 @@ impl DictTrainRequest {
         let (train_on, measure_on) =
             if self.holdout { dict::halves(pages, ps) } else { (pages, pages) };
         let d = dict::train(train_on, ps, &self.algo, size, self.samples)?;
-        write(&self.output, &d)?;
+        // Its place is checked and written first, put there only once the measurement (which
+        // needs a scratch directory) succeeded: a failure leaves no dictionary behind.
+        let mut out = create(&self.output)?;
+        out.write_all(&d).map_err(|e| write_error(&self.output, e))?;
         let effect = dict::evaluate(measure_on, ps, &self.algo, &d, self.level, progress)?;
+        out.commit().map_err(file_error)?;
         let path = std::path::absolute(&self.output).unwrap_or_else(|_| self.output.clone());
         Ok(DictTrainReport {
             algorithm_params: format!(
@@ -132,14 +137,22 @@ impl DictTrainRequest {
     }
 }
 
-/// Writes the dictionary, 0600 (it is trained on memory contents) through zmem-files: an
-/// operating-system error (OSError in Python) in the words the CLI has always said,
-/// `writing FILE: ...` (FILE: where it failed, the file or its directory).
-fn write(path: &Path, d: &[u8]) -> Result<(), LabError> {
-    zmem_files::write(path, zmem_files::Kind::Private, d).map_err(|e| {
-        let line = format!("writing {e}");
-        zmem_pages::PagesError::Stream(std::io::Error::new(e.into_io().kind(), line)).into()
-    })
+/// Starts writing the dictionary, 0600 (it is trained on memory contents), through
+/// zmem-files.
+fn create(path: &Path) -> Result<zmem_files::SafeFile, LabError> {
+    zmem_files::create(path, zmem_files::Kind::Private).map_err(file_error)
+}
+
+/// zmem-files' error as an operating-system error (OSError in Python) in the words the CLI has
+/// always said, `writing FILE: ...` (FILE: where it failed, the file or its directory).
+fn file_error(e: zmem_files::FileError) -> LabError {
+    let line = format!("writing {e}");
+    zmem_pages::PagesError::Stream(std::io::Error::new(e.into_io().kind(), line)).into()
+}
+
+fn write_error(path: &Path, e: std::io::Error) -> LabError {
+    let line = format!("writing {}: {e}", path.display());
+    zmem_pages::PagesError::Stream(std::io::Error::new(e.kind(), line)).into()
 }
 
 #[cfg(test)]
