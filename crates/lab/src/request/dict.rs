@@ -190,7 +190,7 @@ mod tests {
 
     #[test]
     fn a_file_that_cannot_be_written_is_named() {
-        let e = write(Path::new("/nonexistent/zmem/zram.dict"), b"d").unwrap_err();
+        let e = create(Path::new("/nonexistent/zmem/zram.dict")).unwrap_err();
         assert!(e.to_string().starts_with("writing /nonexistent/zmem/zram.dict: "), "{e}");
         assert!(matches!(e, LabError::Pages(zmem_pages::PagesError::Stream(_))), "{e:?}");
     }
