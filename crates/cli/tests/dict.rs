@@ -29,12 +29,18 @@ fn fails_cleanly(args: &[&str]) -> String {
     stderr["zmem: ".len()..].trim_end().to_string()
 }
 
+/// `n` generated mixed pages in `d`'s `mixed.pages`.
+fn mixed_pages(d: &Scratch, n: u32) -> std::path::PathBuf {
+    let pages = d.join("mixed.pages");
+    let out = zmem(&["gen", "--kind", "mixed", "--pages", &n.to_string(), "-o", s(&pages)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    pages
+}
+
 #[test]
 fn trains_writes_and_reports() {
     let d = dir("train");
-    let pages = d.join("mixed.pages");
-    let out = zmem(&["gen", "--kind", "mixed", "--pages", "400", "-o", s(&pages)]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let pages = mixed_pages(&d, 400);
     for algo in ["zstd", "lz4"] {
         let dict = d.join(format!("{algo}.dict"));
         let out = zmem(&[
@@ -82,9 +88,7 @@ fn trains_writes_and_reports() {
 fn a_failed_measurement_leaves_no_dictionary() {
     use std::os::unix::fs::PermissionsExt;
     let d = dir("refused-tmp");
-    let pages = d.join("mixed.pages");
-    let out = zmem(&["gen", "--kind", "mixed", "--pages", "64", "-o", s(&pages)]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let pages = mixed_pages(&d, 64);
     let tmp = d.join("open-tmp");
     std::fs::create_dir(&tmp).unwrap();
     std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o777)).unwrap();

@@ -321,6 +321,13 @@ fn zmem_entries(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// `n` generated mixed pages at `path`, made with `TMPDIR` at `tmp`.
+fn gen_pages(tmp: &Path, path: &Path, n: u32) -> PathBuf {
+    let args = ["gen", "--kind", "mixed", "--pages", &n.to_string(), "-o", s(path)];
+    ok(&zmem(tmp, &args.map(String::from)), "gen");
+    path.to_path_buf()
+}
+
 #[test]
 fn signals_remove_the_private_temp_dir_and_a_killed_runs_is_swept() {
     use std::os::unix::process::ExitStatusExt;
@@ -329,14 +336,7 @@ fn signals_remove_the_private_temp_dir_and_a_killed_runs_is_swept() {
     std::fs::create_dir(&tmp).unwrap();
     chmod(&tmp, 0o700);
     // Large enough that training and the two devices' writes take seconds.
-    let pages = base.0.join("big.zpages");
-    ok(
-        &zmem(
-            &tmp,
-            &["gen", "--kind", "mixed", "--pages", "40000", "-o", s(&pages)].map(String::from),
-        ),
-        "gen",
-    );
+    let pages = gen_pages(&tmp, &base.0.join("big.zpages"), 40000);
     let train = |out: &str| {
         let args = ["dict", "train", "--algo", "zstd", "-o", out, s(&pages)];
         Command::new(env!("CARGO_BIN_EXE_zmem"))
@@ -362,14 +362,7 @@ fn signals_remove_the_private_temp_dir_and_a_killed_runs_is_swept() {
         }
     }
     // The next run that makes a private directory sweeps the killed run's.
-    let small = base.0.join("small.zpages");
-    ok(
-        &zmem(
-            &tmp,
-            &["gen", "--kind", "mixed", "--pages", "400", "-o", s(&small)].map(String::from),
-        ),
-        "gen",
-    );
+    let small = gen_pages(&tmp, &base.0.join("small.zpages"), 400);
     let args = ["dict", "train", "--algo", "zstd", "--size", "8K", "-o", s(&out), s(&small)];
     ok(&zmem(&tmp, &args.map(String::from)), "dict train");
     assert_eq!(zmem_entries(&tmp), Vec::<String>::new(), "swept by the next run");
