@@ -19,6 +19,53 @@ pub enum Incompressible {
     Reject,
 }
 
+/// The kernel's default `accept_threshold_percent` (mm/zswap.c `zswap_accept_thr_percent`).
+pub const DEFAULT_ACCEPT_THRESHOLD: u32 = 90;
+
+/// zswap's four tunable module parameters (`/sys/module/zswap/parameters`; `enabled` aside):
+/// the one shape of them everywhere, the engine's configuration, the live state, a replay's
+/// request and the lab's candidates.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct ZswapParams {
+    /// `compressor`: an algorithm of the zmem-comp registry.
+    pub compressor: String,
+    /// `max_pool_percent` (default 20): the pool's limit, a share of all RAM.
+    pub max_pool_percent: u32,
+    /// `accept_threshold_percent` (default 90; 100 disables the hysteresis).
+    pub accept_threshold_percent: u32,
+    /// `shrinker_enabled` (default off unless `CONFIG_ZSWAP_SHRINKER_DEFAULT_ON`).
+    pub shrinker_enabled: bool,
+}
+
+impl Default for ZswapParams {
+    fn default() -> Self {
+        Self {
+            compressor: "lzo".into(),
+            max_pool_percent: 20,
+            accept_threshold_percent: DEFAULT_ACCEPT_THRESHOLD,
+            shrinker_enabled: false,
+        }
+    }
+}
+
+impl ZswapParams {
+    /// The configuration's name in every report: `zswap lzo max_pool_percent=20 shrinker=off`,
+    /// with ` accept_threshold_percent=N` where it is not the kernel's default.
+    pub fn label(&self) -> String {
+        let accept = if self.accept_threshold_percent == DEFAULT_ACCEPT_THRESHOLD {
+            String::new()
+        } else {
+            format!(" accept_threshold_percent={}", self.accept_threshold_percent)
+        };
+        format!(
+            "zswap {} max_pool_percent={} shrinker={}{accept}",
+            self.compressor,
+            self.max_pool_percent,
+            if self.shrinker_enabled { "on" } else { "off" }
+        )
+    }
+}
+
 /// Configuration of a [`crate::Zswap`].
 #[derive(Debug, Clone)]
 pub struct ZswapConfig {

@@ -27,7 +27,7 @@ mod stats;
 mod swap;
 mod swapfile;
 
-pub use config::{Incompressible, ZswapConfig};
+pub use config::{DEFAULT_ACCEPT_THRESHOLD, Incompressible, ZswapConfig, ZswapParams};
 pub use engine::{MAX_RECLAIM_RETRIES, Meminfo, Reject, StoreOutcome, Zswap};
 pub use error::ZswapError;
 pub use shrinker::{
