@@ -1,38 +1,33 @@
-//! The one answer: what this machine should run, judged once over every candidate, zram and
-//! zswap alike, with one budget check (each candidate's `within_budgets`, made by the cost
-//! model) and one rule. Data only: the chosen candidate by identity ([`Pick`]), the numbers on
-//! one basis, and why; zmem-render writes the words and the scripts.
+//! The one judge: what this machine should run, decided once over every [`Candidate`] (zram,
+//! zswap and "none" alike) on one [`Basis`], with the candidates' one budget check and one
+//! rule. [`decide`] is the only code that ranks candidates or breaks ties: the lab's report,
+//! `zmem exporter --advise` and `zmem-fleet` (which reads the report's decision) all take its
+//! answer. Data only: the chosen candidate by its index, the numbers on one basis, and why;
+//! zmem-render writes the words and the scripts.
 //!
-//! **Basis.** Every saving is against now, for the pages the projection is for (the live
-//! device's stored pages, else every page of the input: the sample's population): `now_bytes`
-//! is what those pages take in RAM today: the live zram device's `mem_used_total`; else the
-//! pool of the zswap configuration that runs now; else, with no compressed swap running, the
-//! pages themselves, uncompressed. A candidate saves `now_bytes - pool`.
-//!
-//! **Uncertainty.** A saving's 95 % interval is its pool's: the sample's interval for the
-//! candidate's compressor ([`crate::sample`]) carried to the candidate's projected pool (0
-//! when every page was measured). Two candidates are **equal** when the difference of their
-//! savings lies within the difference's interval (the paired interval where both are plain
-//! zram algorithms estimated on the same pages, else the two intervals' half-widths added in
-//! quadrature), or is smaller than [`MIN_CHANGE`] of `now_bytes`: a change that saves less is
-//! not worth a swapoff and a reset, and the pages themselves move by more than that between two
-//! runs minutes apart. That threshold is zmem's judgement, not a kernel rule.
+//! **Equal.** Two candidates are equal when the difference of their savings lies within the
+//! difference's interval (the paired interval where both are plain zram algorithms estimated
+//! on the same pages, else the two intervals' half-widths added in quadrature), or is smaller
+//! than [`MIN_CHANGE`] of `now_bytes`: a change that saves less is not worth a swapoff and a
+//! reset, and the pages themselves move by more than that between two runs minutes apart.
+//! That threshold is zmem's judgement, not a kernel rule.
 //!
 //! **The rule.** Among candidates the kernel runs and that fit the budgets, take the one
 //! saving the most memory; every candidate equal to it is a contender, and among contenders the
 //! tie rule picks ([`TieBreak`]): clearly less CPU (by more than [`crate::cost::CPU_NOISE`]),
-//! then the simpler setup ([`setup_rank`]), then what runs now, then the kernel's order of
-//! compressors. If the pick is what runs now, the answer is **keep**. With nothing within the
-//! budgets: keep what runs (if something does), else the zram fallback of [`crate::cost`].
-//! Too few pages to advise on: no answer (`none`).
+//! then the simpler setup ([`Config::setup_rank`]), then what runs now, then the kernel's order
+//! of compressors (zram before zswap). If the pick is what runs now, the answer is **keep**.
+//! With nothing within the budgets, what runs is kept ("none" is a candidate where nothing
+//! runs, and always within them). Too few pages to advise on: no answer (`none`).
+//!
+//! **A new axis** of the decision (an operating point, a size) enters as a field of
+//! [`Candidate`] filled by the engine that projects it, and, if it ranks, as a step here.
 
 use serde::{Deserialize, Serialize};
 
-use crate::cost::{CPU_NOISE, Candidate};
-use crate::policy::PolicyRow;
+use crate::candidate::{Basis, Candidate, Config, OverBudget};
+use crate::cost::CPU_NOISE;
 use crate::sample::Estimates;
-use crate::zswap::{SwapAreaNow, ZswapCandidate};
-use crate::{Recommendation, UncertainReason};
 
 /// Savings closer than this fraction of `now_bytes` are equal (module doc).
 pub const MIN_CHANGE: f64 = 0.01;
@@ -45,19 +40,10 @@ pub enum Kind {
     Zram,
     /// zswap with this configuration in front of a disk swap (no zram swap).
     Zswap,
-    /// What runs now: nothing beats it beyond the uncertainty.
+    /// What runs now: nothing beats it beyond the uncertainty (or nothing fits the budgets).
     Keep,
     /// No answer: the input is too small, or the kernel runs no candidate.
     None,
-}
-
-/// A candidate by identity: its index in the report's `candidates` (zram) or in
-/// `zswap.candidates`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "kind", content = "index")]
-pub enum Pick {
-    Zram(usize),
-    Zswap(usize),
 }
 
 /// Which step of the tie rule decided between equal candidates.
@@ -80,32 +66,10 @@ pub enum Reason {
     Tie { by: TieBreak },
     /// Nothing within the budgets: what runs now is kept.
     NothingFits,
-    /// Nothing within the budgets and nothing runs: the cheapest zram configuration that keeps
-    /// the memory (the cost model's fallback).
-    NothingFitsFallback,
     /// The input is too small to advise on.
     TooFewPages { measured_pages: u64, min_pages: u64 },
     /// The kernel runs no candidate (no zram, no zswap).
     NothingRuns,
-}
-
-/// One candidate in the decision's terms.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Contender {
-    pub pick: Pick,
-    /// `zram lzo-rle`, `zswap lz4 max_pool_percent=20 shrinker=off`, ...
-    pub config: String,
-    pub memory_saved_bytes: i64,
-    /// 95 % interval of `memory_saved_bytes` ([low, high]).
-    pub memory_saved_ci: [i64; 2],
-    pub cpu_seconds_per_second: f64,
-    /// A swap-in end to end where memory is full: the read and decompression measured, the
-    /// kernel's fault path, and at the p99 the reclaim in the fault
-    /// ([`crate::cost::swap_in_end_to_end`]).
-    pub swap_in_p50_ns: u64,
-    pub swap_in_p99_ns: u64,
-    pub within_budgets: bool,
-    pub runs_now: bool,
 }
 
 /// The swap device zswap needs behind it.
@@ -120,13 +84,39 @@ pub struct SwapBehind {
     pub new_file: Option<String>,
 }
 
+/// A candidate this kernel cannot run that would fit the budgets and save more than the
+/// choice: the best per kernel option, most saving first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BetterKernel {
+    pub config: String,
+    /// Kernel options (or versions) it needs, joined by ` + `.
+    pub needs: String,
+    /// Bytes it would save beyond the choice.
+    pub extra_saved_bytes: i64,
+}
+
+/// What the judge needs besides the candidates.
+#[derive(Debug, Clone, Copy)]
+pub struct Context<'a> {
+    pub basis: &'a Basis,
+    /// The sample's estimates, for the paired interval of two plain zram algorithms.
+    pub estimates: Option<&'a Estimates>,
+    /// Fewer pages measured than the lab needs: (measured, needed).
+    pub too_few_pages: Option<(u64, u64)>,
+    /// An active disk swap area (`/proc/swaps`), if there is one.
+    pub disk_swap: Option<&'a str>,
+    /// Bytes of swap zswap needs behind it.
+    pub zswap_swap_bytes: u64,
+}
+
 /// The machine's answer (JSON `decision`, with `apply_script` and `undo_script` rendered in).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Decision {
     pub kind: Kind,
-    /// What runs after it: the chosen candidate's configuration (for keep, what runs now).
+    /// What runs after it: the chosen candidate's name (for keep, what runs now).
     pub config: String,
-    pub chosen: Option<Contender>,
+    /// The chosen candidate: its index in the report's `candidates`.
+    pub chosen: Option<usize>,
     /// Against now (0 for keep), with its 95 % interval.
     pub memory_saved_bytes: i64,
     pub memory_saved_ci: [i64; 2],
@@ -134,171 +124,38 @@ pub struct Decision {
     pub swap_in_p99_ns: u64,
     /// The runner-up is equal to the choice within the uncertainty.
     pub tie: bool,
-    pub runner_up: Option<Contender>,
+    /// The best other candidate within the budgets (else the best other available), by index.
+    pub runner_up: Option<usize>,
     /// How far the runner-up is from the choice, and the uncertainty of that difference:
     /// a near-tie tips when the difference leaves the uncertainty.
     pub margin_bytes: i64,
     pub uncertainty_bytes: i64,
     pub reason: Reason,
-    /// What runs now (`zram lzo-rle`, `zswap ...`, or `none`) and what its pages take in RAM.
-    pub now_config: String,
-    pub now_bytes: u64,
-    /// Pages every figure is for.
-    pub pages: u64,
+    /// What runs now and what its pages take in RAM, and the pages every figure is for.
+    #[serde(flatten)]
+    pub basis: Basis,
     /// For zswap: the swap device behind it.
     pub swap_behind: Option<SwapBehind>,
+    /// What a better-equipped kernel would add.
+    #[serde(default)]
+    pub better_kernel: Vec<BetterKernel>,
 }
 
-/// The work a configuration takes to set up and keep (0 simplest): a zram device with one
-/// algorithm; zswap's module parameters over a disk swap that exists; a dictionary to install
-/// or zswap needing a swap file made; a recompression timer.
-pub fn setup_rank(o: &Contender, policies: &[PolicyRow], disk_swap: bool) -> u32 {
-    match o.pick {
-        Pick::Zram(i) => policies.get(i).map_or(0, |p| {
-            if p.policy.recompresses() || !p.policy.recomp.is_empty() {
-                3
-            } else if p.policy.dict {
-                2
-            } else {
-                0
-            }
-        }),
-        Pick::Zswap(_) if disk_swap => 1,
-        Pick::Zswap(_) => 2,
+impl Decision {
+    /// The chosen candidate of `cands` (the list it was decided on).
+    pub fn chosen<'a>(&self, cands: &'a [Candidate]) -> Option<&'a Candidate> {
+        self.chosen.and_then(|i| cands.get(i))
     }
-}
 
-/// The parts of a report the decision reads.
-#[derive(Debug)]
-pub struct Inputs<'a> {
-    pub candidates: &'a [Candidate],
-    pub policies: &'a [PolicyRow],
-    pub recommendation: &'a Recommendation,
-    /// zswap's candidates (none where the run had no zswap reading).
-    pub zswap: &'a [ZswapCandidate],
-    /// The active swap areas (`/proc/swaps`) and the bytes of swap zswap needs behind it.
-    pub swaps: &'a [SwapAreaNow],
-    pub zswap_swap_bytes: u64,
-    pub estimates: Option<&'a Estimates>,
-    /// A live zram swap device the pages came from (the report's `now`).
-    pub live_zram: bool,
-    pub page_size: usize,
+    /// The runner-up of `cands`.
+    pub fn runner_up<'a>(&self, cands: &'a [Candidate]) -> Option<&'a Candidate> {
+        self.runner_up.and_then(|i| cands.get(i))
+    }
 }
 
 /// The decision (module doc).
-pub fn decide(x: &Inputs) -> Decision {
-    let rec = x.recommendation;
-    let pages = rec.projected_pages;
-    let zs = x.zswap;
-    let swaps = x.swaps;
-    let disk = swaps.iter().find(|s| s.kind != "zram").map(|s| s.filename.clone());
-    let zram_runs = |c: &Candidate| x.live_zram && c.is_current;
-    // What the pages take now.
-    let now_zram = x.candidates.iter().find(|c| zram_runs(c));
-    let now_zswap = zs.iter().find(|c| c.is_current && c.available);
-    let (now_config, now_bytes) = match (now_zram, now_zswap) {
-        (Some(c), _) => (format!("zram {}", c.name), rec.now_bytes),
-        (None, Some(c)) => (c.name.clone(), c.pool_bytes),
-        (None, None) => ("none".to_string(), pages * x.page_size as u64),
-    };
-    let rel = |algo: &str| -> f64 {
-        x.estimates.and_then(|e| e.row(algo)).map_or(0.0, |r| {
-            let p = r.pool_bytes;
-            if p.estimate > 0.0 { (p.high - p.low) / 2.0 / p.estimate } else { 0.0 }
-        })
-    };
-    let current_algo = x
-        .candidates
-        .iter()
-        .zip(x.policies)
-        .find(|(c, _)| c.is_current)
-        .map(|(_, p)| p.policy.algo.clone())
-        .unwrap_or_default();
-    // Compression CPU per page of each plain algorithm measured: what the reclaim a full
-    // memory makes a fault do costs per page swapped out (`cost::swap_in_end_to_end`).
-    let compress_ns = |algo: &str| {
-        x.policies
-            .iter()
-            .find(|p| p.policy.algo == algo && p.policy.recomp.is_empty() && !p.policy.dict)
-            .map_or(0.0, |p| p.compress_cpu_ns_per_page)
-    };
-    let mut options: Vec<(Contender, bool, String)> = Vec::new(); // (option, available, algo)
-    for (i, (c, p)) in x.candidates.iter().zip(x.policies).enumerate() {
-        let saved = now_bytes as i64 - c.pool_bytes as i64;
-        let hw = (rel(&p.policy.algo) * c.pool_bytes as f64).round() as i64;
-        let (p50, p99) = crate::cost::swap_in_end_to_end(
-            c.load_p50_ns,
-            c.load_p99_ns,
-            c.compress_cpu_ns_per_page,
-        );
-        options.push((
-            Contender {
-                pick: Pick::Zram(i),
-                config: format!("zram {}", c.name),
-                memory_saved_bytes: saved,
-                memory_saved_ci: [saved - hw, saved + hw],
-                cpu_seconds_per_second: c.cpu_secs_per_sec,
-                swap_in_p50_ns: p50,
-                swap_in_p99_ns: p99,
-                within_budgets: c.within_budgets,
-                runs_now: zram_runs(c),
-            },
-            c.available,
-            p.policy.algo.clone(),
-        ));
-    }
-    for (i, c) in zs.iter().enumerate() {
-        let saved = now_bytes as i64 - c.pool_bytes as i64;
-        // Its pool is the current zram configuration's scaled by the replays' ratio: the
-        // sample's uncertainty is that of the current compressor's pool.
-        let r = rel(&c.compressor).max(rel(&current_algo));
-        let hw = (r * c.pool_bytes as f64).round() as i64;
-        // The replay's swap-in is already end to end for the device (a miss reads it).
-        let (p50, p99) = crate::cost::swap_in_end_to_end(
-            c.load_p50_ns,
-            c.load_p99_ns,
-            compress_ns(&c.compressor),
-        );
-        options.push((
-            Contender {
-                pick: Pick::Zswap(i),
-                config: c.name.clone(),
-                memory_saved_bytes: saved,
-                memory_saved_ci: [saved - hw, saved + hw],
-                cpu_seconds_per_second: c.cpu_secs_per_sec,
-                swap_in_p50_ns: p50,
-                swap_in_p99_ns: p99,
-                within_budgets: c.within_budgets,
-                runs_now: c.is_current,
-            },
-            c.available,
-            c.compressor.clone(),
-        ));
-    }
-    let floor = (MIN_CHANGE * now_bytes as f64).round() as i64;
-    // Half-width of the difference of two options' savings.
-    let band = |a: &(Contender, bool, String), b: &(Contender, bool, String)| -> i64 {
-        let plain = |o: &Contender| match o.pick {
-            Pick::Zram(i) => x.policies.get(i).is_some_and(|p| {
-                p.policy.recomp.is_empty() && !p.policy.recompresses() && !p.policy.dict
-            }),
-            Pick::Zswap(_) => false,
-        };
-        let paired = (plain(&a.0) && plain(&b.0))
-            .then(|| x.estimates.and_then(|e| e.difference(&a.2, &b.2)))
-            .flatten()
-            .map(|d| {
-                // Scaled from the estimate's pages to the projection's.
-                let scale = x.estimates.map_or(1.0, |e| {
-                    let pop = e.design.population_pages.max(1) as f64;
-                    pages as f64 / pop
-                });
-                ((d.high - d.low) / 2.0 * scale).round() as i64
-            });
-        let hw = |o: &Contender| (o.memory_saved_ci[1] - o.memory_saved_ci[0]) / 2;
-        let rss = (((hw(&a.0) as f64).powi(2) + (hw(&b.0) as f64).powi(2)).sqrt()).round() as i64;
-        paired.unwrap_or(rss).max(floor)
-    };
+pub fn decide(cands: &[Candidate], x: &Context) -> Decision {
+    let basis = x.basis;
     let base = Decision {
         kind: Kind::None,
         config: "none".into(),
@@ -312,99 +169,133 @@ pub fn decide(x: &Inputs) -> Decision {
         margin_bytes: 0,
         uncertainty_bytes: 0,
         reason: Reason::NothingRuns,
-        now_config: now_config.clone(),
-        now_bytes,
-        pages,
+        basis: basis.clone(),
         swap_behind: None,
+        better_kernel: Vec::new(),
     };
-    if let Some(UncertainReason::TooFewPages { measured_pages, min_pages }) = rec.uncertain_reason {
+    if let Some((measured_pages, min_pages)) = x.too_few_pages {
         return Decision { reason: Reason::TooFewPages { measured_pages, min_pages }, ..base };
     }
-    let rank = |i: usize| setup_rank(&options[i].0, x.policies, disk.is_some());
-    let order = |i: usize| -> usize {
-        let algo = &options[i].2;
-        let k = zmem_comp::algorithms().iter().position(|a| a.name == *algo).unwrap_or(usize::MAX);
-        // zram before zswap, then the kernel's order of compressors, then the grid's order.
-        (matches!(options[i].0.pick, Pick::Zswap(_)) as usize) << 40 | k.min(1 << 20) << 20 | i
-    };
-    let entries: Vec<Entry> = options
-        .iter()
-        .enumerate()
-        .map(|(i, (o, available, _))| Entry {
-            saved: o.memory_saved_bytes,
-            cpu: o.cpu_seconds_per_second,
-            eligible: *available && o.within_budgets,
-            // The cost model's fallback is among zram's configurations that read every page
-            // back and that the kernel runs.
-            fallback: *available && i < x.candidates.len() && x.candidates[i].verified,
-            runs_now: o.runs_now,
-            rank: rank(i),
-            order: order(i),
-        })
-        .collect();
-    let current = x.candidates.iter().position(|c| c.is_current);
-    let Some((chosen, outcome, contenders)) =
-        rule(&entries, |i, j| band(&options[i], &options[j]), current)
-    else {
+    if !cands.iter().any(|c| c.available && c.config != Config::None) {
+        return base;
+    }
+    let entries: Vec<Entry> =
+        cands.iter().enumerate().map(|(i, c)| entry(i, c, x.disk_swap.is_some())).collect();
+    let band = |i: usize, j: usize| band(&cands[i], &cands[j], x);
+    let Some((chosen, outcome, contenders)) = rule(&entries, band) else {
         return base;
     };
+    let c = &cands[chosen];
+    let alone = entries.iter().enumerate().all(|(i, e)| i == chosen || !e.eligible);
     let reason = match outcome {
+        // "none" alone within the budgets: nothing that compresses fits them.
+        Outcome::SavesMost if c.config == Config::None && contenders.len() == 1 && alone => {
+            Reason::NothingFits
+        }
         Outcome::SavesMost => Reason::SavesMost,
         Outcome::Tie(by) => Reason::Tie { by },
         Outcome::NothingFits => Reason::NothingFits,
-        Outcome::Fallback => Reason::NothingFitsFallback,
     };
-    let eligible: Vec<usize> = (0..entries.len()).filter(|&i| entries[i].eligible).collect();
-    let (o, _, _) = &options[chosen];
-    let keep = o.runs_now;
-    // The runner-up: the best other eligible option by saving (else the best other available).
-    let runner = eligible.iter().copied().filter(|&i| i != chosen).max_by(|&a, &b| {
-        options[a]
-            .0
-            .memory_saved_bytes
-            .cmp(&options[b].0.memory_saved_bytes)
-            .then(order(b).cmp(&order(a)))
-    });
+    let runner = runner_up(&entries, chosen);
     let (margin, uncertainty, tie) = match runner {
         Some(r) => {
-            let m = o.memory_saved_bytes - options[r].0.memory_saved_bytes;
-            let u = band(&options[chosen], &options[r]);
+            let m = c.memory_saved_bytes - cands[r].memory_saved_bytes;
+            let u = band(chosen, r);
             (m, u, contenders.contains(&r) || m.abs() <= u)
         }
         None => (0, 0, false),
     };
-    // The swap device must hold every page zswap stores (each keeps its slot there) and every
-    // page the zram swap devices it replaces held room for.
-    let zram_swap_bytes: u64 =
-        swaps.iter().filter(|s| s.kind == "zram").map(|s| s.size_bytes).sum();
-    let swap_behind = matches!(o.pick, Pick::Zswap(_)).then(|| SwapBehind {
-        existing: disk.clone(),
-        size_bytes: x.zswap_swap_bytes.max(zram_swap_bytes),
-        new_file: disk.is_none().then(|| SWAP_FILE.to_string()),
+    let keep = c.runs_now;
+    let swap_behind = matches!(c.config, Config::Zswap { .. }).then(|| SwapBehind {
+        existing: x.disk_swap.map(str::to_string),
+        size_bytes: x.zswap_swap_bytes,
+        new_file: x.disk_swap.is_none().then(|| SWAP_FILE.to_string()),
     });
-    let (saved, ci) = if keep { (0, [0, 0]) } else { (o.memory_saved_bytes, o.memory_saved_ci) };
+    let (saved, ci) = if keep { (0, [0, 0]) } else { (c.memory_saved_bytes, c.memory_saved_ci) };
     Decision {
-        kind: if keep {
-            Kind::Keep
-        } else if matches!(o.pick, Pick::Zram(_)) {
-            Kind::Zram
-        } else {
-            Kind::Zswap
+        kind: match (&c.config, keep) {
+            (_, true) => Kind::Keep,
+            (Config::Zswap { .. }, _) => Kind::Zswap,
+            _ => Kind::Zram,
         },
-        config: o.config.clone(),
-        chosen: Some(o.clone()),
+        config: c.name.clone(),
+        chosen: Some(chosen),
         memory_saved_bytes: saved,
         memory_saved_ci: ci,
-        cpu_seconds_per_second: o.cpu_seconds_per_second,
-        swap_in_p99_ns: o.swap_in_p99_ns,
+        cpu_seconds_per_second: c.cpu_secs_per_sec,
+        swap_in_p99_ns: c.swap_in_p99_ns,
         tie,
-        runner_up: runner.map(|r| options[r].0.clone()),
+        runner_up: runner,
         margin_bytes: margin,
         uncertainty_bytes: uncertainty,
         reason,
         swap_behind,
+        better_kernel: better_kernel(cands, c.memory_saved_bytes),
         ..base
     }
+}
+
+/// The `i`-th candidate as [`rule`] sees it.
+fn entry(i: usize, c: &Candidate, disk_swap: bool) -> Entry {
+    let algo = c.config.compressor().unwrap_or("");
+    let k = zmem_comp::algorithms().iter().position(|a| a.name == algo).unwrap_or(usize::MAX);
+    // zram (and none) before zswap, then the kernel's order of compressors, then the list's.
+    let zswap = matches!(c.config, Config::Zswap { .. }) as usize;
+    Entry {
+        saved: c.memory_saved_bytes,
+        cpu: c.cpu_secs_per_sec,
+        eligible: c.available && c.within_budgets,
+        runs_now: c.runs_now,
+        rank: c.config.setup_rank(disk_swap),
+        order: zswap << 40 | k.min(1 << 20) << 20 | i.min(1 << 19),
+    }
+}
+
+/// Half-width of the difference of two candidates' savings (module doc), at least
+/// [`MIN_CHANGE`] of `now_bytes`.
+fn band(a: &Candidate, b: &Candidate, x: &Context) -> i64 {
+    let floor = (MIN_CHANGE * x.basis.now_bytes as f64).round() as i64;
+    let paired = (a.config.is_plain_zram() && b.config.is_plain_zram())
+        .then(|| {
+            let e = x.estimates?;
+            let d = e.difference(a.config.compressor()?, b.config.compressor()?)?;
+            // Scaled from the estimate's pages to the basis'.
+            let scale = x.basis.pages as f64 / e.design.population_pages.max(1) as f64;
+            Some(((d.high - d.low) / 2.0 * scale).round() as i64)
+        })
+        .flatten();
+    let hw = |c: &Candidate| (c.memory_saved_ci[1] - c.memory_saved_ci[0]) as f64 / 2.0;
+    let rss = (hw(a).powi(2) + hw(b).powi(2)).sqrt().round() as i64;
+    paired.unwrap_or(rss).max(floor)
+}
+
+/// The best other eligible entry by saving (else none).
+fn runner_up(entries: &[Entry], chosen: usize) -> Option<usize> {
+    (0..entries.len()).filter(|&i| i != chosen && entries[i].eligible).max_by(|&a, &b| {
+        entries[a].saved.cmp(&entries[b].saved).then(entries[b].order.cmp(&entries[a].order))
+    })
+}
+
+/// Candidates this kernel cannot run that would fit the budgets and save more than `chosen`
+/// saves: the best per kernel option, most saving first.
+fn better_kernel(cands: &[Candidate], chosen_saved: i64) -> Vec<BetterKernel> {
+    let mut out: Vec<BetterKernel> = Vec::new();
+    for c in cands {
+        let only_unavailable = c.over_budget.iter().all(|o| *o == OverBudget::Unavailable);
+        let extra = c.memory_saved_bytes - chosen_saved;
+        if c.available || !only_unavailable || c.kernel_needs.is_empty() || extra <= 0 {
+            continue;
+        }
+        let needs = c.kernel_needs.join(" + ");
+        let better = BetterKernel { config: c.name.clone(), needs, extra_saved_bytes: extra };
+        match out.iter_mut().find(|b| b.needs == better.needs) {
+            Some(b) if b.extra_saved_bytes >= extra => {}
+            Some(b) => *b = better,
+            None => out.push(better),
+        }
+    }
+    out.sort_by(|a, b| b.extra_saved_bytes.cmp(&a.extra_saved_bytes));
+    out
 }
 
 /// Where the apply script makes zswap's swap file when the machine has no disk swap.
@@ -412,17 +303,14 @@ pub const SWAP_FILE: &str = "/var/lib/zmem/swapfile";
 
 /// One candidate as [`rule`] sees it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Entry {
+struct Entry {
     /// Memory saved against now, bytes.
     pub saved: i64,
     pub cpu: f64,
     /// The kernel runs it and it is within the budgets.
     pub eligible: bool,
-    /// It may be the fallback when nothing is within the budgets (the kernel runs it and it
-    /// reads every page back).
-    pub fallback: bool,
     pub runs_now: bool,
-    /// [`setup_rank`]: smaller is simpler.
+    /// [`Config::setup_rank`]: smaller is simpler.
     pub rank: u32,
     /// The fixed order that decides last: smaller first.
     pub order: usize,
@@ -430,59 +318,38 @@ pub struct Entry {
 
 /// How [`rule`] decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+enum Outcome {
     SavesMost,
     Tie(TieBreak),
     /// Nothing within the budgets; what runs now is kept.
     NothingFits,
-    /// Nothing within the budgets and nothing runs: the cost model's fallback, with the tie
-    /// rule.
-    Fallback,
 }
 
 /// The rule of the module doc over `entries`, `band(i, j)` the half-width of the difference of
-/// `i`'s and `j`'s savings within which they are equal, `current` the entry the cost model
-/// takes as now (the fallback keeps at least its saving). Returns the chosen entry, how, and
-/// the entries it was chosen among; none when nothing may be chosen. The lab's decision and
-/// `zmem exporter --advise` both judge with it.
-pub fn rule(
+/// `i`'s and `j`'s savings within which they are equal. Returns the chosen entry, how, and the
+/// entries it was chosen among; none when nothing may be chosen.
+fn rule(
     entries: &[Entry],
     band: impl Fn(usize, usize) -> i64,
-    current: Option<usize>,
 ) -> Option<(usize, Outcome, Vec<usize>)> {
     let eligible: Vec<usize> = (0..entries.len()).filter(|&i| entries[i].eligible).collect();
     let best = eligible.iter().copied().max_by(|&a, &b| {
         entries[a].saved.cmp(&entries[b].saved).then(entries[b].order.cmp(&entries[a].order))
     });
-    if let Some(best) = best {
-        let tied: Vec<usize> = eligible
-            .iter()
-            .copied()
-            .filter(|&i| {
-                i == best || (entries[best].saved - entries[i].saved).abs() <= band(best, i)
-            })
-            .collect();
-        if tied.len() == 1 {
-            return Some((best, Outcome::SavesMost, tied));
-        }
-        let (pick, by) = tie_break(&tied, entries);
-        return Some((pick, Outcome::Tie(by), tied));
-    }
-    if let Some(r) = entries.iter().position(|e| e.runs_now) {
+    let Some(best) = best else {
+        let r = entries.iter().position(|e| e.runs_now)?;
         return Some((r, Outcome::NothingFits, vec![r]));
-    }
-    // The cost model's fallback with the tie rule: among those saving at least as much as the
-    // current one (within the uncertainty), clearly less CPU, then the simpler, then a fixed
-    // order, so CPU noise does not flip it between runs.
-    let set: Vec<usize> = (0..entries.len())
-        .filter(|&i| entries[i].fallback)
-        .filter(|&i| current.is_none_or(|c| entries[i].saved >= entries[c].saved - band(i, c)))
+    };
+    let tied: Vec<usize> = eligible
+        .iter()
+        .copied()
+        .filter(|&i| i == best || (entries[best].saved - entries[i].saved).abs() <= band(best, i))
         .collect();
-    if set.is_empty() {
-        return None;
+    if tied.len() == 1 {
+        return Some((best, Outcome::SavesMost, tied));
     }
-    let (pick, _) = tie_break(&set, entries);
-    Some((pick, Outcome::Fallback, set))
+    let (pick, by) = tie_break(&tied, entries);
+    Some((pick, Outcome::Tie(by), tied))
 }
 
 /// The tie rule over equal entries (module doc).

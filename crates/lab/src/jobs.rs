@@ -30,8 +30,8 @@ use zmem_sim::swap_device::SwapDevice;
 
 use crate::measure::{self, SWAP_CASES};
 use crate::policy::{self, Policy, PolicyRow};
+use crate::report::{PoolRow, SwapRow};
 use crate::zswap::{Replayed, ZswapConfigChoice};
-use crate::{PoolRow, SwapRow};
 
 /// What step 2 measured, each table in the report's order.
 #[derive(Debug)]
@@ -112,7 +112,7 @@ pub(super) fn sweeps(grid: &[ZswapConfigChoice]) -> Vec<(usize, ZswapConfigChoic
         .flat_map(|(g, c)| {
             crate::zswap::ACCEPT_THRESHOLDS
                 .iter()
-                .filter(move |&&a| a != c.accept_threshold_percent)
+                .filter(move |&&a| a != c.params.accept_threshold_percent)
                 .map(move |&a| (g, c.at_accept(a)))
         })
         .collect()
@@ -147,10 +147,12 @@ fn uses(plan: &Plan<'_>, job: Job) -> Vec<String> {
         }
         Job::Allocator(_) | Job::Swap(_) => vec![default_algo().into()],
         Job::ZswapRef(k) => zswap(&|z| z.refs.get(k).cloned()).into_iter().collect(),
-        Job::Zswap(g) => zswap(&|z| Some(z.grid.get(g)?.compressor.clone())).into_iter().collect(),
-        Job::ZswapSweep(s) => {
-            zswap(&|z| Some(sweeps(&z.grid).get(s)?.1.compressor.clone())).into_iter().collect()
+        Job::Zswap(g) => {
+            zswap(&|z| Some(z.grid.get(g)?.params.compressor.clone())).into_iter().collect()
         }
+        Job::ZswapSweep(s) => zswap(&|z| Some(sweeps(&z.grid).get(s)?.1.params.compressor.clone()))
+            .into_iter()
+            .collect(),
         Job::Memcpy | Job::Compressor(_) => Vec::new(),
     }
 }
@@ -608,7 +610,8 @@ mod tests {
                 })
                 .collect()
         };
-        let g = z.grid.iter().position(|c| c.available && c.compressor == "deflate").unwrap();
+        let g =
+            z.grid.iter().position(|c| c.available && c.params.compressor == "deflate").unwrap();
         assert_eq!(waits(Job::Zswap(g)), ["deflate"]);
         assert_eq!(waits(Job::ZswapRef(1)), ["zstd"]);
         assert_eq!(waits(Job::Swap(1)), ["lzo-rle"]);

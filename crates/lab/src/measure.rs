@@ -13,7 +13,7 @@ use zmem_sim::swap_device::SwapDevice;
 #[cfg(test)]
 use crate::evidence::trace_for;
 use crate::policy::{Policy, PolicyRow};
-use crate::{PoolRow, SwapRow};
+use crate::report::{PoolRow, SwapRow};
 
 /// The replays of [`swap`]: RAM of a quarter, then a half of the page set, zram then zswap.
 pub(super) const SWAP_CASES: [(u64, SwapKind); 4] =

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use zmem_kernel::stat as live;
 use zmem_zram::MmStat;
 
-use crate::SwapRow;
+use crate::report::SwapRow;
 use crate::{LabError, Progress};
 use zmem_sim::device::{OnRefusal, ZramRunConfig, build_device, write_pages};
 
@@ -62,6 +62,13 @@ pub struct Now {
     pub compact_gain_bytes: u64,
     /// Pages the live device stores (orig_data_size / page size): what projections scale to.
     pub stored_pages: u64,
+}
+
+impl Now {
+    /// The comparison of one mm_stat field (`mem_used_total`, ...).
+    pub fn field(&self, name: &str) -> Option<&FieldComparison> {
+        self.fields.iter().find(|f| f.field == name)
+    }
 }
 
 /// Swap traffic per second: observed on the live system, or taken from the trace replay.

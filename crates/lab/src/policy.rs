@@ -121,30 +121,14 @@ impl Policy {
         }
     }
 
+    /// One algorithm alone: no secondary, no recompression, no dictionary.
+    pub fn is_plain(&self) -> bool {
+        self.recomp.is_empty() && self.recompress.is_none() && !self.dict
+    }
+
     /// Whether it recompresses in the background (needs a periodic `recompress`).
     pub fn recompresses(&self) -> bool {
         self.recompress.is_some()
-    }
-
-    /// The configuration as zram attribute writes, for the report.
-    pub fn as_attributes(&self) -> Vec<String> {
-        let mut v = vec![format!("echo {} > comp_algorithm", self.algo)];
-        if self.dict {
-            v.push(format!(
-                "echo 'algo={} dict=/path/to/dictionary' > algorithm_params",
-                self.algo
-            ));
-        }
-        for (i, a) in self.recomp.iter().enumerate() {
-            v.push(format!("echo 'algo={a} priority={}' > recomp_algorithm", i + 1));
-        }
-        if self.mark_idle {
-            v.push("echo all > idle   # (after the pages have aged)".into());
-        }
-        if let Some(r) = &self.recompress {
-            v.push(format!("echo '{r}' > recompress"));
-        }
-        v
     }
 }
 

@@ -315,7 +315,7 @@ fn live_zswap_now_matches_the_kernel() {
          VmSwap {child_pages} pages; lab {:?}",
         now.fields
     );
-    assert!(now.enabled && now.compressor == compressor, "{now:?}");
+    assert!(now.enabled && now.module.compressor == compressor, "{now:?}");
     let field = |name: &str| now.fields.iter().find(|f| f.field == name).unwrap().clone();
     let within = |v: u64, a: u64, b: u64| {
         let slack = a.abs_diff(b);

@@ -23,9 +23,11 @@
 //! the script refused with an error naming the field. A dictionary is never in a script: it
 //! goes beside it ([`apply::DICT_FILE`]) and only its SHA-256 is in the block.
 
-use zmem_lab::decision::{Decision, Kind, Pick, Reason, TieBreak};
-use zmem_lab::zswap::{ZswapCandidate, human_bytes};
-use zmem_lab::{LabReport, Policy};
+use zmem_lab::ZswapParams;
+use zmem_lab::decision::{Decision, Kind, Reason, TieBreak};
+use zmem_lab::{Config, LabReport, Policy};
+
+use crate::units::human_bytes;
 
 use crate::apply;
 use crate::script::{self, Assignments, ScriptError};
@@ -37,13 +39,16 @@ pub fn text(r: &LabReport) -> String {
 }
 
 fn text_raw(r: &LabReport) -> String {
-    let Some(d) = &r.decision else { return String::new() };
+    let d = &r.decision;
     let mut s = String::new();
     let mib = |b: i64| human_bytes(b as f64);
     match d.kind {
         Kind::None => {
             s += &format!("Decision: none. {}.\n", reason_words(d));
             return s + "\n";
+        }
+        Kind::Keep if d.config == "none" => {
+            s += "Decision: keep no compressed swap (change nothing).\n"
         }
         Kind::Keep => s += &format!("Decision: keep {} (change nothing).\n", d.config),
         Kind::Zram => s += &format!("Decision: run {} (and no zswap in front of it).\n", d.config),
@@ -66,9 +71,9 @@ fn text_raw(r: &LabReport) -> String {
             mib(d.memory_saved_bytes),
             mib(d.memory_saved_ci[0]),
             mib(d.memory_saved_ci[1]),
-            d.now_config,
-            human_bytes(d.now_bytes as f64),
-            d.pages
+            d.basis.now_config,
+            human_bytes(d.basis.now_bytes as f64),
+            d.basis.pages
         );
     }
     s += &format!(
@@ -78,11 +83,11 @@ fn text_raw(r: &LabReport) -> String {
         d.swap_in_p99_ns as f64 / 1e3
     );
     s += &format!("  why: {}\n", reason_words(d));
-    if let Some(ru) = &d.runner_up {
+    if let Some(ru) = d.runner_up(&r.candidates) {
         let tie = if d.tie { "tie" } else { "runner-up" };
         s += &format!(
             "  {tie}: {} saves {} ({} {} the choice; the difference's uncertainty is +-{}){}\n",
-            ru.config,
+            ru.name,
             mib(ru.memory_saved_bytes),
             mib(d.margin_bytes.abs()),
             if d.margin_bytes >= 0 { "less than" } else { "more than" },
@@ -120,7 +125,7 @@ pub fn html(r: &LabReport) -> String {
     for l in lines {
         s += &format!("<p>{}</p>", esc(l.trim()));
     }
-    if r.decision.as_ref().is_some_and(|d| matches!(d.kind, Kind::Zram | Kind::Zswap)) {
+    if matches!(r.decision.kind, Kind::Zram | Kind::Zswap) {
         s += &match apply_script(r) {
             Ok(script) => format!(
                 "<details><summary>apply.sh (zmem lab --apply-script apply.sh)</summary><pre>{}</pre></details>",
@@ -148,9 +153,6 @@ pub fn reason_words(d: &Decision) -> String {
             }
         ),
         Reason::NothingFits => "no configuration fits the budgets: what runs now is kept".into(),
-        Reason::NothingFitsFallback => {
-            "no configuration fits the budgets: the cheapest in CPU that keeps the memory".into()
-        }
         Reason::TooFewPages { measured_pages, min_pages } => format!(
             "the input is too small to advise on ({measured_pages} pages measured, fewer than \
              the {min_pages} the lab needs)"
@@ -159,28 +161,19 @@ pub fn reason_words(d: &Decision) -> String {
     }
 }
 
-/// The index of the zram candidate the decision chose, if it chose one.
-pub fn decided_zram(r: &LabReport) -> Option<usize> {
-    match r.decision.as_ref()?.chosen.as_ref()?.pick {
-        Pick::Zram(i) => Some(i),
-        Pick::Zswap(_) => None,
-    }
-}
-
-/// The zswap candidate the decision chose, if it did.
-fn chosen_zswap<'a>(r: &'a LabReport, d: &Decision) -> Option<&'a ZswapCandidate> {
-    match d.chosen.as_ref()?.pick {
-        Pick::Zswap(i) => r.zswap.as_ref()?.candidates.get(i),
-        Pick::Zram(_) => None,
+/// The zswap parameters the decision chose, if it chose zswap.
+fn chosen_zswap<'a>(r: &'a LabReport, d: &Decision) -> Option<&'a ZswapParams> {
+    match &d.chosen(&r.candidates)?.config {
+        Config::Zswap { params } => Some(params),
+        _ => None,
     }
 }
 
 /// The zram policy the decision chose, if it did, and its dictionary.
 fn chosen_zram<'a>(r: &'a LabReport, d: &Decision) -> Option<(&'a Policy, Option<&'a [u8]>)> {
-    match d.chosen.as_ref()?.pick {
-        Pick::Zram(i) => r.policies.get(i).map(|p| (&p.policy, p.dict.as_deref())),
-        Pick::Zswap(_) => None,
-    }
+    let Config::Zram { policy } = &d.chosen(&r.candidates)?.config else { return None };
+    let row = r.policies.iter().find(|row| row.policy == *policy)?;
+    Some((&row.policy, row.dict.as_deref()))
 }
 
 /// The templates: fixed text that reads the assignment block above it (`templates/`).
@@ -195,9 +188,7 @@ const REFUSE: &str = include_str!("../templates/refuse.sh");
 /// device, algorithm or path from the page set's metadata or the machine that breaks its
 /// grammar), named by its field.
 pub fn apply_script(r: &LabReport) -> Result<String, ScriptError> {
-    let Some(d) = &r.decision else {
-        return Ok(refuse("this report has no decision (made before schema 5)"));
-    };
+    let d = &r.decision;
     match d.kind {
         Kind::None => Ok(refuse(&reason_words(d))),
         Kind::Keep => Ok(keep(d)),
@@ -222,8 +213,7 @@ pub fn apply_script(r: &LabReport) -> Result<String, ScriptError> {
 /// The dictionary the decision's apply script needs beside it ([`apply::DICT_FILE`]), if it
 /// needs one.
 pub fn dictionary(r: &LabReport) -> Option<&[u8]> {
-    let d = r.decision.as_ref()?;
-    match chosen_zram(r, d)? {
+    match chosen_zram(r, &r.decision)? {
         (p, dict) if p.dict => dict,
         _ => None,
     }
@@ -231,7 +221,7 @@ pub fn dictionary(r: &LabReport) -> Option<&[u8]> {
 
 /// The files the apply script needs beside it, by name (the JSON's `decision.files_needed`).
 pub fn files_needed(r: &LabReport) -> Vec<&'static str> {
-    let dict = r.decision.as_ref().and_then(|d| chosen_zram(r, d)).is_some_and(|(p, _)| p.dict);
+    let dict = chosen_zram(r, &r.decision).is_some_and(|(p, _)| p.dict);
     if dict { vec![apply::DICT_FILE] } else { Vec::new() }
 }
 
@@ -259,9 +249,23 @@ fn keep(d: &Decision) -> String {
     )
 }
 
-/// What the reader must know first (generated pages; a kernel that cannot run it).
-fn warnings(r: &LabReport) -> Vec<String> {
-    apply::build(r).warnings
+/// What the reader must know before acting on the decision, one sentence each: it was made
+/// from generated pages; the kernel cannot run it.
+pub fn warnings(r: &LabReport) -> Vec<String> {
+    let mut w = Vec::new();
+    if r.source.kind == "builtin" {
+        w.push(format!(
+            "made from zmem's built-in generated pages, not this machine's memory ({})",
+            r.source.fallback_reason.as_deref().unwrap_or("the built-in set was asked for")
+        ));
+    }
+    if let Some(c) = r.decision.chosen(&r.candidates).filter(|c| !c.available) {
+        w.push(format!(
+            "this kernel cannot run it: {}",
+            c.unavailable_reason.as_deref().unwrap_or("unknown reason")
+        ));
+    }
+    w
 }
 
 /// The script's opening comment: warnings, the decision, usage, what it changes and writes.
@@ -278,7 +282,7 @@ fn header(d: &Decision, changes: &[String], persist: &[String], warnings: &[Stri
         human_bytes(d.memory_saved_bytes as f64),
         human_bytes(d.memory_saved_ci[0] as f64),
         human_bytes(d.memory_saved_ci[1] as f64),
-        d.now_config,
+        d.basis.now_config,
         reason_words(d),
     ));
     s += &format!(
@@ -311,7 +315,7 @@ pub fn zram_apply_script(
     warnings: &[String],
 ) -> Result<String, ScriptError> {
     let vars = zram_vars(d, p, now, period_secs, dict)?;
-    let a = &apply::forms(p, now, period_secs);
+    let a = &apply::forms(p, now);
     let changes = vec![
         "zswap off where it is on (it would cache in front of the zram device)".to_string(),
         format!(
@@ -326,7 +330,7 @@ pub fn zram_apply_script(
             .to_string(),
         "$ROOT/etc/tmpfiles.d/zmem-zswap.conf (zswap off at every boot), where zswap was on".into(),
     ];
-    if a.timer.is_some() {
+    if a.timer {
         persist.push(format!(
             "$ROOT/etc/systemd/system/{u}.service and .timer (the periodic recompression)",
             u = apply::UNIT
@@ -413,7 +417,7 @@ fn swap_behind(d: &Decision) -> zmem_lab::decision::SwapBehind {
 }
 
 /// The apply script of a zswap decision for candidate `c`.
-pub fn zswap_apply_script(d: &Decision, c: &ZswapCandidate) -> Result<String, ScriptError> {
+pub fn zswap_apply_script(d: &Decision, c: &ZswapParams) -> Result<String, ScriptError> {
     let vars = zswap_vars(c, &swap_behind(d))?;
     let b = swap_behind(d);
     let mib = b.size_bytes.div_ceil(1 << 20).max(64);
@@ -454,7 +458,7 @@ pub fn zswap_apply_script(d: &Decision, c: &ZswapCandidate) -> Result<String, Sc
 
 /// The zswap script's values, each checked against its grammar.
 fn zswap_vars(
-    c: &ZswapCandidate,
+    c: &ZswapParams,
     b: &zmem_lab::decision::SwapBehind,
 ) -> Result<Assignments, ScriptError> {
     let compressor = script::algorithm("zswap.candidate.compressor", &c.compressor)?;

@@ -19,75 +19,87 @@ pub const PLOT_COLORS: [(&str, &str); 6] = [
 // breaks and tabs, which `<pre>` shows) removed.
 use crate::script::html_text as esc;
 
+/// The whole report: the decision first, then the evidence, one section each.
 pub fn render_html(r: &LabReport) -> String {
-    let c = |i: usize| PLOT_COLORS[i + 1].1;
-    let trade = svg::tradeoff(
-        "Memory saved against CPU, per candidate (projected onto the device)",
-        &trade_points(r),
-        r.budgets.cpu_percent_of_core,
-        PLOT_COLORS[0].1,
-    );
-    let change = change_section(r);
-    // A fallback from the default order is the report's first line.
-    let fallback = r.source.fallback_reason.as_ref().map_or(String::new(), |why| {
+    let page = [
+        head(),
+        fallback(r),
+        "<h1>zmem lab report</h1>".to_string(),
+        crate::decision::html(r),
+        kernel_notes(r),
+        format!(
+            "<p>{} pages of {} bytes &mdash; {}: {}</p><p>{}</p>",
+            r.source.pages,
+            r.source.page_size,
+            esc(&r.source.kind),
+            esc(&r.source.detail),
+            esc(&crate::summary::kernel_line(&r.kernel))
+        ),
+        now_section(r),
+        estimates_section(r),
+        svg::tradeoff(
+            "Memory saved against CPU, per candidate (projected onto the device)",
+            &trade_points(r),
+            r.budgets.cpu_percent_of_core,
+            PLOT_COLORS[0].1,
+        ),
+        change_section(r),
+        compressors_section(r),
+        swap_section(r),
+        format!(
+            "<p><small>zmem {} &middot; schema {}</small></p></body></html>\n",
+            esc(&r.zmem_version),
+            r.schema_version
+        ),
+    ]
+    .concat();
+    crate::zswap::html_into(r, page)
+}
+
+fn head() -> String {
+    "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>zmem lab report</title>\
+     <style>body{font-family:sans-serif;max-width:760px;margin:2em auto;color:#222}\
+     table{border-collapse:collapse;max-width:100%}td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}\
+     td:first-child{text-align:left;overflow-wrap:anywhere;word-break:break-word}.rec{background:#f4f8ff;border:1px solid #9bd;padding:1em}\
+     svg{display:block;margin:1em 0}pre{white-space:pre-wrap;overflow-wrap:anywhere}</style></head><body>"
+        .to_string()
+}
+
+/// A fallback from the default order is the report's first line.
+fn fallback(r: &LabReport) -> String {
+    r.source.fallback_reason.as_ref().map_or(String::new(), |why| {
         format!(
             "<p class=\"fallback\"><strong>Fell back to {} pages:</strong> {}</p>",
             esc(&r.source.kind),
             esc(why)
         )
-    });
-    let rec_available = if r.recommendation.available {
-        String::new()
-    } else {
-        format!(
-            " This kernel cannot run it: {}.",
-            esc(r.recommendation.unavailable_reason.as_deref().unwrap_or("unknown reason"))
-        )
-    };
-    let kernel_notes: String = std::iter::once(rec_available)
-        .chain(
-            crate::summary::better_kernel_lines(r)
-                .iter()
-                .map(|l| format!("</p><p class=\"better-kernel\">{}", esc(l))),
-        )
-        .chain(
-            crate::apply::build(r).warnings.iter().map(|w| format!("</p><p>WARNING: {}", esc(w))),
-        )
-        .collect();
+    })
+}
+
+/// What a better-equipped kernel would add.
+fn kernel_notes(r: &LabReport) -> String {
+    crate::summary::better_kernel_lines(r)
+        .iter()
+        .map(|l| format!("<p class=\"better-kernel\">{}</p>", esc(l)))
+        .collect()
+}
+
+/// The compressor table and the charts of the measurements.
+fn compressors_section(r: &LabReport) -> String {
+    let c = |i: usize| PLOT_COLORS[i + 1].1;
     let algos: Vec<_> = r.compressors.iter().filter(|x| x.algo != "memcpy").collect();
-    let scatter = svg::scatter(
-        "Compression ratio against compress speed",
-        &algos.iter().map(|x| (x.algo.clone(), x.comp_mbps, x.ratio)).collect::<Vec<_>>(),
-        "compress MB/s (log scale)",
-        "ratio",
-        true,
-        c(0),
-    );
-    let freeing = svg::bars(
-        "Memory-freeing speed per algorithm",
-        &algos.iter().map(|x| (x.algo.clone(), x.freeing_mbps)).collect::<Vec<_>>(),
-        "MB/s",
-        c(1),
-    );
-    let pools = svg::bars(
-        "Pool size per allocator (zram, same pages)",
-        &r.allocators
-            .iter()
-            .map(|a| (a.allocator.clone(), a.pool_bytes as f64 / (1 << 20) as f64))
-            .collect::<Vec<_>>(),
-        "MiB",
-        c(2),
-    );
-    let gains = svg::bars(
-        "Pool size per zram policy (recompression gains)",
-        &r.policies
-            .iter()
-            .map(|p| (p.policy.name.clone(), p.pool_bytes as f64 / (1 << 20) as f64))
-            .collect::<Vec<_>>(),
-        "MiB",
-        c(3),
-    );
-    let hists: String = r
+    let rows: String = r
+        .compressors
+        .iter()
+        .map(|x| {
+            format!(
+                "<tr><td>{}</td><td>{:.3}</td><td>{:.0}</td><td>{:.0}</td><td>{:.0}</td><td>{}</td></tr>",
+                esc(&x.algo), x.ratio, x.comp_mbps, x.decomp_mbps, x.freeing_mbps, if x.verified { "yes" } else { "NO" }
+            )
+        })
+        .collect();
+    let mib = |b: u64| b as f64 / (1 << 20) as f64;
+    let hists: Vec<String> = r
         .policies
         .iter()
         .map(|p| {
@@ -97,8 +109,53 @@ pub fn render_html(r: &LabReport) -> String {
                 c(4),
             )
         })
-        .collect::<Vec<_>>()
-        .join("\n");
+        .collect();
+    [
+        format!(
+            "<h2>Compressors</h2><table><tr><th>algo</th><th>ratio</th><th>comp MB/s</th>\
+             <th>decomp MB/s</th><th>freeing MB/s</th><th>verified</th></tr>{rows}</table>"
+        ),
+        svg::scatter(
+            "Compression ratio against compress speed",
+            &algos.iter().map(|x| (x.algo.clone(), x.comp_mbps, x.ratio)).collect::<Vec<_>>(),
+            "compress MB/s (log scale)",
+            "ratio",
+            true,
+            c(0),
+        ),
+        svg::bars(
+            "Memory-freeing speed per algorithm",
+            &algos.iter().map(|x| (x.algo.clone(), x.freeing_mbps)).collect::<Vec<_>>(),
+            "MB/s",
+            c(1),
+        ),
+        "<h2>Allocators</h2>".into(),
+        svg::bars(
+            "Pool size per allocator (zram, same pages)",
+            &r.allocators
+                .iter()
+                .map(|a| (a.allocator.clone(), mib(a.pool_bytes)))
+                .collect::<Vec<_>>(),
+            "MiB",
+            c(2),
+        ),
+        "<h2>zram policies</h2>".into(),
+        svg::bars(
+            "Pool size per zram policy (recompression gains)",
+            &r.policies
+                .iter()
+                .map(|p| (p.policy.name.clone(), mib(p.pool_bytes)))
+                .collect::<Vec<_>>(),
+            "MiB",
+            c(3),
+        ),
+        hists.join("\n"),
+    ]
+    .join("\n")
+}
+
+/// zram against zswap under memory pressure: the replays' table.
+fn swap_section(r: &LabReport) -> String {
     let swap_rows: String = r
         .swap
         .iter()
@@ -111,83 +168,27 @@ pub fn render_html(r: &LabReport) -> String {
             )
         })
         .collect();
-    let rec = &r.recommendation;
-    let rows: String = r
-        .compressors
-        .iter()
-        .map(|x| {
-            format!(
-                "<tr><td>{}</td><td>{:.3}</td><td>{:.0}</td><td>{:.0}</td><td>{:.0}</td><td>{}</td></tr>",
-                esc(&x.algo), x.ratio, x.comp_mbps, x.decomp_mbps, x.freeing_mbps, if x.verified { "yes" } else { "NO" }
-            )
-        })
-        .collect();
-    let page = format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>zmem lab report</title>\
-         <style>body{{font-family:sans-serif;max-width:760px;margin:2em auto;color:#222}}\
-         table{{border-collapse:collapse;max-width:100%}}td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}\
-         td:first-child{{text-align:left;overflow-wrap:anywhere;word-break:break-word}}.rec{{background:#f4f8ff;border:1px solid #9bd;padding:1em}}\
-         svg{{display:block;margin:1em 0}}pre{{white-space:pre-wrap;overflow-wrap:anywhere}}</style></head><body>\
-         {}<h1>zmem lab report</h1>{}\
-         <p>{} pages of {} bytes &mdash; {}: {}</p><p>{}</p>{}\
-         <div class=\"evidence\"><h2>zram's best configuration: {}</h2>\
-         <p>Expected ratio {:.2}; memory saved {:.1} %; {:.2} CPU s per GB compressed; load p50 {} ns, p99 {} ns.</p>\
-         <p>{}</p><p><small>Rule: {}</small></p></div>\
-         {}\n{}\
-         <h2>Compressors</h2><table><tr><th>algo</th><th>ratio</th><th>comp MB/s</th><th>decomp MB/s</th><th>freeing MB/s</th><th>verified</th></tr>{}</table>\
-         {}\n{}\n<h2>Allocators</h2>{}\n<h2>zram policies</h2>{}\n{}\n\
-         <h2>zram vs zswap under memory pressure</h2>\
+    let d = &r.swap_device;
+    format!(
+        "<h2>zram vs zswap under memory pressure</h2>\
          <p>Swap device: {} ({}): 4 KiB read p50 {} &micro;s, p99 {} &micro;s; write p50 {} &micro;s, \
          p99 {} &micro;s. {}. Swap-in latencies are end to end: from memory (zswap hit, zram) and \
          from the device (zswap miss, zram written back).</p>\
          <table><tr><th>swap</th><th>RAM pages</th>\
          <th>swap-ins</th><th>max pool MiB</th><th>disk reads</th><th>disk writes</th><th>load p50 ns</th>\
          <th>load p99 ns</th><th>memory p50 ns</th><th>memory p99 ns</th><th>device p50 ns</th>\
-         <th>device p99 ns</th><th>device busy s</th></tr>{}</table><p>Trace: {} ({} accesses): {}</p>\
-         <p><small>zmem {} &middot; schema {}</small></p></body></html>\n",
-        fallback,
-        crate::decision::html(r),
-        r.source.pages,
-        r.source.page_size,
-        esc(&r.source.kind),
-        esc(&r.source.detail),
-        esc(&crate::summary::kernel_line(&r.kernel)),
-        now_section(r) + &estimates_section(r),
-        if rec.uncertain {
-            format!("none ({} first on these pages alone; too uncertain)", esc(&rec.config))
-        } else {
-            esc(&rec.config)
-        },
-        rec.expected_ratio,
-        rec.memory_saved_percent,
-        rec.cpu_seconds_per_gb,
-        rec.load_latency_p50_ns,
-        rec.load_latency_p99_ns,
-        esc(&crate::advice::why(r)) + &kernel_notes,
-        esc(&rec.rule),
-        trade,
-        change,
-        rows,
-        scatter,
-        freeing,
-        pools,
-        gains,
-        hists,
-        esc(&r.swap_device.name),
-        esc(&r.swap_device.kind),
-        r.swap_device.read.p50_ns / 1000,
-        r.swap_device.read.p99_ns / 1000,
-        r.swap_device.write.p50_ns / 1000,
-        r.swap_device.write.p99_ns / 1000,
-        esc(&r.swap_device.note),
-        swap_rows,
+         <th>device p99 ns</th><th>device busy s</th></tr>{swap_rows}</table><p>Trace: {} ({} accesses): {}</p>",
+        esc(&d.name),
+        esc(&d.kind),
+        d.read.p50_ns / 1000,
+        d.read.p99_ns / 1000,
+        d.write.p50_ns / 1000,
+        d.write.p99_ns / 1000,
+        esc(&d.note),
         esc(&r.trace.kind),
         r.trace.accesses,
         esc(&r.trace.detail),
-        esc(&r.zmem_version),
-        r.schema_version,
-    );
-    crate::zswap::html_into(r, page)
+    )
 }
 
 /// The estimates for every page of the input with their confidence intervals, when the pages
@@ -221,40 +222,39 @@ fn estimates_section(r: &LabReport) -> String {
     )
 }
 
-/// The trade-off's table (the change from now for every candidate), what each number means, and
-/// how to apply the recommendation.
+/// Every candidate against now, in one table, and what each number means.
 fn change_section(r: &LabReport) -> String {
-    let rec = &r.recommendation;
+    let d = &r.decision;
     let mib = |b: i64| b as f64 / (1 << 20) as f64;
-    let decided = crate::decision::decided_zram(r);
     let rows: String = r
         .candidates
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            let mark = match (decided == Some(i), c.is_current) {
+            let mark = match (d.chosen == Some(i), c.runs_now) {
                 (true, true) => " (now, the decision)",
                 (true, false) => " (the decision)",
                 (false, true) => " (now)",
                 _ => "",
             };
+            let dev = |f: &dyn Fn(&zmem_lab::candidate::DeviceTraffic) -> String| {
+                c.device.as_ref().map_or("-".to_string(), f)
+            };
             format!(
                 "<tr><td>{}{}</td><td>{:.2}</td><td>{:.3}</td><td>{:+.3}</td><td>{:.2}</td>\
-                 <td>{:.2}</td><td>{:+.2}</td><td>{:.2}</td><td>{}</td><td>{}</td></tr>",
+                 <td>{:.2}</td><td>{:+.2}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&c.name),
                 mark,
-                mib(c.memory_saved_bytes_vs_now),
+                mib(c.memory_saved_bytes),
                 100.0 * c.cpu_secs_per_sec,
                 100.0 * c.added_cpu_secs_per_sec,
                 c.load_p50_ns as f64 / 1000.0,
                 c.load_p99_ns as f64 / 1000.0,
                 c.added_load_p99_ns as f64 / 1000.0,
                 c.first_pass_cpu_secs,
-                if fits(c) {
-                    "yes".to_string()
-                } else {
-                    esc(&over_budget(c).cloned().collect::<Vec<_>>().join("; "))
-                },
+                dev(&|x| format!("{:.0}", 100.0 * x.hit_fraction)),
+                dev(&|x| format!("{:.2}", x.device_write_bytes_per_sec / 1e6)),
+                if fits(c) { "yes".to_string() } else { esc(&over_budget(c).collect::<Vec<_>>().join("; ")) },
                 if c.available { "yes" } else { "no" }
             )
         })
@@ -276,46 +276,16 @@ fn change_section(r: &LabReport) -> String {
         .iter()
         .map(|(k, v)| format!("<li><b>{}</b>: {}</li>", esc(k), esc(v)))
         .collect();
-    let a = &crate::apply::build(r);
-    let mut apply = if let Some(u) = crate::advice::uncertain(r) {
-        format!("<h3>No recommendation</h3><p>{}.</p>", esc(&u))
-    } else {
-        String::new()
-    };
-    if !rec.uncertain {
-        apply += &format!(
-            "<h3>How to apply it</h3><p>Device: {}. zmem changed nothing; \
-         <code>zmem lab --apply-script FILE</code> writes all of this as one script to review.</p>\
-         <p>Through sysfs, now:</p><pre>{}</pre>\
-         <p>With zram-generator, at every boot \
-         (<code>/etc/systemd/zram-generator.conf.d/60-zmem.conf</code>):</p><pre>{}</pre><ul>{}</ul>",
-            esc(&a.device_note),
-            esc(&a.sysfs.join("\n")),
-            esc(&a.generator_conf),
-            a.generator_versions.iter().map(|v| format!("<li>{}</li>", esc(v))).collect::<String>()
-        );
-    }
-    if let (false, Some(service), Some(timer)) = (rec.uncertain, &a.service, &a.timer) {
-        apply += &format!(
-            "<p>And the periodic recompression, which zram-generator cannot express \
-             (<code>/etc/systemd/system/{u}.service</code> and <code>.timer</code>):</p>\
-             <pre>{}</pre><pre>{}</pre>",
-            esc(service),
-            esc(timer),
-            u = crate::apply::UNIT
-        );
-    }
     format!(
-        "<h2>Change from now</h2>\
-         <p>Now is {} ({}). Projected onto {} pages at {:.1} swap-ins/s and {:.1} swap-outs/s \
+        "<h2>Every candidate against now</h2>\
+         <p>Now is {} ({}). At {:.1} swap-ins/s and {:.1} swap-outs/s \
          ({}: {}); background recompression every {:.0} s. Budgets: {} % of one core, \
-         +{} &micro;s p99 swap-in.</p>\
+         +{} &micro;s p99 swap-in.</p><p><small>Rule: {}</small></p>\
          <table><tr><th>candidate</th><th>saved MiB</th><th>CPU %</th><th>&Delta;CPU %</th>\
          <th>p50 &micro;s</th><th>p99 &micro;s</th><th>&Delta;p99 &micro;s</th><th>1st pass s</th>\
-         <th>fits</th><th>available</th></tr>{}</table>{}<ul>{}</ul>{}",
-        esc(&rec.now_config),
-        esc(&rec.now_source),
-        rec.projected_pages,
+         <th>hits %</th><th>dev MB/s</th><th>fits</th><th>available</th></tr>{}</table>{}<ul>{}</ul>",
+        esc(&d.basis.now_config),
+        esc(&crate::summary::now_source(r)),
         r.rates.swap_ins_per_sec,
         r.rates.swap_outs_per_sec,
         esc(&r.rates.source),
@@ -323,10 +293,10 @@ fn change_section(r: &LabReport) -> String {
         r.budgets.recompress_period_secs,
         r.budgets.cpu_percent_of_core,
         r.budgets.added_load_p99_us,
+        esc(&crate::summary::rule(&r.budgets)),
         rows,
         notes,
         meanings,
-        apply
     )
 }
 

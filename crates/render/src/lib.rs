@@ -1,9 +1,9 @@
 //! zmem-render: every result of zmem as something a person reads or runs: the measuring
 //! subcommands' tables ([`experiments`], [`replay`]), the lab's terminal summary ([`summary`]),
-//! its offline HTML report with inline SVG charts ([`html`], [`svg`]), the recommendation in
-//! words ([`advice`]), `zmem status`'s one screen ([`status`]), the lines and script that apply it ([`apply`]), and the lab's JSON
-//! document ([`json`]: the report value plus those words and lines, so the CLI's `--json` and
-//! Python's `zmem.lab` return the same document).
+//! its offline HTML report with inline SVG charts ([`html`], [`svg`]), the decision in words and
+//! its two scripts ([`decision`], with [`apply`]'s zram forms), `zmem status`'s one screen
+//! ([`status`]), and the lab's JSON document ([`json`]: the report value plus the decision's
+//! scripts, so the CLI's `--json` and Python's `zmem.lab` return the same document).
 //!
 //! [`script`] holds what the apply scripts' one generated part is made of: values checked
 //! against their grammar and shell-quoted; the rest of each script is fixed text in
@@ -15,7 +15,6 @@
 //! Not for: measuring or deciding anything (every number here was computed by zmem-lab,
 //! zmem-experiments or zmem-sim), or writing any other file (the front ends do).
 
-pub mod advice;
 pub mod apply;
 pub mod decision;
 pub mod experiments;
@@ -28,6 +27,7 @@ pub mod status;
 pub mod summary;
 mod svg;
 mod table;
+pub mod units;
 pub mod validate_lab;
 pub mod zswap;
 

@@ -1,7 +1,7 @@
 //! The lab's terminal summary and its apply script, from a [`LabReport`]. Nothing here
 //! measures.
 
-use zmem_lab::LabReport;
+use zmem_lab::{Candidate, LabReport, NowSource, OverBudget};
 
 use crate::svg;
 use crate::table;
@@ -136,36 +136,6 @@ fn summary(r: &LabReport) -> String {
         &rows,
     );
     s += &change_table(r);
-    let rec = &r.recommendation;
-    if let Some(u) = crate::advice::uncertain(r) {
-        s += &format!(
-            "\nRecommendation: none, {u}.\n  (On these pages alone {} came first: ratio {:.2}, \
-             memory saved {:.1} %; not advice.)\n",
-            rec.config, rec.expected_ratio, rec.memory_saved_percent
-        );
-        return s;
-    }
-    let apply = crate::apply::build(r);
-    s += &format!(
-        "\nzram's best configuration: {}\n  expected ratio {:.2}, memory saved {:.1} %, {:.2} CPU s per GB compressed, load p50 {} ns / p99 {} ns\n  {}\n  rule: {}\n",
-        rec.config,
-        rec.expected_ratio,
-        rec.memory_saved_percent,
-        rec.cpu_seconds_per_gb,
-        rec.load_latency_p50_ns,
-        rec.load_latency_p99_ns,
-        crate::advice::why(r),
-        rec.rule
-    );
-    if !rec.available {
-        s += &format!(
-            "  this kernel cannot run it: {}\n",
-            rec.unavailable_reason.as_deref().unwrap_or("unknown reason")
-        );
-    }
-    for w in &apply.warnings {
-        s += &format!("  WARNING: {w}\n");
-    }
     for line in better_kernel_lines(r) {
         s += &format!("  {line}\n");
     }
@@ -201,7 +171,7 @@ pub fn kernel_line(k: &zmem_lab::KernelCaps) -> String {
 
 /// What a better-equipped kernel would add: `with CONFIG_ZRAM_BACKEND_ZSTD: +12.3 MiB (zstd)`.
 pub fn better_kernel_lines(r: &LabReport) -> Vec<String> {
-    r.recommendation
+    r.decision
         .better_kernel
         .iter()
         .map(|b| {
@@ -298,12 +268,13 @@ fn now_text(r: &LabReport) -> String {
 }
 
 /// What every column of the change-from-now table means (terminal and HTML).
-pub const CHANGE_MEANINGS: [(&str, &str); 8] = [
+pub const CHANGE_MEANINGS: [(&str, &str); 10] = [
     (
         "saved MiB",
-        "memory saved against now on the whole device: now's bytes less the candidate's pool, \
-         measured on the sampled pages and scaled to the pages the device stores (a \
-         dictionary's own bytes added once)",
+        "memory saved against now for every page: now's bytes less the candidate's pool, \
+         measured on the sampled pages and scaled to the pages the device stores or the input \
+         holds (a dictionary's own bytes added once; zswap's pool scaled from zram's by the \
+         replays' ratio)",
     ),
     (
         "CPU %",
@@ -321,34 +292,74 @@ pub const CHANGE_MEANINGS: [(&str, &str); 8] = [
          candidate (the latency budget is checked on this)",
     ),
     ("1st pass s", "CPU seconds of the first recompression pass over what the device holds"),
+    ("hits %", "zswap: the replay's swap-ins served from its pool (the rest read the device)"),
+    ("dev MB/s", "zswap: bytes written to the swap device per second at the swap rates"),
     ("fits", "yes: read every page back, within the CPU budget and within the added-p99 budget"),
     ("available", "yes: this kernel can run it; no: it cannot, and the notes say why"),
 ];
 
-/// The candidates as changes from now, for the terminal.
+/// Where now's bytes come from, in words.
+pub fn now_source(r: &LabReport) -> String {
+    let b = &r.decision.basis;
+    match b.now_source {
+        NowSource::LiveZram => format!(
+            "the live device's mem_used_total ({} pages stored; its fragmentation included, so \
+             the current configuration's row shows what a fresh pool would give back)",
+            b.pages
+        ),
+        NowSource::LiveZswap => {
+            format!("the pool of the zswap configuration that runs now, for {} pages", b.pages)
+        }
+        NowSource::Uncompressed if r.estimates.is_some() => format!(
+            "no compressed swap runs: the {} pages of the input uncompressed (estimated from the \
+             sample)",
+            b.pages
+        ),
+        NowSource::Uncompressed => {
+            format!("no compressed swap runs: the {} pages measured, uncompressed", b.pages)
+        }
+    }
+}
+
+/// The rule the judge applied, in words, for the report.
+pub fn rule(b: &zmem_lab::Budgets) -> String {
+    format!(
+        "among configurations this kernel runs that read every page back, use at most {} % of \
+         one core (CPU seconds per second at the swap rates, the kernel's reclaim and fault work \
+         and background recompression every {:.0} s included) and add at most {} us to the p99 \
+         swap-in end to end, the one saving the most memory against now; savings equal within \
+         their uncertainty (or 1 % of now) are a tie, broken by clearly less CPU, then the \
+         simpler setup, then what runs now, then the kernel's order; if none fits, keep what runs",
+        b.cpu_percent_of_core, b.recompress_period_secs, b.added_load_p99_us
+    )
+}
+
+/// The candidates as changes from now, for the terminal: zram's, zswap's and "none", one table.
 fn change_table(r: &LabReport) -> String {
-    let rec = &r.recommendation;
+    let d = &r.decision;
     let mib = |b: i64| b as f64 / (1 << 20) as f64;
     let mut s = format!(
-        "\nChange from now ({}; now = {}: {}), at {:.1} swap-ins/s and {:.1} swap-outs/s ({}), \
-         recompression every {:.0} s; budgets: {} % of one core, +{} us p99\n",
-        if rec.keep_current { "keep now" } else { "change" },
-        rec.now_config,
-        rec.now_source,
+        "\nEvery candidate against now (now = {}: {}), at {:.1} swap-ins/s and {:.1} swap-outs/s \
+         ({}), recompression every {:.0} s; budgets: {} % of one core, +{} us p99\n  rule: {}\n",
+        d.basis.now_config,
+        now_source(r),
         r.rates.swap_ins_per_sec,
         r.rates.swap_outs_per_sec,
         r.rates.source,
         r.budgets.recompress_period_secs,
         r.budgets.cpu_percent_of_core,
         r.budgets.added_load_p99_us,
+        rule(&r.budgets),
     );
-    let decided = crate::decision::decided_zram(r);
+    let dev = |c: &Candidate, f: &dyn Fn(&zmem_lab::candidate::DeviceTraffic) -> String| {
+        c.device.as_ref().map_or("-".to_string(), f)
+    };
     let rows: Vec<Vec<String>> = r
         .candidates
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            let mark = match (decided == Some(i), c.is_current) {
+            let mark = match (d.chosen == Some(i), c.runs_now) {
                 (true, true) => "*>",
                 (true, false) => " >",
                 (false, true) => "*",
@@ -357,13 +368,15 @@ fn change_table(r: &LabReport) -> String {
             vec![
                 mark.to_string(),
                 c.name.clone(),
-                format!("{:.2}", mib(c.memory_saved_bytes_vs_now)),
+                format!("{:.2}", mib(c.memory_saved_bytes)),
                 format!("{:.3}", 100.0 * c.cpu_secs_per_sec),
                 format!("{:+.3}", 100.0 * c.added_cpu_secs_per_sec),
                 format!("{:.2}", c.load_p50_ns as f64 / 1000.0),
                 format!("{:.2}", c.load_p99_ns as f64 / 1000.0),
                 format!("{:+.2}", c.added_load_p99_ns as f64 / 1000.0),
                 format!("{:.2}", c.first_pass_cpu_secs),
+                dev(c, &|x| format!("{:.0}", 100.0 * x.hit_fraction)),
+                dev(c, &|x| format!("{:.2}", x.device_write_bytes_per_sec / 1e6)),
                 yes_no(fits(c), "no").into(),
                 yes_no(c.available, "no").into(),
             ]
@@ -371,7 +384,7 @@ fn change_table(r: &LabReport) -> String {
         .collect();
     s += &table::render(
         "",
-        "llrrrrrrrrr",
+        "llrrrrrrrrrrr",
         &[
             "",
             "candidate",
@@ -382,12 +395,14 @@ fn change_table(r: &LabReport) -> String {
             "p99 us",
             "dp99 us",
             "1st pass s",
+            "hits %",
+            "dev MB/s",
             "fits",
             "available",
         ],
         &rows,
     );
-    s += "  * now  > the decision\n";
+    s += "  * runs now  > the decision\n";
     for c in r.candidates.iter().filter(|c| !c.available) {
         s += &format!(
             "  {} is not available: {}\n",
@@ -403,17 +418,15 @@ fn change_table(r: &LabReport) -> String {
 
 /// The trade-off chart's points: one per candidate.
 pub(crate) fn trade_points(r: &LabReport) -> Vec<svg::TradePoint> {
-    // The decision's candidate, by identity.
-    let chosen = r.decision.as_ref().and_then(|d| d.chosen.as_ref()).map(|c| c.pick);
     r.candidates
         .iter()
         .enumerate()
         .map(|(i, c)| svg::TradePoint {
             label: c.name.clone(),
             cpu_percent: 100.0 * c.cpu_secs_per_sec,
-            saved_mib: c.memory_saved_bytes_vs_now as f64 / (1 << 20) as f64,
-            is_current: c.is_current,
-            is_chosen: chosen == Some(zmem_lab::decision::Pick::Zram(i)),
+            saved_mib: c.memory_saved_bytes as f64 / (1 << 20) as f64,
+            is_current: c.runs_now,
+            is_chosen: r.decision.chosen == Some(i),
             within_budgets: c.within_budgets,
         })
         .collect()
@@ -428,15 +441,24 @@ pub fn render_apply_script(r: &LabReport) -> Result<String, crate::script::Scrip
 
 /// Whether a candidate fits: read every page back, within the CPU budget and within the
 /// added-p99 budget (the legend's "fits"), whether or not this kernel can run it (the
-/// "available" column). The lab's `within_budgets` also requires availability, and counts the
-/// unavailable reason among `over_budget`.
-pub(crate) fn fits(c: &zmem_lab::cost::Candidate) -> bool {
+/// "available" column). The lab's `within_budgets` also requires availability.
+pub(crate) fn fits(c: &Candidate) -> bool {
     c.verified && over_budget(c).next().is_none()
 }
 
-/// Why a candidate is not within the budgets, its unavailability left out.
-pub(crate) fn over_budget(c: &zmem_lab::cost::Candidate) -> impl Iterator<Item = &String> {
-    c.over_budget.iter().filter(move |w| Some(*w) != c.unavailable_reason.as_ref())
+/// Why a candidate is not within the budgets, in words, its unavailability left out.
+pub(crate) fn over_budget(c: &Candidate) -> impl Iterator<Item = String> + '_ {
+    c.over_budget.iter().filter_map(|o| match o {
+        OverBudget::Unavailable => None,
+        OverBudget::NotVerified => Some("did not read every page back".to_string()),
+        OverBudget::Cpu { cpu_secs_per_sec, budget_percent } => {
+            Some(format!("CPU {:.3} % of a core > {budget_percent} %", 100.0 * cpu_secs_per_sec))
+        }
+        OverBudget::Latency { added_p99_ns, budget_us } => Some(format!(
+            "adds {:.1} us to the p99 swap-in > {budget_us} us",
+            *added_p99_ns as f64 / 1000.0
+        )),
+    })
 }
 
 fn yes_no(yes: bool, no: &'static str) -> &'static str {

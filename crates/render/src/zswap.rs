@@ -1,15 +1,16 @@
-//! zswap in the lab's outputs: its "Now" beside zmem's prediction, the zswap candidates, the
-//! zram-or-zswap verdict and the swap stack (terminal text and HTML; where they go in the JSON
+//! zswap in the lab's outputs: its "Now" beside zmem's prediction, and the swap stack that goes
+//! with the decision, with why in words (terminal text and HTML; where they go in the JSON
 //! document is [`crate::json`]'s), as evidence: the one answer and its script are
-//! [`crate::decision`]'s.
+//! [`crate::decision`]'s, zswap's candidates are in the one candidate table.
 
 use zmem_lab::LabReport;
-use zmem_lab::zswap::human_bytes;
+use zmem_lab::zswap::{StackAdvice, ZswapAdvice};
 
-/// The terminal section: zswap now, the candidates, the verdict and the stack.
+use crate::units::human_bytes;
+
+/// The terminal section: zswap now and the stack.
 pub fn text(r: &LabReport) -> String {
     let Some(a) = &r.zswap else { return String::new() };
-    let mib = |b: f64| b / (1 << 20) as f64;
     let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
     let mut s = String::from("\nzswap\n");
     match &a.now {
@@ -18,10 +19,10 @@ pub fn text(r: &LabReport) -> String {
             s += &format!(
                 "  Now: enabled={} compressor={} max_pool_percent={} accept_threshold_percent={} shrinker_enabled={}\n",
                 if n.enabled { "Y" } else { "N" },
-                n.compressor,
-                n.max_pool_percent,
-                n.accept_threshold_percent,
-                if n.shrinker_enabled { "Y" } else { "N" }
+                n.module.compressor,
+                n.module.max_pool_percent,
+                n.module.accept_threshold_percent,
+                if n.module.shrinker_enabled { "Y" } else { "N" }
             );
             let rows: Vec<Vec<String>> = n
                 .fields
@@ -74,79 +75,139 @@ pub fn text(r: &LabReport) -> String {
             }
         }
     }
-    s += &format!(
-        "  Candidates (replayed with RAM for a quarter of the pages, in front of {}):\n",
-        r.swap_device.name
-    );
-    let rows: Vec<Vec<String>> = a
-        .candidates
-        .iter()
-        .map(|c| {
-            if !c.available {
-                let why = c.unavailable_reason.as_deref().unwrap_or("");
-                return vec![c.name.clone(), format!("unavailable: {why}")];
-            }
-            vec![
-                c.name.clone(),
-                format!("{:.1}", mib(c.memory_saved_bytes_vs_now as f64)),
-                format!("{:.3}", c.cpu_secs_per_sec * 100.0),
-                format!("{:.1}", c.load_p50_ns as f64 / 1e3),
-                format!("{:.1}", c.load_p99_ns as f64 / 1e3),
-                format!("{:.0}", c.hit_fraction * 100.0),
-                format!("{:.2}", c.device_write_bytes_per_sec / 1e6),
-                if c.within_budgets { "" } else { "(over budget)" }.to_string(),
-            ]
-        })
-        .collect();
-    s += &crate::table::render(
-        "  ",
-        "lrrrrrrl",
-        &["zswap", "saved MiB", "CPU %core", "p50 us", "p99 us", "hits %", "dev MB/s", ""],
-        &rows,
-    );
-    if a.verdict.is_none() {
-        // No zram-or-zswap answer, nor the stack and lines that follow from one.
-        return s + &format!("\n{}\n", a.verdict.reason);
-    }
-    s += &format!(
-        "\nzram or zswap: {} ({})\n  {}\n",
-        a.verdict.choice, a.verdict.config, a.verdict.reason
-    );
+    s + &stack_text(a)
+}
+
+/// The swap stack for the decision, with why.
+fn stack_text(a: &ZswapAdvice) -> String {
     let st = &a.stack;
     let now = |v: Option<u32>| v.map_or("unknown".to_string(), |v| v.to_string());
-    s += &format!(
-        "  vm.swappiness {} (now {}): {}\n  vm.page-cluster {} (now {}): {}\n  swap device behind zswap: {} ({})\n",
+    let mut s = format!(
+        "\nThe swap stack for the decision\n  vm.swappiness {} (now {}): {}\n  vm.page-cluster {} \
+         (now {}): {}\n",
         st.swappiness,
         now(st.swappiness_now),
-        st.swappiness_reason,
+        swappiness_reason(st),
         st.page_cluster,
         now(st.page_cluster_now),
-        st.page_cluster_reason,
-        human_bytes(st.swap_device_bytes as f64),
-        st.swap_device_reason
+        page_cluster_reason(st),
     );
-    for h in &st.holds {
+    if st.zswap {
+        s += &format!(
+            "  swap device behind zswap: {} ({})\n",
+            human_bytes(st.swap_device_bytes as f64),
+            swap_device_reason(st)
+        );
+    }
+    for h in holds(a) {
         s += &format!("  holds: {h}\n");
     }
     s
 }
 
+/// Why vm.swappiness.
+pub fn swappiness_reason(st: &StackAdvice) -> String {
+    if st.zswap {
+        format!(
+            "zswap's misses read the same {} file pages come from: weigh anonymous and file \
+             memory equally",
+            st.device
+        )
+    } else {
+        "a swap-in from zram costs microseconds of CPU, less than re-reading a file page from \
+         the device: favour swapping anonymous memory over dropping page cache"
+            .into()
+    }
+}
+
+/// Why vm.page-cluster (`zmem_lab::zswap::page_cluster` has the rule).
+pub fn page_cluster_reason(st: &StackAdvice) -> String {
+    let measured = match (st.read_ahead_pages, st.read_ahead_used) {
+        (Some(p), Some(u)) => format!(
+            "; the kernel read {p} pages ahead since boot and {:.0}% of them were used \
+             (/proc/vmstat swap_ra_hit / swap_ra)",
+            u * 100.0
+        ),
+        (Some(p), None) => {
+            format!(
+                "; the kernel read only {p} pages ahead since boot, too few to judge its read-ahead"
+            )
+        }
+        (None, _) => "; /proc/vmstat has no swap_ra counters".to_string(),
+    };
+    let rate = if st.swap_ins_per_sec > 0.0 {
+        format!(", {:.0} swap-ins/s at the rates used", st.swap_ins_per_sec)
+    } else {
+        String::new()
+    };
+    let hit = st.hit_fraction * 100.0;
+    let device = &st.device;
+    match (st.from_memory, st.page_cluster) {
+        (true, 1) => format!(
+            "most swap-ins are served from compressed memory ({hit:.0}% in the replay{rate}), and \
+             read-ahead pages are mostly used: one neighbour per fault keeps most of that and \
+             decompresses fewer unused pages{measured}"
+        ),
+        (true, _) => format!(
+            "most swap-ins are served from compressed memory ({hit:.0}% in the replay{rate}), \
+             where reading 2^page-cluster neighbours ahead only decompresses pages not asked \
+             for{measured}"
+        ),
+        (false, 1) => format!(
+            "most swap-ins miss zswap and read the {device} ({hit:.0}% hits), but the kernel's \
+             read-ahead is mostly wasted: two pages a fault instead of eight{measured}"
+        ),
+        (false, _) => format!(
+            "most swap-ins miss zswap and read the {device} ({hit:.0}% hits): the kernel's \
+             read-ahead of 8 pages amortises the device reads{measured}"
+        ),
+    }
+}
+
+/// Why the swap device behind zswap is that size.
+fn swap_device_reason(st: &StackAdvice) -> String {
+    format!(
+        "every page zswap stores keeps its slot on the swap device: {} pages of {} B need {} \
+         (active disk swap now: {})",
+        st.pages,
+        st.page_size,
+        human_bytes(st.swap_device_bytes as f64),
+        human_bytes(st.disk_swap_bytes as f64)
+    )
+}
+
+/// What each active swap area holds, in words (zram and disk swap together, zswap's slots).
+fn holds(a: &ZswapAdvice) -> Vec<String> {
+    let ps = a.live.state.page_size;
+    a.live
+        .swaps
+        .iter()
+        .map(|s| {
+            let base = format!(
+                "{} ({}, priority {}): {} used of {}",
+                s.filename,
+                s.kind,
+                s.priority,
+                human_bytes(s.used_bytes as f64),
+                human_bytes(s.size_bytes as f64)
+            );
+            match (s.kind.as_str(), a.stack.zswap_stored_pages) {
+                ("zram", _) => format!("{base}, compressed in RAM"),
+                (_, Some(n)) => format!(
+                    "{base}, of which slots of zswap's {n} stored pages ({}; the rest written to \
+                     the device)",
+                    human_bytes((n * ps) as f64)
+                ),
+                _ => format!("{base}, on the device"),
+            }
+        })
+        .collect()
+}
+
 /// The HTML section (inserted before the footer of `page`).
 pub fn html_into(r: &LabReport, page: String) -> String {
     let Some(a) = &r.zswap else { return page };
-    let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
-    let mut rows = String::new();
-    for c in a.candidates.iter().filter(|c| c.available) {
-        rows += &format!(
-            "<tr><td>{}</td><td>{:.1}</td><td>{:.3}</td><td>{:.1}</td><td>{:.1}</td><td>{:.2}</td></tr>",
-            esc(&c.name),
-            c.memory_saved_bytes_vs_now as f64 / (1 << 20) as f64,
-            c.cpu_secs_per_sec * 100.0,
-            c.load_p50_ns as f64 / 1e3,
-            c.load_p99_ns as f64 / 1e3,
-            c.device_write_bytes_per_sec / 1e6
-        );
-    }
+    let esc = crate::script::html_text;
     let now = a.now.as_ref().map_or("this kernel has no zswap".to_string(), |n| {
         let f: String = n
             .fields
@@ -164,31 +225,19 @@ pub fn html_into(r: &LabReport, page: String) -> String {
             "enabled={} compressor={} max_pool_percent={} shrinker_enabled={}\
              <table><tr><th>field</th><th>live</th><th>predicted</th></tr>{f}</table>",
             n.enabled,
-            esc(&n.compressor),
-            n.max_pool_percent,
-            n.shrinker_enabled
+            esc(&n.module.compressor),
+            n.module.max_pool_percent,
+            n.module.shrinker_enabled
         )
     });
-    let (title, stack) = if a.verdict.is_none() {
-        // No zram-or-zswap answer, nor the stack that follows from one.
-        ("zram or zswap: no verdict".to_string(), String::new())
-    } else {
-        (
-            format!("zram or zswap: {}", esc(&a.verdict.choice.to_string())),
-            format!(
-                "<p>vm.swappiness {}: {}. vm.page-cluster {}: {}.</p>",
-                a.stack.swappiness,
-                esc(&a.stack.swappiness_reason),
-                a.stack.page_cluster,
-                esc(&a.stack.page_cluster_reason)
-            ),
-        )
-    };
+    let st = &a.stack;
     let section = format!(
-        "<h2>{title}</h2><p>{}</p><h3>zswap now</h3><p>{now}</p>\
-         <h3>zswap candidates</h3><table><tr><th>zswap</th><th>saved MiB</th><th>CPU % core</th>\
-         <th>p50 &micro;s</th><th>p99 &micro;s</th><th>device MB/s</th></tr>{rows}</table>{stack}",
-        esc(&a.verdict.reason),
+        "<h2>zswap and the swap stack</h2><h3>zswap now</h3><p>{now}</p>\
+         <p>vm.swappiness {}: {}. vm.page-cluster {}: {}.</p>",
+        st.swappiness,
+        esc(&swappiness_reason(st)),
+        st.page_cluster,
+        esc(&page_cluster_reason(st))
     );
     match page.rfind("<p><small>zmem ") {
         Some(i) => format!("{}{section}{}", &page[..i], &page[i..]),

@@ -440,7 +440,7 @@ pub fn run(
         let r = replay::run(pages, trace, &rcfg, progress)?;
         let (outs, ins) = (r.swap_outs - r.zero_swap_outs, r.swap_ins - r.zero_swap_ins);
         let m = Measured {
-            name: p.name.clone(),
+            policy: p.clone(),
             is_current: true,
             verified: row.verified,
             recompresses: p.recompresses(),
@@ -457,7 +457,7 @@ pub fn run(
         // second are then the run's CPU seconds.
         let traffic = Traffic { swap_outs_per_sec: outs as f64, swap_ins_per_sec: ins as f64 };
         let proj = Projection { pages: row.pages, live_bytes: None, current_pool: None };
-        let c = cost::project(std::slice::from_ref(&m), proj, traffic, &Budgets::default());
+        let c = cost::project(std::slice::from_ref(&m), proj, traffic, &Budgets::default(), false);
         let c = c.first().ok_or_else(|| LabError::Setup("the projection gave nothing".into()))?;
         let end_to_end =
             cost::swap_in_end_to_end(c.load_p50_ns, c.load_p99_ns, row.compress_cpu_ns_per_page);
@@ -475,7 +475,7 @@ pub fn run(
         };
         checks.push(ConfigCheck {
             config: p.name.clone(),
-            attributes: p.as_attributes(),
+            attributes: attributes(p),
             lab_pool_bytes: row.pool_bytes,
             kernel_set_pool_bytes,
             lab_pool_error: relative_error(row.pool_bytes, kernel_set_pool_bytes),
@@ -561,6 +561,24 @@ pub fn run(
         configurations: checks,
         not_run,
     })
+}
+
+/// The configuration as zram attribute writes, for the report.
+fn attributes(p: &Policy) -> Vec<String> {
+    let mut v = vec![format!("echo {} > comp_algorithm", p.algo)];
+    if p.dict {
+        v.push(format!("echo 'algo={} dict=/path/to/dictionary' > algorithm_params", p.algo));
+    }
+    for (i, a) in p.recomp.iter().enumerate() {
+        v.push(format!("echo 'algo={a} priority={}' > recomp_algorithm", i + 1));
+    }
+    if p.mark_idle {
+        v.push("echo all > idle   # (after the pages have aged)".into());
+    }
+    if let Some(r) = &p.recompress {
+        v.push(format!("echo '{r}' > recompress"));
+    }
+    v
 }
 
 #[cfg(test)]

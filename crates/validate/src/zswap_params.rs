@@ -37,15 +37,13 @@ impl ZswapSettings {
     /// The name `zmem lab` gives the configuration (`zswap lzo max_pool_percent=20 shrinker=off`,
     /// with ` accept_threshold_percent=N` where not the kernel's default 90).
     pub fn name(&self) -> String {
-        zmem_lab::zswap::ZswapConfigChoice {
+        zmem_lab::ZswapParams {
             compressor: self.compressor.clone(),
             max_pool_percent: self.max_pool_percent,
             accept_threshold_percent: self.accept_threshold_percent,
             shrinker_enabled: self.shrinker_enabled,
-            available: true,
-            unavailable_reason: None,
         }
-        .name()
+        .label()
     }
 
     /// Parses `COMPRESSOR[,max_pool_percent=N][,accept_threshold_percent=N][,shrinker=on|off]`

@@ -9,7 +9,7 @@
 //!   CPU our codec spent per page of this device's sample) + the kernel's own work per swap
 //!   operation ([`zmem_lab::cost::SWAP_OVERHEAD`]), as the lab's cost model (`cost::project`)
 //!   counts a plain algorithm.
-//! - **The recommendation**: the lab's own rule (`zmem_lab::decision::rule`): among candidates
+//! - **The recommendation**: the lab's one judge (`zmem_lab::decision::decide`): among candidates
 //!   within the CPU budget (default 1 % of one core, `Budgets::default()`), the one saving the
 //!   most memory; candidates whose savings differ by less than the uncertainty (the two
 //!   intervals' half-widths in quadrature, and at least `decision::MIN_CHANGE` of the live
@@ -99,40 +99,51 @@ impl Basis {
     }
 }
 
-/// The recommended row, and why, by the lab's rule; `None` without rows.
+/// The recommended row, and why, by the lab's one judge (`zmem_lab::decision::decide`, over
+/// the rows as zram candidates on the live pool's basis); `None` without rows.
 pub fn recommend(rows: &[Row]) -> Option<(usize, Basis)> {
-    use zmem_lab::decision::{Entry, Outcome, rule};
-    let order =
-        |c: &str| zmem_comp::algorithms().iter().position(|a| a.name == c).unwrap_or(usize::MAX);
-    let entries: Vec<Entry> = rows
+    use zmem_lab::decision::{Context, Reason, decide};
+    use zmem_lab::{Candidate, Config, NowSource, Policy};
+    let current = rows.iter().find(|r| r.is_current)?;
+    // The live pool: saved + pool, the same for every row.
+    let live = current.memory_saved_bytes.estimate + current.pool_bytes.estimate;
+    let cands: Vec<Candidate> = rows
         .iter()
-        .map(|r| Entry {
-            saved: r.memory_saved_bytes.estimate.round() as i64,
-            cpu: r.cpu_secs_per_sec,
-            eligible: r.within_budget,
-            fallback: true,
-            runs_now: r.is_current,
-            rank: 0,
-            order: order(&r.config),
+        .map(|r| {
+            let mut c = Candidate::none(0);
+            c.name = r.config.clone();
+            c.config = Config::Zram { policy: Policy::single(&r.config) };
+            c.runs_now = r.is_current;
+            c.is_reference = r.is_current;
+            c.pool_bytes = r.pool_bytes.estimate.round().max(0.0) as u64;
+            let m = r.memory_saved_bytes;
+            c.memory_saved_bytes = m.estimate.round() as i64;
+            c.memory_saved_ci = [m.low.round() as i64, m.high.round() as i64];
+            c.cpu_secs_per_sec = r.cpu_secs_per_sec;
+            c.within_budgets = r.within_budget;
+            c
         })
         .collect();
-    let half = |r: &Row| (r.memory_saved_bytes.high - r.memory_saved_bytes.low) / 2.0;
-    // The live pool: saved + pool, the same for every row.
-    let live = rows.first().map_or(0.0, |r| r.memory_saved_bytes.estimate + r.pool_bytes.estimate);
-    let band = |i: usize, j: usize| {
-        let rss = (half(&rows[i]).powi(2) + half(&rows[j]).powi(2)).sqrt();
-        rss.max(zmem_lab::decision::MIN_CHANGE * live).round() as i64
+    let basis = zmem_lab::Basis {
+        now_config: current.config.clone(),
+        now_bytes: live.round().max(0.0) as u64,
+        now_source: NowSource::LiveZram,
+        pages: 0,
     };
-    let current = rows.iter().position(|r| r.is_current);
-    let (i, outcome, _) = rule(&entries, band, current)?;
-    Some((
-        i,
-        match outcome {
-            Outcome::SavesMost => Basis::MostSaved,
-            Outcome::Tie(_) => Basis::Tie,
-            Outcome::NothingFits | Outcome::Fallback => Basis::NoneFits,
-        },
-    ))
+    let ctx = Context {
+        basis: &basis,
+        estimates: None,
+        too_few_pages: None,
+        disk_swap: None,
+        zswap_swap_bytes: 0,
+    };
+    let d = decide(&cands, &ctx);
+    let basis = match d.reason {
+        Reason::SavesMost => Basis::MostSaved,
+        Reason::Tie { .. } => Basis::Tie,
+        _ => Basis::NoneFits,
+    };
+    Some((d.chosen?, basis))
 }
 
 #[cfg(test)]

@@ -3,35 +3,42 @@
 
 use super::*;
 
-/// One zswap configuration to replay.
+/// One zswap configuration to replay, and whether this kernel can run it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ZswapConfigChoice {
-    pub compressor: String,
-    pub max_pool_percent: u32,
-    pub accept_threshold_percent: u32,
-    pub shrinker_enabled: bool,
+    pub params: ZswapParams,
     pub available: bool,
     pub unavailable_reason: Option<String>,
 }
 
 impl ZswapConfigChoice {
+    pub(crate) fn new(
+        compressor: &str,
+        max_pool_percent: u32,
+        accept: u32,
+        shrinker: bool,
+    ) -> Self {
+        Self {
+            params: ZswapParams {
+                compressor: compressor.into(),
+                max_pool_percent,
+                accept_threshold_percent: accept,
+                shrinker_enabled: shrinker,
+            },
+            available: true,
+            unavailable_reason: None,
+        }
+    }
+
     pub fn name(&self) -> String {
-        let accept = if self.accept_threshold_percent == DEFAULT_ACCEPT {
-            String::new()
-        } else {
-            format!(" accept_threshold_percent={}", self.accept_threshold_percent)
-        };
-        format!(
-            "zswap {} max_pool_percent={} shrinker={}{accept}",
-            self.compressor,
-            self.max_pool_percent,
-            if self.shrinker_enabled { "on" } else { "off" }
-        )
+        self.params.label()
     }
 
     /// The same configuration at accept_threshold_percent `accept`.
     pub(crate) fn at_accept(&self, accept: u32) -> Self {
-        Self { accept_threshold_percent: accept, ..self.clone() }
+        let mut c = self.clone();
+        c.params.accept_threshold_percent = accept;
+        c
     }
 }
 
@@ -46,14 +53,7 @@ pub fn grid(present: bool, offered: &[String], accept: u32) -> Vec<ZswapConfigCh
         if available {
             for mpp in MAX_POOL_PERCENTS {
                 for shrinker in [false, true] {
-                    out.push(ZswapConfigChoice {
-                        compressor: algo.into(),
-                        max_pool_percent: mpp,
-                        accept_threshold_percent: accept,
-                        shrinker_enabled: shrinker,
-                        available: true,
-                        unavailable_reason: None,
-                    });
+                    out.push(ZswapConfigChoice::new(algo, mpp, accept, shrinker));
                 }
             }
         } else {
@@ -66,12 +66,9 @@ pub fn grid(present: bool, offered: &[String], accept: u32) -> Vec<ZswapConfigCh
                 )
             };
             out.push(ZswapConfigChoice {
-                compressor: algo.into(),
-                max_pool_percent: 20,
-                accept_threshold_percent: accept,
-                shrinker_enabled: false,
                 available: false,
                 unavailable_reason: Some(reason),
+                ..ZswapConfigChoice::new(algo, 20, accept, false)
             });
         }
     }
@@ -115,14 +112,7 @@ pub fn pool_scale(mem_total_bytes: Option<u64>, ps: usize, n: u64, projected: u6
 
 /// The zram reference replayed beside zswap's grid: `algo` on zram, at the same trace and RAM.
 pub fn zram_reference(algo: &str) -> ZswapConfigChoice {
-    ZswapConfigChoice {
-        compressor: algo.into(),
-        max_pool_percent: 20,
-        accept_threshold_percent: 90,
-        shrinker_enabled: false,
-        available: true,
-        unavailable_reason: None,
-    }
+    ZswapConfigChoice::new(algo, 20, DEFAULT_ACCEPT_THRESHOLD, false)
 }
 
 /// One replay of `accesses` with RAM for a quarter of the pages (a job of the lab's one
@@ -143,12 +133,12 @@ pub(crate) fn replay(
     let cfg = ReplayConfig {
         ram_pages: (n / RAM_FRACTION).max(1),
         swap: kind,
-        algo: c.compressor.clone(),
+        algo: c.params.compressor.clone(),
         page_size: ps,
         device: device.clone(),
-        max_pool_percent: replay_percent(c.max_pool_percent, scale),
-        accept_threshold_percent: c.accept_threshold_percent,
-        shrinker: c.shrinker_enabled,
+        max_pool_percent: replay_percent(c.params.max_pool_percent, scale),
+        accept_threshold_percent: c.params.accept_threshold_percent,
+        shrinker: c.params.shrinker_enabled,
         ..ReplayConfig::default()
     };
     crate::measure::swap_row_with(pages, ps, accesses, &cfg, objects, &NoProgress)
@@ -210,7 +200,9 @@ pub(super) fn cpu_secs_per_sec(r: &SwapRow, rates: &Rates, codec: Option<CodecCo
         + kernel
 }
 
-/// Projects the replays onto the machine (module doc), beside the zram candidates.
+/// Projects the replays onto the machine (module doc), beside the zram candidates (whose
+/// reference configuration zram's replay `zram_ref` is): pools for the same pages, CPU on the
+/// same cost model, the added figures against the same reference.
 #[allow(clippy::too_many_arguments)]
 pub fn project(
     measured: &[Replayed],
@@ -221,112 +213,107 @@ pub fn project(
     budgets: &Budgets,
     ps: usize,
     scale: f64,
-) -> Vec<ZswapCandidate> {
-    let current = zram_candidates.iter().find(|c| c.is_current).or(zram_candidates.first());
-    let (cur_pool, now_bytes) = current
-        .map_or((0, 0), |c| (c.pool_bytes, c.pool_bytes as i64 + c.memory_saved_bytes_vs_now));
-    // CPU per page by algorithm, from the zram candidates' measurements (plain policies are
-    // named by their algorithm): the traffic's cost, and the reclaim batch's in the end-to-end
-    // p99.
+) -> Vec<Candidate> {
+    let reference = zram_candidates.iter().find(|c| c.is_reference).or(zram_candidates.first());
+    let cur_pool = reference.map_or(0, |c| c.pool_bytes);
+    // CPU per page by algorithm, from the zram candidates' measurements of plain policies: the
+    // traffic's cost, and the reclaim batch's in the end-to-end p99.
     let codec = |algo: &str| {
-        zram_candidates.iter().find(|c| c.name == algo).map(|c| CodecCost {
-            compress_ns: c.compress_cpu_ns_per_page,
-            decompress_ns: c.decompress_cpu_ns_per_page,
-        })
+        zram_candidates
+            .iter()
+            .find(|c| c.config.is_plain_zram() && c.config.compressor() == Some(algo))
+            .map(|c| CodecCost {
+                compress_ns: c.compress_cpu_ns_per_page,
+                decompress_ns: c.decompress_cpu_ns_per_page,
+            })
     };
-    let compress_ns = |algo: &str| codec(algo).map(|c| c.compress_ns);
-    let now_codec = current.map(|c| CodecCost {
+    let now_codec = reference.map(|c| CodecCost {
         compress_ns: c.compress_cpu_ns_per_page,
         decompress_ns: c.decompress_cpu_ns_per_page,
     });
-    let now_compress = now_codec.map_or(0.0, |c| c.compress_ns);
     let zram_cpu = cpu_secs_per_sec(zram_ref, rates, now_codec);
+    let runs_now = |p: &ZswapParams| live.is_some_and(|l| l.enabled && l.module == *p);
     measured
         .iter()
         .map(|m| {
             let c = &m.config;
-            let is_current = live.is_some_and(|l| {
-                l.enabled
-                    && l.compressor == c.compressor
-                    && l.max_pool_percent == c.max_pool_percent
-                    && l.accept_threshold_percent == c.accept_threshold_percent
-                    && l.shrinker_enabled == c.shrinker_enabled
-            });
-            let mut cand = ZswapCandidate {
-                kind: "zswap".into(),
-                name: c.name(),
-                compressor: c.compressor.clone(),
-                max_pool_percent: c.max_pool_percent,
-                accept_threshold_percent: c.accept_threshold_percent,
-                shrinker_enabled: c.shrinker_enabled,
-                available: c.available,
-                unavailable_reason: c.unavailable_reason.clone(),
-                is_current,
-                verified: false,
-                pool_bytes: 0,
-                memory_saved_bytes_vs_now: 0,
-                cpu_secs_per_sec: 0.0,
-                added_cpu_secs_per_sec: 0.0,
-                load_p50_ns: 0,
-                load_p99_ns: 0,
-                added_load_p99_ns: 0,
-                hit_fraction: 0.0,
-                replay_max_pool_percent: replay_percent(c.max_pool_percent, scale),
-                device_write_bytes_per_sec: 0.0,
-                swap_in_us_per_sec: 0.0,
-                within_budgets: false,
-                over_budget: Vec::new(),
-            };
+            let mut cand = Candidate::none(0);
+            cand.name = c.name();
+            cand.config = Config::Zswap { params: c.params.clone() };
+            cand.runs_now = runs_now(&c.params);
+            cand.verified = false;
+            cand.within_budgets = false;
             let Some(r) = &m.row else {
-                cand.over_budget.push("not available on this kernel".into());
+                cand.unavailable(c.unavailable_reason.clone().unwrap_or_default(), Vec::new());
                 return cand;
             };
-            let pool = if zram_ref.max_pool_bytes > 0 {
+            if !c.available {
+                cand.unavailable(c.unavailable_reason.clone().unwrap_or_default(), Vec::new());
+            }
+            cand.pool_bytes = if zram_ref.max_pool_bytes > 0 {
                 (cur_pool as f64 * r.max_pool_bytes as f64 / zram_ref.max_pool_bytes as f64) as u64
             } else {
                 r.max_pool_bytes
             };
-            cand.verified = r.verified;
-            cand.pool_bytes = pool;
-            cand.memory_saved_bytes_vs_now = now_bytes - pool as i64;
-            cand.cpu_secs_per_sec = cpu_secs_per_sec(r, rates, codec(&c.compressor));
-            cand.added_cpu_secs_per_sec = cand.cpu_secs_per_sec - zram_cpu;
-            cand.load_p50_ns = r.load_p50_ns;
-            cand.load_p99_ns = r.load_p99_ns;
-            // A compressor the zram candidates did not measure (a policy list without it) is
-            // taken at the current configuration's compression cost.
-            let compress = compress_ns(&c.compressor).unwrap_or(now_compress);
-            cand.added_load_p99_ns = cost::added_swap_in_p99(
-                r.load_p99_ns,
-                compress,
-                (zram_ref.load_p99_ns, now_compress),
-            );
-            cand.hit_fraction =
-                if r.swap_ins == 0 { 1.0 } else { r.hit_swap_ins as f64 / r.swap_ins as f64 };
-            cand.device_write_bytes_per_sec = if r.swap_outs == 0 {
-                0.0
-            } else {
-                r.disk_writes as f64 / r.swap_outs as f64 * rates.swap_outs_per_sec * ps as f64
-            };
-            cand.swap_in_us_per_sec = swap_in_us_per_sec(r, rates);
-            cand.over_budget = cost::over_budget(
-                r.verified,
-                cand.cpu_secs_per_sec,
-                cand.added_load_p99_ns,
-                budgets,
-            );
-            cand.within_budgets = cand.over_budget.is_empty();
+            let codec = codec(&c.params.compressor).or(now_codec);
+            fill(&mut cand, r, codec, (zram_ref, now_codec, zram_cpu), rates, budgets, ps, scale);
             cand
         })
         .collect()
 }
 
-/// Bytes in the user's units (GiB above 1 GiB, else MiB).
-pub fn human_bytes(b: f64) -> String {
-    let a = b.abs();
-    if a >= (1u64 << 30) as f64 {
-        format!("{:.1} GiB", b / (1u64 << 30) as f64)
-    } else {
-        format!("{:.1} MiB", b / (1u64 << 20) as f64)
+/// The figures of a replayed zswap candidate (module doc). A compressor the zram candidates did
+/// not measure (a policy list without it) is taken at the reference's costs.
+#[allow(clippy::too_many_arguments)]
+fn fill(
+    cand: &mut Candidate,
+    r: &SwapRow,
+    codec: Option<CodecCost>,
+    (zram_ref, now_codec, zram_cpu): (&SwapRow, Option<CodecCost>, f64),
+    rates: &Rates,
+    budgets: &Budgets,
+    ps: usize,
+    scale: f64,
+) {
+    let compress = codec.map_or(0.0, |c| c.compress_ns);
+    let now_compress = now_codec.map_or(0.0, |c| c.compress_ns);
+    cand.verified = r.verified;
+    cand.compress_cpu_ns_per_page = compress;
+    cand.decompress_cpu_ns_per_page = codec.map_or(0.0, |c| c.decompress_ns);
+    cand.cpu_secs_per_sec = cpu_secs_per_sec(r, rates, codec);
+    cand.reclaim_cpu_secs_per_sec = cost::SWAP_OVERHEAD.cpu_secs_per_sec(cost::Traffic {
+        swap_ins_per_sec: rates.swap_ins_per_sec,
+        swap_outs_per_sec: rates.swap_outs_per_sec,
+    });
+    cand.added_cpu_secs_per_sec = cand.cpu_secs_per_sec - zram_cpu;
+    cand.load_p50_ns = r.load_p50_ns;
+    cand.load_p99_ns = r.load_p99_ns;
+    cand.added_load_p50_ns = r.load_p50_ns as i64 - zram_ref.load_p50_ns as i64;
+    cand.added_load_p99_ns =
+        cost::added_swap_in_p99(r.load_p99_ns, compress, (zram_ref.load_p99_ns, now_compress));
+    // The replay's swap-in is already end to end for the device (a miss reads it).
+    (cand.swap_in_p50_ns, cand.swap_in_p99_ns) =
+        cost::swap_in_end_to_end(r.load_p50_ns, r.load_p99_ns, compress);
+    let outs = r.swap_outs.max(1) as f64;
+    cand.device = Some(DeviceTraffic {
+        hit_fraction: if r.swap_ins == 0 { 1.0 } else { r.hit_swap_ins as f64 / r.swap_ins as f64 },
+        replay_max_pool_percent: replay_percent(
+            match &cand.config {
+                Config::Zswap { params } => params.max_pool_percent,
+                _ => 0,
+            },
+            scale,
+        ),
+        device_write_bytes_per_sec: r.disk_writes as f64 / outs
+            * rates.swap_outs_per_sec
+            * ps as f64,
+        swap_in_us_per_sec: swap_in_us_per_sec(r, rates),
+    });
+    let mut over =
+        cost::over_budget(r.verified, cand.cpu_secs_per_sec, cand.added_load_p99_ns, budgets);
+    if !cand.available {
+        over.insert(0, OverBudget::Unavailable);
     }
+    cand.within_budgets = over.is_empty();
+    cand.over_budget = over;
 }

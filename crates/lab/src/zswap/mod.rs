@@ -32,9 +32,8 @@
 //!   size (flash wear); swap-in microseconds per second: swap-ins/s x the mean of the hit and
 //!   miss p50s weighted by their counts.
 //!
-//! **Verdict** ([`verdict`]): zswap when its best configuration within the budgets (CPU and
-//! added p99 swap-in latency, as zram's rule) saves more memory than zram's recommendation;
-//! otherwise zram (also when zswap is absent, or no zswap configuration fits the budgets).
+//! Which of them (or a zram candidate) to run is the judge's (`decision`); [`stack`] then
+//! gives the rest of the swap stack for that decision.
 
 use std::collections::BTreeMap;
 
@@ -45,18 +44,21 @@ use zmem_kernel::zswap_state::{ZswapRates, ZswapState};
 use zmem_sim::replay::{Access, ReplayConfig, SwapKind};
 use zmem_sim::swap_device::SwapDevice;
 
-use crate::cost::{self, Budgets, Candidate};
+use crate::candidate::{Candidate, Config, DeviceTraffic, OverBudget};
+use crate::cost::{self, Budgets};
 use crate::now::Rates;
-use crate::{LabError, NoProgress, SwapRow};
+use crate::report::SwapRow;
+use crate::{LabError, NoProgress};
 use zmem_pool::zsmalloc::class::ClassTable;
+use zmem_zswap::{DEFAULT_ACCEPT_THRESHOLD, ZswapParams};
 
 mod candidates;
 mod now;
-mod verdict;
+mod stack;
 
 pub use candidates::*;
 pub use now::*;
-pub use verdict::*;
+pub use stack::*;
 
 /// zswap's max_pool_percent values tried (the kernel default is 20: mm/zswap.c
 /// `zswap_max_pool_percent`).
@@ -67,9 +69,6 @@ pub const MAX_POOL_PERCENTS: [u32; 3] = [10, 20, 30];
 /// mm/zswap.c `zswap_check_limits()` clears `zswap_pool_reached_full` only at or below
 /// `zswap_accept_thr_pages()`.
 pub const ACCEPT_THRESHOLDS: [u32; 2] = [70, 100];
-/// The kernel's default accept_threshold_percent (mm/zswap.c `zswap_accept_thr_percent`; left
-/// out of the candidates' names).
-const DEFAULT_ACCEPT: u32 = 90;
 /// Compressors zmem implements that zswap could ask the crypto API for.
 pub const ZMEM_COMPRESSORS: [&str; 6] = ["lzo", "lzo-rle", "lz4", "lz4hc", "zstd", "deflate"];
 /// The replays' RAM: a quarter of the pages (the tightest budget of the lab's swap table).
@@ -117,10 +116,9 @@ pub struct ZswapField {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ZswapNow {
     pub enabled: bool,
-    pub compressor: String,
-    pub max_pool_percent: u32,
-    pub accept_threshold_percent: u32,
-    pub shrinker_enabled: bool,
+    /// The four module parameters as the kernel runs them.
+    #[serde(flatten)]
+    pub module: ZswapParams,
     pub params: BTreeMap<String, String>,
     /// debugfs counters (pool_total_size, stored_pages, written_back_pages, reject_*,
     /// pool_limit_hit, ...); absent when debugfs is not readable (`debugfs_note`).
@@ -151,113 +149,42 @@ pub struct ZswapNow {
     pub notes: Vec<String>,
 }
 
-/// One zswap configuration projected onto the machine (JSON `candidates[]` with kind zswap).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ZswapCandidate {
-    /// Always `zswap`.
-    pub kind: String,
-    pub name: String,
-    pub compressor: String,
-    pub max_pool_percent: u32,
-    pub accept_threshold_percent: u32,
-    pub shrinker_enabled: bool,
-    /// Whether this kernel can run it (its compressor offered to zswap).
-    pub available: bool,
-    pub unavailable_reason: Option<String>,
-    /// The configuration zswap runs now (enabled, same parameters).
-    pub is_current: bool,
-    pub verified: bool,
-    pub pool_bytes: u64,
-    pub memory_saved_bytes_vs_now: i64,
-    pub cpu_secs_per_sec: f64,
-    /// Less the zram replay of the current zram configuration on the same trace.
-    pub added_cpu_secs_per_sec: f64,
-    /// Every swap-in, end to end (misses read from the device included).
-    pub load_p50_ns: u64,
-    pub load_p99_ns: u64,
-    /// The end-to-end p99 swap-in less the current zram configuration's
-    /// ([`crate::cost::added_swap_in_p99`]): what the latency budget is checked on.
-    pub added_load_p99_ns: i64,
-    /// Fraction of the replay's swap-ins served from the pool.
-    pub hit_fraction: f64,
-    /// The max_pool_percent the replay ran with: the same share of the pages measured as
-    /// max_pool_percent of this machine's RAM is of the pages projected ([`replay_percent`]).
-    pub replay_max_pool_percent: u32,
-    /// Bytes per second written to the swap device at the swap rates (flash wear).
-    pub device_write_bytes_per_sec: f64,
-    /// Microseconds per second spent in swap-ins at the swap rates.
-    pub swap_in_us_per_sec: f64,
-    pub within_budgets: bool,
-    pub over_budget: Vec<String>,
-}
-
-/// The zram side of the verdict, replayed on the same trace.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ZramSide {
-    pub name: String,
-    pub memory_saved_bytes_vs_now: i64,
-    pub cpu_secs_per_sec: f64,
-    pub load_p99_ns: u64,
-    pub swap_in_us_per_sec: f64,
-}
-
-/// Which of the two a verdict chose (`zram`, `zswap` or `none` in JSON).
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum VerdictKind {
-    Zram,
-    Zswap,
-    /// No verdict: the input is too small to advise on ([`Verdict::none`]).
-    None,
-}
-
-impl std::fmt::Display for VerdictKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            VerdictKind::Zram => "zram",
-            VerdictKind::Zswap => "zswap",
-            VerdictKind::None => "none",
-        })
-    }
-}
-
-/// The machine's zram-or-zswap verdict.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Verdict {
-    pub choice: VerdictKind,
-    /// The configuration chosen (a zram candidate's or a zswap candidate's name; `none`
-    /// without a verdict).
-    pub config: String,
-    /// Why, in the user's units.
-    pub reason: String,
-    pub zram: Option<ZramSide>,
-    /// The best zswap candidate within the budgets, if any.
-    pub zswap: Option<String>,
-}
-
-/// vm.swappiness, vm.page-cluster and the swap device behind zswap.
+/// vm.swappiness, vm.page-cluster and the swap device behind zswap, for the decision
+/// ([`stack`]); render says why.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct StackAdvice {
     pub swappiness_now: Option<u32>,
     pub swappiness: u32,
-    pub swappiness_reason: String,
     pub page_cluster_now: Option<u32>,
     pub page_cluster: u32,
-    pub page_cluster_reason: String,
-    /// Bytes of swap device zswap needs behind it (each stored page keeps its swap slot).
+    /// The decision runs zswap (chosen, or kept).
+    pub zswap: bool,
+    /// Most swap-ins are served from compressed memory (zram, or zswap hits at least half).
+    pub from_memory: bool,
+    /// Fraction of the replay's swap-ins served from compressed memory (1 for zram).
+    pub hit_fraction: f64,
+    /// Pages the kernel read ahead since boot (`swap_ra`), and the fraction used
+    /// (`swap_ra_hit / swap_ra`) where enough were read ahead to judge.
+    pub read_ahead_pages: Option<u64>,
+    pub read_ahead_used: Option<f64>,
+    pub swap_ins_per_sec: f64,
+    /// The device zswap's misses read.
+    pub device: String,
+    /// Bytes of swap device zswap needs behind it: each stored page keeps its swap slot, so
+    /// `pages` of `page_size`.
     pub swap_device_bytes: u64,
-    pub swap_device_reason: String,
-    /// What each active swap area holds, in words (zram and disk swap together, zswap's slots).
-    pub holds: Vec<String>,
+    pub pages: u64,
+    pub page_size: u64,
+    /// Active disk swap now.
+    pub disk_swap_bytes: u64,
+    /// Pages zswap stores now (enabled only).
+    pub zswap_stored_pages: Option<u64>,
 }
 
-/// Everything zswap in one report (JSON: `zswap`; also `now.zswap`, `candidates[]` of kind
-/// zswap and `verdict`).
+/// Everything zswap in one report besides its candidates (JSON: `zswap`; also `now.zswap`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ZswapAdvice {
     pub now: Option<ZswapNow>,
-    pub candidates: Vec<ZswapCandidate>,
-    pub verdict: Verdict,
     pub stack: StackAdvice,
     /// The live zswap as read (parameters to restore, swap areas).
     pub live: ZswapLive,
@@ -297,36 +224,30 @@ impl ZswapMeasured {
     }
 }
 
-/// The whole zswap advice for a run, judged on what the measuring phase replayed: Now,
-/// candidates, verdict and the rest of the stack. `zram_algos`: the current zram
-/// configuration's algorithm and the recommended one's.
+/// zswap's Now and candidates for a run, projected on what the measuring phase replayed,
+/// beside the zram candidates (`zram_algo`: the reference zram configuration's algorithm).
 #[allow(clippy::too_many_arguments)]
-pub fn advise(
+pub fn candidates(
     input: &ZswapInput,
     pages: &[u8],
     ps: usize,
-    device: &SwapDevice,
     measured: &ZswapMeasured,
     zram_candidates: &[Candidate],
-    zram_algos: (&str, &str),
-    recommended: &str,
+    zram_algo: &str,
     rates: &Rates,
     budgets: &Budgets,
-    projected_pages: u64,
-) -> Result<ZswapAdvice, LabError> {
+) -> Result<(Option<ZswapNow>, Vec<Candidate>), LabError> {
     let live = &input.live;
     let weights = input.pids.as_deref().and_then(|p| swap_weights(p, vm_swap_pages));
     let now = live
         .present
         .then(|| now(live, input.after.as_ref(), input.secs, pages, ps, weights.as_deref()));
-    let (Some(cur_ref), Some(rec_ref)) =
-        (measured.reference(zram_algos.0), measured.reference(zram_algos.1))
-    else {
+    let Some(zram_ref) = measured.reference(zram_algo) else {
         return Err(LabError::Setup("no zram replay beside zswap's".into()));
     };
-    let candidates = project(
+    let cands = project(
         &measured.replayed,
-        cur_ref,
+        zram_ref,
         zram_candidates,
         now.as_ref(),
         rates,
@@ -334,10 +255,7 @@ pub fn advise(
         ps,
         measured.scale,
     );
-    let zram_choice = zram_candidates.iter().find(|c| c.name == recommended);
-    let verdict = verdict(live.present, &candidates, zram_choice, rec_ref, rates, device);
-    let stack = stack(live, &verdict, &candidates, rates, projected_pages, ps, device);
-    Ok(ZswapAdvice { now, candidates, verdict, stack, live: live.clone() })
+    Ok((now, cands))
 }
 
 #[cfg(test)]

@@ -284,10 +284,12 @@ pub fn now(
     let rates = after.map(|a| zmem_kernel::zswap_state::rates(&live.state, a, secs));
     ZswapNow {
         enabled: st.enabled,
-        compressor: st.compressor.clone(),
-        max_pool_percent: st.max_pool_percent,
-        accept_threshold_percent: st.accept_threshold_percent,
-        shrinker_enabled: st.shrinker_enabled,
+        module: ZswapParams {
+            compressor: st.compressor.clone(),
+            max_pool_percent: st.max_pool_percent,
+            accept_threshold_percent: st.accept_threshold_percent,
+            shrinker_enabled: st.shrinker_enabled,
+        },
         params: st.params.clone(),
         debugfs: st.debugfs.clone(),
         debugfs_note: st.debugfs_note.clone(),

@@ -1,6 +1,7 @@
 //! zswap's advice, by hand and end to end on small page sets.
 
 use super::*;
+use crate::candidate::{Candidate, Config};
 
 fn text_page(seed: u8) -> Vec<u8> {
     let mut p = Vec::with_capacity(4096);
@@ -154,15 +155,17 @@ fn the_grid_tries_only_what_the_kernel_offers() {
     let g = grid(true, &["lzo".into(), "lzo-rle".into(), "deflate".into()], 90);
     let avail: Vec<_> = g.iter().filter(|c| c.available).collect();
     assert_eq!(avail.len(), 3 * MAX_POOL_PERCENTS.len() * 2);
-    assert!(avail.iter().all(|c| ["lzo", "lzo-rle", "deflate"].contains(&c.compressor.as_str())));
+    assert!(
+        avail.iter().all(|c| ["lzo", "lzo-rle", "deflate"].contains(&c.params.compressor.as_str()))
+    );
     let un: Vec<_> = g.iter().filter(|c| !c.available).collect();
     assert_eq!(
-        un.iter().map(|c| c.compressor.as_str()).collect::<Vec<_>>(),
+        un.iter().map(|c| c.params.compressor.as_str()).collect::<Vec<_>>(),
         ["lz4", "lz4hc", "zstd"]
     );
     assert!(un[0].unavailable_reason.as_deref().unwrap().contains("offers: lzo, lzo-rle, deflate"));
     let none = grid(false, &[], 0);
-    assert!(none.iter().all(|c| !c.available && c.accept_threshold_percent == 90));
+    assert!(none.iter().all(|c| !c.available && c.params.accept_threshold_percent == 90));
 }
 
 #[test]
@@ -202,54 +205,6 @@ fn observed_rates_gain_zswaps_own_traffic() {
     assert_eq!((w.swap_ins_per_sec, w.swap_outs_per_sec), (11.0, 22.0));
     let replay = Rates { source: "replay".into(), ..r };
     assert_eq!(with_zswap_traffic(replay.clone(), &z), replay);
-}
-
-fn cand(name: &str, saved: i64, within: bool) -> ZswapCandidate {
-    ZswapCandidate {
-        kind: "zswap".into(),
-        name: name.into(),
-        compressor: "lzo".into(),
-        max_pool_percent: 20,
-        accept_threshold_percent: 90,
-        shrinker_enabled: false,
-        available: true,
-        unavailable_reason: None,
-        is_current: false,
-        verified: true,
-        pool_bytes: 0,
-        memory_saved_bytes_vs_now: saved,
-        cpu_secs_per_sec: 0.001,
-        added_cpu_secs_per_sec: 0.0,
-        load_p50_ns: 3000,
-        load_p99_ns: 90_000,
-        added_load_p99_ns: 0,
-        hit_fraction: 0.5,
-        replay_max_pool_percent: 20,
-        device_write_bytes_per_sec: 12e6,
-        swap_in_us_per_sec: 300.0,
-        within_budgets: within,
-        over_budget: if within { vec![] } else { vec!["adds 80.0 us".into()] },
-    }
-}
-
-fn zram_cand(saved: i64) -> Candidate {
-    let set = zmem_pages::builtin::default_set_with(4096).unwrap();
-    let pages = &set.bytes()[..64 * 4096];
-    let source = crate::Source {
-        kind: "builtin".into(),
-        detail: String::new(),
-        pages: 64,
-        page_size: 4096,
-        fallback_reason: None,
-    };
-    let opts = crate::LabOptions {
-        min_time: std::time::Duration::ZERO,
-        policies: crate::candidates("lzo-rle")[..1].to_vec(),
-        threads: 1,
-        ..crate::LabOptions::default()
-    };
-    let r = crate::run(pages, source, &opts, &NoProgress).unwrap();
-    Candidate { memory_saved_bytes_vs_now: saved, ..r.candidates[0].clone() }
 }
 
 fn row() -> SwapRow {
@@ -292,76 +247,10 @@ fn hundred_a_second() -> Rates {
     }
 }
 
-/// Two compressors saving the same memory at CPU figures within the machine's noise: the same
-/// configuration wins whichever measured faster (the kernel's order, lzo-rle before lzo); one
-/// clearly cheaper wins; the one running now wins a tie.
-#[test]
-fn equal_savings_are_decided_the_same_way_on_every_run() {
-    let rates = hundred_a_second();
-    let dev = SwapDevice::default();
-    let z = zram_cand(1 << 20);
-    let pair = |cpu_lzo: f64, cpu_rle: f64| {
-        let mut a = cand("zswap lzo", 1 << 30, true);
-        a.cpu_secs_per_sec = cpu_lzo;
-        let mut b = cand("zswap lzo-rle", 1 << 30, true);
-        b.compressor = "lzo-rle".into();
-        b.cpu_secs_per_sec = cpu_rle;
-        [a, b]
-    };
-    for (l, r) in [(0.0100, 0.0104), (0.0104, 0.0100)] {
-        let mut cs = pair(l, r);
-        let v = verdict(true, &cs, Some(&z), &row(), &rates, &dev);
-        assert_eq!(v.config, "zswap lzo-rle", "noise decides nothing ({l} vs {r})");
-        cs.reverse();
-        assert_eq!(verdict(true, &cs, Some(&z), &row(), &rates, &dev).config, "zswap lzo-rle");
-        cs[1].is_current = true; // lzo runs now
-        assert_eq!(verdict(true, &cs, Some(&z), &row(), &rates, &dev).config, "zswap lzo");
-    }
-    let v = verdict(true, &pair(0.010, 0.020), Some(&z), &row(), &rates, &dev);
-    assert_eq!(v.config, "zswap lzo", "half the CPU is a difference, not noise");
-}
-
-#[test]
-fn the_verdict_takes_zswap_only_when_it_saves_more_within_the_budgets() {
-    let rates = hundred_a_second();
-    let dev = SwapDevice::default();
-    let z = zram_cand(1 << 30);
-    // zswap saves 0.5 GiB more, within budgets: zswap, with the units in the reason.
-    let cs =
-        [cand("zswap lzo a", (1 << 30) + (1 << 29), true), cand("zswap lzo b", 5 << 30, false)];
-    let v = verdict(true, &cs, Some(&z), &row(), &rates, &dev);
-    assert_eq!((v.choice, v.config.as_str()), (VerdictKind::Zswap, "zswap lzo a"));
-    assert!(v.reason.contains("512.0 MiB more saved than zram"), "{}", v.reason);
-    assert!(
-        v.reason.contains("3.0x the swap-in microseconds") && v.reason.contains("12.0 MB/s"),
-        "{}",
-        v.reason
-    );
-    // Saving less: zram.
-    let cs = [cand("zswap lzo a", 1 << 29, true)];
-    let v = verdict(true, &cs, Some(&z), &row(), &rates, &dev);
-    assert_eq!(v.choice, VerdictKind::Zram);
-    assert!(v.reason.contains("512.0 MiB less saved"), "{}", v.reason);
-    // Nothing within budgets, or no zswap: zram, saying why.
-    let cs = [cand("zswap lzo b", 5 << 30, false)];
-    let v = verdict(true, &cs, Some(&z), &row(), &rates, &dev);
-    assert_eq!(v.choice, VerdictKind::Zram);
-    assert!(v.reason.contains("no zswap configuration fits the budgets"), "{}", v.reason);
-    let v = verdict(false, &[], Some(&z), &row(), &rates, &dev);
-    assert!(v.choice == VerdictKind::Zram && v.reason.contains("no zswap"), "{}", v.reason);
-}
-
 #[test]
 fn page_cluster_follows_the_measured_read_ahead() {
-    let rates = Rates {
-        swap_ins_per_sec: 0.0,
-        swap_outs_per_sec: 0.0,
-        observed_secs: 0.0,
-        source: "replay".into(),
-        note: String::new(),
-    };
     let ra = |pages, hits| Some(ReadAhead { pages, hits });
-    let pc = |mem, r| page_cluster(mem, 0.9, r, &rates, "nvme").0;
+    let pc = page_cluster;
     // From memory: 0 unless read-ahead pages are mostly used.
     assert_eq!(pc(true, None), 0);
     assert_eq!(pc(true, ra(333_274, 239_957)), 0, "72 % used: not enough");
@@ -372,10 +261,6 @@ fn page_cluster_follows_the_measured_read_ahead() {
     assert_eq!(pc(false, ra(10_000, 8_000)), 3);
     assert_eq!(pc(false, ra(10_000, 1_000)), 1);
     assert_eq!(pc(false, ra(999, 0)), 3);
-    let (_, why) = page_cluster(true, 0.9, ra(333_274, 239_957), &rates, "nvme");
-    assert!(why.contains("333274 pages ahead") && why.contains("72% of them were used"), "{why}");
-    let (_, why) = page_cluster(false, 0.1, None, &rates, "nvme");
-    assert!(why.contains("no swap_ra"), "{why}");
 }
 
 /// The live test's pages by hand: 16,574 objects of 343 bytes (class 352: 93 to a zspage of 8
@@ -406,14 +291,7 @@ fn the_accept_threshold_is_swept_only_where_the_pool_hit_its_limit() {
     let set = zmem_pages::builtin::default_set_with(4096).unwrap();
     let pages = &set.bytes()[..256 * 4096];
     let accesses = crate::evidence::trace_for(256).unwrap();
-    let choice = |mpp| ZswapConfigChoice {
-        compressor: "lzo".into(),
-        max_pool_percent: mpp,
-        accept_threshold_percent: 90,
-        shrinker_enabled: false,
-        available: true,
-        unavailable_reason: None,
-    };
+    let choice = |mpp| ZswapConfigChoice::new("lzo", mpp, 90, false);
     // 25 % of the replay's RAM (16 pages) fills soon.
     let grid = [choice(25)];
     let dev = SwapDevice::default();
@@ -442,7 +320,9 @@ fn the_accept_threshold_is_swept_only_where_the_pool_hit_its_limit() {
         assert_eq!(refs.len(), 1);
         replayed
             .iter()
-            .map(|r| (r.config.accept_threshold_percent, r.row.as_ref().unwrap().pool_limit_hit))
+            .map(|r| {
+                (r.config.params.accept_threshold_percent, r.row.as_ref().unwrap().pool_limit_hit)
+            })
             .collect::<Vec<_>>()
     };
     let full = run(pages);
@@ -486,26 +366,31 @@ fn advise_replays_every_available_configuration() {
         ..crate::LabOptions::default()
     };
     let r = crate::run(pages, source, &opts, &NoProgress).unwrap();
-    let a = r.zswap.expect("zswap advice");
-    let avail: Vec<_> = a.candidates.iter().filter(|c| c.available).collect();
+    let a = r.zswap.as_ref().expect("zswap advice");
+    let zswap: Vec<(&ZswapParams, &Candidate)> = r
+        .candidates
+        .iter()
+        .filter_map(|c| match &c.config {
+            Config::Zswap { params } => Some((params, c)),
+            _ => None,
+        })
+        .collect();
+    let avail: Vec<_> = zswap.iter().filter(|c| c.1.available).collect();
     // The grid at the live threshold, and the sweep's variants where a pool hit its limit.
-    let at_live = avail.iter().filter(|c| c.accept_threshold_percent == 90).count();
+    let at_live = avail.iter().filter(|c| c.0.accept_threshold_percent == 90).count();
     assert_eq!(at_live, 2 * 3 * 2);
-    assert!(avail.iter().all(|c| [70, 90, 100].contains(&c.accept_threshold_percent)));
-    assert!(avail.iter().all(|c| c.verified && c.pool_bytes > 0 && c.kind == "zswap"));
-    // One of them is what the live zswap runs (lzo, 20 %, shrinker off).
-    let cur: Vec<_> = a.candidates.iter().filter(|c| c.is_current).collect();
+    assert!(avail.iter().all(|c| [70, 90, 100].contains(&c.0.accept_threshold_percent)));
+    assert!(avail.iter().all(|c| c.1.verified && c.1.pool_bytes > 0 && c.1.device.is_some()));
+    // One of them is what the live zswap runs (lzo, 20 %, shrinker off): the basis.
+    let cur: Vec<_> = zswap.iter().filter(|c| c.1.runs_now).collect();
     assert_eq!(cur.len(), 1);
-    assert_eq!(cur[0].name, "zswap lzo max_pool_percent=20 shrinker=off");
-    assert!(a.candidates.iter().any(|c| c.compressor == "zstd" && !c.available));
-    // 256 pages are fewer than the lab's minimum (sample::MIN_PAGES): no verdict (issue 42).
-    assert!(r.recommendation.uncertain);
-    assert_eq!((a.verdict.choice, a.verdict.config.as_str()), (VerdictKind::None, "none"));
-    assert!(a.verdict.reason.contains("too small to advise on"), "{}", a.verdict.reason);
-    assert!(a.verdict.zram.is_none() && a.verdict.zswap.is_none());
-    assert!(a.now.unwrap().prediction.is_some());
+    assert_eq!(cur[0].1.name, "zswap lzo max_pool_percent=20 shrinker=off");
+    assert_eq!(r.decision.basis.now_config, cur[0].1.name);
+    assert!(zswap.iter().any(|c| c.0.compressor == "zstd" && !c.1.available));
+    // 256 pages are fewer than the lab's minimum (sample::MIN_PAGES): no answer (issue 42).
+    assert_eq!(r.decision.kind, crate::decision::Kind::None);
+    assert!(a.now.as_ref().unwrap().prediction.is_some());
     assert!(a.stack.swap_device_bytes >= 256 * 4096);
-    assert!(a.stack.holds[0].contains("/swapfile"));
 }
 
 /// zswap's CPU on zram's cost model: a compression per swap-out that reached the pool, a
