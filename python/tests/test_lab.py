@@ -47,19 +47,20 @@ def test_lab_equals_the_cli(zmem_bin, tmp_path):
         zmem.PageSet.open(path), observe=0, cpu_budget=1000, latency_budget=1e6, swap_device="nvme"
     )
     assert isinstance(ours, dict)
+    # One answer: the decision, naming one of the candidates (or none), and nothing else.
+    assert "recommendation" not in ours and "verdict" not in ours
+    assert ours["decision"]["config"] in {c["name"] for c in ours["candidates"]} | {"none"}
     # Equal savings are broken by clearly less CPU, a clock's measure: where either run's
-    # decision was, the decision (and the verdict and stack that follow it) may differ.
+    # decision was, the decision (and the stack that follows it) may differ.
     by_cpu = lambda r: r["decision"]["reason"].get("by") == "less_cpu"  # noqa: E731
     if by_cpu(cli) or by_cpu(ours):
         for r in (cli, ours):
-            for k in ("decision", "verdict"):
-                r.pop(k, None)
+            r.pop("decision", None)
             r.get("zswap", {}).pop("stack", None)
     compared = compare(cli, ours)
     # Hundreds of sizes, counts, names and choices, not a handful.
     assert compared > 200, compared
     assert ours["source"]["kind"] == "file" and str(path) in ours["source"]["detail"]
-    assert ours["recommendation"]["config"] in {c["name"] for c in ours["candidates"]}
     t = zmem.candidates_table(ours)
     assert t.num_rows == len(cli["candidates"]) and t.column_names[0] == "name"
 

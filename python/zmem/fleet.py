@@ -279,7 +279,7 @@ def run(
     ``out/results.parquet`` and ``out/report.html`` written.
 
     >>> r = run(["captures/"], "out", workers=2)  # doctest: +SKIP
-    >>> r.results.to_pandas().groupby("config").memory_saved_bytes_vs_now.median()  # doctest: +SKIP
+    >>> r.results.to_pandas().groupby("config").memory_saved_bytes.median()  # doctest: +SKIP
     """
     import ray
 
@@ -424,36 +424,32 @@ def _gather(
 
 
 def host_choice(report: dict[str, Any]) -> str:
-    """The host's own answer: the candidate its lab decision chose (zram's or zswap's, by the
-    decision's ``chosen.pick``: a kind and an index among that kind's candidates, which the
-    report lists zram's first); where the decision chose none (``keep`` or ``none``), the zram
-    recommendation, which is then what runs now or the kernel's default."""
-    chosen = (report.get("decision") or {}).get("chosen")
-    if chosen:
-        pick = chosen["pick"]
-        same = [c for c in report["candidates"] if c.get("kind", "zram") == pick["kind"]]
-        if 0 <= pick["index"] < len(same):
-            return same[pick["index"]]["name"]
-    return report["recommendation"]["config"]
+    """The host's own answer: the candidate its lab decision chose (``decision.chosen``, an
+    index into ``candidates``, zram's, zswap's or "none"); where the decision chose none (too
+    few pages, or a kernel that runs no candidate), the decision's ``config``. The fleet never
+    judges a host again: the host's one judge did."""
+    d = report["decision"]
+    i = d.get("chosen")
+    cands = report["candidates"]
+    if i is not None and 0 <= i < len(cands):
+        return cands[i]["name"]
+    return d["config"]
 
 
 def _host_answer(report: dict[str, Any]) -> dict[str, Any]:
     """What the "hosts that want something else" table shows of a host's own answer."""
-    d = report.get("decision") or {}
-    chosen = d.get("chosen")
-    if not chosen:
-        rec = report["recommendation"]
-        return {"config": rec["config"], "saved": rec["memory_saved_bytes"],
-                "within": rec["within_budgets"], "why": rec["why"]}
+    d = report["decision"]
+    i = d.get("chosen")
     reason = d.get("reason") or {}
     why = str(reason.get("kind", "")).replace("_", " ")
     if reason.get("by"):
         why += f", broken by {str(reason['by']).replace('_', ' ')}"
-    runner = d.get("runner_up") or {}
-    if runner.get("config"):
-        why += f"; runner-up {runner['config']}"
+    runner = d.get("runner_up")
+    if runner is not None:
+        why += f"; runner-up {report['candidates'][runner]['name']}"
+    within = i is not None and bool(report["candidates"][i]["within_budgets"])
     return {"config": host_choice(report), "saved": d["memory_saved_bytes"],
-            "within": chosen["within_budgets"], "why": why}
+            "within": within, "why": why}
 
 
 def _empty_table() -> pa.Table:
@@ -476,7 +472,7 @@ def per_config(table: pa.Table) -> list[dict[str, Any]]:
     by: dict[str, dict[str, Any]] = {}
     for i, cfg in enumerate(cols["config"]):
         s = by.setdefault(cfg, {"config": cfg, "saved": [], "fits": 0, "hosts": 0})
-        s["saved"].append(cols["memory_saved_bytes_vs_now"][i])
+        s["saved"].append(cols["memory_saved_bytes"][i])
         s["hosts"] += 1
         fits = cols["within_budgets"][i] and cols.get("available", [True] * len(cols["config"]))[i]
         s["fits"] += bool(fits)

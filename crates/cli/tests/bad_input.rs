@@ -367,11 +367,11 @@ fn a_tiny_input_is_too_uncertain_to_advise_on() {
         assert!(!stderr.contains("panicked"), "{args:?}:\n{stderr}");
         assert_eq!(out.status.code(), Some(0), "{args:?}:\n{stderr}");
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
-        let rec = &v["recommendation"];
-        assert_eq!(rec["uncertain"], true, "{args:?}: {rec}");
-        assert_eq!(rec["uncertain_reason"]["kind"], "too_few_pages", "{rec}");
-        assert!(rec.get("apply").is_none() && rec.get("attributes").is_none(), "{rec}");
-        assert!(rec["why"].as_str().unwrap().contains("too uncertain"), "{rec}");
+        let d = &v["decision"];
+        assert_eq!(d["kind"], "none", "{args:?}: {d}");
+        assert_eq!(d["reason"]["kind"], "too_few_pages", "{d}");
+        assert!(d["chosen"].is_null() && d["undo_script"] == "", "{d}");
+        assert!(v.get("recommendation").is_none(), "one answer: {v}");
     }
 }
 

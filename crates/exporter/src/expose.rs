@@ -512,7 +512,7 @@ pub fn families(
     );
 
     if let Some(l) = lab {
-        b.add("zmem_lab_recommended_memory_saved", "What the configuration a zmem lab run recommends would save against now's (recommendation memory_saved_bytes_vs_now).", B, false, vec![(vec![("device", l.device.clone()), ("config", l.config.clone())], I(l.saved_vs_now_bytes))]);
+        b.add("zmem_lab_recommended_memory_saved", "What the configuration a zmem lab run decided on would save against now's (its decision's chosen candidate's memory_saved_bytes).", B, false, vec![(vec![("device", l.device.clone()), ("config", l.config.clone())], I(l.saved_vs_now_bytes))]);
         b.add(
             "zmem_lab_recommended_ratio",
             "Compression ratio the recommended configuration is expected to reach.",
@@ -528,7 +528,7 @@ pub fn families(
             .iter()
             .map(|(n, v)| (vec![("device", l.device.clone()), ("candidate", n.clone())], I(*v)))
             .collect();
-        b.add("zmem_lab_candidate_memory_saved", "What each configuration the lab measured would save against now's (candidates memory_saved_bytes_vs_now).", B, false, cands);
+        b.add("zmem_lab_candidate_memory_saved", "What each configuration the lab measured would save against now's (candidates memory_saved_bytes).", B, false, cands);
     }
 
     b.one(
