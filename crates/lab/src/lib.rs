@@ -66,8 +66,8 @@ pub use recommend::{
 };
 pub use request::{
     ArgError, CaptureRequest, CaptureSummary, Captured, CompBenchRequest, GenerateRequest,
-    LabRequest, ReplayRequest, StudyRequest, ZramRequest, auto_device, coverage, parse_max_pages,
-    parse_ram, parse_source, parse_swap_device, run_lab, swap_device_text,
+    LabRequest, ReplayRequest, StudyRequest, ZramRequest, auto_device, parse_max_pages, parse_ram,
+    parse_source, parse_swap_device, run_lab, swap_device_text,
 };
 pub use zmem_kernel::caps::KernelCaps;
 
