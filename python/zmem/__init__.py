@@ -331,10 +331,8 @@ def _document_lab() -> None:
     params = [p for p in sig.parameters.values() if p.kind != p.VAR_KEYWORD]
     lines = []
     for o in _native.lab_options():
-        flag = o["kind"] == "flag"
-        params.append(
-            inspect.Parameter(o["name"], inspect.Parameter.KEYWORD_ONLY, default=False if flag else None)
-        )
+        none = False if o["kind"] == "flag" else None
+        params.append(inspect.Parameter(o["name"], inspect.Parameter.KEYWORD_ONLY, default=none))
         default = "" if o["default"] is None else f" (default: {o['default']})"
         choices = f" (one of {', '.join(o['choices'])})" if o["choices"] else ""
         lines.append(f"``{o['name']}``: {o['help']}{choices}{default}.")

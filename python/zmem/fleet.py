@@ -689,12 +689,13 @@ def _add_lab_option(ap: argparse.ArgumentParser, o: dict[str, Any]) -> None:
     default as the lab states it. Its default here is None, the lab's own (never a copy)."""
     default = "" if o["default"] is None else f" (default: the lab's, {o['default']})"
     choices = f" (one of {', '.join(o['choices'])})" if o["choices"] else ""
-    help = o["help"].replace("%", "%%") + choices + default
+    # argparse formats help with %: the lab's "95 %" must reach it as "%%".
+    text = o["help"].replace("%", "%%") + choices + default
     if o["kind"] == "flag":
-        ap.add_argument(o["flag"], action="store_true", default=None, help=help)
+        ap.add_argument(o["flag"], action="store_true", default=None, help=text)
         return
     meta = o["value_name"]
-    ap.add_argument(o["flag"], type=_TYPES[o["kind"]], default=None, metavar=meta, help=help)
+    ap.add_argument(o["flag"], type=_TYPES[o["kind"]], default=None, metavar=meta, help=text)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
