@@ -1,13 +1,16 @@
 //! Python arguments in, Python exceptions out: the checks every function's keyword arguments
-//! go through (a count, a number, an algorithm, a RAM size) and the one mapping of zmem's errors
-//! onto exception classes, each carrying the CLI's one-line message ([`to_py`]).
+//! go through (a count, a number, an algorithm, a RAM size; the lab's options through the lab's
+//! own table, [`lab_args`]) and the one mapping of zmem's errors onto exception classes, each
+//! carrying the CLI's one-line message ([`to_py`]).
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyOSError, PyValueError};
+use pyo3::exceptions::{PyException, PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use zmem_experiments::comp_bench::AlgoSpec;
 use zmem_kernel::KernelError;
 use zmem_lab::LabError;
+use zmem_lab::request::{LAB_OPTIONS, LabArgs, LabOption, ValueKind, lab_option};
 use zmem_pages::PagesError;
 use zmem_sim::SimError;
 
@@ -127,7 +130,7 @@ pub(crate) fn arg_err(e: zmem_lab::ArgError) -> PyErr {
 /// The most threads a `threads=` may ask for (the CLI's `--threads` bound).
 pub(crate) const MAX_THREADS: u64 = zmem_lab::request::MAX_THREADS;
 /// The longest a duration argument may be, in seconds (a week, as the CLI's).
-pub(crate) const MAX_SECS: u64 = 7 * 24 * 3600;
+pub(crate) const MAX_SECS: u64 = zmem_lab::request::MAX_SECS;
 /// The page size of a raw page file when none is given (the CLI's `--page-size` default).
 pub(crate) const DEFAULT_PAGE: usize = zmem_pages::DEFAULT_PAGE_SIZE;
 /// The largest page size (`zmem_pages::format::MAX_PAGE_SIZE`).
@@ -175,6 +178,66 @@ pub(crate) fn number(name: &str, v: Option<&Bound<'_, PyAny>>, default: f64) -> 
     }
     let text = v.str()?.to_string();
     v.extract::<f64>().map_err(|_| value_err(format!("{name}={text}: too large a number")))
+}
+
+/// The lab's options given as keyword arguments, each set through the lab's table
+/// (`zmem_lab::request::LAB_OPTIONS`) from its text, as the CLI sets its flags: the same
+/// parser, the same reason for a bad value. A keyword the lab has no option for is a TypeError
+/// naming it; None is the option's default (not given).
+pub(crate) fn lab_args(options: Option<&Bound<'_, PyDict>>) -> PyResult<LabArgs> {
+    let mut given = LabArgs::default();
+    let Some(options) = options else { return Ok(given) };
+    for key in options.keys() {
+        let name: String = key.extract()?;
+        if lab_option(&name).is_none() {
+            return Err(PyTypeError::new_err(format!(
+                "lab() got an unexpected keyword argument '{name}'"
+            )));
+        }
+    }
+    // The table's order, as the CLI's: the first bad value is the same in both doors.
+    for o in LAB_OPTIONS {
+        let Some(v) = options.get_item(o.name)? else { continue };
+        if let Some(text) = option_text(o, &v)? {
+            given.set(o, &text).map_err(arg_err)?;
+        }
+    }
+    Ok(given)
+}
+
+/// A lab option's value as the text its parser reads (an int or float as `str()` writes it);
+/// None for None or a flag given False. A value of another type is a TypeError naming it.
+fn option_text(o: &LabOption, v: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    use pyo3::types::{PyBool, PyFloat, PyInt, PyString};
+    if v.is_none() {
+        return Ok(None);
+    }
+    let int = v.is_instance_of::<PyInt>() && !v.is_instance_of::<PyBool>();
+    let fits = match o.kind {
+        ValueKind::Flag => v.is_instance_of::<PyBool>(),
+        ValueKind::Count => int,
+        ValueKind::Number => int || v.is_instance_of::<PyFloat>(),
+        ValueKind::CountOrWord => int || v.is_instance_of::<PyString>(),
+        ValueKind::Text => v.is_instance_of::<PyString>(),
+        ValueKind::Path => v.extract::<std::path::PathBuf>().is_ok(),
+    };
+    if !fits {
+        return Err(PyTypeError::new_err(format!(
+            "{}: expected {}, got {}",
+            o.name,
+            o.kind.python(),
+            v.get_type().name()?
+        )));
+    }
+    match o.kind {
+        ValueKind::Flag => Ok(v.is_truthy()?.then(|| "true".to_string())),
+        ValueKind::Path => {
+            let p: std::path::PathBuf = v.extract()?;
+            let text = p.to_str().ok_or_else(|| value_err(format!("{}: not UTF-8", o.name)))?;
+            Ok(Some(text.to_string()))
+        }
+        _ => Ok(Some(v.str()?.to_string())),
+    }
 }
 
 pub(crate) fn json<T: serde::Serialize>(v: &T) -> PyResult<String> {

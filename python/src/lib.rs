@@ -19,14 +19,16 @@ use std::time::Duration;
 
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use zmem_experiments::comp_bench::AlgoSpec;
-use zmem_lab::{self as lab_mod, Input, LabRequest, NoProgress};
+use zmem_lab::request::LAB_OPTIONS;
+use zmem_lab::{self as lab_mod, Input, NoProgress};
 use zmem_lab::{CompBenchRequest, ReplayRequest, StudyRequest, ZramRequest};
 use zmem_pages::PageSet as Pages;
 use zmem_sim::replay as replay_mod;
 
 use args::{
-    Error, Failure, MAX_SECS, MAX_THREADS, algo_spec, arg_err, count, json, lab_err, number, to_py,
+    Error, Failure, MAX_SECS, MAX_THREADS, algo_spec, arg_err, count, json, lab_err, to_py,
     value_err, workload_err,
 };
 use pageset::PageSet;
@@ -232,102 +234,44 @@ fn defaults(job: &str) -> PyResult<std::collections::BTreeMap<String, String>> {
         })
 }
 
-/// `zmem lab --json`: the report (docs/lab-report.schema.json) as JSON. Every option of
-/// `zmem lab` but `--json` is a keyword argument of the same name (python/tests/test_parity.py
-/// checks it): `pages` None: `source` (`zram`, `processes`, `builtin`, or None for the automatic
-/// choice); `apply_script`, `undo_script` and `output` write the decision's two scripts and the
+/// `zmem lab --json`: the report (docs/lab-report.schema.json) as JSON. `options` are the
+/// lab's options by their Python names (`zmem lab`'s flags with underscores), each set through
+/// the lab's table as the CLI sets its flags ([`args::lab_args`]; `lab_options()` lists them).
+/// The rest are this door's own: `pages` (a PageSet; None: the `source` option), and
+/// `apply_script`, `undo_script` and `output`, which write the decision's two scripts and the
 /// HTML + JSON report as the CLI does.
 #[pyfunction]
-#[pyo3(signature = (pages = None, source = None, no_capture = false, observe = None, max_pages = None, sample = None, cpu_budget = None, latency_budget = None, swap_device = None, apply_script = None, trace = None, threads = None, min_time_ms = None, output = None, mount_debugfs = false, undo_script = None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (pages = None, *, output = None, apply_script = None, undo_script = None, **options))]
 fn lab(
     py: Python<'_>,
     pages: Option<PyRef<'_, PageSet>>,
-    source: Option<&str>,
-    no_capture: bool,
-    observe: Option<&Bound<'_, PyAny>>,
-    max_pages: Option<&Bound<'_, PyAny>>,
-    sample: Option<&Bound<'_, PyAny>>,
-    cpu_budget: Option<&Bound<'_, PyAny>>,
-    latency_budget: Option<&Bound<'_, PyAny>>,
-    swap_device: Option<&str>,
-    apply_script: Option<PathBuf>,
-    trace: Option<PathBuf>,
-    threads: Option<&Bound<'_, PyAny>>,
-    min_time_ms: Option<&Bound<'_, PyAny>>,
     output: Option<PathBuf>,
-    mount_debugfs: bool,
+    apply_script: Option<PathBuf>,
     undo_script: Option<PathBuf>,
+    options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
-    // None: the request's own default (one place for them: `LabRequest::default()`).
-    let d = LabRequest::default();
-    let observe: u64 = count("observe", observe, d.observe_secs, 0, MAX_SECS)?;
-    let sample: Option<usize> =
-        sample.map(|s| count("sample", Some(s), 0, 2, 1 << 32)).transpose()?;
-    let cpu_budget = number("cpu_budget", cpu_budget, d.budgets.cpu_percent_of_core)?;
-    let latency_budget = number("latency_budget", latency_budget, d.budgets.added_load_p99_us)?;
-    let threads: usize = count("threads", threads, d.threads as u64, 0, MAX_THREADS)?;
-    let min_time_ms: u64 =
-        count("min_time_ms", min_time_ms, d.min_time.as_millis() as u64, 0, MAX_SECS * 1000)?;
-    let max_pages = match max_pages {
-        None => None,
-        Some(v) => {
-            let text = match (v.extract::<String>(), v.extract::<i64>()) {
-                (Ok(s), _) => s,
-                (_, Ok(n)) => n.to_string(),
-                _ => return Err(value_err("max_pages: a positive number of pages, or 'all'")),
-            };
-            Some(
-                lab_mod::parse_max_pages(&text)
-                    .map_err(|e| value_err(format!("max_pages: {e}")))?,
-            )
-        }
-    };
-    let coverage = lab_mod::coverage(max_pages, sample).map_err(lab_err)?;
-    let budgets = lab_mod::Budgets::checked(cpu_budget, latency_budget).map_err(lab_err)?;
-    let swap_device = match swap_device {
-        Some(text) => {
-            lab_mod::parse_swap_device(text).map_err(|e| value_err(format!("swap_device: {e}")))?
-        }
-        None => d.swap_device.clone(),
-    };
-    let input = match (&pages, source, no_capture) {
-        (Some(_), Some(_), _) | (Some(_), _, true) => {
-            return Err(value_err("give pages, or source / no_capture, not both"));
-        }
-        (None, Some(_), true) => return Err(value_err("give source or no_capture, not both")),
-        (Some(p), None, false) => {
-            // The lab owns the set it is given: a copy, as the CLI's loader gives it one.
-            let set = Pages::from_raw(p.bytes().to_vec(), p.set.page_size())
-                .and_then(|s| match p.set.metas() {
-                    Some(m) => s.with_meta(m.to_vec()),
-                    None => Ok(s),
-                })
-                .and_then(|s| match p.set.set_meta() {
-                    Some(m) => s.with_set_meta(m.clone()),
-                    None => Ok(s),
-                })
-                .map_err(workload_err)?;
-            Input::Pages { set, label: p.label.clone() }
-        }
-        (None, None, true) => Input::Builtin,
-        (None, Some(s), false) => lab_mod::parse_source(s).map_err(lab_err)?,
-        (None, None, false) => Input::Auto,
-    };
-    if let Some(t) = trace.as_ref().filter(|t| !t.is_file()) {
+    let given = args::lab_args(options)?;
+    if pages.is_some() && (given.given("source") || given.given("no_capture")) {
+        return Err(value_err("give pages, or source / no_capture, not both"));
+    }
+    let mut req = given.finish().map_err(arg_err)?;
+    if let Some(p) = &pages {
+        // The lab owns the set it is given: a copy, as the CLI's loader gives it one.
+        let set = Pages::from_raw(p.bytes().to_vec(), p.set.page_size())
+            .and_then(|s| match p.set.metas() {
+                Some(m) => s.with_meta(m.to_vec()),
+                None => Ok(s),
+            })
+            .and_then(|s| match p.set.set_meta() {
+                Some(m) => s.with_set_meta(m.clone()),
+                None => Ok(s),
+            })
+            .map_err(workload_err)?;
+        req.input = Input::Pages { set, label: p.label.clone() };
+    }
+    if let Some(t) = req.trace.as_ref().filter(|t| !t.is_file()) {
         return Err(PyOSError::new_err(format!("trace {}: no such file", t.display())));
     }
-    let req = LabRequest {
-        input,
-        coverage,
-        observe_secs: observe,
-        budgets,
-        swap_device,
-        trace,
-        threads,
-        min_time: Duration::from_millis(min_time_ms),
-        mount_debugfs,
-    };
     let report = py.detach(|| lab_mod::run_lab(req, &NoProgress)).map_err(lab_err)?;
     let outputs = zmem_render::LabOutputs { apply_script, undo_script, dir: output };
     // A script zmem refuses to write (a value from the page set that breaks its grammar) is a
@@ -336,6 +280,40 @@ fn lab(
         zmem_render::OutputError::Script(e) => PyValueError::new_err(e.to_string()),
         e => PyOSError::new_err(e.to_string()),
     })
+}
+
+/// The lab's options checked as `lab` checks them, without running it (zmem-fleet checks its
+/// lab options before it starts a task): the same TypeError or ValueError.
+#[pyfunction]
+#[pyo3(signature = (**options))]
+fn check_lab(options: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+    args::lab_args(options)?.finish().map_err(arg_err)?;
+    Ok(())
+}
+
+/// The lab's options, from its one declaration (`zmem_lab::request::LAB_OPTIONS`), in `zmem lab
+/// --help`'s order: per option a dict of `name`, `flag` (`--min-time-ms`), `kind` (`flag`,
+/// `count`, `number`, `count_or_word`, `text`, `path`), `value_name`, `default` (as `--help`
+/// states it; None where it states none), `help`, `choices`, `conflicts_with` and `live` (about
+/// the machine the lab runs on: not an option of zmem-fleet).
+#[pyfunction]
+fn lab_options(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    LAB_OPTIONS
+        .iter()
+        .map(|o| {
+            let d = PyDict::new(py);
+            d.set_item("name", o.name)?;
+            d.set_item("flag", format!("--{}", o.flag()))?;
+            d.set_item("kind", o.kind.word())?;
+            d.set_item("value_name", o.value_name)?;
+            d.set_item("default", o.default_text())?;
+            d.set_item("help", o.help())?;
+            d.set_item("choices", o.choices.to_vec())?;
+            d.set_item("conflicts_with", o.conflicts_with.to_vec())?;
+            d.set_item("live", o.live)?;
+            Ok(d)
+        })
+        .collect()
 }
 
 /// Algorithm names `comp_bench` takes (`zmem comp-bench --list`).
@@ -354,6 +332,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replay, m)?)?;
     m.add_function(wrap_pyfunction!(study_allocators, m)?)?;
     m.add_function(wrap_pyfunction!(lab, m)?)?;
+    m.add_function(wrap_pyfunction!(lab_options, m)?)?;
+    m.add_function(wrap_pyfunction!(check_lab, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(defaults, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_jobs::status, m)?)?;

@@ -23,6 +23,8 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
+import textwrap
 import warnings
 from typing import Any, Callable, Optional, Sequence, TypeVar, Union
 
@@ -39,6 +41,7 @@ __all__ = [
     "defaults",
     "dict_train",
     "lab",
+    "lab_options",
     "replay",
     "status",
     "study_allocators",
@@ -272,49 +275,27 @@ def study_allocators(
 def lab(
     pages: Optional[Pages] = None,
     *,
-    source: Optional[str] = None,
-    no_capture: bool = False,
-    observe: Optional[int] = None,
-    max_pages: Union[int, str, None] = None,
-    sample: Optional[int] = None,
-    cpu_budget: Optional[float] = None,
-    latency_budget: Optional[float] = None,
-    swap_device: Optional[str] = None,
-    apply_script: Optional[PathLike] = None,
-    trace: Optional[PathLike] = None,
-    threads: Optional[int] = None,
-    min_time_ms: Optional[int] = None,
     output: Optional[PathLike] = None,
-    mount_debugfs: bool = False,
+    apply_script: Optional[PathLike] = None,
     undo_script: Optional[PathLike] = None,
+    **options: Any,
 ) -> dict[str, Any]:
     """The lab, as ``zmem lab --json``: the report (``docs/lab-report.schema.json``) as a dict.
 
-    Every option of ``zmem lab`` is a keyword argument of the same name (dashes as
-    underscores), parsed by the same library code; None (the default of each) is the library's
-    own default, the one `zmem lab --help` states:
+    ``pages``: a PageSet, path or array; None: the ``source`` option. ``output``: also write
+    report.html and report.json into this directory. ``apply_script``: write the script that
+    applies the decision there (nothing is run; a dictionary it needs goes beside it as
+    ``zmem-zram.dict``, mode 0600, and a value from the page set that cannot go into a script
+    raises ValueError naming its field); ``undo_script``: the script that undoes it.
 
-    ``pages``: a PageSet, path or array; None: ``source`` (``"zram"``, ``"processes"``,
-    ``"builtin"``, or None for the automatic choice; ``no_capture=True`` is ``"builtin"``).
-    A source named never falls back: ``"zram"`` without an active zram swap, or
-    ``"processes"`` whose capture fails or is too small, raises ValueError with the reason; a
-    fallback of the automatic choice is ``report["source"]["fallback_reason"]``.
-    ``observe``: seconds to watch this machine's swap traffic (0 skips; the trace replay's
-    rates stand in). ``max_pages`` (a number: at most that many, evenly spaced; ``"all"``:
-    every page) or ``sample`` (a stratified random sample of that many, with 95 % confidence
-    intervals in ``report["estimates"]``); with neither, an input of more than 6144 pages is
-    sampled at random. ``cpu_budget`` (percent of a core) and ``latency_budget`` (microseconds
-    added to the p99 swap-in end to end, the reclaim a fault does at a full memory included)
-    bound the recommendation. ``swap_device``: ``auto`` (this machine's device, measured), ``nvme``, ``ssd``,
-    ``emmc``, ``hdd`` or a path to measure. ``apply_script``: write the script that applies the
-    decision there (nothing is run; a dictionary it needs goes beside it as ``zmem-zram.dict``,
-    mode 0600, and a value from the page set that cannot go into a script raises ValueError
-    naming its field); ``undo_script``: the script that undoes it. ``trace``: replay this access trace instead of the
-    generated one. ``threads``: threads the measurements run on (0: one per core).
-    ``min_time_ms``: the compressor table's least pass time. ``output``: also write
-    report.html and report.json into this directory. ``mount_debugfs``: as root, mount debugfs
-    for the read of zswap's counters where it is not mounted, and unmount it after (the only
-    change to the machine the lab makes, and only when asked).
+    Every other option of ``zmem lab`` is a keyword argument of the same name (dashes as
+    underscores), declared once in the Rust library with its default and parsed by the same
+    code as the flag, so a bad value is refused in the CLI's words (``observe=-1: negative;
+    ...``); None (the default of each, False for a flag) is the library's default, the one
+    ``zmem lab --help`` states. A source named never falls back: ``source="zram"`` without an
+    active zram swap raises ValueError with the reason; a fallback of the automatic choice is
+    ``report["source"]["fallback_reason"]``. With ``sample`` (or by default) the report's
+    ``estimates`` hold 95 % confidence intervals. The options (:func:`lab_options`):
 
     >>> r = zmem.lab(zmem.PageSet.generate(pages=2048), observe=0, min_time_ms=1)  # doctest: +SKIP
     >>> r["decision"]["config"]  # doctest: +SKIP
@@ -323,11 +304,48 @@ def lab(
     p = None if pages is None else _pages(pages)
     return json.loads(
         _native.lab(
-            p, source, no_capture, observe, max_pages, sample, cpu_budget, latency_budget,
-            swap_device, _path(apply_script), _path(trace), threads, min_time_ms, _path(output),
-            mount_debugfs, _path(undo_script),
+            p, output=_path(output), apply_script=_path(apply_script),
+            undo_script=_path(undo_script), **options,
         )
     )
+
+
+def lab_options() -> list[dict[str, Any]]:
+    """The options of ``zmem lab`` / :func:`lab`, from their one declaration in the Rust library:
+    per option its ``name`` (the keyword), ``flag``, ``kind``, ``default`` (as ``--help`` states
+    it; None: none stated), ``help``, ``choices``, ``conflicts_with`` and ``live`` (about the
+    machine the lab runs on; zmem-fleet has the others).
+
+    >>> [o["name"] for o in zmem.lab_options()][:2]
+    ['source', 'no_capture']
+    """
+    return [dict(o) for o in _native.lab_options()]
+
+
+def _document_lab() -> None:
+    """:func:`lab`'s signature and docs from the declaration: each option a keyword-only
+    argument defaulting to None (False for a flag), described by its help and default."""
+    import inspect
+
+    sig = inspect.signature(lab)
+    params = [p for p in sig.parameters.values() if p.kind != p.VAR_KEYWORD]
+    lines = []
+    for o in _native.lab_options():
+        none = False if o["kind"] == "flag" else None
+        params.append(inspect.Parameter(o["name"], inspect.Parameter.KEYWORD_ONLY, default=none))
+        default = "" if o["default"] is None else f" (default: {o['default']})"
+        choices = f" (one of {', '.join(o['choices'])})" if o["choices"] else ""
+        lines.append(f"``{o['name']}``: {o['help']}{choices}{default}.")
+    setattr(lab, "__signature__", sig.replace(parameters=params))
+    # Before the examples, indented as they are (Python 3.13 dedents docstrings, older do not).
+    doc = lab.__doc__ or ""
+    m = re.search(r"\n\n( *)>>>", doc)
+    at, indent = (m.start(), m.group(1)) if m else (len(doc), "    ")
+    wrap = functools.partial(textwrap.fill, width=96, initial_indent=indent, subsequent_indent=indent)
+    lab.__doc__ = doc[:at] + "".join("\n\n" + wrap(line) for line in lines) + doc[at:]
+
+
+_document_lab()
 
 
 def _noted(result: tuple[str, list[str]], job: str) -> dict[str, Any]:

@@ -109,22 +109,18 @@ def study_allocators(
 ) -> str: ...
 def lab(
     pages: Optional[PageSet] = None,
-    source: Optional[str] = None,
-    no_capture: bool = False,
-    observe: Optional[int] = None,
-    max_pages: Union[int, str, None] = None,
-    sample: Optional[int] = None,
-    cpu_budget: Optional[float] = None,
-    latency_budget: Optional[float] = None,
-    swap_device: Optional[str] = None,
-    apply_script: Optional[str] = None,
-    trace: Optional[str] = None,
-    threads: Optional[int] = None,
-    min_time_ms: Optional[int] = None,
+    *,
     output: Optional[str] = None,
-    mount_debugfs: bool = False,
+    apply_script: Optional[str] = None,
     undo_script: Optional[str] = None,
-) -> str: ...
+    **options: Any,
+) -> str:
+    """`zmem lab --json`; `options`: the lab's options by name (`lab_options()`)."""
+def lab_options() -> list[dict[str, Any]]:
+    """The lab's options from their one declaration: name, flag, kind, value_name, default,
+    help, choices, conflicts_with, live."""
+def check_lab(**options: Any) -> None:
+    """Refuses the lab's options as `lab` would (TypeError, ValueError), without running it."""
 def status(interval: Optional[float] = None, mount_debugfs: bool = False) -> tuple[str, list[str]]:
     """`zmem status --json`, and the notes the CLI prints on stderr."""
 def dict_train(

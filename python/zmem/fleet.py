@@ -269,14 +269,13 @@ def run(
     workers: Optional[int] = None,
     retries: int = 2,
     progress: bool = True,
-    cpu_budget: Optional[float] = None,
-    latency_budget: Optional[float] = None,
-    max_pages: Union[int, str, None] = None,
-    min_time_ms: Optional[int] = None,
+    **options: Any,
 ) -> FleetResult:
     """The fleet run behind ``zmem-fleet``: every capture through the lab as one Ray task
     (joining the Ray this process runs, else starting one), the results gathered; with ``out``,
-    ``out/results.parquet`` and ``out/report.html`` written.
+    ``out/results.parquet`` and ``out/report.html`` written. ``options``: options of the
+    lab (:func:`lab_options`: those not about the machine the lab runs on) for every host's
+    lab, checked before any task starts; None (or left out) is the lab's own default.
 
     >>> r = run(["captures/"], "out", workers=2)  # doctest: +SKIP
     >>> r.results.to_pandas().groupby("config").memory_saved_bytes.median()  # doctest: +SKIP
@@ -287,26 +286,11 @@ def run(
         raise ValueError("--workers must be at least 1")
     if retries < 0:
         raise ValueError("--retries must be >= 0")
-    if any(b is not None and not b >= 0 for b in (cpu_budget, latency_budget)):
-        raise ValueError("--cpu-budget and --latency-budget must be numbers >= 0")
+    lab_args = _lab_args(options)
     captures = expand(inputs)
     if not captures:
         raise ValueError(f"no captures found in {', '.join(inputs)}")
     csv_hosts = host_table(captures)
-    lab_args: dict[str, Any] = dict(
-        # Each task holds one of Ray's CPUs (num_cpus=1 below): the lab in it runs on one
-        # thread, so Ray's placement, not the lab's own threads, spreads the work over cores.
-        threads=1,
-    )
-    # Only what was given: the lab's own defaults (its request's, zmem.defaults("lab")) stand
-    # for the rest; zmem.lab takes None as "the default" too, so this is for clarity only.
-    given = dict(
-        cpu_budget=cpu_budget,
-        latency_budget=latency_budget,
-        max_pages=max_pages,
-        min_time_ms=min_time_ms,
-    )
-    lab_args.update({k: v for k, v in given.items() if v is not None})
     started = _init_ray(address, workers)
     t0 = time.monotonic()
     task = ray.remote(num_cpus=1, max_retries=retries, retry_exceptions=[OSError])(analyse)
@@ -350,6 +334,35 @@ def run(
             f.write(render_html(result, budgets=_budgets(result)))
         result.out = out
     return result
+
+
+# The lab's options the fleet sets itself: each task holds one of Ray's CPUs (num_cpus=1 in
+# `run`), so the lab in it runs on one thread and Ray's placement spreads the work over cores.
+FLEET_SETS: dict[str, Any] = {"threads": 1}
+
+
+def lab_options() -> list[dict[str, Any]]:
+    """The lab's options the fleet passes on to every host's lab (``zmem.lab_options()``: those
+    not about the machine the lab runs on, less those the fleet sets itself)."""
+    import zmem
+
+    return [o for o in zmem.lab_options() if not o["live"] and o["name"] not in FLEET_SETS]
+
+
+def _lab_args(given: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of each host's ``zmem.lab``: the options given (None: the lab's
+    default, left out) and the fleet's own, refused before any task starts in the lab's words
+    (an option the fleet does not pass on is a TypeError, as an unknown keyword)."""
+    from . import _native
+
+    names = {o["name"] for o in lab_options()}
+    for name in given:
+        if name not in names:
+            raise TypeError(f"run() got an unexpected keyword argument '{name}'")
+    args = {k: v for k, v in given.items() if v is not None}
+    args.update(FLEET_SETS)
+    _native.check_lab(**args)
+    return args
 
 
 def _one_line(e: BaseException) -> str:
@@ -646,31 +659,39 @@ def _parser() -> argparse.ArgumentParser:
         "--workers", type=int, help="captures analysed at once (default: every CPU Ray has)"
     )
     ap.add_argument("--retries", type=int, default=2, help="retries of a failed task (2)")
-    import zmem
-
-    lab = zmem.defaults("lab")
-    ap.add_argument(
-        "--cpu-budget", type=float, metavar="PERCENT",
-        help=f"CPU the recommendation may use, percent of a core (default: the lab's, "
-        f"{lab['cpu_budget']})",
-    )
-    ap.add_argument(
-        "--latency-budget", type=float, metavar="MICROSECONDS",
-        help=f"most the recommendation may add to p99 swap-in latency (default: the lab's, "
-        f"{lab['latency_budget']})",
-    )
-    ap.add_argument(
-        "--max-pages",
-        type=lambda v: v if v == "all" else int(v),
-        default=None,
-        help="pages per capture, evenly spaced, or all (default: a random sample of 6144 with confidence intervals, as zmem lab)",
-    )
-    ap.add_argument(
-        "--min-time-ms", type=int,
-        help=f"compressor table's minimum pass time (default: the lab's, {lab['min_time_ms']})",
-    )
+    for o in lab_options():
+        _add_lab_option(ap, o)
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     return ap
+
+
+def _count_or_word(text: str) -> Union[int, str]:
+    """A value that is a number or a word (``--max-pages 512``, ``--max-pages all``): the lab
+    refuses a bad one in its own words."""
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+# argparse's type per kind of lab option (a flag is store_true).
+_TYPES: dict[str, Any] = {
+    "count": int, "number": float, "count_or_word": _count_or_word, "text": str, "path": str,
+}
+
+
+def _add_lab_option(ap: argparse.ArgumentParser, o: dict[str, Any]) -> None:
+    """One of the lab's options as a flag of zmem-fleet, from its declaration: its help, its
+    default as the lab states it. Its default here is None, the lab's own (never a copy)."""
+    default = "" if o["default"] is None else f" (default: the lab's, {o['default']})"
+    choices = f" (one of {', '.join(o['choices'])})" if o["choices"] else ""
+    # argparse formats help with %: the lab's "95 %" must reach it as "%%".
+    text = o["help"].replace("%", "%%") + choices + default
+    if o["kind"] == "flag":
+        ap.add_argument(o["flag"], action="store_true", default=None, help=text)
+        return
+    meta = o["value_name"]
+    ap.add_argument(o["flag"], type=_TYPES[o["kind"]], default=None, metavar=meta, help=text)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -683,10 +704,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             workers=args.workers,
             retries=args.retries,
             progress=not args.no_progress,
-            cpu_budget=args.cpu_budget,
-            latency_budget=args.latency_budget,
-            max_pages=args.max_pages,
-            min_time_ms=args.min_time_ms,
+            **{o["name"]: getattr(args, o["name"]) for o in lab_options()},
         )
     except (ValueError, OSError) as e:
         print(f"zmem-fleet: {e}", file=sys.stderr)

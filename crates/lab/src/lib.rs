@@ -63,8 +63,8 @@ pub use policy::{Policy, PolicyRow, candidates, default_policies};
 pub use report::{LabOptions, LabReport, PoolRow, SCHEMA_VERSION, SkippedPolicy, SwapRow};
 pub use request::{
     ArgError, CaptureRequest, CaptureSummary, Captured, CompBenchRequest, GenerateRequest,
-    LabRequest, ReplayRequest, StudyRequest, ZramRequest, auto_device, coverage, parse_max_pages,
-    parse_ram, parse_source, parse_swap_device, run_lab, swap_device_text,
+    LabRequest, ReplayRequest, StudyRequest, ZramRequest, auto_device, parse_max_pages, parse_ram,
+    parse_source, parse_swap_device, run_lab, swap_device_text,
 };
 pub use zmem_kernel::caps::KernelCaps;
 

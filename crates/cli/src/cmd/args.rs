@@ -55,13 +55,13 @@ pub fn report_measured(d: &zmem_sim::swap_device::SwapDevice) {
 
 /// The most threads a `--threads` may ask for.
 pub const MAX_THREADS: u64 = zmem_lab::request::MAX_THREADS;
-/// The longest a duration flag may be in seconds (a week): longer is a typo, and a deadline that
-/// far off cannot be added to the clock on every system.
-pub const MAX_SECS: u64 = 7 * 24 * 3600;
+/// The longest a duration flag may be in seconds (a week; the library's bound).
+pub const MAX_SECS: u64 = zmem_lab::request::MAX_SECS;
 
 /// A count flag's value parser: a whole number in `min..=max` (clap names the flag in front of
-/// the reason). Negative numbers reach it (main.rs lets every option take one as its value), so
-/// `-1` is "negative", not an unknown argument.
+/// the reason; the reason is the library's, the one the lab's options give). Negative numbers
+/// reach it (main.rs lets every option take one as its value), so `-1` is "negative", not an
+/// unknown argument.
 pub fn count<T>(
     min: u64,
     max: u64,
@@ -70,20 +70,8 @@ where
     T: TryFrom<u64> + Clone + Send + Sync + 'static,
 {
     move |text| {
-        let t = text.trim();
-        let digits = t.strip_prefix(['-', '+']).unwrap_or(t);
-        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return Err("not a whole number".into());
-        }
-        if t.starts_with('-') && digits.bytes().any(|b| b != b'0') {
-            return Err(format!("negative; give a number from {min} to {max}"));
-        }
-        let n = digits.parse::<u64>().ok().filter(|n| *n <= max);
-        match n {
-            None => Err(format!("more than the most this takes, {max}")),
-            Some(n) if n < min => Err(format!("less than {min}")),
-            Some(n) => T::try_from(n).map_err(|_| "more than this machine can take".to_string()),
-        }
+        let n = zmem_lab::request::parse_count(text, min, max)?;
+        T::try_from(n).map_err(|_| "more than this machine can take".to_string())
     }
 }
 

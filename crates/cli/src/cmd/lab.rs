@@ -3,9 +3,14 @@
 
 use std::path::PathBuf;
 
-use zmem_lab::{self as lab, Coverage, Input, LabRequest};
+use clap::builder::{PossibleValue, StringValueParser, TypedValueParser};
+use clap::parser::ValueSource;
+use zmem_lab::request::{LAB_OPTIONS, LabArgs, LabOption, ValueKind};
+use zmem_lab::{self as lab, Input, LabRequest};
 use zmem_render as report;
 
+/// `zmem lab`'s flags: the outputs and the page file are the CLI's own; every other option is
+/// the lab's, declared in its table ([`LabFlags`]).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Print the report as JSON (schema: docs/lab-report.schema.json) instead of the summary.
@@ -14,51 +19,6 @@ pub struct Args {
     /// Also write report.html and report.json into this directory (`--out` works too).
     #[arg(short = 'o', long, visible_alias = "out", value_name = "DIR")]
     output: Option<PathBuf>,
-    /// Where the pages come from: `zram` (the active zram swap devices: what the kernel
-    /// compresses now), `processes` (this machine's processes' anonymous memory) or `builtin`
-    /// (a generated set). Default: zram if any is active and readable, else processes, else
-    /// builtin, and the report says which and why (its first line says a fallback). A source
-    /// named never falls back: if it cannot be used, zmem says why and exits with status 2.
-    #[arg(long, value_name = "SOURCE", value_parser = ["zram", "processes", "builtin"])]
-    source: Option<String>,
-    /// Same as `--source builtin`.
-    #[arg(long, conflicts_with = "source")]
-    no_capture: bool,
-    /// As root, mount debugfs at /sys/kernel/debug for the read of zswap's counters where it is
-    /// not mounted, and unmount it after (without this flag zmem changes nothing and says which
-    /// counters it could not read).
-    #[arg(long)]
-    mount_debugfs: bool,
-    /// Seconds to watch the live system's swap traffic for the CPU cost projection (0 skips;
-    /// with no swap active there is nothing to watch and the trace replay's rates are used).
-    #[arg(long, default_value_t = LabRequest::default().observe_secs, value_name = "SECONDS", value_parser = super::args::duration("s"))]
-    observe: u64,
-    /// Most pages to run on: a number (a larger capture or file is sampled evenly down to it)
-    /// or `all` (every page). Without it (and without --sample) a larger input is sampled at
-    /// random as by `--sample 6144`.
-    #[arg(long, value_name = "N|all", value_parser = max_pages, conflicts_with = "sample")]
-    max_pages: Option<Coverage>,
-    /// Run on a stratified random sample of N pages and estimate the pool, ratio and memory
-    /// saved of every page of the input, with 95 % confidence intervals (docs/BENCHMARKS.md,
-    /// "Sampling"). Default for inputs of more than 6144 pages: 6144.
-    #[arg(long, value_name = "N", value_parser = super::args::count::<u64>(2, 1 << 32))]
-    sample: Option<u64>,
-    /// CPU the recommended configuration may use, in percent of one core (compression of the
-    /// swap-outs, decompression of the swap-ins, background recompression).
-    #[arg(long, default_value_t = lab::Budgets::default().cpu_percent_of_core, value_name = "PERCENT")]
-    cpu_budget: f64,
-    /// Most the recommended configuration may add to the p99 swap-in latency end to end, in
-    /// microseconds: the read's, and where memory is full the 32 pages a fault reclaims, each
-    /// compressed by the candidate.
-    #[arg(long, default_value_t = lab::Budgets::default().added_load_p99_us, value_name = "MICROSECONDS")]
-    latency_budget: f64,
-    /// The block device behind a swap file, whose 4 KiB latency the zram-vs-zswap replays
-    /// charge to every device read and write: `auto` (this machine's: its swap file's
-    /// directory or the one zswap's swap file would go in, measured for about a second with
-    /// O_DIRECT; a swap partition's kind), a profile (nvme, ssd, emmc, hdd) or a path on the
-    /// device to measure.
-    #[arg(long, default_value_t = lab::swap_device_text(&LabRequest::default().swap_device), value_name = "auto|PATH|nvme|ssd|emmc|hdd")]
-    swap_device: String,
     /// Write the shell script that applies the decision (and nothing else) from this
     /// machine's state, for you to review and run as root; zmem runs none of it.
     #[arg(long, value_name = "FILE")]
@@ -67,29 +27,102 @@ pub struct Args {
     /// the apply saved in /var/lib/zmem/undo).
     #[arg(long, value_name = "FILE")]
     undo_script: Option<PathBuf>,
-    /// Replay this access trace (`zmem trace record`'s, `zmem trace gen`'s, any) instead of
-    /// the generated one; its page ids index the page set (before sampling to --max-pages).
-    #[arg(long, value_name = "TRACE")]
-    trace: Option<PathBuf>,
-    /// Threads the measurements run on (0: one per core).
-    #[arg(long, default_value_t = LabRequest::default().threads, value_name = "N", value_parser = super::args::count::<usize>(0, super::args::MAX_THREADS))]
-    threads: usize,
-    /// Least time each compressor pass is timed for, in milliseconds.
-    #[arg(long, default_value_t = LabRequest::default().min_time.as_millis() as u64, value_name = "MS", value_parser = super::args::duration("ms"))]
-    min_time_ms: u64,
+    #[command(flatten)]
+    options: LabFlags,
     /// Page file (raw pages or a page set, such as `zmem capture --zram`'s); none: see --source.
     #[arg(conflicts_with_all = ["source", "no_capture"])]
     pages: Option<PathBuf>,
 }
 
-/// `--max-pages`: a positive number of pages, or `all` (the library's parser).
-fn max_pages(text: &str) -> Result<Coverage, String> {
-    lab::parse_max_pages(text).map_err(|e| e.to_string())
+/// The lab's options as the user gave them (a flag as `true`), in the table's order, for the
+/// table's parsers: clap only builds the arguments (help, default shown, conflicts) from the
+/// declaration, so the CLI and Python refuse a bad value in the same words.
+#[derive(Debug, Default)]
+pub struct LabFlags(Vec<(&'static LabOption, String)>);
+
+impl clap::Args for LabFlags {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        LAB_OPTIONS.iter().fold(cmd, |c, o| c.arg(arg(o)))
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
 }
 
-/// The request the flags make (each flag maps onto one field of [`LabRequest`]).
+impl clap::FromArgMatches for LabFlags {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let given = LAB_OPTIONS
+            .iter()
+            // A default clap shows is the request's own already: only what the user typed.
+            .filter(|o| m.value_source(o.name) == Some(ValueSource::CommandLine))
+            .map(|o| {
+                let text = match o.kind {
+                    ValueKind::Flag => m.get_flag(o.name).to_string(),
+                    _ => m.get_one::<String>(o.name).cloned().unwrap_or_default(),
+                };
+                (o, text)
+            })
+            .collect();
+        Ok(Self(given))
+    }
+
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+/// The clap argument of one lab option.
+fn arg(o: &'static LabOption) -> clap::Arg {
+    let a = clap::Arg::new(o.name)
+        .long(o.flag())
+        .help(o.help())
+        .conflicts_with_all(o.conflicts_with.iter().copied());
+    if o.kind == ValueKind::Flag {
+        return a.action(clap::ArgAction::SetTrue);
+    }
+    let a =
+        a.action(clap::ArgAction::Set).value_name(o.value_name).value_parser(AsGiven(o.choices));
+    match o.default_text() {
+        Some(d) => a.default_value(d),
+        None => a,
+    }
+}
+
+/// A lab option's value as typed (UTF-8), for the table's parser; its choices, where it has
+/// some, listed by `--help` (clap's `[possible values: ...]`) but checked by the table.
+#[derive(Debug, Clone)]
+struct AsGiven(&'static [&'static str]);
+
+impl TypedValueParser for AsGiven {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        if self.0.is_empty() {
+            return None;
+        }
+        Some(Box::new(self.0.iter().map(|c| PossibleValue::new(*c))))
+    }
+}
+
+/// The request the flags make: each lab option through the table, then the page file.
 fn request(args: &Args) -> anyhow::Result<LabRequest> {
-    let input = if let Some(path) = &args.pages {
+    let mut given = LabArgs::default();
+    for (o, text) in &args.options.0 {
+        given.set(o, text).map_err(|e| anyhow::anyhow!(e.flag()))?;
+    }
+    let mut req = given.finish().map_err(|e| anyhow::anyhow!(e.flag()))?;
+    if let Some(path) = &args.pages {
         // The lab has no --page-size: a page set of another size is refused in its own words.
         let opts = zmem_pages::ReadOptions { page_size: 4096, ..Default::default() };
         let set = super::pages::map(path, &opts)?;
@@ -100,28 +133,9 @@ fn request(args: &Args) -> anyhow::Result<LabRequest> {
                 set.page_size()
             );
         }
-        Input::Pages { set, label: path.display().to_string() }
-    } else if args.no_capture {
-        Input::Builtin
-    } else {
-        match args.source.as_deref() {
-            Some(s) => lab::parse_source(s)?,
-            None => Input::Auto,
-        }
-    };
-    let sample = args.sample.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
-    Ok(LabRequest {
-        input,
-        coverage: lab::coverage(args.max_pages, sample)?,
-        observe_secs: args.observe,
-        budgets: lab::Budgets::checked(args.cpu_budget, args.latency_budget)?,
-        swap_device: lab::parse_swap_device(&args.swap_device)
-            .map_err(|e| anyhow::anyhow!("--swap-device: {e}"))?,
-        trace: args.trace.clone(),
-        threads: args.threads,
-        min_time: std::time::Duration::from_millis(args.min_time_ms),
-        mount_debugfs: args.mount_debugfs,
-    })
+        req.input = Input::Pages { set, label: path.display().to_string() };
+    }
+    Ok(req)
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
@@ -169,21 +183,115 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_swap_devices_default_is_the_requests() {
-        let cli: Args = super::super::args::parse_flags(&["lab"]);
-        assert_eq!(cli.swap_device, "auto");
-        let req = request(&cli).unwrap();
-        assert_eq!(req.swap_device, LabRequest::default().swap_device);
+    /// `zmem lab` as the binary parses it (built: a flag's `false` default set).
+    fn lab_command() -> clap::Command {
+        let mut cmd = crate::command();
+        cmd.build();
+        cmd.find_subcommand("lab").expect("zmem lab").clone()
     }
 
     #[test]
-    fn max_pages_is_a_positive_count_or_all() {
-        assert_eq!(max_pages("all"), Ok(Coverage::All));
-        assert_eq!(max_pages("6144"), Ok(Coverage::Even(6144)));
-        for bad in ["0", "-1", "ALL", "", "1e6", "many"] {
-            let e = max_pages(bad).unwrap_err();
-            assert!(e.contains(&format!("{bad:?}")), "{bad:?}: {e}");
+    fn every_flags_default_is_the_declarations_and_the_requests() {
+        let cmd = lab_command();
+        let d = LabRequest::default();
+        for o in LAB_OPTIONS {
+            let a = cmd.get_arguments().find(|a| a.get_id() == o.name).expect(o.name);
+            let shown: Vec<String> =
+                a.get_default_values().iter().map(|v| v.to_string_lossy().into_owned()).collect();
+            let want: Vec<String> = match o.kind {
+                ValueKind::Flag => vec!["false".into()],
+                _ => o.default_text().into_iter().collect(),
+            };
+            assert_eq!(shown, want, "--{}", o.flag());
+            // The shown default typed in makes the request the bare command makes.
+            if let (ValueKind::Flag, _) | (_, None) = (o.kind, o.default_text()) {
+                continue;
+            }
+            let flag = format!("--{}={}", o.flag(), shown[0]);
+            let cli: Args = super::super::args::parse_flags(&["lab", &flag]);
+            assert_eq!(format!("{:?}", request(&cli).unwrap()), format!("{d:?}"), "{flag}");
+        }
+        let bare: Args = super::super::args::parse_flags(&["lab"]);
+        assert!(bare.options.0.is_empty(), "{:?}", bare.options);
+        assert_eq!(format!("{:?}", request(&bare).unwrap()), format!("{d:?}"));
+    }
+
+    #[test]
+    fn the_help_states_the_declarations_defaults() {
+        let help = lab_command().render_long_help().to_string();
+        // Each option's block: its `--flag <VALUE>` line and its help (clap does not wrap).
+        let mut blocks: Vec<String> = Vec::new();
+        for line in help.lines() {
+            if line.trim_start().starts_with('-') {
+                blocks.push(String::new());
+            }
+            if let Some(b) = blocks.last_mut() {
+                b.push_str(line.trim());
+                b.push(' ');
+            }
+        }
+        for (name, default) in zmem_lab::request::defaults("lab").unwrap_or_default() {
+            let flag = format!("--{} ", name.replace('_', "-"));
+            let block = blocks.iter().find(|b| b.starts_with(&flag)).expect(&flag);
+            assert!(block.contains(&format!("[default: {default}]")), "{block}");
+        }
+        assert!(help.contains("[possible values: zram, processes, builtin]"), "{help}");
+    }
+
+    #[test]
+    fn a_bad_value_is_the_tables_refusal_worded_as_a_flag() {
+        for flag in [
+            "--observe=-1",
+            "--sample=1",
+            "--max-pages=0",
+            "--source=disk",
+            "--cpu-budget=nan",
+            "--swap-device=nvm3",
+        ] {
+            let cli: Args = super::super::args::parse_flags(&["lab", flag]);
+            let (name, value) = flag[2..].split_once('=').unwrap_or_default();
+            let o = zmem_lab::request::lab_option(&name.replace('-', "_")).expect(name);
+            let want = LabArgs::default().set(o, value).unwrap_err().flag();
+            let got = request(&cli).unwrap_err().to_string();
+            assert_eq!(got, want, "{flag}");
+            assert!(got.starts_with(&format!("--{name}")), "{got}");
+        }
+    }
+
+    #[test]
+    fn clap_refuses_options_that_conflict() {
+        let cmd = crate::command();
+        for argv in [
+            &["zmem", "lab", "--max-pages", "5", "--sample", "10"][..],
+            &["zmem", "lab", "--source", "zram", "--no-capture"],
+            &["zmem", "lab", "--source", "zram", "pages.zpages"],
+        ] {
+            let e = cmd.clone().try_get_matches_from(argv).unwrap_err();
+            assert_eq!(e.kind(), clap::error::ErrorKind::ArgumentConflict, "{argv:?}");
+        }
+        // A default clap shows is no conflict.
+        let ok = cmd.try_get_matches_from(["zmem", "lab", "--max-pages", "all"]);
+        assert!(ok.is_ok(), "{ok:?}");
+    }
+
+    #[test]
+    fn the_default_sample_is_written_once() {
+        // Its one constant: every door's help and docs read it from the declaration.
+        let n = lab::Coverage::DEFAULT_SAMPLE.to_string();
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        for file in [
+            "crates/cli/src/cmd/lab.rs",
+            "crates/lab/src/request/lab.rs",
+            "crates/lab/src/request/lab_options.rs",
+            "crates/lab/src/request/mod.rs",
+            "python/src/lib.rs",
+            "python/src/args.rs",
+            "python/zmem/__init__.py",
+            "python/zmem/_native.pyi",
+            "python/zmem/fleet.py",
+        ] {
+            let text = std::fs::read_to_string(root.join(file)).expect(file);
+            assert!(!text.contains(&n), "{file} restates the default sample {n}");
         }
     }
 }

@@ -1,9 +1,9 @@
 //! The lab's front door: [`LabRequest`], what a user asks of the main job, and [`run_lab`], the
 //! one entry point the CLI (`zmem lab`) and Python (`zmem.lab`) both call. Each front end only
-//! maps its flags or keyword arguments onto a request, with the parsers here
-//! ([`parse_source`], [`parse_max_pages`], [`Budgets::checked`]), so both refuse the same input
-//! with the same words and run the same sequence: the trace read (a bad file fails at once),
-//! the evidence gathered, the live swap watched, every measurement run, the advice made.
+//! maps its flags or keyword arguments onto a request, through the lab's table of options
+//! (`lab_options.rs`, whose parsers are the ones here), so both refuse the same input with the
+//! same words and run the same sequence: the trace read (a bad file fails at once), the
+//! evidence gathered, the live swap watched, every measurement run, the advice made.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -11,12 +11,15 @@ use std::time::Duration;
 use zmem_pages::trace::Trace;
 use zmem_sim::swap_device::{DeviceSpec, SwapDevice};
 
+use super::ArgError;
+use super::lab_options::budget;
 use crate::{
     Budgets, Coverage, Input, LabError, LabOptions, LabReport, Progress, TraceSource, evidence, now,
 };
 
 /// Everything a user can ask of `zmem lab` / `zmem.lab` (output formats aside, which are the
-/// front ends' own).
+/// front ends' own). Its `Default` is every default of the lab's options; each option sets one
+/// field (`LAB_OPTIONS`).
 #[derive(Debug)]
 pub struct LabRequest {
     /// Where the pages come from.
@@ -66,11 +69,11 @@ pub fn swap_device_text(d: &Option<DeviceSpec>) -> String {
 }
 
 /// `--swap-device`: `auto` (none: [`auto_device`]), a profile name or a path to measure.
-pub fn parse_swap_device(text: &str) -> Result<Option<DeviceSpec>, LabError> {
+pub fn parse_swap_device(text: &str) -> Result<Option<DeviceSpec>, ArgError> {
     if text == AUTO_DEVICE {
         return Ok(None);
     }
-    text.parse().map(Some).map_err(LabError::Setup)
+    text.parse().map(Some).map_err(|e| ArgError::new("swap_device", e))
 }
 
 /// The device zswap's misses would read on this machine: the directory of an active swap file
@@ -115,53 +118,39 @@ pub fn auto_device() -> DeviceSpec {
 }
 
 /// The sources a user can name: `zram`, `processes` or `builtin`.
-pub fn parse_source(text: &str) -> Result<Input, LabError> {
+pub fn parse_source(text: &str) -> Result<Input, ArgError> {
     match text {
         "zram" => Ok(Input::Zram),
         "processes" => Ok(Input::Processes),
         "builtin" => Ok(Input::Builtin),
-        other => {
-            Err(LabError::Setup(format!("unknown source {other:?} (zram, processes or builtin)")))
-        }
+        other => Err(ArgError::new(
+            "source",
+            format!("unknown source {other:?} (zram, processes or builtin)"),
+        )),
     }
 }
 
 /// A page count: `all`, or a number of pages of at least 1.
-pub fn parse_max_pages(text: &str) -> Result<Coverage, LabError> {
+pub fn parse_max_pages(text: &str) -> Result<Coverage, ArgError> {
     if text == "all" {
         return Ok(Coverage::All);
     }
     match text.parse::<usize>() {
         Ok(n) if n > 0 => Ok(Coverage::Even(n)),
-        _ => Err(LabError::Setup(format!(
-            "{text:?} is neither a number of pages (1 or more) nor `all`"
-        ))),
+        _ => Err(ArgError::new(
+            "max_pages",
+            format!("{text:?} is neither a number of pages (1 or more) nor `all`"),
+        )),
     }
-}
-
-/// The coverage a user's `max_pages` and `sample` ask for (one of them at most; a sample of at
-/// least 2 pages).
-pub fn coverage(max_pages: Option<Coverage>, sample: Option<usize>) -> Result<Coverage, LabError> {
-    if max_pages.is_some() && sample.is_some() {
-        return Err(LabError::Setup("give max_pages or sample, not both".into()));
-    }
-    if sample.is_some_and(|n| n < 2) {
-        return Err(LabError::Setup("sample: at least 2 pages".into()));
-    }
-    Ok(Coverage::choose(max_pages, sample))
 }
 
 impl Budgets {
     /// The default budgets with the user's CPU (percent of a core) and added p99 latency
-    /// (microseconds), refused unless both are numbers of at least 0.
+    /// (microseconds), refused unless both are numbers of at least 0 (the options' own check:
+    /// an f64's text reads back as the same number).
     pub fn checked(cpu_percent_of_core: f64, added_load_p99_us: f64) -> Result<Self, LabError> {
-        for (name, v) in
-            [("cpu_budget", cpu_percent_of_core), ("latency_budget", added_load_p99_us)]
-        {
-            if !(v >= 0.0 && v.is_finite()) {
-                return Err(LabError::Setup(format!("{name} {v}: must be a number >= 0")));
-            }
-        }
+        budget("cpu_budget", &cpu_percent_of_core.to_string())?;
+        budget("latency_budget", &added_load_p99_us.to_string())?;
         Ok(Self { cpu_percent_of_core, added_load_p99_us, ..Self::default() })
     }
 }

@@ -28,12 +28,18 @@
 //!
 //! [`defaults`] lists each job's defaults as `--help` states them, so a test can hold both
 //! doors to one set.
+//!
+//! The lab goes one step further: its options are one table, [`LAB_OPTIONS`] (name, help,
+//! default read from [`LabRequest::default`], value kind, parser), from which the CLI builds its
+//! clap arguments and Python its keyword arguments, and through which both set the request
+//! ([`LabArgs`]).
 
 mod capture;
 mod comp_bench;
 mod dict;
 mod generate;
 mod lab;
+mod lab_options;
 mod replay;
 mod status;
 mod study;
@@ -44,9 +50,10 @@ pub use comp_bench::CompBenchRequest;
 pub use dict::{DictTrainReport, DictTrainRequest, MAX_SAMPLES, shown_size};
 pub use generate::GenerateRequest;
 pub use lab::{
-    AUTO_DEVICE, LabRequest, auto_device, coverage, parse_max_pages, parse_source,
-    parse_swap_device, run_lab, swap_device_text,
+    AUTO_DEVICE, LabRequest, auto_device, parse_max_pages, parse_source, parse_swap_device,
+    run_lab, swap_device_text,
 };
+pub use lab_options::{LAB_OPTIONS, LabArgs, LabOption, ValueKind, lab_option};
 pub use replay::ReplayRequest;
 pub use status::StatusRequest;
 pub use study::{MAX_ROUNDS, StudyRequest};
@@ -56,6 +63,27 @@ use crate::LabError;
 
 /// The most threads a `threads` argument may ask for (the CLI's `--threads` bound too).
 pub const MAX_THREADS: u64 = 1024;
+/// The longest a duration argument may be in seconds (a week): longer is a typo, and a deadline
+/// that far off cannot be added to the clock on every system.
+pub const MAX_SECS: u64 = 7 * 24 * 3600;
+
+/// A count as a user writes it: a whole number in `min..=max`, else the reason (which the
+/// caller puts after the argument's name). Negative numbers are "negative", not "not a number".
+pub fn parse_count(text: &str, min: u64, max: u64) -> Result<u64, String> {
+    let t = text.trim();
+    let digits = t.strip_prefix(['-', '+']).unwrap_or(t);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("not a whole number".into());
+    }
+    if t.starts_with('-') && digits.bytes().any(|b| b != b'0') {
+        return Err(format!("negative; give a number from {min} to {max}"));
+    }
+    match digits.parse::<u64>().ok().filter(|n| *n <= max) {
+        None => Err(format!("more than the most this takes, {max}")),
+        Some(n) if n < min => Err(format!("less than {min}")),
+        Some(n) => Ok(n),
+    }
+}
 
 /// A request's argument refused: which one (its Python keyword; the CLI's flag is the same with
 /// dashes; empty: the request as a whole), the value as given where it helps, and why. Each door words it as its own
@@ -180,17 +208,7 @@ pub const JOBS: &[&str] = &[
 /// it (`[default: ...]`), Python keyword names; `None` for a job not in [`JOBS`].
 pub fn defaults(job: &str) -> Option<Vec<(&'static str, String)>> {
     Some(match job {
-        "lab" => {
-            let d = LabRequest::default();
-            vec![
-                ("observe", d.observe_secs.to_string()),
-                ("cpu_budget", d.budgets.cpu_percent_of_core.to_string()),
-                ("latency_budget", d.budgets.added_load_p99_us.to_string()),
-                ("swap_device", swap_device_text(&d.swap_device)),
-                ("threads", d.threads.to_string()),
-                ("min_time_ms", d.min_time.as_millis().to_string()),
-            ]
-        }
+        "lab" => LAB_OPTIONS.iter().filter_map(|o| Some((o.name, o.default_text()?))).collect(),
         "comp-bench" => CompBenchRequest::default().shown_defaults(),
         "zram" => ZramRequest::default().shown_defaults(),
         "replay" => ReplayRequest::default().shown_defaults(),
