@@ -3,9 +3,9 @@
 
 mod common;
 
-use common::{counts, pages, trace};
-use zmem_sim::NoProgress;
+use common::{PS, counts, pages, trace};
 use zmem_sim::replay::{self, Access, CgroupVersion, ReplayConfig, ReplayResult, Simulator};
+use zmem_sim::{NoProgress, SimError};
 
 const RAM: u64 = 64;
 
@@ -58,6 +58,49 @@ fn zrams_pool_is_charged_on_neither_version() {
     let b = run(&p, &t, &zram(CgroupVersion::V2));
     assert!(a.swap_outs > 100);
     assert_eq!(counts(&a), counts(&b));
+}
+
+/// `memory.zswap.max` (mm/zswap.c `zswap_store()` → `obj_cgroup_may_zswap()`, then
+/// `shrink_memcg()`): stores at the limit are rejected to the swap file or make room by writing
+/// one of the memcg's entries back, so the pool stays smaller and its own limit is never
+/// reached. (The limit is a pre-check, not a bound: a store that passes may go past it.)
+#[test]
+fn memory_zswap_max_caps_the_memcgs_pool() {
+    let (p, t) = (pages(400, 5), trace(400, 8000, 6));
+    let limited = ReplayConfig { zswap_max: Some(6 * PS as u64), ..cfg(CgroupVersion::V2) };
+    let (free, capped) = (run(&p, &t, &cfg(CgroupVersion::V2)), run(&p, &t, &limited));
+    assert!(free.counter("pool_limit_hit") > 0, "without memory.zswap.max the pool fills");
+    assert_eq!(capped.counter("pool_limit_hit"), 0);
+    assert!(capped.rejected > free.rejected && capped.counter("written_back_pages") > 0);
+    assert!(capped.max_pool_bytes < free.max_pool_bytes);
+    assert_eq!(capped.disk_writes, capped.rejected + capped.counter("written_back_pages"));
+}
+
+/// With `memory.zswap.writeback=0` as well, `shrink_memcg()` returns -ENOENT: every store at
+/// the limit is rejected and the page stays in RAM (mm/page_io.c `swap_writeout()`), so a
+/// working set that fits RAM and an unlimited pool no longer fits: the memcg runs out of
+/// memory (the kernel's memcg OOM killer).
+#[test]
+fn memory_zswap_max_without_writeback_keeps_pages_in_ram() {
+    let (p, t) = (pages(100, 7), trace(100, 6000, 8));
+    let no_wb = ReplayConfig { writeback: false, ..cfg(CgroupVersion::V2) };
+    let r = run(&p, &t, &no_wb);
+    assert!(r.kept_in_ram > 0, "6.18 rejects incompressible pages without writeback");
+    assert_eq!((r.rejected, r.disk_writes), (r.kept_in_ram, 0));
+    let limited = ReplayConfig { zswap_max: Some(6 * PS as u64), ..no_wb };
+    let e = replay::run(&p, &t, &limited, &NoProgress).unwrap_err();
+    assert!(matches!(e, SimError::OutOfMemory { .. }), "{e}");
+}
+
+/// `memory.zswap.max` exists only on cgroup v2 (mm/memcontrol.c `cgroup_add_dfl_cftypes()`),
+/// and on v1 `obj_cgroup_may_zswap()` always passes: a replay is refused rather than run
+/// without the limit it was asked for.
+#[test]
+fn memory_zswap_max_is_a_cgroup_v2_file() {
+    let p = pages(16, 9);
+    let v1 = ReplayConfig { zswap_max: Some(1 << 20), ..cfg(CgroupVersion::V1) };
+    let e = Simulator::new(&p, &v1).unwrap_err();
+    assert!(matches!(&e, SimError::Setup(m) if m.contains("memory.zswap.max")), "{e}");
 }
 
 /// The default is today's replay: cgroup v1, no `memory.zswap.max`.

@@ -304,6 +304,10 @@ pub fn build_zswap(cfg: &ReplayConfig, nr_slots: u64) -> Result<Zswap, SimError>
         shrinker_enabled: cfg.shrinker,
         incompressible: cfg.incompressible,
         writeback: cfg.writeback,
+        zswap_max_pages: match cfg.cgroup {
+            CgroupVersion::V1 => None,
+            CgroupVersion::V2 => cfg.zswap_max.map(|b| memcg::zswap_max_pages(b, cfg.page_size)),
+        },
         ..ZswapConfig::default()
     };
     Ok(Zswap::new(&zcfg, swap)?)

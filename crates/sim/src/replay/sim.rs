@@ -413,6 +413,9 @@ impl<'p> Simulator<'p> {
         if cfg.ram_pages == 0 {
             return Err(SimError::Setup("RAM of 0 pages".into()));
         }
+        if cfg.zswap_max.is_some() && cfg.cgroup != super::CgroupVersion::V2 {
+            return Err(SimError::Setup("memory.zswap.max is a cgroup v2 file".into()));
+        }
         let area = cfg.swap_area_pages(n as u64);
         if area >= u64::from(u32::MAX) {
             return Err(SimError::Setup(format!("a swap area of {area} pages: at most 2^32 - 2")));
