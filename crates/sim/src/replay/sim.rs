@@ -777,6 +777,7 @@ impl<'p> Simulator<'p> {
             self.ram.evict(victim);
             freed += 1;
         }
+        self.ram.end_of_pass();
         self.ram.snapshot_refaults();
         Ok(freed)
     }
