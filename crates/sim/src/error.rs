@@ -26,11 +26,13 @@ pub enum SimError {
     /// The replay could not be set up as asked.
     #[error("{0}")]
     Setup(String),
-    /// Reclaim found nothing it could evict: every resident page was refused by zswap while
-    /// writeback is disabled. The kernel would invoke the OOM killer here.
+    /// Reclaim cannot make room for a fault: every resident page was refused by zswap while
+    /// writeback is disabled, or (cgroup v2) what reclaim swaps out into zswap is charged back
+    /// as fast as it frees RAM. The kernel would invoke the memcg OOM killer here.
     #[error(
-        "out of memory after {accesses} accesses: zswap rejects every page reclaim picks and \
-         memory.zswap.writeback is 0, so nothing can leave RAM (the kernel would OOM-kill)"
+        "out of memory after {accesses} accesses: reclaim cannot make room in the memcg (zswap \
+         rejects every page reclaim picks with memory.zswap.writeback 0, or on cgroup v2 its \
+         charged pool fills the limit); the kernel would OOM-kill"
     )]
     OutOfMemory { accesses: u64 },
     /// The replay was given nothing to work on.

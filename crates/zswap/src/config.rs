@@ -96,6 +96,12 @@ pub struct ZswapConfig {
     /// 0 disables writeback (`shrink_memcg()` -ENOENT), the shrinker (`zswap_shrinker_count()`
     /// and `_scan()` do nothing) and as-is storage (`zswap_compress()`).
     pub writeback: bool,
+    /// `memory.zswap.max` of the (single) memcg, in pages, as mm/memcontrol.c
+    /// `obj_cgroup_may_zswap()` applies it in `zswap_store()`: `None` where the file says
+    /// `max`, and on cgroup v1, where the check always passes (`!cgroup_subsys_on_dfl()`). With
+    /// a hierarchy, the tightest limit of the memcg and its ancestors below the root (each
+    /// level compares the same `MEMCG_ZSWAP_B` when this memcg is the only one in zswap).
+    pub zswap_max_pages: Option<u64>,
     pub incompressible: Incompressible,
 }
 
@@ -113,6 +119,7 @@ impl Default for ZswapConfig {
             enabled: true,
             shrinker_enabled: false,
             writeback: true,
+            zswap_max_pages: None,
             incompressible: Incompressible::StoreAsIs,
         }
     }

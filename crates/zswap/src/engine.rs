@@ -57,6 +57,9 @@ pub enum Reject {
     CompressFail,
     /// The allocator is out of memory (`zs_malloc()` fails: `reject_alloc_fail`).
     AllocFail,
+    /// The memcg is at its `memory.zswap.max` (mm/memcontrol.c `obj_cgroup_may_zswap()`) and
+    /// `shrink_memcg()` wrote nothing back to make room: no debugfs counter counts it.
+    ZswapMax,
 }
 
 /// What a store did.
@@ -118,6 +121,8 @@ pub struct Zswap {
     total_ram_pages: u64,
     incompressible: Incompressible,
     writeback: bool,
+    /// The memcg's `memory.zswap.max` in pages ([`ZswapConfig::zswap_max_pages`]).
+    zswap_max_pages: Option<u64>,
     enabled: AtomicBool,
     shrinker_enabled: AtomicBool,
     max_pool_percent: AtomicU32,
@@ -205,6 +210,7 @@ impl Zswap {
             total_ram_pages: config.total_ram_pages,
             incompressible: config.incompressible,
             writeback: config.writeback,
+            zswap_max_pages: config.zswap_max_pages,
             enabled: AtomicBool::new(config.enabled),
             shrinker_enabled: AtomicBool::new(config.shrinker_enabled),
             max_pool_percent: AtomicU32::new(max_pct),
@@ -349,6 +355,13 @@ impl Zswap {
         self.reached_full.load(Ordering::Relaxed)
     }
 
+    /// The stored entries' compressed bytes: what `zswap_store_page()` charges the memcg on
+    /// cgroup v2 (mm/memcontrol.c `obj_cgroup_charge_zswap()`, `MEMCG_ZSWAP_B`, read by
+    /// `memory.zswap.current`), each entry's length, not the allocator's pages.
+    pub fn compressed_bytes(&self) -> u64 {
+        self.compressed_bytes.load(Ordering::Relaxed)
+    }
+
     /// The most pages the pools have held at once, sampled after every store.
     pub fn max_pool_pages(&self) -> u64 {
         self.max_pool_pages.load(Ordering::Relaxed)
@@ -364,6 +377,28 @@ impl Zswap {
             self.reached_full.store(false, Ordering::Relaxed);
         }
         self.is_full()
+    }
+
+    /// mm/memcontrol.c `obj_cgroup_may_zswap()`: false when the memcg is at its
+    /// `memory.zswap.max` (`MEMCG_ZSWAP_B / PAGE_SIZE`, flushed, not below the limit; a limit of
+    /// 0 always). Only a pre-check: the store that passes may take the memcg past the limit.
+    fn may_zswap(&self) -> bool {
+        let pages = self.compressed_bytes() / self.page_size as u64;
+        self.zswap_max_pages.is_none_or(|max| max != 0 && pages < max)
+    }
+
+    /// mm/zswap.c `shrink_memcg()` for the one memcg: -ENOENT with writeback disabled or an
+    /// empty LRU, else one `shrink_memcg_cb()` step from the LRU head (one node's
+    /// `nr_to_walk = 1`): Ok when it wrote an entry back, -EAGAIN when it only rotated a
+    /// referenced one or the writeback failed.
+    fn shrink_memcg(&self) -> Result<(), Step> {
+        if !self.writeback {
+            return Err(Step::Empty);
+        }
+        match self.shrink_one() {
+            Step::WrittenBack => Ok(()),
+            other => Err(other),
+        }
     }
 
     // ---- store / load / invalidate ----
@@ -395,7 +430,9 @@ impl Zswap {
 
     /// `zswap_store()` of a folio of one or more pages (a large folio: 2, 4, ... 512 pages) at
     /// swap offsets `offset..offset + nr`, as 6.18 stores one (mm/zswap.c `zswap_store()`): the
-    /// limits are checked once for the folio (`zswap_check_limits()`), then each page is
+    /// memcg's `memory.zswap.max` first (`obj_cgroup_may_zswap()`; at the limit `shrink_memcg()`
+    /// must write one entry back or the store is [`Reject::ZswapMax`]), then the pool's limits
+    /// once for the folio (`zswap_check_limits()`), then each page is
     /// compressed and stored on its own (`zswap_store_page()`, one entry per page); if any page
     /// fails, the folio is rejected whole and every entry at its offsets is erased, those this
     /// store made included (the `check_old` loop), so the device gets the folio whole. `zswpout`
@@ -420,6 +457,8 @@ impl Zswap {
         let nr = self.check_folio(offset, folio.len())?;
         let outcome = if !self.enabled.load(Ordering::Relaxed) {
             StoreOutcome::Rejected(Reject::Disabled)
+        } else if !self.may_zswap() && self.shrink_memcg().is_err() {
+            StoreOutcome::Rejected(Reject::ZswapMax)
         } else if self.check_limits() {
             StoreOutcome::Rejected(Reject::PoolLimit)
         } else {
@@ -451,7 +490,7 @@ impl Zswap {
                     Reject::CompressPoor => inc(&self.counters.reject_compress_poor),
                     Reject::CompressFail => inc(&self.counters.reject_compress_fail),
                     Reject::AllocFail => inc(&self.counters.reject_alloc_fail),
-                    Reject::Disabled | Reject::PoolLimit => {}
+                    Reject::Disabled | Reject::PoolLimit | Reject::ZswapMax => {}
                 }
                 if why != Reject::Disabled && self.is_full() {
                     self.shrink_pending.store(true, Ordering::Relaxed);

@@ -366,3 +366,63 @@ fn debugfs_lists_the_kernel_files_in_order() {
     assert_eq!(s.debugfs_value("stored_pages"), Some(1));
     assert_eq!(s.debugfs_value("pool_total_size"), Some(z.total_pages() * PS as u64));
 }
+
+/// `memory.zswap.max` (mm/zswap.c `zswap_store()` → mm/memcontrol.c `obj_cgroup_may_zswap()`):
+/// while the memcg's `MEMCG_ZSWAP_B / PAGE_SIZE` is at the limit, a store first asks
+/// `shrink_memcg()` for one entry of the memcg's LRU (`shrink_memcg_cb()`, second chance). A
+/// rotation (-EAGAIN) rejects the store, counted by no debugfs counter; a writeback lets it go
+/// on. Half-page objects: four of them are two pages' worth of compressed bytes.
+#[test]
+fn memory_zswap_max_rejects_until_shrink_memcg_writes_one_back() {
+    let cfg = ZswapConfig { zswap_max_pages: Some(2), ..config("zsmalloc", 1 << 20, 20, 90) };
+    let swap = build_layer(&cfg, 64);
+    let z = swap.zswap().unwrap();
+    for i in 0..4 {
+        assert_eq!(swap.swap_out(i, &half_page(i), &mut ()).unwrap(), SwapOut::Zswap, "{i}");
+    }
+    assert_eq!(z.compressed_bytes() / PS as u64, 2, "at the limit");
+    // The four entries are referenced: each store rotates one and is rejected to the device.
+    for i in 4..8 {
+        let r = z.store(i, &half_page(i)).unwrap();
+        assert_eq!(r, StoreOutcome::Rejected(Reject::ZswapMax), "{i}");
+    }
+    let s = z.stats();
+    assert_eq!((s.stored_pages, s.zswpout, s.written_back_pages), (4, 4, 0));
+    let rejects = s.reject_compress_poor + s.reject_compress_fail + s.reject_alloc_fail;
+    assert_eq!((rejects, s.pool_limit_hit), (0, 0), "no counter counts the memcg's limit");
+    // Now the LRU head (0) is unreferenced: it is written back and the store goes on.
+    assert!(stored(z, 8, &half_page(8)));
+    let s = z.stats();
+    assert_eq!((s.written_back_pages, s.zswpwb, s.stored_pages), (1, 1, 4));
+    assert!(!z.contains(0) && z.contains(8));
+    let mut out = vec![0u8; PS];
+    assert_eq!(swap.read(0, &mut out, &mut ()).unwrap(), SwapIn::Device);
+    assert_eq!(out, half_page(0));
+}
+
+/// `memory.zswap.max` of 0 with an empty LRU, or at the limit with `memory.zswap.writeback=0`:
+/// `shrink_memcg()` returns -ENOENT and the store is rejected; with writeback off the page
+/// stays in RAM (mm/page_io.c `swap_writeout()`).
+#[test]
+fn memory_zswap_max_without_writeback_keeps_pages_in_ram() {
+    let zero = ZswapConfig { zswap_max_pages: Some(0), ..config("zsmalloc", 1 << 20, 20, 90) };
+    let z = build(&zero, 4);
+    assert_eq!(z.store(0, &small(0)).unwrap(), StoreOutcome::Rejected(Reject::ZswapMax));
+    let cfg = ZswapConfig { writeback: false, zswap_max_pages: Some(1), ..zero };
+    let swap = build_layer(&cfg, 64);
+    let mut outs = Vec::new();
+    for i in 0..3 {
+        outs.push(swap.swap_out(i, &half_page(i), &mut ()).unwrap());
+    }
+    assert_eq!(outs, [SwapOut::Zswap, SwapOut::Zswap, SwapOut::KeptInRam]);
+    assert_eq!(swap.zswap().unwrap().stats().written_back_pages, 0);
+}
+
+/// No limit (`max`, or cgroup v1, where `obj_cgroup_may_zswap()` always passes): only the
+/// pool's own limit rejects.
+#[test]
+fn without_memory_zswap_max_the_memcg_never_rejects() {
+    let z = build(&config("zsmalloc", 1 << 20, 20, 90), 64);
+    assert!((0..32).all(|i| stored(&z, i, &half_page(i))));
+    assert!(z.compressed_bytes() > 16 * PS as u64);
+}

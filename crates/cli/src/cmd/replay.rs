@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use zmem_lab::ReplayRequest;
-use zmem_sim::replay::{Readahead, SwapKind};
+use zmem_sim::replay::{CgroupVersion, Readahead, SwapKind};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -38,6 +38,14 @@ pub struct Args {
     /// stays in RAM (reclaim takes another).
     #[arg(long)]
     no_writeback: bool,
+    /// The memcg's cgroup version: on v2 zswap's compressed pool is charged to --ram as RAM is
+    /// (zram's never is), on v1 it is not.
+    #[arg(long, default_value_t = ReplayRequest::default().cgroup, value_name = "v1|v2")]
+    cgroup: CgroupVersion,
+    /// The memcg's memory.zswap.max (--cgroup v2): bytes with an optional K, M or G suffix, or
+    /// `max`. At it, a zswap store first writes one of the memcg's entries back, or is rejected.
+    #[arg(long, value_name = "SIZE|max")]
+    zswap_max: Option<String>,
     /// Directory for zswap's swap file (default: the system's temporary directory).
     #[arg(long)]
     swap_dir: Option<PathBuf>,
@@ -81,6 +89,11 @@ fn request(args: &Args) -> anyhow::Result<ReplayRequest> {
         shrinker: args.shrinker,
         reject_incompressible: args.reject_incompressible,
         no_writeback: args.no_writeback,
+        cgroup: args.cgroup,
+        zswap_max: match args.zswap_max.as_deref() {
+            None | Some("max") => None,
+            Some(text) => Some(super::args::size("--zswap-max", text)?),
+        },
         swap_dir: args.swap_dir.clone(),
         swap_in_memory: args.swap_in_memory,
         swap_device: args.swap_device.parse().map_err(|e| anyhow::anyhow!("--swap-device: {e}"))?,
@@ -116,5 +129,14 @@ mod tests {
         let cli = flags(&["replay", "--ram", "1M", "pages", "trace"]);
         let want = ReplayRequest { ram: 1 << 20, ..ReplayRequest::default() };
         assert_eq!(request(&cli).unwrap(), want);
+    }
+
+    #[test]
+    fn the_memcg_flags_make_the_requests_fields() {
+        let argv = ["replay", "--ram", "1M", "--cgroup", "v2", "--zswap-max", "64K", "p", "t"];
+        let r = request(&flags(&argv)).unwrap();
+        assert_eq!((r.cgroup, r.zswap_max), (CgroupVersion::V2, Some(64 << 10)));
+        let argv = ["replay", "--ram", "1M", "--cgroup", "v2", "--zswap-max", "max", "p", "t"];
+        assert_eq!(request(&flags(&argv)).unwrap().zswap_max, None);
     }
 }

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use zmem_comp::AlgoSpec;
 use zmem_pages::PageSet;
-use zmem_sim::replay::{self, Access, Readahead, ReplayConfig, ReplayResult, SwapKind};
+use zmem_sim::replay::{
+    self, Access, CgroupVersion, Readahead, ReplayConfig, ReplayResult, SwapKind,
+};
 use zmem_sim::swap_device::{DeviceSpec, SwapDevice};
 
 use super::{ArgError, check_page_size, check_pool, plain_algo};
@@ -35,6 +37,10 @@ pub struct ReplayRequest {
     pub reject_incompressible: bool,
     /// The memcg's memory.zswap.writeback=0.
     pub no_writeback: bool,
+    /// The memcg's cgroup version: on v2 zswap's pool is charged to the memcg's limit (`ram`).
+    pub cgroup: CgroupVersion,
+    /// The memcg's memory.zswap.max in bytes (cgroup v2 only); none: `max`.
+    pub zswap_max: Option<u64>,
     /// Directory for zswap's swap file; none: the system's temporary directory.
     pub swap_dir: Option<PathBuf>,
     /// Keep zswap's swap file in memory instead.
@@ -61,6 +67,8 @@ impl Default for ReplayRequest {
             shrinker: d.shrinker,
             reject_incompressible: false,
             no_writeback: false,
+            cgroup: d.cgroup,
+            zswap_max: d.zswap_max,
             swap_dir: None,
             swap_in_memory: false,
             swap_device: DeviceSpec::default(),
@@ -81,6 +89,7 @@ impl ReplayRequest {
             ("max_pool_percent", self.max_pool_percent.to_string()),
             ("accept_threshold_percent", self.accept_threshold_percent.to_string()),
             ("swap_device", self.swap_device.to_string()),
+            ("cgroup", self.cgroup.to_string()),
         ]
     }
 
@@ -99,6 +108,9 @@ impl ReplayRequest {
                 "swap_in_memory",
                 "give swap_dir or swap_in_memory, not both",
             ));
+        }
+        if self.zswap_max.is_some() && self.cgroup != CgroupVersion::V2 {
+            return Err(ArgError::new("zswap_max", "memory.zswap.max is a cgroup v2 file"));
         }
         if self.page_cluster.is_some_and(|c| c > 31) {
             return Err(ArgError::with_value(
@@ -136,6 +148,8 @@ impl ReplayRequest {
                 Incompressible::StoreAsIs
             },
             writeback: !self.no_writeback,
+            cgroup: self.cgroup,
+            zswap_max: self.zswap_max,
             swap_dir: if self.swap_in_memory {
                 None
             } else {
@@ -193,6 +207,7 @@ mod tests {
         assert_eq!(cfg.algo, d.algo);
         assert_eq!(cfg.incompressible, Incompressible::StoreAsIs);
         assert!(cfg.writeback);
+        assert_eq!((cfg.cgroup, cfg.zswap_max), (CgroupVersion::V1, None));
         assert_eq!(cfg.swap_dir, Some(std::env::temp_dir()));
         let mem = ReplayRequest { swap_in_memory: true, ..req() }.config(SwapDevice::default());
         assert_eq!(mem.unwrap().swap_dir, None);
@@ -212,5 +227,14 @@ mod tests {
         let both = ReplayRequest { swap_in_memory: true, swap_dir: Some("/tmp".into()), ..req() };
         assert_eq!(bad(both), "swap_in_memory");
         assert_eq!(bad(ReplayRequest { pool: "slab".into(), ..req() }), "pool");
+        assert_eq!(bad(ReplayRequest { zswap_max: Some(1 << 20), ..req() }), "zswap_max");
+    }
+
+    /// The memcg's settings reach the replay: cgroup v2 with its `memory.zswap.max`.
+    #[test]
+    fn the_memcgs_cgroup_version_and_zswap_limit_reach_the_replay() {
+        let v2 = ReplayRequest { cgroup: CgroupVersion::V2, zswap_max: Some(1 << 20), ..req() };
+        let cfg = v2.config(SwapDevice::default()).unwrap();
+        assert_eq!((cfg.cgroup, cfg.zswap_max), (CgroupVersion::V2, Some(1 << 20)));
     }
 }

@@ -28,6 +28,8 @@
 //!   pass while the inactive target lasts. So the active list is scanned at `active / inactive`
 //!   of the inactive list's rate, at most a chunk per inactive chunk; this model keeps that
 //!   rate exactly (a running remainder) rather than walking the priorities.
+//! - At the end of the pass, `shrink_lruvec()` deactivates one more chunk if the inactive list
+//!   is low, `may_deactivate` or not ([`Lru::end_of_pass`]).
 //!
 //! Lists are index-linked over page ids, so every step is O(1).
 
@@ -298,6 +300,20 @@ impl Lru {
         }
     }
 
+    /// The end of a reclaim pass over the memcg's lists (mm/vmscan.c `shrink_lruvec()`, its
+    /// last step: "even if we did not try to evict anon pages at all, we want to rebalance the
+    /// anon lru active/inactive ratio"): with swap present (`can_age_anon_pages()`) and the
+    /// inactive list low (`inactive_is_low()`), `shrink_active_list(SWAP_CLUSTER_MAX, ...)`
+    /// deactivates up to a chunk more, whether or not `may_deactivate` let the pass scan the
+    /// active list ([`Lru::rebalance`]). The model's reclaim is one pass (at `DEF_PRIORITY`),
+    /// so this runs once per reclaim; 6.18 runs it once per `shrink_lruvec()` call, one per
+    /// priority level a reclaim goes through.
+    pub(crate) fn end_of_pass(&mut self) {
+        if self.inactive_is_low() {
+            self.deactivate_batch(SWAP_CLUSTER_MAX);
+        }
+    }
+
     /// The end of a reclaim (`do_try_to_free_pages()` → `snapshot_refaults()`): later reclaims
     /// deactivate for refaults only if more are activated meanwhile.
     pub(crate) fn snapshot_refaults(&mut self) {
@@ -484,6 +500,23 @@ mod tests {
         let mut l = lists(50, 50);
         l.rebalance();
         assert_eq!(l.active.len, 50, "equal lists are not low");
+    }
+
+    /// `shrink_lruvec()`'s last step: a low inactive list gets a chunk from the active list at
+    /// the end of every pass, with no refaults (`may_deactivate` unset) and on top of what the
+    /// pass deactivated; a list that is not low gets nothing.
+    #[test]
+    fn the_end_of_a_pass_deactivates_a_chunk_when_the_inactive_list_is_low() {
+        let mut l = lists(20, 100);
+        l.end_of_pass();
+        assert_eq!((l.inactive.len, l.active.len), (52, 68));
+        l.end_of_pass();
+        assert_eq!((l.inactive.len, l.active.len), (84, 36), "52 against 68: still low");
+        l.end_of_pass();
+        assert_eq!((l.inactive.len, l.active.len), (84, 36), "84 against 36: not low");
+        let mut l = lists(10, 20);
+        l.end_of_pass();
+        assert_eq!((l.inactive.len, l.active.len), (30, 0), "at most the whole active list");
     }
 
     /// The ratio grows with the lists (`int_sqrt(10 * GiB)`): 1 below a GiB, 3 from 1 GiB.

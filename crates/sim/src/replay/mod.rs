@@ -12,8 +12,10 @@
 //! the device (zram's device is the zram device); a page zswap rejects while
 //! `memory.zswap.writeback` is 0 stays in RAM, activated. A swap-in reads the page back (zswap's loads are exclusive) and
 //! frees the slot (a zram slot is freed, as `swap_slot_free_notify` does), and checks it is the
-//! page that went out. RAM is only the resident budget; the swap pool is reported separately
-//! (its maximum), not charged against it. zsmalloc's own shrinker compacts zswap's pools and
+//! page that went out. RAM is the memcg's limit ([`ReplayConfig::ram_pages`]): on cgroup v1
+//! (the default) it holds only resident pages and the swap pool is reported separately (its
+//! maximum); on cgroup v2 zswap's compressed bytes are charged against it as well, zram's
+//! never ([`memcg`], [`ReplayConfig::cgroup`]). zsmalloc's own shrinker compacts zswap's pools and
 //! a zram device's pool under global reclaim with the kernel's `do_shrink_slab()` arithmetic
 //! (zmem-zswap's `shrinker`); it is not memcg-aware, so a memcg's own reclaim never runs it, and
 //! at priority 12 a pool with less than 4096 pages to gain is never scanned.
@@ -49,6 +51,7 @@
 //! and the same charges.
 
 mod lru;
+pub mod memcg;
 mod page_slots;
 pub mod readahead;
 mod sim;
@@ -66,6 +69,7 @@ use crate::latency::LatencyHist;
 use crate::swap_device::SwapDevice;
 use crate::{Progress, SimError};
 
+pub use memcg::CgroupVersion;
 pub use readahead::{DEFAULT_PAGE_CLUSTER, Readahead};
 pub use sim::Simulator;
 pub use sim::SwapTimer;
@@ -121,8 +125,17 @@ pub struct ReplayConfig {
     pub shrinker: bool,
     pub incompressible: Incompressible,
     /// `memory.zswap.writeback` of the memcg: with it off, zswap never writes back and a page
-    /// it rejects stays in RAM.
+    /// it rejects stays in RAM. The effective value: off if the memcg or any ancestor has it
+    /// at 0 ([`memcg::ZswapFiles::effective`]). A cgroup v2 file; on v1 it does not exist and
+    /// 6.18 keeps it on, so off with [`CgroupVersion::V1`] is a what-if.
     pub writeback: bool,
+    /// The memcg's cgroup version ([`memcg`]): on v2 zswap's compressed bytes are charged to
+    /// the memcg, so the pool counts against `ram_pages`; on v1 (the default) they are not.
+    pub cgroup: CgroupVersion,
+    /// `memory.zswap.max` in bytes (cgroup v2 only; `None`: `max`), the tightest of the memcg's
+    /// and its ancestors' ([`memcg::ZswapFiles::effective`]): at it, a zswap store must first
+    /// write one of the memcg's entries back or be rejected.
+    pub zswap_max: Option<u64>,
     /// Directory for zswap's swap file (an unlinked temporary file); `None` keeps it in memory.
     pub swap_dir: Option<PathBuf>,
     /// The block device behind the swap file, whose latency every device I/O is charged.
@@ -168,6 +181,8 @@ impl Default for ReplayConfig {
             shrinker: false,
             incompressible: Incompressible::StoreAsIs,
             writeback: true,
+            cgroup: CgroupVersion::V1,
+            zswap_max: None,
             swap_dir: None,
             device: SwapDevice::default(),
             zram_backing: false,
@@ -289,6 +304,10 @@ pub fn build_zswap(cfg: &ReplayConfig, nr_slots: u64) -> Result<Zswap, SimError>
         shrinker_enabled: cfg.shrinker,
         incompressible: cfg.incompressible,
         writeback: cfg.writeback,
+        zswap_max_pages: match cfg.cgroup {
+            CgroupVersion::V1 => None,
+            CgroupVersion::V2 => cfg.zswap_max.map(|b| memcg::zswap_max_pages(b, cfg.page_size)),
+        },
         ..ZswapConfig::default()
     };
     Ok(Zswap::new(&zcfg, swap)?)

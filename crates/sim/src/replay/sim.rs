@@ -15,6 +15,7 @@ use zmem_zswap::{
 };
 
 use super::lru::{Lru, SWAP_CLUSTER_MAX};
+use super::memcg::zswap_charge_pages;
 use super::page_slots::PageSlots;
 use super::readahead::{RaWindow, SwapRa};
 use super::{Access, Counter, ReplayConfig, ReplayResult, SwapInHists, SwapKind, build_zswap};
@@ -412,6 +413,9 @@ impl<'p> Simulator<'p> {
         if cfg.ram_pages == 0 {
             return Err(SimError::Setup("RAM of 0 pages".into()));
         }
+        if cfg.zswap_max.is_some() && cfg.cgroup != super::CgroupVersion::V2 {
+            return Err(SimError::Setup("memory.zswap.max is a cgroup v2 file".into()));
+        }
         let area = cfg.swap_area_pages(n as u64);
         if area >= u64::from(u32::MAX) {
             return Err(SimError::Setup(format!("a swap area of {area} pages: at most 2^32 - 2")));
@@ -492,6 +496,13 @@ impl<'p> Simulator<'p> {
         self.touched.get(p as usize).copied().unwrap_or(false) && !self.ram.is_resident(p)
     }
 
+    /// The memcg's usage in pages, what `memory.current` reads ([`super::memcg`]): resident
+    /// pages, plus on cgroup v2 the pages zswap's entries are charged.
+    pub fn memcg_pages(&self) -> u64 {
+        let zswap = self.swap.zswap().map_or(0, |z| z.compressed_bytes());
+        self.ram.len() as u64 + zswap_charge_pages(self.cfg.cgroup, zswap, self.page_size)
+    }
+
     fn page(&self, i: usize) -> &'p [u8] {
         &self.pages[i * self.page_size..(i + 1) * self.page_size]
     }
@@ -526,9 +537,7 @@ impl<'p> Simulator<'p> {
         if self.touched[i] && self.ra.is_some() {
             return self.swapin_readahead(p, a.write);
         }
-        if self.ram.len() >= self.ram.capacity() {
-            self.reclaim()?;
-        }
+        self.charge_fault()?;
         let refault = self.touched[i];
         if !self.touched[i] {
             self.touched[i] = true;
@@ -631,9 +640,7 @@ impl<'p> Simulator<'p> {
     fn read_window(&mut self, p: u32, write: bool, window: RaWindow) -> Result<(), SimError> {
         for (q, slot) in self.window_pages(p, window) {
             if q == p {
-                if self.ram.len() >= self.ram.capacity() {
-                    self.reclaim()?;
-                }
+                self.charge_fault()?;
                 self.fault_in(p, write)?;
                 self.ram.install(p, true);
                 self.ram.pin(Some(p));
@@ -643,13 +650,10 @@ impl<'p> Simulator<'p> {
             if self.ram.is_resident(q) || self.slots.slot(q) != Some(slot) {
                 continue;
             }
-            if self.ram.len() >= self.ram.capacity() {
-                if self.ram.evictable() == 0 {
-                    // RAM holds only the faulting page: the charge fails and the page is
-                    // skipped (`mem_cgroup_swapin_charge_folio()`).
-                    continue;
-                }
-                self.reclaim()?;
+            if !self.try_charge()? {
+                // Reclaim cannot make room (RAM holds only the faulting page): the charge
+                // fails and the page is skipped (`mem_cgroup_swapin_charge_folio()`).
+                continue;
             }
             let i = q as usize;
             let from = self.swap.read(slot, &mut self.buf, &mut ReadaheadTimer(&mut self.timer))?;
@@ -662,6 +666,34 @@ impl<'p> Simulator<'p> {
         Ok(())
     }
 
+    /// Whether a page's charge finds no margin: RAM full, or (cgroup v2) resident pages plus
+    /// zswap's charged pool at the limit (mm/memcontrol.c `mem_cgroup_margin()` below 1).
+    fn memcg_full(&self) -> bool {
+        self.ram.len() >= self.ram.capacity() || self.memcg_pages() >= self.cfg.ram_pages
+    }
+
+    /// mm/memcontrol.c `try_charge_memcg()` for one page: while there is no margin, reclaim
+    /// ([`Self::reclaim`]) and retry, as long as reclaim frees pages (`nr_reclaimed`). On
+    /// cgroup v2 a batch swapped out to zswap frees less than a batch of the limit (the pool's
+    /// charge grows), so more batches may be needed. False when reclaim cannot make room.
+    fn try_charge(&mut self) -> Result<bool, SimError> {
+        while self.memcg_full() {
+            if self.ram.evictable() == 0 || self.reclaim()? == 0 {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// A fault's charge: without room the kernel's memcg OOM killer ends the process.
+    fn charge_fault(&mut self) -> Result<(), SimError> {
+        if self.try_charge()? {
+            Ok(())
+        } else {
+            Err(SimError::OutOfMemory { accesses: self.counts.accesses })
+        }
+    }
+
     /// A memcg charge that finds RAM full: reclaim swaps out up to a batch of victims (mm/
     /// memcontrol.c `try_charge_memcg()` → `try_to_free_mem_cgroup_pages()`, at least
     /// `SWAP_CLUSTER_MAX` pages), as the LRU picks them. A page whose slot still holds it
@@ -672,8 +704,8 @@ impl<'p> Simulator<'p> {
     /// reclaim moves on; when more than twice RAM's worth in a row is kept, nothing can leave
     /// RAM and the replay stops as the kernel would OOM. (The bound is this model's; 6.18
     /// gives up after `MAX_RECLAIM_RETRIES` failed reclaims of the charge and invokes the memcg
-    /// OOM killer.)
-    fn reclaim(&mut self) -> Result<(), SimError> {
+    /// OOM killer.) Returns the pages freed.
+    fn reclaim(&mut self) -> Result<usize, SimError> {
         let want = SWAP_CLUSTER_MAX.min(self.ram.evictable());
         let mut freed = 0;
         let mut kept_in_a_row = 0;
@@ -745,8 +777,9 @@ impl<'p> Simulator<'p> {
             self.ram.evict(victim);
             freed += 1;
         }
+        self.ram.end_of_pass();
         self.ram.snapshot_refaults();
-        Ok(())
+        Ok(freed)
     }
 
     /// The result, with the time the caller measured around the accesses.
