@@ -167,6 +167,10 @@ fn replay(
             .map(|r| r.parse().map_err(|e| value_err(format!("readahead: {e}"))))
             .transpose()?,
         page_cluster: page_cluster.map(|v| count("page_cluster", Some(v), 0, 0, 31)).transpose()?,
+        // The replay's memcg as the CLI's defaults have it (`--cgroup`, `--zswap-max` are
+        // the CLI's; Python keeps cgroup v1 without a zswap limit).
+        cgroup: d.cgroup,
+        zswap_max: d.zswap_max,
     };
     req.validate().map_err(arg_err)?;
     let device = py.detach(|| req.device()).map_err(lab_err)?;
