@@ -58,9 +58,10 @@ pub use cost::Budgets;
 pub use decision::{Decision, Kind};
 pub use evidence::{Coverage, Evidence, Input, Source, TraceSource};
 pub use fit::{UncertainReason, kernel_fit, uncertainty};
+pub use measure::{PoolRow, SwapRow};
 pub use now::{FieldComparison, LiveConfig, Now, Rates};
 pub use policy::{Policy, PolicyRow, candidates, default_policies};
-pub use report::{LabOptions, LabReport, PoolRow, SCHEMA_VERSION, SkippedPolicy, SwapRow};
+pub use report::{LabOptions, LabReport, SCHEMA_VERSION, SkippedPolicy};
 pub use request::{
     ArgError, CaptureRequest, CaptureSummary, Captured, CompBenchRequest, GenerateRequest,
     LabRequest, ReplayRequest, StudyRequest, ZramRequest, auto_device, parse_max_pages, parse_ram,

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use zmem_kernel::stat as live;
 use zmem_zram::MmStat;
 
-use crate::report::SwapRow;
+use crate::measure::SwapRow;
 use crate::{LabError, Progress};
 use zmem_sim::device::{OnRefusal, ZramRunConfig, build_device, write_pages};
 

@@ -13,6 +13,7 @@ use crate::candidate::Candidate;
 use crate::cost::Budgets;
 use crate::decision::Decision;
 use crate::evidence::{Source, TraceSource};
+use crate::measure::{PoolRow, SwapRow};
 use crate::now::{Now, Rates};
 use crate::policy::{Policy, PolicyRow};
 use crate::sample;
@@ -20,68 +21,6 @@ use crate::zswap::{self, ZswapAdvice};
 
 /// Bumped whenever a field changes meaning or disappears.
 pub const SCHEMA_VERSION: u32 = 7;
-
-/// One allocator holding the pages zram stored with the default algorithm.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PoolRow {
-    pub allocator: String,
-    /// Pages the pool holds after every page was written, in bytes (mm_stat mem_used_total).
-    pub pool_bytes: u64,
-    /// pool_bytes relative to zsmalloc's (1.0 = zsmalloc).
-    pub relative_to_zsmalloc: f64,
-    /// Pages the allocator could not hold (zbud cannot hold a raw 4 KiB page).
-    pub rejected_pages: u64,
-    pub write_mbps: f64,
-}
-
-/// One replay of a generated access trace with RAM smaller than the page set: what each kind of
-/// swap costs when memory is short.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SwapRow {
-    /// `zram` or `zswap` (zswap in front of a swap file, max_pool_percent 20).
-    pub swap: String,
-    pub ram_pages: u64,
-    pub pages: u64,
-    pub accesses: u64,
-    pub swap_outs: u64,
-    pub swap_ins: u64,
-    pub max_pool_bytes: u64,
-    /// Pages read from / written to the swap file (always 0 for zram, which has no disk here).
-    pub disk_reads: u64,
-    pub disk_writes: u64,
-    pub store_p99_ns: u64,
-    /// Every swap-in, end to end (a zswap miss includes its device read).
-    pub load_p50_ns: u64,
-    pub load_p99_ns: u64,
-    /// Swap-ins served from memory (a zswap hit; zram's read) and their latency.
-    #[serde(default)]
-    pub hit_swap_ins: u64,
-    #[serde(default)]
-    pub hit_p50_ns: u64,
-    #[serde(default)]
-    pub hit_p99_ns: u64,
-    /// Swap-ins that read the device (a zswap miss; a zram slot written back), end to end.
-    #[serde(default)]
-    pub device_swap_ins: u64,
-    #[serde(default)]
-    pub device_p50_ns: u64,
-    #[serde(default)]
-    pub device_p99_ns: u64,
-    /// Seconds the swap device is busy with the replay's reads and writes (charged latencies).
-    #[serde(default)]
-    pub device_seconds: f64,
-    pub cpu_seconds: f64,
-    /// Times zswap's pool hit its limit (debugfs `pool_limit_hit`; 0 for zram): where it
-    /// did, accept_threshold_percent matters and the lab tries other values.
-    #[serde(default)]
-    pub pool_limit_hit: u64,
-    /// Pages zswap wrote back to the device (`zswpwb`; 0 for zram): each decompressed first.
-    #[serde(default)]
-    pub written_back: u64,
-    /// Seconds the trace spans (its last access's time): swap-ins / trace_secs is a rate.
-    pub trace_secs: f64,
-    pub verified: bool,
-}
 
 /// Everything one lab run measured.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -503,7 +503,7 @@ mod tests {
                 if n > set.len() {
                     continue;
                 }
-                let whole = PageSet::from_raw(crate::evidence::sample(set, n), 4096).unwrap();
+                let whole = PageSet::from_raw(draw(set, n, 1).0, 4096).unwrap();
                 let same = whole.pages().filter(|p| same_filled(p).is_some()).count() as u64;
                 let big = Design {
                     population_pages: 1000 * n as u64,

@@ -39,6 +39,15 @@ pub fn render(s: &Status) -> String {
 fn render_into(o: &mut String, s: &Status) -> std::fmt::Result {
     writeln!(o, "zram: {} device{}", s.zram.len(), if s.zram.len() == 1 { "" } else { "s" })?;
     if !s.zram.is_empty() {
+        zram_table(o, s)?;
+    }
+    zswap_lines(o, s)?;
+    rest(o, s)
+}
+
+/// One row per zram device, and the total.
+fn zram_table(o: &mut String, s: &Status) -> std::fmt::Result {
+    {
         let rows: Vec<[String; 13]> = s
             .zram
             .iter()
@@ -129,7 +138,11 @@ fn render_into(o: &mut String, s: &Status) -> std::fmt::Result {
             human_signed(orig as i64 - used as i64)
         )?;
     }
+    Ok(())
+}
 
+/// zswap's state in two lines.
+fn zswap_lines(o: &mut String, s: &Status) -> std::fmt::Result {
     let z = &s.zswap;
     if !z.present {
         writeln!(o, "zswap: not in this kernel")?;
@@ -158,7 +171,11 @@ fn render_into(o: &mut String, s: &Status) -> std::fmt::Result {
             opt(z.rejects(), |n| n.to_string()),
         )?;
     }
+    Ok(())
+}
 
+/// The swap areas, the rates and what could not be read.
+fn rest(o: &mut String, s: &Status) -> std::fmt::Result {
     if s.swaps.is_empty() {
         writeln!(o, "swap areas: none")?;
     } else {

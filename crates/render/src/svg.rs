@@ -13,8 +13,10 @@ const RIGHT: f64 = 30.0;
 const TOP: f64 = 40.0;
 const BOTTOM: f64 = 50.0;
 
+/// Text in SVG markup: escaped, control characters removed (names can come from a report
+/// read back from JSON).
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    crate::script::html_text(s)
 }
 
 fn open(title: &str, height: f64) -> String {

@@ -75,6 +75,10 @@ pub fn text(r: &LabReport) -> String {
             }
         }
     }
+    // No decision, no stack that would follow one.
+    if r.decision.kind == zmem_lab::Kind::None {
+        return s;
+    }
     s + &stack_text(a)
 }
 
@@ -231,14 +235,19 @@ pub fn html_into(r: &LabReport, page: String) -> String {
         )
     });
     let st = &a.stack;
-    let section = format!(
-        "<h2>zswap and the swap stack</h2><h3>zswap now</h3><p>{now}</p>\
-         <p>vm.swappiness {}: {}. vm.page-cluster {}: {}.</p>",
-        st.swappiness,
-        esc(&swappiness_reason(st)),
-        st.page_cluster,
-        esc(&page_cluster_reason(st))
-    );
+    // No decision, no stack that would follow one.
+    let stack = if r.decision.kind == zmem_lab::Kind::None {
+        String::new()
+    } else {
+        format!(
+            "<p>vm.swappiness {}: {}. vm.page-cluster {}: {}.</p>",
+            st.swappiness,
+            esc(&swappiness_reason(st)),
+            st.page_cluster,
+            esc(&page_cluster_reason(st))
+        )
+    };
+    let section = format!("<h2>zswap and the swap stack</h2><h3>zswap now</h3><p>{now}</p>{stack}");
     match page.rfind("<p><small>zmem ") {
         Some(i) => format!("{}{section}{}", &page[..i], &page[i..]),
         None => page + &section,

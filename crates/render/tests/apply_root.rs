@@ -1,7 +1,7 @@
-//! The apply script run for real: as root, on a kernel with zram, the lab's recommendation for
+//! The apply script run for real: as root, on a kernel with zram, the lab's decision for
 //! this machine is written as a script, pointed at a scratch zram device this test hot-adds
 //! (`ZMEM_ZRAM_DEVICE`), and run now only (`--no-persist`: nothing installed under /etc).
-//! The device must end configured as recommended (its `comp_algorithm` shows the algorithm in
+//! The device must end configured as decided (its `comp_algorithm` shows the algorithm in
 //! brackets, its `disksize` follows the size rule) and be an active swap area. The scratch
 //! device is swapped off, reset and hot-removed afterwards, also on failure (a Drop guard).
 //! Nothing else is touched: no module is loaded, no other device is read or written.
@@ -82,21 +82,22 @@ fn skip_reason() -> Option<String> {
     None
 }
 
-/// The lab's recommendation for this machine's kernel, on a small generated set (no
-/// dictionary: the script would install it under /etc), and its apply script.
+/// The lab's decision for this machine's kernel, on a small generated set (no dictionary: the
+/// script would install it under /etc), and its apply script.
 fn script_for_this_machine() -> (String, lab::Policy) {
     let kernel = zmem_kernel::caps::read();
     let policies =
         lab::candidates(lab::DEFAULT_ALGORITHM).into_iter().filter(|p| !p.dict).collect();
     let opts = LabOptions { policies, kernel: Some(kernel), ..common::quick() };
     let r = common::lab_run(1024, 5, &opts);
-    assert!(r.recommendation.available, "{:?}", r.recommendation.unavailable_reason);
-    // The decision's configuration: a zram one (no zswap reading was given).
-    let d = r.decision.as_ref().expect("a decision");
-    let Some(lab::decision::Pick::Zram(i)) = d.chosen.as_ref().map(|c| c.pick) else {
-        panic!("no zram decision: {d:?}")
-    };
-    (report::render_apply_script(&r).expect("an apply script"), r.policies[i].policy.clone())
+    // The decision's configuration: a zram one (no zswap reading was given), that this kernel
+    // runs.
+    let d = &r.decision;
+    assert_eq!(d.kind, lab::Kind::Zram, "{d:?}");
+    let c = d.chosen(&r.candidates).expect("a chosen candidate");
+    assert!(c.available, "{:?}", c.unavailable_reason);
+    let lab::Config::Zram { policy } = &c.config else { panic!("no zram decision: {d:?}") };
+    (report::render_apply_script(&r).expect("an apply script"), policy.clone())
 }
 
 /// Runs the script now on `dev`, nothing persisted; panics with its output unless it succeeds.
@@ -133,10 +134,10 @@ fn swap_priority(dev: &str) -> Option<i32> {
     })
 }
 
-/// A fresh device that is not swap: configured as recommended and swapped on.
+/// A fresh device that is not swap: configured as decided and swapped on.
 #[test]
 #[ignore = "live: needs root, kernel zram and mkswap (scripts/test runs it)"]
-fn the_apply_script_configures_a_scratch_device_as_recommended() {
+fn the_apply_script_configures_a_scratch_device_as_decided() {
     let Some(_live) = zmem_testkit::live(skip_reason()) else { return };
     let scratch = Scratch::add().expect("hot_add a scratch zram device");
     let dev = scratch.name();

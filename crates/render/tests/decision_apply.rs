@@ -27,11 +27,11 @@ use std::process::Command;
 use std::time::Duration;
 
 use zmem_lab::Policy;
-use zmem_lab::decision::{Kind, Pick, SwapBehind};
+use zmem_lab::decision::{Kind, SwapBehind};
 use zmem_render::decision as render;
 
 mod common;
-use common::{decision, zswap_candidate};
+use common::{decision, zswap_name, zswap_params};
 
 const CONTROL: &str = "/sys/class/zram-control";
 const ZSWAP: &str = "/sys/module/zswap/parameters";
@@ -247,7 +247,7 @@ fn two_algorithms(s: &Scratch) -> (String, String) {
 }
 
 fn zram_script(algo: &str) -> String {
-    let d = decision(Kind::Zram, Pick::Zram(0), &format!("zram {algo}"), None);
+    let d = decision(Kind::Zram, &format!("zram {algo}"), None);
     render::zram_apply_script(&d, &Policy::single(algo), None, 3600.0, None, &[]).expect("a script")
 }
 
@@ -344,10 +344,10 @@ fn a_live_zram_swap_to_zswap_and_back() {
     fs::write(&gen_conf, &original).unwrap();
     // An algorithm zswap has here (the crypto API's; lzo is in every kernel with zram's lzo).
     let algo = "lzo";
-    let c = zswap_candidate(algo, 10, true);
+    let c = zswap_params(algo, 10, true);
     let behind =
         SwapBehind { existing: None, size_bytes: 32 << 20, new_file: Some("/unused".into()) };
-    let d = decision(Kind::Zswap, Pick::Zswap(0), &c.name, Some(behind));
+    let d = decision(Kind::Zswap, &zswap_name(&c), Some(behind));
     run(&render::zswap_apply_script(&d, &c).expect("a script"), &dir, &s.name(), &[]);
     let swapfile = dir.0.join("swapfile");
     assert!(swap_priority(swapfile.to_str().unwrap()).is_some(), "the swap file is swap");
@@ -448,14 +448,14 @@ fn zswap_over_a_disk_swap_to_other_parameters_and_back() {
         fs::write(format!("{ZSWAP}/{k}"), v).unwrap();
     }
     let before = ZswapGuard::save();
-    let mut c = zswap_candidate("lzo-rle", 30, false);
+    let mut c = zswap_params("lzo-rle", 30, false);
     c.accept_threshold_percent = 70;
     let behind = SwapBehind {
         existing: Some(disk.display().to_string()),
         size_bytes: 32 << 20,
         new_file: None,
     };
-    let d = decision(Kind::Zswap, Pick::Zswap(0), &c.name, Some(behind));
+    let d = decision(Kind::Zswap, &zswap_name(&c), Some(behind));
     let script = render::zswap_apply_script(&d, &c).expect("a script");
     assert!(script.contains("\nZMEM_NEW_SWAPFILE=0\n"), "no swap file where a disk swap is kept");
     // A zram device name that matches no swap area: the script swaps off no zram device (it

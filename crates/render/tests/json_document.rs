@@ -1,14 +1,15 @@
 //! The typed JSON document (`zmem_render::json::LabDocument`) writes byte for byte what the
-//! report serialised to a `serde_json::Value` and edited used to (the [`legacy`] path below,
+//! report serialised to a `serde_json::Value` and edited gives (the [`reference`] path below,
 //! kept here only as the reference): same keys, same order, same values, on reports with and
-//! without zswap, with and without a live zram device or a zswap Now, uncertain, sampled, and
-//! with every kind of decision or none.
+//! without zswap, with and without a live zram device or a zswap Now, too small to advise on,
+//! sampled, and with every kind of decision. Schema 7: `decision` first and always there, with
+//! its scripts; one `candidates` list; no `recommendation`, no `verdict`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use zmem_kernel::zswap_state::ZswapState;
-use zmem_lab::decision::Kind;
+use zmem_lab::decision::{Kind, Reason};
 use zmem_lab::zswap::{SwapAreaNow, ZswapInput, ZswapLive};
 use zmem_lab::{
     self as lab, FieldComparison, LabOptions, LabReport, LiveConfig, NoProgress, Now,
@@ -16,104 +17,70 @@ use zmem_lab::{
 };
 use zmem_render::json;
 
-/// The document as it was built before it was typed: the report as a `Value`, then edited.
-mod legacy {
+/// The document built the other way: the report as a `Value`, then edited.
+mod reference {
     use serde_json::{Map, Value};
     use zmem_lab::LabReport;
     use zmem_render as render;
 
     pub fn lab_report(r: &LabReport) -> Value {
         let mut v = serde_json::to_value(r).unwrap_or(Value::Null);
-        let a = render::apply::build(r);
-        if let Some(rec) = v.get_mut("recommendation").and_then(Value::as_object_mut) {
-            let mut out = Map::new();
-            for (k, x) in std::mem::take(rec) {
-                let after = k.clone();
-                out.insert(k, x);
-                match after.as_str() {
-                    "config" => {
-                        out.insert(
-                            "attributes".into(),
-                            serde_json::to_value(&a.sysfs).unwrap_or_default(),
-                        );
-                    }
-                    "runner_up" => {
-                        out.insert("why".into(), Value::String(render::advice::why(r)));
-                    }
-                    _ => {}
-                }
-            }
-            if r.recommendation.uncertain {
-                out.shift_remove("attributes");
-            } else {
-                out.insert("apply".into(), serde_json::to_value(&a).unwrap_or_default());
-            }
-            *rec = out;
-        }
         json_into(r, &mut v);
         decision_first(r, v)
     }
 
+    /// `decision` moved first, with its scripts after its own fields.
     fn decision_first(r: &LabReport, v: Value) -> Value {
         let Value::Object(mut m) = v else { return v };
         let mut out = Map::new();
-        if let Some(Value::Object(mut d)) = m.shift_remove("decision") {
-            let script = render::decision::apply_script(r);
-            let applies = script.is_ok()
-                && r.decision.as_ref().is_some_and(|d| {
-                    matches!(
-                        d.kind,
-                        zmem_lab::decision::Kind::Zram | zmem_lab::decision::Kind::Zswap
-                    )
-                });
-            match script {
-                Ok(s) => {
-                    d.insert("apply_script".into(), Value::String(s));
-                }
-                Err(e) => {
-                    d.insert("apply_script".into(), Value::Null);
-                    d.insert("apply_refused".into(), Value::String(e.to_string()));
-                }
+        let Some(Value::Object(mut d)) = m.shift_remove("decision") else {
+            panic!("a report without its decision")
+        };
+        let script = render::decision::apply_script(r);
+        let applies = script.is_ok()
+            && matches!(
+                r.decision.kind,
+                zmem_lab::decision::Kind::Zram | zmem_lab::decision::Kind::Zswap
+            );
+        match script {
+            Ok(s) => {
+                d.insert("apply_script".into(), Value::String(s));
             }
-            let undo = if applies { render::decision::undo_script() } else { String::new() };
-            d.insert("undo_script".into(), Value::String(undo));
-            let files = render::decision::files_needed(r);
-            d.insert("files_needed".into(), serde_json::to_value(files).unwrap_or_default());
-            out.insert("decision".into(), Value::Object(d));
+            Err(e) => {
+                d.insert("apply_script".into(), Value::Null);
+                d.insert("apply_refused".into(), Value::String(e.to_string()));
+            }
         }
+        let undo = if applies { render::decision::undo_script() } else { String::new() };
+        d.insert("undo_script".into(), Value::String(undo));
+        let files = render::decision::files_needed(r);
+        d.insert("files_needed".into(), serde_json::to_value(files).unwrap_or_default());
+        out.insert("decision".into(), Value::Object(d));
         out.extend(m);
         Value::Object(out)
     }
 
+    /// zswap's Now moved to `now.zswap` (`now` an object then, unless there is neither Now);
+    /// `zswap` keeps the live reading and the stack, in that order.
     fn json_into(r: &LabReport, v: &mut Value) {
         let Some(a) = &r.zswap else { return };
-        let obj = |x: &mut Value| {
-            if !x.is_object() {
-                *x = Value::Object(Default::default());
+        let Some(root) = v.as_object_mut() else { return };
+        let now = root.entry("now").or_insert(Value::Null);
+        if a.now.is_some() || now.is_object() {
+            if !now.is_object() {
+                *now = Value::Object(Map::new());
             }
-        };
-        if let Some(root) = v.as_object_mut() {
-            let now = root.entry("now").or_insert(Value::Null);
-            if a.now.is_some() || now.is_object() {
-                obj(now);
-                if let Some(m) = now.as_object_mut() {
-                    m.insert("zswap".into(), serde_json::to_value(&a.now).unwrap_or(Value::Null));
-                }
+            if let Some(m) = now.as_object_mut() {
+                m.insert("zswap".into(), serde_json::to_value(&a.now).unwrap_or(Value::Null));
             }
-            if let Some(list) = root.get_mut("candidates").and_then(Value::as_array_mut) {
-                for c in list.iter_mut().filter_map(Value::as_object_mut) {
-                    c.entry("kind").or_insert_with(|| "zram".into());
-                }
-                list.extend(a.candidates.iter().filter_map(|c| serde_json::to_value(c).ok()));
+        }
+        if let Some(z) = root.get_mut("zswap").and_then(Value::as_object_mut) {
+            let mut out = Map::new();
+            for k in ["live", "stack"] {
+                out.insert(k.into(), z.shift_remove(k).unwrap_or(Value::Null));
             }
-            root.insert("verdict".into(), serde_json::to_value(&a.verdict).unwrap_or(Value::Null));
-            // `remove` is `swap_remove` with serde_json's preserve_order: this left `zswap` as
-            // {live, stack}, the order the typed document keeps.
-            if let Some(z) = root.get_mut("zswap").and_then(Value::as_object_mut) {
-                z.remove("now");
-                z.remove("candidates");
-                z.remove("verdict");
-            }
+            assert!(z.shift_remove("now").is_some() && z.is_empty(), "zswap: {z:?}");
+            *z = out;
         }
     }
 }
@@ -216,7 +183,7 @@ fn zram_now() -> Now {
 
 /// Both ways, pretty-printed, byte for byte; returns the document for further checks.
 fn same(what: &str, r: &LabReport) -> serde_json::Value {
-    let old = serde_json::to_string_pretty(&legacy::lab_report(r)).unwrap();
+    let old = serde_json::to_string_pretty(&reference::lab_report(r)).unwrap();
     let new = json::lab_report_text(r);
     if old != new {
         // The first line that differs, with a few before it for its place in the document.
@@ -224,7 +191,7 @@ fn same(what: &str, r: &LabReport) -> serde_json::Value {
         let i = o.iter().zip(&n).take_while(|(a, b)| a == b).count();
         let from = i.saturating_sub(5);
         panic!(
-            "{what}: the typed document differs at line {}\n--- legacy\n{}\n--- typed\n{}",
+            "{what}: the typed document differs at line {}\n--- reference\n{}\n--- typed\n{}",
             i + 1,
             o[from..(i + 1).min(o.len())].join("\n"),
             n[from..(i + 1).min(n.len())].join("\n")
@@ -233,19 +200,48 @@ fn same(what: &str, r: &LabReport) -> serde_json::Value {
     json::lab_report(r)
 }
 
+/// What every document says once: one decision, first; no second answer anywhere.
+fn assert_one_answer(d: &serde_json::Value) {
+    let keys: Vec<&str> = d.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys.first(), Some(&"decision"), "{keys:?}");
+    assert_eq!(d["schema_version"], 7);
+    for gone in ["recommendation", "verdict"] {
+        assert!(d.get(gone).is_none(), "{gone}: {}", d[gone]);
+    }
+    if let Some(z) = d.get("zswap") {
+        let zkeys: Vec<&String> = z.as_object().unwrap().keys().collect();
+        assert_eq!(zkeys, ["live", "stack"]);
+    }
+    let dec = &d["decision"];
+    for k in ["apply_script", "undo_script", "files_needed", "now_config", "now_bytes", "pages"] {
+        assert!(dec.get(k).is_some(), "decision.{k} missing: {dec}");
+    }
+    // `chosen` and `runner_up` index the one list.
+    let cands = d["candidates"].as_array().unwrap();
+    if let Some(i) = dec["chosen"].as_u64() {
+        assert!((i as usize) < cands.len(), "{dec}");
+    }
+    if let Some(i) = dec["runner_up"].as_u64() {
+        assert!((i as usize) < cands.len(), "{dec}");
+    }
+}
+
 #[test]
 fn the_typed_document_is_the_edited_value_byte_for_byte() {
     let base = run(1024, None, true);
     assert!(base.zswap.as_ref().is_some_and(|z| z.now.is_some()));
-    assert!(base.now.is_none() && !base.recommendation.uncertain);
+    assert!(base.now.is_none() && base.decision.kind != Kind::None);
     let d = same("zswap, no live zram", &base);
+    assert_one_answer(&d);
     // The places the document moves things to are there (so the comparison compared them).
     assert!(d["now"]["zswap"].is_object() && d["now"].get("config").is_none());
-    assert!(d["verdict"].is_object() && d["zswap"].get("verdict").is_none());
     let keys: Vec<&str> = d.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!((keys.first(), keys.last()), (Some(&"decision"), Some(&"verdict")));
-    let zkeys: Vec<&String> = d["zswap"].as_object().unwrap().keys().collect();
-    assert_eq!(zkeys, ["live", "stack"]);
+    assert_eq!((keys.first(), keys.last()), (Some(&"decision"), Some(&"zswap")));
+    // zswap's candidates are in the one list, after zram's.
+    let kinds: Vec<&str> =
+        d["candidates"].as_array().unwrap().iter().map(|c| c["kind"].as_str().unwrap()).collect();
+    assert_eq!(&kinds[..3], ["zram"; 3]);
+    assert!(kinds[3..].iter().all(|k| *k == "zswap") && kinds.len() > 3, "{kinds:?}");
 
     let mut r = base.clone();
     r.now = Some(zram_now());
@@ -266,35 +262,51 @@ fn the_typed_document_is_the_edited_value_byte_for_byte() {
     let mut r = base.clone();
     r.zswap = None;
     let d = same("no zswap", &r);
-    assert!(d.get("verdict").is_none() && d.get("zswap").is_none());
+    assert!(d.get("zswap").is_none());
+    assert_one_answer(&d);
     r.now = Some(zram_now());
     same("no zswap, a live zram device", &r);
 
     let mut r = base.clone();
     r.skipped_policies =
         vec![SkippedPolicy { name: "zstd-dict".into(), train_pages: 10, need: 64 }];
-    for kind in [Kind::Zram, Kind::Zswap, Kind::Keep, Kind::None] {
-        if let Some(d) = r.decision.as_mut() {
-            d.kind = kind;
+    // A zram and a zswap candidate, each decided in turn, and keep and none.
+    let zram = r.candidates.iter().position(|c| matches!(c.config, lab::Config::Zram { .. }));
+    let zswap = r.candidates.iter().position(|c| c.available && c.device.is_some());
+    for (kind, chosen) in
+        [(Kind::Zram, zram), (Kind::Zswap, zswap), (Kind::Keep, zram), (Kind::None, None)]
+    {
+        r.decision.kind = kind;
+        r.decision.chosen = chosen;
+        if let Some(i) = chosen {
+            r.decision.config = r.candidates[i].name.clone();
         }
         let d = same(&format!("decision {kind:?}"), &r);
+        assert_one_answer(&d);
         let undo = d["decision"]["undo_script"].as_str().unwrap();
         assert_eq!(undo.is_empty(), matches!(kind, Kind::Keep | Kind::None), "{kind:?}");
+        let script = d["decision"]["apply_script"].as_str().unwrap();
+        match kind {
+            Kind::Zswap => assert!(script.contains("zswap_set enabled Y"), "{script}"),
+            Kind::Zram => assert!(script.contains("zram-generator.conf.d"), "{script}"),
+            Kind::Keep => assert!(script.contains("Nothing to change"), "{script}"),
+            Kind::None => assert!(script.contains("nothing to apply"), "{script}"),
+        }
     }
-    r.decision = None;
-    let d = same("no decision (before schema 5)", &r);
-    assert!(d.get("decision").is_none());
 }
 
 #[test]
 fn uncertain_and_sampled_documents_are_unchanged_too() {
     let tiny = run(16, None, false);
-    assert!(tiny.recommendation.uncertain);
-    let d = same("uncertain, no zswap", &tiny);
-    assert!(d["recommendation"].get("apply").is_none());
-    assert!(d["recommendation"].get("attributes").is_none());
+    assert_eq!(tiny.decision.kind, Kind::None);
+    assert!(matches!(tiny.decision.reason, Reason::TooFewPages { .. }));
+    let d = same("too small, no zswap", &tiny);
+    assert_one_answer(&d);
+    assert!(d["decision"]["chosen"].is_null());
+    assert_eq!(d["decision"]["undo_script"], "");
 
     let sampled = run(1024, Some(128), true);
-    assert!(sampled.estimates.is_some() && sampled.recommendation.uncertain);
-    same("sampled, uncertain, zswap", &sampled);
+    assert!(sampled.estimates.is_some() && sampled.decision.kind == Kind::None);
+    let d = same("sampled, too small, zswap", &sampled);
+    assert_one_answer(&d);
 }

@@ -7,14 +7,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use zmem_lab::NoProgress;
-use zmem_lab::{self as lab, LabOptions, Source};
+use zmem_lab::decision::{Kind, Reason};
+use zmem_lab::{self as lab, LabOptions, NoProgress, Source};
 use zmem_render as report;
 
 mod common;
 use common::small_report;
 
-/// 16 pages: below the lab's minimum, so the recommendation is uncertain.
+/// 16 pages: below the lab's minimum, so there is no decision.
 fn tiny_report() -> lab::LabReport {
     let set = zmem_pages::generate::generate(zmem_pages::generate::Kind::Mixed, 16, 4096, 7)
         .expect("generator");
@@ -29,31 +29,37 @@ fn tiny_report() -> lab::LabReport {
     lab::run(set.bytes(), source, &opts, &NoProgress).expect("lab run")
 }
 
-/// An uncertain result validates too, says why in every form, and offers nothing to apply:
-/// no sysfs lines, no generator file, a script that only says so.
+/// Too small an input validates too, says why in every form, and offers nothing to apply:
+/// no configuration named as the answer, no sysfs lines, no generator file, a script that
+/// only says so.
 #[test]
 fn an_uncertain_result_is_no_advice() {
     let r = tiny_report();
-    assert!(r.recommendation.uncertain);
+    let d = &r.decision;
+    assert_eq!(d.kind, Kind::None, "{d:?}");
+    assert!(d.chosen.is_none() && d.runner_up.is_none(), "{d:?}");
+    assert_eq!(d.reason, Reason::TooFewPages { measured_pages: 16, min_pages: 1024 });
     let json = report::json::lab_report(&r);
     let validator = jsonschema::validator_for(&schema()).expect("the schema compiles");
     let errors: Vec<String> = validator.iter_errors(&json).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{errors:#?}");
-    let rec = &json["recommendation"];
-    assert!(rec.get("apply").is_none() && rec.get("attributes").is_none(), "{rec}");
-    assert!(rec["why"].as_str().unwrap().starts_with("too uncertain"), "{rec}");
-    // No decision in any form: JSON `decision.kind` none, its scripts refuse or are empty.
+    // One answer: no recommendation beside the decision, and the decision is none.
+    assert!(json.get("recommendation").is_none() && json.get("verdict").is_none(), "{json}");
     assert_eq!(json["decision"]["kind"], "none");
+    assert_eq!(json["decision"]["config"], "none");
+    assert!(json["decision"]["chosen"].is_null(), "{}", json["decision"]);
     assert_eq!(json["decision"]["reason"]["kind"], "too_few_pages");
     assert_eq!(json["decision"]["undo_script"], "");
+    assert_eq!(json["decision"]["files_needed"], serde_json::json!([]));
     let summary = report::render_summary(&r);
     assert!(summary.contains("Decision: none. the input is too small"), "{summary}");
-    assert!(summary.contains("Recommendation: none, too uncertain"), "{summary}");
-    assert!(!summary.contains("swapon"), "{summary}");
+    assert!(!summary.contains("Decision: run") && !summary.contains("apply:"), "{summary}");
     let html = report::render_html(&r);
-    assert!(html.contains("too uncertain") && !html.contains("swapon"));
+    assert!(html.contains("Decision: none. the input is too small"), "{html}");
+    common::assert_one_answer(&r, &summary, &html);
     let script = report::render_apply_script(&r).expect("an apply script");
     assert!(script.contains("nothing to apply") && script.ends_with("exit 1\n"), "{script}");
+    assert!(!script.contains("swapon") && !script.contains("zswap_set"), "{script}");
     assert_eq!(json["decision"]["apply_script"], script.as_str());
 }
 
@@ -72,7 +78,13 @@ fn json_validates_against_the_schema() {
     assert!(errors.is_empty(), "{errors:#?}");
     // The schema is strict enough to catch a broken report.
     let mut broken = json.clone();
-    broken["recommendation"].as_object_mut().unwrap().remove("why");
+    broken["decision"].as_object_mut().unwrap().remove("reason");
+    assert!(!validator.is_valid(&broken));
+    broken = json.clone();
+    broken["decision"].as_object_mut().unwrap().remove("apply_script");
+    assert!(!validator.is_valid(&broken));
+    broken = json.clone();
+    broken.as_object_mut().unwrap().remove("decision");
     assert!(!validator.is_valid(&broken));
     broken = json.clone();
     broken["source"]["kind"] = "guessed".into();
@@ -88,45 +100,73 @@ fn json_validates_against_the_schema() {
 #[test]
 fn every_candidate_is_projected_and_one_is_now() {
     let r = small_report();
-    assert_eq!(r.candidates.len(), r.policies.len());
+    // zram's, in the order of the policies, then "none": nothing runs now (generated pages,
+    // no live device, no zswap reading).
+    assert_eq!(r.candidates.len(), r.policies.len() + 1);
     for (c, p) in r.candidates.iter().zip(&r.policies) {
-        assert_eq!(c.name, p.policy.name);
+        assert_eq!(c.name, format!("zram {}", p.policy.name));
+        assert_eq!(c.config, lab::Config::Zram { policy: p.policy.clone() });
     }
-    let now: Vec<_> = r.candidates.iter().filter(|c| c.is_current).collect();
+    let none = r.candidates.last().unwrap();
+    assert_eq!((none.name.as_str(), &none.config), ("none", &lab::Config::None));
+    let now: Vec<_> = r.candidates.iter().filter(|c| c.runs_now).collect();
     assert_eq!(now.len(), 1);
-    assert_eq!(now[0].name, "lzo-rle");
-    assert_eq!(now[0].memory_saved_bytes_vs_now, 0);
-    assert_eq!(r.recommendation.now_config, "lzo-rle");
+    assert_eq!(now[0].name, "none");
+    assert_eq!(now[0].memory_saved_bytes, 0);
+    // The added_* figures are against the kernel's default zram algorithm.
+    let reference: Vec<_> = r.candidates.iter().filter(|c| c.is_reference).collect();
+    assert_eq!(reference.len(), 1);
+    assert_eq!(reference[0].name, "zram lzo-rle");
+    // Every saving on the decision's basis: the pages uncompressed.
+    let b = &r.decision.basis;
+    assert_eq!((b.now_config.as_str(), b.now_source), ("none", lab::NowSource::Uncompressed));
+    assert_eq!(b.now_bytes, b.pages * 4096);
+    for c in &r.candidates {
+        assert_eq!(c.memory_saved_bytes, b.now_bytes as i64 - c.pool_bytes as i64, "{}", c.name);
+    }
     // The kernel's seven, four recompressing policies and the dictionary.
-    assert_eq!(r.candidates.len(), 12);
-    assert!(r.candidates.iter().any(|c| c.name == "zstd + dict"));
-    let chosen = r.candidates.iter().find(|c| c.name == r.recommendation.config).unwrap();
-    assert_eq!(chosen.within_budgets, r.recommendation.within_budgets);
+    assert_eq!(r.policies.len(), 12);
+    assert!(r.candidates.iter().any(|c| c.name == "zram zstd + dict"));
+    let d = &r.decision;
+    let chosen = d.chosen(&r.candidates).expect("a chosen candidate");
+    assert!(chosen.within_budgets && chosen.available, "{chosen:?}");
+    assert_eq!(chosen.name, d.config);
+    assert_eq!(chosen.memory_saved_bytes, d.memory_saved_bytes);
     let summary = report::render_summary(&r);
-    assert!(summary.contains("Change from now") && summary.contains("saved MiB"), "{summary}");
+    assert!(
+        summary.contains("Every candidate against now") && summary.contains("saved MiB"),
+        "{summary}"
+    );
+    // One row of the table is the decision: the chosen one.
+    let marked: Vec<&str> =
+        summary.lines().filter(|l| l.starts_with(" >") || l.starts_with("*>")).collect();
+    assert_eq!(marked.len(), 1, "{summary}");
+    assert!(marked[0][2..].trim_start().starts_with(&chosen.name), "{}", marked[0]);
     // Made from generated pages: said with the answer itself.
     let block =
         &summary[summary.find("Decision:").unwrap()..summary.find("The evidence:").unwrap()];
     assert!(block.contains("WARNING: made from zmem's built-in generated pages"), "{block}");
+    let html = report::render_html(&r);
+    common::assert_one_answer(&r, &summary, &html);
     let script = report::render_apply_script(&r).expect("an apply script");
     assert!(script.starts_with("#!/bin/sh\n") && script.contains("zram-generator.conf.d"));
     // Made from the built-in set: the first comment line says so.
     let first = script.lines().nth(1).unwrap();
     assert!(first.starts_with("# WARNING: made from zmem's built-in generated pages"), "{first}");
     // The decision's configuration, and a timer only where it recompresses.
-    let d = r.decision.as_ref().unwrap();
-    let Some(lab::decision::Pick::Zram(i)) = d.chosen.as_ref().map(|c| c.pick) else {
+    let lab::Config::Zram { policy } = &chosen.config else {
         panic!("built-in pages, no zswap reading: a zram decision, got {d:?}")
     };
-    assert!(script.contains(&format!("zmem lab decision: run zram {}", r.policies[i].policy.name)));
+    assert_eq!(d.kind, Kind::Zram);
+    assert!(script.contains(&format!("zmem lab decision: run zram {}", policy.name)));
     // The timer's text is in every zram script; its value says whether it is written.
     let timer = !script.contains("\nZMEM_RECOMPRESS=''\n");
-    assert_eq!(timer, r.policies[i].policy.recompresses(), "{script}");
+    assert_eq!(timer, policy.recompresses(), "{script}");
 }
 
 /// Issue 29's machine: zram offers lzo-rle, lzo and lz4, no recompression; no zram swap, so the
 /// default order fell back. The fallback is the summary's and the HTML's first line and in the
-/// JSON; zstd is unavailable with its reason; the recommendation is one the kernel runs and
+/// JSON; zstd is unavailable with its reason; the decision is one the kernel runs and
 /// what zstd would add is said as "with CONFIG_ZRAM_BACKEND_ZSTD: +N MiB".
 #[test]
 fn the_kernel_decides_and_a_fallback_is_said_first() {
@@ -156,16 +196,20 @@ fn the_kernel_decides_and_a_fallback_is_said_first() {
         ..LabOptions::default()
     };
     let r = lab::run(set.bytes(), source, &opts, &NoProgress).expect("lab run");
-    let rec = &r.recommendation;
-    let chosen = r.candidates.iter().find(|c| c.name == rec.config).unwrap();
-    assert!(chosen.available && rec.available, "{rec:?}");
-    assert!(!rec.config.contains("zstd") && !rec.config.contains("+ "), "{}", rec.config);
-    let zstd = r.candidates.iter().find(|c| c.name == "zstd").unwrap();
+    let d = &r.decision;
+    assert_eq!(d.kind, Kind::Zram, "{d:?}");
+    let chosen = d.chosen(&r.candidates).expect("a chosen candidate");
+    assert!(chosen.available, "{chosen:?}");
+    assert!(!d.config.contains("zstd") && !d.config.contains("+ "), "{}", d.config);
+    let zstd = r.candidates.iter().find(|c| c.name == "zram zstd").unwrap();
     assert!(!zstd.available);
     assert!(zstd.unavailable_reason.as_deref().unwrap().contains("CONFIG_ZRAM_BACKEND_ZSTD"));
-    let zstd_gain = zstd.memory_saved_bytes_vs_now - chosen.memory_saved_bytes_vs_now;
+    assert!(zstd.over_budget.contains(&lab::OverBudget::Unavailable), "{zstd:?}");
+    let zstd_gain = zstd.memory_saved_bytes - chosen.memory_saved_bytes;
     assert!(zstd_gain > 0, "zstd saves more on the mixed set");
-    assert!(rec.better_kernel.iter().any(|b| b.needs == "CONFIG_ZRAM_BACKEND_ZSTD"));
+    assert!(d.better_kernel.iter().any(|b| b.needs == "CONFIG_ZRAM_BACKEND_ZSTD"));
+    // Nothing the kernel cannot run is chosen or the runner-up.
+    assert!(d.runner_up(&r.candidates).is_none_or(|c| c.available));
 
     let summary = report::render_summary(&r);
     assert_eq!(
@@ -174,7 +218,7 @@ fn the_kernel_decides_and_a_fallback_is_said_first() {
     );
     let line = format!(
         "with CONFIG_ZRAM_BACKEND_ZSTD: +{:.1} MiB",
-        rec.better_kernel
+        d.better_kernel
             .iter()
             .find(|b| b.needs == "CONFIG_ZRAM_BACKEND_ZSTD")
             .unwrap()
@@ -190,16 +234,25 @@ fn the_kernel_decides_and_a_fallback_is_said_first() {
     let body = &html[html.find("<body>").unwrap() + "<body>".len()..];
     assert!(body.starts_with("<p class=\"fallback\"><strong>Fell back to builtin pages:</strong>"));
     assert!(html.contains(&line));
+    common::assert_one_answer(&r, &summary, &html);
     let json = report::json::lab_report(&r);
     assert_eq!(json["source"]["fallback_reason"], why);
     assert_eq!(json["kernel"]["zram_algorithms"], serde_json::json!(["lzo-rle", "lzo", "lz4"]));
     assert_eq!(json["kernel"]["zram_recompress"], false);
-    assert!(json["candidates"].as_array().unwrap().iter().all(|c| c["kind"] == "zram"));
+    // zram's candidates and "none" (nothing runs now): no zswap without a zswap reading.
+    let kinds: Vec<&str> = json["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds[..kinds.len() - 1].iter().all(|k| *k == "zram"), "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"none"));
     let validator = jsonschema::validator_for(&schema()).expect("the schema compiles");
     let errors: Vec<String> = validator.iter_errors(&json).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{errors:#?}");
     // An unavailable candidate without its reason, or a stray source field, is refused.
-    let i = r.candidates.iter().position(|c| c.name == "zstd").unwrap();
+    let i = r.candidates.iter().position(|c| c.name == "zram zstd").unwrap();
     let mut broken = json.clone();
     broken["candidates"][i].as_object_mut().unwrap().remove("unavailable_reason");
     assert!(!validator.is_valid(&broken));
@@ -235,7 +288,9 @@ fn html_report_shows_every_plot_in_chromium() {
     let html = report::render_html(&r);
     // The trade-off chart, four plots and a latency histogram per policy.
     assert_eq!(html.matches("<svg").count(), 5 + r.policies.len());
-    assert!(html.contains("Memory saved against CPU") && html.contains("Change from now"));
+    assert!(
+        html.contains("Memory saved against CPU") && html.contains("Every candidate against now")
+    );
     let Some(browser) = chromium() else {
         return live.skip_optional(
             "no chromium binary (apt-get install chromium); the HTML was checked only as text",

@@ -19,9 +19,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use zmem_lab::decision::{Kind, Pick, Reason, SwapBehind};
-use zmem_lab::zswap::ZswapCandidate;
-use zmem_lab::{self as lab, LabReport, LiveConfig, Now, Policy};
+use zmem_lab::decision::{Kind, Reason, SwapBehind};
+use zmem_lab::{self as lab, Config, LabReport, LiveConfig, Now, Policy, ZswapParams};
 use zmem_render as render;
 use zmem_render::decision as dec;
 
@@ -30,12 +29,9 @@ use common::decision;
 
 // ---- Decisions and candidates ------------------------------------------------------------
 
-/// The shared zswap candidate, named without its shrinker setting.
-fn zswap_candidate(compressor: &str, max_pool_percent: u32, shrinker: bool) -> ZswapCandidate {
-    ZswapCandidate {
-        name: format!("zswap {compressor} max_pool_percent={max_pool_percent}"),
-        ..common::zswap_candidate(compressor, max_pool_percent, shrinker)
-    }
+/// zswap's parameters (accept_threshold_percent 90).
+fn zswap_params(compressor: &str, max_pool_percent: u32, shrinker: bool) -> ZswapParams {
+    common::zswap_params(compressor, max_pool_percent, shrinker)
 }
 
 /// A live zram device as the page set's metadata records it.
@@ -54,18 +50,18 @@ fn now(device: &str, algo: &str, disksize: u64, prio: Option<i32>) -> Now {
 }
 
 fn zram_script(p: &Policy, now: Option<&Now>, dict: Option<&[u8]>) -> String {
-    let d = decision(Kind::Zram, Pick::Zram(0), &format!("zram {}", p.name), None);
+    let d = decision(Kind::Zram, &format!("zram {}", p.name), None);
     dec::zram_apply_script(&d, p, now, 3600.0, dict, &[]).expect("a zram script")
 }
 
 fn zswap_script(existing: Option<&str>) -> String {
-    let c = zswap_candidate("lzo", 20, true);
+    let c = zswap_params("lzo", 20, true);
     let behind = SwapBehind {
         existing: existing.map(String::from),
         size_bytes: 32 << 20,
         new_file: existing.is_none().then(|| "/var/lib/zmem/swapfile".into()),
     };
-    let d = decision(Kind::Zswap, Pick::Zswap(0), &c.name, Some(behind));
+    let d = decision(Kind::Zswap, &common::zswap_name(&c), Some(behind));
     dec::zswap_apply_script(&d, &c).expect("a zswap script")
 }
 
@@ -78,11 +74,13 @@ fn report() -> &'static LabReport {
 /// `r` with its decision made the zram policy named `name`.
 fn decided(r: &LabReport, name: &str) -> LabReport {
     let mut r = r.clone();
-    let i = r.policies.iter().position(|p| p.policy.name == name).expect("the policy");
-    let d = r.decision.as_mut().expect("a decision");
-    d.kind = Kind::Zram;
-    d.config = format!("zram {name}");
-    d.chosen.as_mut().expect("a choice").pick = Pick::Zram(i);
+    let i = r
+        .candidates
+        .iter()
+        .position(|c| matches!(&c.config, Config::Zram { policy } if policy.name == name))
+        .expect("the policy's candidate");
+    common::decide_for(&mut r, i);
+    assert_eq!(r.decision.config, format!("zram {name}"));
     r
 }
 
@@ -102,10 +100,11 @@ fn every_script() -> Vec<(String, String)> {
     v.push(("zswap, a disk swap".into(), zswap_script(Some("/dev/vda2"))));
     let r = report();
     let mut keep = r.clone();
-    keep.decision.as_mut().unwrap().kind = Kind::Keep;
+    keep.decision.kind = Kind::Keep;
     v.push(("keep".into(), dec::apply_script(&keep).unwrap()));
     let mut none = r.clone();
-    none.decision.as_mut().unwrap().kind = Kind::None;
+    none.decision.kind = Kind::None;
+    none.decision.chosen = None;
     v.push(("refusal".into(), dec::apply_script(&none).unwrap()));
     v.push(("undo".into(), dec::undo_script()));
     v
@@ -348,13 +347,41 @@ fn a_zram_decision_runs_in_the_sandbox_and_is_undone() {
     let swapoff = calls.find("swapoff /dev/zram0").expect("swapoff");
     let swapon = calls.find("swapon -p 11 /dev/zram0").expect("above the other area's 10");
     assert!(swapoff < swapon, "{calls}");
-    // The files match the forms the JSON and the HTML show.
-    let a = render::apply::forms(&p, Some(&live), 3600.0);
+    // The files say what was decided, on the device the script's notes name; the units are
+    // there because the notes say it recompresses.
+    let a = render::apply::forms(&p, Some(&live));
+    assert_eq!(a.device, "zram0");
+    assert!(a.timer && script.contains(&format!("{}.service and .timer", render::apply::UNIT)));
     let conf = sb.get("root/etc/systemd/zram-generator.conf.d/60-zmem.conf");
-    assert_eq!(conf, format!("# zmem lab: zram {}\n{}", p.name, a.generator_conf));
+    assert_eq!(
+        conf,
+        format!(
+            "# zmem lab: zram {}\n[zram0]\nzram-size = 64\ncompression-algorithm = {} {}\n\
+             swap-priority = 5\n",
+            p.name,
+            p.algo,
+            p.recomp.join(" ")
+        )
+    );
     let unit = render::apply::UNIT;
-    assert_eq!(sb.get(&format!("root/etc/systemd/system/{unit}.service")), a.service.unwrap());
-    assert_eq!(sb.get(&format!("root/etc/systemd/system/{unit}.timer")), a.timer.unwrap());
+    let service = sb.get(&format!("root/etc/systemd/system/{unit}.service"));
+    let recompress = p.recompress.as_deref().expect("a recompressing policy");
+    for want in [
+        "After=systemd-zram-setup@zram0.service swap.target\n".to_string(),
+        "ConditionPathExists=/sys/block/zram0/recompress\n".to_string(),
+        format!(
+            "echo '{recompress}' > /sys/block/zram0/recompress && echo 1 > /sys/block/zram0/compact"
+        ),
+    ] {
+        assert!(service.contains(&want), "{want:?} not in\n{service}");
+    }
+    assert_eq!(service.contains("echo all > /sys/block/zram0/idle"), p.mark_idle, "{service}");
+    let timer = sb.get(&format!("root/etc/systemd/system/{unit}.timer"));
+    assert!(
+        timer.contains("[Timer]\nOnBootSec=3600s\nOnUnitActiveSec=3600s\n")
+            && timer.contains("WantedBy=timers.target"),
+        "{timer}"
+    );
     assert_eq!(
         sb.get("root/etc/tmpfiles.d/zmem-zswap.conf"),
         "w /sys/module/zswap/parameters/enabled - - - - N\n"
@@ -549,7 +576,7 @@ fn assert_inert(script: &str, sb: &Sandbox, mark: &Path, applies: bool) {
 fn hostile_values_are_refused_naming_the_field() {
     let sb = Sandbox::new("refused");
     let lz4 = Policy::single("lz4");
-    let d = decision(Kind::Zram, Pick::Zram(0), "zram lz4", None);
+    let d = decision(Kind::Zram, "zram lz4", None);
     let zram = |p: &Policy, n: Option<&Now>| dec::zram_apply_script(&d, p, n, 3600.0, None, &[]);
     for v in hostile(&sb.path("MARK")) {
         let n = now(&v, "lzo-rle", 0, None);
@@ -563,23 +590,23 @@ fn hostile_values_are_refused_naming_the_field() {
         let mut p = lab::candidates("lzo-rle").remove(8);
         p.recompress = Some(format!("type=idle{v}"));
         assert_refused(zram(&p, None), "policy.recompress");
-        let c = zswap_candidate(&v, 20, false);
-        let zd = decision(Kind::Zswap, Pick::Zswap(0), "zswap", None);
+        let c = zswap_params(&v, 20, false);
+        let zd = decision(Kind::Zswap, "zswap", None);
         assert_refused(dec::zswap_apply_script(&zd, &c), "zswap.candidate.compressor");
-        let c = zswap_candidate("lzo", 20, false);
+        let c = zswap_params("lzo", 20, false);
         for (existing, new_file, field) in [
             (Some(format!("/dev/vda{v}")), None, "decision.swap_behind.existing"),
             (None, Some(format!("/var/lib/{v}")), "decision.swap_behind.new_file"),
         ] {
             let b = SwapBehind { existing, size_bytes: 1 << 20, new_file };
-            let zd = decision(Kind::Zswap, Pick::Zswap(0), "zswap", Some(b));
+            let zd = decision(Kind::Zswap, "zswap", Some(b));
             assert_refused(dec::zswap_apply_script(&zd, &c), field);
         }
     }
     let n = now("/dev/zram0", "lzo-rle", 0, Some(40000));
     assert_refused(zram(&lz4, Some(&n)), "now.config.swap_priority");
-    let c = zswap_candidate("lzo", 250, false);
-    let zd = decision(Kind::Zswap, Pick::Zswap(0), "zswap", None);
+    let c = zswap_params("lzo", 250, false);
+    let zd = decision(Kind::Zswap, "zswap", None);
     assert_refused(dec::zswap_apply_script(&zd, &c), "zswap.candidate.max_pool_percent");
     assert!(!sb.path("MARK").exists());
 }
@@ -591,22 +618,24 @@ fn hostile_free_text_stays_inert() {
     let sb = Sandbox::new("inert");
     let mark = sb.path("MARK");
     for v in hostile(&mark) {
-        let mut d = decision(Kind::Zram, Pick::Zram(0), &v, None);
-        d.now_config = v.clone();
+        let mut d = decision(Kind::Zram, &v, None);
+        d.basis.now_config = v.clone();
         let warnings = vec![v.clone()];
         let s = dec::zram_apply_script(&d, &Policy::single("lz4"), None, 3600.0, None, &warnings)
             .expect("free text is no reason to refuse");
         assert_inert(&s, &sb, &mark, true);
-        let c = zswap_candidate("lzo", 20, true);
-        let zd = decision(Kind::Zswap, Pick::Zswap(0), &v, None);
+        let c = zswap_params("lzo", 20, true);
+        let mut zd = decision(Kind::Zswap, &v, None);
+        zd.basis.now_config = v.clone();
         assert_inert(&dec::zswap_apply_script(&zd, &c).unwrap(), &sb, &mark, true);
         let mut r = report().clone();
-        r.decision.as_mut().unwrap().kind = Kind::Keep;
-        r.decision.as_mut().unwrap().config = v.clone();
+        r.decision.kind = Kind::Keep;
+        r.decision.config = v.clone();
+        r.decision.basis.now_config = v.clone();
         assert_inert(&dec::apply_script(&r).unwrap(), &sb, &mark, true);
-        r.decision.as_mut().unwrap().kind = Kind::None;
-        r.decision.as_mut().unwrap().reason =
-            Reason::TooFewPages { measured_pages: 1, min_pages: 2 };
+        r.decision.kind = Kind::None;
+        r.decision.chosen = None;
+        r.decision.reason = Reason::TooFewPages { measured_pages: 1, min_pages: 2 };
         assert_inert(&dec::apply_script(&r).unwrap(), &sb, &mark, false);
     }
 }
@@ -629,10 +658,16 @@ fn a_hostile_report_gives_no_script_and_clean_reports() {
         r.kernel.release = v.clone();
         r.source.detail = v.clone();
         r.source.fallback_reason = Some(v.clone());
-        r.recommendation.now_config = v.clone();
-        r.recommendation.available = false;
-        r.recommendation.unavailable_reason = Some(v.clone());
-        r.decision.as_mut().unwrap().now_config = v.clone();
+        // The chosen candidate unavailable, for a hostile reason (a warning with the answer and
+        // a comment in the script); what runs now and a better kernel named with it.
+        let chosen = r.decision.chosen.unwrap();
+        r.candidates[chosen].unavailable(v.clone(), vec![v.clone()]);
+        r.decision.basis.now_config = v.clone();
+        r.decision.better_kernel = vec![lab::decision::BetterKernel {
+            config: v.clone(),
+            needs: v.clone(),
+            extra_saved_bytes: 1 << 20,
+        }];
         r.swap_device.name = v.clone();
         r.swap_device.note = v.clone();
         r.trace.detail = v.clone();

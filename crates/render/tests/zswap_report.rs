@@ -1,5 +1,6 @@
 //! The lab report with zswap's advice: the JSON document has `now.zswap`, zswap candidates of
-//! kind `zswap` beside the zram ones, and a verdict, and validates against
+//! kind `zswap` beside the zram ones in the one `candidates` list, and one decision over all
+//! of them (no zram-or-zswap verdict beside it), and validates against
 //! docs/lab-report.schema.json; the summary and the apply script carry the zswap lines.
 
 use std::collections::BTreeMap;
@@ -7,9 +8,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use zmem_kernel::zswap_state::ZswapState;
+use zmem_lab::decision::{Kind, Reason};
 use zmem_lab::zswap::{SwapAreaNow, ZswapInput, ZswapLive};
-use zmem_lab::{self as lab, LabOptions, NoProgress, Source};
+use zmem_lab::{self as lab, Config, LabOptions, NoProgress, NowSource, Source};
 use zmem_render as report;
+
+mod common;
 
 fn live() -> ZswapLive {
     let debugfs: BTreeMap<String, u64> =
@@ -88,7 +92,7 @@ fn assert_valid(json: &serde_json::Value) {
 }
 
 #[test]
-fn the_zswap_document_validates_and_carries_now_candidates_and_verdict() {
+fn the_zswap_document_validates_and_carries_now_candidates_and_one_decision() {
     let r = report();
     let json = report::json::lab_report(&r);
     assert_valid(&json);
@@ -99,28 +103,59 @@ fn the_zswap_document_validates_and_carries_now_candidates_and_verdict() {
     assert_eq!(z["stored_pages"], 900);
     assert!(z["prediction"]["stored_pages"].as_u64().unwrap() > 0);
     assert!(json["now"].get("config").is_none());
-    // zram and zswap candidates side by side.
+    // zram and zswap candidates side by side, zram's first, in one list; no "none": zswap
+    // runs now.
     let cands = json["candidates"].as_array().unwrap();
     let kinds = |k: &str| cands.iter().filter(|c| c["kind"] == k).count();
     assert_eq!(kinds("zram"), 3);
     assert_eq!(kinds("zswap"), 2 * 3 * 2 + 4, "12 replayed, lz4/lz4hc/zstd/deflate unavailable");
+    assert_eq!(kinds("none"), 0);
+    assert!(cands[..3].iter().all(|c| c["kind"] == "zram"));
     assert!(cands.iter().any(|c| c["kind"] == "zswap" && c["available"] == false));
-    assert!(["zram", "zswap"].contains(&json["verdict"]["choice"].as_str().unwrap()));
-    assert!(!json["verdict"]["reason"].as_str().unwrap().is_empty());
+    // The basis: the pool of the zswap configuration that runs now (lzo, 20 %, shrinker off,
+    // accept 90: the live parameters), the one candidate that runs now.
+    let now: Vec<_> = r.candidates.iter().filter(|c| c.runs_now).collect();
+    assert_eq!(now.len(), 1, "{now:?}");
+    assert_eq!(now[0].name, "zswap lzo max_pool_percent=20 shrinker=off");
+    let b = &r.decision.basis;
+    assert_eq!((b.now_config.as_str(), b.now_source), (now[0].name.as_str(), NowSource::LiveZswap));
+    assert_eq!(b.now_bytes, now[0].pool_bytes);
+    assert_eq!(json["decision"]["now_config"], now[0].name.as_str());
+    assert_eq!(json["decision"]["now_source"], "live_zswap");
     // The schema rejects a zswap candidate without its device writes.
     let mut broken = json.clone();
-    let i = cands.iter().position(|c| c["kind"] == "zswap").unwrap();
-    broken["candidates"][i].as_object_mut().unwrap().remove("device_write_bytes_per_sec");
+    let i = cands.iter().position(|c| c["kind"] == "zswap" && c["available"] == true).unwrap();
+    broken["candidates"][i]["device"].as_object_mut().unwrap().remove("device_write_bytes_per_sec");
     assert!(!schema_validator().is_valid(&broken));
 
-    // One answer: the verdict says what the decision says.
-    let kind = json["decision"]["kind"].as_str().unwrap();
-    if kind != "keep" {
-        assert_eq!(json["verdict"]["choice"], kind);
+    // One answer: the decision, judged over zram's and zswap's candidates alike; no verdict,
+    // no recommendation, no zswap candidates or apply lines of zswap's own.
+    for gone in ["verdict", "recommendation"] {
+        assert!(json.get(gone).is_none(), "{gone}: {}", json[gone]);
     }
-    assert_eq!(json["verdict"]["config"], json["decision"]["config"]);
+    for gone in ["verdict", "candidates", "apply", "now"] {
+        assert!(json["zswap"].get(gone).is_none(), "zswap.{gone}: {}", json["zswap"]);
+    }
+    let d = &r.decision;
+    assert!(matches!(d.kind, Kind::Zram | Kind::Zswap | Kind::Keep), "{d:?}");
+    assert!(!matches!(d.reason, Reason::TooFewPages { .. } | Reason::NothingRuns), "{d:?}");
+    let chosen = d.chosen(&r.candidates).expect("a chosen candidate");
+    assert_eq!(chosen.name, d.config);
+    assert_eq!(json["decision"]["chosen"], d.chosen.unwrap());
+    assert_eq!(json["candidates"][d.chosen.unwrap()]["name"], json["decision"]["config"]);
+    // Its kind is its candidate's: zram for a zram one, zswap for a zswap one, keep for what
+    // runs now.
+    match (&chosen.config, chosen.runs_now) {
+        (_, true) => assert_eq!(d.kind, Kind::Keep),
+        (Config::Zswap { .. }, false) => assert_eq!(d.kind, Kind::Zswap),
+        (Config::Zram { .. }, false) => assert_eq!(d.kind, Kind::Zram),
+        (Config::None, false) => panic!("none listed while zswap runs"),
+    }
+    assert!(!report::decision::reason_words(d).is_empty());
+    // zswap's stack follows the decision: zswap's when the decision runs zswap.
+    let st = &r.zswap.as_ref().unwrap().stack;
+    assert_eq!(st.zswap, matches!(chosen.config, Config::Zswap { .. }));
     // The script applies the decision only; zswap's lines are no second answer.
-    assert!(json["zswap"].get("apply").is_none(), "{}", json["zswap"]);
     let d = &json["decision"];
     let script = report::render_apply_script(&r).expect("an apply script");
     assert_eq!(d["apply_script"], script.as_str());
@@ -129,6 +164,13 @@ fn the_zswap_document_validates_and_carries_now_candidates_and_verdict() {
             assert!(script.contains("zswap_set enabled Y"), "{script}");
             assert!(script.contains("/etc/tmpfiles.d/zmem-zswap.conf"), "{script}");
             assert!(!script.contains("zram-generator.conf.d/60-zmem.conf\n  sed"), "{script}");
+            let p = common::params_of(chosen);
+            assert!(
+                script.contains(&format!("\nZMEM_COMPRESSOR={}\n", p.compressor))
+                    && script
+                        .contains(&format!("\nZMEM_MAX_POOL_PERCENT={}\n", p.max_pool_percent)),
+                "{script}"
+            );
         }
         "zram" => {
             assert!(!script.contains("zswap_set enabled Y"), "{script}");
@@ -145,25 +187,35 @@ fn the_zswap_document_validates_and_carries_now_candidates_and_verdict() {
     }
     assert!(!script.contains("vm.page-cluster"), "{script}");
     let summary = report::render_summary(&r);
-    assert!(summary.contains("zram or zswap:") && summary.contains("Candidates"), "{summary}");
+    assert!(
+        summary.contains("The swap stack for the decision")
+            && summary.contains("Every candidate against now"),
+        "{summary}"
+    );
+    // The zswap candidates are rows of the one table, not a table of their own.
+    let available = r.candidates.iter().find(|c| c.available && c.device.is_some()).unwrap();
+    assert!(summary.lines().any(|l| l.contains(&available.name)), "{summary}");
+    assert_eq!(
+        summary.matches("saved MiB").count(),
+        2,
+        "one table's header and legend:\n{summary}"
+    );
     let html = report::render_html(&r);
-    assert!(html.contains("zram or zswap:"));
+    assert!(html.contains("zswap and the swap stack"));
+    assert!(html.contains(&format!("<td>{}", available.name)));
+    common::assert_one_answer(&r, &summary, &html);
 }
 
-/// `n` pages, with zswap's advice: below the lab's minimum, so uncertain.
+/// `n` pages, with zswap's advice: below the lab's minimum, so no decision.
 fn tiny(n: usize) -> lab::LabReport {
     report_of(n, "tiny")
 }
 
-/// A tiny run made to look like advice, for the tables' layout.
+/// A tiny run made to look like advice (a zram decision for its first candidate), for the
+/// tables' layout.
 fn advice(n: usize) -> lab::LabReport {
     let mut r = tiny(n);
-    r.recommendation.uncertain = false;
-    r.recommendation.uncertain_reason = None;
-    let v = &mut r.zswap.as_mut().unwrap().verdict;
-    v.choice = zmem_lab::zswap::VerdictKind::Zram;
-    v.config = format!("zram {}", r.recommendation.config);
-    v.reason = "test".into();
+    common::decide_for(&mut r, 0);
     r
 }
 
@@ -181,7 +233,7 @@ fn table<'a>(text: &'a str, labels: &[&str]) -> (&'a str, Vec<&'a str>) {
         })
     });
     let head = lines.next().unwrap_or_else(|| panic!("no table {labels:?} in\n{text}"));
-    let rows = lines.take_while(|l| !l.trim().is_empty() && !l.starts_with("  * now"));
+    let rows = lines.take_while(|l| !l.trim().is_empty() && !l.starts_with("  * runs now"));
     (head, rows.collect())
 }
 
@@ -205,9 +257,6 @@ fn assert_aligned(head: &str, rows: &[&str], name: &str, right: &[&str]) {
     for row in rows {
         let b = row.as_bytes();
         assert!(b[start] != b' ' && b[start - 1] == b' ', "name column moved:\n{head}\n{row}");
-        if row.contains("unavailable:") {
-            continue;
-        }
         for &e in &ends {
             assert!(
                 b[e - 1] != b' ' && (e == b.len() || b[e] == b' '),
@@ -217,28 +266,36 @@ fn assert_aligned(head: &str, rows: &[&str], name: &str, right: &[&str]) {
     }
 }
 
-/// Issue 42: a long name no longer pushes its row's columns right, in the change-from-now
-/// table and in zswap's candidates; the HTML tables wrap long names within their box.
+/// Issue 42: a long name no longer pushes its row's columns right, in the one table of every
+/// candidate (zram's and zswap's rows alike); the HTML tables wrap long names within their box.
 #[test]
 fn tables_keep_their_columns_whatever_the_names_lengths() {
     let mut r = advice(3);
-    let long = "lzo-rle + recompress zstd (idle, huge) every 3600 s, writeback off";
+    let long = "zram lzo-rle + recompress zstd (idle, huge) every 3600 s, writeback off";
     r.candidates[0].name = long.into();
-    let z = r.zswap.as_mut().unwrap();
-    let i = z.candidates.iter().position(|c| c.available).unwrap();
-    z.candidates[i].name = "zswap lzo-rle max_pool_percent=10 shrinker=off accept=90 x".into();
+    let i = r.candidates.iter().position(|c| c.available && c.device.is_some()).unwrap();
+    let long_zswap = "zswap lzo-rle max_pool_percent=10 shrinker=off accept=90 x";
+    r.candidates[i].name = long_zswap.into();
     let text = report::render_summary(&r);
 
-    let right = ["saved MiB", "CPU %", "dCPU %", "p50 us", "p99 us", "dp99 us", "1st pass s"];
-    let (head, rows) = table(&text, &["candidate", "saved MiB", "1st pass s"]);
+    let right = [
+        "saved MiB",
+        "CPU %",
+        "dCPU %",
+        "p50 us",
+        "p99 us",
+        "dp99 us",
+        "1st pass s",
+        "hits %",
+        "dev MB/s",
+    ];
+    let (head, rows) = table(&text, &["candidate", "saved MiB", "1st pass s", "dev MB/s"]);
     assert_eq!(rows.len(), r.candidates.len(), "{text}");
     assert!(rows.iter().any(|l| l.contains(long)));
+    assert!(rows.iter().any(|l| l.contains(long_zswap)));
     assert_aligned(head, &rows, "candidate", &right);
-
-    let right = ["saved MiB", "CPU %core", "p50 us", "p99 us", "hits %", "dev MB/s"];
-    let (head, rows) = table(&text, &["zswap", "saved MiB", "dev MB/s"]);
-    assert_eq!(rows.len(), r.zswap.as_ref().unwrap().candidates.len(), "{text}");
-    assert_aligned(head, &rows, "zswap", &right);
+    // No second table of zswap's candidates.
+    assert!(!text.lines().any(|l| l.trim_start().starts_with("zswap ") && l.contains("saved MiB")));
 
     let html = report::render_html(&r);
     let css = &html[html.find("<style>").unwrap()..html.find("</style>").unwrap()];
@@ -258,14 +315,12 @@ fn fits_is_the_budgets_and_available_a_column_of_its_own() {
     let why = "this kernel offers no lzo-rle to zram (test)".to_string();
     let c = &mut r.candidates[i];
     // As the lab marks an unavailable candidate.
-    c.available = false;
-    c.within_budgets = false;
-    c.over_budget.push(why.clone());
-    c.unavailable_reason = Some(why.clone());
+    c.unavailable(why.clone(), vec!["CONFIG_TEST".into()]);
+    assert!(!c.within_budgets && c.over_budget == [lab::OverBudget::Unavailable]);
     let name = c.name.clone();
 
     let text = report::render_summary(&r);
-    let labels = ["candidate", "saved MiB", "1st pass s", "fits", "available"];
+    let labels = ["candidate", "saved MiB", "dev MB/s", "fits", "available"];
     let (head, rows) = table(&text, &labels);
     let e = ends(head, &labels);
     let row = rows[i];
@@ -285,28 +340,33 @@ fn fits_is_the_budgets_and_available_a_column_of_its_own() {
 }
 
 /// Issue 42: input too small to advise on (3 pages, fewer than zmem_lab::sample::MIN_PAGES)
-/// gets no zram-or-zswap verdict in any format (before: the JSON and HTML still said zram or
-/// zswap).
+/// gets no decision in any format, zram or zswap (before: the JSON and HTML still said zram
+/// or zswap), nor the swap stack that would follow from one.
 #[test]
-fn a_tiny_input_gets_no_verdict_in_any_format() {
+fn a_tiny_input_gets_no_decision_in_any_format() {
     let r = tiny(3);
-    assert!(r.recommendation.uncertain);
+    let d = &r.decision;
+    assert_eq!(d.kind, Kind::None, "{d:?}");
+    assert!(matches!(d.reason, Reason::TooFewPages { measured_pages: 3, .. }), "{d:?}");
     let json = report::json::lab_report(&r);
     assert_valid(&json);
-    let v = &json["verdict"];
-    assert_eq!(v["choice"], "none", "{v}");
-    assert!(v["reason"].as_str().unwrap().contains("too small"), "{v}");
-    assert!(v["zram"].is_null() && v["zswap"].is_null(), "{v}");
+    let jd = &json["decision"];
+    assert_eq!(jd["kind"], "none", "{jd}");
+    assert_eq!(jd["config"], "none", "{jd}");
+    assert!(jd["chosen"].is_null() && jd["runner_up"].is_null(), "{jd}");
+    assert!(jd["swap_behind"].is_null(), "{jd}");
+    assert_eq!(jd["reason"]["kind"], "too_few_pages", "{jd}");
+    assert_eq!(jd["undo_script"], "");
+    assert!(json.get("verdict").is_none() && json.get("recommendation").is_none());
     assert!(json["zswap"].get("apply").is_none(), "{}", json["zswap"]);
-    assert_eq!(json["decision"]["kind"], "none");
+    assert!(json["zswap"].get("verdict").is_none(), "{}", json["zswap"]);
 
     let text = report::render_summary(&r);
-    assert!(!text.contains("zram or zswap:"), "{text}");
-    assert!(text.contains("Recommendation: none, too uncertain"), "{text}");
+    assert!(text.contains("Decision: none. the input is too small"), "{text}");
     let html = report::render_html(&r);
-    assert!(html.contains("<h2>zram or zswap: no verdict</h2>"));
-    assert!(!html.contains("zram or zswap: zram") && !html.contains("zram or zswap: zswap"));
-    assert!(!html.contains("vm.swappiness"));
+    common::assert_one_answer(&r, &text, &html);
+    assert!(!text.contains("vm.swappiness"), "a stack with no decision:\n{text}");
+    assert!(!html.contains("vm.swappiness"), "a stack with no decision");
     let script = report::render_apply_script(&r).expect("an apply script");
     assert!(!script.contains("zswap_set") && script.ends_with("exit 1\n"), "{script}");
 }
@@ -315,6 +375,7 @@ fn a_tiny_input_gets_no_verdict_in_any_format() {
 #[test]
 fn the_html_apply_block_fits_its_box() {
     let html = report::render_html(&advice(3));
+    assert!(html.contains("<details><summary>apply.sh"), "no apply block");
     assert!(html.contains("<pre>"));
     let css = &html[html.find("<style>").unwrap()..html.find("</style>").unwrap()];
     assert!(css.contains("pre{white-space:pre-wrap;overflow-wrap:anywhere}"), "{css}");

@@ -46,8 +46,8 @@ use zmem_sim::swap_device::SwapDevice;
 
 use crate::candidate::{Candidate, Config, DeviceTraffic, OverBudget};
 use crate::cost::{self, Budgets};
+use crate::measure::SwapRow;
 use crate::now::Rates;
-use crate::report::SwapRow;
 use crate::{LabError, NoProgress};
 use zmem_pool::zsmalloc::class::ClassTable;
 use zmem_zswap::{DEFAULT_ACCEPT_THRESHOLD, ZswapParams};

@@ -287,62 +287,6 @@ fn zswaps_pool_is_one_packing_per_class() {
 }
 
 #[test]
-fn the_accept_threshold_is_swept_only_where_the_pool_hit_its_limit() {
-    let set = zmem_pages::builtin::default_set_with(4096).unwrap();
-    let pages = &set.bytes()[..256 * 4096];
-    let accesses = crate::evidence::trace_for(256).unwrap();
-    let choice = |mpp| ZswapConfigChoice::new("lzo", mpp, 90, false);
-    // 25 % of the replay's RAM (16 pages) fills soon.
-    let grid = [choice(25)];
-    let dev = SwapDevice::default();
-    // The lab's one measuring phase with only this grid (and the rows it always measures).
-    let run = |pages: &[u8]| {
-        let zp = crate::jobs::ZswapPlan {
-            grid: grid.to_vec(),
-            refs: vec!["lzo-rle".into()],
-            scale: 1.0,
-        };
-        let plan = crate::jobs::Plan {
-            pages,
-            page_size: 4096,
-            bench: zmem_experiments::comp_bench::Options {
-                min_time: std::time::Duration::ZERO,
-                ..Default::default()
-            },
-            specs: Vec::new(),
-            policies: &[],
-            accesses: &accesses,
-            device: &dev,
-            threads: 2,
-            zswap: Some(&zp),
-        };
-        let (replayed, refs) = crate::jobs::run(&plan, &NoProgress).unwrap().zswap.unwrap();
-        assert_eq!(refs.len(), 1);
-        replayed
-            .iter()
-            .map(|r| {
-                (r.config.params.accept_threshold_percent, r.row.as_ref().unwrap().pool_limit_hit)
-            })
-            .collect::<Vec<_>>()
-    };
-    let full = run(pages);
-    let accepts: Vec<u32> = full.iter().map(|x| x.0).collect();
-    assert_eq!(accepts, [90, 70, 100], "{full:?}");
-    assert!(full.iter().all(|x| x.1 > 0), "{full:?}");
-    // The threshold changes what zswap does: at 70 % a full pool refuses stores without
-    // trying until it has shrunk, at 100 % it tries (and counts a hit) at every store.
-    assert!(full[1].1 < full[2].1, "{full:?}");
-    // Zero-filled pages never reach zswap (the swap core's zeromap): the pool stays empty,
-    // never at its limit, and there is nothing to sweep.
-    let zeros = vec![0u8; 256 * 4096];
-    assert_eq!(run(&zeros), [(90, 0)]);
-    assert_eq!(
-        grid[0].at_accept(70).name(),
-        "zswap lzo max_pool_percent=25 shrinker=off accept_threshold_percent=70"
-    );
-}
-
-#[test]
 fn advise_replays_every_available_configuration() {
     let set = zmem_pages::builtin::default_set_with(4096).unwrap();
     let pages = &set.bytes()[..256 * 4096];

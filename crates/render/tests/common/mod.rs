@@ -1,38 +1,25 @@
-//! Fixtures the render crate's integration tests share (`mod common;`): a decision and its
-//! contender, a zswap candidate, and the lab run on a small generated page set.
+//! Fixtures the render crate's integration tests share (`mod common;`): a decision, zram and
+//! zswap candidates, and the lab run on a small generated page set.
 #![allow(dead_code)] // each test binary uses its own subset
 
 use std::time::Duration;
 
-use zmem_lab::decision::{Contender, Decision, Kind, Pick, Reason, SwapBehind};
-use zmem_lab::zswap::ZswapCandidate;
-use zmem_lab::{self as lab, LabOptions, LabReport, NoProgress, Source};
+use zmem_lab::candidate::DeviceTraffic;
+use zmem_lab::decision::{Decision, Kind, Reason, SwapBehind};
+use zmem_lab::{
+    self as lab, Basis, Candidate, Config, LabOptions, LabReport, NoProgress, NowSource, Policy,
+    Source, ZswapParams,
+};
 
 // ---- Decisions and candidates ------------------------------------------------------------
 
-/// The contender `pick` named `config`: 1 MiB saved, within the budgets.
-pub fn contender(pick: Pick, config: &str) -> Contender {
-    Contender {
-        pick,
-        config: config.into(),
-        memory_saved_bytes: 1 << 20,
-        memory_saved_ci: [1 << 19, 3 << 19],
-        cpu_seconds_per_second: 1e-4,
-        swap_in_p50_ns: 2000,
-        swap_in_p99_ns: 5000,
-        within_budgets: true,
-        runs_now: false,
-    }
-}
-
-/// A decision of `kind` for `config`, its chosen contender `pick`, with `behind` as the swap
-/// behind zswap.
-pub fn decision(kind: Kind, pick: Pick, config: &str, behind: Option<SwapBehind>) -> Decision {
-    let c = contender(pick, config);
+/// A decision of `kind` for `config`, its chosen candidate the first of its list, saving 1 MiB
+/// against no compressed swap (512 pages, 2 MiB), with `behind` as the swap behind zswap.
+pub fn decision(kind: Kind, config: &str, behind: Option<SwapBehind>) -> Decision {
     Decision {
         kind,
         config: config.into(),
-        chosen: Some(c),
+        chosen: Some(0),
         memory_saved_bytes: 1 << 20,
         memory_saved_ci: [1 << 19, 3 << 19],
         cpu_seconds_per_second: 1e-4,
@@ -42,45 +29,102 @@ pub fn decision(kind: Kind, pick: Pick, config: &str, behind: Option<SwapBehind>
         margin_bytes: 0,
         uncertainty_bytes: 0,
         reason: Reason::SavesMost,
-        now_config: "none".into(),
-        now_bytes: 2 << 20,
-        pages: 512,
+        basis: Basis {
+            now_config: "none".into(),
+            now_bytes: 2 << 20,
+            now_source: NowSource::Uncompressed,
+            pages: 512,
+        },
         swap_behind: behind,
+        better_kernel: Vec::new(),
     }
 }
 
-/// A zswap candidate of `compressor` at `max_pool_percent`, the shrinker on or off, named
-/// `zswap <compressor> max_pool_percent=<n> shrinker=<on|off>`.
-pub fn zswap_candidate(compressor: &str, max_pool_percent: u32, shrinker: bool) -> ZswapCandidate {
-    let name = format!(
-        "zswap {compressor} max_pool_percent={max_pool_percent} shrinker={}",
-        if shrinker { "on" } else { "off" }
-    );
-    ZswapCandidate {
-        kind: "zswap".into(),
-        name,
+/// zswap's module parameters: `compressor` at `max_pool_percent`, the shrinker on or off, the
+/// kernel's default accept_threshold_percent (90).
+pub fn zswap_params(compressor: &str, max_pool_percent: u32, shrinker: bool) -> ZswapParams {
+    ZswapParams {
         compressor: compressor.into(),
         max_pool_percent,
         accept_threshold_percent: 90,
         shrinker_enabled: shrinker,
-        available: true,
-        unavailable_reason: None,
-        is_current: false,
-        verified: true,
+    }
+}
+
+/// The name the lab gives a zswap candidate: `zswap <compressor> max_pool_percent=<n>
+/// shrinker=<on|off>` (and accept_threshold_percent where not the default).
+pub fn zswap_name(p: &ZswapParams) -> String {
+    p.label()
+}
+
+/// A zram candidate for `policy`, named `zram <policy name>`: 1 MiB pool, within the budgets,
+/// not what runs now.
+pub fn zram_candidate(policy: &Policy) -> Candidate {
+    Candidate {
+        name: format!("zram {}", policy.name),
+        config: Config::Zram { policy: policy.clone() },
+        runs_now: false,
         pool_bytes: 1 << 20,
-        memory_saved_bytes_vs_now: 0,
+        memory_saved_bytes: 1 << 20,
+        memory_saved_ci: [1 << 19, 3 << 19],
         cpu_secs_per_sec: 1e-4,
-        added_cpu_secs_per_sec: 0.0,
+        load_p50_ns: 2000,
+        load_p99_ns: 5000,
+        swap_in_p50_ns: 2000,
+        swap_in_p99_ns: 5000,
+        ..Candidate::none(2 << 20)
+    }
+}
+
+/// A zswap candidate of `compressor` at `max_pool_percent`, the shrinker on or off, named as
+/// the lab names it ([`zswap_name`]): 1 MiB pool, every swap-in a hit, within the budgets.
+pub fn zswap_candidate(compressor: &str, max_pool_percent: u32, shrinker: bool) -> Candidate {
+    let params = zswap_params(compressor, max_pool_percent, shrinker);
+    Candidate {
+        name: zswap_name(&params),
+        config: Config::Zswap { params },
+        runs_now: false,
+        pool_bytes: 1 << 20,
+        memory_saved_bytes: 1 << 20,
+        memory_saved_ci: [1 << 19, 3 << 19],
+        cpu_secs_per_sec: 1e-4,
         load_p50_ns: 3000,
         load_p99_ns: 9000,
-        added_load_p99_ns: 0,
-        hit_fraction: 1.0,
-        replay_max_pool_percent: max_pool_percent,
-        device_write_bytes_per_sec: 0.0,
-        swap_in_us_per_sec: 0.0,
-        within_budgets: true,
-        over_budget: Vec::new(),
+        swap_in_p50_ns: 3000,
+        swap_in_p99_ns: 9000,
+        device: Some(DeviceTraffic {
+            hit_fraction: 1.0,
+            replay_max_pool_percent: max_pool_percent,
+            device_write_bytes_per_sec: 0.0,
+            swap_in_us_per_sec: 0.0,
+        }),
+        ..Candidate::none(2 << 20)
     }
+}
+
+/// The zswap parameters of a zswap candidate (panics on any other).
+pub fn params_of(c: &Candidate) -> &ZswapParams {
+    match &c.config {
+        Config::Zswap { params } => params,
+        other => panic!("{} is no zswap candidate: {other:?}", c.name),
+    }
+}
+
+/// `r` with its decision made candidate `i` of its list (zram or zswap, by its config), as
+/// the judge would say it had it saved the most.
+pub fn decide_for(r: &mut LabReport, i: usize) {
+    let c = &r.candidates[i];
+    let d = &mut r.decision;
+    d.kind = match c.config {
+        Config::Zswap { .. } => Kind::Zswap,
+        Config::Zram { .. } => Kind::Zram,
+        Config::None => Kind::Keep,
+    };
+    d.config = c.name.clone();
+    d.chosen = Some(i);
+    d.memory_saved_bytes = c.memory_saved_bytes;
+    d.memory_saved_ci = c.memory_saved_ci;
+    d.reason = Reason::SavesMost;
 }
 
 // ---- Lab runs ------------------------------------------------------------------------------
@@ -106,7 +150,46 @@ pub fn lab_run(pages: usize, seed: u64, opts: &LabOptions) -> LabReport {
 }
 
 /// One small lab run: 1,024 generated pages (seed 7), the lab's minimum for advice
-/// (zmem_lab::sample::MIN_PAGES): fewer give an uncertain result with nothing to apply.
+/// (zmem_lab::sample::MIN_PAGES): fewer give no decision and nothing to apply.
 pub fn small_report() -> LabReport {
     lab_run(1024, 7, &quick())
+}
+
+/// The one answer, said once: the text names no configuration as the answer but the
+/// decision's (no second "best" section, no recommendation, no zram-or-zswap verdict), and
+/// the HTML shows no sysfs line or apply form outside the decision's apply script.
+pub fn assert_one_answer(r: &LabReport, text: &str, html: &str) {
+    for gone in
+        ["zram's best configuration", "Recommendation:", "zram or zswap:", "How to apply it"]
+    {
+        assert!(!text.contains(gone), "the text says {gone:?}:\n{text}");
+        assert!(!html.contains(gone), "the HTML says {gone:?}");
+    }
+    assert_eq!(text.matches("Decision:").count(), 1, "{text}");
+    assert_eq!(html.matches("Decision:").count(), 1, "{html}");
+    // The decision's block names what the decision names, and nothing else as the answer.
+    let d = &r.decision;
+    let head = text.lines().find(|l| l.starts_with("Decision:")).unwrap();
+    match d.kind {
+        Kind::Zram | Kind::Zswap => {
+            assert!(head.starts_with(&format!("Decision: run {} ", d.config)), "{head}")
+        }
+        Kind::Keep if d.config == "none" => {
+            assert!(head.starts_with("Decision: keep no compressed swap"), "{head}")
+        }
+        Kind::Keep => assert!(head.starts_with(&format!("Decision: keep {} ", d.config)), "{head}"),
+        Kind::None => assert!(head.starts_with("Decision: none."), "{head}"),
+    }
+    // Only the decision's apply script (in its collapsed box) may write to sysfs or swap on.
+    let outside = match (html.find("<details>"), html.find("</details>")) {
+        (Some(a), Some(b)) => format!("{}{}", &html[..a], &html[b..]),
+        _ => html.to_string(),
+    };
+    for line in ["/sys/block/", "/sys/module/zswap", "swapon", "zram-generator.conf.d"] {
+        assert!(!text.contains(line), "the text has {line:?} outside a script:\n{text}");
+        assert!(!outside.contains(line), "the HTML has {line:?} outside the apply script");
+    }
+    if !matches!(d.kind, Kind::Zram | Kind::Zswap) {
+        assert!(!html.contains("<details>"), "an apply script for {:?}", d.kind);
+    }
 }
