@@ -104,9 +104,11 @@ impl Basis {
 pub fn recommend(rows: &[Row]) -> Option<(usize, Basis)> {
     use zmem_lab::decision::{Context, Reason, decide};
     use zmem_lab::{Candidate, Config, NowSource, Policy};
-    let current = rows.iter().find(|r| r.is_current)?;
-    // The live pool: saved + pool, the same for every row.
-    let live = current.memory_saved_bytes.estimate + current.pool_bytes.estimate;
+    // The live pool: saved + pool, the same for every row (zswap disabled: the pages
+    // themselves, uncompressed).
+    let first = rows.first()?;
+    let live = first.memory_saved_bytes.estimate + first.pool_bytes.estimate;
+    let current = rows.iter().find(|r| r.is_current);
     let cands: Vec<Candidate> = rows
         .iter()
         .map(|r| {
@@ -125,9 +127,9 @@ pub fn recommend(rows: &[Row]) -> Option<(usize, Basis)> {
         })
         .collect();
     let basis = zmem_lab::Basis {
-        now_config: current.config.clone(),
+        now_config: current.map_or_else(|| "none".to_string(), |c| c.config.clone()),
         now_bytes: live.round().max(0.0) as u64,
-        now_source: NowSource::LiveZram,
+        now_source: if current.is_some() { NowSource::LiveZram } else { NowSource::Uncompressed },
         pages: 0,
     };
     let ctx = Context {
