@@ -260,14 +260,15 @@ fn the_systemd_unit_listens_on_the_default_loopback_port() {
     assert!(exec.ends_with(&format!("--listen 127.0.0.1:{}", serve::DEFAULT_PORT)), "{exec}");
 }
 
-/// A real `zmem lab --source builtin --observe 0 --json` report (2026-11-27).
+/// A real `zmem lab --source builtin --observe 0 --json` report (schema 7, 2026-12-06): its
+/// decision's candidate, on the decision's basis (the 6,144 pages uncompressed).
 #[test]
 fn reads_a_real_lab_report() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/lab-report.json");
     let l = zmem_exporter::lab_report::read(&path).unwrap();
     assert_eq!(l.device, "zram0");
-    assert_eq!(l.config, "lzo-rle + zstd(idle)");
-    assert_eq!(l.saved_vs_now_bytes, 2_727_936);
-    assert!(l.candidates.contains(&("lz4".to_string(), -643_072)));
-    assert!(l.candidates.contains(&("lzo-rle".to_string(), 0)));
+    assert_eq!(l.config, "zram lzo");
+    assert_eq!(l.saved_vs_now_bytes, 15_228_928);
+    assert!(l.candidates.contains(&("zram lz4".to_string(), 14_278_656)));
+    assert!(l.candidates.contains(&("none".to_string(), 0)));
 }
