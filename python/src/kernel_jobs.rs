@@ -150,8 +150,7 @@ pub(crate) fn validate_lab(
         .unwrap_or_default()
         .iter()
         .map(|s| {
-            zmem_validate::zswap_params::ZswapSettings::parse(s)
-                .map_err(|e| value_err(format!("zswap={s}: {e}")))
+            zmem_validate::zswap_params::parse(s).map_err(|e| value_err(format!("zswap={s}: {e}")))
         })
         .collect::<PyResult<Vec<_>>>()?;
     let req = ValidateLabRequest {

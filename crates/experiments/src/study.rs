@@ -18,7 +18,7 @@
 use std::path::PathBuf;
 
 use serde::Serialize;
-use zmem_zswap::{Incompressible, SwapLayer, SwapOut};
+use zmem_zswap::{Incompressible, SwapLayer, SwapOut, ZswapParams};
 
 use crate::{LabError, Progress};
 use zmem_sim::cputime::Stopwatch;
@@ -57,6 +57,13 @@ impl Default for StudyConfig {
             max_pool_percent: 20,
             swap_dir: None,
         }
+    }
+}
+
+impl StudyConfig {
+    /// zswap's parameters for the study's compressor and a pool of `max_pool_percent`.
+    fn zswap(&self, max_pool_percent: u32) -> ZswapParams {
+        ZswapParams { compressor: self.algo.clone(), max_pool_percent, ..ZswapParams::default() }
     }
 }
 
@@ -127,10 +134,9 @@ fn with_trace(
     let rc = ReplayConfig {
         ram_pages: cfg.ram_pages.unwrap_or((n / 4).max(1)),
         swap: SwapKind::Zswap,
-        algo: cfg.algo.clone(),
+        zswap: cfg.zswap(cfg.max_pool_percent),
         pool: alloc.to_string(),
         page_size: cfg.page_size,
-        max_pool_percent: cfg.max_pool_percent,
         incompressible: cfg.incompressible,
         swap_dir: cfg.swap_dir.clone(),
         ..ReplayConfig::default()
@@ -162,10 +168,9 @@ fn store_then_load(
     let n = pages.len() / ps;
     let rc = ReplayConfig {
         ram_pages: 2 * n as u64,
-        algo: cfg.algo.clone(),
+        zswap: cfg.zswap(100),
         pool: alloc.to_string(),
         page_size: ps,
-        max_pool_percent: 100,
         incompressible: cfg.incompressible,
         swap_dir: cfg.swap_dir.clone(),
         ..ReplayConfig::default()

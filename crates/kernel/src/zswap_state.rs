@@ -38,14 +38,11 @@ pub struct ZswapState {
     pub params: BTreeMap<String, String>,
     /// `enabled` is `Y`.
     pub enabled: bool,
-    /// `compressor` (empty when unknown).
-    pub compressor: String,
-    /// `max_pool_percent` (0 when unknown).
-    pub max_pool_percent: u32,
-    /// `accept_threshold_percent` (0 when unknown).
-    pub accept_threshold_percent: u32,
-    /// `shrinker_enabled` is `Y`.
-    pub shrinker_enabled: bool,
+    /// The four module parameters, serialised as four fields of this object: `compressor`
+    /// (empty when unknown), `max_pool_percent` and `accept_threshold_percent` (0 when
+    /// unknown), `shrinker_enabled` (`Y`).
+    #[serde(flatten)]
+    pub module: zmem_zswap::ZswapParams,
     /// `/sys/kernel/debug/zswap/*` counters, name -> value; `None` when not readable (see
     /// `debugfs_note`).
     pub debugfs: Option<BTreeMap<String, u64>>,
@@ -370,9 +367,12 @@ pub fn read_at(root: &Path) -> ZswapState {
     };
     let enabled = flag("enabled", &mut notes);
     let shrinker_enabled = flag("shrinker_enabled", &mut notes);
-    let max_pool_percent = number("max_pool_percent", &mut notes);
-    let accept_threshold_percent = number("accept_threshold_percent", &mut notes);
-    let compressor = params.get("compressor").cloned().unwrap_or_default();
+    let module = zmem_zswap::ZswapParams {
+        max_pool_percent: number("max_pool_percent", &mut notes),
+        accept_threshold_percent: number("accept_threshold_percent", &mut notes),
+        compressor: params.get("compressor").cloned().unwrap_or_default(),
+        shrinker_enabled,
+    };
     if !params.is_empty() {
         for name in [
             "enabled",
@@ -439,10 +439,7 @@ pub fn read_at(root: &Path) -> ZswapState {
     ZswapState {
         params,
         enabled,
-        compressor,
-        max_pool_percent,
-        accept_threshold_percent,
-        shrinker_enabled,
+        module,
         debugfs,
         debugfs_note,
         meminfo_zswap_bytes,
@@ -708,10 +705,10 @@ mod tests {
         let dir = machine_tree();
         let s = read_at(dir.path());
         assert!(!s.enabled);
-        assert_eq!(s.compressor, "lzo");
-        assert_eq!(s.max_pool_percent, 20);
-        assert_eq!(s.accept_threshold_percent, 90);
-        assert!(!s.shrinker_enabled);
+        assert_eq!(s.module.compressor, "lzo");
+        assert_eq!(s.module.max_pool_percent, 20);
+        assert_eq!(s.module.accept_threshold_percent, 90);
+        assert!(!s.module.shrinker_enabled);
         assert_eq!(s.params.len(), 5);
         assert_eq!(s.debugfs, None);
         assert_eq!(
@@ -846,7 +843,7 @@ mod tests {
     fn zswap_absent_and_empty_root() {
         let dir = tempfile::tempdir().unwrap();
         let s = read_at(dir.path());
-        assert!(s.params.is_empty() && !s.enabled && s.compressor.is_empty());
+        assert!(s.params.is_empty() && !s.enabled && s.module.compressor.is_empty());
         assert!(s.notes.iter().any(|n| n.contains("CONFIG_ZSWAP off")));
         assert!(s.notes.iter().any(|n| n.contains("/proc/meminfo unreadable")));
         assert!(s.debugfs.is_none() && s.debugfs_note.is_some());
@@ -863,7 +860,7 @@ mod tests {
         fs::remove_file(r.join("sys/module/zswap/parameters/compressor")).unwrap();
         let s = read_at(r);
         assert!(!s.enabled);
-        assert_eq!(s.max_pool_percent, 0);
+        assert_eq!(s.module.max_pool_percent, 0);
         let notes = s.notes.join("\n");
         assert!(notes.contains("enabled is not Y/N"), "{notes}");
         assert!(notes.contains("max_pool_percent is not a number"), "{notes}");
@@ -882,10 +879,10 @@ mod tests {
         let s = read();
         println!("{s:#?}");
         let raw = |n: &str| fs::read_to_string(params.join(n)).unwrap().trim().to_string();
-        assert_eq!(s.compressor, raw("compressor"));
+        assert_eq!(s.module.compressor, raw("compressor"));
         assert_eq!(s.enabled, raw("enabled") == "Y");
-        assert_eq!(s.max_pool_percent.to_string(), raw("max_pool_percent"));
-        assert_eq!(s.accept_threshold_percent.to_string(), raw("accept_threshold_percent"));
+        assert_eq!(s.module.max_pool_percent.to_string(), raw("max_pool_percent"));
+        assert_eq!(s.module.accept_threshold_percent.to_string(), raw("accept_threshold_percent"));
         let page = std::process::Command::new("getconf")
             .arg("PAGESIZE")
             .output()

@@ -221,7 +221,7 @@ fn zswap_plan(
         }
     }
     Some(jobs::ZswapPlan {
-        grid: zswap::grid(live.present, &live.offered, live.state.accept_threshold_percent),
+        grid: zswap::grid(live.present, &live.offered, live.state.module.accept_threshold_percent),
         refs,
         scale: zswap::pool_scale(live.mem_total_bytes, ps, n, projected_pages),
     })

@@ -190,7 +190,6 @@ mod tests {
     use super::*;
     use zmem_validate::zswap_kernel::ZswapKernelRun;
     use zmem_validate::zswap_lab::{Served, VerdictCheck, ZswapErrors, ZswapFigures};
-    use zmem_validate::zswap_params::ZswapSettings;
 
     #[test]
     fn the_zswap_part_shows_both_sides_what_is_missing_and_the_verdict() {
@@ -198,7 +197,7 @@ mod tests {
         let (p, k) = (fig(95), fig(100));
         let c = ZswapCheck {
             config: "zswap lzo max_pool_percent=20 shrinker=off".into(),
-            settings: ZswapSettings::parse("lzo").unwrap(),
+            settings: zmem_validate::zswap_params::parse("lzo").unwrap(),
             error: ZswapErrors::between(&p, &k),
             predicted: p,
             kernel: k,

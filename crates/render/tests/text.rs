@@ -115,11 +115,12 @@ fn a_zswap_replay_shows_its_device_misses() {
     let trace: Vec<Access> = (0..600u64)
         .map(|i| Access { page: (i * 7) % 60, write: i % 3 == 0, time_ns: i * 1000 })
         .collect();
+    let d = ReplayConfig::default();
     let cfg = ReplayConfig {
         swap: SwapKind::Zswap,
         ram_pages: 10,
-        max_pool_percent: 1,
-        ..ReplayConfig::default()
+        zswap: zmem_zswap::ZswapParams { max_pool_percent: 1, ..d.zswap.clone() },
+        ..d
     };
     let r = replay::run(&p, &trace, &cfg, &NoProgress).unwrap();
     assert!(r.swap_in_hists.zswap_miss.count > 0, "the test needs misses");

@@ -27,10 +27,7 @@ fn live() -> ZswapLive {
         state: ZswapState {
             params: BTreeMap::new(),
             enabled: true,
-            compressor: "lzo".into(),
-            max_pool_percent: 20,
-            accept_threshold_percent: 90,
-            shrinker_enabled: false,
+            module: zmem_lab::ZswapParams::default(),
             debugfs: Some(debugfs),
             debugfs_note: None,
             meminfo_zswap_bytes: Some(900 * 1200),

@@ -7,6 +7,7 @@
 
 use zmem_sim::NoProgress;
 use zmem_sim::replay::{self, Access, ReplayConfig};
+use zmem_zswap::ZswapParams;
 
 fn main() {
     let a: Vec<String> = std::env::args().collect();
@@ -21,11 +22,12 @@ fn main() {
     let trace: Vec<Access> = (0..2 * n as u64)
         .map(|k| Access { page: k % n as u64, write: k < n as u64, time_ns: k })
         .collect();
+    let d = ReplayConfig::default();
     let cfg = ReplayConfig {
         ram_pages: ram,
         readahead: mode,
-        max_pool_percent: if zswap { 1600 } else { 0 },
-        ..ReplayConfig::default()
+        zswap: ZswapParams { max_pool_percent: if zswap { 1600 } else { 0 }, ..d.zswap.clone() },
+        ..d
     };
     let r = replay::run(&pages, &trace, &cfg, &NoProgress).unwrap();
     println!(

@@ -3,14 +3,14 @@
 
 mod common;
 
-use common::{PS, counts, pages, trace};
+use common::{PS, counts, pages, trace, zswap_pool};
 use zmem_sim::replay::{self, Access, CgroupVersion, ReplayConfig, ReplayResult, Simulator};
 use zmem_sim::{NoProgress, SimError};
 
 const RAM: u64 = 64;
 
 fn cfg(cgroup: CgroupVersion) -> ReplayConfig {
-    ReplayConfig { ram_pages: RAM, max_pool_percent: 100, cgroup, ..ReplayConfig::default() }
+    ReplayConfig { ram_pages: RAM, zswap: zswap_pool(100), cgroup, ..ReplayConfig::default() }
 }
 
 /// Replays `t` access by access, checking `check` after each one.

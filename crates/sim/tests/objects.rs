@@ -4,13 +4,14 @@
 
 mod common;
 
-use common::{PS, counts, pages, trace};
+use common::{PS, counts, pages, trace, zswap_pool};
 use std::cell::Cell;
 
 use zmem_comp::{ObjectSource, Params};
 use zmem_sim::NoProgress;
 use zmem_sim::cputime::{Charge, ChargedObjects};
 use zmem_sim::replay::{self, ReplayConfig, ReplayResult, SwapKind};
+use zmem_zswap::ZswapParams;
 
 /// Every page's object made by its own stream of `algo` (default parameters), in page order,
 /// each charged `CHARGE_NS` of CPU and wall time.
@@ -80,9 +81,11 @@ fn zswap_replays_taking_objects_are_replays_that_compress() {
             let cfg = ReplayConfig {
                 ram_pages,
                 swap: SwapKind::Zswap,
-                algo: algo.into(),
-                max_pool_percent: pct,
-                shrinker,
+                zswap: ZswapParams {
+                    compressor: algo.into(),
+                    shrinker_enabled: shrinker,
+                    ..zswap_pool(pct)
+                },
                 writeback,
                 ..ReplayConfig::default()
             };
@@ -105,8 +108,7 @@ fn each_store_is_charged_its_object() {
     let cfg = ReplayConfig {
         ram_pages: 100,
         swap: SwapKind::Zswap,
-        algo: "lzo".into(),
-        max_pool_percent: 1000,
+        zswap: ZswapParams { compressor: "lzo".into(), ..zswap_pool(1000) },
         ..ReplayConfig::default()
     };
     let (made, given) = both(&cfg, "lzo");
@@ -142,8 +144,7 @@ fn objects_of_another_algorithm_are_not_taken() {
     let cfg = ReplayConfig {
         ram_pages: 100,
         swap: SwapKind::Zswap,
-        algo: "lz4".into(),
-        max_pool_percent: 1000,
+        zswap: ZswapParams { compressor: "lz4".into(), ..zswap_pool(1000) },
         ..ReplayConfig::default()
     };
     let n = 400;

@@ -3,10 +3,10 @@
 
 mod common;
 
-use common::{PS, counts, pages, trace};
+use common::{PS, counts, pages, trace, zswap_pool};
 use zmem_sim::replay::{self, Access, Readahead, ReplayConfig, ReplayResult, SwapKind};
 use zmem_sim::{NoProgress, SimError};
-use zmem_zswap::Incompressible;
+use zmem_zswap::{Incompressible, ZswapParams};
 
 fn counter(r: &ReplayResult, name: &str) -> u64 {
     assert!(r.counters.iter().any(|c| c.name == name), "no counter {name}");
@@ -26,8 +26,7 @@ fn replay_is_deterministic_and_verifies_every_swap_in() {
                 ram_pages: 64,
                 swap,
                 pool: pool.into(),
-                max_pool_percent: 50,
-                shrinker: true,
+                zswap: ZswapParams { shrinker_enabled: true, ..zswap_pool(50) },
                 ..ReplayConfig::default()
             };
             let a = replay::run(&p, &t, &cfg, &NoProgress).unwrap();
@@ -48,7 +47,7 @@ fn zswap_replay_accounts_for_every_page_it_wrote_to_disk() {
     let p = pages(400, 3);
     let t = trace(400, 8000, 4);
     // A pool of 10 % of 64 pages: the limit, rejections and writeback all happen.
-    let cfg = ReplayConfig { ram_pages: 64, max_pool_percent: 10, ..ReplayConfig::default() };
+    let cfg = ReplayConfig { ram_pages: 64, zswap: zswap_pool(10), ..ReplayConfig::default() };
     let r = replay::run(&p, &t, &cfg, &NoProgress).unwrap();
     assert!(r.verified);
     let wb = counter(&r, "written_back_pages");
@@ -119,7 +118,7 @@ fn with_writeback_disabled_rejected_pages_stay_in_ram() {
     let t = trace(n, 8000, 13);
     let cfg = ReplayConfig {
         ram_pages: 64,
-        max_pool_percent: POOL_PCT,
+        zswap: zswap_pool(POOL_PCT),
         writeback: false,
         ..ReplayConfig::default()
     };
@@ -167,7 +166,7 @@ fn a_slow_swap_device_makes_misses_slower_and_changes_no_count() {
     let run = |name: &str| {
         let cfg = ReplayConfig {
             ram_pages: 64,
-            max_pool_percent: 10,
+            zswap: zswap_pool(10),
             device: SwapDevice::from_profile(profile(name).unwrap()),
             ..ReplayConfig::default()
         };
@@ -251,7 +250,7 @@ fn text_pages(n: usize) -> Vec<u8> {
 fn run_all_in_zswap(p: &[u8], t: &[Access], readahead: Readahead) -> ReplayResult {
     let cfg = ReplayConfig {
         ram_pages: 64,
-        max_pool_percent: 1600,
+        zswap: zswap_pool(1600),
         readahead,
         ..ReplayConfig::default()
     };
@@ -345,7 +344,7 @@ fn page_cluster_0_reads_nothing_ahead() {
 #[test]
 fn read_ahead_pages_leave_zswap_and_are_stored_again_when_reclaimed() {
     let p = text_pages(128);
-    let cfg = ReplayConfig { ram_pages: 16, max_pool_percent: 1600, ..ReplayConfig::default() };
+    let cfg = ReplayConfig { ram_pages: 16, zswap: zswap_pool(1600), ..ReplayConfig::default() };
     let mut sim = replay::Simulator::new(&p, &cfg).unwrap();
     let mut k = 0;
     let mut touch = |sim: &mut replay::Simulator, page| {
@@ -432,7 +431,7 @@ fn a_clean_swapped_in_page_keeps_its_slot_and_is_not_written_again() {
         // zswap holds nothing (a pool of 0 %): every swap-out goes to the swap file.
         let cfg = ReplayConfig {
             ram_pages: 64,
-            max_pool_percent: 0,
+            zswap: zswap_pool(0),
             readahead: Readahead::None,
             swap_pages,
             ..ReplayConfig::default()

@@ -90,7 +90,7 @@ pub struct LabValidateConfig {
     /// The primary algorithm the candidate list is built for (the lab's current one).
     pub primary: String,
     /// zswap configurations to check too (`crate::zswap_lab`); none: zram only.
-    pub zswap: Vec<crate::zswap_params::ZswapSettings>,
+    pub zswap: Vec<zmem_lab::ZswapParams>,
     /// Where the zswap runs' swap file goes.
     pub swap_dir: std::path::PathBuf,
 }

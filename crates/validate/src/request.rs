@@ -20,7 +20,7 @@ use zmem_sim::Progress;
 
 use crate::lab::{LabValidateConfig, LabValidation};
 use crate::replay::{ValidateConfig, Validation};
-use crate::zswap_params::ZswapSettings;
+use zmem_lab::ZswapParams;
 
 /// The page size of every validation: the kernel's (x86-64), which the player maps.
 pub const PAGE_SIZE: usize = 4096;
@@ -225,7 +225,7 @@ pub struct ValidateLabRequest {
     /// The longest each kernel run may take.
     pub timeout: Duration,
     /// zswap configurations to check too.
-    pub zswap: Vec<ZswapSettings>,
+    pub zswap: Vec<ZswapParams>,
     /// The directory for the zswap runs' swap file.
     pub swap_dir: PathBuf,
     /// Mount debugfs for the zswap runs where it is not mounted (unmounted after).

@@ -44,10 +44,11 @@ use serde::Serialize;
 
 use crate::kernel_replay::process_cpu_secs;
 use crate::player::{self, DONE, READY, SWAPINS};
-use crate::zswap_params::{self, ParamsGuard, ZswapSettings};
+use crate::zswap_params::{self, ParamsGuard};
 use crate::zswap_swap::{self, LoopSwap};
 use zmem_kernel::KernelError;
 use zmem_kernel::harness::{CgroupChild, MemCgroup};
+use zmem_lab::ZswapParams;
 use zmem_pages::access::Access;
 
 /// debugfs's zswap directory.
@@ -77,7 +78,7 @@ pub struct ZswapRunConfig {
     pub page_size: usize,
     pub timeout: Duration,
     pub flush_stats: bool,
-    pub settings: ZswapSettings,
+    pub settings: ZswapParams,
     /// Where the swap file goes ([`zswap_swap::DEFAULT_SWAP_DIR`] by default).
     pub swap_dir: PathBuf,
     /// zswap's parameter directory ([`zswap_params::PARAMS_DIR`]; a test may point elsewhere).

@@ -38,9 +38,9 @@ use serde::Serialize;
 use crate::check::{ConfigCheck, NotRun};
 use crate::replay::{self as validate, ValidateConfig, relative_error, replay_ram_pages};
 use crate::zswap_kernel::{self, ZswapKernelRun, ZswapRunConfig};
-use crate::zswap_params::ZswapSettings;
 use zmem_kernel::KernelError;
 use zmem_kernel::caps::KernelCaps;
+use zmem_lab::ZswapParams;
 use zmem_lab::cost::{self, Traffic};
 use zmem_lab::{LabError, Progress};
 use zmem_sim::replay::{self, Access, Readahead, ReplayConfig, SwapKind};
@@ -129,7 +129,7 @@ impl ZswapErrors {
 #[derive(Debug, Clone, Serialize)]
 pub struct ZswapCheck {
     pub config: String,
-    pub settings: ZswapSettings,
+    pub settings: ZswapParams,
     pub predicted: ZswapFigures,
     pub kernel: ZswapFigures,
     pub error: ZswapErrors,
@@ -221,7 +221,7 @@ pub fn served_better(zram: Served, zswap: Served) -> &'static str {
 }
 
 /// `Ok` when the kernel can run `s`, else why not.
-pub fn runnable(s: &ZswapSettings, caps: &KernelCaps) -> Result<(), String> {
+pub fn runnable(s: &ZswapParams, caps: &KernelCaps) -> Result<(), String> {
     if !caps.zswap_present {
         return Err("this kernel has no zswap (CONFIG_ZSWAP off)".into());
     }
@@ -276,7 +276,7 @@ fn median(v: &[f64]) -> f64 {
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     cx: &Context,
-    settings: &[ZswapSettings],
+    settings: &[ZswapParams],
     caps: &KernelCaps,
     zram: &[ConfigCheck],
     player: &dyn Fn() -> Command,
@@ -288,14 +288,14 @@ pub fn run(
         Ok(d) => Some(d),
         Err(reason) => {
             not_run.extend(
-                settings.iter().map(|s| NotRun { config: s.name(), reason: reason.clone() }),
+                settings.iter().map(|s| NotRun { config: s.label(), reason: reason.clone() }),
             );
             None
         }
     };
     for s in settings.iter().filter(|_| params_dir.is_some()) {
         if let Err(reason) = runnable(s, caps) {
-            not_run.push(NotRun { config: s.name(), reason });
+            not_run.push(NotRun { config: s.label(), reason });
             continue;
         }
         let dir = params_dir.clone().unwrap_or_default();
@@ -322,7 +322,7 @@ pub fn run(
 
 fn check_one(
     cx: &Context,
-    s: &ZswapSettings,
+    s: &ZswapParams,
     params_dir: std::path::PathBuf,
     player: &dyn Fn() -> Command,
     stop: &AtomicBool,
@@ -354,7 +354,7 @@ fn check_one(
         let (mut base, _) =
             validate::kernel_runs(cx.pages, cx.trace, &base_cfg, player, stop, progress)?;
         let base = base.remove(0);
-        progress.start(&format!("{}: kernel run {} of {wanted}", s.name(), i + 1), 1);
+        progress.start(&format!("{}: kernel run {} of {wanted}", s.label(), i + 1), 1);
         let r = zswap_kernel::run(cx.pages, cx.trace, &zcfg, player(), stop);
         progress.finish();
         match r {
@@ -421,12 +421,9 @@ fn check_one(
     let rcfg = ReplayConfig {
         ram_pages,
         swap: SwapKind::Zswap,
-        algo: s.compressor.clone(),
+        zswap: ZswapParams { max_pool_percent: mpp, ..s.clone() },
         pool: "zsmalloc".into(),
         page_size: ps,
-        max_pool_percent: mpp,
-        accept_threshold_percent: s.accept_threshold_percent,
-        shrinker: s.shrinker_enabled,
         readahead,
         page_cluster,
         ..ReplayConfig::default()
@@ -467,7 +464,7 @@ fn check_one(
         swap_in_p99_ns: end_to_end.1,
     };
     Ok(ZswapCheck {
-        config: s.name(),
+        config: s.label(),
         settings: s.clone(),
         error: ZswapErrors::between(&predicted, &kernel),
         predicted,
@@ -625,7 +622,7 @@ mod tests {
         };
         ZswapCheck {
             config: name.into(),
-            settings: ZswapSettings::parse("lzo").unwrap(),
+            settings: crate::zswap_params::parse("lzo").unwrap(),
             predicted: fig,
             kernel: fig,
             error: ZswapErrors::default(),

@@ -1,5 +1,5 @@
 //! zswap's module parameters for `zmem validate lab`: the configuration a kernel run writes
-//! ([`ZswapSettings`]), and a guard ([`ParamsGuard`]) that saves every parameter it is about to
+//! (a [`ZswapParams`], [`parse`]d from the command line), and a guard ([`ParamsGuard`]) that saves every parameter it is about to
 //! write and writes each back as it was when dropped: on success, on error, and on SIGINT or
 //! SIGTERM (the CLI's `SignalStop` turns those into a flag that every waiting loop of the run
 //! polls, so the run returns through its error path and the guard drops; SIGKILL cannot be
@@ -15,7 +15,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use zmem_lab::ZswapParams;
 
 /// Where the kernel shows zswap's parameters.
 pub const PARAMS_DIR: &str = "/sys/module/zswap/parameters";
@@ -24,82 +24,52 @@ pub const PARAMS_DIR: &str = "/sys/module/zswap/parameters";
 const WRITTEN: [&str; 4] =
     ["compressor", "max_pool_percent", "accept_threshold_percent", "shrinker_enabled"];
 
-/// One zswap configuration a kernel run sets.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ZswapSettings {
-    pub compressor: String,
-    pub max_pool_percent: u32,
-    pub accept_threshold_percent: u32,
-    pub shrinker_enabled: bool,
+/// Parses one zswap configuration a kernel run sets:
+/// `COMPRESSOR[,max_pool_percent=N][,accept_threshold_percent=N][,shrinker=on|off]` (`mpp`,
+/// `accept` and `shrinker_enabled=Y|N` are accepted too). Defaults: the kernel's (20, 90, off).
+/// Its name in reports is [`ZswapParams::label`].
+pub fn parse(spec: &str) -> Result<ZswapParams, String> {
+    let mut parts = spec.split(',').map(str::trim);
+    let compressor = parts.next().filter(|c| !c.is_empty()).ok_or_else(|| {
+        format!("zswap configuration {spec:?}: no compressor (e.g. lzo,max_pool_percent=20)")
+    })?;
+    if !compressor.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        return Err(format!("zswap configuration {spec:?}: bad compressor {compressor:?}"));
+    }
+    let mut s = ZswapParams { compressor: compressor.to_string(), ..ZswapParams::default() };
+    for p in parts {
+        let (k, v) = p
+            .split_once('=')
+            .ok_or_else(|| format!("zswap configuration {spec:?}: {p:?} is not KEY=VALUE"))?;
+        let percent = |v: &str, max: u32| -> Result<u32, String> {
+            v.parse::<u32>().ok().filter(|&n| n <= max).ok_or_else(|| {
+                format!("zswap configuration {spec:?}: {k}={v} is not a number 0..={max}")
+            })
+        };
+        match k {
+            // The kernel takes any uint for max_pool_percent; more than 100 % of RAM is
+            // no limit at all.
+            "max_pool_percent" | "mpp" => s.max_pool_percent = percent(v, 100)?,
+            "accept_threshold_percent" | "accept" => s.accept_threshold_percent = percent(v, 100)?,
+            "shrinker" | "shrinker_enabled" => {
+                s.shrinker_enabled = parse_bool(v)
+                    .ok_or_else(|| format!("zswap configuration {spec:?}: {k}={v} is not on/off"))?
+            }
+            _ => return Err(format!("zswap configuration {spec:?}: unknown key {k:?}")),
+        }
+    }
+    Ok(s)
 }
 
-impl ZswapSettings {
-    /// The name `zmem lab` gives the configuration (`zswap lzo max_pool_percent=20 shrinker=off`,
-    /// with ` accept_threshold_percent=N` where not the kernel's default 90).
-    pub fn name(&self) -> String {
-        zmem_lab::ZswapParams {
-            compressor: self.compressor.clone(),
-            max_pool_percent: self.max_pool_percent,
-            accept_threshold_percent: self.accept_threshold_percent,
-            shrinker_enabled: self.shrinker_enabled,
-        }
-        .label()
-    }
-
-    /// Parses `COMPRESSOR[,max_pool_percent=N][,accept_threshold_percent=N][,shrinker=on|off]`
-    /// (`mpp`, `accept` and `shrinker_enabled=Y|N` are accepted too). Defaults: the kernel's
-    /// (20, 90, off).
-    pub fn parse(spec: &str) -> Result<Self, String> {
-        let mut parts = spec.split(',').map(str::trim);
-        let compressor = parts.next().filter(|c| !c.is_empty()).ok_or_else(|| {
-            format!("zswap configuration {spec:?}: no compressor (e.g. lzo,max_pool_percent=20)")
-        })?;
-        if !compressor.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-            return Err(format!("zswap configuration {spec:?}: bad compressor {compressor:?}"));
-        }
-        let mut s = Self {
-            compressor: compressor.to_string(),
-            max_pool_percent: 20,
-            accept_threshold_percent: 90,
-            shrinker_enabled: false,
-        };
-        for p in parts {
-            let (k, v) = p
-                .split_once('=')
-                .ok_or_else(|| format!("zswap configuration {spec:?}: {p:?} is not KEY=VALUE"))?;
-            let percent = |v: &str, max: u32| -> Result<u32, String> {
-                v.parse::<u32>().ok().filter(|&n| n <= max).ok_or_else(|| {
-                    format!("zswap configuration {spec:?}: {k}={v} is not a number 0..={max}")
-                })
-            };
-            match k {
-                // The kernel takes any uint for max_pool_percent; more than 100 % of RAM is
-                // no limit at all.
-                "max_pool_percent" | "mpp" => s.max_pool_percent = percent(v, 100)?,
-                "accept_threshold_percent" | "accept" => {
-                    s.accept_threshold_percent = percent(v, 100)?
-                }
-                "shrinker" | "shrinker_enabled" => {
-                    s.shrinker_enabled = parse_bool(v).ok_or_else(|| {
-                        format!("zswap configuration {spec:?}: {k}={v} is not on/off")
-                    })?
-                }
-                _ => return Err(format!("zswap configuration {spec:?}: unknown key {k:?}")),
-            }
-        }
-        Ok(s)
-    }
-
-    /// The values written, parameter by parameter, `enabled` last.
-    fn writes(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("compressor", self.compressor.clone()),
-            ("max_pool_percent", self.max_pool_percent.to_string()),
-            ("accept_threshold_percent", self.accept_threshold_percent.to_string()),
-            ("shrinker_enabled", if self.shrinker_enabled { "Y" } else { "N" }.to_string()),
-            ("enabled", "Y".to_string()),
-        ]
-    }
+/// The values a run writes, parameter by parameter, `enabled` last.
+fn writes(s: &ZswapParams) -> Vec<(&'static str, String)> {
+    vec![
+        ("compressor", s.compressor.clone()),
+        ("max_pool_percent", s.max_pool_percent.to_string()),
+        ("accept_threshold_percent", s.accept_threshold_percent.to_string()),
+        ("shrinker_enabled", if s.shrinker_enabled { "Y" } else { "N" }.to_string()),
+        ("enabled", "Y".to_string()),
+    ]
 }
 
 /// `Y`/`N`, `on`/`off`, `1`/`0`.
@@ -155,9 +125,9 @@ pub struct ParamsGuard {
 impl ParamsGuard {
     /// Saves the five parameters of `dir`, then writes `s` (and `enabled=Y`). A write that
     /// fails restores what was written so far (the guard drops) and says which.
-    pub fn apply(dir: &Path, s: &ZswapSettings) -> Result<Self, String> {
+    pub fn apply(dir: &Path, s: &ZswapParams) -> Result<Self, String> {
         let g = Self { dir: dir.to_path_buf(), saved: snapshot(dir)? };
-        for (name, value) in s.writes() {
+        for (name, value) in writes(s) {
             let p = dir.join(name);
             std::fs::write(&p, &value)
                 .map_err(|e| format!("writing zswap {name}={value} ({}): {e}", p.display()))?;
@@ -222,24 +192,24 @@ mod tests {
 
     #[test]
     fn specs_parse_with_the_kernels_defaults() {
-        let s = ZswapSettings::parse("lzo-rle").unwrap();
+        let s = parse("lzo-rle").unwrap();
         assert_eq!(
             (s.max_pool_percent, s.accept_threshold_percent, s.shrinker_enabled),
             (20, 90, false)
         );
-        let s = ZswapSettings::parse("lzo,max_pool_percent=5,accept=70,shrinker=on").unwrap();
+        let s = parse("lzo,max_pool_percent=5,accept=70,shrinker=on").unwrap();
         assert_eq!(s.compressor, "lzo");
         assert_eq!(
             (s.max_pool_percent, s.accept_threshold_percent, s.shrinker_enabled),
             (5, 70, true)
         );
         assert_eq!(
-            s.name(),
+            s.label(),
             "zswap lzo max_pool_percent=5 shrinker=on accept_threshold_percent=70"
         );
         for bad in ["", ",mpp=3", "lzo,mpp", "lzo,mpp=101", "lzo,shrinker=maybe", "lzo,x=1", "l/zo"]
         {
-            assert!(ZswapSettings::parse(bad).is_err(), "{bad:?}");
+            assert!(parse(bad).is_err(), "{bad:?}");
         }
     }
 
@@ -248,7 +218,7 @@ mod tests {
         let d = temp("restore");
         fake(&d, "N\n");
         let before = snapshot(&d).unwrap();
-        let s = ZswapSettings::parse("lzo-rle,mpp=7,accept=50,shrinker=on").unwrap();
+        let s = parse("lzo-rle,mpp=7,accept=50,shrinker=on").unwrap();
         {
             let g = ParamsGuard::apply(&d, &s).unwrap();
             assert_eq!(g.saved(), before.as_slice());
@@ -272,7 +242,7 @@ mod tests {
         // compressor is written before it, and must be written back.
         std::fs::remove_file(d.join("max_pool_percent")).unwrap();
         std::os::unix::fs::symlink("/proc/version", d.join("max_pool_percent")).unwrap();
-        let e = ParamsGuard::apply(&d, &ZswapSettings::parse("lzo-rle").unwrap()).unwrap_err();
+        let e = ParamsGuard::apply(&d, &parse("lzo-rle").unwrap()).unwrap_err();
         assert!(e.contains("max_pool_percent"), "{e}");
         let now = snapshot(&d).unwrap();
         assert!(now.contains(&("compressor".into(), "lzo".into())), "{now:?}");

@@ -27,7 +27,7 @@ use zmem_pages::access::accesses;
 use zmem_pages::generate::mixed;
 use zmem_pages::trace::generate::{Options, generate};
 use zmem_validate::lab::{self as validate_lab, LabValidateConfig};
-use zmem_validate::zswap_params::{self, ZswapSettings};
+use zmem_validate::zswap_params;
 
 /// How far beyond the kernel's range of runs the prediction of stored_pages and
 /// pool_total_size may lie, relatively (module doc).
@@ -82,7 +82,7 @@ fn one_zswap_configuration_end_to_end() {
         kernel_runs: 3,
         flush_stats: true,
         primary: "lzo-rle".into(),
-        zswap: vec![ZswapSettings::parse("lzo").unwrap()],
+        zswap: vec![zswap_params::parse("lzo").unwrap()],
         swap_dir: "/var/tmp".into(),
     };
     let player = zmem_testkit::reexec_fn("player", "");

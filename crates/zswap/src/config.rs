@@ -71,9 +71,12 @@ impl ZswapParams {
 pub struct ZswapConfig {
     /// 4096, 16384 or 65536.
     pub page_size: usize,
-    /// `compressor`: any algorithm of the zmem-comp registry (kernel default
-    /// `CONFIG_ZSWAP_COMPRESSOR_DEFAULT`, `lzo` unless configured otherwise).
-    pub compressor: String,
+    /// The four module parameters: `compressor` (kernel default
+    /// `CONFIG_ZSWAP_COMPRESSOR_DEFAULT`, `lzo` unless configured otherwise),
+    /// `max_pool_percent` (of `total_ram_pages`), `accept_threshold_percent` and
+    /// `shrinker_enabled`, the memory-pressure shrinker ([`crate::Zswap::shrinker_scan`];
+    /// kernel default `CONFIG_ZSWAP_SHRINKER_DEFAULT_ON`, off unless configured).
+    pub module: ZswapParams,
     /// Compressor parameters (zswap has no knob for them; the algorithm's defaults apply).
     pub params: Params,
     /// Allocator of `zmem_pool::allocators()` (6.18 has only zsmalloc; zbud and z3fold are the
@@ -83,15 +86,8 @@ pub struct ZswapConfig {
     pub chain_size: usize,
     /// `totalram_pages()`: the RAM size the pool limit is a percentage of.
     pub total_ram_pages: u64,
-    /// `max_pool_percent` (default 20).
-    pub max_pool_percent: u32,
-    /// `accept_threshold_percent` (default 90; 100 disables the hysteresis).
-    pub accept_threshold_percent: u32,
     /// `enabled` (kernel default `CONFIG_ZSWAP_DEFAULT_ON`, off unless configured).
     pub enabled: bool,
-    /// `shrinker_enabled`: the memory-pressure shrinker ([`crate::Zswap::shrinker_scan`];
-    /// kernel default `CONFIG_ZSWAP_SHRINKER_DEFAULT_ON`, off unless configured).
-    pub shrinker_enabled: bool,
     /// `memory.zswap.writeback` of the (single) memcg (`mem_cgroup_zswap_writeback_enabled()`):
     /// 0 disables writeback (`shrink_memcg()` -ENOENT), the shrinker (`zswap_shrinker_count()`
     /// and `_scan()` do nothing) and as-is storage (`zswap_compress()`).
@@ -109,15 +105,12 @@ impl Default for ZswapConfig {
     fn default() -> Self {
         Self {
             page_size: 4096,
-            compressor: "lzo".into(),
+            module: ZswapParams::default(),
             params: Params::default(),
             zpool: "zsmalloc".into(),
             chain_size: 8,
             total_ram_pages: 1 << 18,
-            max_pool_percent: 20,
-            accept_threshold_percent: 90,
             enabled: true,
-            shrinker_enabled: false,
             writeback: true,
             zswap_max_pages: None,
             incompressible: Incompressible::StoreAsIs,

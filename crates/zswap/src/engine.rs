@@ -194,7 +194,8 @@ impl Zswap {
             )));
         }
         // Both are plain `uint` parameters in 6.18: every u32 is a valid value.
-        let (max_pct, accept_pct) = (config.max_pool_percent, config.accept_threshold_percent);
+        let (max_pct, accept_pct) =
+            (config.module.max_pool_percent, config.module.accept_threshold_percent);
         let pool_config = PoolConfig {
             page_size: config.page_size,
             chain_size: config.chain_size,
@@ -202,7 +203,7 @@ impl Zswap {
             ..PoolConfig::default()
         };
         let first =
-            ZswapPool::new(&config.compressor, &config.params, &config.zpool, &pool_config)?;
+            ZswapPool::new(&config.module.compressor, &config.params, &config.zpool, &pool_config)?;
         Ok(Self {
             page_size: config.page_size,
             zpool: config.zpool.clone(),
@@ -212,7 +213,7 @@ impl Zswap {
             writeback: config.writeback,
             zswap_max_pages: config.zswap_max_pages,
             enabled: AtomicBool::new(config.enabled),
-            shrinker_enabled: AtomicBool::new(config.shrinker_enabled),
+            shrinker_enabled: AtomicBool::new(config.module.shrinker_enabled),
             max_pool_percent: AtomicU32::new(max_pct),
             accept_threshold_percent: AtomicU32::new(accept_pct),
             pools: Mutex::new(vec![first]),

@@ -765,7 +765,8 @@ mod tests {
     /// `(count >> 12) * 4 / 2` is 0); the same pages at priority 0 are scanned whole.
     #[test]
     fn the_per_swap_out_pass_uses_its_priority() {
-        let cfg = ZswapConfig { shrinker_enabled: true, ..ZswapConfig::default() };
+        let mut cfg = ZswapConfig::default();
+        cfg.module.shrinker_enabled = true;
         let s = layer(cfg.clone(), 256);
         assert_eq!(s.slab_reclaim(), Some(SlabReclaim::default()));
         for i in 0..200 {

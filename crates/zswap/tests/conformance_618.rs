@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use zmem_zswap::{StoreOutcome, SwapFile, Zswap, ZswapConfig};
+use zmem_zswap::{StoreOutcome, SwapFile, Zswap, ZswapConfig, ZswapParams};
 
 const PS: usize = 4096;
 
@@ -74,8 +74,8 @@ fn shrink_worker_follows_the_mem_cgroup_iter_cursor() {
 #[test]
 fn an_overflowing_page_without_writeback_counts_the_compressors_errno() {
     for (alg, poor, fail) in [("deflate", 1, 0), ("842", 1, 0), ("lzo", 0, 1), ("lz4", 0, 1)] {
-        let cfg =
-            ZswapConfig { compressor: alg.into(), writeback: false, ..ZswapConfig::default() };
+        let module = ZswapParams { compressor: alg.into(), ..ZswapParams::default() };
+        let cfg = ZswapConfig { module, writeback: false, ..ZswapConfig::default() };
         let z = zswap(cfg);
         assert!(matches!(z.store(0, &page(7, PS)).unwrap(), StoreOutcome::Rejected(_)), "{alg}");
         let s = z.stats();
@@ -87,7 +87,8 @@ fn an_overflowing_page_without_writeback_counts_the_compressors_errno() {
 /// compressed bytes in whole pages) over `MEMCG_ZSWAPPED`, not the pool's pages.
 #[test]
 fn zswap_shrinker_count_scales_by_compressed_bytes_as_memcg() {
-    let z = zswap(ZswapConfig { shrinker_enabled: true, ..ZswapConfig::default() });
+    let module = ZswapParams { shrinker_enabled: true, ..ZswapParams::default() };
+    let z = zswap(ZswapConfig { module, ..ZswapConfig::default() });
     let mut comp = zmem_comp::create("lzo", &Default::default(), PS).unwrap();
     let mut buf = vec![0u8; 2 * PS];
     let mut bytes = 0u64;
@@ -119,6 +120,7 @@ fn module_parameters_parse_as_param_set_uint_and_kstrtobool() {
         assert_eq!(z.param("shrinker_enabled").unwrap(), want, "{text:?}");
     }
     assert!(z.set_param("enabled", "x").is_err());
-    let big = zswap(ZswapConfig { max_pool_percent: 300, ..ZswapConfig::default() });
+    let module = ZswapParams { max_pool_percent: 300, ..ZswapParams::default() };
+    let big = zswap(ZswapConfig { module, ..ZswapConfig::default() });
     assert_eq!(big.max_pages(), 3 * ZswapConfig::default().total_ram_pages);
 }

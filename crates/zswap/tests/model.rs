@@ -44,11 +44,11 @@ proptest! {
         accept in 50u32..=100,
         ops in prop::collection::vec(op(), 1..120),
     ) {
-        let cfg = ZswapConfig {
+        let mut cfg = ZswapConfig {
             incompressible: if as_is { Incompressible::StoreAsIs } else { Incompressible::Reject },
-            shrinker_enabled: true,
             ..config(zpool, 100, max_pct, accept)
         };
+        cfg.module.shrinker_enabled = true;
         let s = build_layer(&cfg, SLOTS);
         let z = s.zswap().unwrap();
         let mut model: HashMap<u64, Vec<u8>> = HashMap::new();

@@ -72,14 +72,11 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn cfg(algo: &str, zpool: &str, incompressible: Incompressible, writeback: bool) -> ZswapConfig {
-    ZswapConfig {
-        compressor: algo.into(),
-        shrinker_enabled: true,
-        writeback,
-        incompressible,
-        // A pool of a few pages: the limit, the hysteresis and the shrink worker take part.
-        ..config(zpool, 40, 20, 50)
-    }
+    // A pool of a few pages: the limit, the hysteresis and the shrink worker take part.
+    let mut cfg = ZswapConfig { writeback, incompressible, ..config(zpool, 40, 20, 50) };
+    cfg.module.compressor = algo.into();
+    cfg.module.shrinker_enabled = true;
+    cfg
 }
 
 /// Everything observable of a cache.

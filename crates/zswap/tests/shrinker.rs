@@ -17,7 +17,9 @@ use zmem_zswap::{
 };
 
 fn shrinking(zpool: &str) -> ZswapConfig {
-    ZswapConfig { shrinker_enabled: true, ..config(zpool, 1 << 22, 100, 90) }
+    let mut cfg = config(zpool, 1 << 22, 100, 90);
+    cfg.module.shrinker_enabled = true;
+    cfg
 }
 
 /// A layer holding `n` incompressible entries at offsets 0..n, stored without any shrinker

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use zmem_pages::prng::SplitMix64 as Rng;
-use zmem_zswap::{SwapFile, SwapIn, SwapLayer, SwapOut, Zswap, ZswapConfig};
+use zmem_zswap::{SwapFile, SwapIn, SwapLayer, SwapOut, Zswap, ZswapConfig, ZswapParams};
 
 const PS: usize = 4096;
 
@@ -87,8 +87,7 @@ fn run(name: &str, zpool: &str, alloc_limit: Option<u64>) {
     let config = ZswapConfig {
         zpool: zpool.into(),
         total_ram_pages: 1 << 14,
-        max_pool_percent: 2,
-        shrinker_enabled: true,
+        module: ZswapParams { max_pool_percent: 2, shrinker_enabled: true, ..Default::default() },
         ..ZswapConfig::default()
     };
     let swap = Arc::new(SwapFile::in_memory(PS, slots));

@@ -86,7 +86,7 @@ pub struct LabArgs {
     /// each run, on SIGINT/SIGTERM too. Refused (exit 2) while a swap area this run did not
     /// make is active.
     #[arg(long = "zswap", value_name = "CONFIG", value_parser = zswap_spec)]
-    zswap: Vec<zmem_validate::zswap_params::ZswapSettings>,
+    zswap: Vec<zmem_lab::ZswapParams>,
     /// The directory (the filesystem) for the zswap runs' swap file.
     #[arg(long, default_value_os_t = ValidateLabRequest::default().swap_dir)]
     swap_dir: PathBuf,
@@ -156,8 +156,8 @@ fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn zswap_spec(s: &str) -> Result<zmem_validate::zswap_params::ZswapSettings, String> {
-    zmem_validate::zswap_params::ZswapSettings::parse(s)
+fn zswap_spec(s: &str) -> Result<zmem_lab::ZswapParams, String> {
+    zmem_validate::zswap_params::parse(s)
 }
 
 fn lab(args: &LabArgs) -> anyhow::Result<()> {

@@ -12,7 +12,7 @@ use zmem_sim::replay::{
 use zmem_sim::swap_device::{DeviceSpec, SwapDevice};
 
 use super::{ArgError, check_page_size, check_pool, plain_algo};
-use crate::{Incompressible, LabError, Progress};
+use crate::{Incompressible, LabError, Progress, ZswapParams};
 
 /// What a user can ask of one replay.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,7 +27,8 @@ pub struct ReplayRequest {
     pub pool: String,
     /// Page size of the pages and the swap.
     pub page_size: usize,
-    /// zswap's max_pool_percent (of `ram`).
+    /// zswap's max_pool_percent (of `ram`). With `algo` and the next two, zswap's module
+    /// parameters ([`ReplayRequest::zswap`]).
     pub max_pool_percent: u32,
     /// zswap's accept_threshold_percent.
     pub accept_threshold_percent: u32,
@@ -62,9 +63,9 @@ impl Default for ReplayRequest {
             algo: super::default_algo(),
             pool: d.pool,
             page_size: d.page_size,
-            max_pool_percent: d.max_pool_percent,
-            accept_threshold_percent: d.accept_threshold_percent,
-            shrinker: d.shrinker,
+            max_pool_percent: d.zswap.max_pool_percent,
+            accept_threshold_percent: d.zswap.accept_threshold_percent,
+            shrinker: d.zswap.shrinker_enabled,
             reject_incompressible: false,
             no_writeback: false,
             cgroup: d.cgroup,
@@ -122,6 +123,16 @@ impl ReplayRequest {
         Ok(())
     }
 
+    /// zswap's module parameters: `algo`'s compressor and the three zswap knobs.
+    pub fn zswap(&self) -> ZswapParams {
+        ZswapParams {
+            compressor: self.algo.name.clone(),
+            max_pool_percent: self.max_pool_percent,
+            accept_threshold_percent: self.accept_threshold_percent,
+            shrinker_enabled: self.shrinker,
+        }
+    }
+
     /// The swap device, measured for about a second where it is a path.
     pub fn device(&self) -> Result<SwapDevice, LabError> {
         Ok(SwapDevice::resolve(&self.swap_device, Duration::from_secs(1))?)
@@ -139,9 +150,7 @@ impl ReplayRequest {
             algo_params: self.algo.algorithm_params(),
             pool: self.pool.clone(),
             page_size: self.page_size,
-            max_pool_percent: self.max_pool_percent,
-            accept_threshold_percent: self.accept_threshold_percent,
-            shrinker: self.shrinker,
+            zswap: self.zswap(),
             incompressible: if self.reject_incompressible {
                 Incompressible::Reject
             } else {
@@ -200,10 +209,7 @@ mod tests {
         let cfg = req().config(SwapDevice::default()).unwrap();
         let d = ReplayConfig::default();
         assert_eq!(cfg.ram_pages, 256);
-        assert_eq!(
-            (cfg.swap, cfg.max_pool_percent, cfg.accept_threshold_percent),
-            (d.swap, d.max_pool_percent, d.accept_threshold_percent)
-        );
+        assert_eq!((cfg.swap, &cfg.zswap), (d.swap, &d.zswap));
         assert_eq!(cfg.algo, d.algo);
         assert_eq!(cfg.incompressible, Incompressible::StoreAsIs);
         assert!(cfg.writeback);

@@ -136,9 +136,10 @@ pub(crate) fn replay(
         algo: c.params.compressor.clone(),
         page_size: ps,
         device: device.clone(),
-        max_pool_percent: replay_percent(c.params.max_pool_percent, scale),
-        accept_threshold_percent: c.params.accept_threshold_percent,
-        shrinker: c.params.shrinker_enabled,
+        zswap: ZswapParams {
+            max_pool_percent: replay_percent(c.params.max_pool_percent, scale),
+            ..c.params.clone()
+        },
         ..ReplayConfig::default()
     };
     crate::measure::swap_row_with(pages, ps, accesses, &cfg, objects, &NoProgress)

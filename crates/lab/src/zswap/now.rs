@@ -149,10 +149,13 @@ pub fn predict_weighted(
     let n = (pages.len() / ps) as u64;
     let cfg = ReplayConfig {
         ram_pages: n.max(1) * 4,
-        max_pool_percent: 100,
-        accept_threshold_percent: 100,
+        zswap: ZswapParams {
+            compressor: compressor.into(),
+            max_pool_percent: 100,
+            accept_threshold_percent: 100,
+            shrinker_enabled: false,
+        },
         swap: SwapKind::Zswap,
-        algo: compressor.into(),
         page_size: ps,
         ..ReplayConfig::default()
     };
@@ -218,10 +221,10 @@ pub fn now(
 ) -> ZswapNow {
     let st = after.unwrap_or(&live.state);
     let mut notes = st.notes.clone();
-    let prediction = if st.compressor.is_empty() {
+    let prediction = if st.module.compressor.is_empty() {
         None
     } else {
-        match predict_weighted(pages, ps, &st.compressor, weights) {
+        match predict_weighted(pages, ps, &st.module.compressor, weights) {
             Ok(mut p) => {
                 if weights.is_some() {
                     p.weighting = Some(
@@ -233,7 +236,7 @@ pub fn now(
                 Some(p)
             }
             Err(e) => {
-                notes.push(format!("no prediction with {}: {e}", st.compressor));
+                notes.push(format!("no prediction with {}: {e}", st.module.compressor));
                 None
             }
         }
@@ -284,12 +287,7 @@ pub fn now(
     let rates = after.map(|a| zmem_kernel::zswap_state::rates(&live.state, a, secs));
     ZswapNow {
         enabled: st.enabled,
-        module: ZswapParams {
-            compressor: st.compressor.clone(),
-            max_pool_percent: st.max_pool_percent,
-            accept_threshold_percent: st.accept_threshold_percent,
-            shrinker_enabled: st.shrinker_enabled,
-        },
+        module: st.module.clone(),
         params: st.params.clone(),
         debugfs: st.debugfs.clone(),
         debugfs_note: st.debugfs_note.clone(),

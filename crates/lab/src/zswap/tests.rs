@@ -35,10 +35,10 @@ pub(crate) fn fake_live(present: bool, offered: &[&str], enabled: bool) -> Zswap
         state: ZswapState {
             params: BTreeMap::new(),
             enabled,
-            compressor: if present { "lzo".into() } else { String::new() },
-            max_pool_percent: 20,
-            accept_threshold_percent: 90,
-            shrinker_enabled: false,
+            module: ZswapParams {
+                compressor: if present { "lzo".into() } else { String::new() },
+                ..ZswapParams::default()
+            },
             debugfs: Some(debugfs),
             debugfs_note: None,
             meminfo_zswap_bytes: Some(1000 * 1024),

@@ -62,7 +62,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use serde::Serialize;
-use zmem_zswap::{FileSlots, Incompressible, SwapFile, Zswap, ZswapConfig};
+use zmem_zswap::{FileSlots, Incompressible, SwapFile, Zswap, ZswapConfig, ZswapParams};
 
 use crate::cputime::{ChargedObjects, Stopwatch};
 use crate::latency::LatencyHist;
@@ -111,6 +111,7 @@ pub struct ReplayConfig {
     /// Resident pages.
     pub ram_pages: u64,
     pub swap: SwapKind,
+    /// zram's algorithm (zswap's compressor is `zswap.compressor`).
     pub algo: String,
     /// zram's `algorithm_params` for the algorithm (`level=3 dict=F`), if any; zswap's
     /// compressors take none.
@@ -118,11 +119,10 @@ pub struct ReplayConfig {
     /// Allocator of the zram device or the zswap pool.
     pub pool: String,
     pub page_size: usize,
-    /// zswap's `max_pool_percent` (of `ram_pages`).
-    pub max_pool_percent: u32,
-    pub accept_threshold_percent: u32,
-    /// zswap's `shrinker_enabled`: reclaim also runs the zswap shrinker.
-    pub shrinker: bool,
+    /// zswap's four module parameters: its `compressor`, `max_pool_percent` (of `ram_pages`),
+    /// `accept_threshold_percent` and `shrinker_enabled` (reclaim also runs the zswap
+    /// shrinker).
+    pub zswap: ZswapParams,
     pub incompressible: Incompressible,
     /// `memory.zswap.writeback` of the memcg: with it off, zswap never writes back and a page
     /// it rejects stays in RAM. The effective value: off if the memcg or any ancestor has it
@@ -160,6 +160,14 @@ pub struct ReplayConfig {
 pub const SWAP_AREA_SLACK: u64 = 1024;
 
 impl ReplayConfig {
+    /// The compressor of the swap replayed: zram's `algo` or zswap's `compressor`.
+    pub fn compressor(&self) -> &str {
+        match self.swap {
+            SwapKind::Zram => &self.algo,
+            SwapKind::Zswap => &self.zswap.compressor,
+        }
+    }
+
     /// The swap area's size for a page set of `pages` pages: [`ReplayConfig::swap_pages`], at
     /// least room for every page and the header.
     pub fn swap_area_pages(&self, pages: u64) -> u64 {
@@ -176,9 +184,10 @@ impl Default for ReplayConfig {
             algo_params: None,
             pool: "zsmalloc".into(),
             page_size: 4096,
-            max_pool_percent: 20,
-            accept_threshold_percent: 90,
-            shrinker: false,
+            zswap: ZswapParams {
+                compressor: zmem_zram::DEFAULT_ALGORITHM.into(),
+                ..ZswapParams::default()
+            },
             incompressible: Incompressible::StoreAsIs,
             writeback: true,
             cgroup: CgroupVersion::V1,
@@ -296,12 +305,9 @@ pub fn build_zswap(cfg: &ReplayConfig, nr_slots: u64) -> Result<Zswap, SimError>
     let swap = Arc::new(SwapFile::new(store, cfg.page_size, nr_slots));
     let zcfg = ZswapConfig {
         page_size: cfg.page_size,
-        compressor: cfg.algo.clone(),
+        module: cfg.zswap.clone(),
         zpool: cfg.pool.clone(),
         total_ram_pages: cfg.ram_pages,
-        max_pool_percent: cfg.max_pool_percent,
-        accept_threshold_percent: cfg.accept_threshold_percent,
-        shrinker_enabled: cfg.shrinker,
         incompressible: cfg.incompressible,
         writeback: cfg.writeback,
         zswap_max_pages: match cfg.cgroup {

@@ -823,7 +823,7 @@ impl<'p> Simulator<'p> {
         let time = time.plus(self.timer.charged());
         ReplayResult {
             swap: self.cfg.swap,
-            algo: self.cfg.algo.clone(),
+            algo: self.cfg.compressor().to_string(),
             pool: self.cfg.pool.clone(),
             ram_pages: self.cfg.ram_pages,
             pages: self.touched.len() as u64,

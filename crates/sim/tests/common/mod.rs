@@ -1,7 +1,8 @@
 //! The replay tests' page sets and traces.
 
 use zmem_pages::prng::SplitMix64;
-use zmem_sim::replay::{Access, ReplayResult};
+use zmem_sim::replay::{Access, ReplayConfig, ReplayResult};
+use zmem_zswap::ZswapParams;
 
 pub const PS: usize = 4096;
 
@@ -65,4 +66,9 @@ pub fn counts(r: &ReplayResult) -> String {
         r.ra_reclaimed,
         r.ra_dropped
     )
+}
+
+/// The replay's default zswap parameters with a pool of `max_pool_percent`.
+pub fn zswap_pool(max_pool_percent: u32) -> ZswapParams {
+    ZswapParams { max_pool_percent, ..ReplayConfig::default().zswap }
 }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use zmem_pages::prng::SplitMix64;
-use zmem_zswap::{Incompressible, SwapFile, SwapLayer, Zswap, ZswapConfig};
+use zmem_zswap::{Incompressible, SwapFile, SwapLayer, Zswap, ZswapConfig, ZswapParams};
 
 pub const PS: usize = 4096;
 
@@ -36,8 +36,11 @@ pub fn config(zpool: &str, ram_pages: u64, max_pct: u32, accept_pct: u32) -> Zsw
     ZswapConfig {
         zpool: zpool.into(),
         total_ram_pages: ram_pages,
-        max_pool_percent: max_pct,
-        accept_threshold_percent: accept_pct,
+        module: ZswapParams {
+            max_pool_percent: max_pct,
+            accept_threshold_percent: accept_pct,
+            ..ZswapParams::default()
+        },
         incompressible: Incompressible::StoreAsIs,
         ..ZswapConfig::default()
     }
