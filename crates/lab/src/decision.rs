@@ -294,7 +294,7 @@ fn better_kernel(cands: &[Candidate], chosen_saved: i64) -> Vec<BetterKernel> {
             None => out.push(better),
         }
     }
-    out.sort_by(|a, b| b.extra_saved_bytes.cmp(&a.extra_saved_bytes));
+    out.sort_by_key(|b| std::cmp::Reverse(b.extra_saved_bytes));
     out
 }
 
