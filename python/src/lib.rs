@@ -96,6 +96,21 @@ fn ram_bytes(ram: &Bound<'_, PyAny>) -> PyResult<u64> {
     zmem_lab::parse_ram(&text).map_err(arg_err)
 }
 
+/// `zswap_max`: bytes as an int or a size string, or `"max"` (none, as `--zswap-max max`).
+fn zswap_max_bytes(v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
+    let Some(v) = v else { return Ok(None) };
+    if v.is_instance_of::<pyo3::types::PyInt>() {
+        return count("zswap_max", Some(v), 0, 0, u64::MAX).map(Some);
+    }
+    let text: String = v
+        .extract()
+        .map_err(|_| value_err("zswap_max: expected bytes as an int, a size string or \"max\""))?;
+    if text == "max" {
+        return Ok(None);
+    }
+    zmem_lab::parse_size(&text).map(Some).map_err(|e| value_err(format!("zswap_max: {e}")))
+}
+
 /// The trace at `path`, by the CLI's loader: its words (`reading the trace: ...`), the class
 /// of the reader's error.
 pub(crate) fn load_trace(py: Python<'_>, path: &Path) -> PyResult<Vec<replay_mod::Access>> {
@@ -108,7 +123,7 @@ pub(crate) fn load_trace(py: Python<'_>, path: &Path) -> PyResult<Vec<replay_mod
 
 /// `zmem replay --json`: an access trace over the pages under a RAM budget.
 #[pyfunction]
-#[pyo3(signature = (pages, trace, ram, swap = None, algo = None, pool = None, max_pool_percent = None, accept_threshold_percent = None, shrinker = false, reject_incompressible = false, no_writeback = false, swap_dir = None, swap_device = None, swap_in_memory = false, readahead = None, page_cluster = None))]
+#[pyo3(signature = (pages, trace, ram, swap = None, algo = None, pool = None, max_pool_percent = None, accept_threshold_percent = None, shrinker = false, reject_incompressible = false, no_writeback = false, swap_dir = None, swap_device = None, swap_in_memory = false, readahead = None, page_cluster = None, cgroup = None, zswap_max = None))]
 #[allow(clippy::too_many_arguments)]
 fn replay(
     py: Python<'_>,
@@ -128,6 +143,8 @@ fn replay(
     swap_in_memory: bool,
     readahead: Option<&str>,
     page_cluster: Option<&Bound<'_, PyAny>>,
+    cgroup: Option<&str>,
+    zswap_max: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<String> {
     // None: the request's own default (one place for them: `ReplayRequest::default()`).
     let d = ReplayRequest::default();
@@ -167,10 +184,11 @@ fn replay(
             .map(|r| r.parse().map_err(|e| value_err(format!("readahead: {e}"))))
             .transpose()?,
         page_cluster: page_cluster.map(|v| count("page_cluster", Some(v), 0, 0, 31)).transpose()?,
-        // The replay's memcg as the CLI's defaults have it (`--cgroup`, `--zswap-max` are
-        // the CLI's; Python keeps cgroup v1 without a zswap limit).
-        cgroup: d.cgroup,
-        zswap_max: d.zswap_max,
+        cgroup: match cgroup {
+            Some(c) => c.parse().map_err(|e| value_err(format!("cgroup: {e}")))?,
+            None => d.cgroup,
+        },
+        zswap_max: zswap_max_bytes(zswap_max)?.or(d.zswap_max),
     };
     req.validate().map_err(arg_err)?;
     let device = py.detach(|| req.device()).map_err(lab_err)?;

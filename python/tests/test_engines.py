@@ -92,6 +92,28 @@ def test_replay_runs_a_trace(zmem_bin, page_file, tmp_path):
             assert row[k] == want[k], k
 
 
+def test_replay_takes_the_memcgs_cgroup_version_and_zswap_limit(zmem_bin, page_file, tmp_path):
+    trace = tmp_path / "t.trace"
+    p = run_cli(zmem_bin, "trace", "gen", "--pages", "300", "--accesses", "3000", "-o", str(trace))
+    if p.returncode != 0:
+        pytest.fail(f"zmem trace gen: {p.stderr}")
+    args = ("--ram", "400K", "--swap", "zswap", "--cgroup", "v2", "--zswap-max", "64K")
+    cli = run_cli(zmem_bin, "replay", "--json", *args, str(page_file), str(trace))
+    assert cli.returncode == 0, cli.stderr
+    want = json.loads(cli.stdout)
+    row = zmem.replay(page_file, trace, "400K", swap="zswap", cgroup="v2", zswap_max="64K")
+    got = row.to_pylist()[0]
+    for k in ("swap_outs", "swap_ins", "max_pool_bytes"):
+        assert got[k] == want[k], k
+    # memory.zswap.max is a cgroup v2 file: refused on v1, in the CLI's words.
+    bad = run_cli(zmem_bin, "replay", "--ram", "400K", "--swap", "zswap", "--zswap-max", "64K",
+                  str(page_file), str(trace))
+    assert bad.returncode != 0 and "zswap" in bad.stderr, bad.stderr
+    with pytest.raises(ValueError) as e:
+        zmem.replay(page_file, trace, "400K", swap="zswap", zswap_max=65536)
+    assert "memory.zswap.max" in str(e.value), e.value
+
+
 # Bad arguments: the exception's message is the CLI's line (after `zmem: `).
 
 

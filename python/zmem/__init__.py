@@ -210,6 +210,8 @@ def replay(
     swap_in_memory: bool = False,
     readahead: Optional[str] = None,
     page_cluster: Optional[int] = None,
+    cgroup: Optional[str] = None,
+    zswap_max: Optional[Union[int, str]] = None,
     page_size: Optional[int] = None,
 ) -> pa.Table:
     """An access trace (``zmem trace gen``) over the pages with ``ram`` bytes of RAM (an int,
@@ -218,7 +220,9 @@ def replay(
     (``nvme``, ``ssd``, ``emmc``, ``hdd``, or a path to measure), as ``--swap-device``.
     ``readahead`` (``vma``, ``cluster`` or ``none``) and ``page_cluster`` (``vm.page-cluster``):
     the swap readahead of zswap's swap-ins, by default this machine's, as ``--readahead`` and
-    ``--page-cluster``. Every keyword argument left at None takes the default
+    ``--page-cluster``. ``cgroup`` (``v1`` or ``v2``: on v2 zswap's compressed pool is charged
+    to the memcg) and ``zswap_max`` (``memory.zswap.max``, v2 only: bytes, a size string or
+    ``"max"``), as ``--cgroup`` and ``--zswap-max``. Every keyword argument left at None takes the default
     ``zmem replay --help`` states (``zmem.defaults("replay")``).
 
     >>> zmem.replay(pages, "trace.zt", "1M", swap="zram").column("swap_ins")  # doctest: +SKIP
@@ -241,6 +245,8 @@ def replay(
             swap_in_memory,
             readahead,
             page_cluster,
+            cgroup,
+            zswap_max,
         )
     )
 

@@ -97,6 +97,8 @@ def replay(
     swap_in_memory: bool = False,
     readahead: Optional[str] = None,
     page_cluster: Optional[int] = None,
+    cgroup: Optional[str] = None,
+    zswap_max: Optional[Union[int, str]] = None,
 ) -> str: ...
 def study_allocators(
     pages: PageSet,
