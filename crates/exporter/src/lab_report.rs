@@ -110,7 +110,10 @@ mod tests {
         if let Some(s) = zswap {
             let mut c = Candidate::none(0);
             c.name = "zswap lzo max_pool_percent=20 shrinker=off".into();
-            c.config = Config::Zswap { params: zmem_lab::ZswapParams::default() };
+            c.config = Config::Zswap {
+                params: zmem_lab::ZswapParams::default(),
+                behind: "/swapfile".into(),
+            };
             c.runs_now = false;
             c.pool_bytes = (now_bytes as i64 - s) as u64;
             c.memory_saved_bytes = s;

@@ -28,8 +28,9 @@ use crate::sample::Estimates;
 pub enum Config {
     /// A zram swap device running this policy (zswap off).
     Zram { policy: Policy },
-    /// zswap with these module parameters in front of a disk swap (no zram swap).
-    Zswap { params: ZswapParams },
+    /// zswap with these module parameters in front of the disk swap `behind` (an active swap
+    /// area, or the swap file the apply script makes where there is none), and no zram swap.
+    Zswap { params: ZswapParams, behind: String },
     /// No compressed swap: what the machine runs when nothing does. Listed only then; it saves
     /// nothing and costs nothing.
     None,
@@ -40,7 +41,7 @@ impl Config {
     pub fn compressor(&self) -> Option<&str> {
         match self {
             Config::Zram { policy } => Some(&policy.algo),
-            Config::Zswap { params } => Some(&params.compressor),
+            Config::Zswap { params, .. } => Some(&params.compressor),
             Config::None => None,
         }
     }
@@ -278,7 +279,7 @@ pub fn on_basis(
         let saved = basis.now_bytes as i64 - c.pool_bytes as i64;
         let rel = match &c.config {
             Config::Zram { policy } => relative_half_width(estimates, &policy.algo),
-            Config::Zswap { params } => {
+            Config::Zswap { params, .. } => {
                 relative_half_width(estimates, &params.compressor).max(reference)
             }
             Config::None => 0.0,

@@ -164,7 +164,7 @@ pub fn reason_words(d: &Decision) -> String {
 /// The zswap parameters the decision chose, if it chose zswap.
 fn chosen_zswap<'a>(r: &'a LabReport, d: &Decision) -> Option<&'a ZswapParams> {
     match &d.chosen(&r.candidates)?.config {
-        Config::Zswap { params } => Some(params),
+        Config::Zswap { params, .. } => Some(params),
         _ => None,
     }
 }

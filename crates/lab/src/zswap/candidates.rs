@@ -207,6 +207,7 @@ pub(super) fn cpu_secs_per_sec(r: &SwapRow, rates: &Rates, codec: Option<CodecCo
 #[allow(clippy::too_many_arguments)]
 pub fn project(
     measured: &[Replayed],
+    behind: &str,
     zram_ref: &SwapRow,
     zram_candidates: &[Candidate],
     live: Option<&ZswapNow>,
@@ -240,7 +241,7 @@ pub fn project(
             let c = &m.config;
             let mut cand = Candidate::none(0);
             cand.name = c.name();
-            cand.config = Config::Zswap { params: c.params.clone() };
+            cand.config = Config::Zswap { params: c.params.clone(), behind: behind.to_string() };
             cand.runs_now = runs_now(&c.params);
             cand.verified = false;
             cand.within_budgets = false;
@@ -300,7 +301,7 @@ fn fill(
         hit_fraction: if r.swap_ins == 0 { 1.0 } else { r.hit_swap_ins as f64 / r.swap_ins as f64 },
         replay_max_pool_percent: replay_percent(
             match &cand.config {
-                Config::Zswap { params } => params.max_pool_percent,
+                Config::Zswap { params, .. } => params.max_pool_percent,
                 _ => 0,
             },
             scale,

@@ -245,8 +245,15 @@ pub fn candidates(
     let Some(zram_ref) = measured.reference(zram_algo) else {
         return Err(LabError::Setup("no zram replay beside zswap's".into()));
     };
+    // In front of the disk swap there is, else the swap file the apply script makes.
+    let behind = live
+        .swaps
+        .iter()
+        .find(|s| s.kind != "zram")
+        .map_or(crate::decision::SWAP_FILE, |s| s.filename.as_str());
     let cands = project(
         &measured.replayed,
+        behind,
         zram_ref,
         zram_candidates,
         now.as_ref(),

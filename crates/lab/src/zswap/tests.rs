@@ -315,7 +315,7 @@ fn advise_replays_every_available_configuration() {
         .candidates
         .iter()
         .filter_map(|c| match &c.config {
-            Config::Zswap { params } => Some((params, c)),
+            Config::Zswap { params, .. } => Some((params, c)),
             _ => None,
         })
         .collect();

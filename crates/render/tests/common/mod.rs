@@ -82,7 +82,7 @@ pub fn zswap_candidate(compressor: &str, max_pool_percent: u32, shrinker: bool) 
     let params = zswap_params(compressor, max_pool_percent, shrinker);
     Candidate {
         name: zswap_name(&params),
-        config: Config::Zswap { params },
+        config: Config::Zswap { params, behind: "/swapfile".into() },
         runs_now: false,
         pool_bytes: 1 << 20,
         memory_saved_bytes: 1 << 20,
@@ -105,7 +105,7 @@ pub fn zswap_candidate(compressor: &str, max_pool_percent: u32, shrinker: bool) 
 /// The zswap parameters of a zswap candidate (panics on any other).
 pub fn params_of(c: &Candidate) -> &ZswapParams {
     match &c.config {
-        Config::Zswap { params } => params,
+        Config::Zswap { params, .. } => params,
         other => panic!("{} is no zswap candidate: {other:?}", c.name),
     }
 }
