@@ -142,8 +142,8 @@ mod tests {
     #[test]
     fn one_line_per_age_with_its_share() {
         let t = render(&curve());
-        assert!(t.contains("    10 s     90.0 MiB    90.0 %"), "{t}");
-        assert!(t.contains("   1 min     40.0 MiB    40.0 %"), "{t}");
+        assert!(t.contains("\n    10 s    90.0 MiB    90.0 %\n"), "{t}");
+        assert!(t.contains("\n   1 min    40.0 MiB    40.0 %\n"), "{t}");
         assert!(t.contains("came back at 1.0 MiB/s from 10 s to 1 min"), "{t}");
         assert!(t.contains("Skipped: 2 refused.\n  7: denied"), "{t}");
         assert!(t.contains("Note: stopped after 2 of 3 ages."), "{t}");
