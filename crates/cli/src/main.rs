@@ -60,6 +60,9 @@ enum Command {
     Study(cmd::study::Study),
     /// Every zram device, zswap, the swap areas and their rates, on one screen (or --json).
     Status(cmd::status::Args),
+    /// Cold memory by age: how much of the processes' anonymous memory goes untouched for 10 s
+    /// to 10 min (clears their referenced bits, then reads smaps at each age).
+    Cold(cmd::cold::Args),
     /// Serve the state `zmem status` shows as OpenMetrics (or write a node_exporter textfile).
     Exporter(cmd::exporter::Args),
     /// Dictionaries for zram's `algorithm_params dict=` (zstd, lz4): train and measure.
@@ -89,6 +92,7 @@ const EXAMPLES: &[(&[&str], &str)] = &[
     (&["study", "allocators"], "zmem study allocators app.zpages"),
     (&["dict", "train"], "zmem dict train --algo zstd -o zram.dict app.zpages"),
     (&["status"], "zmem status --json"),
+    (&["cold"], "sudo zmem cold --pid 1234 --ages 10s,1m,2m"),
     (&["exporter"], "zmem exporter --listen 127.0.0.1:9863"),
 ];
 
@@ -154,6 +158,7 @@ fn main() -> ExitCode {
         Command::Gen(args) => cmd::generate::run(&args),
         Command::Trace(args) => cmd::trace::run(&args),
         Command::Status(args) => cmd::status::run(&args),
+        Command::Cold(args) => cmd::cold::run(&args),
         Command::Exporter(args) => cmd::exporter::run(&args),
     };
     match result {

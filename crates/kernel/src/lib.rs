@@ -18,6 +18,8 @@
 //!   exporter's metrics), with what could not be read and why.
 //! - [`caps`]: what the running kernel can do (zram's algorithms, recompression, writeback;
 //!   zswap's compressors), learned without a live device and saying how.
+//! - [`cold`]: cold memory by age from the machine's own accesses (`clear_refs`, then smaps'
+//!   `Referenced` at each age) for a set of processes, and the rate idle memory comes back.
 //! - [`zswap_state`]: zswap's live state: parameters, debugfs counters (the one reader of
 //!   each), meminfo, vmstat and memory cgroups.
 //!
@@ -29,6 +31,7 @@
 pub mod caps;
 pub mod capture;
 pub mod cgroups;
+pub mod cold;
 mod error;
 pub mod harness;
 pub mod kconfig;

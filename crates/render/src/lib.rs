@@ -2,7 +2,7 @@
 //! subcommands' tables ([`experiments`], [`replay`]), the lab's terminal summary ([`summary`]),
 //! its offline HTML report with inline SVG charts ([`html`], [`svg`]), the decision in words and
 //! its two scripts ([`decision`], with [`apply`]'s zram forms), `zmem status`'s one screen
-//! ([`status`]), and the lab's JSON document ([`json`]: the report value plus the decision's
+//! ([`status`]), `zmem cold`'s curve ([`cold`]), and the lab's JSON document ([`json`]: the report value plus the decision's
 //! scripts, so the CLI's `--json` and Python's `zmem.lab` return the same document).
 //!
 //! [`script`] holds what the apply scripts' one generated part is made of: values checked
@@ -16,6 +16,7 @@
 //! zmem-experiments or zmem-sim), or writing any other file (the front ends do).
 
 pub mod apply;
+pub mod cold;
 pub mod decision;
 pub mod experiments;
 pub mod html;

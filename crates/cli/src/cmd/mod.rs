@@ -4,6 +4,7 @@
 mod args;
 pub mod capture;
 pub mod codec;
+pub mod cold;
 pub mod comp_bench;
 pub mod conform;
 pub mod dict;

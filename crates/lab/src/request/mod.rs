@@ -16,6 +16,7 @@
 //! | `zmem gen`              | [`GenerateRequest`]          | [`GenerateRequest::run`]    |
 //! | `zmem dict train`       | [`DictTrainRequest`]         | [`DictTrainRequest::run`]   |
 //! | `zmem status`           | [`StatusRequest`]            | [`StatusRequest::run`]      |
+//! | `zmem cold` (CLI only)  | [`ColdRequest`]              | [`ColdRequest::start`]      |
 //! | `zmem validate replay`  | `ValidateReplayRequest` (1)  | `ValidateReplayRequest::run`|
 //! | `zmem validate lab`     | `ValidateLabRequest` (1)     | `ValidateLabRequest::run`   |
 //!
@@ -35,6 +36,7 @@
 //! ([`LabArgs`]).
 
 mod capture;
+mod cold;
 mod comp_bench;
 mod dict;
 mod generate;
@@ -46,6 +48,7 @@ mod study;
 mod zram;
 
 pub use capture::{CaptureRequest, CaptureSummary, Captured};
+pub use cold::{ColdRequest, parse_age, parse_ages};
 pub use comp_bench::CompBenchRequest;
 pub use dict::{DictTrainReport, DictTrainRequest, MAX_SAMPLES, shown_size};
 pub use generate::GenerateRequest;
