@@ -48,6 +48,9 @@ fn the_readme_lab_commands_run_as_written() {
     // The decision first (after the source and kernel lines), its evidence after it.
     let d = stdout.find("Decision: ").expect("a decision");
     assert!(d < stdout.find("The evidence:").expect("the evidence"), "{stdout}");
+    // This machine's memory pressure, read (never changed) around the observation window.
+    let p = stdout.find("Pressure now: memory is ").expect("the pressure line");
+    assert!(p > d && stdout[p..].contains(" available, "), "{stdout}");
     for file in ["apply.sh", "undo.sh"] {
         let path = dir.join(file);
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));

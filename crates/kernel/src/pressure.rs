@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cgroups::{self, V2Root};
 use crate::stat::SwapCounters;
@@ -26,7 +26,7 @@ use crate::stat::SwapCounters;
 const V1_UNLIMITED: u64 = 1 << 62;
 
 /// One PSI line: the running averages in percent and the total stall in microseconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct PsiLine {
     pub avg10: f64,
     pub avg60: f64,
@@ -35,7 +35,7 @@ pub struct PsiLine {
 }
 
 /// A PSI file: `some` and, for memory and io, `full`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Psi {
     pub some: PsiLine,
     pub full: Option<PsiLine>,
@@ -71,7 +71,7 @@ pub fn parse_psi(text: &str) -> Result<Psi, String> {
 }
 
 /// One zone of `/proc/zoneinfo`, in pages.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Zone {
     pub node: u32,
     pub name: String,
@@ -125,7 +125,7 @@ fn zone_of((node, name, f): (u32, String, BTreeMap<&str, u64>)) -> Option<Zone> 
 
 /// The watermarks summed over the zones that hold memory, in bytes: kswapd wakes when free
 /// memory in a zone falls under its low mark, and stops over its high mark.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Watermarks {
     pub free_bytes: u64,
     pub min_bytes: u64,
@@ -149,7 +149,7 @@ impl Watermarks {
 
 /// Workingset refaults and activations since boot, in pages (`/proc/vmstat`, or a cgroup's
 /// `memory.stat`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Refaults {
     pub anon: u64,
     pub file: u64,
@@ -174,7 +174,7 @@ impl Refaults {
 }
 
 /// A memory cgroup with a limit, and how close it is to it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CgroupPressure {
     /// Its directory from `/`.
     pub path: String,
@@ -193,7 +193,7 @@ pub struct CgroupPressure {
 }
 
 /// Memory pressure now.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Pressure {
     /// `/proc/pressure/memory` (`None`: PSI off or unreadable; `notes` says which).
     pub psi: Option<Psi>,
@@ -319,7 +319,7 @@ fn v1_cgroup(root: &Path, dir: &Path) -> Option<CgroupPressure> {
 
 /// What changed between two readings `seconds` apart: the share of the window stalled on
 /// memory (from PSI totals), and refaults and swap traffic per second.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Window {
     pub seconds: f64,
     /// Percent of the window some task stalled on memory (`None` without PSI).

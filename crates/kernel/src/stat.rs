@@ -182,7 +182,7 @@ pub fn active_zram_swaps() -> Result<Vec<ZramSwap>, KernelError> {
 
 /// The system-wide swap counters of `/proc/vmstat` (pages since boot); zswap's are absent
 /// without zswap.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SwapCounters {
     /// Pages swapped in.
     pub pswpin: u64,

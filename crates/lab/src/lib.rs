@@ -61,7 +61,7 @@ pub use fit::{UncertainReason, kernel_fit, uncertainty};
 pub use measure::{PoolRow, SwapRow};
 pub use now::{FieldComparison, LiveConfig, Now, Rates};
 pub use policy::{Policy, PolicyRow, candidates, default_policies};
-pub use report::{LabOptions, LabReport, SCHEMA_VERSION, SkippedPolicy};
+pub use report::{LabOptions, LabReport, PressureReading, SCHEMA_VERSION, SkippedPolicy};
 pub use request::{
     ArgError, CaptureRequest, CaptureSummary, Captured, CompBenchRequest, GenerateRequest,
     LabRequest, ReplayRequest, StudyRequest, ZramRequest, auto_device, parse_max_pages, parse_ram,
@@ -170,6 +170,7 @@ pub fn run(
         decision: judged.decision,
         estimates,
         skipped_policies,
+        pressure: opts.pressure.clone(),
         zswap: judged.zswap,
     })
 }

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use zmem_experiments::comp_bench;
 use zmem_kernel::caps::KernelCaps;
+use zmem_kernel::pressure::{Pressure, Window};
 use zmem_sim::replay;
 use zmem_sim::swap_device::SwapDevice;
 
@@ -63,10 +64,25 @@ pub struct LabReport {
     /// Candidates left out, and why (a dictionary with too few pages to train on).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped_policies: Vec<SkippedPolicy>,
+    /// Memory pressure at the end of the observation window, and over it (read only; absent
+    /// when the run was given no reading: a page set measured away from its machine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pressure: Option<PressureReading>,
     /// zswap's Now and the swap stack for the decision ([`crate::zswap`]); absent when the run
     /// was given no live zswap reading.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zswap: Option<ZswapAdvice>,
+}
+
+/// How short memory is on the machine the lab ran on: the kernel's own measures at the end of
+/// the observation window (`zmem_kernel::pressure`: PSI, free memory against the watermarks,
+/// refaults, swap traffic, every memory cgroup with a limit), and what changed over it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PressureReading {
+    pub now: Pressure,
+    /// Over the observation window (absent without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<Window>,
 }
 
 /// A candidate the lab did not measure: a dictionary whose training half
@@ -110,6 +126,8 @@ pub struct LabOptions {
     /// The live zswap read around the observation window: with it the report gains zswap's
     /// advice ([`crate::zswap::candidates`]).
     pub zswap: Option<zswap::ZswapInput>,
+    /// Memory pressure read around the observation window ([`crate::run_lab`] reads it).
+    pub pressure: Option<PressureReading>,
 }
 
 impl Default for LabOptions {
@@ -126,6 +144,7 @@ impl Default for LabOptions {
             trace: None,
             kernel: None,
             zswap: None,
+            pressure: None,
         }
     }
 }

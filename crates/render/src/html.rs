@@ -346,5 +346,10 @@ fn now_section(r: &LabReport) -> String {
         esc(&r.rates.source),
         esc(&r.rates.note)
     );
+    if let Some(p) = &r.pressure {
+        let items: String =
+            crate::pressure::lines(p).iter().map(|l| format!("<li>{}</li>", esc(l))).collect();
+        s += &format!("<ul class=\"pressure\">{items}</ul>");
+    }
     s
 }

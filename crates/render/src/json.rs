@@ -18,8 +18,8 @@ use zmem_lab::decision::{Decision, Kind};
 use zmem_lab::sample::Estimates;
 use zmem_lab::zswap::{StackAdvice, ZswapAdvice, ZswapLive, ZswapNow};
 use zmem_lab::{
-    Budgets, Candidate, KernelCaps, LabReport, Now, PolicyRow, PoolRow, Rates, SkippedPolicy,
-    Source, SwapRow, TraceSource,
+    Budgets, Candidate, KernelCaps, LabReport, Now, PolicyRow, PoolRow, PressureReading, Rates,
+    SkippedPolicy, Source, SwapRow, TraceSource,
 };
 use zmem_sim::swap_device::SwapDevice;
 
@@ -46,6 +46,8 @@ pub struct LabDocument<'a> {
     estimates: Option<&'a Estimates>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     skipped_policies: &'a [SkippedPolicy],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pressure: Option<&'a PressureReading>,
     /// What is left of zswap's advice once its Now has its place.
     #[serde(skip_serializing_if = "Option::is_none")]
     zswap: Option<ZswapDoc<'a>>,
@@ -130,6 +132,7 @@ impl<'a> LabDocument<'a> {
             decision,
             estimates,
             skipped_policies,
+            pressure,
             zswap,
         } = r;
         let (now, zswap) = match zswap {
@@ -164,6 +167,7 @@ impl<'a> LabDocument<'a> {
             budgets,
             estimates: estimates.as_ref(),
             skipped_policies,
+            pressure: pressure.as_ref(),
             zswap,
         }
     }

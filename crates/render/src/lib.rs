@@ -22,6 +22,7 @@ pub mod experiments;
 pub mod html;
 pub mod json;
 pub mod outputs;
+pub mod pressure;
 pub mod replay;
 pub mod script;
 pub mod status;

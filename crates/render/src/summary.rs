@@ -261,10 +261,13 @@ fn now_text(r: &LabReport) -> String {
         );
     }
     s += &format!(
-        "Rates: {:.1} swap-ins/s, {:.1} swap-outs/s ({}: {})\n\n",
+        "Rates: {:.1} swap-ins/s, {:.1} swap-outs/s ({}: {})\n",
         r.rates.swap_ins_per_sec, r.rates.swap_outs_per_sec, r.rates.source, r.rates.note
     );
-    s
+    for (i, l) in r.pressure.iter().flat_map(crate::pressure::lines).enumerate() {
+        s += &format!("{}{l}\n", if i == 0 { "" } else { "  " });
+    }
+    s + "\n"
 }
 
 /// What every column of the change-from-now table means (terminal and HTML).

@@ -47,10 +47,8 @@ fn rates() -> Rates {
 fn zswap(name: &str, pool: u64, cpu: f64, runs_now: bool) -> Candidate {
     let mut c = Candidate::none(0);
     c.name = name.into();
-    c.config = Config::Zswap {
-        params: zmem_zswap::ZswapParams::default(),
-        behind: "/swapfile".into(),
-    };
+    c.config =
+        Config::Zswap { params: zmem_zswap::ZswapParams::default(), behind: "/swapfile".into() };
     c.runs_now = runs_now;
     c.pool_bytes = pool;
     c.cpu_secs_per_sec = cpu;

@@ -187,11 +187,17 @@ pub fn run_lab(req: LabRequest, progress: &dyn Progress) -> Result<LabReport, La
     // zswap read around the observation window: its own traffic (zswpin/zswpout) is not in
     // pswpin/pswpout, and its Now is the state at the window's end.
     let zswap_live = crate::zswap::read_live(req.mount_debugfs);
+    // Pressure read around the same window: reads only.
+    let before = zmem_kernel::pressure::read();
     let started = std::time::Instant::now();
     let rates = now::watch(&e.zram_ids, req.observe_secs, e.source.page_size, progress)?;
     let after = (zswap_live.present && matches!(rates, Ok(ref r) if r.source == "observed"))
         .then(crate::zswap::read_state);
     let secs = started.elapsed().as_secs_f64();
+    let pressure_now = zmem_kernel::pressure::read();
+    // A window the watch left at once (nothing to observe) says nothing over time.
+    let window = (secs >= 1.0).then(|| pressure_now.since(&before, secs));
+    let pressure = Some(crate::PressureReading { now: pressure_now, window });
     let rates = match (&rates, &after) {
         (Ok(r), Some(a)) => Ok(crate::zswap::with_zswap_traffic(
             r.clone(),
@@ -212,6 +218,7 @@ pub fn run_lab(req: LabRequest, progress: &dyn Progress) -> Result<LabReport, La
         min_time: req.min_time,
         kernel: Some(e.kernel),
         zswap,
+        pressure,
         ..LabOptions::default()
     };
     crate::run(&e.pages, e.source, &opts, progress)
