@@ -12,7 +12,6 @@ use zmem_pages::trace::Trace;
 use zmem_sim::swap_device::{DeviceSpec, SwapDevice};
 
 use super::ArgError;
-use super::lab_options::budget;
 use crate::{
     Budgets, Coverage, Input, LabError, LabOptions, LabReport, Progress, TraceSource, evidence, now,
 };
@@ -222,4 +221,12 @@ pub fn run_lab(req: LabRequest, progress: &dyn Progress) -> Result<LabReport, La
         ..LabOptions::default()
     };
     crate::run(&e.pages, e.source, &opts, progress)
+}
+
+/// A budget: a number of at least 0 (a budget may be as large as one likes, not infinite).
+pub(crate) fn budget(name: &'static str, text: &str) -> Result<f64, ArgError> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v >= 0.0 && v.is_finite() => Ok(v),
+        _ => Err(ArgError::with_value(name, text.trim(), "must be a number >= 0")),
+    }
 }

@@ -17,7 +17,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::lab::{parse_max_pages, parse_source, parse_swap_device, swap_device_text};
+use super::lab::{budget, parse_max_pages, parse_source, parse_swap_device, swap_device_text};
 use super::{ArgError, LabRequest, MAX_SECS, MAX_THREADS, parse_count};
 use crate::{Coverage, Input};
 
@@ -349,14 +349,6 @@ fn shown_sample(d: &LabRequest) -> Option<String> {
 /// A count option's value: a whole number in `min..=max`.
 fn count(name: &'static str, text: &str, min: u64, max: u64) -> Result<u64, ArgError> {
     parse_count(text, min, max).map_err(|why| ArgError::with_value(name, text.trim(), why))
-}
-
-/// A budget: a number of at least 0 (a budget may be as large as one likes, not infinite).
-pub(crate) fn budget(name: &'static str, text: &str) -> Result<f64, ArgError> {
-    match text.trim().parse::<f64>() {
-        Ok(v) if v >= 0.0 && v.is_finite() => Ok(v),
-        _ => Err(ArgError::with_value(name, text.trim(), "must be a number >= 0")),
-    }
 }
 
 /// A [`LabRequest`] made from the options a door was given, one at a time: each set through
