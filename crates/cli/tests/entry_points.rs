@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 /// pass), `live` (a test below, the live pass) or the test file that does it.
 const COVERED: &[(&str, &str)] = &[
     ("lab", "readme_commands.rs: `zmem lab` with no arguments, as the README's first command"),
+    ("cold", "here"),
     ("comp-bench", "here"),
     ("compress", "here"),
     ("decompress", "here"),
@@ -223,6 +224,23 @@ fn status_prints_the_swap_state() {
     // Read-only and fast without root: what it cannot read it says so.
     let text = stdout(&ok(&["status"], b""));
     assert!(text.to_lowercase().contains("swap"), "{text}");
+}
+
+/// A child of ours, idle: its anonymous memory (the shell's) is all cold after a second.
+#[test]
+fn cold_measures_a_process_by_age() {
+    let mut child = Command::new("sh").args(["-c", "x=$(seq 20000); sleep 30"]).spawn().unwrap();
+    // Let the shell build its variable (anonymous memory) before t0.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let pid = child.id().to_string();
+    let out = zmem().args(["cold", "--pid", &pid, "--ages", "1s"]).output().expect("zmem runs");
+    let _ = child.kill();
+    let _ = child.wait();
+    let text = stdout(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(text.starts_with("Cold memory of 1 process"), "{text}");
+    let row = text.lines().find(|l| l.trim_start().starts_with("1 s")).expect("the 1 s row");
+    assert!(row.contains('%'), "an idle shell has cold anonymous memory: {text}");
 }
 
 #[test]

@@ -32,7 +32,8 @@ pub fn shortness(w: &Watermarks) -> &'static str {
     }
 }
 
-fn machine(p: &Pressure) -> String {
+/// The machine's line: whether memory is short, what is available and free, PSI.
+pub fn machine(p: &Pressure) -> String {
     let w = &p.watermarks;
     let avail = p.mem_available_bytes.map_or("unknown".into(), |b| human_bytes(b as f64));
     let psi = match &p.psi {
@@ -70,7 +71,8 @@ fn window(w: &Window) -> String {
     )
 }
 
-fn cgroup(c: &CgroupPressure) -> String {
+/// One memory cgroup with a limit.
+pub fn cgroup(c: &CgroupPressure) -> String {
     let b = |v: Option<u64>| v.map_or("-".into(), |v| human_bytes(v as f64));
     let share = match (c.usage_bytes, c.high_bytes.or(c.max_bytes)) {
         (Some(u), Some(l)) if l > 0 => {

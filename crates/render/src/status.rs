@@ -174,7 +174,7 @@ fn zswap_lines(o: &mut String, s: &Status) -> std::fmt::Result {
     Ok(())
 }
 
-/// The swap areas, the rates and what could not be read.
+/// The swap areas, the rates, the pressure and what could not be read.
 fn rest(o: &mut String, s: &Status) -> std::fmt::Result {
     if s.swaps.is_empty() {
         writeln!(o, "swap areas: none")?;
@@ -204,6 +204,12 @@ fn rest(o: &mut String, s: &Status) -> std::fmt::Result {
             o2(r.zswpout_per_sec),
             o2(r.zswpwb_per_sec)
         )?;
+    }
+    if let Some(p) = &s.pressure {
+        writeln!(o, "{}", crate::pressure::machine(p).replacen("Pressure now: ", "pressure: ", 1))?;
+        for c in &p.cgroups {
+            writeln!(o, "  {}", crate::pressure::cgroup(c))?;
+        }
     }
     if !s.unreadable.is_empty() {
         writeln!(o, "could not read:")?;

@@ -78,6 +78,8 @@ pub struct Status {
     pub counters: Counters,
     /// Rates over the window, when one was asked for.
     pub rates: Option<Rates>,
+    /// Memory pressure now (`crate::pressure`), where /proc and /sys share a root.
+    pub pressure: Option<crate::pressure::Pressure>,
     pub unreadable: Vec<Unreadable>,
 }
 
@@ -327,8 +329,15 @@ pub fn read(opts: &Options) -> Result<Status, KernelError> {
         swaps,
         counters,
         rates,
+        pressure: pressure_at(roots),
         unreadable: r.unreadable,
     })
+}
+
+/// The pressure reading under the roots' common directory (`/` live, a test's fake tree).
+fn pressure_at(roots: &Roots) -> Option<crate::pressure::Pressure> {
+    let root = roots.proc.parent()?;
+    (roots.sys.parent() == Some(root)).then(|| crate::pressure::read_at(root))
 }
 
 fn read_counters(proc: &Path) -> Result<Counters, KernelError> {
