@@ -247,7 +247,8 @@ fn entry(i: usize, c: &Candidate, disk_swap: bool) -> Entry {
         eligible: c.available && c.within_budgets,
         runs_now: c.runs_now,
         rank: c.config.setup_rank(disk_swap),
-        order: zswap << 40 | k.min(1 << 20) << 20 | i.min(1 << 19),
+        // Each part within its 20 bits: an unknown compressor (none's) sorts after the known.
+        order: zswap << 40 | k.min(0xF_FFFF) << 20 | i.min(0xF_FFFF),
     }
 }
 
@@ -305,15 +306,15 @@ pub const SWAP_FILE: &str = "/var/lib/zmem/swapfile";
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Entry {
     /// Memory saved against now, bytes.
-    pub saved: i64,
-    pub cpu: f64,
+    saved: i64,
+    cpu: f64,
     /// The kernel runs it and it is within the budgets.
-    pub eligible: bool,
-    pub runs_now: bool,
+    eligible: bool,
+    runs_now: bool,
     /// [`Config::setup_rank`]: smaller is simpler.
-    pub rank: u32,
+    rank: u32,
     /// The fixed order that decides last: smaller first.
-    pub order: usize,
+    order: usize,
 }
 
 /// How [`rule`] decided.
