@@ -243,6 +243,28 @@ fn cold_measures_a_process_by_age() {
     assert!(row.contains('%'), "an idle shell has cold anonymous memory: {text}");
 }
 
+/// Nothing to watch (the pid does not exist): it says so and ends, rather than waiting out
+/// an age nobody can be measured at (10 minutes here; a minute is the test's patience).
+#[test]
+fn cold_with_nothing_to_watch_does_not_wait() {
+    let mut child = zmem()
+        .args(["cold", "--pid", "4194303", "--ages", "10m"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("zmem runs");
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("zmem cold waited for a process it could not watch");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("Cold memory of 0 processes"), "{text}");
+}
+
 #[test]
 fn dict_train_writes_a_dictionary() {
     let out = inputs().dir.join("zram.dict");

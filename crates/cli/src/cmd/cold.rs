@@ -63,6 +63,10 @@ fn wait(obs: &mut ColdObserver, stop: &AtomicBool) -> bool {
         if stop.load(Ordering::Relaxed) {
             return true;
         }
+        // Nothing left to watch (none could be, or every one ended): no later age can be read.
+        if obs.watching() == 0 {
+            return false;
+        }
         let now = Instant::now();
         let read = now >= due && obs.poll(now);
         if read || now.duration_since(said) >= PROGRESS_EVERY {
