@@ -146,7 +146,7 @@ pub fn run(
     let estimates =
         opts.sample.map(|design| sample::estimate(pages, ps, design, &plain)).transpose()?;
     let measured = Phase { pages, ps, n, policies: &m.policies, zswap: m.zswap, rates: &rates };
-    let judged = judge(&measured, opts, zswap_plan.as_ref(), estimates.as_ref())?;
+    let judged = judge(measured, opts, zswap_plan.as_ref(), estimates.as_ref())?;
     Ok(LabReport {
         schema_version: SCHEMA_VERSION,
         zmem_version: env!("CARGO_PKG_VERSION").into(),
@@ -248,7 +248,7 @@ struct Judged {
 /// Projects every candidate (zram's, zswap's, and "none" where nothing runs) onto one basis
 /// and asks the judge.
 fn judge(
-    m: &Phase,
+    m: Phase,
     opts: &LabOptions,
     plan: Option<&jobs::ZswapPlan>,
     estimates: Option<&sample::Estimates>,
@@ -272,7 +272,7 @@ fn judge(
         .unwrap_or(now_algo)
         .to_string();
     let mut zswap_now = None;
-    if let (Some(z), Some((replayed, refs)), Some(zp)) = (&opts.zswap, m.zswap.clone(), plan) {
+    if let (Some(z), Some((replayed, refs)), Some(zp)) = (&opts.zswap, m.zswap, plan) {
         let measured =
             zswap::ZswapMeasured { replayed, refs, ref_algos: zp.refs.clone(), scale: zp.scale };
         let (zn, zc) =
