@@ -132,6 +132,7 @@ mod tests {
             too_few_pages: (pages < 10).then_some((pages, 10)),
             disk_swap: None,
             zswap_swap_bytes: 0,
+            operating: None,
         };
         let d = decide(&cands, &ctx);
         serde_json::json!({"schema_version": 7, "source": {"page_size": 4096}, "decision": d,

@@ -38,7 +38,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::KernelError;
 
@@ -59,7 +59,7 @@ const MAX_LINE: u64 = 8192;
 const MAX_REASONS: usize = 32;
 
 /// How the cold bytes were measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Method {
     /// `1` to `/proc/PID/clear_refs` at t0, then `/proc/PID/smaps`' `Referenced:` per mapping
@@ -251,7 +251,7 @@ pub fn mapping_cold(at_t0: u64, now: Option<u64>, referenced: u64) -> (u64, u64)
 }
 
 /// What a process holds, and its cold bytes at each age read.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProcessCold {
     pub pid: u32,
     /// Its `comm` (as read from the machine: untrusted text).
@@ -272,7 +272,7 @@ pub struct ProcessCold {
 }
 
 /// Processes asked for that were not watched, by reason.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Skipped {
     /// Gone before t0 (ENOENT, ESRCH).
     pub exited: u32,
@@ -290,7 +290,7 @@ pub struct Skipped {
 
 /// What measuring cost, in wall-clock seconds of this process's system calls (the kernel's
 /// page-table walks are most of it).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Cost {
     /// Writing `clear_refs` of every watched process at t0.
     pub clear_secs: f64,
@@ -301,7 +301,7 @@ pub struct Cost {
 }
 
 /// The result: cold bytes at each age read, over the processes watched to the last one.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ColdCurve {
     pub method: Method,
     /// The ages read so far, in seconds from t0 (a prefix of the ages asked for).

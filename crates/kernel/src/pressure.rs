@@ -190,6 +190,14 @@ pub struct CgroupPressure {
     pub refaults: Refaults,
     /// `memory.pressure` (v2 only).
     pub psi: Option<Psi>,
+    /// Anonymous bytes charged to it (`memory.stat` `anon`; v1 `total_rss`).
+    #[serde(default)]
+    pub anon_bytes: Option<u64>,
+    /// Inactive page cache (`inactive_file`; v1 `total_inactive_file`): what its reclaim takes
+    /// before anonymous memory while there is enough of it (mm/vmscan.c
+    /// `prepare_scan_control()`'s `cache_trim_mode`, then `get_scan_count()` scans file only).
+    #[serde(default)]
+    pub inactive_file_bytes: Option<u64>,
 }
 
 /// Memory pressure now.
@@ -199,6 +207,12 @@ pub struct Pressure {
     pub psi: Option<Psi>,
     /// `MemAvailable` from /proc/meminfo.
     pub mem_available_bytes: Option<u64>,
+    /// `Inactive(file)` from /proc/meminfo: the page cache kswapd trims first.
+    #[serde(default)]
+    pub inactive_file_bytes: Option<u64>,
+    /// `AnonPages` from /proc/meminfo.
+    #[serde(default)]
+    pub anon_bytes: Option<u64>,
     pub watermarks: Watermarks,
     pub refaults: Refaults,
     pub swap: SwapCounters,
@@ -227,7 +241,11 @@ pub fn read_at(root: &Path) -> Pressure {
         }
     }
     match crate::stat::meminfo_at(&proc) {
-        Ok(m) => p.mem_available_bytes = m.get("MemAvailable").copied(),
+        Ok(m) => {
+            p.mem_available_bytes = m.get("MemAvailable").copied();
+            p.inactive_file_bytes = m.get("Inactive(file)").copied();
+            p.anon_bytes = m.get("AnonPages").copied();
+        }
         Err(e) => p.notes.push(e.to_string()),
     }
     match std::fs::read_to_string(proc.join("zoneinfo")) {
@@ -288,14 +306,17 @@ fn v2_cgroup(root: &Path, dir: &Path) -> Option<CgroupPressure> {
     }
     let psi =
         std::fs::read_to_string(dir.join("memory.pressure")).ok().and_then(|t| parse_psi(&t).ok());
+    let st = stat(dir);
     Some(CgroupPressure {
         path: cgroups::shown(root, dir),
         version: 2,
         usage_bytes: read_u64(dir, "memory.current"),
         max_bytes: max,
         high_bytes: high,
-        refaults: Refaults::from_counters(&stat(dir)),
+        refaults: Refaults::from_counters(&st),
         psi,
+        anon_bytes: st.get("anon").copied(),
+        inactive_file_bytes: st.get("inactive_file").copied(),
     })
 }
 
@@ -314,6 +335,8 @@ fn v1_cgroup(root: &Path, dir: &Path) -> Option<CgroupPressure> {
         high_bytes: None,
         refaults: Refaults::from_counters(&totals),
         psi: None,
+        anon_bytes: totals.get("rss").copied(),
+        inactive_file_bytes: totals.get("inactive_file").copied(),
     })
 }
 

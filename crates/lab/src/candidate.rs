@@ -19,6 +19,7 @@
 use serde::{Deserialize, Serialize};
 use zmem_zswap::ZswapParams;
 
+use crate::operating::AtPoint;
 use crate::policy::Policy;
 use crate::sample::Estimates;
 
@@ -148,6 +149,12 @@ pub struct Candidate {
     /// zswap's device traffic (absent for zram and none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<DeviceTraffic>,
+    /// At the operating points ([`crate::operating`]): today's pressure, and the cold age
+    /// where one was read. `memory_saved_bytes` above is every page of the basis swapped.
+    #[serde(default)]
+    pub at_today: AtPoint,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_cold_age: Option<AtPoint>,
     /// Available, verified, within the CPU budget and within the latency budget.
     pub within_budgets: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -183,6 +190,8 @@ impl Candidate {
             swap_in_p50_ns: 0,
             swap_in_p99_ns: 0,
             device: None,
+            at_today: AtPoint::default(),
+            at_cold_age: None,
             within_budgets: true,
             over_budget: Vec::new(),
         }

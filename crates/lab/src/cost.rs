@@ -256,6 +256,8 @@ pub fn project(
                 swap_in_p50_ns: p50,
                 swap_in_p99_ns: p99,
                 device: None,
+                at_today: Default::default(),
+                at_cold_age: None,
                 within_budgets: over.is_empty(),
                 over_budget: over,
             }

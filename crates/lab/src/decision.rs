@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::candidate::{Basis, Candidate, Config, OverBudget};
 use crate::cost::CPU_NOISE;
+use crate::operating::OperatingPoint;
 use crate::sample::Estimates;
 
 /// Savings closer than this fraction of `now_bytes` are equal (module doc).
@@ -107,6 +108,9 @@ pub struct Context<'a> {
     pub disk_swap: Option<&'a str>,
     /// Bytes of swap zswap needs behind it.
     pub zswap_swap_bytes: u64,
+    /// Where the headline saving is figured ([`crate::operating`]); none: every page of the
+    /// basis swapped (a caller with no operating point, e.g. the exporter's what-if).
+    pub operating: Option<&'a OperatingPoint>,
 }
 
 /// The machine's answer (JSON `decision`, with `apply_script` and `undo_script` rendered in).
@@ -117,9 +121,19 @@ pub struct Decision {
     pub config: String,
     /// The chosen candidate: its index in the report's `candidates`.
     pub chosen: Option<usize>,
-    /// Against now (0 for keep), with its 95 % interval.
+    /// Against now (0 for keep), with its 95 % interval, at the operating point named in
+    /// `operating_point` (every page of the basis swapped where there is none).
     pub memory_saved_bytes: i64,
     pub memory_saved_ci: [i64; 2],
+    /// The chosen candidate with every page of the basis swapped: what it saves per byte
+    /// moved, the figure the candidates are ranked on (0 for keep).
+    #[serde(default)]
+    pub all_pages_saved_bytes: i64,
+    #[serde(default)]
+    pub all_pages_saved_ci: [i64; 2],
+    /// Where the headline is figured: today's pressure, the cold curve and T.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operating_point: Option<OperatingPoint>,
     pub cpu_seconds_per_second: f64,
     pub swap_in_p99_ns: u64,
     /// The runner-up is equal to the choice within the uncertainty.
@@ -162,6 +176,9 @@ pub fn decide(cands: &[Candidate], x: &Context) -> Decision {
         chosen: None,
         memory_saved_bytes: 0,
         memory_saved_ci: [0, 0],
+        all_pages_saved_bytes: 0,
+        all_pages_saved_ci: [0, 0],
+        operating_point: x.operating.cloned(),
         cpu_seconds_per_second: 0.0,
         swap_in_p99_ns: 0,
         tie: false,
@@ -211,7 +228,15 @@ pub fn decide(cands: &[Candidate], x: &Context) -> Decision {
         size_bytes: x.zswap_swap_bytes,
         new_file: x.disk_swap.is_none().then(|| SWAP_FILE.to_string()),
     });
-    let (saved, ci) = if keep { (0, [0, 0]) } else { (c.memory_saved_bytes, c.memory_saved_ci) };
+    let (all, all_ci) = if keep { (0, [0, 0]) } else { (c.memory_saved_bytes, c.memory_saved_ci) };
+    let (saved, ci) = match x.operating {
+        _ if keep => (0, [0, 0]),
+        Some(op) => match c.at_point(op.named) {
+            Some(at) => (at.memory_saved_bytes, at.memory_saved_ci),
+            None => (all, all_ci),
+        },
+        None => (all, all_ci),
+    };
     Decision {
         kind: match (&c.config, keep) {
             (_, true) => Kind::Keep,
@@ -222,6 +247,8 @@ pub fn decide(cands: &[Candidate], x: &Context) -> Decision {
         chosen: Some(chosen),
         memory_saved_bytes: saved,
         memory_saved_ci: ci,
+        all_pages_saved_bytes: all,
+        all_pages_saved_ci: all_ci,
         cpu_seconds_per_second: c.cpu_secs_per_sec,
         swap_in_p99_ns: c.swap_in_p99_ns,
         tie,

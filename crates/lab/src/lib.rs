@@ -37,6 +37,7 @@ pub mod fit;
 mod jobs;
 mod measure;
 pub mod now;
+pub mod operating;
 pub mod policy;
 pub mod report;
 pub mod request;
@@ -91,6 +92,20 @@ pub fn run(
     opts: &LabOptions,
     progress: &dyn Progress,
 ) -> Result<LabReport, LabError> {
+    let mut opts = opts.clone();
+    run_beside(pages, source, &mut opts, progress, |_| Ok(()))
+}
+
+/// [`run`], with the observation window beside the measurements: `window` runs once they are
+/// done, waits for what it observes (the live swap's rates, the pressure, the cold curve) and
+/// sets it on `opts` before the judgement reads it.
+pub fn run_beside(
+    pages: &[u8],
+    source: Source,
+    opts: &mut LabOptions,
+    progress: &dyn Progress,
+    window: impl FnOnce(&mut LabOptions) -> Result<(), LabError>,
+) -> Result<LabReport, LabError> {
     let ps = source.page_size;
     let pages = &pages[..pages.len() / ps * ps];
     if pages.is_empty() {
@@ -137,6 +152,8 @@ pub fn run(
         zswap: zswap_plan.as_ref(),
     };
     let m = jobs::run(&plan, progress)?;
+    window(opts)?;
+    let opts = &*opts;
     let rates = match &opts.rates {
         Ok(r) => r.clone(),
         Err(why) => now::replay_rates(&m.swap, why),
@@ -171,6 +188,7 @@ pub fn run(
         estimates,
         skipped_policies,
         pressure: opts.pressure.clone(),
+        cold: opts.operating.cold.clone(),
         zswap: judged.zswap,
     })
 }
@@ -284,6 +302,9 @@ fn judge(
     let live_bytes = now.and_then(|n| n.field("mem_used_total")).map(|f| f.live);
     let basis = candidate::basis(&cands, live_bytes, pages, m.ps);
     candidate::on_basis(&mut cands, &basis, estimates, &reference);
+    let pressure = opts.pressure.as_ref().map(|p| &p.now);
+    let op = operating::point(&basis, m.ps as u64, pressure, &opts.operating);
+    operating::at(&mut cands, &basis, &op, m.ps as u64);
     let swaps = opts.zswap.as_ref().map_or(&[][..], |z| &z.live.swaps);
     let disk = swaps.iter().find(|s| s.kind != "zram").map(|s| s.filename.as_str());
     // zswap's swap device holds a slot for every page it stores, and at least what the zram
@@ -301,6 +322,7 @@ fn judge(
             ),
             disk_swap: disk,
             zswap_swap_bytes: (pages * m.ps as u64).max(zram_swap),
+            operating: Some(&op),
         },
     );
     let zswap = opts.zswap.as_ref().map(|z| zswap::ZswapAdvice {

@@ -16,12 +16,14 @@ use crate::decision::Decision;
 use crate::evidence::{Source, TraceSource};
 use crate::measure::{PoolRow, SwapRow};
 use crate::now::{Now, Rates};
+use crate::operating::OperatingInput;
 use crate::policy::{Policy, PolicyRow};
 use crate::sample;
 use crate::zswap::{self, ZswapAdvice};
+use zmem_kernel::cold::ColdCurve;
 
 /// Bumped whenever a field changes meaning or disappears.
-pub const SCHEMA_VERSION: u32 = 7;
+pub const SCHEMA_VERSION: u32 = 8;
 
 /// Everything one lab run measured.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -68,6 +70,11 @@ pub struct LabReport {
     /// when the run was given no reading: a page set measured away from its machine).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pressure: Option<PressureReading>,
+    /// Cold memory by age of the processes the pages came from, read over the observation
+    /// window (zmem-kernel's `cold`; absent where none was read: `decision.operating_point`
+    /// says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold: Option<ColdCurve>,
     /// zswap's Now and the swap stack for the decision ([`crate::zswap`]); absent when the run
     /// was given no live zswap reading.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -128,6 +135,9 @@ pub struct LabOptions {
     pub zswap: Option<zswap::ZswapInput>,
     /// Memory pressure read around the observation window ([`crate::run_lab`] reads it).
     pub pressure: Option<PressureReading>,
+    /// The cold curve, T and the cgroup limits asked about: with the pressure, where the
+    /// savings are figured ([`crate::operating`]).
+    pub operating: OperatingInput,
 }
 
 impl Default for LabOptions {
@@ -145,6 +155,7 @@ impl Default for LabOptions {
             kernel: None,
             zswap: None,
             pressure: None,
+            operating: OperatingInput::default(),
         }
     }
 }

@@ -65,12 +65,19 @@ fn text_raw(r: &LabReport) -> String {
             s += &format!("Decision: run {} in front of {behind} (no zram swap).\n", d.config)
         }
     }
+    if let Some(words) = crate::operating::sentence(r) {
+        s += &format!("  {words}\n");
+    }
     if d.kind != Kind::Keep {
+        for f in crate::operating::figures(r) {
+            s += &format!("  {f}\n");
+        }
         s += &format!(
-            "  saves {} [{} .. {}, 95 %] against now ({}: {} for {} pages)\n",
-            mib(d.memory_saved_bytes),
-            mib(d.memory_saved_ci[0]),
-            mib(d.memory_saved_ci[1]),
+            "  {}saves {} [{} .. {}, 95 %] against now ({}: {} for {} pages)\n",
+            if d.operating_point.is_some() { "every page swapped: " } else { "" },
+            mib(d.all_pages_saved_bytes),
+            mib(d.all_pages_saved_ci[0]),
+            mib(d.all_pages_saved_ci[1]),
             d.basis.now_config,
             human_bytes(d.basis.now_bytes as f64),
             d.basis.pages

@@ -36,6 +36,7 @@ pub fn render_html(r: &LabReport) -> String {
             esc(&crate::summary::kernel_line(&r.kernel))
         ),
         now_section(r),
+        crate::operating::plot(r, PLOT_COLORS[0].1).unwrap_or_default(),
         estimates_section(r),
         svg::tradeoff(
             "Memory saved against CPU, per candidate (projected onto the device)",

@@ -14,6 +14,7 @@
 use serde::Serialize;
 use serde_json::Value;
 use zmem_experiments::comp_bench;
+use zmem_kernel::cold::ColdCurve;
 use zmem_lab::decision::{Decision, Kind};
 use zmem_lab::sample::Estimates;
 use zmem_lab::zswap::{StackAdvice, ZswapAdvice, ZswapLive, ZswapNow};
@@ -48,6 +49,8 @@ pub struct LabDocument<'a> {
     skipped_policies: &'a [SkippedPolicy],
     #[serde(skip_serializing_if = "Option::is_none")]
     pressure: Option<&'a PressureReading>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cold: Option<&'a ColdCurve>,
     /// What is left of zswap's advice once its Now has its place.
     #[serde(skip_serializing_if = "Option::is_none")]
     zswap: Option<ZswapDoc<'a>>,
@@ -133,6 +136,7 @@ impl<'a> LabDocument<'a> {
             estimates,
             skipped_policies,
             pressure,
+            cold,
             zswap,
         } = r;
         let (now, zswap) = match zswap {
@@ -168,6 +172,7 @@ impl<'a> LabDocument<'a> {
             estimates: estimates.as_ref(),
             skipped_policies,
             pressure: pressure.as_ref(),
+            cold: cold.as_ref(),
             zswap,
         }
     }

@@ -1,7 +1,8 @@
 //! zmem-render: every result of zmem as something a person reads or runs: the measuring
 //! subcommands' tables ([`experiments`], [`replay`]), the lab's terminal summary ([`summary`]),
 //! its offline HTML report with inline SVG charts ([`html`], [`svg`]), the decision in words and
-//! its two scripts ([`decision`], with [`apply`]'s zram forms), `zmem status`'s one screen
+//! its two scripts ([`decision`], with [`apply`]'s zram forms), the operating point in words
+//! and the cold curve's plot ([`operating`]), `zmem status`'s one screen
 //! ([`status`]), `zmem cold`'s curve ([`cold`]), and the lab's JSON document ([`json`]: the report value plus the decision's
 //! scripts, so the CLI's `--json` and Python's `zmem.lab` return the same document).
 //!
@@ -21,6 +22,7 @@ pub mod decision;
 pub mod experiments;
 pub mod html;
 pub mod json;
+pub mod operating;
 pub mod outputs;
 pub mod pressure;
 pub mod replay;

@@ -117,6 +117,8 @@ mod tests {
             high_bytes: None,
             refaults: Default::default(),
             psi: None,
+            anon_bytes: None,
+            inactive_file_bytes: None,
         });
         now.notes.push("/proc/pressure/memory: absent".into());
         let window =

@@ -93,7 +93,11 @@ fn machine() -> tempfile::TempDir {
         "some avg10=0.00 avg60=0.00 avg300=0.00 total=1000\n\
          full avg10=0.00 avg60=0.00 avg300=0.00 total=400\n",
     );
-    write(r, "proc/meminfo", "MemTotal:       24000000 kB\nMemAvailable:   23000000 kB\n");
+    write(
+        r,
+        "proc/meminfo",
+        "MemTotal:       24000000 kB\nMemAvailable:   23000000 kB\nInactive(file):  300 kB\nAnonPages:  700 kB\n",
+    );
     write(r, "proc/zoneinfo", ZONEINFO);
     write(
         r,
@@ -105,7 +109,11 @@ fn machine() -> tempfile::TempDir {
     write(r, &format!("{v2}/app.slice/memory.max"), "1073741824\n");
     write(r, &format!("{v2}/app.slice/memory.high"), "max\n");
     write(r, &format!("{v2}/app.slice/memory.current"), "1000000000\n");
-    write(r, &format!("{v2}/app.slice/memory.stat"), "anon 5\nworkingset_refault_anon 8\n");
+    write(
+        r,
+        &format!("{v2}/app.slice/memory.stat"),
+        "anon 5\ninactive_file 4\nworkingset_refault_anon 8\n",
+    );
     write(
         r,
         &format!("{v2}/app.slice/memory.pressure"),
@@ -121,7 +129,7 @@ fn machine() -> tempfile::TempDir {
     write(
         r,
         &format!("{v1}/box/memory.stat"),
-        "workingset_refault_anon 1\ntotal_workingset_refault_anon 6\n",
+        "workingset_refault_anon 1\ntotal_workingset_refault_anon 6\nrss 1\ntotal_rss 70\ntotal_inactive_file 30\n",
     );
     dir
 }
@@ -133,6 +141,7 @@ fn a_machine_reads_whole_with_its_limited_cgroups() {
     assert!(p.notes.is_empty(), "{:?}", p.notes);
     assert_eq!(p.psi.unwrap().some.total_us, 1000);
     assert_eq!(p.mem_available_bytes, Some(23_000_000 * 1024));
+    assert_eq!((p.inactive_file_bytes, p.anon_bytes), (Some(300 * 1024), Some(700 * 1024)));
     assert_eq!(p.watermarks.low_bytes, (13 + 2888 + 20163) * page_size());
     assert_eq!((p.swap.pswpin, p.swap.pswpout), (10, 20));
     assert_eq!((p.refaults.anon, p.refaults.file), (3, 4));
@@ -142,6 +151,7 @@ fn a_machine_reads_whole_with_its_limited_cgroups() {
     assert_eq!((app.version, app.max_bytes, app.high_bytes), (2, Some(1 << 30), None));
     assert_eq!(app.usage_bytes, Some(1_000_000_000));
     assert_eq!(app.refaults.anon, 8);
+    assert_eq!((app.anon_bytes, app.inactive_file_bytes), (Some(5), Some(4)));
     assert_eq!(app.psi.unwrap().some.avg10, 2.0);
     let boxed = &p.cgroups[1];
     assert_eq!(boxed.path, "/sys/fs/cgroup/memory/box");
@@ -151,6 +161,7 @@ fn a_machine_reads_whole_with_its_limited_cgroups() {
     );
     // v1's hierarchical counter, not the cgroup's own.
     assert_eq!(boxed.refaults.anon, 6);
+    assert_eq!((boxed.anon_bytes, boxed.inactive_file_bytes), (Some(70), Some(30)));
     assert!(boxed.psi.is_none());
 }
 

@@ -86,6 +86,7 @@ fn judge(
         too_few_pages: too_few,
         disk_swap: disk,
         zswap_swap_bytes: PAGES * PS as u64,
+        operating: None,
     };
     let d = decide(&c, &ctx);
     (c, d)

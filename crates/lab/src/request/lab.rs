@@ -11,9 +11,12 @@ use std::time::Duration;
 use zmem_pages::trace::Trace;
 use zmem_sim::swap_device::{DeviceSpec, SwapDevice};
 
-use super::ArgError;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::{ArgError, window};
+use crate::operating::OperatingInput;
 use crate::{
-    Budgets, Coverage, Input, LabError, LabOptions, LabReport, Progress, TraceSource, evidence, now,
+    Budgets, Coverage, Input, LabError, LabOptions, LabReport, Progress, TraceSource, evidence,
 };
 
 /// Everything a user can ask of `zmem lab` / `zmem.lab` (output formats aside, which are the
@@ -38,8 +41,14 @@ pub struct LabRequest {
     /// Minimum time per compressor pass.
     pub min_time: Duration,
     /// Mount debugfs for the read of zswap's counters where it is not mounted (and unmount it
-    /// after): the one change to the machine the lab makes, and only when asked.
+    /// after), only when asked.
     pub mount_debugfs: bool,
+    /// The cold age T, in seconds ([`crate::operating`]).
+    pub cold_age_secs: u64,
+    /// Cgroups to figure today's point at another limit (`--cgroup-limit PATH=SIZE`).
+    pub cgroup_limits: Vec<(String, u64)>,
+    /// Do not read the cold curve (it clears the processes' referenced bits; `window`).
+    pub no_cold: bool,
 }
 
 impl Default for LabRequest {
@@ -47,13 +56,16 @@ impl Default for LabRequest {
         Self {
             input: Input::Auto,
             coverage: Coverage::choose(None, None),
-            observe_secs: 10,
+            observe_secs: 60,
             budgets: Budgets::default(),
             swap_device: None,
             trace: None,
             threads: 0,
             min_time: LabOptions::default().min_time,
             mount_debugfs: false,
+            cold_age_secs: crate::operating::DEFAULT_COLD_AGE_SECS,
+            cgroup_limits: Vec::new(),
+            no_cold: false,
         }
     }
 }
@@ -183,33 +195,24 @@ pub fn run_lab(req: LabRequest, progress: &dyn Progress) -> Result<LabReport, La
         }
         None => None,
     };
-    // zswap read around the observation window: its own traffic (zswpin/zswpout) is not in
-    // pswpin/pswpout, and its Now is the state at the window's end.
+    // zswap read before the observation window: its Now is the state at the window's end.
     let zswap_live = crate::zswap::read_live(req.mount_debugfs);
-    // Pressure read around the same window: reads only.
+    let t = req.cold_age_secs;
     let before = zmem_kernel::pressure::read();
-    let started = std::time::Instant::now();
-    let rates = now::watch(&e.zram_ids, req.observe_secs, e.source.page_size, progress)?;
-    let after = (zswap_live.present && matches!(rates, Ok(ref r) if r.source == "observed"))
-        .then(crate::zswap::read_state);
-    let secs = started.elapsed().as_secs_f64();
-    let pressure_now = zmem_kernel::pressure::read();
-    // A window the watch left at once (nothing to observe) says nothing over time.
-    let window = (secs >= 1.0).then(|| pressure_now.since(&before, secs));
-    let pressure = Some(crate::PressureReading { now: pressure_now, window });
-    let rates = match (&rates, &after) {
-        (Ok(r), Some(a)) => Ok(crate::zswap::with_zswap_traffic(
-            r.clone(),
-            &zmem_kernel::zswap_state::rates(&zswap_live.state, a, secs),
-        )),
-        _ => rates,
+    let from_processes = e.source.kind == "captured";
+    let plan = window::Plan {
+        zram_ids: &e.zram_ids,
+        observe_secs: req.observe_secs,
+        page_size: e.source.page_size,
+        zswap_present: zswap_live.present,
+        cold: window::cold_plan(from_processes, req.no_cold, &before, req.observe_secs, t),
     };
     let pids = e.pids.clone();
-    let zswap = Some(crate::zswap::ZswapInput { live: zswap_live, after, secs, pids });
-    let opts = LabOptions {
+    let zswap = Some(crate::zswap::ZswapInput { live: zswap_live, after: None, secs: 0.0, pids });
+    let mut opts = LabOptions {
         budgets: req.budgets,
         now: e.now,
-        rates,
+        rates: Err("not observed yet".into()),
         device,
         sample: e.sample,
         trace,
@@ -217,10 +220,24 @@ pub fn run_lab(req: LabRequest, progress: &dyn Progress) -> Result<LabReport, La
         min_time: req.min_time,
         kernel: Some(e.kernel),
         zswap,
-        pressure,
+        operating: OperatingInput {
+            cold_age_secs: t,
+            cgroup_limits: req.cgroup_limits,
+            ..OperatingInput::default()
+        },
         ..LabOptions::default()
     };
-    crate::run(&e.pages, e.source, &opts, progress)
+    let ps = e.source.page_size;
+    let measured = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let seen = s.spawn(|| window::run(&plan, &measured, progress));
+        crate::run_beside(&e.pages, e.source, &mut opts, progress, |o| {
+            measured.store(true, Ordering::Release);
+            let seen = seen.join().map_err(|_| LabError::Setup("the window panicked".into()))??;
+            window::apply(seen, o, t, ps);
+            Ok(())
+        })
+    })
 }
 
 /// A budget: a number of at least 0 (a budget may be as large as one likes, not infinite).

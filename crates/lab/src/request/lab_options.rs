@@ -172,15 +172,80 @@ pub const LAB_OPTIONS: &[LabOption] = &[
         choices: &[],
         conflicts_with: &[],
         live: true,
-        help: |_| {
-            "Seconds to watch the live system's swap traffic for the CPU cost projection (0 \
-             skips; with no swap active there is nothing to watch and the trace replay's rates \
-             are used)"
-                .into()
+        help: |d| {
+            format!(
+                "Seconds to observe the machine beside the measurements: its swap traffic (the \
+                 CPU cost projection's rates), its memory pressure, and how long its processes' \
+                 memory stays idle (the cold curve, read up to --cold-age; default {} s). A \
+                 window shorter than the cold age cannot see what has been idle that long, and \
+                 the report says so (0 skips it all)",
+                d.cold_age_secs
+            )
         },
         shown: |d| Some(d.observe_secs.to_string()),
         parse: |r, t| {
             r.observe_secs = count("observe", t, 0, MAX_SECS)?;
+            Ok(())
+        },
+    },
+    LabOption {
+        name: "cold_age",
+        value_name: "AGE",
+        kind: ValueKind::Text,
+        choices: &[],
+        conflicts_with: &[],
+        live: true,
+        help: |d| {
+            format!(
+                "The cold age T: memory idle this long is what reclaim moves out first and \
+                 proactive reclaim would move out now; the report gives each configuration's \
+                 savings there beside today's (10s, 2m; default the longest of 10 s, 30 s and \
+                 1 min that the default --observe of {} s reads)",
+                d.observe_secs
+            )
+        },
+        shown: |d| Some(format!("{}s", d.cold_age_secs)),
+        parse: |r, t| {
+            r.cold_age_secs = super::parse_age(t).map_err(|e| ArgError::new("cold_age", e))?;
+            Ok(())
+        },
+    },
+    LabOption {
+        name: "no_cold",
+        value_name: "",
+        kind: ValueKind::Flag,
+        choices: &[],
+        conflicts_with: &[],
+        live: true,
+        help: |_| {
+            "Do not read the cold curve. Reading it writes 1 to each user process's \
+             /proc/PID/clear_refs once (clearing the referenced bits reclaim ages pages by), \
+             and zmem does so only while memory is not short, when no reclaim runs"
+                .into()
+        },
+        shown: |_| None,
+        parse: |r, _| {
+            r.no_cold = true;
+            Ok(())
+        },
+    },
+    LabOption {
+        name: "cgroup_limit",
+        value_name: "CGROUP=SIZE,...",
+        kind: ValueKind::Text,
+        choices: &[],
+        conflicts_with: &[],
+        live: true,
+        help: |_| {
+            "Figure today's savings as if these memory cgroups had these limits (a cgroup's \
+             path as the report's pressure lines show it, e.g. \
+             /sys/fs/cgroup/memory/app=1G): what their reclaim would move out to stay under \
+             them once swap exists"
+                .into()
+        },
+        shown: |_| None,
+        parse: |r, t| {
+            r.cgroup_limits = parse_cgroup_limits(t)?;
             Ok(())
         },
     },
@@ -332,6 +397,27 @@ pub const LAB_OPTIONS: &[LabOption] = &[
         },
     },
 ];
+
+/// `--cgroup-limit`: `PATH=SIZE` pairs, comma-separated; a path is absolute.
+pub fn parse_cgroup_limits(text: &str) -> Result<Vec<(String, u64)>, ArgError> {
+    let bad = |why: String| ArgError::new("cgroup_limit", why);
+    text.split(',')
+        .map(|pair| {
+            let (path, size) = pair
+                .trim()
+                .rsplit_once('=')
+                .ok_or_else(|| bad(format!("{pair:?} is not CGROUP=SIZE")))?;
+            if !path.starts_with('/') || path.contains("/../") || path.ends_with("/..") {
+                return Err(bad(format!("{path:?} is not a cgroup's absolute path")));
+            }
+            let size = crate::parse_size(size.trim())
+                .ok()
+                .filter(|&s| s > 0)
+                .ok_or_else(|| bad(format!("{size:?} is not a size over 0 (1G, 512M)")))?;
+            Ok((path.trim_end_matches('/').to_string(), size))
+        })
+        .collect()
+}
 
 /// The option named `name` (Python's keyword), if the lab has it.
 pub fn lab_option(name: &str) -> Option<&'static LabOption> {

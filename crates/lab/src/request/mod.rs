@@ -45,6 +45,7 @@ mod lab_options;
 mod replay;
 mod status;
 mod study;
+mod window;
 mod zram;
 
 pub use capture::{CaptureRequest, CaptureSummary, Captured};

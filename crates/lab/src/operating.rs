@@ -1,0 +1,429 @@
+//! The operating point: what a configuration would really hold on this machine, not what
+//! every sampled page would take compressed. A compressed swap holds only what reclaim moves
+//! out of RAM, so each candidate's saving is figured at two points:
+//!
+//! - **today's pressure** ([`Today`]): what the kernel's reclaim would move to swap now. With a
+//!   live compressed swap, what it holds now (the basis' pages). Without one: nothing while
+//!   free memory is over the low watermark (6.18 mm/vmscan.c: `wakeup_kswapd()` is called from
+//!   the allocator's slow path under the low watermark, and `balance_pgdat()` reclaims until
+//!   `pgdat_balanced()` sees the high one); under it, the deficit to the high watermark less
+//!   the inactive page cache kswapd trims first (`prepare_scan_control()` sets `cache_trim_mode`
+//!   while inactive file pages are plentiful, and `get_scan_count()` then scans file only). For
+//!   a memory cgroup whose usage is over its limit (or over the limit `--cgroup-limit` asks
+//!   about): its usage less the limit less its inactive page cache, at most its anonymous
+//!   memory (mm/memcontrol.c `try_charge_memcg()` reclaims the charge's excess from the cgroup
+//!   with `try_to_free_mem_cgroup_pages()`). zram's pool is charged to no cgroup, so the
+//!   cgroup must move out all of its excess; zswap's pool is charged to the cgroup on cgroup
+//!   v2 only (mm/memcontrol.c `obj_cgroup_charge_zswap()` returns early on v1), so there it
+//!   must move out the excess over its saving per byte.
+//! - **a cold age T** ([`ColdAt`]): every anonymous byte of the processes watched that went
+//!   untouched for T (zmem-kernel's `cold`), which reclaim takes first when memory runs short
+//!   (the inactive list's tail) and proactive reclaim would move out now.
+//!
+//! A candidate saves at a point what it saves per byte over every page of the basis, times the
+//! bytes moved there ([`at`]); its interval scales the same way. The compressibility of the
+//! bytes moved is taken as the sample's: smaps counts idle bytes per mapping, not which pages,
+//! so cold pages cannot be told apart from hot ones ([`COMPRESSIBILITY_NOTE`]).
+//!
+//! The judge ranks candidates on every page of the basis (what each saves per byte moved, the
+//! same order at every point); the decision's headline figure is at the point it names
+//! ([`Named`]): today's pressure, or the cold age where proactive reclaim moves cold memory
+//! out.
+
+use serde::{Deserialize, Serialize};
+use zmem_kernel::cold::ColdCurve;
+use zmem_kernel::pressure::Pressure;
+
+use crate::candidate::{Basis, Candidate, Config, NowSource};
+
+/// Said wherever a saving at a point is given: which pages the compressibility is from.
+pub const COMPRESSIBILITY_NOTE: &str = "cold and hot pages cannot be told apart (smaps counts \
+     idle bytes per mapping, not which pages), so the bytes moved are taken to compress as the \
+     sample's pages do";
+
+/// The default cold age T, in seconds: the longest of the default ages (10 s, 30 s, 1 min)
+/// that the default observation window (one minute, the lab's whole-run goal) can read.
+pub const DEFAULT_COLD_AGE_SECS: u64 = 60;
+
+/// Which point the decision's headline figure is at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Named {
+    /// Today's pressure: what reclaim moves out now (no proactive reclaim).
+    Today,
+    /// Everything idle for at least the cold age (proactive reclaim moves it out).
+    ColdAge,
+    /// Every page of the basis swapped: the machine's pressure was not read (a page set
+    /// measured away from its machine), so what it would move out is not known.
+    AllPages,
+}
+
+/// Why today's point moves what it moves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum TodayReason {
+    /// A compressed swap runs: what it holds now.
+    LiveSwap,
+    /// Free memory is over the low watermark and no cgroup is over its limit: kswapd sleeps.
+    NotShort,
+    /// Free memory is under the low watermark: kswapd reclaims to the high one.
+    Short,
+    /// Only cgroups over their limits move memory out.
+    Cgroups,
+    /// No pressure reading (a page set measured away from its machine): nothing is known.
+    NoReading,
+}
+
+/// A memory cgroup's share of today's point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CgroupMove {
+    pub path: String,
+    pub version: u8,
+    /// The limit figured at: its own (`memory.high` where lower, else `memory.max` or v1's
+    /// `limit_in_bytes`), or the one `--cgroup-limit` asked about.
+    pub limit_bytes: u64,
+    /// The limit is `--cgroup-limit`'s, not the cgroup's.
+    pub asked: bool,
+    pub usage_bytes: u64,
+    pub anon_bytes: u64,
+    pub inactive_file_bytes: u64,
+    /// What its reclaim must move out of anonymous memory to stay under the limit, with a
+    /// pool charged to no cgroup (zram; zswap on v1).
+    pub excess_bytes: u64,
+}
+
+/// Today's pressure: what reclaim moves out now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Today {
+    pub reason: TodayReason,
+    /// Bytes of anonymous memory moved out with a pool charged to no cgroup (zram's).
+    pub moved_out_bytes: u64,
+    /// `MemAvailable`, free memory and the low and high watermarks summed over the zones.
+    pub available_bytes: Option<u64>,
+    pub free_bytes: u64,
+    pub low_watermark_bytes: u64,
+    pub high_watermark_bytes: u64,
+    /// Memory PSI some avg10 and avg60, percent (absent without PSI).
+    pub psi_some_avg10: Option<f64>,
+    pub psi_some_avg60: Option<f64>,
+    /// Cgroups over their limits (or asked about), each with what it moves out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cgroups: Vec<CgroupMove>,
+}
+
+/// The cold-age point and the curve it is read from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColdAt {
+    /// T, in seconds.
+    pub age_secs: u64,
+    /// Anonymous bytes of the processes watched, and those idle for at least T.
+    pub anon_bytes: u64,
+    pub cold_bytes: u64,
+    /// The curve: bytes idle at each age read.
+    pub ages_secs: Vec<u64>,
+    pub cold_bytes_at_age: Vec<u64>,
+    /// Idle memory coming back (bytes per second): from T on where the curve reaches past
+    /// T, else over the last interval before it (memory idle a shorter time comes back at
+    /// least as often: an upper bound, `promotion_bound` says so).
+    pub promoted_bytes_per_sec: f64,
+    pub promotion_bound: bool,
+    /// The promotion as a share of the working set (the bytes touched within T) per minute.
+    pub promotion_percent_per_min: f64,
+}
+
+/// Where the savings are figured (JSON `decision.operating_point`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OperatingPoint {
+    pub named: Named,
+    pub today: Today,
+    /// Absent where no cold curve reached T (say why in `cold_unseen`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold: Option<ColdAt>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold_unseen: Option<String>,
+    /// Whose compressibility the bytes moved are taken at ([`COMPRESSIBILITY_NOTE`]).
+    pub compressibility: String,
+}
+
+/// A candidate at one point: bytes moved out, its pool for them, and its saving against now.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct AtPoint {
+    pub moved_out_bytes: u64,
+    pub pool_bytes: u64,
+    pub memory_saved_bytes: i64,
+    pub memory_saved_ci: [i64; 2],
+}
+
+/// What the point is read from besides the pressure reading (the lab's options).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OperatingInput {
+    /// The cold curve of the processes the pages came from, where one was read.
+    pub cold: Option<ColdCurve>,
+    /// Why there is none, where there is none.
+    pub cold_unseen: Option<String>,
+    /// T, in seconds.
+    pub cold_age_secs: u64,
+    /// `--cgroup-limit`: cgroups (by path as the pressure reading shows it) and a limit each.
+    pub cgroup_limits: Vec<(String, u64)>,
+    /// Proactive reclaim moves cold memory out (the headline is then at the cold age).
+    pub proactive: bool,
+}
+
+impl Default for OperatingInput {
+    fn default() -> Self {
+        Self {
+            cold: None,
+            cold_unseen: None,
+            cold_age_secs: DEFAULT_COLD_AGE_SECS,
+            cgroup_limits: Vec::new(),
+            proactive: false,
+        }
+    }
+}
+
+/// The operating point for `basis` (module doc).
+pub fn point(
+    basis: &Basis,
+    ps: u64,
+    pressure: Option<&Pressure>,
+    x: &OperatingInput,
+) -> OperatingPoint {
+    let cold = x.cold.as_ref().and_then(|c| cold_at(c, x.cold_age_secs));
+    let cold_unseen = match (&cold, &x.cold, &x.cold_unseen) {
+        (Some(_), _, _) => None,
+        (None, _, Some(why)) => Some(why.to_string()),
+        (None, Some(c), None) => Some(format!(
+            "the cold curve was read to {} s, short of T = {} s",
+            c.ages_secs.last().copied().unwrap_or(0),
+            x.cold_age_secs
+        )),
+        (None, None, None) => Some("no cold curve was read".into()),
+    };
+    OperatingPoint {
+        named: match (pressure, &cold) {
+            (_, Some(_)) if x.proactive => Named::ColdAge,
+            (None, _) => Named::AllPages,
+            _ => Named::Today,
+        },
+        today: today(basis, ps, pressure, &x.cgroup_limits),
+        cold,
+        cold_unseen,
+        compressibility: COMPRESSIBILITY_NOTE.into(),
+    }
+}
+
+fn today(basis: &Basis, ps: u64, pressure: Option<&Pressure>, limits: &[(String, u64)]) -> Today {
+    let Some(p) = pressure else {
+        return Today { reason: TodayReason::NoReading, ..empty_today() };
+    };
+    let w = &p.watermarks;
+    let psi = p.psi.as_ref();
+    let mut t = Today {
+        reason: TodayReason::NotShort,
+        moved_out_bytes: 0,
+        available_bytes: p.mem_available_bytes,
+        free_bytes: w.free_bytes,
+        low_watermark_bytes: w.low_bytes,
+        high_watermark_bytes: w.high_bytes,
+        psi_some_avg10: psi.map(|p| p.some.avg10),
+        psi_some_avg60: psi.map(|p| p.some.avg60),
+        cgroups: cgroup_moves(p, limits),
+    };
+    if basis.now_source != NowSource::Uncompressed {
+        t.reason = TodayReason::LiveSwap;
+        t.moved_out_bytes = basis.pages * ps;
+        return t;
+    }
+    let short = w.low_bytes > 0 && w.free_bytes < w.low_bytes;
+    let global = if short {
+        let deficit = w.high_bytes - w.free_bytes;
+        let file = p.inactive_file_bytes.unwrap_or(0);
+        deficit.saturating_sub(file).min(p.anon_bytes.unwrap_or(u64::MAX))
+    } else {
+        0
+    };
+    let by_cgroups: u64 = t.cgroups.iter().map(|c| c.excess_bytes).sum();
+    t.moved_out_bytes = global.max(by_cgroups);
+    t.reason = if short {
+        TodayReason::Short
+    } else if by_cgroups > 0 {
+        TodayReason::Cgroups
+    } else {
+        TodayReason::NotShort
+    };
+    t
+}
+
+fn empty_today() -> Today {
+    Today {
+        reason: TodayReason::NoReading,
+        moved_out_bytes: 0,
+        available_bytes: None,
+        free_bytes: 0,
+        low_watermark_bytes: 0,
+        high_watermark_bytes: 0,
+        psi_some_avg10: None,
+        psi_some_avg60: None,
+        cgroups: Vec::new(),
+    }
+}
+
+/// Every limited cgroup over its limit, and every cgroup `asked` names at the limit asked.
+fn cgroup_moves(p: &Pressure, asked: &[(String, u64)]) -> Vec<CgroupMove> {
+    let mut out = Vec::new();
+    for c in &p.cgroups {
+        let what_if = asked.iter().find(|(path, _)| *path == c.path).map(|(_, l)| *l);
+        let own = match (c.max_bytes, c.high_bytes) {
+            (Some(m), Some(h)) => Some(m.min(h)),
+            (m, h) => m.or(h),
+        };
+        let Some(limit) = what_if.or(own) else { continue };
+        let usage = c.usage_bytes.unwrap_or(0);
+        let anon = c.anon_bytes.unwrap_or(0);
+        let file = c.inactive_file_bytes.unwrap_or(0);
+        let excess = usage.saturating_sub(limit).saturating_sub(file).min(anon);
+        if excess > 0 || what_if.is_some() {
+            out.push(CgroupMove {
+                path: c.path.clone(),
+                version: c.version,
+                limit_bytes: limit,
+                asked: what_if.is_some(),
+                usage_bytes: usage,
+                anon_bytes: anon,
+                inactive_file_bytes: file,
+                excess_bytes: excess,
+            });
+        }
+    }
+    out
+}
+
+/// Memory idle for `t` seconds coming back, in bytes per second, and whether that is an
+/// upper bound: from `t` on where the curve reaches past it, else over the last interval
+/// before it (memory idle a shorter time comes back at least as often). None where the curve
+/// did not reach `t`.
+pub fn promotion(curve: &ColdCurve, t: u64) -> Option<(f64, bool)> {
+    let i = curve.ages_secs.iter().position(|&a| a == t)?;
+    let returned = &curve.returned_bytes_per_sec;
+    Some(match (returned.get(i), i.checked_sub(1).and_then(|j| returned.get(j))) {
+        (Some(&r), _) => (r, false),
+        (None, Some(&r)) => (r, true),
+        (None, None) => (0.0, true),
+    })
+}
+
+/// The cold-age point from `curve`, where it reached `t` seconds.
+fn cold_at(curve: &ColdCurve, t: u64) -> Option<ColdAt> {
+    let i = curve.ages_secs.iter().position(|&a| a == t)?;
+    let cold = curve.cold_bytes_at_age[i];
+    let (promoted, bound) = promotion(curve, t)?;
+    let working_set = curve.anon_bytes.saturating_sub(cold);
+    let percent = if working_set == 0 { 0.0 } else { 100.0 * promoted * 60.0 / working_set as f64 };
+    Some(ColdAt {
+        age_secs: t,
+        anon_bytes: curve.anon_bytes,
+        cold_bytes: cold,
+        ages_secs: curve.ages_secs.clone(),
+        cold_bytes_at_age: curve.cold_bytes_at_age.clone(),
+        promoted_bytes_per_sec: promoted,
+        promotion_bound: bound,
+        promotion_percent_per_min: percent,
+    })
+}
+
+/// What `c` saves per byte moved out: 1 less its pool over the basis' pages uncompressed.
+fn per_byte(c: &Candidate, basis: &Basis, ps: u64) -> f64 {
+    let orig = basis.pages * ps;
+    if c.config == Config::None || orig == 0 {
+        return 0.0;
+    }
+    1.0 - c.pool_bytes as f64 / orig as f64
+}
+
+/// `c` with `moved` bytes moved out, against them uncompressed in RAM now.
+fn scaled(c: &Candidate, moved: u64, s: f64) -> AtPoint {
+    if c.config == Config::None || moved == 0 {
+        return AtPoint::default();
+    }
+    let saved = (moved as f64 * s).round() as i64;
+    let pool = moved.saturating_sub(saved.max(0) as u64);
+    let rel = if c.pool_bytes == 0 {
+        0.0
+    } else {
+        (c.memory_saved_ci[1] - c.memory_saved_ci[0]) as f64 / 2.0 / c.pool_bytes as f64
+    };
+    let hw = (rel * pool as f64).round() as i64;
+    AtPoint {
+        moved_out_bytes: moved,
+        pool_bytes: pool,
+        memory_saved_bytes: saved,
+        memory_saved_ci: [saved - hw, saved + hw],
+    }
+}
+
+/// What `c` moves out today: the global deficit, or the cgroups' excesses (a zswap pool
+/// charged to a v2 cgroup takes room under its limit: it moves out the excess over its
+/// saving per byte, at most the cgroup's anonymous memory).
+fn today_moved(c: &Candidate, t: &Today, s: f64) -> u64 {
+    let charged = |m: &CgroupMove| m.version == 2 && matches!(c.config, Config::Zswap { .. });
+    let cgroups: u64 = t
+        .cgroups
+        .iter()
+        .map(|m| {
+            if charged(m) && s > 0.0 {
+                ((m.excess_bytes as f64 / s) as u64).min(m.anon_bytes)
+            } else {
+                m.excess_bytes
+            }
+        })
+        .sum();
+    let global = if t.reason == TodayReason::Short { t.moved_out_bytes } else { 0 };
+    global.max(cgroups)
+}
+
+/// Each candidate at today's point and at the cold age (module doc).
+pub fn at(cands: &mut [Candidate], basis: &Basis, op: &OperatingPoint, ps: u64) {
+    for c in cands.iter_mut() {
+        let s = per_byte(c, basis, ps);
+        let all = AtPoint {
+            moved_out_bytes: basis.pages * ps,
+            pool_bytes: c.pool_bytes,
+            memory_saved_bytes: c.memory_saved_bytes,
+            memory_saved_ci: c.memory_saved_ci,
+        };
+        let live = op.today.reason == TodayReason::LiveSwap;
+        c.at_today = if live { all } else { scaled(c, today_moved(c, &op.today, s), s) };
+        c.at_cold_age = op.cold.as_ref().map(|k| {
+            let cold = scaled(c, k.cold_bytes, s);
+            if live { plus(all, cold) } else { cold }
+        });
+    }
+}
+
+/// A live swap's pages plus the cold resident bytes moved beside them.
+fn plus(a: AtPoint, b: AtPoint) -> AtPoint {
+    AtPoint {
+        moved_out_bytes: a.moved_out_bytes + b.moved_out_bytes,
+        pool_bytes: a.pool_bytes + b.pool_bytes,
+        memory_saved_bytes: a.memory_saved_bytes + b.memory_saved_bytes,
+        memory_saved_ci: [
+            a.memory_saved_ci[0] + b.memory_saved_ci[0],
+            a.memory_saved_ci[1] + b.memory_saved_ci[1],
+        ],
+    }
+}
+
+impl Candidate {
+    /// Its figures at the point `named` (today's where no cold age was read); none for
+    /// every page (its own `memory_saved_bytes`).
+    pub fn at_point(&self, named: Named) -> Option<AtPoint> {
+        match named {
+            Named::ColdAge => Some(self.at_cold_age.unwrap_or(self.at_today)),
+            Named::Today => Some(self.at_today),
+            Named::AllPages => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,236 @@
+use zmem_kernel::cold::{ColdCurve, Cost, Method, Skipped};
+use zmem_kernel::pressure::{CgroupPressure, Pressure, Psi, PsiLine, Watermarks};
+use zmem_zswap::ZswapParams;
+
+use super::*;
+use crate::candidate::{Basis, Candidate, Config, NowSource};
+use crate::policy::Policy;
+
+const PS: u64 = 4096;
+const MIB: u64 = 1 << 20;
+/// 1000 pages, uncompressed now.
+const PAGES: u64 = 1000;
+
+fn basis(source: NowSource) -> Basis {
+    let now_bytes = if source == NowSource::Uncompressed { PAGES * PS } else { PAGES * PS / 4 };
+    Basis { now_config: "none".into(), now_bytes, now_source: source, pages: PAGES }
+}
+
+/// zram with its pool a third of the pages, the interval +-10 % of the pool.
+fn zram(b: &Basis) -> Candidate {
+    let pool = PAGES * PS / 3;
+    let saved = b.now_bytes as i64 - pool as i64;
+    let hw = pool as i64 / 10;
+    Candidate {
+        name: "zram lz4".into(),
+        config: Config::Zram { policy: Policy::single("lz4") },
+        pool_bytes: pool,
+        memory_saved_bytes: saved,
+        memory_saved_ci: [saved - hw, saved + hw],
+        runs_now: false,
+        ..Candidate::none(b.now_bytes)
+    }
+}
+
+fn zswap(b: &Basis) -> Candidate {
+    let params = ZswapParams { compressor: "lz4".into(), ..ZswapParams::default() };
+    Candidate {
+        name: "zswap lz4".into(),
+        config: Config::Zswap { params, behind: "/swapfile".into() },
+        ..zram(b)
+    }
+}
+
+/// zram's saving per byte moved: 1 less its pool over the pages.
+fn per_byte() -> f64 {
+    1.0 - (PAGES * PS / 3) as f64 / (PAGES * PS) as f64
+}
+
+fn calm() -> Pressure {
+    let line = PsiLine { avg10: 0.0, avg60: 0.0, avg300: 0.0, total_us: 5 };
+    Pressure {
+        psi: Some(Psi { some: line, full: Some(line) }),
+        mem_available_bytes: Some(20 << 30),
+        inactive_file_bytes: Some(100 * MIB),
+        anon_bytes: Some(2 << 30),
+        watermarks: Watermarks {
+            free_bytes: 18 << 30,
+            min_bytes: 50 * MIB,
+            low_bytes: 60 * MIB,
+            high_bytes: 70 * MIB,
+        },
+        ..Pressure::default()
+    }
+}
+
+fn cgroup(version: u8, usage: u64, limit: u64, anon: u64, file: u64) -> CgroupPressure {
+    CgroupPressure {
+        path: "/sys/fs/cgroup/memory/lab".into(),
+        version,
+        usage_bytes: Some(usage),
+        max_bytes: Some(limit),
+        high_bytes: None,
+        refaults: Default::default(),
+        psi: None,
+        anon_bytes: Some(anon),
+        inactive_file_bytes: Some(file),
+    }
+}
+
+fn run(b: &Basis, p: Option<&Pressure>, x: &OperatingInput) -> (OperatingPoint, Vec<Candidate>) {
+    let op = point(b, PS, p, x);
+    let mut cands = vec![zram(b), zswap(b), Candidate::none(b.now_bytes)];
+    at(&mut cands, b, &op, PS);
+    (op, cands)
+}
+
+/// Memory not short and no cgroup over its limit: nothing is moved, so nothing is saved, and
+/// the interval is 0 too; every page swapped still gives the candidate's saving.
+#[test]
+fn memory_not_short_moves_and_saves_nothing_today() {
+    let b = basis(NowSource::Uncompressed);
+    let (op, cands) = run(&b, Some(&calm()), &OperatingInput::default());
+    assert_eq!(op.named, Named::Today);
+    assert_eq!(op.today.reason, TodayReason::NotShort);
+    assert_eq!(op.today.moved_out_bytes, 0);
+    assert_eq!(op.today.psi_some_avg10, Some(0.0));
+    for c in &cands {
+        assert_eq!(c.at_today, AtPoint::default(), "{}", c.name);
+    }
+    assert!(cands[0].memory_saved_bytes > 0);
+    assert_eq!(op.cold_unseen.as_deref(), Some("no cold curve was read"));
+}
+
+/// Free memory under the low watermark: kswapd reclaims to the high one, page cache first.
+#[test]
+fn short_memory_moves_the_deficit_past_the_page_cache() {
+    let b = basis(NowSource::Uncompressed);
+    let mut p = calm();
+    p.watermarks.free_bytes = 30 * MIB;
+    p.inactive_file_bytes = Some(10 * MIB);
+    let (op, cands) = run(&b, Some(&p), &OperatingInput::default());
+    assert_eq!(op.today.reason, TodayReason::Short);
+    assert_eq!(op.today.moved_out_bytes, 30 * MIB);
+    let z = cands[0].at_today;
+    assert_eq!(z.moved_out_bytes, 30 * MIB);
+    // Two thirds of each byte saved, the interval scaled with the pool.
+    assert_eq!(z.memory_saved_bytes, (30.0 * MIB as f64 * per_byte()).round() as i64);
+    assert_eq!(z.pool_bytes + z.memory_saved_bytes as u64, 30 * MIB);
+    let hw = (z.memory_saved_ci[1] - z.memory_saved_ci[0]) / 2;
+    // (The candidate's +-10 % was rounded to whole bytes: a few bytes off at most.)
+    assert!((hw - (z.pool_bytes as f64 / 10.0).round() as i64).abs() <= 4, "{hw}");
+    assert_eq!(cands[2].at_today, AtPoint::default(), "none moves nothing");
+}
+
+/// A cgroup over the limit asked about moves its excess out; zram's pool is charged to no
+/// cgroup, zswap's is charged on v2 (so it moves out more, and saves the excess) and not on v1.
+#[test]
+fn a_cgroup_limit_moves_its_excess_and_zswap_v2_pays_its_pool_under_it() {
+    let b = basis(NowSource::Uncompressed);
+    for version in [1, 2] {
+        let mut p = calm();
+        p.cgroups.push(cgroup(version, 1441 * MIB, 4096 * MIB, 1400 * MIB, 0));
+        let x = OperatingInput {
+            cgroup_limits: vec![("/sys/fs/cgroup/memory/lab".into(), 1024 * MIB)],
+            ..OperatingInput::default()
+        };
+        let (op, cands) = run(&b, Some(&p), &x);
+        assert_eq!(op.today.reason, TodayReason::Cgroups);
+        let m = &op.today.cgroups[0];
+        assert!(m.asked && m.limit_bytes == 1024 * MIB);
+        assert_eq!(m.excess_bytes, 417 * MIB);
+        assert_eq!(cands[0].at_today.moved_out_bytes, 417 * MIB, "zram");
+        let zs = cands[1].at_today;
+        if version == 2 {
+            assert_eq!(zs.moved_out_bytes, (417.0 * MIB as f64 / per_byte()) as u64);
+            assert!((zs.memory_saved_bytes - (417 * MIB) as i64).abs() <= 2);
+        } else {
+            assert_eq!(zs, cands[0].at_today);
+        }
+    }
+    // Its own limit, with usage under it: not listed, nothing moved.
+    let mut p = calm();
+    p.cgroups.push(cgroup(1, 900 * MIB, 1024 * MIB, 800 * MIB, 0));
+    let (op, _) = run(&b, Some(&p), &OperatingInput::default());
+    assert!(op.today.cgroups.is_empty());
+    assert_eq!(op.today.moved_out_bytes, 0);
+    // Over it, but with page cache to trim first: only what the cache does not cover.
+    let mut p = calm();
+    p.cgroups.push(cgroup(1, 1100 * MIB, 1024 * MIB, 800 * MIB, 50 * MIB));
+    let (op, _) = run(&b, Some(&p), &OperatingInput::default());
+    assert_eq!(op.today.cgroups[0].excess_bytes, 26 * MIB);
+}
+
+fn curve(ages: &[u64], cold: &[u64], anon: u64) -> ColdCurve {
+    let returned: Vec<f64> = cold.windows(2).map(|w| (w[0] - w[1]) as f64 / 20.0).collect();
+    ColdCurve {
+        method: Method::ClearRefsReferenced,
+        ages_secs: ages.to_vec(),
+        asked_ages_secs: ages.to_vec(),
+        read_at_secs: ages.iter().map(|&a| a as f64).collect(),
+        anon_bytes: anon,
+        cold_bytes_at_age: cold.to_vec(),
+        vanished_bytes_at_age: vec![0; ages.len()],
+        returned_bytes_per_sec: returned,
+        per_process: Vec::new(),
+        skipped: Skipped::default(),
+        cost: Cost::default(),
+        notes: Vec::new(),
+    }
+}
+
+/// The cold age reads the curve at T: its bytes scaled by each candidate's saving per byte,
+/// the promotion from the last interval before T (an upper bound) when the curve ends at T.
+#[test]
+fn the_cold_age_is_read_from_the_curve_at_t() {
+    let b = basis(NowSource::Uncompressed);
+    let c = curve(&[10, 30, 60], &[950 * MIB, 920 * MIB, 900 * MIB], 1000 * MIB);
+    let x = OperatingInput { cold: Some(c.clone()), ..OperatingInput::default() };
+    let (op, cands) = run(&b, Some(&calm()), &x);
+    let k = op.cold.as_ref().expect("T = 60 s read");
+    assert_eq!((k.age_secs, k.cold_bytes, k.anon_bytes), (60, 900 * MIB, 1000 * MIB));
+    assert!(k.promotion_bound);
+    let promoted = (20 * MIB) as f64 / 20.0;
+    assert_eq!(k.promoted_bytes_per_sec, promoted);
+    let expect = 100.0 * promoted * 60.0 / (100 * MIB) as f64;
+    assert!((k.promotion_percent_per_min - expect).abs() < 1e-9);
+    let z = cands[0].at_cold_age.expect("a cold figure");
+    assert_eq!(z.moved_out_bytes, 900 * MIB);
+    assert_eq!(z.memory_saved_bytes, (900.0 * MIB as f64 * per_byte()).round() as i64);
+    // Without proactive reclaim the headline is today's; with it, the cold age's.
+    assert_eq!(op.named, Named::Today);
+    assert_eq!(cands[0].at_point(op.named), Some(cands[0].at_today));
+    let x = OperatingInput { proactive: true, ..x };
+    let (op, cands) = run(&b, Some(&calm()), &x);
+    assert_eq!(op.named, Named::ColdAge);
+    assert_eq!(cands[0].at_point(op.named), Some(z));
+    // A curve that stopped short of T gives no cold figure, and says so.
+    let x = OperatingInput { cold: Some(curve(&[10, 30], &[9, 8], 10)), ..x };
+    let (op, cands) = run(&b, Some(&calm()), &x);
+    assert!(op.cold.is_none() && cands[0].at_cold_age.is_none());
+    assert!(op.cold_unseen.unwrap().contains("read to 30 s, short of T = 60 s"));
+    assert_eq!(op.named, Named::Today);
+}
+
+/// With a live swap, today is what it holds now: the basis itself; the cold age adds the
+/// resident cold bytes to it.
+#[test]
+fn a_live_swap_is_today_and_the_cold_age_adds_to_it() {
+    let b = basis(NowSource::LiveZram);
+    let c = curve(&[60], &[300 * MIB], 400 * MIB);
+    let x = OperatingInput { cold: Some(c), ..OperatingInput::default() };
+    let (op, cands) = run(&b, None, &x);
+    assert_eq!(op.today.reason, TodayReason::NoReading);
+    assert_eq!((op.named, cands[0].at_point(op.named)), (Named::AllPages, None));
+    let (op, cands2) = run(&b, Some(&calm()), &x);
+    assert_eq!(op.today.reason, TodayReason::LiveSwap);
+    assert_eq!(op.today.moved_out_bytes, PAGES * PS);
+    let z = &cands2[0];
+    assert_eq!(z.at_today.memory_saved_bytes, z.memory_saved_bytes);
+    assert_eq!(z.at_today.memory_saved_ci, z.memory_saved_ci);
+    let cold = z.at_cold_age.unwrap();
+    assert_eq!(cold.moved_out_bytes, PAGES * PS + 300 * MIB);
+    assert!(cold.memory_saved_bytes > z.memory_saved_bytes);
+    // No reading: nothing known moves, not even the live swap's pages.
+    assert_eq!(cands[0].at_today, AtPoint::default());
+}

@@ -1,0 +1,177 @@
+//! The operating point in words (`zmem_lab::operating`): the sentence that opens the decision
+//! (what the machine will really do, today and at the cold age), the figures at each point,
+//! and the cold curve as a plot for the HTML report.
+
+use zmem_lab::LabReport;
+use zmem_lab::decision::Kind;
+use zmem_lab::operating::{AtPoint, Named, OperatingPoint, TodayReason};
+
+use crate::units::human_bytes;
+
+fn b(v: f64) -> String {
+    human_bytes(v)
+}
+
+/// An age as people say it: `45 s`, `2 min`, `1.5 min`.
+pub fn age(secs: u64) -> String {
+    match secs {
+        s if s < 60 => format!("{s} s"),
+        s if s % 60 == 0 => format!("{} min", s / 60),
+        s => format!("{:.1} min", s as f64 / 60.0),
+    }
+}
+
+/// What is short now, in words: the machine's free memory and PSI, or its cgroups.
+fn pressure_words(op: &OperatingPoint) -> String {
+    let t = &op.today;
+    let avail = t.available_bytes.map_or("unknown".into(), |a| b(a as f64));
+    let psi = t.psi_some_avg10.map_or("no PSI".into(), |p| format!("PSI {p:.2} %"));
+    match t.reason {
+        TodayReason::NotShort => format!("Memory is not short now ({avail} available, {psi})"),
+        TodayReason::Short => format!(
+            "Memory is short now ({} free, under the low watermark {}; {psi}): reclaim moves {} \
+             of anonymous memory out",
+            b(t.free_bytes as f64),
+            b(t.low_watermark_bytes as f64),
+            b(t.moved_out_bytes as f64)
+        ),
+        TodayReason::Cgroups => {
+            let each: Vec<String> = t
+                .cgroups
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{} uses {} against {} limit of {}{}",
+                        c.path,
+                        b(c.usage_bytes as f64),
+                        if c.asked { "the asked" } else { "its" },
+                        b(c.limit_bytes as f64),
+                        format_args!(", so its reclaim moves {} out", b(c.excess_bytes as f64))
+                    )
+                })
+                .collect();
+            format!(
+                "Memory is short in its cgroups ({avail} available overall): {}",
+                each.join("; ")
+            )
+        }
+        TodayReason::LiveSwap => {
+            format!("A compressed swap runs now and holds {}", b(t.moved_out_bytes as f64))
+        }
+        TodayReason::NoReading => "This machine's pressure was not read (pages measured away \
+             from it), so the savings are for every page swapped"
+            .into(),
+    }
+}
+
+/// The opening sentence (issue 54's form): today's point in plain words, then the cold age.
+pub fn sentence(r: &LabReport) -> Option<String> {
+    let d = &r.decision;
+    let op = d.operating_point.as_ref()?;
+    let c = d.chosen(&r.candidates).filter(|_| d.kind != Kind::None);
+    let name = c.map_or("a compressed swap".to_string(), |c| c.name.clone());
+    let mut s = pressure_words(op);
+    if op.named == Named::AllPages {
+        return Some(s + ".");
+    }
+    if op.today.reason == TodayReason::NotShort {
+        s += &format!(": {name} will hold nothing until it is, or until cold memory is reclaimed");
+    } else if let Some(c) = c.filter(|c| c.at_today.moved_out_bytes > 0) {
+        s += &format!(
+            "; {name} would hold that in {} (saves {})",
+            b(c.at_today.pool_bytes as f64),
+            b(c.at_today.memory_saved_bytes as f64)
+        );
+    }
+    match (&op.cold, c.and_then(|c| c.at_cold_age)) {
+        (Some(k), Some(at)) => {
+            s += &format!(
+                "; {} has been idle for {}, which {name} would hold in {} (saves {}) at {:.3} % \
+                 of the working set a minute promoted{}",
+                b(k.cold_bytes as f64),
+                age(k.age_secs),
+                b(at.pool_bytes as f64),
+                b(at.memory_saved_bytes as f64),
+                k.promotion_percent_per_min,
+                if k.promotion_bound { " at most" } else { "" }
+            );
+        }
+        _ => {
+            let why = op.cold_unseen.as_deref().unwrap_or("not read");
+            s += &format!("; memory idle for a while: {why}");
+        }
+    }
+    Some(s + ".")
+}
+
+fn figure(label: &str, at: &AtPoint) -> String {
+    format!(
+        "{label}: {} moved out, held in {}: saves {} [{} .. {}, 95 %]",
+        b(at.moved_out_bytes as f64),
+        b(at.pool_bytes as f64),
+        b(at.memory_saved_bytes as f64),
+        b(at.memory_saved_ci[0] as f64),
+        b(at.memory_saved_ci[1] as f64)
+    )
+}
+
+/// The chosen candidate's figures at each point, the named one first (terminal lines).
+pub fn figures(r: &LabReport) -> Vec<String> {
+    let d = &r.decision;
+    let (Some(op), Some(c)) = (&d.operating_point, d.chosen(&r.candidates)) else {
+        return Vec::new();
+    };
+    let today = figure("at today's pressure", &c.at_today);
+    let cold = op.cold.as_ref().zip(c.at_cold_age).map(|(k, at)| {
+        figure(&format!("at the cold age {} (idle that long)", age(k.age_secs)), &at)
+    });
+    let mut out = match op.named {
+        Named::Today => [Some(today), cold].into_iter().flatten().collect::<Vec<_>>(),
+        Named::ColdAge => [cold, Some(today)].into_iter().flatten().collect(),
+        // Nothing is known of what the machine moves out: the figure below is the headline.
+        Named::AllPages => return Vec::new(),
+    };
+    out.push(format!("(bytes moved: {})", op.compressibility));
+    out
+}
+
+/// The cold curve as a plot: bytes idle against age, and what the chosen candidate would save
+/// at each age; none without a curve.
+pub fn plot(r: &LabReport, color: &str) -> Option<String> {
+    let d = &r.decision;
+    let k = d.operating_point.as_ref()?.cold.as_ref()?;
+    let per_byte = d
+        .chosen(&r.candidates)
+        .and_then(|c| c.at_cold_age)
+        .filter(|a| a.moved_out_bytes > 0)
+        .map_or(0.0, |a| a.memory_saved_bytes as f64 / a.moved_out_bytes as f64);
+    let mib = |v: u64| v as f64 / (1u64 << 20) as f64;
+    let mut items = Vec::new();
+    for (a, &cold) in k.ages_secs.iter().zip(&k.cold_bytes_at_age) {
+        items.push((format!("idle {}", age(*a)), mib(cold)));
+        items.push((format!("saves at {}", age(*a)), mib(cold) * per_byte));
+    }
+    Some(crate::svg::bars(
+        &format!(
+            "Cold memory by age ({} anonymous watched), and {} would save at each",
+            b(k.anon_bytes as f64),
+            r.decision.config
+        ),
+        &items,
+        "MiB",
+        color,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_read_as_people_say_them() {
+        assert_eq!(age(10), "10 s");
+        assert_eq!(age(60), "1 min");
+        assert_eq!(age(120), "2 min");
+        assert_eq!(age(90), "1.5 min");
+    }
+}
