@@ -70,7 +70,8 @@ pub enum TodayReason {
     Short,
     /// Only cgroups over their limits move memory out.
     Cgroups,
-    /// No pressure reading (a page set measured away from its machine): nothing is known.
+    /// No pressure reading, or pages that are not this machine's (a page set measured away
+    /// from its machine, generated pages): nothing is known.
     NoReading,
 }
 
@@ -167,6 +168,9 @@ pub struct OperatingInput {
     pub cgroup_limits: Vec<(String, u64)>,
     /// Proactive reclaim moves cold memory out (the headline is then at the cold age).
     pub proactive: bool,
+    /// The pages are this machine's (its processes', or its zram's): only then does its
+    /// pressure say what would be moved out of them.
+    pub this_machine: bool,
 }
 
 impl Default for OperatingInput {
@@ -177,6 +181,7 @@ impl Default for OperatingInput {
             cold_age_secs: DEFAULT_COLD_AGE_SECS,
             cgroup_limits: Vec::new(),
             proactive: false,
+            this_machine: false,
         }
     }
 }
@@ -188,6 +193,7 @@ pub fn point(
     pressure: Option<&Pressure>,
     x: &OperatingInput,
 ) -> OperatingPoint {
+    let pressure = pressure.filter(|_| x.this_machine);
     let cold = x.cold.as_ref().and_then(|c| cold_at(c, x.cold_age_secs));
     let cold_unseen = match (&cold, &x.cold, &x.cold_unseen) {
         (Some(_), _, _) => None,

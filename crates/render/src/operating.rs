@@ -58,8 +58,9 @@ fn pressure_words(op: &OperatingPoint) -> String {
         TodayReason::LiveSwap => {
             format!("A compressed swap runs now and holds {}", b(t.moved_out_bytes as f64))
         }
-        TodayReason::NoReading => "This machine's pressure was not read (pages measured away \
-             from it), so the savings are for every page swapped"
+        TodayReason::NoReading => "The pages are not this machine's (or its pressure was not \
+             read), so what reclaim would move out of them is not known: the savings are for \
+             every page swapped"
             .into(),
     }
 }

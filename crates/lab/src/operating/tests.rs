@@ -78,7 +78,8 @@ fn cgroup(version: u8, usage: u64, limit: u64, anon: u64, file: u64) -> CgroupPr
 }
 
 fn run(b: &Basis, p: Option<&Pressure>, x: &OperatingInput) -> (OperatingPoint, Vec<Candidate>) {
-    let op = point(b, PS, p, x);
+    let x = OperatingInput { this_machine: true, ..x.clone() };
+    let op = point(b, PS, p, &x);
     let mut cands = vec![zram(b), zswap(b), Candidate::none(b.now_bytes)];
     at(&mut cands, b, &op, PS);
     (op, cands)
@@ -222,6 +223,12 @@ fn a_live_swap_is_today_and_the_cold_age_adds_to_it() {
     let (op, cands) = run(&b, None, &x);
     assert_eq!(op.today.reason, TodayReason::NoReading);
     assert_eq!((op.named, cands[0].at_point(op.named)), (Named::AllPages, None));
+    // Pages from elsewhere: this machine's pressure says nothing of them.
+    let elsewhere = point(&b, PS, Some(&calm()), &x);
+    assert_eq!(
+        (elsewhere.named, elsewhere.today.reason),
+        (Named::AllPages, TodayReason::NoReading)
+    );
     let (op, cands2) = run(&b, Some(&calm()), &x);
     assert_eq!(op.today.reason, TodayReason::LiveSwap);
     assert_eq!(op.today.moved_out_bytes, PAGES * PS);

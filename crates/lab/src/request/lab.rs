@@ -200,6 +200,7 @@ pub fn run_lab(req: LabRequest, progress: &dyn Progress) -> Result<LabReport, La
     let t = req.cold_age_secs;
     let before = zmem_kernel::pressure::read();
     let from_processes = e.source.kind == "captured";
+    let this_machine = from_processes || e.source.kind == "zram";
     let plan = window::Plan {
         zram_ids: &e.zram_ids,
         observe_secs: req.observe_secs,
@@ -223,6 +224,7 @@ pub fn run_lab(req: LabRequest, progress: &dyn Progress) -> Result<LabReport, La
         operating: OperatingInput {
             cold_age_secs: t,
             cgroup_limits: req.cgroup_limits,
+            this_machine,
             ..OperatingInput::default()
         },
         ..LabOptions::default()
