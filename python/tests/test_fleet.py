@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -67,10 +67,17 @@ def test_parquet_schema(fleet_run):
     r, out = fleet_run
     t = pq.read_table(out / "results.parquet")
     report = next(iter(r.reports.values()))
-    cand_fields = [k for k in report["candidates"][0] if k != "name"]
+    # The candidate's fields, its figures at the operating points flat after them.
+    nested = fleet.AT_POINT_COLUMNS
+    cand_fields = [k for k in report["candidates"][0] if k != "name" and k not in nested]
+    cand_fields += list(nested.values())
     names = t.column_names
     assert names[:2] == ["host", "config"]
     assert names[2 : 2 + len(cand_fields)] == cand_fields
+    assert not set(nested) & set(names), names
+    for column in [*nested.values(), "cold_age_secs", "cold_bytes"]:
+        assert t.schema.field(column).type == pa.int64(), column
+    assert t.schema.field("operating_point").type == pa.string()
     s = t.schema
     assert s.field("host").type == pa.string() and s.field("config").type == pa.string()
     assert s.field("memory_saved_bytes").type == pa.int64()
@@ -94,6 +101,25 @@ def test_parquet_schema(fleet_run):
             marked = [x for x in mine if x["recommended"]][0]
             assert mine.index(marked) == d["chosen"]
             assert d["config"] == marked["config"], (d["config"], marked["config"])
+
+
+def test_the_fleets_hosts_are_at_every_page_swapped(fleet_run):
+    """The fleet runs each capture with observe=0, away from its machine: the lab names the
+    all_pages point and reads neither today's pressure nor a cold curve, so every figure at a
+    point is None, in the results and per host, beside the every-page saving."""
+    r, out = fleet_run
+    t = pq.read_table(out / "results.parquet").to_pylist()
+    for h, report in r.reports.items():
+        assert report["decision"]["operating_point"]["named"] == "all_pages", h
+        p = r.points[h]
+        assert p["operating_point"] == "all_pages"
+        unread = ("cold_age_secs", "cold_bytes", *fleet.AT_POINT_COLUMNS.values())
+        assert {k: p[k] for k in unread} == dict.fromkeys(unread)
+        assert p["memory_saved_bytes"] == report["decision"]["all_pages_saved_bytes"]
+        for row in (x for x in t if x["host"] == h):
+            assert row["operating_point"] == "all_pages"
+            assert all(row[k] is None for k in unread), row
+    assert "Operating point per host" in (out / "report.html").read_text()
 
 
 def test_the_fleet_choice_follows_its_rule(fleet_run):
@@ -191,3 +217,129 @@ def test_the_console_entry_point_with_only_its_required_arguments(captures, tmp_
     # The budgets the report states are the lab's defaults (none of the fleet's own).
     lab = zmem.defaults("lab")
     assert f"budgets: {float(lab['cpu_budget']):g} % of a core" in html, html[:600]
+
+
+# ---------------------------------------------------------------------------------------------
+# The operating point of a host's report (schema 8), without Ray
+
+
+def _at(saved: int) -> dict[str, Any]:
+    return {"moved_out_bytes": 2 * saved, "pool_bytes": saved, "memory_saved_bytes": saved,
+            "memory_saved_ci": [saved, saved]}
+
+
+def _candidate(name: str, saved: int, today: Optional[int], cold: Optional[int]) -> dict[str, Any]:
+    """A candidate as the lab writes it: every-page saving, and at the points where given."""
+    c: dict[str, Any] = {"name": name, "kind": "zram", "available": True, "within_budgets": True,
+                         "pool_bytes": 1 << 20, "memory_saved_bytes": saved, "over_budget": []}
+    if today is not None:
+        c["at_today"] = _at(today)
+    if cold is not None:
+        c["at_cold_age"] = _at(cold)
+    return c
+
+
+def _host_report(op: Optional[dict[str, Any]], cands: list[dict[str, Any]], chosen: int,
+                 kind: str = "zram") -> dict[str, Any]:
+    d: dict[str, Any] = {"kind": kind, "config": cands[chosen]["name"], "chosen": chosen,
+                         "reason": {"kind": "most_saved"},
+                         "memory_saved_bytes": cands[chosen]["memory_saved_bytes"]}
+    if op is not None:
+        d["operating_point"] = op
+        d["all_pages_saved_bytes"] = cands[chosen]["memory_saved_bytes"]
+        # The headline at the named point, unlike the every-page figure.
+        d["memory_saved_bytes"] = -1
+    return {"decision": d, "candidates": cands}
+
+
+def _today(reason: str) -> dict[str, Any]:
+    return {"reason": {"kind": reason}, "moved_out_bytes": 0, "available_bytes": None,
+            "free_bytes": 0, "low_watermark_bytes": 0, "high_watermark_bytes": 0,
+            "psi_some_avg10": None, "psi_some_avg60": None}
+
+
+MIB = 1 << 20
+COLD = {"age_secs": 120, "anon_bytes": 8 * MIB, "cold_bytes": 5 * MIB, "ages_secs": [60, 120],
+        "cold_bytes_at_age": [6 * MIB, 5 * MIB], "promoted_bytes_per_sec": 0.0,
+        "promotion_bound": False, "promotion_percent_per_min": 0.0}
+
+
+def _cold_host() -> dict[str, Any]:
+    """A host's own `zmem lab --json`: memory short today, a cold curve reaching T = 120 s; it
+    chose its second candidate (the first has other figures, to tell them apart)."""
+    op = {"named": "cold_age", "today": _today("short"), "cold": COLD, "compressibility": "x"}
+    cands = [_candidate("zram lz4", 2 * MIB, MIB // 2, MIB),
+             _candidate("zram zstd", 3 * MIB, MIB, 2 * MIB),
+             _candidate("none", 0, 0, 0)]
+    return _host_report(op, cands, 1)
+
+
+def _fleet_host() -> dict[str, Any]:
+    """A capture the fleet ran (observe=0): the all_pages point, no pressure, no cold curve;
+    the report's today is zeros, which are not a saving."""
+    op = {"named": "all_pages", "today": _today("no_reading"),
+          "cold_unseen": "no cold curve was read", "compressibility": "x"}
+    cands = [_candidate("zram zstd", 3 * MIB, 0, None), _candidate("none", 0, 0, None)]
+    return _host_report(op, cands, 0)
+
+
+def test_a_host_with_a_cold_age_has_its_decisions_savings_there() -> None:
+    p = fleet.host_point(_cold_host())
+    assert p == {"operating_point": "cold_age", "cold_age_secs": 120, "cold_bytes": 5 * MIB,
+                 "memory_saved_bytes": 3 * MIB, "memory_saved_at_today_bytes": MIB,
+                 "memory_saved_at_cold_age_bytes": 2 * MIB}
+    # Keeping what runs saves nothing at any point read.
+    keep = _cold_host()
+    keep["decision"]["kind"] = "keep"
+    p = fleet.host_point(keep)
+    assert (p["memory_saved_at_today_bytes"], p["memory_saved_at_cold_age_bytes"]) == (0, 0)
+
+
+def test_a_host_without_a_cold_age_has_none_at_the_points() -> None:
+    """The fleet's own hosts (all_pages, nothing read) and a report before schema 8 (no
+    point, no figures at one): None, never the report's zeros; every page swapped stays."""
+    unread = ("cold_age_secs", "cold_bytes", "memory_saved_at_today_bytes",
+              "memory_saved_at_cold_age_bytes")
+    p = fleet.host_point(_fleet_host())
+    assert p["operating_point"] == "all_pages" and p["memory_saved_bytes"] == 3 * MIB
+    assert {k: p[k] for k in unread} == dict.fromkeys(unread)
+    old: dict[str, Any] = {
+        "decision": {"kind": "zram", "config": "zram zstd", "chosen": 0,
+                     "memory_saved_bytes": 3 * MIB},
+        "candidates": [{"name": "zram zstd", "memory_saved_bytes": 3 * MIB}],
+    }
+    p = fleet.host_point(old)
+    assert p["operating_point"] is None and p["memory_saved_bytes"] == 3 * MIB
+    assert {k: p[k] for k in unread} == dict.fromkeys(unread)
+    with pytest.raises(ValueError, match="not an operating point"):
+        fleet.saved_at(old["candidates"][0], None, "tomorrow")
+
+
+def _cells(*cells: object) -> str:
+    return "".join(f"<td>{c}</td>" for c in cells)
+
+
+def test_the_results_and_report_carry_each_hosts_point() -> None:
+    done = [{"capture": f"{h}.zpages", "host": h, "labels": {}, "report": r}
+            for h, r in (("cold", _cold_host()), ("fleet", _fleet_host()))]
+    r = fleet._gather(done, [], {})
+    assert r.points == {"cold": fleet.host_point(_cold_host()),
+                        "fleet": fleet.host_point(_fleet_host())}
+    rows = {(x["host"], x["config"]): x for x in r.results.to_pylist()}
+    lz4 = rows[("cold", "zram lz4")]
+    at = (lz4["memory_saved_at_today_bytes"], lz4["memory_saved_at_cold_age_bytes"])
+    assert at == (MIB // 2, MIB)
+    point = (lz4["operating_point"], lz4["cold_age_secs"], lz4["cold_bytes"])
+    assert point == ("cold_age", 120, 5 * MIB)
+    zstd = rows[("fleet", "zram zstd")]
+    assert zstd["memory_saved_bytes"] == 3 * MIB and zstd["operating_point"] == "all_pages"
+    assert zstd["memory_saved_at_today_bytes"] is None and zstd["cold_bytes"] is None
+    assert "at_today" not in r.results.column_names
+    # A fleet of its own hosts only: the columns keep their types with every value None.
+    alone = fleet._gather(done[1:], [], {}).results
+    assert alone.schema.field("memory_saved_at_cold_age_bytes").type == pa.int64()
+    assert alone.schema.field("cold_age_secs").type == pa.int64()
+    page = fleet.render_html(r, budgets=(1.0, 100.0))
+    table = page.split("Operating point per host", 1)[1].split("</table>", 1)[0]
+    assert _cells("cold", "cold_age", 120, "5.0", "3.0", "1.0", "2.0") in table, table
+    assert _cells("fleet", "all_pages", "—", "—", "3.0", "—", "—") in table, table

@@ -82,6 +82,8 @@ BAD: list[tuple[str, Any]] = [
     ("max_pages", "many"),
     ("swap_device", "nvm3"),
     ("source", "disk"),
+    ("cold_age", "0s"),
+    ("cgroup_limit", "relative=1G"),
 ]
 
 
@@ -102,6 +104,39 @@ def test_a_bad_value_is_refused_in_the_same_words_by_both_doors(
     assert cli_head.startswith(flag), cli
     given = cli_head[len(flag) :].strip()
     assert py_head == (f"{name}={given}" if given else name), (cli, py)
+
+
+# The operating point's options, each refused by name before anything is read: an age of 0
+# (nothing is idle for no time), and a cgroup that is not an absolute path.
+POINT_BAD = [
+    ("cold_age", "0s", "an age must be over 0 s"),
+    ("cold_age", "2 days", "is not an age"),
+    ("cgroup_limit", "relative=1G", "is not a cgroup's absolute path"),
+    ("cgroup_limit", "/sys/fs/cgroup/app=0", "is not a size over 0"),
+    ("cgroup_limit", "/sys/fs/cgroup/app", "is not CGROUP=SIZE"),
+]
+
+
+@pytest.mark.parametrize("name,value,why", POINT_BAD, ids=lambda v: str(v))
+def test_the_operating_points_options_are_refused_by_name(name: str, value: str, why: str) -> None:
+    with pytest.raises(ValueError) as e:
+        zmem.lab(**{name: value})
+    msg = str(e.value)
+    assert msg.startswith(f"{name}"), msg
+    assert why in msg and "\n" not in msg, msg
+
+
+def test_the_operating_points_options_are_documented_and_live() -> None:
+    """zmem.lab takes them (text, text and a flag), and the fleet does not: they are about the
+    machine the lab runs on, which a capture analysed elsewhere is not."""
+    params = inspect.signature(zmem.lab).parameters
+    kinds = {o["name"]: o["kind"] for o in OPTIONS}
+    assert {n: kinds.get(n) for n in ("cold_age", "no_cold", "cgroup_limit")} == {
+        "cold_age": "text", "no_cold": "flag", "cgroup_limit": "text"}
+    assert params["no_cold"].default is False and params["cold_age"].default is None
+    cold = next(o for o in OPTIONS if o["name"] == "cold_age")
+    assert cold["default"] and "``cold_age``" in (zmem.lab.__doc__ or "")
+    assert not {"cold_age", "no_cold", "cgroup_limit"} & {o["name"] for o in fleet.lab_options()}
 
 
 def test_unknown_options_and_wrong_types_are_type_errors() -> None:

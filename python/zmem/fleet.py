@@ -22,6 +22,12 @@ Hosts and labels: the page set's metadata ``host`` (else ``capture.host``) and `
 keys; a ``hosts.csv`` beside the captures (columns ``capture`` (the file name), ``host``, then
 one column per label) overrides them; a capture with neither is named by its file name.
 
+The operating point (lab report schema 8, ``decision.operating_point``): a host's lab also says
+what its decided configuration saves at today's pressure and at the cold age T, beside the
+saving with every page swapped. The fleet runs each capture with ``observe=0``, away from its
+machine, so those hosts' point is ``all_pages`` and the figures at today and at T are None
+(:func:`host_point`); a report that did read them (``zmem lab --json`` on the host) has them.
+
 Failures: a task that raises OSError (storage that failed to answer) or whose worker died is
 retried (``--retries``, Ray's ``max_retries``/``retry_exceptions``); a capture that is corrupt
 or stays unreadable is skipped and listed in the report, and the others are kept.
@@ -71,6 +77,8 @@ class FleetResult:
     out: Optional[str] = None
     seconds: float = 0.0
     reports: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Per host, :func:`host_point`: its operating point and its decision's savings there.
+    points: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -397,6 +405,7 @@ def _gather(
     rows: list[dict[str, Any]] = []
     hosts: list[str] = []
     reports: dict[str, dict[str, Any]] = {}
+    points: dict[str, dict[str, Any]] = {}
     used: set[str] = set()
     for d in sorted(done, key=lambda d: d["capture"]):
         c = d["capture"]
@@ -411,11 +420,15 @@ def _gather(
         reports[host] = report
         hosts.append(host)
         chosen = host_choice(report)
+        point = host_point(report)
+        points[host] = point
+        op = report["decision"].get("operating_point")
         for cand in report["candidates"]:
             row = {"host": host, "config": cand["name"]}
-            row.update({k: v for k, v in cand.items() if k != "name"})
+            row.update(candidate_columns(cand, op))
             row["recommended"] = cand["name"] == chosen
             row["capture"] = c
+            row.update({k: point[k] for k in HOST_POINT_COLUMNS})
             for k, v in sorted(labels.items()):
                 row[f"label.{k}"] = v
             rows.append(row)
@@ -423,7 +436,7 @@ def _gather(
     # from_pylist alone would take the first row's keys only.
     names = list(dict.fromkeys(k for row in rows for k in row))
     table = (
-        pa.Table.from_pylist([{k: row.get(k) for k in names} for row in rows])
+        _typed(pa.Table.from_pylist([{k: row.get(k) for k in names} for row in rows]))
         if rows
         else _empty_table()
     )
@@ -433,7 +446,98 @@ def _gather(
         failures=failures,
         recommendation=fleet_choice(table)[0] if rows else None,
         reports=reports,
+        points=points,
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# The operating point (lab report schema 8: zmem_lab::operating)
+
+# A candidate's figures at the points, nested in the report, flat in the rows.
+AT_POINT_COLUMNS = {
+    "at_today": "memory_saved_at_today_bytes",
+    "at_cold_age": "memory_saved_at_cold_age_bytes",
+}
+# The host's point, on each of its rows.
+HOST_POINT_COLUMNS = ("operating_point", "cold_age_secs", "cold_bytes")
+# Their types where no host read them (every value None would give Arrow's null type).
+_POINT_TYPES = {
+    **{c: pa.int64() for c in AT_POINT_COLUMNS.values()},
+    "operating_point": pa.string(),
+    "cold_age_secs": pa.int64(),
+    "cold_bytes": pa.int64(),
+}
+
+
+def _today_read(op: Optional[dict[str, Any]]) -> bool:
+    """Whether the host's lab read today's pressure: its reason is not ``no_reading`` (pages
+    away from their machine, or no reading at all)."""
+    reason = ((op or {}).get("today") or {}).get("reason") or {}
+    return reason.get("kind") not in (None, "no_reading")
+
+
+def saved_at(cand: dict[str, Any], op: Optional[dict[str, Any]], point: str) -> Optional[int]:
+    """A candidate's ``memory_saved_bytes`` at ``point`` (``today`` or ``cold_age``) of the
+    host's operating point ``op``; None where the host's lab did not read that point: no
+    ``op`` (a report before schema 8), today's pressure not read (its zeros are not a saving),
+    or no cold curve reaching T."""
+    if point == "today":
+        at = cand.get("at_today") if _today_read(op) else None
+    elif point == "cold_age":
+        at = cand.get("at_cold_age") if (op or {}).get("cold") else None
+    else:
+        raise ValueError(f"{point!r} is not an operating point (today or cold_age)")
+    return None if at is None else at.get("memory_saved_bytes")
+
+
+def candidate_columns(cand: dict[str, Any], op: Optional[dict[str, Any]]) -> dict[str, Any]:
+    """A candidate's fields as result columns: as the report has them, less its name, with its
+    savings at today's point and at the cold age flat (:data:`AT_POINT_COLUMNS`)."""
+    row = {k: v for k, v in cand.items() if k != "name" and k not in AT_POINT_COLUMNS}
+    for point, column in zip(("today", "cold_age"), AT_POINT_COLUMNS.values()):
+        row[column] = saved_at(cand, op, point)
+    return row
+
+
+def host_point(report: dict[str, Any]) -> dict[str, Any]:
+    """A host's operating point and its own decision's savings: ``operating_point`` (the point
+    the decision's ``memory_saved_bytes`` is at: ``today``, ``cold_age`` or ``all_pages``),
+    ``cold_age_secs`` (T) and ``cold_bytes`` (anonymous bytes idle for T), and the decided
+    configuration's ``memory_saved_bytes`` (every page swapped, as before schema 8),
+    ``memory_saved_at_today_bytes`` and ``memory_saved_at_cold_age_bytes`` (0 for keep). None
+    where the lab did not read it: a report before schema 8 has no point; a capture the fleet
+    ran (``observe=0``, away from its machine) is at ``all_pages``, with neither today's
+    pressure nor a cold curve."""
+    d = report["decision"]
+    op = d.get("operating_point")
+    cold = (op or {}).get("cold") or {}
+    i = d.get("chosen")
+    cands = report["candidates"]
+    chosen = cands[i] if i is not None and 0 <= i < len(cands) else None
+    keep = d.get("kind") == "keep"
+
+    def decided(point: str) -> Optional[int]:
+        v = None if chosen is None else saved_at(chosen, op, point)
+        # Keeping what runs saves nothing at any point, as the decision says.
+        return 0 if keep and v is not None else v
+
+    return {
+        "operating_point": (op or {}).get("named"),
+        "cold_age_secs": cold.get("age_secs"),
+        "cold_bytes": cold.get("cold_bytes"),
+        "memory_saved_bytes": d.get("all_pages_saved_bytes", d["memory_saved_bytes"]),
+        "memory_saved_at_today_bytes": decided("today"),
+        "memory_saved_at_cold_age_bytes": decided("cold_age"),
+    }
+
+
+def _typed(table: pa.Table) -> pa.Table:
+    """The point columns with their types where every value is None (Arrow's null type)."""
+    for name, t in _POINT_TYPES.items():
+        i = table.schema.get_field_index(name)
+        if i >= 0 and pa.types.is_null(table.schema.field(i).type):
+            table = table.set_column(i, name, table.column(i).cast(t))
+    return table
 
 
 def host_choice(report: dict[str, Any]) -> str:
@@ -461,8 +565,9 @@ def _host_answer(report: dict[str, Any]) -> dict[str, Any]:
     if runner is not None:
         why += f"; runner-up {report['candidates'][runner]['name']}"
     within = i is not None and bool(report["candidates"][i]["within_budgets"])
-    return {"config": host_choice(report), "saved": d["memory_saved_bytes"],
-            "within": within, "why": why}
+    # Every page swapped (schema 8's decision figures its own at the operating point).
+    saved = d.get("all_pages_saved_bytes", d["memory_saved_bytes"])
+    return {"config": host_choice(report), "saved": saved, "within": within, "why": why}
 
 
 def _empty_table() -> pa.Table:
@@ -619,6 +724,8 @@ def render_html(result: FleetResult, budgets: Optional[tuple[float, float]] = No
             parts.append("</table>")
         else:
             parts.append(f"<p>None: every host's own decision is {e(choice)}.</p>")
+    if result.points:
+        parts += _points_html(result.points)
     parts.append("<h2>Skipped captures</h2>")
     if result.failures:
         parts.append("<table><tr><th>capture</th><th style='text-align:left'>why</th></tr>")
@@ -631,6 +738,40 @@ def render_html(result: FleetResult, budgets: Optional[tuple[float, float]] = No
         parts.append("<p>None.</p>")
     parts.append("</body></html>\n")
     return "\n".join(parts)
+
+
+POINT_NOTE = (
+    "Each host's own decision at its operating point: with every page swapped (the figure "
+    "above), at today's pressure (what the kernel's reclaim moves out now) and at the cold age "
+    "T (everything idle for T moved out). The fleet runs each capture as zmem lab FILE "
+    "--observe 0, away from its machine: neither its pressure nor its cold curve is read, so "
+    "its point is all_pages and the figures at today and at T are not known (—)."
+)
+
+
+def _points_html(points: dict[str, dict[str, Any]]) -> list[str]:
+    """The table of each host's operating point; "—" where the lab did not read a figure."""
+    e = html.escape
+
+    def mib(v: Optional[int]) -> str:
+        return "—" if v is None else _mib(v)
+
+    parts = [
+        "<h2>Operating point per host</h2>",
+        f"<p><small>{e(POINT_NOTE)}</small></p>",
+        "<table><tr><th>host</th><th>point</th><th>T s</th><th>cold at T MiB</th>"
+        "<th>saved MiB, every page</th><th>at today MiB</th><th>at T MiB</th></tr>",
+    ]
+    for h, p in sorted(points.items()):
+        t = "—" if p["cold_age_secs"] is None else str(p["cold_age_secs"])
+        parts.append(
+            f"<tr><td>{e(h)}</td><td>{e(str(p['operating_point'] or '—'))}</td><td>{t}</td>"
+            f"<td>{mib(p['cold_bytes'])}</td><td>{mib(p['memory_saved_bytes'])}</td>"
+            f"<td>{mib(p['memory_saved_at_today_bytes'])}</td>"
+            f"<td>{mib(p['memory_saved_at_cold_age_bytes'])}</td></tr>"
+        )
+    parts.append("</table>")
+    return parts
 
 
 # ---------------------------------------------------------------------------------------------

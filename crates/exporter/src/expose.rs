@@ -512,7 +512,8 @@ pub fn families(
     );
 
     if let Some(l) = lab {
-        b.add("zmem_lab_recommended_memory_saved", "What the configuration a zmem lab run decided on would save against now's (its decision's chosen candidate's memory_saved_bytes).", B, false, vec![(vec![("device", l.device.clone()), ("config", l.config.clone())], I(l.saved_vs_now_bytes))]);
+        b.add("zmem_lab_recommended_memory_saved", "What the configuration a zmem lab run decided on would save against now's with every sampled page swapped (its decision's chosen candidate's memory_saved_bytes); at the machine's operating points, see zmem_lab_recommended_memory_saved_at_today_bytes and _at_cold_age_bytes.", B, false, vec![(vec![("device", l.device.clone()), ("config", l.config.clone())], I(l.saved_vs_now_bytes))]);
+        lab_point(&mut b, l);
         b.add(
             "zmem_lab_recommended_ratio",
             "Compression ratio the recommended configuration is expected to reach.",
@@ -528,7 +529,7 @@ pub fn families(
             .iter()
             .map(|(n, v)| (vec![("device", l.device.clone()), ("candidate", n.clone())], I(*v)))
             .collect();
-        b.add("zmem_lab_candidate_memory_saved", "What each configuration the lab measured would save against now's (candidates memory_saved_bytes).", B, false, cands);
+        b.add("zmem_lab_candidate_memory_saved", "What each configuration the lab measured would save against now's with every sampled page swapped (candidates memory_saved_bytes).", B, false, cands);
     }
 
     b.one(
@@ -546,6 +547,21 @@ pub fn families(
         read_seconds.map(F),
     );
     b.families
+}
+
+/// The lab report's operating point (schema 8 on): the decided configuration's savings at
+/// today's pressure and at the cold age T, and the cold memory there. A figure the lab did not
+/// read has no sample, so a dashboard shows nothing rather than a saving of 0.
+fn lab_point(b: &mut Builder, l: &LabSavings) {
+    use Value::{I, U};
+    let Some(p) = &l.point else { return };
+    let labels = || vec![("device", l.device.clone()), ("config", l.config.clone())];
+    let one = |v: Option<Value>| v.map(|v| vec![(labels(), v)]).unwrap_or_default();
+    b.add("zmem_lab_recommended_memory_saved_at_today", "What the configuration a zmem lab run decided on would save at today's pressure: with only the anonymous memory the kernel's reclaim moves out now compressed (kswapd's deficit under the low watermark, or memory cgroups' excess over their limits; 0 while memory is not short); the chosen candidate's at_today. Absent where the lab read no pressure of this machine.", B, false, one(p.saved_today_bytes.map(I)));
+    b.add("zmem_lab_recommended_memory_saved_at_cold_age", "What the configuration a zmem lab run decided on would save at the cold age T: with every anonymous byte idle for T moved out (what proactive reclaim would move out now, and reclaim takes first when memory runs short); the chosen candidate's at_cold_age. Absent where no cold curve reached T.", B, false, one(p.saved_cold_age_bytes.map(I)));
+    b.one("zmem_lab_cold", "Anonymous memory of the processes a zmem lab run watched that stayed idle for at least the cold age T (decision.operating_point.cold.cold_bytes).", B, false, p.cold_bytes.map(U));
+    b.one("zmem_lab_cold_age", "The cold age T the lab figured its cold-age savings at (decision.operating_point.cold.age_secs).", Some(Unit::Seconds), false, p.cold_age_secs.map(U));
+    b.add("zmem_lab_operating_point_info", "1, labelled with the operating point the lab decision's own memory_saved_bytes is at: today (today's pressure), cold_age (proactive reclaim at T) or all_pages (every sampled page swapped: the pages are not this machine's).", None, false, vec![(vec![("point", p.named.to_string())], U(1))]);
 }
 
 #[derive(Debug)]

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use zmem_exporter::advise::{self, DeviceAdvice, Snapshot, estimate::Population, judge};
 use zmem_exporter::expose::{self, Format};
-use zmem_exporter::lab_report::LabSavings;
+use zmem_exporter::lab_report::{LabSavings, Point};
 use zmem_exporter::serve::{self, Scrape};
 use zmem_kernel::status::{self, Options, Roots};
 
@@ -135,6 +135,13 @@ fn lab() -> LabSavings {
         saved_vs_now_bytes: 1_000_000,
         expected_ratio: 3.5,
         candidates: vec![("lzo-rle".into(), 0), ("zstd".into(), 1_000_000)],
+        point: Some(Point {
+            named: "cold_age",
+            saved_today_bytes: Some(250_000),
+            saved_cold_age_bytes: Some(600_000),
+            cold_bytes: Some(800_000),
+            cold_age_secs: Some(120),
+        }),
     }
 }
 
@@ -167,6 +174,16 @@ fn names_units_types_and_values() {
         sample(&text, "zmem_lab_recommended_memory_saved_bytes{device=\"zram2\",config=\"zstd\"}"),
         "1000000"
     );
+    let at = |p: &str| {
+        format!(
+            "zmem_lab_recommended_memory_saved_at_{p}_bytes{{device=\"zram2\",config=\"zstd\"}}"
+        )
+    };
+    assert_eq!(sample(&text, &at("today")), "250000");
+    assert_eq!(sample(&text, &at("cold_age")), "600000");
+    assert_eq!(sample(&text, "zmem_lab_cold_bytes"), "800000");
+    assert_eq!(sample(&text, "zmem_lab_cold_age_seconds"), "120");
+    assert_eq!(sample(&text, "zmem_lab_operating_point_info{point=\"cold_age\"}"), "1");
     assert!(text.contains("# TYPE zmem_zram_orig_data_bytes gauge\n"), "{text}");
     assert!(text.contains("# TYPE zmem_swap_in_pages_total counter\n"), "{text}");
     assert!(text.contains("# HELP zmem_zram_mem_used_bytes "), "{text}");
@@ -186,6 +203,66 @@ fn names_units_types_and_values() {
     assert!(om.ends_with("# EOF\n"));
     assert!(om.contains("# UNIT zmem_zram_orig_data_bytes bytes\n"), "{om}");
     assert!(!om.contains("zmem_lab_"), "no lab gauges without a report");
+}
+
+/// Each gauge's HELP says which point it is at: the older one every page swapped.
+#[test]
+fn the_lab_gauges_say_which_operating_point_they_are_at() {
+    let (_t, opts) = fixture();
+    let s = status::read(&opts).unwrap();
+    let text =
+        expose::encode(expose::families(&s, Some(&lab()), None), Format::Prometheus).unwrap();
+    let help = |name: &str| {
+        let head = format!("# HELP {name} ");
+        text.lines().find_map(|l| l.strip_prefix(head.as_str())).unwrap_or_else(|| panic!("{name}"))
+    };
+    assert!(help("zmem_lab_recommended_memory_saved_bytes").contains("every sampled page"));
+    assert!(help("zmem_lab_candidate_memory_saved_bytes").contains("every sampled page"));
+    assert!(help("zmem_lab_recommended_memory_saved_at_today_bytes").contains("today's pressure"));
+    assert!(help("zmem_lab_recommended_memory_saved_at_cold_age_bytes").contains("cold age T"));
+}
+
+/// A report before schema 8 (no point), and one whose point read neither today's pressure
+/// nor a cold curve: the older gauges only, no sample of a figure the lab did not read.
+#[test]
+fn without_a_point_there_are_no_operating_point_gauges() {
+    let (_t, opts) = fixture();
+    let s = status::read(&opts).unwrap();
+    // The lab families exposed (a HELP line may name another family: names, not text).
+    let lab_names = |point: Option<Point>| -> Vec<String> {
+        let l = LabSavings { point, ..lab() };
+        let fams = expose::families(&s, Some(&l), None);
+        let mut names: Vec<String> =
+            fams.iter().map(|f| f.full_name()).filter(|n| n.starts_with("zmem_lab_")).collect();
+        names.sort();
+        names
+    };
+    // In name order.
+    let older = [
+        "zmem_lab_candidate_memory_saved_bytes",
+        "zmem_lab_recommended_memory_saved_bytes",
+        "zmem_lab_recommended_ratio",
+    ];
+    assert_eq!(lab_names(None), older);
+    // A point read away from its machine: its name only.
+    let mut named = older.map(String::from).to_vec();
+    named.insert(1, "zmem_lab_operating_point_info".into());
+    assert_eq!(lab_names(Some(unread_point())), named);
+    // Today's point read, no cold curve: today's saving beside them.
+    let today = Point { named: "today", saved_today_bytes: Some(0), ..unread_point() };
+    let mut with_today = named.clone();
+    with_today.insert(2, "zmem_lab_recommended_memory_saved_at_today_bytes".into());
+    assert_eq!(lab_names(Some(today)), with_today);
+}
+
+fn unread_point() -> Point {
+    Point {
+        named: "all_pages",
+        saved_today_bytes: None,
+        saved_cold_age_bytes: None,
+        cold_bytes: None,
+        cold_age_secs: None,
+    }
 }
 
 fn get(addr: std::net::SocketAddr, path: &str, accept: &str) -> String {
@@ -271,4 +348,5 @@ fn reads_a_real_lab_report() {
     assert_eq!(l.saved_vs_now_bytes, 15_228_928);
     assert!(l.candidates.contains(&("zram lz4".to_string(), 14_278_656)));
     assert!(l.candidates.contains(&("none".to_string(), 0)));
+    assert_eq!(l.point, None, "a schema 7 report has no operating point");
 }

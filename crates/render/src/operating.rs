@@ -6,19 +6,11 @@ use zmem_lab::LabReport;
 use zmem_lab::decision::Kind;
 use zmem_lab::operating::{AtPoint, Named, OperatingPoint, TodayReason};
 
+use crate::cold::age;
 use crate::units::human_bytes;
 
 fn b(v: f64) -> String {
     human_bytes(v)
-}
-
-/// An age as people say it: `45 s`, `2 min`, `1.5 min`.
-pub fn age(secs: u64) -> String {
-    match secs {
-        s if s < 60 => format!("{s} s"),
-        s if s % 60 == 0 => format!("{} min", s / 60),
-        s => format!("{:.1} min", s as f64 / 60.0),
-    }
 }
 
 /// What is short now, in words: the machine's free memory and PSI, or its cgroups.
@@ -162,17 +154,4 @@ pub fn plot(r: &LabReport, color: &str) -> Option<String> {
         "MiB",
         color,
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ages_read_as_people_say_them() {
-        assert_eq!(age(10), "10 s");
-        assert_eq!(age(60), "1 min");
-        assert_eq!(age(120), "2 min");
-        assert_eq!(age(90), "1.5 min");
-    }
 }

@@ -267,6 +267,9 @@ fn now_text(r: &LabReport) -> String {
     for (i, l) in r.pressure.iter().flat_map(crate::pressure::lines).enumerate() {
         s += &format!("{}{l}\n", if i == 0 { "" } else { "  " });
     }
+    if let Some(c) = &r.cold {
+        s += &crate::cold::render(c);
+    }
     s + "\n"
 }
 

@@ -1,0 +1,143 @@
+//! The operating point through the whole lab and its words: a run told this machine's memory
+//! is not short saves nothing today, says so first, and gives the cold age beside it; short
+//! memory and a cgroup's limit move memory out, and the headline follows.
+
+mod common;
+
+use common::{lab_run, quick};
+use zmem_kernel::cold::{ColdCurve, Cost, Method, Skipped};
+use zmem_kernel::pressure::{CgroupPressure, Pressure, Psi, PsiLine, Watermarks};
+use zmem_lab::operating::{Named, OperatingInput, TodayReason};
+use zmem_lab::{Kind, PressureReading};
+use zmem_render as report;
+
+const MIB: u64 = 1 << 20;
+
+fn calm() -> Pressure {
+    let line = PsiLine { avg10: 0.0, avg60: 0.0, avg300: 0.0, total_us: 5 };
+    Pressure {
+        psi: Some(Psi { some: line, full: Some(line) }),
+        mem_available_bytes: Some(20 << 30),
+        inactive_file_bytes: Some(100 * MIB),
+        anon_bytes: Some(2 << 30),
+        watermarks: Watermarks {
+            free_bytes: 18 << 30,
+            min_bytes: 50 * MIB,
+            low_bytes: 60 * MIB,
+            high_bytes: 70 * MIB,
+        },
+        ..Pressure::default()
+    }
+}
+
+/// Idle 90 %, 80 %, 70 % of 4 MiB at 10 s, 30 s and 1 min.
+fn curve() -> ColdCurve {
+    let cold = vec![36 * MIB / 10, 32 * MIB / 10, 28 * MIB / 10];
+    ColdCurve {
+        method: Method::ClearRefsReferenced,
+        ages_secs: vec![10, 30, 60],
+        asked_ages_secs: vec![10, 30, 60],
+        read_at_secs: vec![10.0, 30.0, 60.0],
+        anon_bytes: 4 * MIB,
+        cold_bytes_at_age: cold,
+        vanished_bytes_at_age: vec![0; 3],
+        returned_bytes_per_sec: vec![(MIB / 50) as f64, (MIB / 75) as f64],
+        per_process: Vec::new(),
+        skipped: Skipped::default(),
+        cost: Cost::default(),
+        notes: Vec::new(),
+    }
+}
+
+fn run(p: Pressure, operating: OperatingInput) -> zmem_lab::LabReport {
+    let opts = zmem_lab::LabOptions {
+        pressure: Some(PressureReading { now: p, window: None }),
+        operating: OperatingInput { this_machine: true, ..operating },
+        ..quick()
+    };
+    lab_run(1024, 7, &opts)
+}
+
+#[test]
+fn memory_not_short_saves_nothing_today_and_says_so_first() {
+    let r = run(calm(), OperatingInput { cold: Some(curve()), ..OperatingInput::default() });
+    let d = &r.decision;
+    assert!(matches!(d.kind, Kind::Zram | Kind::Zswap), "{:?}", d.kind);
+    let op = d.operating_point.as_ref().expect("an operating point");
+    assert_eq!((op.named, &op.today.reason), (Named::Today, &TodayReason::NotShort));
+    assert_eq!((d.memory_saved_bytes, d.memory_saved_ci), (0, [0, 0]));
+    assert!(d.all_pages_saved_bytes > 0);
+    let chosen = d.chosen(&r.candidates).unwrap();
+    let cold = chosen.at_cold_age.expect("a cold figure");
+    assert_eq!(cold.moved_out_bytes, 28 * MIB / 10);
+    assert!(cold.memory_saved_bytes > 0 && cold.memory_saved_bytes < cold.moved_out_bytes as i64);
+    let text = report::decision::text(&r);
+    let second = text.lines().nth(1).unwrap();
+    assert!(second.contains("Memory is not short now (20.0 GiB available, PSI 0.00 %)"), "{text}");
+    assert!(second.contains("will hold nothing until it is"), "{text}");
+    assert!(second.contains("2.8 MiB has been idle for 1 min"), "{text}");
+    assert!(text.contains("at today's pressure: 0.0 MiB moved out"), "{text}");
+    assert!(text.contains("every page swapped: saves"), "{text}");
+    let html = report::render_html(&r);
+    assert!(html.contains("Cold memory by age"), "the cold curve's plot");
+}
+
+#[test]
+fn short_memory_and_a_cgroup_limit_move_memory_out() {
+    let mut p = calm();
+    p.watermarks.free_bytes = 40 * MIB;
+    p.inactive_file_bytes = Some(0);
+    let r = run(p, OperatingInput::default());
+    let d = &r.decision;
+    let op = d.operating_point.as_ref().unwrap();
+    assert_eq!(op.today.reason, TodayReason::Short);
+    assert_eq!(op.today.moved_out_bytes, 30 * MIB);
+    let at = d.chosen(&r.candidates).unwrap().at_today;
+    assert_eq!(
+        (at.memory_saved_bytes, at.memory_saved_ci),
+        (d.memory_saved_bytes, d.memory_saved_ci)
+    );
+    assert!(d.memory_saved_bytes > 0 && d.memory_saved_ci[0] <= d.memory_saved_bytes);
+    let text = report::decision::text(&r);
+    assert!(text.lines().nth(1).unwrap().contains("Memory is short now"), "{text}");
+    assert!(text.contains("no cold curve was read"), "{text}");
+
+    let mut p = calm();
+    p.cgroups.push(CgroupPressure {
+        path: "/sys/fs/cgroup/memory/lab".into(),
+        version: 1,
+        usage_bytes: Some(600 * MIB),
+        max_bytes: Some(1 << 30),
+        high_bytes: None,
+        refaults: Default::default(),
+        psi: None,
+        anon_bytes: Some(550 * MIB),
+        inactive_file_bytes: Some(10 * MIB),
+    });
+    let limits = vec![("/sys/fs/cgroup/memory/lab".to_string(), 400 * MIB)];
+    let r = run(p, OperatingInput { cgroup_limits: limits, ..OperatingInput::default() });
+    let d = &r.decision;
+    assert_eq!(d.operating_point.as_ref().unwrap().today.moved_out_bytes, 190 * MIB);
+    let text = report::decision::text(&r);
+    assert!(
+        text.contains("the asked limit of 400.0 MiB, so its reclaim moves 190.0 MiB out"),
+        "{text}"
+    );
+}
+
+/// Pages that are not this machine's: its pressure says nothing of them, and the headline is
+/// every page swapped, as before the operating point.
+#[test]
+fn pages_from_elsewhere_are_figured_with_every_page_swapped() {
+    let opts = zmem_lab::LabOptions {
+        pressure: Some(PressureReading { now: calm(), window: None }),
+        ..quick()
+    };
+    let r = lab_run(1024, 7, &opts);
+    let d = &r.decision;
+    assert_eq!(d.operating_point.as_ref().unwrap().named, Named::AllPages);
+    assert_eq!(d.memory_saved_bytes, d.all_pages_saved_bytes);
+    assert!(d.memory_saved_bytes > 0);
+    let text = report::decision::text(&r);
+    assert!(text.contains("The pages are not this machine's"), "{text}");
+}
