@@ -18,6 +18,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::KernelError;
 use crate::cgroups::{self, V2Root};
 use crate::stat::SwapCounters;
 
@@ -299,45 +300,66 @@ fn stat(dir: &Path) -> BTreeMap<String, u64> {
 }
 
 fn v2_cgroup(root: &Path, dir: &Path) -> Option<CgroupPressure> {
+    let c = v2_read(root, dir);
+    (c.max_bytes.is_some() || c.high_bytes.is_some()).then_some(c)
+}
+
+fn v2_read(root: &Path, dir: &Path) -> CgroupPressure {
     // A v2 limit is a number, or `max` for none (which does not parse: `None`).
-    let (max, high) = (read_u64(dir, "memory.max"), read_u64(dir, "memory.high"));
-    if max.is_none() && high.is_none() {
-        return None;
-    }
     let psi =
         std::fs::read_to_string(dir.join("memory.pressure")).ok().and_then(|t| parse_psi(&t).ok());
     let st = stat(dir);
-    Some(CgroupPressure {
+    CgroupPressure {
         path: cgroups::shown(root, dir),
         version: 2,
         usage_bytes: read_u64(dir, "memory.current"),
-        max_bytes: max,
-        high_bytes: high,
+        max_bytes: read_u64(dir, "memory.max"),
+        high_bytes: read_u64(dir, "memory.high"),
         refaults: Refaults::from_counters(&st),
         psi,
         anon_bytes: st.get("anon").copied(),
         inactive_file_bytes: st.get("inactive_file").copied(),
-    })
+    }
 }
 
 fn v1_cgroup(root: &Path, dir: &Path) -> Option<CgroupPressure> {
-    let max = read_u64(dir, "memory.limit_in_bytes").filter(|&l| l < V1_UNLIMITED)?;
+    let c = v1_read(root, dir);
+    c.max_bytes.is_some().then_some(c)
+}
+
+fn v1_read(root: &Path, dir: &Path) -> CgroupPressure {
+    let max = read_u64(dir, "memory.limit_in_bytes").filter(|&l| l < V1_UNLIMITED);
     // v1's hierarchical counters are `total_*`.
     let totals: BTreeMap<String, u64> = stat(dir)
         .into_iter()
         .filter_map(|(k, v)| k.strip_prefix("total_").map(|k| (k.to_string(), v)))
         .collect();
-    Some(CgroupPressure {
+    CgroupPressure {
         path: cgroups::shown(root, dir),
         version: 1,
         usage_bytes: read_u64(dir, "memory.usage_in_bytes"),
-        max_bytes: Some(max),
+        max_bytes: max,
         high_bytes: None,
         refaults: Refaults::from_counters(&totals),
         psi: None,
         anon_bytes: totals.get("rss").copied(),
         inactive_file_bytes: totals.get("inactive_file").copied(),
-    })
+    }
+}
+
+/// One memory cgroup, limited or not: `dir` is its directory under `root` as a user names it
+/// (`/sys/fs/cgroup/memory/app`). An error where it is no memory cgroup.
+pub fn read_cgroup(root: &Path, dir: &str) -> Result<CgroupPressure, KernelError> {
+    let full = root.join(dir.trim_start_matches('/'));
+    if full.join("memory.current").is_file() {
+        Ok(v2_read(root, &full))
+    } else if full.join("memory.usage_in_bytes").is_file() {
+        Ok(v1_read(root, &full))
+    } else {
+        Err(KernelError::Invalid(format!(
+            "{dir} is no memory cgroup (neither memory.current nor memory.usage_in_bytes)"
+        )))
+    }
 }
 
 /// What changed between two readings `seconds` apart: the share of the window stalled on

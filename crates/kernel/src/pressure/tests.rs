@@ -209,3 +209,22 @@ fn live_pressure_reads() {
     let w = p.watermarks;
     assert!(0 < w.min_bytes && w.min_bytes <= w.low_bytes && w.low_bytes <= w.high_bytes, "{w:?}");
 }
+
+#[test]
+fn a_cgroup_named_is_read_limited_or_not() {
+    let dir = machine();
+    let r = dir.path();
+    write(r, "sys/fs/cgroup/memory/free/memory.usage_in_bytes", "7\n");
+    write(r, "sys/fs/cgroup/memory/free/memory.limit_in_bytes", "9223372036854771712\n");
+    write(r, "sys/fs/cgroup/memory/free/memory.stat", "total_rss 5\ntotal_inactive_file 1\n");
+    let c = read_cgroup(r, "/sys/fs/cgroup/memory/free").unwrap();
+    assert_eq!((c.version, c.usage_bytes, c.max_bytes), (1, Some(7), None));
+    assert_eq!((c.anon_bytes, c.inactive_file_bytes), (Some(5), Some(1)));
+    assert_eq!(c.path, "/sys/fs/cgroup/memory/free");
+    let v2 = read_cgroup(r, "/sys/fs/cgroup/unified/free.slice");
+    assert!(v2.unwrap_err().to_string().contains("no memory cgroup"));
+    write(r, "sys/fs/cgroup/unified/free.slice/memory.current", "3\n");
+    let c = read_cgroup(r, "/sys/fs/cgroup/unified/free.slice").unwrap();
+    assert_eq!((c.version, c.usage_bytes, c.max_bytes), (2, Some(3), None));
+    assert!(read_cgroup(r, "/nowhere").is_err());
+}

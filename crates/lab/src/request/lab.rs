@@ -171,6 +171,7 @@ pub fn run_lab(req: LabRequest, progress: &dyn Progress) -> Result<LabReport, La
     // Read before the long steps: a bad trace file fails at once.
     let trace =
         req.trace.as_ref().map(|p| Trace::open_with_origin(p).map(|t| (p, t))).transpose()?;
+    window::check_asked(&req.cgroup_limits)?;
     let spec = req.swap_device.clone().unwrap_or_else(auto_device);
     let device = SwapDevice::resolve(&spec, Duration::from_secs(1))?;
     let e = evidence::gather(req.input, req.coverage, progress)?;

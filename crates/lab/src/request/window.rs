@@ -67,10 +67,10 @@ pub fn quiet(p: &Pressure) -> Result<(), String> {
     }
     for c in &p.cgroups {
         let limit = [c.max_bytes, c.high_bytes].into_iter().flatten().min();
-        if let (Some(l), Some(u)) = (limit, c.usage_bytes) {
-            if u as f64 > CGROUP_NEAR * l as f64 {
-                return Err(format!("the memory cgroup {} is near its limit", c.path));
-            }
+        if let (Some(l), Some(u)) = (limit, c.usage_bytes)
+            && u as f64 > CGROUP_NEAR * l as f64
+        {
+            return Err(format!("the memory cgroup {} is near its limit", c.path));
         }
     }
     Ok(())
@@ -235,6 +235,29 @@ pub fn cold_rates(
     })
 }
 
+/// Every cgroup `--cgroup-limit` names, read: an error where one is no memory cgroup (checked
+/// before the run, so a typo fails at once).
+pub fn check_asked(limits: &[(String, u64)]) -> Result<(), LabError> {
+    for (path, _) in limits {
+        pressure::read_cgroup(Path::new("/"), path)
+            .map_err(|e| LabError::Setup(format!("--cgroup-limit: {e}")))?;
+    }
+    Ok(())
+}
+
+/// The cgroups asked about that the reading leaves out (it lists limited ones only), read now.
+fn add_asked(p: &mut Pressure, limits: &[(String, u64)]) {
+    for (path, _) in limits {
+        if p.cgroups.iter().any(|c| c.path == *path) {
+            continue;
+        }
+        match pressure::read_cgroup(Path::new("/"), path) {
+            Ok(c) => p.cgroups.push(c),
+            Err(e) => p.notes.push(format!("--cgroup-limit: {e}")),
+        }
+    }
+}
+
 /// Sets what the window saw on the lab's options.
 pub fn apply(seen: Seen, opts: &mut LabOptions, t: u64, ps: usize) {
     let mut rates = seen.rates;
@@ -248,7 +271,9 @@ pub fn apply(seen: Seen, opts: &mut LabOptions, t: u64, ps: usize) {
         z.secs = seen.swap_secs;
     }
     opts.rates = cold_rates(rates, seen.cold.as_ref(), t, ps);
-    opts.pressure = Some(seen.pressure);
+    let mut pressure = seen.pressure;
+    add_asked(&mut pressure.now, &opts.operating.cgroup_limits);
+    opts.pressure = Some(pressure);
     opts.operating.cold = seen.cold;
     opts.operating.cold_unseen = seen.cold_unseen;
 }
