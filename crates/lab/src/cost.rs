@@ -51,11 +51,25 @@ pub struct Budgets {
     pub added_load_p99_us: f64,
     /// Seconds between two background recompression passes (the timer's period).
     pub recompress_period_secs: f64,
+    /// Most memory idle for the cold age may come back, in percent of the working set (the
+    /// bytes touched within T) per minute (`--promotion-budget`): Google's far memory holds
+    /// its promotion under 0.2 % a minute (ASPLOS 2019).
+    #[serde(default = "default_promotion")]
+    pub promotion_percent_per_min: f64,
+}
+
+fn default_promotion() -> f64 {
+    0.2
 }
 
 impl Default for Budgets {
     fn default() -> Self {
-        Self { cpu_percent_of_core: 1.0, added_load_p99_us: 50.0, recompress_period_secs: 3600.0 }
+        Self {
+            cpu_percent_of_core: 1.0,
+            added_load_p99_us: 50.0,
+            recompress_period_secs: 3600.0,
+            promotion_percent_per_min: default_promotion(),
+        }
     }
 }
 

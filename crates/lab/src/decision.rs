@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::candidate::{Basis, Candidate, Config, OverBudget};
 use crate::cost::CPU_NOISE;
-use crate::operating::OperatingPoint;
+use crate::operating::{self, OperatingPoint, Sizing};
 use crate::sample::Estimates;
 
 /// Savings closer than this fraction of `now_bytes` are equal (module doc).
@@ -134,6 +134,10 @@ pub struct Decision {
     /// Where the headline is figured: today's pressure, the cold curve and T.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operating_point: Option<OperatingPoint>,
+    /// The size of what it configures, from the operating point ([`crate::operating::size`]);
+    /// none where nothing is known to move out (the script's default rule then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sizing: Option<Sizing>,
     pub cpu_seconds_per_second: f64,
     pub swap_in_p99_ns: u64,
     /// The runner-up is equal to the choice within the uncertainty.
@@ -179,6 +183,7 @@ pub fn decide(cands: &[Candidate], x: &Context) -> Decision {
         all_pages_saved_bytes: 0,
         all_pages_saved_ci: [0, 0],
         operating_point: x.operating.cloned(),
+        sizing: None,
         cpu_seconds_per_second: 0.0,
         swap_in_p99_ns: 0,
         tie: false,
@@ -249,6 +254,7 @@ pub fn decide(cands: &[Candidate], x: &Context) -> Decision {
         memory_saved_ci: ci,
         all_pages_saved_bytes: all,
         all_pages_saved_ci: all_ci,
+        sizing: x.operating.and_then(|op| operating::size(c, op)).filter(|_| !keep),
         cpu_seconds_per_second: c.cpu_secs_per_sec,
         swap_in_p99_ns: c.swap_in_p99_ns,
         tie,

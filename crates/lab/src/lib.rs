@@ -303,7 +303,8 @@ fn judge(
     let basis = candidate::basis(&cands, live_bytes, pages, m.ps);
     candidate::on_basis(&mut cands, &basis, estimates, &reference);
     let pressure = opts.pressure.as_ref().map(|p| &p.now);
-    let op = operating::point(&basis, m.ps as u64, pressure, &opts.operating);
+    let promotion = opts.budgets.promotion_percent_per_min;
+    let op = operating::point(&basis, m.ps as u64, pressure, &opts.operating, promotion);
     operating::at(&mut cands, &basis, &op, m.ps as u64);
     let swaps = opts.zswap.as_ref().map_or(&[][..], |z| &z.live.swaps);
     let disk = swaps.iter().find(|s| s.kind != "zram").map(|s| s.filename.as_str());

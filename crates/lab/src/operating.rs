@@ -130,6 +130,12 @@ pub struct ColdAt {
     pub promotion_bound: bool,
     /// The promotion as a share of the working set (the bytes touched within T) per minute.
     pub promotion_percent_per_min: f64,
+    /// The promotion budget it is checked against (`--promotion-budget`), and whether it is
+    /// over it: memory idle for T comes back too often for T to be the age to move it at.
+    #[serde(default)]
+    pub promotion_budget_percent_per_min: f64,
+    #[serde(default)]
+    pub over_promotion_budget: bool,
 }
 
 /// Where the savings are figured (JSON `decision.operating_point`).
@@ -186,15 +192,21 @@ impl Default for OperatingInput {
     }
 }
 
-/// The operating point for `basis` (module doc).
+/// The operating point for `basis` (module doc), the cold age's promotion checked against
+/// `promotion_budget` (percent of the working set a minute).
 pub fn point(
     basis: &Basis,
     ps: u64,
     pressure: Option<&Pressure>,
     x: &OperatingInput,
+    promotion_budget: f64,
 ) -> OperatingPoint {
     let pressure = pressure.filter(|_| x.this_machine);
-    let cold = x.cold.as_ref().and_then(|c| cold_at(c, x.cold_age_secs));
+    let cold = x.cold.as_ref().and_then(|c| cold_at(c, x.cold_age_secs)).map(|k| ColdAt {
+        promotion_budget_percent_per_min: promotion_budget,
+        over_promotion_budget: k.promotion_percent_per_min > promotion_budget,
+        ..k
+    });
     let cold_unseen = match (&cold, &x.cold, &x.cold_unseen) {
         (Some(_), _, _) => None,
         (None, _, Some(why)) => Some(why.to_string()),
@@ -334,6 +346,8 @@ fn cold_at(curve: &ColdCurve, t: u64) -> Option<ColdAt> {
         promoted_bytes_per_sec: promoted,
         promotion_bound: bound,
         promotion_percent_per_min: percent,
+        promotion_budget_percent_per_min: 0.0,
+        over_promotion_budget: false,
     })
 }
 
@@ -417,6 +431,51 @@ fn plus(a: AtPoint, b: AtPoint) -> AtPoint {
             a.memory_saved_ci[1] + b.memory_saved_ci[1],
         ],
     }
+}
+
+/// What the decision sizes its configuration for: the most it would hold at a point known.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Sizing {
+    /// The point the size is for (the one moving out the most).
+    pub at: Named,
+    /// Bytes moved out there, and the pool that holds them.
+    pub moved_out_bytes: u64,
+    pub pool_bytes: u64,
+    /// zram's `disksize` (and zswap's swap area): [`SIZE_HEADROOM`] times the bytes moved out,
+    /// rounded up to [`SIZE_STEP`]: room for the cold memory to grow before the device fills.
+    pub disksize_bytes: u64,
+    /// zram's `mem_limit`: [`LIMIT_HEADROOM`] times the pool, rounded up to [`SIZE_STEP`]:
+    /// the most RAM the device may take before it refuses writes.
+    pub mem_limit_bytes: u64,
+}
+
+/// Headroom over the bytes moved out, and over their pool (zmem's judgement, not a kernel
+/// rule: the device holds a quarter more than the point moves out, and its pool may double
+/// before `mem_limit` stops it).
+pub const SIZE_HEADROOM: f64 = 1.25;
+pub const LIMIT_HEADROOM: f64 = 2.0;
+/// Sizes are rounded up to this (a whole number of MiB for sysfs and zram-generator).
+pub const SIZE_STEP: u64 = 64 << 20;
+
+/// The size for `c` at the point moving out the most; none where neither point moves
+/// anything (a machine whose pressure says nothing: the script's default rule then).
+pub fn size(c: &Candidate, op: &OperatingPoint) -> Option<Sizing> {
+    let mut points = vec![(Named::Today, c.at_today)];
+    if let Some(at) = c.at_cold_age {
+        points.push((Named::ColdAge, at));
+    }
+    let (at, p) = points.into_iter().max_by_key(|(_, p)| p.moved_out_bytes)?;
+    if p.moved_out_bytes == 0 || op.named == Named::AllPages {
+        return None;
+    }
+    let up = |b: f64| (b.ceil() as u64).div_ceil(SIZE_STEP).max(1) * SIZE_STEP;
+    Some(Sizing {
+        at,
+        moved_out_bytes: p.moved_out_bytes,
+        pool_bytes: p.pool_bytes,
+        disksize_bytes: up(p.moved_out_bytes as f64 * SIZE_HEADROOM),
+        mem_limit_bytes: up(p.pool_bytes as f64 * LIMIT_HEADROOM),
+    })
 }
 
 impl Candidate {

@@ -14,6 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use zmem_lab::operating::{LIMIT_HEADROOM, Named, SIZE_HEADROOM, Sizing};
 use zmem_lab::{Now, Policy};
 
 /// Where a dictionary is installed by the script.
@@ -36,6 +37,11 @@ pub struct Apply {
     pub device: String,
     /// Which device and why.
     pub device_note: String,
+    /// `mem_limit` in MiB (0: none) and why.
+    #[serde(default)]
+    pub mem_limit_mib: u64,
+    #[serde(default)]
+    pub mem_limit_rule: String,
     /// The device's size, the one rule the script and its zram-generator drop-in share
     /// (e.g. `min(ram / 2, 4096) MiB, ram = MemTotal in MiB`).
     pub size_rule: String,
@@ -67,19 +73,49 @@ fn device(now: Option<&Now>) -> (String, String, u64) {
     }
 }
 
-/// The size in words. `disksize`: the live device's bytes (kept, rounded up to MiB), 0: half
-/// the RAM, at most 4 GiB.
-fn size_rule(disksize: u64) -> String {
-    if disksize > 0 {
-        format!("{} MiB (the live device's size)", disksize.div_ceil(1 << 20))
-    } else {
-        "min(ram / 2, 4096) MiB, ram = MemTotal in MiB".into()
+/// The size in MiB the script sets (0: its default rule) and the rule in words: the live
+/// device's size (kept, rounded up to MiB), else the decision's sizing, else half the RAM, at
+/// most 4 GiB.
+pub fn size(disksize: u64, sizing: Option<&Sizing>) -> (u64, String) {
+    match sizing {
+        _ if disksize > 0 => {
+            let mib = disksize.div_ceil(1 << 20);
+            (mib, format!("{mib} MiB (the live device's size)"))
+        }
+        Some(s) => {
+            let mib = s.disksize_bytes.div_ceil(1 << 20);
+            let moved = s.moved_out_bytes.div_ceil(1 << 20);
+            (mib, format!("{mib} MiB ({SIZE_HEADROOM} x the {moved} MiB moved out at {})", at(s)))
+        }
+        None => (0, "min(ram / 2, 4096) MiB, ram = MemTotal in MiB".into()),
+    }
+}
+
+/// The operating point a size is for, in words.
+pub fn at(s: &Sizing) -> &'static str {
+    match s.at {
+        Named::Today => "today's pressure",
+        Named::ColdAge => "the cold age",
+        Named::AllPages => "every page swapped",
+    }
+}
+
+/// `mem_limit` in MiB (0: none) and why.
+fn mem_limit(sizing: Option<&Sizing>) -> (u64, String) {
+    match sizing {
+        Some(s) => {
+            let mib = s.mem_limit_bytes.div_ceil(1 << 20);
+            let pool = s.pool_bytes.div_ceil(1 << 20);
+            (mib, format!("{mib} MiB ({LIMIT_HEADROOM} x its {pool} MiB pool there)"))
+        }
+        None => (0, "none (nothing is known to move out)".into()),
     }
 }
 
 /// The set-up notes for policy `p`.
-pub fn forms(p: &Policy, now: Option<&Now>) -> Apply {
+pub fn forms(p: &Policy, now: Option<&Now>, sizing: Option<&Sizing>) -> Apply {
     let (device, device_note, disksize) = device(now);
+    let (mem_limit_mib, mem_limit_rule) = mem_limit(sizing);
     let mut generator_versions = vec![
         "zram-size, swap-priority, compression-algorithm with one algorithm: any zram-generator 1.x"
             .to_string(),
@@ -93,6 +129,11 @@ pub fn forms(p: &Policy, now: Option<&Now>) -> Apply {
                 .into(),
         );
     }
+    if mem_limit_mib > 0 {
+        generator_versions.push(
+            "zram-resident-limit (mem_limit): zram-generator 1.2 or later (not in 1.1.2)".into(),
+        );
+    }
     if p.recompresses() {
         generator_versions.push(
             "periodic recompression: no zram-generator version triggers it (one-shot triggers \
@@ -103,7 +144,9 @@ pub fn forms(p: &Policy, now: Option<&Now>) -> Apply {
     Apply {
         device,
         device_note,
-        size_rule: size_rule(disksize),
+        size_rule: size(disksize, sizing).1,
+        mem_limit_mib,
+        mem_limit_rule,
         generator_versions,
         timer: p.recompresses(),
     }
@@ -120,11 +163,11 @@ mod tests {
 
     #[test]
     fn secondaries_and_recompression_name_what_zram_generator_cannot_do() {
-        let a = forms(&policy("lzo-rle + zstd(idle)"), None);
+        let a = forms(&policy("lzo-rle + zstd(idle)"), None, None);
         assert!(a.timer);
         let v = a.generator_versions.join("\n");
         assert!(v.contains("zram-generator 1.2 or later") && v.contains("systemd timer"), "{v}");
-        let a = forms(&policy("zstd"), None);
+        let a = forms(&policy("zstd"), None, None);
         assert!(!a.timer && a.generator_versions.len() == 1);
         assert_eq!(a.size_rule, "min(ram / 2, 4096) MiB, ram = MemTotal in MiB");
     }
@@ -143,7 +186,7 @@ mod tests {
             exact: true,
             ..Default::default()
         };
-        let a = forms(&policy("lz4"), Some(&now));
+        let a = forms(&policy("lz4"), Some(&now), None);
         assert_eq!(a.device, "zram0");
         assert!(a.device_note.contains("now.config.device") && !a.device_note.contains('\n'));
         assert_eq!(a.size_rule, "min(ram / 2, 4096) MiB, ram = MemTotal in MiB");

@@ -72,6 +72,9 @@ fn text_raw(r: &LabReport) -> String {
         for f in crate::operating::figures(r) {
             s += &format!("  {f}\n");
         }
+        if let Some(size) = crate::operating::sizing(r) {
+            s += &format!("  {size}\n");
+        }
         s += &format!(
             "  {}saves {} [{} .. {}, 95 %] against now ({}: {} for {} pages)\n",
             if d.operating_point.is_some() { "every page swapped: " } else { "" },
@@ -322,7 +325,7 @@ pub fn zram_apply_script(
     warnings: &[String],
 ) -> Result<String, ScriptError> {
     let vars = zram_vars(d, p, now, period_secs, dict)?;
-    let a = &apply::forms(p, now);
+    let a = &apply::forms(p, now, d.sizing.as_ref());
     let changes = vec![
         "zswap off where it is on (it would cache in front of the zram device)".to_string(),
         format!(
@@ -354,6 +357,7 @@ pub fn zram_apply_script(
     }
     s += &script::comment(&format!("Device: {}.", a.device_note));
     s += &script::comment(&format!("Size: {}.", a.size_rule));
+    s += &script::comment(&format!("mem_limit: {}.", a.mem_limit_rule));
     s += "# zram-generator versions:\n";
     for v in &a.generator_versions {
         s += &script::comment(&format!("  {v}"));
@@ -385,7 +389,9 @@ fn zram_vars(
     let period = script::period_secs("budgets.recompress_period_secs", period_secs)?;
     let prio = now.and_then(|n| n.config.swap_priority).unwrap_or(100);
     let prio = script::swap_priority("now.config.swap_priority", prio)?;
-    let size_mib = now.map_or(0, |n| n.config.disksize_bytes.div_ceil(1 << 20));
+    let live = now.map_or(0, |n| n.config.disksize_bytes);
+    let (size_mib, _) = apply::size(live, d.sizing.as_ref());
+    let limit_mib = d.sizing.map_or(0, |s| s.mem_limit_bytes.div_ceil(1 << 20));
     let sha = match (p.dict, dict) {
         (false, _) => String::new(),
         (true, Some(bytes)) => script::sha256_hex(bytes),
@@ -408,6 +414,7 @@ fn zram_vars(
         .flag("ZMEM_MARK_IDLE", p.mark_idle)
         .int("ZMEM_PERIOD", i64::try_from(period).unwrap_or(i64::MAX))
         .int("ZMEM_SIZE_MIB", i64::try_from(size_mib).unwrap_or(i64::MAX))
+        .int("ZMEM_MEM_LIMIT_MIB", i64::try_from(limit_mib).unwrap_or(i64::MAX))
         .int("ZMEM_PRIORITY", prio)
         .flag("ZMEM_DICT", p.dict)
         .text("ZMEM_DICT_FILE", apply::DICT_FILE)

@@ -88,6 +88,12 @@ pub fn sentence(r: &LabReport) -> Option<String> {
                 k.promotion_percent_per_min,
                 if k.promotion_bound { " at most" } else { "" }
             );
+            if k.over_promotion_budget {
+                s += &format!(
+                    " (over the promotion budget of {} %: T is too short to move memory out at)",
+                    k.promotion_budget_percent_per_min
+                );
+            }
         }
         _ => {
             let why = op.cold_unseen.as_deref().unwrap_or("not read");
@@ -126,6 +132,27 @@ pub fn figures(r: &LabReport) -> Vec<String> {
     };
     out.push(format!("(bytes moved: {})", op.compressibility));
     out
+}
+
+/// The size the decision sets, and what happens when it fills (zram only: zswap's pool is
+/// capped by its max_pool_percent, its swap area named with the decision).
+pub fn sizing(r: &LabReport) -> Option<String> {
+    let d = &r.decision;
+    let s = d.sizing.as_ref().filter(|_| d.kind == Kind::Zram)?;
+    Some(format!(
+        "size: disksize {} ({} x the {} moved out at {}), mem_limit {} ({} x its {} pool); zram's \
+         pool is charged to no memory cgroup, so a cgroup's limit, the OOM killer's per-process \
+         counts and systemd-oomd's per-cgroup pressure do not see it; once it is full (or at \
+         mem_limit) zram refuses writes, the pages stay in RAM or go to the next swap area, and \
+         with nothing else to reclaim the OOM killer runs",
+        b(s.disksize_bytes as f64),
+        zmem_lab::operating::SIZE_HEADROOM,
+        b(s.moved_out_bytes as f64),
+        crate::apply::at(s),
+        b(s.mem_limit_bytes as f64),
+        zmem_lab::operating::LIMIT_HEADROOM,
+        b(s.pool_bytes as f64),
+    ))
 }
 
 /// The cold curve as a plot: bytes idle against age, and what the chosen candidate would save

@@ -103,6 +103,9 @@ apply_now() {
     [ "$size_mib" -le 4096 ] || size_mib=4096
   fi
   echo "${size_mib}M" > "$sys/disksize"
+  # The most RAM the pool may take: past it zram refuses the write and the page stays in RAM
+  # (drivers/block/zram/zram_drv.c zram_write_page()). Reset above cleared any earlier limit.
+  [ "$ZMEM_MEM_LIMIT_MIB" = 0 ] || echo "${ZMEM_MEM_LIMIT_MIB}M" > "$sys/mem_limit"
   # A container without udev has no device node yet.
   if [ ! -b "/dev/$dev" ] && command -v udevadm > /dev/null 2>&1; then
     udevadm settle || true
@@ -147,6 +150,7 @@ if [ "$persist" = 1 ]; then
   save_file "$f"
   printf '# zmem lab: %s\n[%s]\nzram-size = %s\ncompression-algorithm = %s\nswap-priority = %s\n' \
     "$ZMEM_CONFIG" "$dev" "$zram_size" "$algos" "$ZMEM_PRIORITY" > "$f"
+  [ "$ZMEM_MEM_LIMIT_MIB" = 0 ] || echo "zram-resident-limit = $ZMEM_MEM_LIMIT_MIB" >> "$f"
   if [ "$zswap_was" != N ]; then
     f=$ROOT/etc/tmpfiles.d/zmem-zswap.conf
     mkdir -p "$(dirname "$f")"

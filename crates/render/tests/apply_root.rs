@@ -186,3 +186,64 @@ fn the_apply_script_handles_a_swap_in_use_and_another_swap_area() {
     let comp = fs::read_to_string(a.sys("comp_algorithm")).unwrap();
     assert!(comp.contains(&format!("[{}]", policy.algo)), "{comp}");
 }
+
+/// A decision sized from the operating point (memory not short, 3 MiB idle at the cold age):
+/// the script sets the size and mem_limit the decision names.
+#[test]
+#[ignore = "live: needs root, kernel zram and mkswap (scripts/test runs it)"]
+fn the_apply_script_sizes_the_device_as_decided() {
+    use zmem_kernel::cold::{ColdCurve, Cost, Method, Skipped};
+    use zmem_kernel::pressure::{Pressure, Watermarks};
+    let Some(_live) = zmem_testkit::live(skip_reason()) else { return };
+    let scratch = Scratch::add().expect("hot_add a scratch zram device");
+    let dev = scratch.name();
+    let calm = Pressure {
+        mem_available_bytes: Some(20 << 30),
+        watermarks: Watermarks {
+            free_bytes: 18 << 30,
+            min_bytes: 1 << 20,
+            low_bytes: 2 << 20,
+            high_bytes: 3 << 20,
+        },
+        ..Pressure::default()
+    };
+    let cold = ColdCurve {
+        method: Method::ClearRefsReferenced,
+        ages_secs: vec![60],
+        asked_ages_secs: vec![60],
+        read_at_secs: vec![60.0],
+        anon_bytes: 100 << 20,
+        cold_bytes_at_age: vec![90 << 20],
+        vanished_bytes_at_age: vec![0],
+        returned_bytes_per_sec: Vec::new(),
+        per_process: Vec::new(),
+        skipped: Skipped::default(),
+        cost: Cost::default(),
+        notes: Vec::new(),
+    };
+    let policies = vec![lab::Policy::single(lab::DEFAULT_ALGORITHM)];
+    let opts = LabOptions {
+        policies,
+        kernel: Some(zmem_kernel::caps::read()),
+        pressure: Some(lab::PressureReading { now: calm, window: None }),
+        operating: lab::operating::OperatingInput {
+            cold: Some(cold),
+            this_machine: true,
+            ..Default::default()
+        },
+        ..common::quick()
+    };
+    let r = common::lab_run(1024, 5, &opts);
+    let size = r.decision.sizing.expect("a size from the cold age");
+    // 1.25 x 90 MiB, in 64 MiB steps.
+    assert_eq!(size.disksize_bytes, 128 << 20);
+    run_sysfs_only(&report::render_apply_script(&r).expect("an apply script"), &dev);
+    let disksize: u64 =
+        fs::read_to_string(scratch.sys("disksize")).unwrap().trim().parse().unwrap();
+    assert_eq!(disksize, size.disksize_bytes);
+    // mem_limit is write-only; mm_stat's fourth field reads it back.
+    let mm = fs::read_to_string(scratch.sys("mm_stat")).unwrap();
+    let limit: u64 = mm.split_whitespace().nth(3).unwrap().parse().unwrap();
+    assert_eq!(limit, size.mem_limit_bytes, "{mm}");
+    assert!(is_swap(&dev), "/dev/{dev} is not in /proc/swaps");
+}

@@ -80,6 +80,19 @@ fn memory_not_short_saves_nothing_today_and_says_so_first() {
     assert!(text.contains("every page swapped: saves"), "{text}");
     let html = report::render_html(&r);
     assert!(html.contains("Cold memory by age"), "the cold curve's plot");
+    // Sized for the cold age (today moves nothing): 1.25 x 2.8 MiB, one 64 MiB step.
+    let size = d.sizing.expect("a size");
+    assert_eq!((size.moved_out_bytes, size.disksize_bytes), (28 * MIB / 10, 64 * MIB));
+    if d.kind == Kind::Zram {
+        assert!(text.contains("size: disksize 64.0 MiB"), "{text}");
+        let script = report::decision::apply_script(&r).unwrap();
+        assert!(
+            script.contains("ZMEM_SIZE_MIB=64") && script.contains("ZMEM_MEM_LIMIT_MIB=64"),
+            "{script}"
+        );
+    }
+    // 0.02 MiB/s back of a 1.2 MiB working set is far over 0.2 % a minute.
+    assert!(text.contains("over the promotion budget of 0.2 %"), "{text}");
 }
 
 #[test]

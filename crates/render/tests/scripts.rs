@@ -349,7 +349,7 @@ fn a_zram_decision_runs_in_the_sandbox_and_is_undone() {
     assert!(swapoff < swapon, "{calls}");
     // The files say what was decided, on the device the script's notes name; the units are
     // there because the notes say it recompresses.
-    let a = render::apply::forms(&p, Some(&live));
+    let a = render::apply::forms(&p, Some(&live), None);
     assert_eq!(a.device, "zram0");
     assert!(a.timer && script.contains(&format!("{}.service and .timer", render::apply::UNIT)));
     let conf = sb.get("root/etc/systemd/zram-generator.conf.d/60-zmem.conf");

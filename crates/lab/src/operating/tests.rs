@@ -79,7 +79,7 @@ fn cgroup(version: u8, usage: u64, limit: u64, anon: u64, file: u64) -> CgroupPr
 
 fn run(b: &Basis, p: Option<&Pressure>, x: &OperatingInput) -> (OperatingPoint, Vec<Candidate>) {
     let x = OperatingInput { this_machine: true, ..x.clone() };
-    let op = point(b, PS, p, &x);
+    let op = point(b, PS, p, &x, 0.2);
     let mut cands = vec![zram(b), zswap(b), Candidate::none(b.now_bytes)];
     at(&mut cands, b, &op, PS);
     (op, cands)
@@ -195,6 +195,8 @@ fn the_cold_age_is_read_from_the_curve_at_t() {
     assert_eq!(k.promoted_bytes_per_sec, promoted);
     let expect = 100.0 * promoted * 60.0 / (100 * MIB) as f64;
     assert!((k.promotion_percent_per_min - expect).abs() < 1e-9);
+    // 0.6 % a minute comes back: over the default budget of 0.2 %.
+    assert!(k.over_promotion_budget && k.promotion_budget_percent_per_min == 0.2);
     let z = cands[0].at_cold_age.expect("a cold figure");
     assert_eq!(z.moved_out_bytes, 900 * MIB);
     assert_eq!(z.memory_saved_bytes, (900.0 * MIB as f64 * per_byte()).round() as i64);
@@ -224,7 +226,7 @@ fn a_live_swap_is_today_and_the_cold_age_adds_to_it() {
     assert_eq!(op.today.reason, TodayReason::NoReading);
     assert_eq!((op.named, cands[0].at_point(op.named)), (Named::AllPages, None));
     // Pages from elsewhere: this machine's pressure says nothing of them.
-    let elsewhere = point(&b, PS, Some(&calm()), &x);
+    let elsewhere = point(&b, PS, Some(&calm()), &x, 0.2);
     assert_eq!(
         (elsewhere.named, elsewhere.today.reason),
         (Named::AllPages, TodayReason::NoReading)
@@ -240,4 +242,22 @@ fn a_live_swap_is_today_and_the_cold_age_adds_to_it() {
     assert!(cold.memory_saved_bytes > z.memory_saved_bytes);
     // No reading: nothing known moves, not even the live swap's pages.
     assert_eq!(cands[0].at_today, AtPoint::default());
+}
+
+/// The size is for the point moving out the most, with headroom, in whole steps; none where
+/// nothing moves.
+#[test]
+fn the_size_is_for_the_most_moved_out_with_headroom() {
+    let b = basis(NowSource::Uncompressed);
+    let c = curve(&[60], &[900 * MIB], 1000 * MIB);
+    let x = OperatingInput { cold: Some(c), ..OperatingInput::default() };
+    let (op, cands) = run(&b, Some(&calm()), &x);
+    let s = size(&cands[0], &op).expect("a size");
+    assert_eq!((s.at, s.moved_out_bytes), (Named::ColdAge, 900 * MIB));
+    // 1.25 x 900 MiB = 1125 MiB, up to 1152 MiB; the pool (a third, 300 MiB) doubled: 640.
+    assert_eq!(s.disksize_bytes, 1152 * MIB);
+    assert_eq!(s.mem_limit_bytes, 640 * MIB);
+    assert!(size(&cands[2], &op).is_none(), "none holds nothing");
+    let (op, cands) = run(&b, Some(&calm()), &OperatingInput::default());
+    assert!(size(&cands[0], &op).is_none(), "nothing moves today, no cold age");
 }

@@ -328,6 +328,25 @@ pub const LAB_OPTIONS: &[LabOption] = &[
         },
     },
     LabOption {
+        name: "promotion_budget",
+        value_name: "PERCENT",
+        kind: ValueKind::Number,
+        choices: &[],
+        conflicts_with: &[],
+        live: true,
+        help: |_| {
+            "Memory idle for the cold age that may come back, in percent of the working set \
+             (the memory touched within the cold age) per minute: a cold age whose memory \
+             comes back faster is flagged as too short to move memory out at"
+                .into()
+        },
+        shown: |d| Some(d.budgets.promotion_percent_per_min.to_string()),
+        parse: |r, t| {
+            r.budgets.promotion_percent_per_min = budget("promotion_budget", t)?;
+            Ok(())
+        },
+    },
+    LabOption {
         name: "swap_device",
         value_name: "auto|PATH|nvme|ssd|emmc|hdd",
         kind: ValueKind::Text,

@@ -25,6 +25,7 @@ pub fn decision(kind: Kind, config: &str, behind: Option<SwapBehind>) -> Decisio
         all_pages_saved_bytes: 1 << 20,
         all_pages_saved_ci: [1 << 19, 3 << 19],
         operating_point: None,
+        sizing: None,
         cpu_seconds_per_second: 1e-4,
         swap_in_p99_ns: 5000,
         tie: false,
