@@ -269,6 +269,14 @@ pub fn warnings(r: &LabReport) -> Vec<String> {
             r.source.fallback_reason.as_deref().unwrap_or("the built-in set was asked for")
         ));
     }
+    if r.rates.source == "replay" && r.trace.kind == "generated" {
+        w.push(
+            "its CPU cost is priced at the swap rates of zmem's generated access trace, not this \
+             machine's: nothing swapped to observe and no cold curve was read (--trace FILE \
+             prices it on an access trace of yours)"
+                .into(),
+        );
+    }
     if let Some(c) = r.decision.chosen(&r.candidates).filter(|c| !c.available) {
         w.push(format!(
             "this kernel cannot run it: {}",
@@ -288,11 +296,12 @@ fn header(d: &Decision, changes: &[String], persist: &[String], warnings: &[Stri
     let kind = if matches!(d.kind, Kind::Zram | Kind::Zswap) { "run" } else { "" };
     s += &script::comment(&format!("zmem lab decision: {kind} {}.", d.config));
     s += &script::comment(&format!(
-        "Saves {} [{} .. {}, 95 %] against now ({}); {}.",
+        "Saves {} [{} .. {}, 95 %] against now ({}) {}; {}.",
         human_bytes(d.memory_saved_bytes as f64),
         human_bytes(d.memory_saved_ci[0] as f64),
         human_bytes(d.memory_saved_ci[1] as f64),
         d.basis.now_config,
+        crate::operating::named_words(d),
         reason_words(d),
     ));
     s += &format!(

@@ -13,6 +13,15 @@ fn b(v: f64) -> String {
     human_bytes(v)
 }
 
+/// The point a decision's headline saving is at, in words.
+pub fn named_words(d: &zmem_lab::Decision) -> &'static str {
+    match d.operating_point.as_ref().map(|op| op.named) {
+        Some(Named::Today) => "at today's pressure",
+        Some(Named::ColdAge) => "at the cold age",
+        Some(Named::AllPages) | None => "with every page swapped",
+    }
+}
+
 /// What is short now, in words: the machine's free memory and PSI, or its cgroups.
 fn pressure_words(op: &OperatingPoint) -> String {
     let t = &op.today;

@@ -591,4 +591,33 @@ mod tests {
         let e = request(&[("no_capture", "true"), ("source", "zram")]).unwrap_err();
         assert_eq!(e.keyword(), "give source or no_capture, not both");
     }
+
+    #[test]
+    fn the_operating_point_options_parse_and_refuse() {
+        let r = request(&[
+            ("cold_age", "2m"),
+            ("cgroup_limit", "/sys/fs/cgroup/memory/a/=1G, /b=512M"),
+            ("no_cold", ""),
+            ("promotion_budget", "0.5"),
+        ])
+        .unwrap();
+        assert_eq!(r.cold_age_secs, 120);
+        assert_eq!(
+            r.cgroup_limits,
+            [("/sys/fs/cgroup/memory/a".to_string(), 1 << 30), ("/b".to_string(), 512 << 20)]
+        );
+        assert!(r.no_cold);
+        assert_eq!(r.budgets.promotion_percent_per_min, 0.5);
+        for (name, bad) in [
+            ("cold_age", "0s"),
+            ("cgroup_limit", "relative=1G"),
+            ("cgroup_limit", "/a=0"),
+            ("cgroup_limit", "/a"),
+            ("cgroup_limit", "/a/../b=1G"),
+            ("promotion_budget", "-1"),
+        ] {
+            let e = request(&[(name, bad)]).unwrap_err();
+            assert_eq!(e.arg, name, "{bad}");
+        }
+    }
 }

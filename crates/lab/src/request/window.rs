@@ -277,3 +277,111 @@ pub fn apply(seen: Seen, opts: &mut LabOptions, t: u64, ps: usize) {
     opts.operating.cold = seen.cold;
     opts.operating.cold_unseen = seen.cold_unseen;
 }
+
+#[cfg(test)]
+mod tests {
+    use zmem_kernel::cold::{Cost, Method, Skipped};
+    use zmem_kernel::pressure::{CgroupPressure, Psi, PsiLine, Watermarks};
+
+    use super::*;
+
+    fn calm() -> Pressure {
+        let line = PsiLine { avg10: 0.05, avg60: 0.0, avg300: 0.0, total_us: 5 };
+        Pressure {
+            psi: Some(Psi { some: line, full: None }),
+            watermarks: Watermarks {
+                free_bytes: 1 << 30,
+                min_bytes: 1,
+                low_bytes: 2,
+                high_bytes: 3,
+            },
+            ..Pressure::default()
+        }
+    }
+
+    /// Referenced bits are cleared only where no reclaim runs to read them.
+    #[test]
+    fn memory_is_quiet_only_over_the_high_watermark_with_little_psi_and_room_in_cgroups() {
+        assert!(quiet(&calm()).is_ok());
+        let mut p = calm();
+        p.watermarks.free_bytes = 2;
+        assert!(quiet(&p).unwrap_err().contains("short"));
+        let mut p = calm();
+        p.psi.as_mut().unwrap().some.avg10 = 0.5;
+        assert!(quiet(&p).unwrap_err().contains("PSI"));
+        let mut p = calm();
+        p.cgroups.push(CgroupPressure {
+            path: "/cg".into(),
+            version: 1,
+            usage_bytes: Some(96),
+            max_bytes: Some(100),
+            high_bytes: None,
+            refaults: Default::default(),
+            psi: None,
+            anon_bytes: None,
+            inactive_file_bytes: None,
+        });
+        assert!(quiet(&p).unwrap_err().contains("/cg is near its limit"));
+        p.cgroups[0].usage_bytes = Some(90);
+        assert!(quiet(&p).is_ok());
+        assert!(quiet(&Pressure::default()).unwrap_err().contains("unknown"));
+    }
+
+    #[test]
+    fn the_ages_are_those_the_window_reaches_and_t() {
+        assert_eq!(ages(60, 60), [10, 30, 60]);
+        assert_eq!(ages(60, 45), [10, 30, 45, 60]);
+        assert_eq!(ages(20, 60), [10]);
+        assert!(ages(5, 60).is_empty());
+        assert_eq!(ages(300, 120), [10, 30, 60, 120, 300]);
+    }
+
+    #[test]
+    fn the_cold_plan_says_why_not() {
+        let why = |r: Result<(Vec<u32>, Vec<u64>), String>| r.unwrap_err();
+        assert!(why(cold_plan(true, true, &calm(), 60, 60)).contains("--no-cold"));
+        assert!(why(cold_plan(false, false, &calm(), 60, 60)).contains("not this machine's"));
+        let mut short = calm();
+        short.watermarks.free_bytes = 1;
+        assert!(why(cold_plan(true, false, &short, 60, 60)).contains("memory is short"));
+        assert!(why(cold_plan(true, false, &calm(), 5, 60)).contains("reaches no age"));
+    }
+
+    /// Observed rates stand; with none, memory idle for T coming back prices the CPU.
+    #[test]
+    fn with_nothing_observed_the_cold_return_gives_the_rates() {
+        let observed = Rates {
+            swap_ins_per_sec: 3.0,
+            swap_outs_per_sec: 4.0,
+            observed_secs: 60.0,
+            source: "observed".into(),
+            note: String::new(),
+        };
+        let c = ColdCurve {
+            method: Method::ClearRefsReferenced,
+            ages_secs: vec![30, 60],
+            asked_ages_secs: vec![30, 60],
+            read_at_secs: vec![30.0, 60.0],
+            anon_bytes: 1 << 20,
+            cold_bytes_at_age: vec![900_000, 800_000],
+            vanished_bytes_at_age: vec![0, 0],
+            returned_bytes_per_sec: vec![4096.0 * 2.0],
+            per_process: Vec::new(),
+            skipped: Skipped::default(),
+            cost: Cost::default(),
+            notes: Vec::new(),
+        };
+        assert_eq!(cold_rates(Ok(observed.clone()), Some(&c), 60, 4096), Ok(observed));
+        let r = cold_rates(Err("no swap".into()), Some(&c), 60, 4096).unwrap();
+        assert_eq!(
+            (r.swap_ins_per_sec, r.swap_outs_per_sec, r.source.as_str()),
+            (2.0, 2.0, "cold")
+        );
+        assert!(
+            r.note.starts_with("no swap: memory idle for 60 s") && r.note.contains("upper bound")
+        );
+        // T not read: the reason stands.
+        assert_eq!(cold_rates(Err("no swap".into()), Some(&c), 120, 4096), Err("no swap".into()));
+        assert_eq!(cold_rates(Err("no swap".into()), None, 60, 4096), Err("no swap".into()));
+    }
+}
