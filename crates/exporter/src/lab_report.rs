@@ -226,6 +226,8 @@ mod tests {
             promoted_bytes_per_sec: 0.0,
             promotion_bound: false,
             promotion_percent_per_min: 0.0,
+            promotion_budget_percent_per_min: 0.2,
+            over_promotion_budget: false,
         }
     }
 

@@ -597,7 +597,7 @@ mod tests {
         let r = request(&[
             ("cold_age", "2m"),
             ("cgroup_limit", "/sys/fs/cgroup/memory/a/=1G, /b=512M"),
-            ("no_cold", ""),
+            ("no_cold", "true"),
             ("promotion_budget", "0.5"),
         ])
         .unwrap();
