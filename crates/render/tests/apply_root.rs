@@ -192,40 +192,18 @@ fn the_apply_script_handles_a_swap_in_use_and_another_swap_area() {
 #[test]
 #[ignore = "live: needs root, kernel zram and mkswap (scripts/test runs it)"]
 fn the_apply_script_sizes_the_device_as_decided() {
-    use zmem_kernel::cold::{ColdCurve, Cost, Method, Skipped};
-    use zmem_kernel::pressure::{Pressure, Watermarks};
     let Some(_live) = zmem_testkit::live(skip_reason()) else { return };
     let scratch = Scratch::add().expect("hot_add a scratch zram device");
     let dev = scratch.name();
-    let calm = Pressure {
-        mem_available_bytes: Some(20 << 30),
-        watermarks: Watermarks {
-            free_bytes: 18 << 30,
-            min_bytes: 1 << 20,
-            low_bytes: 2 << 20,
-            high_bytes: 3 << 20,
-        },
-        ..Pressure::default()
-    };
-    let cold = ColdCurve {
-        method: Method::ClearRefsReferenced,
-        ages_secs: vec![60],
-        asked_ages_secs: vec![60],
-        read_at_secs: vec![60.0],
-        anon_bytes: 100 << 20,
-        cold_bytes_at_age: vec![90 << 20],
-        vanished_bytes_at_age: vec![0],
-        returned_bytes_per_sec: Vec::new(),
-        per_process: Vec::new(),
-        skipped: Skipped::default(),
-        cost: Cost::default(),
-        notes: Vec::new(),
-    };
+    // 90 % of 100 MiB idle at the cold age.
+    let mut cold = common::curve();
+    cold.anon_bytes = 100 << 20;
+    cold.cold_bytes_at_age = vec![95 << 20, 92 << 20, 90 << 20];
     let policies = vec![lab::Policy::single(lab::DEFAULT_ALGORITHM)];
     let opts = LabOptions {
         policies,
         kernel: Some(zmem_kernel::caps::read()),
-        pressure: Some(lab::PressureReading { now: calm, window: None }),
+        pressure: Some(lab::PressureReading { now: common::calm(), window: None }),
         operating: lab::operating::OperatingInput {
             cold: Some(cold),
             this_machine: true,

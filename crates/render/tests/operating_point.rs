@@ -4,50 +4,13 @@
 
 mod common;
 
-use common::{lab_run, quick};
-use zmem_kernel::cold::{ColdCurve, Cost, Method, Skipped};
-use zmem_kernel::pressure::{CgroupPressure, Pressure, Psi, PsiLine, Watermarks};
+use common::{calm, curve, lab_run, quick};
+use zmem_kernel::pressure::{CgroupPressure, Pressure};
 use zmem_lab::operating::{Named, OperatingInput, TodayReason};
 use zmem_lab::{Kind, PressureReading};
 use zmem_render as report;
 
-const MIB: u64 = 1 << 20;
-
-fn calm() -> Pressure {
-    let line = PsiLine { avg10: 0.0, avg60: 0.0, avg300: 0.0, total_us: 5 };
-    Pressure {
-        psi: Some(Psi { some: line, full: Some(line) }),
-        mem_available_bytes: Some(20 << 30),
-        inactive_file_bytes: Some(100 * MIB),
-        anon_bytes: Some(2 << 30),
-        watermarks: Watermarks {
-            free_bytes: 18 << 30,
-            min_bytes: 50 * MIB,
-            low_bytes: 60 * MIB,
-            high_bytes: 70 * MIB,
-        },
-        ..Pressure::default()
-    }
-}
-
-/// Idle 90 %, 80 %, 70 % of 4 MiB at 10 s, 30 s and 1 min.
-fn curve() -> ColdCurve {
-    let cold = vec![36 * MIB / 10, 32 * MIB / 10, 28 * MIB / 10];
-    ColdCurve {
-        method: Method::ClearRefsReferenced,
-        ages_secs: vec![10, 30, 60],
-        asked_ages_secs: vec![10, 30, 60],
-        read_at_secs: vec![10.0, 30.0, 60.0],
-        anon_bytes: 4 * MIB,
-        cold_bytes_at_age: cold,
-        vanished_bytes_at_age: vec![0; 3],
-        returned_bytes_per_sec: vec![(MIB / 50) as f64, (MIB / 75) as f64],
-        per_process: Vec::new(),
-        skipped: Skipped::default(),
-        cost: Cost::default(),
-        notes: Vec::new(),
-    }
-}
+use common::MIB;
 
 fn run(p: Pressure, operating: OperatingInput) -> zmem_lab::LabReport {
     let opts = zmem_lab::LabOptions {

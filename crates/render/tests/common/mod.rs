@@ -3,6 +3,8 @@
 #![allow(dead_code)] // each test binary uses its own subset
 
 use std::time::Duration;
+use zmem_kernel::cold::{ColdCurve, Cost, Method, Skipped};
+use zmem_kernel::pressure::{Pressure, Psi, PsiLine, Watermarks};
 
 use zmem_lab::candidate::DeviceTraffic;
 use zmem_lab::decision::{Decision, Kind, Reason, SwapBehind};
@@ -195,5 +197,46 @@ pub fn assert_one_answer(r: &LabReport, text: &str, html: &str) {
     }
     if !matches!(d.kind, Kind::Zram | Kind::Zswap) {
         assert!(!html.contains("<details>"), "an apply script for {:?}", d.kind);
+    }
+}
+
+// ---- The operating point ------------------------------------------------------------------
+
+pub const MIB: u64 = 1 << 20;
+
+/// A machine whose memory is not short: 20 GiB available, 18 GiB free, PSI 0.
+pub fn calm() -> Pressure {
+    let line = PsiLine { avg10: 0.0, avg60: 0.0, avg300: 0.0, total_us: 5 };
+    Pressure {
+        psi: Some(Psi { some: line, full: Some(line) }),
+        mem_available_bytes: Some(20 << 30),
+        inactive_file_bytes: Some(100 * MIB),
+        anon_bytes: Some(2 << 30),
+        watermarks: Watermarks {
+            free_bytes: 18 << 30,
+            min_bytes: 50 * MIB,
+            low_bytes: 60 * MIB,
+            high_bytes: 70 * MIB,
+        },
+        ..Pressure::default()
+    }
+}
+
+/// Idle 90 %, 80 %, 70 % of 4 MiB at 10 s, 30 s and 1 min.
+pub fn curve() -> ColdCurve {
+    let cold = vec![36 * MIB / 10, 32 * MIB / 10, 28 * MIB / 10];
+    ColdCurve {
+        method: Method::ClearRefsReferenced,
+        ages_secs: vec![10, 30, 60],
+        asked_ages_secs: vec![10, 30, 60],
+        read_at_secs: vec![10.0, 30.0, 60.0],
+        anon_bytes: 4 * MIB,
+        cold_bytes_at_age: cold,
+        vanished_bytes_at_age: vec![0; 3],
+        returned_bytes_per_sec: vec![(MIB / 50) as f64, (MIB / 75) as f64],
+        per_process: Vec::new(),
+        skipped: Skipped::default(),
+        cost: Cost::default(),
+        notes: Vec::new(),
     }
 }
