@@ -19,7 +19,6 @@
 use serde::{Deserialize, Serialize};
 use zmem_zswap::ZswapParams;
 
-use crate::operating::AtPoint;
 use crate::policy::Policy;
 use crate::sample::Estimates;
 
@@ -93,6 +92,15 @@ pub struct DeviceTraffic {
     pub device_write_bytes_per_sec: f64,
     /// Microseconds per second spent in swap-ins at the swap rates.
     pub swap_in_us_per_sec: f64,
+}
+
+/// A candidate at one operating point ([`crate::operating`]): bytes moved out, its pool for them, and its saving against now.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct AtPoint {
+    pub moved_out_bytes: u64,
+    pub pool_bytes: u64,
+    pub memory_saved_bytes: i64,
+    pub memory_saved_ci: [i64; 2],
 }
 
 /// One configuration projected onto the machine (JSON `candidates[]`).

@@ -34,6 +34,7 @@ use serde::{Deserialize, Serialize};
 use zmem_kernel::cold::ColdCurve;
 use zmem_kernel::pressure::Pressure;
 
+pub use crate::candidate::AtPoint;
 use crate::candidate::{Basis, Candidate, Config, NowSource};
 
 /// Said wherever a saving at a point is given: which pages the compressibility is from.
@@ -150,15 +151,6 @@ pub struct OperatingPoint {
     pub cold_unseen: Option<String>,
     /// Whose compressibility the bytes moved are taken at ([`COMPRESSIBILITY_NOTE`]).
     pub compressibility: String,
-}
-
-/// A candidate at one point: bytes moved out, its pool for them, and its saving against now.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct AtPoint {
-    pub moved_out_bytes: u64,
-    pub pool_bytes: u64,
-    pub memory_saved_bytes: i64,
-    pub memory_saved_ci: [i64; 2],
 }
 
 /// What the point is read from besides the pressure reading (the lab's options).
