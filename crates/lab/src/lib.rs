@@ -304,7 +304,8 @@ fn judge(
     candidate::on_basis(&mut cands, &basis, estimates, &reference);
     let pressure = opts.pressure.as_ref().map(|p| &p.now);
     let promotion = opts.budgets.promotion_percent_per_min;
-    let op = operating::point(&basis, m.ps as u64, pressure, &opts.operating, promotion);
+    let own = cgroup_pages(m.pages, m.ps, &cands, &opts.operating)?;
+    let op = operating::point(&basis, m.ps as u64, pressure, &opts.operating, promotion, &own);
     operating::at(&mut cands, &basis, &op, m.ps as u64);
     let swaps = opts.zswap.as_ref().map_or(&[][..], |z| &z.live.swaps);
     let disk = swaps.iter().find(|s| s.kind != "zram").map(|s| s.filename.as_str());
@@ -332,6 +333,23 @@ fn judge(
         live: z.live.clone(),
     });
     Ok(Judged { candidates: cands, decision, zswap })
+}
+
+/// The cgroups' own compressibility, where each sampled page's process is known.
+fn cgroup_pages(
+    pages: &[u8],
+    ps: usize,
+    cands: &[Candidate],
+    x: &operating::OperatingInput,
+) -> Result<Vec<operating::CgroupPages>, LabError> {
+    let Some(pids) = x.page_pids.as_deref().filter(|_| !x.cgroup_pids.is_empty()) else {
+        return Ok(Vec::new());
+    };
+    let mut algos: Vec<&str> =
+        cands.iter().filter(|c| c.available).filter_map(|c| c.config.compressor()).collect();
+    algos.sort_unstable();
+    algos.dedup();
+    operating::compressibility::measure(pages, ps, pids, &x.cgroup_pids, &algos)
 }
 
 #[cfg(test)]

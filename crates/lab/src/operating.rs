@@ -30,12 +30,17 @@
 //! ([`Named`]): today's pressure, or the cold age where proactive reclaim moves cold memory
 //! out.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use zmem_kernel::cold::ColdCurve;
 use zmem_kernel::pressure::Pressure;
 
+pub mod compressibility;
+
 pub use crate::candidate::AtPoint;
 use crate::candidate::{Basis, Candidate, Config, NowSource};
+pub use compressibility::CgroupPages;
 
 /// Said wherever a saving at a point is given: which pages the compressibility is from.
 pub const COMPRESSIBILITY_NOTE: &str = "cold and hot pages cannot be told apart (smaps counts \
@@ -92,6 +97,12 @@ pub struct CgroupMove {
     /// What its reclaim must move out of anonymous memory to stay under the limit, with a
     /// pool charged to no cgroup (zram; zswap on v1).
     pub excess_bytes: u64,
+    /// Sampled pages of its processes, and per compressor their pool per page over every
+    /// sampled page's ([`compressibility`]; empty: the sample's compressibility is used).
+    #[serde(default)]
+    pub sampled_pages: u64,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pool_factor: BTreeMap<String, f64>,
 }
 
 /// Today's pressure: what reclaim moves out now.
@@ -166,6 +177,10 @@ pub struct OperatingInput {
     pub cgroup_limits: Vec<(String, u64)>,
     /// Proactive reclaim moves cold memory out (the headline is then at the cold age).
     pub proactive: bool,
+    /// Each sampled page's process (a capture of processes), and the processes of each cgroup
+    /// asked about or limited: with both, a cgroup's own compressibility ([`compressibility`]).
+    pub page_pids: Option<Vec<u32>>,
+    pub cgroup_pids: Vec<(String, Vec<u32>)>,
     /// The pages are this machine's (its processes', or its zram's): only then does its
     /// pressure say what would be moved out of them.
     pub this_machine: bool,
@@ -179,6 +194,8 @@ impl Default for OperatingInput {
             cold_age_secs: DEFAULT_COLD_AGE_SECS,
             cgroup_limits: Vec::new(),
             proactive: false,
+            page_pids: None,
+            cgroup_pids: Vec::new(),
             this_machine: false,
         }
     }
@@ -192,6 +209,7 @@ pub fn point(
     pressure: Option<&Pressure>,
     x: &OperatingInput,
     promotion_budget: f64,
+    own: &[CgroupPages],
 ) -> OperatingPoint {
     let pressure = pressure.filter(|_| x.this_machine);
     let cold = x.cold.as_ref().and_then(|c| cold_at(c, x.cold_age_secs)).map(|k| ColdAt {
@@ -215,14 +233,20 @@ pub fn point(
             (None, _) => Named::AllPages,
             _ => Named::Today,
         },
-        today: today(basis, ps, pressure, &x.cgroup_limits),
+        today: today(basis, ps, pressure, &x.cgroup_limits, own),
         cold,
         cold_unseen,
         compressibility: COMPRESSIBILITY_NOTE.into(),
     }
 }
 
-fn today(basis: &Basis, ps: u64, pressure: Option<&Pressure>, limits: &[(String, u64)]) -> Today {
+fn today(
+    basis: &Basis,
+    ps: u64,
+    pressure: Option<&Pressure>,
+    limits: &[(String, u64)],
+    own: &[CgroupPages],
+) -> Today {
     let Some(p) = pressure else {
         return Today { reason: TodayReason::NoReading, ..empty_today() };
     };
@@ -237,7 +261,7 @@ fn today(basis: &Basis, ps: u64, pressure: Option<&Pressure>, limits: &[(String,
         high_watermark_bytes: w.high_bytes,
         psi_some_avg10: psi.map(|p| p.some.avg10),
         psi_some_avg60: psi.map(|p| p.some.avg60),
-        cgroups: cgroup_moves(p, limits),
+        cgroups: cgroup_moves(p, limits, own),
     };
     if basis.now_source != NowSource::Uncompressed {
         t.reason = TodayReason::LiveSwap;
@@ -279,15 +303,16 @@ fn empty_today() -> Today {
 }
 
 /// Every limited cgroup over its limit, and every cgroup `asked` names at the limit asked.
-fn cgroup_moves(p: &Pressure, asked: &[(String, u64)]) -> Vec<CgroupMove> {
+fn cgroup_moves(p: &Pressure, asked: &[(String, u64)], own: &[CgroupPages]) -> Vec<CgroupMove> {
     let mut out = Vec::new();
     for c in &p.cgroups {
         let what_if = asked.iter().find(|(path, _)| *path == c.path).map(|(_, l)| *l);
-        let own = match (c.max_bytes, c.high_bytes) {
+        let its = match (c.max_bytes, c.high_bytes) {
             (Some(m), Some(h)) => Some(m.min(h)),
             (m, h) => m.or(h),
         };
-        let Some(limit) = what_if.or(own) else { continue };
+        let Some(limit) = what_if.or(its) else { continue };
+        let pages = own.iter().find(|o| o.path == c.path);
         let usage = c.usage_bytes.unwrap_or(0);
         let anon = c.anon_bytes.unwrap_or(0);
         let file = c.inactive_file_bytes.unwrap_or(0);
@@ -302,6 +327,8 @@ fn cgroup_moves(p: &Pressure, asked: &[(String, u64)]) -> Vec<CgroupMove> {
                 anon_bytes: anon,
                 inactive_file_bytes: file,
                 excess_bytes: excess,
+                sampled_pages: pages.map_or(0, |o| o.sampled_pages),
+                pool_factor: pages.map(|o| o.pool_factor.clone()).unwrap_or_default(),
             });
         }
     }
@@ -373,24 +400,25 @@ fn scaled(c: &Candidate, moved: u64, s: f64) -> AtPoint {
     }
 }
 
-/// What `c` moves out today: the global deficit, or the cgroups' excesses (a zswap pool
-/// charged to a v2 cgroup takes room under its limit: it moves out the excess over its
-/// saving per byte, at most the cgroup's anonymous memory).
-fn today_moved(c: &Candidate, t: &Today, s: f64) -> u64 {
+/// `c` at today's point: the global deficit, or the cgroups' excesses, whichever moves more.
+/// Each cgroup's bytes save at its own compressibility where it was measured. A zswap pool
+/// charged to a v2 cgroup takes room under its limit: it moves out the excess over its saving
+/// per byte, at most the cgroup's anonymous memory.
+fn today_at(c: &Candidate, t: &Today, s: f64) -> AtPoint {
     let charged = |m: &CgroupMove| m.version == 2 && matches!(c.config, Config::Zswap { .. });
-    let cgroups: u64 = t
-        .cgroups
-        .iter()
-        .map(|m| {
-            if charged(m) && s > 0.0 {
-                ((m.excess_bytes as f64 / s) as u64).min(m.anon_bytes)
-            } else {
-                m.excess_bytes
-            }
-        })
-        .sum();
+    let algo = c.config.compressor().unwrap_or("");
+    let mut cgroups = AtPoint::default();
+    for m in &t.cgroups {
+        let s = m.pool_factor.get(algo).map_or(s, |f| 1.0 - (1.0 - s) * f);
+        let moved = if charged(m) && s > 0.0 {
+            ((m.excess_bytes as f64 / s) as u64).min(m.anon_bytes)
+        } else {
+            m.excess_bytes
+        };
+        cgroups = plus(cgroups, scaled(c, moved, s));
+    }
     let global = if t.reason == TodayReason::Short { t.moved_out_bytes } else { 0 };
-    global.max(cgroups)
+    if global > cgroups.moved_out_bytes { scaled(c, global, s) } else { cgroups }
 }
 
 /// Each candidate at today's point and at the cold age (module doc).
@@ -404,7 +432,7 @@ pub fn at(cands: &mut [Candidate], basis: &Basis, op: &OperatingPoint, ps: u64) 
             memory_saved_ci: c.memory_saved_ci,
         };
         let live = op.today.reason == TodayReason::LiveSwap;
-        c.at_today = if live { all } else { scaled(c, today_moved(c, &op.today, s), s) };
+        c.at_today = if live { all } else { today_at(c, &op.today, s) };
         c.at_cold_age = op.cold.as_ref().map(|k| {
             let cold = scaled(c, k.cold_bytes, s);
             if live { plus(all, cold) } else { cold }

@@ -79,7 +79,7 @@ fn cgroup(version: u8, usage: u64, limit: u64, anon: u64, file: u64) -> CgroupPr
 
 fn run(b: &Basis, p: Option<&Pressure>, x: &OperatingInput) -> (OperatingPoint, Vec<Candidate>) {
     let x = OperatingInput { this_machine: true, ..x.clone() };
-    let op = point(b, PS, p, &x, 0.2);
+    let op = point(b, PS, p, &x, 0.2, &[]);
     let mut cands = vec![zram(b), zswap(b), Candidate::none(b.now_bytes)];
     at(&mut cands, b, &op, PS);
     (op, cands)
@@ -226,7 +226,7 @@ fn a_live_swap_is_today_and_the_cold_age_adds_to_it() {
     assert_eq!(op.today.reason, TodayReason::NoReading);
     assert_eq!((op.named, cands[0].at_point(op.named)), (Named::AllPages, None));
     // Pages from elsewhere: this machine's pressure says nothing of them.
-    let elsewhere = point(&b, PS, Some(&calm()), &x, 0.2);
+    let elsewhere = point(&b, PS, Some(&calm()), &x, 0.2, &[]);
     assert_eq!(
         (elsewhere.named, elsewhere.today.reason),
         (Named::AllPages, TodayReason::NoReading)
@@ -260,4 +260,32 @@ fn the_size_is_for_the_most_moved_out_with_headroom() {
     assert!(size(&cands[2], &op).is_none(), "none holds nothing");
     let (op, cands) = run(&b, Some(&calm()), &OperatingInput::default());
     assert!(size(&cands[0], &op).is_none(), "nothing moves today, no cold age");
+}
+
+/// A cgroup whose own pages were measured saves at their compressibility, not the sample's.
+#[test]
+fn a_cgroup_saves_at_its_own_compressibility() {
+    let b = basis(NowSource::Uncompressed);
+    let mut p = calm();
+    p.cgroups.push(cgroup(1, 600 * MIB, 4096 * MIB, 600 * MIB, 0));
+    let x = OperatingInput {
+        cgroup_limits: vec![("/sys/fs/cgroup/memory/lab".into(), 400 * MIB)],
+        this_machine: true,
+        ..OperatingInput::default()
+    };
+    // Its pages take 1.5 times the sample's pool per page with lz4.
+    let own = [CgroupPages {
+        path: "/sys/fs/cgroup/memory/lab".into(),
+        sampled_pages: 500,
+        pool_factor: [("lz4".to_string(), 1.5)].into(),
+    }];
+    let op = point(&b, PS, Some(&p), &x, 0.2, &own);
+    assert_eq!(op.today.cgroups[0].sampled_pages, 500);
+    let mut cands = vec![zram(&b)];
+    at(&mut cands, &b, &op, PS);
+    let z = cands[0].at_today;
+    assert_eq!(z.moved_out_bytes, 200 * MIB);
+    // Pool a third per byte in the sample, half in the cgroup: it saves half.
+    let s = 1.0 - (1.0 - per_byte()) * 1.5;
+    assert_eq!(z.memory_saved_bytes, (200.0 * MIB as f64 * s).round() as i64);
 }

@@ -224,6 +224,8 @@ pub fn run_lab(req: LabRequest, progress: &dyn Progress) -> Result<LabReport, La
         zswap,
         operating: OperatingInput {
             cold_age_secs: t,
+            cgroup_pids: cgroup_processes(&req.cgroup_limits, &before),
+            page_pids: e.pids.clone(),
             cgroup_limits: req.cgroup_limits,
             this_machine,
             ..OperatingInput::default()
@@ -241,6 +243,22 @@ pub fn run_lab(req: LabRequest, progress: &dyn Progress) -> Result<LabReport, La
             Ok(())
         })
     })
+}
+
+/// The processes of every cgroup asked about and every limited one: their sampled pages
+/// give each its own compressibility.
+fn cgroup_processes(
+    asked: &[(String, u64)],
+    p: &zmem_kernel::pressure::Pressure,
+) -> Vec<(String, Vec<u32>)> {
+    let mut paths: Vec<&str> = asked.iter().map(|(p, _)| p.as_str()).collect();
+    paths.extend(p.cgroups.iter().map(|c| c.path.as_str()));
+    paths.sort_unstable();
+    paths.dedup();
+    paths
+        .iter()
+        .map(|&p| (p.to_string(), crate::operating::compressibility::processes(p)))
+        .collect()
 }
 
 /// A budget: a number of at least 0 (a budget may be as large as one likes, not infinite).

@@ -1,0 +1,148 @@
+//! A memory cgroup's own compressibility: what its reclaim moves out is its processes' pages,
+//! not the machine's mix, so where the pages are a capture of processes (each page's pid
+//! known) the sampled pages of the cgroup's processes are compressed again with each
+//! compressor and compared with every sampled page. zram stores a same-filled page in no
+//! bytes and a page that compresses to the huge class or more whole
+//! (drivers/block/zram/zram_drv.c `zram_write_page()`), so the comparison is on the bytes it
+//! would store; the pool's fragmentation is taken to be the same for both.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use zmem_pool::zsmalloc::class::ClassTable;
+use zmem_zram::same_filled;
+
+use crate::LabError;
+
+/// Fewer sampled pages of a cgroup than this: its pages are too few to tell its
+/// compressibility from the sample's, and the sample's is used.
+pub const MIN_PAGES: u64 = 64;
+
+/// One cgroup's sampled pages and how they compress against every sampled page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CgroupPages {
+    pub path: String,
+    /// Sampled pages whose process is in it (or a cgroup below it).
+    pub sampled_pages: u64,
+    /// Per compressor: the bytes zram would store per page of the cgroup's, over the same of
+    /// every sampled page (empty with fewer than [`MIN_PAGES`]).
+    pub pool_factor: BTreeMap<String, f64>,
+}
+
+/// The processes of the cgroup at `path` (as a user names it) and every cgroup below it.
+pub fn processes(path: &str) -> Vec<u32> {
+    let mut pids = Vec::new();
+    zmem_kernel::cgroups::walk(Path::new(path), &mut |d| {
+        pids.extend(zmem_kernel::capture::cgroup_pids(d).unwrap_or_default())
+    });
+    pids.sort_unstable();
+    pids.dedup();
+    pids
+}
+
+/// What each page would take in zram with `algo`: 0 when same-filled, the page when huge.
+fn stored_lengths(pages: &[u8], ps: usize, algo: &str) -> Result<Vec<u64>, LabError> {
+    let huge = ClassTable::new(ps, zmem_zram::ZramConfig::default().chain_size)
+        .map_err(|e| LabError::Setup(format!("size classes: {e}")))?
+        .huge_class_size();
+    let mut stream = zmem_comp::create(algo, &zmem_comp::Params::default(), ps)?;
+    let mut buf = vec![0u8; zmem_comp::compress_bound(ps)];
+    let mut out = Vec::with_capacity(pages.len() / ps);
+    for (i, page) in pages.chunks_exact(ps).enumerate() {
+        if same_filled(page).is_some() {
+            out.push(0);
+            continue;
+        }
+        let len = stream.compress(page, &mut buf).map_err(|err| LabError::Page {
+            algo: algo.to_string(),
+            page: i as u64,
+            err,
+        })?;
+        out.push(if len >= huge { ps as u64 } else { len as u64 });
+    }
+    Ok(out)
+}
+
+/// For each cgroup of `cgroups` (its path and processes), its sampled pages among `pages`
+/// (`page_pids[i]` is page i's process) and, with enough of them, its pool factor for each of
+/// `algos`.
+pub fn measure(
+    pages: &[u8],
+    ps: usize,
+    page_pids: &[u32],
+    cgroups: &[(String, Vec<u32>)],
+    algos: &[&str],
+) -> Result<Vec<CgroupPages>, LabError> {
+    let members: Vec<BTreeSet<u32>> =
+        cgroups.iter().map(|(_, p)| p.iter().copied().collect()).collect();
+    let mut out: Vec<CgroupPages> = cgroups
+        .iter()
+        .zip(&members)
+        .map(|((path, _), m)| CgroupPages {
+            path: path.clone(),
+            sampled_pages: page_pids.iter().filter(|p| m.contains(p)).count() as u64,
+            pool_factor: BTreeMap::new(),
+        })
+        .collect();
+    if out.iter().all(|c| c.sampled_pages < MIN_PAGES) {
+        return Ok(out);
+    }
+    for algo in algos {
+        let lens = stored_lengths(pages, ps, algo)?;
+        let mean = |keep: &dyn Fn(usize) -> bool| {
+            let (sum, n) = lens
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| keep(*i))
+                .fold((0u64, 0u64), |(s, n), (_, &l)| (s + l, n + 1));
+            sum as f64 / n.max(1) as f64
+        };
+        let all = mean(&|_| true);
+        for (c, m) in out.iter_mut().zip(&members) {
+            if c.sampled_pages < MIN_PAGES || all == 0.0 {
+                continue;
+            }
+            let own = mean(&|i| page_pids.get(i).is_some_and(|p| m.contains(p)));
+            c.pool_factor.insert(algo.to_string(), own / all);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Half the pages zeros (stored in nothing) from process 1, half text from process 2: the
+    /// cgroup of process 2 stores twice the sample's bytes per page, that of 1 none.
+    #[test]
+    fn a_cgroup_of_heavier_pages_has_a_larger_factor() {
+        let ps = 4096;
+        let n = 2 * MIN_PAGES as usize;
+        let mut pages = vec![0u8; n * ps];
+        let mut pids = vec![1u32; n];
+        for i in (0..n).step_by(2) {
+            for (j, b) in pages[i * ps..(i + 1) * ps].iter_mut().enumerate() {
+                *b = b"the quick brown fox jumps over the lazy dog "[(j * 7 + i) % 44];
+            }
+            pids[i] = 2;
+        }
+        let cgroups = vec![
+            ("/two".to_string(), vec![2]),
+            ("/one".into(), vec![1]),
+            ("/none".into(), vec![9]),
+        ];
+        let m = measure(&pages, ps, &pids, &cgroups, &["lz4", "zstd"]).unwrap();
+        assert_eq!(
+            m.iter().map(|c| c.sampled_pages).collect::<Vec<_>>(),
+            [n as u64 / 2, n as u64 / 2, 0]
+        );
+        for algo in ["lz4", "zstd"] {
+            assert!((m[0].pool_factor[algo] - 2.0).abs() < 1e-9, "{algo}: {:?}", m[0]);
+            assert_eq!(m[1].pool_factor[algo], 0.0);
+        }
+        assert!(m[2].pool_factor.is_empty(), "no page of its own: the sample's");
+    }
+}
