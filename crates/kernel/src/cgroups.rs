@@ -77,6 +77,28 @@ pub fn shown(root: &Path, dir: &Path) -> String {
     format!("/{}", dir.strip_prefix(root).unwrap_or(dir).display())
 }
 
+/// The memory cgroup of a process from its `/proc/PID/cgroup` text, as the pressure reading
+/// names cgroups (`/sys/fs/cgroup/memory/app`): v1's `memory` line under [`V1_MEMORY`], else
+/// the v2 line (`0::/app`) under the v2 hierarchy that offers the memory controller.
+pub fn memory_cgroup(root: &Path, proc_cgroup: &str) -> Option<String> {
+    let mut v2 = None;
+    for line in proc_cgroup.lines() {
+        let mut f = line.splitn(3, ':');
+        let (_, controllers, path) = (f.next()?, f.next()?, f.next()?);
+        if controllers.split(',').any(|c| c == "memory") {
+            return Some(shown(root, &root.join(V1_MEMORY).join(path.trim_start_matches('/'))));
+        }
+        if controllers.is_empty() {
+            v2 = Some(path);
+        }
+    }
+    let dir = v2_roots(root).into_iter().find_map(|r| match r {
+        V2Root::Memory(d) => Some(d),
+        V2Root::NoMemory { .. } => None,
+    })?;
+    Some(shown(root, &dir.join(v2?.trim_start_matches('/'))))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,5 +132,23 @@ mod tests {
                 "/sys/fs/cgroup/unified/b.slice/x",
             ]
         );
+    }
+
+    #[test]
+    fn a_process_memory_cgroup_is_named_as_the_pressure_reading_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        let hybrid = "12:memory:/lab\n1:name=systemd:/user.slice\n0::/user.slice\n";
+        assert_eq!(memory_cgroup(r, hybrid).as_deref(), Some("/sys/fs/cgroup/memory/lab"));
+        // v2 only: under the hierarchy with the memory controller; none without one.
+        assert_eq!(memory_cgroup(r, "0::/app.slice\n"), None);
+        std::fs::create_dir_all(r.join("sys/fs/cgroup")).unwrap();
+        std::fs::write(r.join("sys/fs/cgroup/cgroup.controllers"), "cpu memory\n").unwrap();
+        assert_eq!(
+            memory_cgroup(r, "0::/app.slice\n").as_deref(),
+            Some("/sys/fs/cgroup/app.slice")
+        );
+        assert_eq!(memory_cgroup(r, "0::/\n").as_deref(), Some("/sys/fs/cgroup"));
+        assert_eq!(memory_cgroup(r, "garbage"), None);
     }
 }

@@ -269,6 +269,9 @@ pub struct ProcessCold {
     /// It ended (or its pid was reused) before this age, in seconds; then it is left out of
     /// the curve's totals.
     pub exited_before_secs: Option<u64>,
+    /// Its memory cgroup at t0, as the pressure reading names cgroups (`cgroups::memory_cgroup`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_cgroup: Option<String>,
 }
 
 /// Processes asked for that were not watched, by reason.
@@ -325,7 +328,39 @@ pub struct ColdCurve {
     pub notes: Vec<String>,
 }
 
+/// One memory cgroup's share of a curve: its processes watched to the last age.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CgroupCold {
+    pub path: String,
+    pub processes: usize,
+    pub anon_bytes: u64,
+    pub cold_bytes_at_age: Vec<u64>,
+}
+
 impl ColdCurve {
+    /// The curve per memory cgroup (the processes in the totals, by their cgroup at t0), in
+    /// path order; processes whose cgroup was not read are left out.
+    pub fn by_cgroup(&self) -> Vec<CgroupCold> {
+        let mut out: BTreeMap<&str, CgroupCold> = BTreeMap::new();
+        let n = self.ages_secs.len();
+        let kept = self.per_process.iter().filter(|p| p.exited_before_secs.is_none());
+        for p in kept {
+            let Some(path) = p.memory_cgroup.as_deref() else { continue };
+            let c = out.entry(path).or_insert_with(|| CgroupCold {
+                path: path.to_string(),
+                processes: 0,
+                anon_bytes: 0,
+                cold_bytes_at_age: vec![0; n],
+            });
+            c.processes += 1;
+            c.anon_bytes += p.anon_bytes;
+            for (sum, cold) in c.cold_bytes_at_age.iter_mut().zip(&p.cold_bytes_at_age) {
+                *sum += cold;
+            }
+        }
+        out.into_values().collect()
+    }
+
     /// `cold_bytes_at_age[i]` as a fraction of `anon_bytes` (0 where there is none).
     pub fn cold_fraction(&self, i: usize) -> f64 {
         let cold = self.cold_bytes_at_age.get(i).copied().unwrap_or(0);

@@ -73,6 +73,7 @@ fn render_into(o: &mut String, c: &ColdCurve) -> std::fmt::Result {
     if c.ages_secs.is_empty() {
         writeln!(o, "No age was read.")?;
     }
+    by_cgroup(o, c)?;
     for (i, rate) in c.returned_bytes_per_sec.iter().enumerate() {
         let (from, to) = (age(c.ages_secs[i]), age(c.ages_secs[i + 1]));
         writeln!(o, "Idle memory came back at {}/s from {from} to {to}.", human(*rate as u64))?;
@@ -88,6 +89,36 @@ fn render_into(o: &mut String, c: &ColdCurve) -> std::fmt::Result {
     )?;
     for note in &c.notes {
         writeln!(o, "Note: {note}.")?;
+    }
+    Ok(())
+}
+
+/// At most this many cgroups are listed, the largest first.
+const MAX_CGROUPS_SHOWN: usize = 8;
+
+/// The curve's last age per memory cgroup, largest first.
+fn by_cgroup(o: &mut String, c: &ColdCurve) -> std::fmt::Result {
+    let (Some(&last), mut groups) = (c.ages_secs.last(), c.by_cgroup()) else { return Ok(()) };
+    if groups.is_empty() {
+        return Ok(());
+    }
+    groups.sort_by_key(|g| std::cmp::Reverse(g.anon_bytes));
+    writeln!(o, "By memory cgroup, idle for {}:", age(last))?;
+    for g in groups.iter().take(MAX_CGROUPS_SHOWN) {
+        let cold = g.cold_bytes_at_age.last().copied().unwrap_or(0);
+        writeln!(
+            o,
+            "  {}: {} of {} ({}), {} process{}",
+            g.path,
+            human(cold),
+            human(g.anon_bytes),
+            percent(cold, g.anon_bytes),
+            g.processes,
+            if g.processes == 1 { "" } else { "es" }
+        )?;
+    }
+    if groups.len() > MAX_CGROUPS_SHOWN {
+        writeln!(o, "  ({} more)", groups.len() - MAX_CGROUPS_SHOWN)?;
     }
     Ok(())
 }
@@ -153,5 +184,29 @@ mod tests {
         );
         assert_eq!(age(7200), "2 h");
         assert_eq!(age(90), "90 s");
+    }
+
+    #[test]
+    fn each_memory_cgroup_gets_its_line() {
+        let mut c = curve();
+        let p = |pid, cg: Option<&str>, anon, cold| zmem_kernel::cold::ProcessCold {
+            pid,
+            comm: "x".into(),
+            anon_bytes: anon,
+            mappings: 1,
+            cold_bytes_at_age: vec![cold, cold],
+            vanished_bytes_at_age: vec![0, 0],
+            referenced_total_bytes_at_age: vec![0, 0],
+            exited_before_secs: None,
+            memory_cgroup: cg.map(str::to_string),
+        };
+        c.per_process = vec![
+            p(1, Some("/sys/fs/cgroup/memory/lab"), 60 << 20, 30 << 20),
+            p(2, Some("/sys/fs/cgroup/memory/lab"), 20 << 20, 10 << 20),
+            p(3, Some("/sys/fs/cgroup/memory"), 10 << 20, 0),
+            p(4, None, 10 << 20, 10 << 20),
+        ];
+        let t = render(&c);
+        assert!(t.contains("By memory cgroup, idle for 1 min:\n  /sys/fs/cgroup/memory/lab: 40.0 MiB of 80.0 MiB (50.0 %), 2 processes\n  /sys/fs/cgroup/memory: 0 B of 10.0 MiB (0.0 %), 1 process\n"), "{t}");
     }
 }

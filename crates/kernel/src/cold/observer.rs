@@ -26,6 +26,7 @@ struct Watched {
     vanished: Vec<u64>,
     referenced_total: Vec<u64>,
     exited_before: Option<u64>,
+    memory_cgroup: Option<String>,
 }
 
 /// What the reads found worth saying, counted over every mapping and age.
@@ -150,6 +151,9 @@ impl ColdObserver {
             vanished: Vec::new(),
             referenced_total: Vec::new(),
             exited_before: None,
+            memory_cgroup: std::fs::read_to_string(pid_dir(&self.root, pid).join("cgroup"))
+                .ok()
+                .and_then(|t| crate::cgroups::memory_cgroup(&self.root, &t)),
         }))
     }
 
@@ -321,6 +325,7 @@ fn process_cold(w: &Watched) -> ProcessCold {
         vanished_bytes_at_age: w.vanished.clone(),
         referenced_total_bytes_at_age: w.referenced_total.clone(),
         exited_before_secs: w.exited_before,
+        memory_cgroup: w.memory_cgroup.clone(),
     }
 }
 

@@ -114,6 +114,7 @@ fn the_observer_clears_reads_and_sums_over_processes_that_stayed() {
     fake_process(r, 11, 0x400100, &mapping("1000-41000", "[heap]", 256, 256, 256));
     fake_process(r, 12, PF_KTHREAD | 0x40, "");
     fake_process(r, 13, 0x400100, &mapping("1000-2000", "/usr/lib/x.so", 4, 0, 4));
+    std::fs::write(r.join("proc/10/cgroup"), "4:memory:/lab\n0::/\n").unwrap();
     let me = std::process::id();
     let mut o = ColdObserver::start_at(r, &[10, 11, 12, 13, 14, me], &[1, 2, 3]).unwrap();
     // Written to the two watched processes only.
@@ -146,6 +147,12 @@ fn the_observer_clears_reads_and_sums_over_processes_that_stayed() {
     assert_eq!(c.per_process[1].exited_before_secs, Some(2));
     assert_eq!(c.per_process[1].cold_bytes_at_age, [256 << 10]);
     assert_eq!(c.per_process[0].comm, "a (b) c");
+    // Per memory cgroup: process 10's (11 left the totals, and its cgroup was not read).
+    let by = c.by_cgroup();
+    assert_eq!(by.len(), 1, "{by:?}");
+    assert_eq!(by[0].path, "/sys/fs/cgroup/memory/lab");
+    assert_eq!((by[0].processes, by[0].anon_bytes), (1, 1024 << 10));
+    assert_eq!(by[0].cold_bytes_at_age, c.cold_bytes_at_age);
     let notes = c.notes.join("\n");
     for want in ["ended before the last age", "Referenced fell in 1", "stopped after 2 of 3"] {
         assert!(notes.contains(want), "{want}: {notes}");
