@@ -101,6 +101,8 @@ pub struct CgroupMove {
     /// sampled page's ([`compressibility`]; empty: the sample's compressibility is used).
     #[serde(default)]
     pub sampled_pages: u64,
+    #[serde(default)]
+    pub of_sampled_pages: u64,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub pool_factor: BTreeMap<String, f64>,
 }
@@ -328,6 +330,7 @@ fn cgroup_moves(p: &Pressure, asked: &[(String, u64)], own: &[CgroupPages]) -> V
                 inactive_file_bytes: file,
                 excess_bytes: excess,
                 sampled_pages: pages.map_or(0, |o| o.sampled_pages),
+                of_sampled_pages: pages.map_or(0, |o| o.of_sampled_pages),
                 pool_factor: pages.map(|o| o.pool_factor.clone()).unwrap_or_default(),
             });
         }
@@ -381,6 +384,11 @@ fn per_byte(c: &Candidate, basis: &Basis, ps: u64) -> f64 {
 
 /// `c` with `moved` bytes moved out, against them uncompressed in RAM now.
 fn scaled(c: &Candidate, moved: u64, s: f64) -> AtPoint {
+    scaled_wider(c, moved, s, 1.0)
+}
+
+/// [`scaled`], its interval `widen` times as wide (fewer pages measured).
+fn scaled_wider(c: &Candidate, moved: u64, s: f64, widen: f64) -> AtPoint {
     if c.config == Config::None || moved == 0 {
         return AtPoint::default();
     }
@@ -391,7 +399,7 @@ fn scaled(c: &Candidate, moved: u64, s: f64) -> AtPoint {
     } else {
         (c.memory_saved_ci[1] - c.memory_saved_ci[0]) as f64 / 2.0 / c.pool_bytes as f64
     };
-    let hw = (rel * pool as f64).round() as i64;
+    let hw = (rel * widen * pool as f64).round() as i64;
     AtPoint {
         moved_out_bytes: moved,
         pool_bytes: pool,
@@ -409,13 +417,19 @@ fn today_at(c: &Candidate, t: &Today, s: f64) -> AtPoint {
     let algo = c.config.compressor().unwrap_or("");
     let mut cgroups = AtPoint::default();
     for m in &t.cgroups {
-        let s = m.pool_factor.get(algo).map_or(s, |f| 1.0 - (1.0 - s) * f);
+        // Its own pages are fewer than the sample's: the interval widens as the square root.
+        let (s, widen) = match (m.pool_factor.get(algo), m.sampled_pages) {
+            (Some(f), n) if n > 0 => {
+                (1.0 - (1.0 - s) * f, (m.of_sampled_pages as f64 / n as f64).sqrt().max(1.0))
+            }
+            _ => (s, 1.0),
+        };
         let moved = if charged(m) && s > 0.0 {
             ((m.excess_bytes as f64 / s) as u64).min(m.anon_bytes)
         } else {
             m.excess_bytes
         };
-        cgroups = plus(cgroups, scaled(c, moved, s));
+        cgroups = plus(cgroups, scaled_wider(c, moved, s, widen));
     }
     let global = if t.reason == TodayReason::Short { t.moved_out_bytes } else { 0 };
     if global > cgroups.moved_out_bytes { scaled(c, global, s) } else { cgroups }

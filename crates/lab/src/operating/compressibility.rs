@@ -24,8 +24,9 @@ pub const MIN_PAGES: u64 = 64;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CgroupPages {
     pub path: String,
-    /// Sampled pages whose process is in it (or a cgroup below it).
+    /// Sampled pages whose process is in it (or a cgroup below it), of every sampled page.
     pub sampled_pages: u64,
+    pub of_sampled_pages: u64,
     /// Per compressor: the bytes zram would store per page of the cgroup's, over the same of
     /// every sampled page (empty with fewer than [`MIN_PAGES`]).
     pub pool_factor: BTreeMap<String, f64>,
@@ -83,6 +84,7 @@ pub fn measure(
         .map(|((path, _), m)| CgroupPages {
             path: path.clone(),
             sampled_pages: page_pids.iter().filter(|p| m.contains(p)).count() as u64,
+            of_sampled_pages: page_pids.len() as u64,
             pool_factor: BTreeMap::new(),
         })
         .collect();

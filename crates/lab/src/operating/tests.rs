@@ -277,6 +277,7 @@ fn a_cgroup_saves_at_its_own_compressibility() {
     let own = [CgroupPages {
         path: "/sys/fs/cgroup/memory/lab".into(),
         sampled_pages: 500,
+        of_sampled_pages: 2000,
         pool_factor: [("lz4".to_string(), 1.5)].into(),
     }];
     let op = point(&b, PS, Some(&p), &x, 0.2, &own);
@@ -288,4 +289,7 @@ fn a_cgroup_saves_at_its_own_compressibility() {
     // Pool a third per byte in the sample, half in the cgroup: it saves half.
     let s = 1.0 - (1.0 - per_byte()) * 1.5;
     assert_eq!(z.memory_saved_bytes, (200.0 * MIB as f64 * s).round() as i64);
+    // A quarter of the sample: the interval twice as wide relative to the pool.
+    let rel = (z.memory_saved_ci[1] - z.memory_saved_ci[0]) as f64 / 2.0 / z.pool_bytes as f64;
+    assert!((rel - 2.0 * 0.1).abs() < 1e-3, "{rel}");
 }
