@@ -147,6 +147,9 @@ pub fn figures(r: &LabReport) -> Vec<String> {
 /// capped by its max_pool_percent, its swap area named with the decision).
 pub fn sizing(r: &LabReport) -> Option<String> {
     let d = &r.decision;
+    if d.kind == Kind::Zswap {
+        return zswap_sizing(r);
+    }
     let s = d.sizing.as_ref().filter(|_| d.kind == Kind::Zram)?;
     Some(format!(
         "size: disksize {} ({} x the {} moved out at {}), mem_limit {} ({} x its {} pool); zram's \
@@ -161,6 +164,36 @@ pub fn sizing(r: &LabReport) -> Option<String> {
         b(s.mem_limit_bytes as f64),
         zmem_lab::operating::LIMIT_HEADROOM,
         b(s.pool_bytes as f64),
+    ))
+}
+
+/// zswap's pool at the point moving out the most against its max_pool_percent of this
+/// machine's RAM: over it, 6.18's `zswap_store()` refuses pages (they go to the swap device
+/// as they are) and `shrink_worker()` writes the oldest back until the pool is under
+/// accept_threshold_percent of the limit (mm/zswap.c `zswap_check_limits()`).
+fn zswap_sizing(r: &LabReport) -> Option<String> {
+    let d = &r.decision;
+    let s = d.sizing.as_ref()?;
+    let zmem_lab::Config::Zswap { params, .. } = &d.chosen(&r.candidates)?.config else {
+        return None;
+    };
+    let ram = r.zswap.as_ref()?.live.mem_total_bytes?;
+    let percent = 100.0 * s.pool_bytes as f64 / ram.max(1) as f64;
+    let over = percent > f64::from(params.max_pool_percent);
+    Some(format!(
+        "size: at {} zswap's pool would hold {} in {} ({percent:.1} % of RAM), {} its \
+         max_pool_percent of {} %{}",
+        crate::apply::at(s),
+        b(s.moved_out_bytes as f64),
+        b(s.pool_bytes as f64),
+        if over { "over" } else { "within" },
+        params.max_pool_percent,
+        if over {
+            ": past it zswap refuses pages (they go to the swap device as they are) and writes \
+             its oldest back"
+        } else {
+            ""
+        }
     ))
 }
 

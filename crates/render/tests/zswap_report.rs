@@ -377,3 +377,40 @@ fn the_html_apply_block_fits_its_box() {
     let css = &html[html.find("<style>").unwrap()..html.find("</style>").unwrap()];
     assert!(css.contains("pre{white-space:pre-wrap;overflow-wrap:anywhere}"), "{css}");
 }
+
+/// A zswap decision sized at the cold age says its pool against max_pool_percent of RAM.
+#[test]
+fn a_zswap_decision_says_its_pool_against_max_pool_percent() {
+    let mut r = report();
+    let i = r
+        .candidates
+        .iter()
+        .position(|c| matches!(c.config, lab::Config::Zswap { .. }))
+        .expect("a zswap candidate");
+    common::decide_for(&mut r, i);
+    let c = &mut r.candidates[i];
+    // 600 MiB moved out in a 300 MiB pool: 29.3 % of the 1 GiB machine.
+    c.at_cold_age = Some(lab::operating::AtPoint {
+        moved_out_bytes: 600 << 20,
+        pool_bytes: 300 << 20,
+        memory_saved_bytes: 300 << 20,
+        memory_saved_ci: [290 << 20, 310 << 20],
+    });
+    // Figured at today's point (not every page swapped), so the decision is sized.
+    let mut op = lab::operating::point(
+        &r.decision.basis,
+        4096,
+        None,
+        &lab::operating::OperatingInput::default(),
+        0.2,
+        &[],
+    );
+    op.named = lab::operating::Named::Today;
+    r.decision.sizing = lab::operating::size(&r.candidates[i], &op);
+    let max = common::params_of(&r.candidates[i]).max_pool_percent;
+    let text = report::decision::text(&r);
+    let want = "zswap's pool would hold 600.0 MiB in 300.0 MiB (29.3 % of RAM), ";
+    assert!(text.contains(want), "{text}");
+    let side = if 29.3 > f64::from(max) { "over" } else { "within" };
+    assert!(text.contains(&format!("{side} its max_pool_percent of {max} %")), "{text}");
+}
