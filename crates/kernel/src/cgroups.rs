@@ -77,6 +77,16 @@ pub fn shown(root: &Path, dir: &Path) -> String {
     format!("/{}", dir.strip_prefix(root).unwrap_or(dir).display())
 }
 
+/// Which hierarchy the memory controller is on under `root`: 1 where the v1 `memory`
+/// hierarchy is mounted (it then owns the controller: a controller is on one hierarchy only),
+/// else 2 where a v2 hierarchy offers it; none without either.
+pub fn memory_controller_version(root: &Path) -> Option<u8> {
+    if root.join(V1_MEMORY).join("memory.limit_in_bytes").is_file() {
+        return Some(1);
+    }
+    v2_roots(root).iter().any(|r| matches!(r, V2Root::Memory(_))).then_some(2)
+}
+
 /// The memory cgroup of a process from its `/proc/PID/cgroup` text, as the pressure reading
 /// names cgroups (`/sys/fs/cgroup/memory/app`): v1's `memory` line under [`V1_MEMORY`], else
 /// the v2 line (`0::/app`) under the v2 hierarchy that offers the memory controller.
@@ -132,6 +142,19 @@ mod tests {
                 "/sys/fs/cgroup/unified/b.slice/x",
             ]
         );
+    }
+
+    #[test]
+    fn the_memory_controller_is_on_v1_where_mounted_else_v2() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        assert_eq!(memory_controller_version(r), None);
+        std::fs::create_dir_all(r.join("sys/fs/cgroup")).unwrap();
+        std::fs::write(r.join("sys/fs/cgroup/cgroup.controllers"), "cpu memory\n").unwrap();
+        assert_eq!(memory_controller_version(r), Some(2));
+        std::fs::create_dir_all(r.join(V1_MEMORY)).unwrap();
+        std::fs::write(r.join(V1_MEMORY).join("memory.limit_in_bytes"), "1\n").unwrap();
+        assert_eq!(memory_controller_version(r), Some(1));
     }
 
     #[test]

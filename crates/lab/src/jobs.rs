@@ -25,7 +25,7 @@ use crate::{LabError, Progress};
 use zmem_experiments::comp_bench::{self, AlgoSpec, Options, Row};
 use zmem_experiments::objects::Objects;
 use zmem_sim::device::ZramRunConfig;
-use zmem_sim::replay::{Access, SwapKind};
+use zmem_sim::replay::{Access, CgroupVersion, SwapKind};
 use zmem_sim::swap_device::SwapDevice;
 
 use crate::measure::{self, SWAP_CASES};
@@ -56,6 +56,8 @@ pub(super) struct ZswapPlan {
     pub refs: Vec<String>,
     /// `pool_scale` of [`crate::zswap::replay_percent`].
     pub scale: f64,
+    /// The machine's memory cgroup version: v2 charges zswap's pool to the replay's memcg.
+    pub cgroup: CgroupVersion,
 }
 
 /// What step 2 measures on the pages.
@@ -395,7 +397,15 @@ fn run_job(
             };
             let replay = |kind, c: &ZswapConfigChoice| {
                 let (acc, dev) = (plan.accesses, plan.device);
-                let r = crate::zswap::replay(pages, ps, acc, dev, kind, c, z.scale, &objects);
+                let r = crate::zswap::replay(
+                    pages,
+                    ps,
+                    (acc, dev),
+                    kind,
+                    c,
+                    (z.scale, z.cgroup),
+                    &objects,
+                );
                 p.advance(plan.accesses.len() as u64);
                 r
             };
@@ -597,6 +607,7 @@ mod tests {
             grid: crate::zswap::grid(true, &offered, 90),
             refs: vec!["lzo-rle".into(), "zstd".into()],
             scale: 1.0,
+            cgroup: CgroupVersion::V1,
         };
         let plan = Plan { zswap: Some(&z), ..plan(&policies, &[]) };
         let jobs = jobs(&plan, &["zsmalloc"], &[Some(0)]);
@@ -675,7 +686,12 @@ mod tests {
         let dev = SwapDevice::default();
         // The lab's one measuring phase with only this grid (and the rows it always measures).
         let run = |pages: &[u8]| {
-            let zp = ZswapPlan { grid: grid.to_vec(), refs: vec!["lzo-rle".into()], scale: 1.0 };
+            let zp = ZswapPlan {
+                grid: grid.to_vec(),
+                refs: vec!["lzo-rle".into()],
+                scale: 1.0,
+                cgroup: CgroupVersion::V1,
+            };
             let plan = Plan {
                 pages,
                 page_size: 4096,
@@ -717,5 +733,41 @@ mod tests {
             grid[0].at_accept(70).name(),
             "zswap lzo max_pool_percent=25 shrinker=off accept_threshold_percent=70"
         );
+    }
+
+    /// On cgroup v2 zswap's pool is charged to the memcg (mm/memcontrol.c
+    /// `obj_cgroup_charge_zswap()`), so the same replay has less room for pages and swaps more;
+    /// the plan's version reaches the grid's replays.
+    #[test]
+    fn a_v2_machine_charges_the_grids_pool() {
+        // Mixed pages (the built-in set's first pages are mostly same-filled: charged nothing).
+        let set = zmem_pages::generate::generate(zmem_pages::generate::Kind::Mixed, 256, 4096, 3)
+            .unwrap();
+        let pages = set.bytes();
+        let accesses = crate::evidence::trace_for(256).unwrap();
+        let grid = [crate::zswap::ZswapConfigChoice::new("lzo", 100, 90, false)];
+        let dev = SwapDevice::default();
+        let outs = |cgroup| {
+            let zp =
+                ZswapPlan { grid: grid.to_vec(), refs: vec!["lzo".into()], scale: 1.0, cgroup };
+            let plan = Plan {
+                pages,
+                page_size: 4096,
+                bench: zmem_experiments::comp_bench::Options {
+                    min_time: std::time::Duration::ZERO,
+                    ..Default::default()
+                },
+                specs: Vec::new(),
+                policies: &[],
+                accesses: &accesses,
+                device: &dev,
+                threads: 1,
+                zswap: Some(&zp),
+            };
+            let (replayed, _) = run(&plan, &crate::NoProgress).unwrap().zswap.unwrap();
+            replayed[0].row.as_ref().unwrap().swap_outs
+        };
+        let (v1, v2) = (outs(CgroupVersion::V1), outs(CgroupVersion::V2));
+        assert!(v2 > v1, "v1 {v1}, v2 {v2}");
     }
 }

@@ -243,6 +243,10 @@ fn zswap_plan(
         grid: zswap::grid(live.present, &live.offered, live.state.module.accept_threshold_percent),
         refs,
         scale: zswap::pool_scale(live.mem_total_bytes, ps, n, projected_pages),
+        cgroup: match live.memory_cgroup_version {
+            Some(2) => zmem_sim::replay::CgroupVersion::V2,
+            _ => zmem_sim::replay::CgroupVersion::V1,
+        },
     })
 }
 

@@ -118,17 +118,18 @@ pub fn zram_reference(algo: &str) -> ZswapConfigChoice {
 /// One replay of `accesses` with RAM for a quarter of the pages (a job of the lab's one
 /// measuring phase, `jobs`), its stores taking the compressor table's objects of `pages` where
 /// it has them for the replay's compressor (`measure::swap_row_with`, which charges their cost).
-#[allow(clippy::too_many_arguments)]
+/// `on`: the access trace and the device behind the swap file; `at`: the pool's scale and the
+/// machine's memory cgroup version (v2 charges the pool to the replay's memcg).
 pub(crate) fn replay(
     pages: &[u8],
     ps: usize,
-    accesses: &[Access],
-    device: &SwapDevice,
+    on: (&[Access], &SwapDevice),
     kind: SwapKind,
     c: &ZswapConfigChoice,
-    scale: f64,
+    at: (f64, CgroupVersion),
     objects: &[&Objects],
 ) -> Result<SwapRow, LabError> {
+    let ((accesses, device), (scale, cgroup)) = (on, at);
     let n = (pages.len() / ps) as u64;
     let cfg = ReplayConfig {
         ram_pages: (n / RAM_FRACTION).max(1),
@@ -140,6 +141,7 @@ pub(crate) fn replay(
             max_pool_percent: replay_percent(c.params.max_pool_percent, scale),
             ..c.params.clone()
         },
+        cgroup,
         ..ReplayConfig::default()
     };
     crate::measure::swap_row_with(pages, ps, accesses, &cfg, objects, &NoProgress)

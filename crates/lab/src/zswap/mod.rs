@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 
 use zmem_experiments::objects::Objects;
 use zmem_kernel::zswap_state::{ZswapRates, ZswapState};
-use zmem_sim::replay::{Access, ReplayConfig, SwapKind};
+use zmem_sim::replay::{Access, CgroupVersion, ReplayConfig, SwapKind};
 use zmem_sim::swap_device::SwapDevice;
 
 use crate::candidate::{Candidate, Config, DeviceTraffic, OverBudget};
@@ -91,6 +91,11 @@ pub struct ZswapLive {
     /// `/proc/meminfo` MemTotal: what max_pool_percent is a percentage of.
     #[serde(default)]
     pub mem_total_bytes: Option<u64>,
+    /// The hierarchy the memory controller is on (`cgroups::memory_controller_version`): on
+    /// v2 zswap's pool is charged to the memcg, and the grid's replays charge it
+    /// (zmem-sim's `CgroupVersion`); absent where neither is mounted (then v1's, no charge).
+    #[serde(default)]
+    pub memory_cgroup_version: Option<u8>,
 }
 
 /// One active swap area and what it holds.

@@ -123,6 +123,9 @@ pub fn read_live(mount_debugfs: bool) -> ZswapLive {
         zmem_kernel::stat::meminfo().ok().and_then(|m| m.get("MemTotal").copied());
     ZswapLive {
         mem_total_bytes,
+        memory_cgroup_version: zmem_kernel::cgroups::memory_controller_version(
+            std::path::Path::new("/"),
+        ),
         present: caps.zswap_present,
         offered: caps.zswap_compressors,
         state,

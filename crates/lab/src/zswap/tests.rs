@@ -58,6 +58,7 @@ pub(crate) fn fake_live(present: bool, offered: &[&str], enabled: bool) -> Zswap
         swappiness: Some(60),
         page_cluster: Some(3),
         mem_total_bytes: None,
+        memory_cgroup_version: None,
     }
 }
 

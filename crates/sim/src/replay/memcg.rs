@@ -34,10 +34,10 @@
 
 use std::str::FromStr;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Which cgroup hierarchy the memory controller is on.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CgroupVersion {
     /// cgroup v1 (`memory.limit_in_bytes`): zswap's pool is not charged, and the memcg has no
