@@ -228,6 +228,7 @@ mod tests {
             promotion_percent_per_min: 0.0,
             promotion_budget_percent_per_min: 0.2,
             over_promotion_budget: false,
+            pool_factor: Default::default(),
         }
     }
 

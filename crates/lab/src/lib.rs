@@ -308,7 +308,7 @@ fn judge(
     candidate::on_basis(&mut cands, &basis, estimates, &reference);
     let pressure = opts.pressure.as_ref().map(|p| &p.now);
     let promotion = opts.budgets.promotion_percent_per_min;
-    let own = cgroup_pages(m.pages, m.ps, &cands, &opts.operating)?;
+    let own = own_pages(m.pages, m.ps, &cands, &opts.operating)?;
     let op = operating::point(&basis, m.ps as u64, pressure, &opts.operating, promotion, &own);
     operating::at(&mut cands, &basis, &op, m.ps as u64);
     let swaps = opts.zswap.as_ref().map_or(&[][..], |z| &z.live.swaps);
@@ -339,21 +339,48 @@ fn judge(
     Ok(Judged { candidates: cands, decision, zswap })
 }
 
-/// The cgroups' own compressibility, where each sampled page's process is known.
-fn cgroup_pages(
+/// What the sample tells of the pages each point moves out, where each sampled page's process
+/// is known: each cgroup's own compressibility, and the cold bytes' told apart by process.
+fn own_pages(
     pages: &[u8],
     ps: usize,
     cands: &[Candidate],
     x: &operating::OperatingInput,
-) -> Result<Vec<operating::CgroupPages>, LabError> {
-    let Some(pids) = x.page_pids.as_deref().filter(|_| !x.cgroup_pids.is_empty()) else {
-        return Ok(Vec::new());
+) -> Result<operating::Own, LabError> {
+    let Some(pids) = x.page_pids.as_deref() else {
+        return Ok(operating::Own::default());
     };
     let mut algos: Vec<&str> =
         cands.iter().filter(|c| c.available).filter_map(|c| c.config.compressor()).collect();
     algos.sort_unstable();
     algos.dedup();
-    operating::compressibility::measure(pages, ps, pids, &x.cgroup_pids, &algos)
+    let cgroups = match x.cgroup_pids.is_empty() {
+        true => Vec::new(),
+        false => operating::compressibility::measure(pages, ps, pids, &x.cgroup_pids, &algos)?,
+    };
+    let cold = match x.cold.as_ref().and_then(|c| cold_shares(c, x.cold_age_secs)) {
+        Some((by_pid, overall)) => {
+            let share = |p: u32| by_pid.get(&p).copied().unwrap_or(overall);
+            operating::compressibility::cold_weighted(pages, ps, pids, share, &algos)?
+        }
+        None => Default::default(),
+    };
+    Ok(operating::Own { cgroups, cold })
+}
+
+/// Each watched process's share of its anonymous memory idle at `t`, and the whole curve's.
+fn cold_shares(
+    c: &zmem_kernel::cold::ColdCurve,
+    t: u64,
+) -> Option<(std::collections::BTreeMap<u32, f64>, f64)> {
+    let i = c.ages_secs.iter().position(|&a| a == t)?;
+    let by_pid = c
+        .per_process
+        .iter()
+        .filter(|p| p.exited_before_secs.is_none() && p.anon_bytes > 0)
+        .filter_map(|p| Some((p.pid, *p.cold_bytes_at_age.get(i)? as f64 / p.anon_bytes as f64)))
+        .collect();
+    Some((by_pid, c.cold_fraction(i)))
 }
 
 #[cfg(test)]

@@ -40,12 +40,17 @@ pub mod compressibility;
 
 pub use crate::candidate::AtPoint;
 use crate::candidate::{Basis, Candidate, Config, NowSource};
-pub use compressibility::CgroupPages;
+pub use compressibility::{CgroupPages, Own};
 
 /// Said wherever a saving at a point is given: which pages the compressibility is from.
 pub const COMPRESSIBILITY_NOTE: &str = "cold and hot pages cannot be told apart (smaps counts \
      idle bytes per mapping, not which pages), so the bytes moved are taken to compress as the \
      sample's pages do";
+
+/// Said where the cold bytes' compressibility was weighted by process.
+pub const COLD_BY_PROCESS_NOTE: &str = "the cold bytes compress as the sampled pages weighted by \
+     their process's share idle at T (told apart by process; within a process, smaps counts \
+     idle bytes per mapping, not which pages, so its cold and hot pages are taken alike)";
 
 /// The default cold age T, in seconds: the longest of the default ages (10 s, 30 s, 1 min)
 /// that the default observation window (one minute, the lab's whole-run goal) can read.
@@ -144,6 +149,10 @@ pub struct ColdAt {
     pub promotion_bound: bool,
     /// The promotion as a share of the working set (the bytes touched within T) per minute.
     pub promotion_percent_per_min: f64,
+    /// Per compressor, the cold bytes' pool per page over every sampled page's, told apart by
+    /// process ([`compressibility::cold_weighted`]; empty: the sample's).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pool_factor: BTreeMap<String, f64>,
     /// The promotion budget it is checked against (`--promotion-budget`), and whether it is
     /// over it: memory idle for T comes back too often for T to be the age to move it at.
     #[serde(default)]
@@ -211,12 +220,13 @@ pub fn point(
     pressure: Option<&Pressure>,
     x: &OperatingInput,
     promotion_budget: f64,
-    own: &[CgroupPages],
+    own: &Own,
 ) -> OperatingPoint {
     let pressure = pressure.filter(|_| x.this_machine);
     let cold = x.cold.as_ref().and_then(|c| cold_at(c, x.cold_age_secs)).map(|k| ColdAt {
         promotion_budget_percent_per_min: promotion_budget,
         over_promotion_budget: k.promotion_percent_per_min > promotion_budget,
+        pool_factor: own.cold.clone(),
         ..k
     });
     let cold_unseen = match (&cold, &x.cold, &x.cold_unseen) {
@@ -235,10 +245,14 @@ pub fn point(
             (None, _) => Named::AllPages,
             _ => Named::Today,
         },
-        today: today(basis, ps, pressure, &x.cgroup_limits, own),
+        today: today(basis, ps, pressure, &x.cgroup_limits, &own.cgroups),
         cold,
         cold_unseen,
-        compressibility: COMPRESSIBILITY_NOTE.into(),
+        compressibility: if own.cold.is_empty() {
+            COMPRESSIBILITY_NOTE.into()
+        } else {
+            COLD_BY_PROCESS_NOTE.into()
+        },
     }
 }
 
@@ -370,6 +384,7 @@ fn cold_at(curve: &ColdCurve, t: u64) -> Option<ColdAt> {
         promotion_percent_per_min: percent,
         promotion_budget_percent_per_min: 0.0,
         over_promotion_budget: false,
+        pool_factor: BTreeMap::new(),
     })
 }
 
@@ -448,6 +463,8 @@ pub fn at(cands: &mut [Candidate], basis: &Basis, op: &OperatingPoint, ps: u64) 
         let live = op.today.reason == TodayReason::LiveSwap;
         c.at_today = if live { all } else { today_at(c, &op.today, s) };
         c.at_cold_age = op.cold.as_ref().map(|k| {
+            let algo = c.config.compressor().unwrap_or("");
+            let s = k.pool_factor.get(algo).map_or(s, |f| 1.0 - (1.0 - s) * f);
             let cold = scaled(c, k.cold_bytes, s);
             if live { plus(all, cold) } else { cold }
         });

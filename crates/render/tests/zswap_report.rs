@@ -404,7 +404,7 @@ fn a_zswap_decision_says_its_pool_against_max_pool_percent() {
         None,
         &lab::operating::OperatingInput::default(),
         0.2,
-        &[],
+        &lab::operating::Own::default(),
     );
     op.named = lab::operating::Named::Today;
     r.decision.sizing = lab::operating::size(&r.candidates[i], &op);

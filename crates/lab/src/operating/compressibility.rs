@@ -20,6 +20,14 @@ use crate::LabError;
 /// compressibility from the sample's, and the sample's is used.
 pub const MIN_PAGES: u64 = 64;
 
+/// What the sample tells of the pages a point moves out: each cgroup's own, and the cold
+/// bytes' (per compressor, their pool per page over every sampled page's).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Own {
+    pub cgroups: Vec<CgroupPages>,
+    pub cold: BTreeMap<String, f64>,
+}
+
 /// One cgroup's sampled pages and how they compress against every sampled page.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CgroupPages {
@@ -93,21 +101,44 @@ pub fn measure(
     }
     for algo in algos {
         let lens = stored_lengths(pages, ps, algo)?;
-        let mean = |keep: &dyn Fn(usize) -> bool| {
-            let (sum, n) = lens
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| keep(*i))
-                .fold((0u64, 0u64), |(s, n), (_, &l)| (s + l, n + 1));
-            sum as f64 / n.max(1) as f64
-        };
-        let all = mean(&|_| true);
         for (c, m) in out.iter_mut().zip(&members) {
-            if c.sampled_pages < MIN_PAGES || all == 0.0 {
+            if c.sampled_pages < MIN_PAGES {
                 continue;
             }
-            let own = mean(&|i| page_pids.get(i).is_some_and(|p| m.contains(p)));
-            c.pool_factor.insert(algo.to_string(), own / all);
+            let weights: Vec<f64> =
+                page_pids.iter().map(|p| if m.contains(p) { 1.0 } else { 0.0 }).collect();
+            if let Some(f) = factor(&lens, &weights) {
+                c.pool_factor.insert(algo.to_string(), f);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The bytes stored per page of pages weighted by `weights`, over every page's; none where
+/// either is 0 (nothing stored, or no weight).
+fn factor(lens: &[u64], weights: &[f64]) -> Option<f64> {
+    let all = lens.iter().sum::<u64>() as f64 / lens.len().max(1) as f64;
+    let w: f64 = weights.iter().sum();
+    let own: f64 = lens.iter().zip(weights).map(|(&l, &w)| l as f64 * w).sum();
+    (all > 0.0 && w > 0.0).then(|| own / w / all)
+}
+
+/// The cold bytes' compressibility, told apart by process: each sampled page weighted by its
+/// process's share of anonymous memory idle at the cold age (`cold_share(pid)`), per
+/// compressor, over every sampled page's (1: cold memory compresses as the sample does).
+pub fn cold_weighted(
+    pages: &[u8],
+    ps: usize,
+    page_pids: &[u32],
+    cold_share: impl Fn(u32) -> f64,
+    algos: &[&str],
+) -> Result<BTreeMap<String, f64>, LabError> {
+    let weights: Vec<f64> = page_pids.iter().map(|&p| cold_share(p)).collect();
+    let mut out = BTreeMap::new();
+    for algo in algos {
+        if let Some(f) = factor(&stored_lengths(pages, ps, algo)?, &weights) {
+            out.insert(algo.to_string(), f);
         }
     }
     Ok(out)
@@ -146,5 +177,9 @@ mod tests {
             assert_eq!(m[1].pool_factor[algo], 0.0);
         }
         assert!(m[2].pool_factor.is_empty(), "no page of its own: the sample's");
+        // Process 2 all cold, process 1 a third: the cold bytes are three quarters text.
+        let share = |p: u32| if p == 2 { 1.0 } else { 1.0 / 3.0 };
+        let w = cold_weighted(&pages, ps, &pids, share, &["lz4"]).unwrap();
+        assert!((w["lz4"] - 1.5).abs() < 1e-9, "{w:?}");
     }
 }

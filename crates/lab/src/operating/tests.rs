@@ -79,7 +79,7 @@ fn cgroup(version: u8, usage: u64, limit: u64, anon: u64, file: u64) -> CgroupPr
 
 fn run(b: &Basis, p: Option<&Pressure>, x: &OperatingInput) -> (OperatingPoint, Vec<Candidate>) {
     let x = OperatingInput { this_machine: true, ..x.clone() };
-    let op = point(b, PS, p, &x, 0.2, &[]);
+    let op = point(b, PS, p, &x, 0.2, &Own::default());
     let mut cands = vec![zram(b), zswap(b), Candidate::none(b.now_bytes)];
     at(&mut cands, b, &op, PS);
     (op, cands)
@@ -226,7 +226,7 @@ fn a_live_swap_is_today_and_the_cold_age_adds_to_it() {
     assert_eq!(op.today.reason, TodayReason::NoReading);
     assert_eq!((op.named, cands[0].at_point(op.named)), (Named::AllPages, None));
     // Pages from elsewhere: this machine's pressure says nothing of them.
-    let elsewhere = point(&b, PS, Some(&calm()), &x, 0.2, &[]);
+    let elsewhere = point(&b, PS, Some(&calm()), &x, 0.2, &Own::default());
     assert_eq!(
         (elsewhere.named, elsewhere.today.reason),
         (Named::AllPages, TodayReason::NoReading)
@@ -274,12 +274,15 @@ fn a_cgroup_saves_at_its_own_compressibility() {
         ..OperatingInput::default()
     };
     // Its pages take 1.5 times the sample's pool per page with lz4.
-    let own = [CgroupPages {
-        path: "/sys/fs/cgroup/memory/lab".into(),
-        sampled_pages: 500,
-        of_sampled_pages: 2000,
-        pool_factor: [("lz4".to_string(), 1.5)].into(),
-    }];
+    let own = Own {
+        cgroups: vec![CgroupPages {
+            path: "/sys/fs/cgroup/memory/lab".into(),
+            sampled_pages: 500,
+            of_sampled_pages: 2000,
+            pool_factor: [("lz4".to_string(), 1.5)].into(),
+        }],
+        cold: [("lz4".to_string(), 0.5)].into(),
+    };
     let op = point(&b, PS, Some(&p), &x, 0.2, &own);
     assert_eq!(op.today.cgroups[0].sampled_pages, 500);
     let mut cands = vec![zram(&b)];
@@ -292,4 +295,24 @@ fn a_cgroup_saves_at_its_own_compressibility() {
     // A quarter of the sample: the interval twice as wide relative to the pool.
     let rel = (z.memory_saved_ci[1] - z.memory_saved_ci[0]) as f64 / 2.0 / z.pool_bytes as f64;
     assert!((rel - 2.0 * 0.1).abs() < 1e-3, "{rel}");
+}
+
+/// Cold bytes told apart by process compress at their weighted factor, and the note says so.
+#[test]
+fn the_cold_bytes_compress_at_their_processes_factor() {
+    let b = basis(NowSource::Uncompressed);
+    let x = OperatingInput {
+        cold: Some(curve(&[60], &[300 * MIB], 400 * MIB)),
+        this_machine: true,
+        ..OperatingInput::default()
+    };
+    let own = Own { cold: [("lz4".to_string(), 0.5)].into(), ..Own::default() };
+    let op = point(&b, PS, Some(&calm()), &x, 0.2, &own);
+    assert_eq!(op.compressibility, COLD_BY_PROCESS_NOTE);
+    let mut cands = vec![zram(&b)];
+    at(&mut cands, &b, &op, PS);
+    let cold = cands[0].at_cold_age.unwrap();
+    // Pool a third per byte in the sample, a sixth for the cold bytes.
+    let s = 1.0 - (1.0 - per_byte()) * 0.5;
+    assert_eq!(cold.memory_saved_bytes, (300.0 * MIB as f64 * s).round() as i64);
 }
