@@ -675,6 +675,31 @@ mod tests {
         assert_eq!(board.next(), None);
     }
 
+    /// The lab's one measuring phase with only zswap's plan (and the rows it always measures).
+    fn zswap_only(
+        pages: &[u8],
+        accesses: &[Access],
+        dev: &SwapDevice,
+        zp: &ZswapPlan,
+        threads: usize,
+    ) -> (Vec<crate::zswap::Replayed>, Vec<SwapRow>) {
+        let plan = Plan {
+            pages,
+            page_size: 4096,
+            bench: zmem_experiments::comp_bench::Options {
+                min_time: std::time::Duration::ZERO,
+                ..Default::default()
+            },
+            specs: Vec::new(),
+            policies: &[],
+            accesses,
+            device: dev,
+            threads,
+            zswap: Some(zp),
+        };
+        run(&plan, &crate::NoProgress).unwrap().zswap.unwrap()
+    }
+
     #[test]
     fn the_accept_threshold_is_swept_only_where_the_pool_hit_its_limit() {
         let set = zmem_pages::builtin::default_set_with(4096).unwrap();
@@ -692,21 +717,7 @@ mod tests {
                 scale: 1.0,
                 cgroup: CgroupVersion::V1,
             };
-            let plan = Plan {
-                pages,
-                page_size: 4096,
-                bench: zmem_experiments::comp_bench::Options {
-                    min_time: std::time::Duration::ZERO,
-                    ..Default::default()
-                },
-                specs: Vec::new(),
-                policies: &[],
-                accesses: &accesses,
-                device: &dev,
-                threads: 2,
-                zswap: Some(&zp),
-            };
-            let (replayed, refs) = run(&plan, &crate::NoProgress).unwrap().zswap.unwrap();
+            let (replayed, refs) = zswap_only(pages, &accesses, &dev, &zp, 2);
             assert_eq!(refs.len(), 1);
             replayed
                 .iter()
@@ -750,21 +761,7 @@ mod tests {
         let outs = |cgroup| {
             let zp =
                 ZswapPlan { grid: grid.to_vec(), refs: vec!["lzo".into()], scale: 1.0, cgroup };
-            let plan = Plan {
-                pages,
-                page_size: 4096,
-                bench: zmem_experiments::comp_bench::Options {
-                    min_time: std::time::Duration::ZERO,
-                    ..Default::default()
-                },
-                specs: Vec::new(),
-                policies: &[],
-                accesses: &accesses,
-                device: &dev,
-                threads: 1,
-                zswap: Some(&zp),
-            };
-            let (replayed, _) = run(&plan, &crate::NoProgress).unwrap().zswap.unwrap();
+            let (replayed, _) = zswap_only(pages, &accesses, &dev, &zp, 1);
             replayed[0].row.as_ref().unwrap().swap_outs
         };
         let (v1, v2) = (outs(CgroupVersion::V1), outs(CgroupVersion::V2));
