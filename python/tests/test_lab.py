@@ -74,6 +74,17 @@ def test_lab_on_other_pages_differs():
     assert sizes(a) != sizes(b)
 
 
+def test_cpu_is_priced_on_the_generated_trace_only_when_asked():
+    """Pages from a file, nothing observed, no cold curve: CPU is not priced (rates 0, source
+    `none`) unless the generated trace is asked for."""
+    pages = zmem.PageSet.generate("mixed", pages=256, seed=3)
+    plain = zmem.lab(pages, observe=0, min_time_ms=1)
+    assert plain["rates"]["source"] == "none" and plain["rates"]["swap_ins_per_sec"] == 0
+    assert "not priced" in plain["rates"]["note"]
+    asked = zmem.lab(pages, observe=0, min_time_ms=1, generated_trace=True)
+    assert asked["rates"]["source"] == "replay" and asked["rates"]["swap_ins_per_sec"] > 0
+
+
 def test_lab_writes_its_files_as_the_cli_does(zmem_bin, tmp_path):
     """`output`, `apply_script` and `undo_script` write what `zmem lab -o DIR --apply-script F
     --undo-script G` writes (one function for both doors): report.json is the returned report."""

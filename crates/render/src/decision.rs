@@ -86,10 +86,14 @@ fn text_raw(r: &LabReport) -> String {
             d.basis.pages
         );
     }
+    let cpu = if r.rates.source == "none" {
+        "CPU not priced (no swap rates: see Rates below)".to_string()
+    } else {
+        format!("{:.3} % of a core", 100.0 * d.cpu_seconds_per_second)
+    };
     s += &format!(
-        "  costs {:.3} % of a core; swap-in p99 {:.0} us end to end where memory is full (fault, \
-         read, and the reclaim a fault then does)\n",
-        100.0 * d.cpu_seconds_per_second,
+        "  costs {cpu}; swap-in p99 {:.0} us end to end where memory is full (fault, read, and \
+         the reclaim a fault then does)\n",
         d.swap_in_p99_ns as f64 / 1e3
     );
     s += &format!("  why: {}\n", reason_words(d));

@@ -49,6 +49,9 @@ pub struct LabRequest {
     pub cgroup_limits: Vec<(String, u64)>,
     /// Do not read the cold curve (it clears the processes' referenced bits; `window`).
     pub no_cold: bool,
+    /// Price CPU at the generated trace's swap rates where nothing else gives rates (no swap
+    /// observed, no cold curve, no `--trace`); without it that CPU is not priced.
+    pub generated_trace: bool,
 }
 
 impl Default for LabRequest {
@@ -66,6 +69,7 @@ impl Default for LabRequest {
             cold_age_secs: crate::operating::DEFAULT_COLD_AGE_SECS,
             cgroup_limits: Vec::new(),
             no_cold: false,
+            generated_trace: false,
         }
     }
 }
@@ -233,6 +237,9 @@ pub fn run_lab(req: LabRequest, progress: &dyn Progress) -> Result<LabReport, La
         ..LabOptions::default()
     };
     let ps = e.source.page_size;
+    // A trace of the user's prices CPU where nothing was observed, as the generated one does
+    // only when asked.
+    let generated = req.generated_trace || req.trace.is_some();
     let measured = AtomicBool::new(false);
     std::thread::scope(|s| {
         let seen = s.spawn(|| window::run(&plan, &measured, progress));
@@ -240,6 +247,9 @@ pub fn run_lab(req: LabRequest, progress: &dyn Progress) -> Result<LabReport, La
             measured.store(true, Ordering::Release);
             let seen = seen.join().map_err(|_| LabError::Setup("the window panicked".into()))??;
             window::apply(seen, o, t, ps);
+            if !generated {
+                o.rates = window::unpriced(o.rates.clone());
+            }
             Ok(())
         })
     })

@@ -387,6 +387,25 @@ pub const LAB_OPTIONS: &[LabOption] = &[
         },
     },
     LabOption {
+        name: "generated_trace",
+        value_name: "",
+        kind: ValueKind::Flag,
+        choices: &[],
+        conflicts_with: &["trace"],
+        live: false,
+        help: |_| {
+            "Where nothing gives swap rates (no swap to observe, no cold curve, no --trace), price \
+             CPU at the swap rates of zmem's generated access trace; without it that CPU is not \
+             priced, and the report says so"
+                .into()
+        },
+        shown: |_| None,
+        parse: |r, _| {
+            r.generated_trace = true;
+            Ok(())
+        },
+    },
+    LabOption {
         name: "threads",
         value_name: "N",
         kind: ValueKind::Count,

@@ -258,6 +258,25 @@ fn add_asked(p: &mut Pressure, limits: &[(String, u64)]) {
     }
 }
 
+/// Rates where nothing gave any (no swap observed, no cold curve, no trace of the user's): CPU
+/// and swap-in traffic not priced, at 0, saying so (`source` `none`), rather than priced on a
+/// generated trace nobody asked for.
+pub fn unpriced(rates: Result<Rates, String>) -> Result<Rates, String> {
+    rates.or_else(|why| {
+        Ok(Rates {
+            swap_ins_per_sec: 0.0,
+            swap_outs_per_sec: 0.0,
+            observed_secs: 0.0,
+            source: "none".into(),
+            note: format!(
+                "{why}, and no cold curve or access trace gives rates: CPU and swap traffic are \
+                 not priced (--trace FILE prices them on an access trace of yours, \
+                 --generated-trace on zmem's generated one)"
+            ),
+        })
+    })
+}
+
 /// Sets what the window saw on the lab's options.
 pub fn apply(seen: Seen, opts: &mut LabOptions, t: u64, ps: usize) {
     let mut rates = seen.rates;
@@ -380,8 +399,12 @@ mod tests {
         assert!(
             r.note.starts_with("no swap: memory idle for 60 s") && r.note.contains("upper bound")
         );
-        // T not read: the reason stands.
+        // T not read: the reason stands, and unpriced it is 0 with its reason.
         assert_eq!(cold_rates(Err("no swap".into()), Some(&c), 120, 4096), Err("no swap".into()));
         assert_eq!(cold_rates(Err("no swap".into()), None, 60, 4096), Err("no swap".into()));
+        let none = unpriced(Err("no swap".into())).unwrap();
+        assert_eq!((none.swap_ins_per_sec, none.source.as_str()), (0.0, "none"));
+        assert!(none.note.starts_with("no swap, and no cold curve"), "{}", none.note);
+        assert_eq!(unpriced(Ok(r.clone())), Ok(r));
     }
 }
