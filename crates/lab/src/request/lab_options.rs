@@ -200,7 +200,8 @@ pub const LAB_OPTIONS: &[LabOption] = &[
                 "The cold age T: memory idle this long is what reclaim moves out first and \
                  proactive reclaim would move out now; the report gives each configuration's \
                  savings there beside today's (10s, 2m; default the longest of 10 s, 30 s and \
-                 1 min that the default --observe of {} s reads)",
+                 1 min that the default --observe of {} s reads; a longer one lengthens the \
+                 window unless --observe is given)",
                 d.observe_secs
             )
         },
@@ -506,11 +507,15 @@ impl LabArgs {
 
     /// The request, refused where two options that conflict were both given (the CLI's clap
     /// refuses them first, in its words; Python's are these).
-    pub fn finish(self) -> Result<LabRequest, ArgError> {
+    pub fn finish(mut self) -> Result<LabRequest, ArgError> {
         for o in LAB_OPTIONS.iter().filter(|o| self.given(o.name)) {
             if let Some(other) = o.conflicts_with.iter().find(|c| self.given(c)) {
                 return Err(ArgError::new("", format!("give {} or {other}, not both", o.name)));
             }
+        }
+        // A cold age past the default window lengthens it, unless --observe says how long.
+        if !self.given("observe") {
+            self.req.observe_secs = self.req.observe_secs.max(self.req.cold_age_secs);
         }
         Ok(self.req)
     }
@@ -621,6 +626,9 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(r.cold_age_secs, 120);
+        assert_eq!(r.observe_secs, 120, "the window reaches the cold age asked for");
+        let given = request(&[("cold_age", "2m"), ("observe", "30")]).unwrap();
+        assert_eq!(given.observe_secs, 30, "an --observe given stands");
         assert_eq!(
             r.cgroup_limits,
             [("/sys/fs/cgroup/memory/a".to_string(), 1 << 30), ("/b".to_string(), 512 << 20)]
