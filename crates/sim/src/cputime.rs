@@ -30,6 +30,18 @@ pub fn thread_cpu_ns() -> Option<u64> {
     Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
+/// User + system CPU nanoseconds the whole process has used, every thread together
+/// (`CLOCK_PROCESS_CPUTIME_ID`, the scheduler's own runtime, as [`thread_cpu_ns`]), or `None`
+/// if the system refuses.
+pub fn process_cpu_ns() -> Option<u64> {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: as in `thread_cpu_ns`: one timespec written to our own writable pointer.
+    if unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) } != 0 {
+        return None;
+    }
+    Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
 /// Minor page faults the calling thread has taken (`ru_minflt`), or `None` if the system
 /// refuses: a count that, unlike a time, other processes on the machine do not move.
 pub fn thread_minor_faults() -> Option<u64> {
@@ -119,6 +131,24 @@ mod tests {
         std::hint::black_box(&v);
         let after = thread_minor_faults().unwrap();
         assert!(after > before, "{before} -> {after}");
+    }
+
+    /// The process clock counts every thread: another thread's spin shows in it, not in this
+    /// thread's clock.
+    #[test]
+    fn the_process_clock_counts_other_threads() {
+        let (p0, t0) = (process_cpu_ns().unwrap(), thread_cpu_ns().unwrap());
+        std::thread::spawn(|| {
+            let start = thread_cpu_ns().unwrap();
+            while thread_cpu_ns().unwrap() - start < 20_000_000 {
+                std::hint::black_box(0u64);
+            }
+        })
+        .join()
+        .unwrap();
+        let (p1, t1) = (process_cpu_ns().unwrap(), thread_cpu_ns().unwrap());
+        assert!(p1 - p0 >= 20_000_000, "process {p0} -> {p1}");
+        assert!(t1 - t0 < 20_000_000, "this thread {t0} -> {t1}");
     }
 
     #[test]

@@ -35,7 +35,8 @@ pub struct Args {
     /// --textfile).
     #[arg(long, conflicts_with = "textfile")]
     advise: bool,
-    /// Most CPU the advisor uses, zram and zswap sampling together, in percent of one core.
+    /// Most CPU the exporter uses with the advisor (zram and zswap sampling, scrapes and
+    /// start-up together: the advisor yields), in percent of one core.
     #[arg(long, value_name = "PCT", default_value_t = 1.0, requires = "advise", value_parser = percent)]
     advise_cpu: f64,
     /// Pages the advisor's sample aims at per device (zram: stored pages; zswap: resident

@@ -132,6 +132,11 @@ fn same_filled(page: &[u8]) -> bool {
     zmem_zram::same_filled(page).is_some()
 }
 
+/// The whole process's CPU time in ns (0 where the system refuses).
+pub fn process_cpu_ns() -> u64 {
+    zmem_sim::cputime::process_cpu_ns().unwrap_or(0)
+}
+
 /// Thread CPU time in ns (0 where the system refuses).
 pub fn thread_cpu_ns() -> u64 {
     zmem_sim::cputime::thread_cpu_ns().unwrap_or(0)
