@@ -186,6 +186,7 @@ mod tests {
             too_few_pages: (pages < 10).then_some((pages, 10)),
             disk_swap: None,
             zswap_swap_bytes: 0,
+            zram_swap_bytes: 0,
             operating: op,
         };
         let d = decide(cands, &ctx);

@@ -106,8 +106,11 @@ pub struct Context<'a> {
     pub too_few_pages: Option<(u64, u64)>,
     /// An active disk swap area (`/proc/swaps`), if there is one.
     pub disk_swap: Option<&'a str>,
-    /// Bytes of swap zswap needs behind it.
+    /// Bytes of swap zswap needs behind it where nothing is known to move out: every page of
+    /// the basis, and at least what the zram swap devices it replaces held room for.
     pub zswap_swap_bytes: u64,
+    /// What those zram swap devices held room for (a sized swap area is never smaller).
+    pub zram_swap_bytes: u64,
     /// Where the headline saving is figured ([`crate::operating`]); none: every page of the
     /// basis swapped (a caller with no operating point, e.g. the exporter's what-if).
     pub operating: Option<&'a OperatingPoint>,
@@ -228,9 +231,11 @@ pub fn decide(cands: &[Candidate], x: &Context) -> Decision {
         None => (0, 0, false),
     };
     let keep = c.runs_now;
+    let sizing = x.operating.and_then(|op| operating::size(c, op)).filter(|_| !keep);
     let swap_behind = matches!(c.config, Config::Zswap { .. }).then(|| SwapBehind {
         existing: x.disk_swap.map(str::to_string),
-        size_bytes: x.zswap_swap_bytes,
+        // Sized from the operating point where one moves memory out, as zram's disksize is.
+        size_bytes: sizing.map_or(x.zswap_swap_bytes, |s| s.disksize_bytes.max(x.zram_swap_bytes)),
         new_file: x.disk_swap.is_none().then(|| SWAP_FILE.to_string()),
     });
     let (all, all_ci) = if keep { (0, [0, 0]) } else { (c.memory_saved_bytes, c.memory_saved_ci) };
@@ -254,7 +259,7 @@ pub fn decide(cands: &[Candidate], x: &Context) -> Decision {
         memory_saved_ci: ci,
         all_pages_saved_bytes: all,
         all_pages_saved_ci: all_ci,
-        sizing: x.operating.and_then(|op| operating::size(c, op)).filter(|_| !keep),
+        sizing,
         cpu_seconds_per_second: c.cpu_secs_per_sec,
         swap_in_p99_ns: c.swap_in_p99_ns,
         tie,

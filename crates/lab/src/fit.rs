@@ -269,6 +269,7 @@ mod tests {
             too_few_pages: None,
             disk_swap: None,
             zswap_swap_bytes: 0,
+            zram_swap_bytes: 0,
             operating: None,
         };
         let d = crate::decision::decide(&c, &ctx);

@@ -328,6 +328,7 @@ fn judge(
             ),
             disk_swap: disk,
             zswap_swap_bytes: (pages * m.ps as u64).max(zram_swap),
+            zram_swap_bytes: zram_swap,
             operating: Some(&op),
         },
     );

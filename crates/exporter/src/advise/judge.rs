@@ -138,6 +138,7 @@ pub fn recommend(rows: &[Row]) -> Option<(usize, Basis)> {
         too_few_pages: None,
         disk_swap: None,
         zswap_swap_bytes: 0,
+        zram_swap_bytes: 0,
         operating: None,
     };
     let d = decide(&cands, &ctx);

@@ -86,6 +86,7 @@ fn judge(
         too_few_pages: too_few,
         disk_swap: disk,
         zswap_swap_bytes: PAGES * PS as u64,
+        zram_swap_bytes: 0,
         operating: None,
     };
     let d = decide(&c, &ctx);
@@ -192,6 +193,49 @@ fn zswap_names_the_device_behind_it() {
     let b = d.swap_behind.unwrap();
     assert_eq!((b.existing, b.new_file.as_deref()), (None, Some(SWAP_FILE)));
     assert_eq!(b.size_bytes, PAGES * PS as u64);
+}
+
+/// At an operating point that moves memory out, the swap area behind zswap is sized from it
+/// (1.25 x the most moved out, in 64 MiB steps), never below the zram swap it replaces.
+#[test]
+fn zswaps_swap_area_is_sized_from_the_operating_point() {
+    let mib = 1u64 << 20;
+    let rows = [row("lzo-rle", 8 * mib, 1000.0)];
+    let mut z = zswap("zswap lzo max_pool_percent=20 shrinker=on", 2 * mib, 1.0e-4, false);
+    z.at_cold_age = Some(crate::operating::AtPoint {
+        moved_out_bytes: 200 * mib,
+        pool_bytes: 100 * mib,
+        memory_saved_bytes: (100 * mib) as i64,
+        memory_saved_ci: [0, 0],
+    });
+    let mut c = crate::fit::zram_candidates(&rows, None, None, &rates(), &Budgets::default(), None)
+        .unwrap();
+    c.push(z);
+    let basis = crate::candidate::basis(&c, None, PAGES, PS);
+    crate::candidate::on_basis(&mut c, &basis, None, "lzo-rle");
+    let mut op = crate::operating::point(
+        &basis,
+        PS as u64,
+        None,
+        &Default::default(),
+        0.2,
+        &Default::default(),
+    );
+    op.named = crate::operating::Named::Today;
+    for (zram_swap, want) in [(0, 256 * mib), (512 * mib, 512 * mib)] {
+        let ctx = Context {
+            basis: &basis,
+            estimates: None,
+            too_few_pages: None,
+            disk_swap: None,
+            zswap_swap_bytes: PAGES * PS as u64,
+            zram_swap_bytes: zram_swap,
+            operating: Some(&op),
+        };
+        let d = decide(&c, &ctx);
+        assert_eq!(d.kind, Kind::Zswap);
+        assert_eq!(d.swap_behind.unwrap().size_bytes, want, "zram swap {zram_swap}");
+    }
 }
 
 /// Over budget, unavailable or unverified candidates are never chosen, however much they
