@@ -79,11 +79,17 @@ pub fn sentence(r: &LabReport) -> Option<String> {
     if op.today.reason == TodayReason::NotShort {
         s += &format!(": {name} will hold nothing until it is, or until cold memory is reclaimed");
     } else if let Some(c) = c.filter(|c| c.at_today.moved_out_bytes > 0) {
-        s += &format!(
-            "; {name} would hold that in {} (saves {})",
-            b(c.at_today.pool_bytes as f64),
-            b(c.at_today.memory_saved_bytes as f64)
-        );
+        // What runs now saves nothing against itself: say what it holds instead.
+        let held = if c.runs_now {
+            format!("; {name} holds it in {}", b(d.basis.now_bytes as f64))
+        } else {
+            format!(
+                "; {name} would hold that in {} (saves {} against now)",
+                b(c.at_today.pool_bytes as f64),
+                b(c.at_today.memory_saved_bytes as f64)
+            )
+        };
+        s += &held;
     }
     match (&op.cold, c.and_then(|c| c.at_cold_age)) {
         (Some(k), Some(at)) => {
