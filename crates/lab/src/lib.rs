@@ -115,11 +115,13 @@ pub fn run_beside(
     let current =
         opts.now.as_ref().map_or(zmem_zram::DEFAULT_ALGORITHM, |n| &n.config.comp_algorithm);
     let (list, skipped_policies) = policies_to_measure(pages, ps, opts, current)?;
-    let (accesses, trace) = match &opts.trace {
-        Some((a, t)) => (a.clone(), t.clone()),
+    // Taken out of the options (the report keeps its source): no copy of a long trace.
+    let (accesses, trace) = match opts.trace.take() {
+        Some(given) => given,
         None => {
             let a = evidence::trace_for(n)?;
-            (a.clone(), TraceSource { accesses: a.len() as u64, ..TraceSource::default() })
+            let accesses = a.len() as u64;
+            (a, TraceSource { accesses, ..TraceSource::default() })
         }
     };
     // The pages the projection is for: the live device's, else the whole input's.
@@ -355,17 +357,17 @@ fn own_pages(
         cands.iter().filter(|c| c.available).filter_map(|c| c.config.compressor()).collect();
     algos.sort_unstable();
     algos.dedup();
-    let cgroups = match x.cgroup_pids.is_empty() {
-        true => Vec::new(),
-        false => operating::compressibility::measure(pages, ps, pids, &x.cgroup_pids, &algos)?,
-    };
-    let cold = match x.cold.as_ref().and_then(|c| cold_shares(c, x.cold_age_secs)) {
-        Some((by_pid, overall)) => {
-            let share = |p: u32| by_pid.get(&p).copied().unwrap_or(overall);
-            operating::compressibility::cold_weighted(pages, ps, pids, share, &algos)?
-        }
-        None => Default::default(),
-    };
+    let shares = x.cold.as_ref().and_then(|c| cold_shares(c, x.cold_age_secs));
+    if x.cgroup_pids.is_empty() && shares.is_none() {
+        return Ok(operating::Own::default());
+    }
+    // Each page compressed once per compressor, for both.
+    let lens = operating::compressibility::lengths(pages, ps, &algos)?;
+    let cgroups = operating::compressibility::measure(&lens, pids, &x.cgroup_pids);
+    let cold = shares.map_or_else(Default::default, |(by_pid, overall)| {
+        let share = |p: u32| by_pid.get(&p).copied().unwrap_or(overall);
+        operating::compressibility::cold_weighted(&lens, pids, share)
+    });
     Ok(operating::Own { cgroups, cold })
 }
 

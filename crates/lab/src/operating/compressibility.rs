@@ -51,6 +51,15 @@ pub fn processes(path: &str) -> Vec<u32> {
     pids
 }
 
+/// Per compressor, what each sampled page would take in zram: computed once, read by the
+/// cgroups' and the cold bytes' factors alike.
+pub type Lengths = Vec<(String, Vec<u64>)>;
+
+/// [`Lengths`] of `pages` for each of `algos`.
+pub fn lengths(pages: &[u8], ps: usize, algos: &[&str]) -> Result<Lengths, LabError> {
+    algos.iter().map(|a| Ok((a.to_string(), stored_lengths(pages, ps, a)?))).collect()
+}
+
 /// What each page would take in zram with `algo`: 0 when same-filled, the page when huge.
 fn stored_lengths(pages: &[u8], ps: usize, algo: &str) -> Result<Vec<u64>, LabError> {
     let huge = ClassTable::new(ps, zmem_zram::ZramConfig::default().chain_size)
@@ -74,45 +83,35 @@ fn stored_lengths(pages: &[u8], ps: usize, algo: &str) -> Result<Vec<u64>, LabEr
     Ok(out)
 }
 
-/// For each cgroup of `cgroups` (its path and processes), its sampled pages among `pages`
-/// (`page_pids[i]` is page i's process) and, with enough of them, its pool factor for each of
-/// `algos`.
+/// For each cgroup of `cgroups` (its path and processes), its sampled pages (`page_pids[i]` is
+/// page i's process) and, with enough of them, its pool factor for each compressor of `lens`.
 pub fn measure(
-    pages: &[u8],
-    ps: usize,
+    lens: &Lengths,
     page_pids: &[u32],
     cgroups: &[(String, Vec<u32>)],
-    algos: &[&str],
-) -> Result<Vec<CgroupPages>, LabError> {
-    let members: Vec<BTreeSet<u32>> =
-        cgroups.iter().map(|(_, p)| p.iter().copied().collect()).collect();
-    let mut out: Vec<CgroupPages> = cgroups
+) -> Vec<CgroupPages> {
+    cgroups
         .iter()
-        .zip(&members)
-        .map(|((path, _), m)| CgroupPages {
-            path: path.clone(),
-            sampled_pages: page_pids.iter().filter(|p| m.contains(p)).count() as u64,
-            of_sampled_pages: page_pids.len() as u64,
-            pool_factor: BTreeMap::new(),
-        })
-        .collect();
-    if out.iter().all(|c| c.sampled_pages < MIN_PAGES) {
-        return Ok(out);
-    }
-    for algo in algos {
-        let lens = stored_lengths(pages, ps, algo)?;
-        for (c, m) in out.iter_mut().zip(&members) {
-            if c.sampled_pages < MIN_PAGES {
-                continue;
-            }
+        .map(|(path, pids)| {
+            let m: BTreeSet<u32> = pids.iter().copied().collect();
             let weights: Vec<f64> =
                 page_pids.iter().map(|p| if m.contains(p) { 1.0 } else { 0.0 }).collect();
-            if let Some(f) = factor(&lens, &weights) {
-                c.pool_factor.insert(algo.to_string(), f);
+            let sampled_pages = weights.iter().filter(|&&w| w > 0.0).count() as u64;
+            let pool_factor =
+                if sampled_pages < MIN_PAGES { BTreeMap::new() } else { factors(lens, &weights) };
+            CgroupPages {
+                path: path.clone(),
+                sampled_pages,
+                of_sampled_pages: page_pids.len() as u64,
+                pool_factor,
             }
-        }
-    }
-    Ok(out)
+        })
+        .collect()
+}
+
+/// Per compressor of `lens`, the factor of pages weighted by `weights` ([`factor`]).
+fn factors(lens: &Lengths, weights: &[f64]) -> BTreeMap<String, f64> {
+    lens.iter().filter_map(|(a, l)| Some((a.clone(), factor(l, weights)?))).collect()
 }
 
 /// The bytes stored per page of pages weighted by `weights`, over every page's; none where
@@ -128,20 +127,12 @@ fn factor(lens: &[u64], weights: &[f64]) -> Option<f64> {
 /// process's share of anonymous memory idle at the cold age (`cold_share(pid)`), per
 /// compressor, over every sampled page's (1: cold memory compresses as the sample does).
 pub fn cold_weighted(
-    pages: &[u8],
-    ps: usize,
+    lens: &Lengths,
     page_pids: &[u32],
     cold_share: impl Fn(u32) -> f64,
-    algos: &[&str],
-) -> Result<BTreeMap<String, f64>, LabError> {
+) -> BTreeMap<String, f64> {
     let weights: Vec<f64> = page_pids.iter().map(|&p| cold_share(p)).collect();
-    let mut out = BTreeMap::new();
-    for algo in algos {
-        if let Some(f) = factor(&stored_lengths(pages, ps, algo)?, &weights) {
-            out.insert(algo.to_string(), f);
-        }
-    }
-    Ok(out)
+    factors(lens, &weights)
 }
 
 #[cfg(test)]
@@ -167,7 +158,8 @@ mod tests {
             ("/one".into(), vec![1]),
             ("/none".into(), vec![9]),
         ];
-        let m = measure(&pages, ps, &pids, &cgroups, &["lz4", "zstd"]).unwrap();
+        let lens = lengths(&pages, ps, &["lz4", "zstd"]).unwrap();
+        let m = measure(&lens, &pids, &cgroups);
         assert_eq!(
             m.iter().map(|c| c.sampled_pages).collect::<Vec<_>>(),
             [n as u64 / 2, n as u64 / 2, 0]
@@ -179,7 +171,7 @@ mod tests {
         assert!(m[2].pool_factor.is_empty(), "no page of its own: the sample's");
         // Process 2 all cold, process 1 a third: the cold bytes are three quarters text.
         let share = |p: u32| if p == 2 { 1.0 } else { 1.0 / 3.0 };
-        let w = cold_weighted(&pages, ps, &pids, share, &["lz4"]).unwrap();
+        let w = cold_weighted(&lens, &pids, share);
         assert!((w["lz4"] - 1.5).abs() < 1e-9, "{w:?}");
     }
 }
