@@ -114,6 +114,8 @@ pub struct Context<'a> {
     /// Where the headline saving is figured ([`crate::operating`]); none: every page of the
     /// basis swapped (a caller with no operating point, e.g. the exporter's what-if).
     pub operating: Option<&'a OperatingPoint>,
+    /// MemTotal, where known: zswap's max_pool_percent is a share of it.
+    pub mem_total_bytes: Option<u64>,
 }
 
 /// The machine's answer (JSON `decision`, with `apply_script` and `undo_script` rendered in).
@@ -231,7 +233,8 @@ pub fn decide(cands: &[Candidate], x: &Context) -> Decision {
         None => (0, 0, false),
     };
     let keep = c.runs_now;
-    let sizing = x.operating.and_then(|op| operating::size(c, op)).filter(|_| !keep);
+    let sizing =
+        x.operating.and_then(|op| operating::size(c, op, x.mem_total_bytes)).filter(|_| !keep);
     let swap_behind = matches!(c.config, Config::Zswap { .. }).then(|| SwapBehind {
         existing: x.disk_swap.map(str::to_string),
         // Sized from the operating point where one moves memory out, as zram's disksize is.

@@ -271,6 +271,7 @@ mod tests {
             zswap_swap_bytes: 0,
             zram_swap_bytes: 0,
             operating: None,
+            mem_total_bytes: None,
         };
         let d = crate::decision::decide(&c, &ctx);
         (c, d)

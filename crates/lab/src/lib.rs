@@ -332,6 +332,7 @@ fn judge(
             zswap_swap_bytes: (pages * m.ps as u64).max(zram_swap),
             zram_swap_bytes: zram_swap,
             operating: Some(&op),
+            mem_total_bytes: opts.zswap.as_ref().and_then(|z| z.live.mem_total_bytes),
         },
     );
     let zswap = opts.zswap.as_ref().map(|z| zswap::ZswapAdvice {

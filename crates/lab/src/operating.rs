@@ -498,6 +498,12 @@ pub struct Sizing {
     /// zram's `mem_limit`: [`LIMIT_HEADROOM`] times the pool, rounded up to [`SIZE_STEP`]:
     /// the most RAM the device may take before it refuses writes.
     pub mem_limit_bytes: u64,
+    /// zswap's `max_pool_percent`: the judged candidate's, raised where its pool at the point
+    /// (with [`LIMIT_HEADROOM`]) would pass it, at most 100 (past the limit 6.18's
+    /// `zswap_store()` refuses pages and `shrink_worker()` writes the oldest back, mm/zswap.c
+    /// `zswap_check_limits()`). None for zram, or where RAM is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_pool_percent: Option<u32>,
 }
 
 /// Headroom over the bytes moved out, and over their pool (zmem's judgement, not a kernel
@@ -510,7 +516,8 @@ pub const SIZE_STEP: u64 = 64 << 20;
 
 /// The size for `c` at the point moving out the most; none where neither point moves
 /// anything (a machine whose pressure says nothing: the script's default rule then).
-pub fn size(c: &Candidate, op: &OperatingPoint) -> Option<Sizing> {
+/// `mem_total` (MemTotal) is what zswap's max_pool_percent is a share of.
+pub fn size(c: &Candidate, op: &OperatingPoint, mem_total: Option<u64>) -> Option<Sizing> {
     let mut points = vec![(Named::Today, c.at_today)];
     if let Some(at) = c.at_cold_age {
         points.push((Named::ColdAge, at));
@@ -526,7 +533,17 @@ pub fn size(c: &Candidate, op: &OperatingPoint) -> Option<Sizing> {
         pool_bytes: p.pool_bytes,
         disksize_bytes: up(p.moved_out_bytes as f64 * SIZE_HEADROOM),
         mem_limit_bytes: up(p.pool_bytes as f64 * LIMIT_HEADROOM),
+        max_pool_percent: pool_percent(c, p.pool_bytes, mem_total),
     })
+}
+
+/// zswap's max_pool_percent for a pool of `pool` bytes: the candidate's, or the share of RAM
+/// the pool takes with [`LIMIT_HEADROOM`] where that is more (at most 100).
+fn pool_percent(c: &Candidate, pool: u64, mem_total: Option<u64>) -> Option<u32> {
+    let Config::Zswap { params, .. } = &c.config else { return None };
+    let ram = mem_total.filter(|&r| r > 0)?;
+    let needed = (100.0 * pool as f64 * LIMIT_HEADROOM / ram as f64).ceil().min(100.0) as u32;
+    Some(params.max_pool_percent.max(needed))
 }
 
 impl Candidate {

@@ -445,7 +445,7 @@ fn swap_behind(d: &Decision) -> zmem_lab::decision::SwapBehind {
 
 /// The apply script of a zswap decision for candidate `c`.
 pub fn zswap_apply_script(d: &Decision, c: &ZswapParams) -> Result<String, ScriptError> {
-    let vars = zswap_vars(c, &swap_behind(d))?;
+    let vars = zswap_vars(c, d.sizing.and_then(|s| s.max_pool_percent), &swap_behind(d))?;
     let b = swap_behind(d);
     let mib = b.size_bytes.div_ceil(1 << 20).max(64);
     let behind = match &b.existing {
@@ -486,10 +486,15 @@ pub fn zswap_apply_script(d: &Decision, c: &ZswapParams) -> Result<String, Scrip
 /// The zswap script's values, each checked against its grammar.
 fn zswap_vars(
     c: &ZswapParams,
+    sized_pool: Option<u32>,
     b: &zmem_lab::decision::SwapBehind,
 ) -> Result<Assignments, ScriptError> {
     let compressor = script::algorithm("zswap.candidate.compressor", &c.compressor)?;
-    let pool = script::percent("zswap.candidate.max_pool_percent", c.max_pool_percent)?;
+    // The size the operating point asks for, where it raised the judged candidate's.
+    let pool = match sized_pool {
+        Some(p) => script::percent("decision.sizing.max_pool_percent", p)?,
+        None => script::percent("zswap.candidate.max_pool_percent", c.max_pool_percent)?,
+    };
     let accept =
         script::percent("zswap.candidate.accept_threshold_percent", c.accept_threshold_percent)?;
     let existing = match &b.existing {

@@ -174,9 +174,10 @@ pub fn sizing(r: &LabReport) -> Option<String> {
 }
 
 /// zswap's pool at the point moving out the most against its max_pool_percent of this
-/// machine's RAM: over it, 6.18's `zswap_store()` refuses pages (they go to the swap device
-/// as they are) and `shrink_worker()` writes the oldest back until the pool is under
-/// accept_threshold_percent of the limit (mm/zswap.c `zswap_check_limits()`).
+/// machine's RAM, and the max_pool_percent the decision sets (the candidate's, raised where
+/// the pool with its headroom would pass it): over the limit, 6.18's `zswap_store()` refuses
+/// pages (they go to the swap device as they are) and `shrink_worker()` writes the oldest back
+/// until the pool is under accept_threshold_percent of it (mm/zswap.c `zswap_check_limits()`).
 fn zswap_sizing(r: &LabReport) -> Option<String> {
     let d = &r.decision;
     let s = d.sizing.as_ref()?;
@@ -185,21 +186,28 @@ fn zswap_sizing(r: &LabReport) -> Option<String> {
     };
     let ram = r.zswap.as_ref()?.live.mem_total_bytes?;
     let percent = 100.0 * s.pool_bytes as f64 / ram.max(1) as f64;
-    let over = percent > f64::from(params.max_pool_percent);
+    let judged = params.max_pool_percent;
+    let set = s.max_pool_percent.unwrap_or(judged);
+    let limit = if set > judged {
+        format!(
+            "max_pool_percent is set to {set} % (the {judged} % judged, raised so the pool may \
+             grow {} x before it is refused)",
+            zmem_lab::operating::LIMIT_HEADROOM
+        )
+    } else {
+        format!("within its max_pool_percent of {judged} %")
+    };
+    let full = if f64::from(set) < percent * zmem_lab::operating::LIMIT_HEADROOM {
+        "; past it zswap refuses pages (they go to the swap device as they are) and writes its \
+         oldest back"
+    } else {
+        ""
+    };
     Some(format!(
-        "size: at {} zswap's pool would hold {} in {} ({percent:.1} % of RAM), {} its \
-         max_pool_percent of {} %{}",
+        "size: at {} zswap's pool would hold {} in {} ({percent:.1} % of RAM); {limit}{full}",
         crate::apply::at(s),
         b(s.moved_out_bytes as f64),
         b(s.pool_bytes as f64),
-        if over { "over" } else { "within" },
-        params.max_pool_percent,
-        if over {
-            ": past it zswap refuses pages (they go to the swap device as they are) and writes \
-             its oldest back"
-        } else {
-            ""
-        }
     ))
 }
 

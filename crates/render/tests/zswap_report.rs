@@ -407,11 +407,20 @@ fn a_zswap_decision_says_its_pool_against_max_pool_percent() {
         &lab::operating::Own::default(),
     );
     op.named = lab::operating::Named::Today;
-    r.decision.sizing = lab::operating::size(&r.candidates[i], &op);
+    r.decision.sizing = lab::operating::size(
+        &r.candidates[i],
+        &op,
+        r.zswap.as_ref().and_then(|z| z.live.mem_total_bytes),
+    );
     let max = common::params_of(&r.candidates[i]).max_pool_percent;
     let text = report::decision::text(&r);
-    let want = "zswap's pool would hold 600.0 MiB in 300.0 MiB (29.3 % of RAM), ";
+    let want = "zswap's pool would hold 600.0 MiB in 300.0 MiB (29.3 % of RAM); ";
     assert!(text.contains(want), "{text}");
-    let side = if 29.3 > f64::from(max) { "over" } else { "within" };
-    assert!(text.contains(&format!("{side} its max_pool_percent of {max} %")), "{text}");
+    // 29.3 % doubled for headroom: 59 %, over the judged percent, which the decision raises.
+    assert!(max < 59, "the fixture's candidate is under the pool's share");
+    let raised = format!("max_pool_percent is set to 59 % (the {max} % judged, raised");
+    assert!(text.contains(&raised), "{text}");
+    assert_eq!(r.decision.sizing.and_then(|s| s.max_pool_percent), Some(59));
+    let script = report::decision::apply_script(&r).expect("a script");
+    assert!(script.contains("ZMEM_MAX_POOL_PERCENT=59"), "{script}");
 }

@@ -140,6 +140,7 @@ pub fn recommend(rows: &[Row]) -> Option<(usize, Basis)> {
         zswap_swap_bytes: 0,
         zram_swap_bytes: 0,
         operating: None,
+        mem_total_bytes: None,
     };
     let d = decide(&cands, &ctx);
     let basis = match d.reason {

@@ -88,6 +88,7 @@ fn judge(
         zswap_swap_bytes: PAGES * PS as u64,
         zram_swap_bytes: 0,
         operating: None,
+        mem_total_bytes: None,
     };
     let d = decide(&c, &ctx);
     (c, d)
@@ -231,6 +232,7 @@ fn zswaps_swap_area_is_sized_from_the_operating_point() {
             zswap_swap_bytes: PAGES * PS as u64,
             zram_swap_bytes: zram_swap,
             operating: Some(&op),
+            mem_total_bytes: None,
         };
         let d = decide(&c, &ctx);
         assert_eq!(d.kind, Kind::Zswap);

@@ -252,14 +252,36 @@ fn the_size_is_for_the_most_moved_out_with_headroom() {
     let c = curve(&[60], &[900 * MIB], 1000 * MIB);
     let x = OperatingInput { cold: Some(c), ..OperatingInput::default() };
     let (op, cands) = run(&b, Some(&calm()), &x);
-    let s = size(&cands[0], &op).expect("a size");
+    let s = size(&cands[0], &op, None).expect("a size");
     assert_eq!((s.at, s.moved_out_bytes), (Named::ColdAge, 900 * MIB));
     // 1.25 x 900 MiB = 1125 MiB, up to 1152 MiB; the pool (a third, 300 MiB) doubled: 640.
     assert_eq!(s.disksize_bytes, 1152 * MIB);
     assert_eq!(s.mem_limit_bytes, 640 * MIB);
-    assert!(size(&cands[2], &op).is_none(), "none holds nothing");
+    assert!(size(&cands[2], &op, None).is_none(), "none holds nothing");
     let (op, cands) = run(&b, Some(&calm()), &OperatingInput::default());
-    assert!(size(&cands[0], &op).is_none(), "nothing moves today, no cold age");
+    assert!(size(&cands[0], &op, None).is_none(), "nothing moves today, no cold age");
+}
+
+/// zswap's max_pool_percent is the candidate's, raised where its pool at the point (doubled)
+/// would pass it; zram has none; RAM unknown leaves it unset.
+#[test]
+fn zswap_pool_percent_is_raised_to_hold_the_point() {
+    let b = basis(NowSource::Uncompressed);
+    let c = curve(&[60], &[900 * MIB], 1000 * MIB);
+    let x = OperatingInput { cold: Some(c), ..OperatingInput::default() };
+    let (op, cands) = run(&b, Some(&calm()), &x);
+    let z = cands.iter().find(|c| matches!(c.config, Config::Zswap { .. })).expect("zswap");
+    let pool = size(z, &op, None).expect("a size").pool_bytes;
+    // A pool of 300 MiB doubled is 60 % of 1000 MiB: over the default 20 %.
+    assert!(pool.abs_diff(300 * MIB) < 1024, "{pool}");
+    assert_eq!(size(z, &op, Some(1000 * MIB)).and_then(|s| s.max_pool_percent), Some(60));
+    // 100 GiB of RAM: 0.6 % is needed, the judged 20 % stays.
+    let big = Some(100 * 1024 * MIB);
+    assert_eq!(size(z, &op, big).and_then(|s| s.max_pool_percent), Some(20));
+    // A pool larger than RAM is capped at 100 %.
+    assert_eq!(size(z, &op, Some(100 * MIB)).and_then(|s| s.max_pool_percent), Some(100));
+    assert_eq!(size(&cands[0], &op, Some(1000 * MIB)).and_then(|s| s.max_pool_percent), None);
+    assert_eq!(size(z, &op, None).and_then(|s| s.max_pool_percent), None);
 }
 
 /// A cgroup whose own pages were measured saves at their compressibility, not the sample's.
