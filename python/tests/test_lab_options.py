@@ -152,3 +152,17 @@ def test_unknown_options_and_wrong_types_are_type_errors() -> None:
         fleet.run(["x"], observe=0)  # about the machine: not an option of the fleet
     with pytest.raises(ValueError, match=r"^cpu_budget=-1: must be a number >= 0$"):
         fleet.run(["x"], cpu_budget=-1)
+
+
+def test_the_proactive_options_are_there_and_checked() -> None:
+    """no_proactive (a flag) and exclude (text) reach the lab; a bad exclude entry is refused
+    by name before anything runs, and the fleet does not take them (they are about the machine
+    the lab runs on)."""
+    params = inspect.signature(zmem.lab).parameters
+    kinds = {o["name"]: o["kind"] for o in OPTIONS}
+    assert (kinds.get("no_proactive"), kinds.get("exclude")) == ("flag", "text")
+    assert params["no_proactive"].default is False and params["exclude"].default is None
+    with pytest.raises(ValueError) as e:
+        zmem.lab(exclude="a name far longer than fifteen")
+    assert str(e.value).startswith("exclude") and "process name" in str(e.value)
+    assert not {"no_proactive", "exclude"} & {o["name"] for o in fleet.lab_options()}

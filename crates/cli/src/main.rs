@@ -65,6 +65,9 @@ enum Command {
     Cold(cmd::cold::Args),
     /// Serve the state `zmem status` shows as OpenMetrics (or write a node_exporter textfile).
     Exporter(cmd::exporter::Args),
+    /// Proactive reclaim: page out anonymous memory untouched for the cold age
+    /// (process_madvise), pausing under memory pressure, within a CPU budget.
+    Agent(cmd::agent::Args),
     /// Dictionaries for zram's `algorithm_params dict=` (zstd, lz4): train and measure.
     #[command(subcommand)]
     Dict(cmd::dict::Dict),
@@ -94,6 +97,7 @@ const EXAMPLES: &[(&[&str], &str)] = &[
     (&["status"], "zmem status --json"),
     (&["cold"], "sudo zmem cold --pid 1234 --ages 10s,1m,2m"),
     (&["exporter"], "zmem exporter --listen 127.0.0.1:9863"),
+    (&["agent"], "sudo zmem agent --cold-age 120 --exclude sshd,/system.slice"),
 ];
 
 /// The command line with every command's example line added to its help.
@@ -160,6 +164,7 @@ fn main() -> ExitCode {
         Command::Status(args) => cmd::status::run(&args),
         Command::Cold(args) => cmd::cold::run(&args),
         Command::Exporter(args) => cmd::exporter::run(&args),
+        Command::Agent(args) => cmd::agent::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -34,6 +34,11 @@ const COVERED: &[(&str, &str)] = &[
     ("replay", "here"),
     ("validate replay", "live"),
     ("validate lab", "validate_zswap.rs and validate.rs: the kernel's runs beside the lab's"),
+    (
+        "validate apply",
+        "validate_apply.rs: a fixture decision applied to a child for 10 s, with --json and --html",
+    ),
+    ("agent", "agent.rs: bad input, and the agent over a child for 6 s with its status file"),
     ("study allocators", "here"),
     ("status", "here"),
     ("exporter", "live"),

@@ -188,6 +188,7 @@ mod tests {
             zswap_swap_bytes: 0,
             zram_swap_bytes: 0,
             operating: op,
+            mem_total_bytes: None,
         };
         let d = decide(cands, &ctx);
         let schema = if op.is_some() { 8 } else { 7 };

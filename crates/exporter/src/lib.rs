@@ -5,6 +5,7 @@
 //! - [`serve`]: `zmem exporter --listen`: an HTTP `/metrics` endpoint.
 //! - [`textfile`]: `zmem exporter --textfile`: one atomic write for node_exporter.
 //! - [`lab_report`]: the what-if savings of a `zmem lab` report, as gauges.
+//! - [`agent`]: the proactive-reclaim agent's status file (`zmem agent`), as metrics.
 //! - [`advise`]: `zmem exporter --advise`: the what-if savings kept current by a background
 //!   sampler of the live zram devices, judged with the lab's estimator and cost model.
 //!
@@ -12,6 +13,7 @@
 //! `zmem` binary).
 
 pub mod advise;
+pub mod agent;
 pub mod expose;
 pub mod lab_report;
 pub mod serve;

@@ -46,6 +46,8 @@ pub struct Scrape {
     pub lab: Option<LabSavings>,
     /// `--advise`: the advisor's last judgement is added to every scrape.
     pub advice: Option<crate::advise::Handle>,
+    /// `--agent-status`: the reclaim agent's status file, read on every scrape.
+    pub agent: Option<crate::agent::Source>,
 }
 
 impl Scrape {
@@ -56,6 +58,9 @@ impl Scrape {
         let mut fams = expose::families(&s, self.lab.as_ref(), Some(t.elapsed().as_secs_f64()));
         if let Some(a) = &self.advice {
             fams.extend(crate::advise::metrics::families(&a.snapshot(), Instant::now()));
+        }
+        if let Some(a) = &self.agent {
+            fams.extend(a.families());
         }
         expose::encode(fams, format).map_err(|_| ExporterError::Io("encoding metrics".into()))
     }

@@ -278,7 +278,7 @@ fn get(addr: std::net::SocketAddr, path: &str, accept: &str) -> String {
 fn serves_metrics_by_content_negotiation() {
     let (t, opts) = fixture();
     let (tx, rx) = mpsc::channel();
-    let scrape = Scrape { status: opts, lab: None, advice: None };
+    let scrape = Scrape { status: opts, lab: None, advice: None, agent: None };
     std::thread::spawn(move || {
         let _keep = t;
         serve::serve("127.0.0.1:0".parse().unwrap(), scrape, |a| tx.send(a).unwrap())

@@ -49,7 +49,7 @@ mod tests;
 pub const DEFAULT_AGES_SECS: [u64; 6] = [10, 30, 60, 120, 300, 600];
 
 /// `PF_KTHREAD` (include/linux/sched.h): the process-flags bit of a kernel thread.
-const PF_KTHREAD: u64 = 0x0020_0000;
+pub(crate) const PF_KTHREAD: u64 = 0x0020_0000;
 
 /// The longest smaps line read: the kernel prints at most a `PATH_MAX` path after ~80
 /// characters of header, so a longer line is not smaps.
@@ -72,6 +72,8 @@ pub enum Method {
 pub struct SmapsEntry {
     /// The mapping's start address (its identity from one read to the next).
     pub start: u64,
+    /// Its end address (exclusive).
+    pub end: u64,
     /// No file behind it: no path, `[heap]`, `[stack]` or `[anon:NAME]`.
     pub anonymous_mapping: bool,
     pub rss: u64,
@@ -82,7 +84,7 @@ pub struct SmapsEntry {
 impl SmapsEntry {
     /// Its anonymous resident bytes: `Anonymous:`, or `Rss:` where a kernel prints no
     /// `Anonymous:` (before 2.6.34).
-    fn anon_bytes(&self, has_anonymous: bool) -> u64 {
+    pub(crate) fn anon_bytes(&self, has_anonymous: bool) -> u64 {
         if has_anonymous { self.anonymous } else { self.rss }
     }
 }
@@ -115,19 +117,19 @@ fn is_anonymous_path(path: &str) -> bool {
     path.is_empty() || path == "[heap]" || path.starts_with("[stack") || path.starts_with("[anon:")
 }
 
-/// A header line (`start-end perms offset dev inode [path]`) as (start, anonymous), or `None`
-/// where the line is a field line.
-fn parse_header(line: &str) -> Option<(u64, bool)> {
+/// A header line (`start-end perms offset dev inode [path]`) as (start, end, anonymous), or
+/// `None` where the line is a field line.
+fn parse_header(line: &str) -> Option<(u64, u64, bool)> {
     let (range, rest) = line.split_once(' ')?;
     let (start, end) = range.split_once('-')?;
     let start = u64::from_str_radix(start, 16).ok()?;
-    u64::from_str_radix(end, 16).ok()?;
+    let end = u64::from_str_radix(end, 16).ok()?;
     // perms, offset, dev and inode, then the path (which may hold spaces).
     let mut rest = rest.trim_start();
     for _ in 0..4 {
         rest = rest.split_once(' ').map_or("", |(_, r)| r).trim_start();
     }
-    Some((start, is_anonymous_path(rest.trim_end())))
+    Some((start, end, is_anonymous_path(rest.trim_end())))
 }
 
 /// A `Key:   N kB` field's bytes.
@@ -157,8 +159,8 @@ pub fn parse_smaps(mut r: impl BufRead) -> std::io::Result<Smaps> {
         }
         let line = String::from_utf8_lossy(&buf);
         let line = line.trim_end();
-        if let Some((start, anonymous_mapping)) = parse_header(line) {
-            s.mappings.push(SmapsEntry { start, anonymous_mapping, ..Default::default() });
+        if let Some((start, end, anonymous_mapping)) = parse_header(line) {
+            s.mappings.push(SmapsEntry { start, end, anonymous_mapping, ..Default::default() });
             continue;
         }
         let Some(m) = s.mappings.last_mut() else {
@@ -189,7 +191,7 @@ pub fn read_smaps(root: &Path, pid: u32) -> Result<Smaps, KernelError> {
 }
 
 /// A process's `stat` as (comm, flags, starttime).
-fn parse_stat(text: &str) -> Option<(String, u64, u64)> {
+pub(crate) fn parse_stat(text: &str) -> Option<(String, u64, u64)> {
     let open = text.find('(')?;
     let close = text.rfind(')')?;
     let comm = text.get(open + 1..close)?.to_string();

@@ -20,6 +20,8 @@
 //!   zswap's compressors), learned without a live device and saying how.
 //! - [`cold`]: cold memory by age from the machine's own accesses (`clear_refs`, then smaps'
 //!   `Referenced` at each age) for a set of processes, and the rate idle memory comes back.
+//! - [`reclaim`]: the proactive-reclaim agent (`zmem agent`): pages out anonymous memory idle
+//!   for at least T with process_madvise(MADV_PAGEOUT), paused under memory pressure.
 //! - [`zswap_state`]: zswap's live state: parameters, debugfs counters (the one reader of
 //!   each), meminfo, vmstat and memory cgroups.
 //!
@@ -37,6 +39,7 @@ pub mod harness;
 pub mod kconfig;
 pub mod parse;
 pub mod pressure;
+pub mod reclaim;
 pub mod record;
 pub mod stat;
 pub mod status;

@@ -162,6 +162,13 @@ pub struct Decision {
     /// What a better-equipped kernel would add.
     #[serde(default)]
     pub better_kernel: Vec<BetterKernel>,
+    /// The proactive reclaim that moves the memory idle for T out ([`crate::proactive`]);
+    /// the headline is at the cold age with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proactive: Option<crate::proactive::Proactive>,
+    /// Why there is none, where there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proactive_none: Option<String>,
 }
 
 impl Decision {
@@ -199,6 +206,8 @@ pub fn decide(cands: &[Candidate], x: &Context) -> Decision {
         basis: basis.clone(),
         swap_behind: None,
         better_kernel: Vec::new(),
+        proactive: None,
+        proactive_none: None,
     };
     if let Some((measured_pages, min_pages)) = x.too_few_pages {
         return Decision { reason: Reason::TooFewPages { measured_pages, min_pages }, ..base };

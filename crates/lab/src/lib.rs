@@ -39,6 +39,7 @@ mod measure;
 pub mod now;
 pub mod operating;
 pub mod policy;
+pub mod proactive;
 pub mod report;
 pub mod request;
 pub mod sample;
@@ -311,14 +312,19 @@ fn judge(
     let pressure = opts.pressure.as_ref().map(|p| &p.now);
     let promotion = opts.budgets.promotion_percent_per_min;
     let own = own_pages(m.pages, m.ps, &cands, &opts.operating)?;
-    let op = operating::point(&basis, m.ps as u64, pressure, &opts.operating, promotion, &own);
+    let mut op = operating::point(&basis, m.ps as u64, pressure, &opts.operating, promotion, &own);
+    let without = op.named;
+    let proactive = proactive::choose(&op, &opts.proactive);
+    if proactive.is_ok() {
+        op.named = operating::Named::ColdAge;
+    }
     operating::at(&mut cands, &basis, &op, m.ps as u64);
     let swaps = opts.zswap.as_ref().map_or(&[][..], |z| &z.live.swaps);
     let disk = swaps.iter().find(|s| s.kind != "zram").map(|s| s.filename.as_str());
     // zswap's swap device holds a slot for every page it stores, and at least what the zram
     // swap devices it replaces held room for.
     let zram_swap: u64 = swaps.iter().filter(|s| s.kind == "zram").map(|s| s.size_bytes).sum();
-    let decision = decision::decide(
+    let mut decision = decision::decide(
         &cands,
         &decision::Context {
             basis: &basis,
@@ -334,6 +340,14 @@ fn judge(
             operating: Some(&op),
             mem_total_bytes: opts.zswap.as_ref().and_then(|z| z.live.mem_total_bytes),
         },
+    );
+    proactive::attach(
+        &mut decision,
+        &cands,
+        proactive,
+        without,
+        m.ps as u64,
+        budgets.cpu_percent_of_core,
     );
     let zswap = opts.zswap.as_ref().map(|z| zswap::ZswapAdvice {
         now: zswap_now,

@@ -186,8 +186,6 @@ pub struct OperatingInput {
     pub cold_age_secs: u64,
     /// `--cgroup-limit`: cgroups (by path as the pressure reading shows it) and a limit each.
     pub cgroup_limits: Vec<(String, u64)>,
-    /// Proactive reclaim moves cold memory out (the headline is then at the cold age).
-    pub proactive: bool,
     /// Each sampled page's process (a capture of processes), and the processes of each cgroup
     /// asked about or limited: with both, a cgroup's own compressibility ([`compressibility`]).
     pub page_pids: Option<Vec<u32>>,
@@ -204,7 +202,6 @@ impl Default for OperatingInput {
             cold_unseen: None,
             cold_age_secs: DEFAULT_COLD_AGE_SECS,
             cgroup_limits: Vec::new(),
-            proactive: false,
             page_pids: None,
             cgroup_pids: Vec::new(),
             this_machine: false,
@@ -240,11 +237,8 @@ pub fn point(
         (None, None, None) => Some("no cold curve was read".into()),
     };
     OperatingPoint {
-        named: match (pressure, &cold) {
-            (_, Some(_)) if x.proactive => Named::ColdAge,
-            (None, _) => Named::AllPages,
-            _ => Named::Today,
-        },
+        // Proactive reclaim names the cold age (crate::proactive).
+        named: if pressure.is_some() { Named::Today } else { Named::AllPages },
         today: today(basis, ps, pressure, &x.cgroup_limits, &own.cgroups),
         cold,
         cold_unseen,
@@ -559,4 +553,4 @@ impl Candidate {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

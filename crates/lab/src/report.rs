@@ -23,7 +23,7 @@ use crate::zswap::{self, ZswapAdvice};
 use zmem_kernel::cold::ColdCurve;
 
 /// Bumped whenever a field changes meaning or disappears.
-pub const SCHEMA_VERSION: u32 = 8;
+pub const SCHEMA_VERSION: u32 = 9;
 
 /// Everything one lab run measured.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -138,6 +138,8 @@ pub struct LabOptions {
     /// The cold curve, T and the cgroup limits asked about: with the pressure, where the
     /// savings are figured ([`crate::operating`]).
     pub operating: OperatingInput,
+    /// `--no-proactive`, `--exclude` and this machine's tools ([`crate::proactive`]).
+    pub proactive: crate::proactive::Input,
 }
 
 impl Default for LabOptions {
@@ -156,6 +158,7 @@ impl Default for LabOptions {
             zswap: None,
             pressure: None,
             operating: OperatingInput::default(),
+            proactive: crate::proactive::Input::default(),
         }
     }
 }

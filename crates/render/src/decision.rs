@@ -68,6 +68,9 @@ fn text_raw(r: &LabReport) -> String {
     if let Some(words) = crate::operating::sentence(r) {
         s += &format!("  {words}\n");
     }
+    if let Some(words) = crate::operating::proactive(r) {
+        s += &format!("  {words}\n");
+    }
     if d.kind != Kind::Keep {
         for f in crate::operating::figures(r) {
             s += &format!("  {f}\n");
@@ -197,6 +200,7 @@ const ZSWAP: &str = include_str!("../templates/apply-zswap.sh");
 const UNDO: &str = include_str!("../templates/undo.sh");
 const KEEP: &str = include_str!("../templates/keep.sh");
 const REFUSE: &str = include_str!("../templates/refuse.sh");
+const TAIL: &str = include_str!("../templates/apply-tail.sh");
 
 /// The apply script for the report's decision, or the value that cannot go into one (a
 /// device, algorithm or path from the page set's metadata or the machine that breaks its
@@ -337,9 +341,9 @@ pub fn zram_apply_script(
     dict: Option<&[u8]>,
     warnings: &[String],
 ) -> Result<String, ScriptError> {
-    let vars = zram_vars(d, p, now, period_secs, dict)?;
+    let vars = zram_vars(d, p, now, period_secs, dict)?.and(crate::proactive::vars(d)?);
     let a = &apply::forms(p, now, d.sizing.as_ref());
-    let changes = vec![
+    let mut changes = vec![
         "zswap off where it is on (it would cache in front of the zram device)".to_string(),
         format!(
             "{}: reconfigured to {} (swapped off first, so its pages move back into RAM), or \
@@ -347,12 +351,14 @@ pub fn zram_apply_script(
             a.device, d.config
         ),
     ];
+    changes.extend(crate::proactive::change(d));
     let mut persist = vec![
         "$ROOT/etc/systemd/zram-generator.conf.d/60-zmem.conf (zram-generator: the device at \
          every boot)"
             .to_string(),
         "$ROOT/etc/tmpfiles.d/zmem-zswap.conf (zswap off at every boot), where zswap was on".into(),
     ];
+    persist.extend(crate::proactive::persist(d));
     if a.timer {
         persist.push(format!(
             "$ROOT/etc/systemd/system/{u}.service and .timer (the periodic recompression)",
@@ -375,7 +381,7 @@ pub fn zram_apply_script(
     for v in &a.generator_versions {
         s += &script::comment(&format!("  {v}"));
     }
-    Ok(format!("#!/bin/sh\n{s}{}{HEAD}{ZRAM}", vars.block()))
+    Ok(format!("#!/bin/sh\n{s}{}{HEAD}{ZRAM}{TAIL}", vars.block()))
 }
 
 /// The zram script's values, each checked against its grammar.
@@ -445,7 +451,8 @@ fn swap_behind(d: &Decision) -> zmem_lab::decision::SwapBehind {
 
 /// The apply script of a zswap decision for candidate `c`.
 pub fn zswap_apply_script(d: &Decision, c: &ZswapParams) -> Result<String, ScriptError> {
-    let vars = zswap_vars(c, d.sizing.and_then(|s| s.max_pool_percent), &swap_behind(d))?;
+    let vars = zswap_vars(c, d.sizing.and_then(|s| s.max_pool_percent), &swap_behind(d))?
+        .and(crate::proactive::vars(d)?);
     let b = swap_behind(d);
     let mib = b.size_bytes.div_ceil(1 << 20).max(64);
     let behind = match &b.existing {
@@ -455,7 +462,7 @@ pub fn zswap_apply_script(d: &Decision, c: &ZswapParams) -> Result<String, Scrip
             b.new_file.as_deref().unwrap_or(zmem_lab::decision::SWAP_FILE)
         ),
     };
-    let changes = vec![
+    let mut changes = vec![
         format!("zswap in front of {behind}"),
         "every zram swap device swapped off (its pages move back into RAM or to the disk swap): \
          no zswap stacked on zram"
@@ -475,12 +482,14 @@ pub fn zswap_apply_script(d: &Decision, c: &ZswapParams) -> Result<String, Scrip
          swap device swapped off (zram-generator makes none at boot)"
             .into(),
     ];
+    changes.extend(crate::proactive::change(d));
+    persist.extend(crate::proactive::persist(d));
     if b.existing.is_none() {
         persist
             .push("$ROOT/etc/systemd/system/<swap file>.swap (the swap file at every boot)".into());
     }
     let s = header(d, &changes, &persist, &[]);
-    Ok(format!("#!/bin/sh\n{s}{}{HEAD}{ZSWAP}", vars.block()))
+    Ok(format!("#!/bin/sh\n{s}{}{HEAD}{ZSWAP}{TAIL}", vars.block()))
 }
 
 /// The zswap script's values, each checked against its grammar.

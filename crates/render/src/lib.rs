@@ -25,6 +25,7 @@ pub mod json;
 pub mod operating;
 pub mod outputs;
 pub mod pressure;
+pub mod proactive;
 pub mod replay;
 pub mod script;
 pub mod status;
@@ -32,6 +33,7 @@ pub mod summary;
 mod svg;
 mod table;
 pub mod units;
+pub mod validate_apply;
 pub mod validate_lab;
 pub mod zswap;
 

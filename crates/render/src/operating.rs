@@ -5,6 +5,7 @@
 use zmem_lab::LabReport;
 use zmem_lab::decision::Kind;
 use zmem_lab::operating::{AtPoint, Named, OperatingPoint, TodayReason};
+use zmem_lab::proactive::Mechanism;
 
 use crate::cold::age;
 use crate::units::human_bytes;
@@ -116,6 +117,30 @@ pub fn sentence(r: &LabReport) -> Option<String> {
         }
     }
     Some(s + ".")
+}
+
+/// The proactive reclaim the decision adds, in words (or why there is none).
+pub fn proactive(r: &LabReport) -> Option<String> {
+    let d = &r.decision;
+    let Some(p) = &d.proactive else {
+        return d.proactive_none.as_ref().map(|why| format!("No proactive reclaim: {why}."));
+    };
+    let how = match p.mechanism {
+        Mechanism::ProcessMadvise => "zmem's agent (zmem agent) pages out",
+        Mechanism::Damon => "a DAMON scheme in a kdamond of zmem's own pages out",
+        Mechanism::MemoryReclaim => "memory.reclaim reclaims",
+    };
+    let saves = d.chosen(&r.candidates).and_then(|c| c.at_cold_age).map_or(String::new(), |a| {
+        format!(", held in {} (saves {})", b(a.pool_bytes as f64), b(a.memory_saved_bytes as f64))
+    });
+    Some(format!(
+        "Proactive reclaim: {how} anonymous memory idle for {} ({}): it moves {} out now{saves}; \
+         {:.1} pages a second come back; --no-proactive leaves it out.",
+        age(p.cold_age_secs),
+        p.why,
+        b(p.moves_bytes as f64),
+        p.promoted_bytes_per_sec / r.source.page_size.max(1) as f64,
+    ))
 }
 
 fn figure(label: &str, at: &AtPoint) -> String {

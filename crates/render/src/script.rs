@@ -163,6 +163,31 @@ pub fn period_secs(field: &str, secs: f64) -> Result<u64, ScriptError> {
     }
 }
 
+/// A number with fractions, from 0 to `max`, written with six decimals (no exponent).
+pub fn number(field: &str, v: f64, max: f64) -> Result<String, ScriptError> {
+    if v.is_finite() && (0.0..=max).contains(&v) {
+        Ok(format!("{v:.6}"))
+    } else {
+        Err(refuse(field, &v.to_string(), &format!("not a number from 0 to {max}")))
+    }
+}
+
+/// One entry of the agent's `--exclude` list: a pid, a process name (letters, digits and
+/// `. _ - + :`, at most 15 bytes) or a cgroup path (`/` then letters, digits and `/ . _ - + : @`):
+/// nothing a shell, a comma-separated list or a systemd ExecStart line would read otherwise.
+pub fn exclude_entry(field: &str, v: &str) -> Result<String, ScriptError> {
+    let name = |b: u8| b.is_ascii_alphanumeric() || b"._-+:".contains(&b);
+    let ok = match v.strip_prefix('/') {
+        Some(rest) => v.len() < 4096 && rest.bytes().all(|b| name(b) || b"/@".contains(&b)),
+        None => !v.is_empty() && v.len() <= 15 && v.bytes().all(name) && !v.starts_with('-'),
+    };
+    if ok {
+        Ok(v.to_string())
+    } else {
+        Err(refuse(field, v, "not a pid, a process name or a cgroup path of safe characters"))
+    }
+}
+
 /// The assignment block: `NAME='value'` lines, numbers bare. Names are the templates' own.
 #[derive(Debug, Default)]
 pub struct Assignments(String);
@@ -199,6 +224,12 @@ impl Assignments {
     /// A flag: 1 or 0.
     pub fn flag(self, name: &str, on: bool) -> Self {
         self.int(name, i64::from(on))
+    }
+
+    /// These assignments followed by `more`.
+    pub fn and(mut self, more: Assignments) -> Self {
+        self.0 += &more.0;
+        self
     }
 
     /// The block with its opening comment.

@@ -43,3 +43,16 @@ reload() {
   fi
 }
 echo applying > "$STATE/applied"
+# refuse WHY: stop before anything was changed (the state directory holds no apply).
+refuse() {
+  echo "zmem: $1: nothing was changed" >&2
+  rm -f "$STATE/applied"
+  exit 1
+}
+# The proactive reclaim's agent (zmem agent), where the decision has one: found before
+# anything changes.
+agent_bin=
+if [ "$ZMEM_AGENT" = 1 ]; then
+  agent_bin=$(command -v "${ZMEM_AGENT_BIN:-$ZMEM_BIN}") \
+    || refuse "${ZMEM_AGENT_BIN:-$ZMEM_BIN} is not found (the proactive reclaim runs zmem agent: set ZMEM_AGENT_BIN to zmem's path)"
+fi

@@ -1,9 +1,3 @@
-# refuse WHY: stop before anything was changed (the state directory holds no apply).
-refuse() {
-  echo "zmem: $1: nothing was changed" >&2
-  rm -f "$STATE/applied"
-  exit 1
-}
 dev=${ZMEM_ZRAM_DEVICE:-$ZMEM_DEVICE}
 case $dev in
   zram | zram*[!0-9]*) refuse "$dev is not a zram device name (zram[0-9]+)" ;;
@@ -165,5 +159,3 @@ if [ "$persist" = 1 ]; then
   fi
   reload
 fi
-echo 'done' > "$STATE/applied"
-echo "zmem: applied; the undo script puts it back" >&2

@@ -1,9 +1,3 @@
-# refuse WHY: stop before anything was changed (the state directory holds no apply).
-refuse() {
-  echo "zmem: $1: nothing was changed" >&2
-  rm -f "$STATE/applied"
-  exit 1
-}
 # Checks first: zswap present and the compressor offered; nothing is changed otherwise.
 if [ ! -d "$SYS/module/zswap/parameters" ]; then
   refuse 'this kernel has no zswap (CONFIG_ZSWAP off)'
@@ -80,5 +74,3 @@ if [ "$persist" = 1 ]; then
   fi
   reload
 fi
-echo 'done' > "$STATE/applied"
-echo "zmem: applied; the undo script puts it back" >&2

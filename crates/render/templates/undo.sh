@@ -20,6 +20,18 @@ log=$STATE/log
 is_swap() {
   awk -v f="$1" '$1 == f { found = 1 } END { exit !found }' "$PROC/swaps"
 }
+# 0. The proactive reclaim's agent it started, stopped first (nothing pages out while the rest is
+#    undone). Only that process: a pid since reused by another program is left alone.
+awk '$1 == "agent" { print $2 }' "$log" | while read -r pid; do
+  if tr '\0' ' ' < "/proc/$pid/cmdline" 2> /dev/null | grep -q ' agent '; then
+    kill "$pid" 2> /dev/null || true
+    i=0
+    while [ -d "/proc/$pid" ] && [ "$i" -lt 50 ]; do
+      sleep 0.1
+      i=$((i + 1))
+    done
+  fi
+done
 # 1. zswap's parameters as they were, enabled last.
 awk '$1 == "zswap" && $2 != "enabled" { print $2, $3 }' "$log" | while read -r k v; do
   echo "$v" > "$SYS/module/zswap/parameters/$k"
@@ -27,7 +39,7 @@ done
 awk '$1 == "zswap" && $2 == "enabled" { print $3 }' "$log" | while read -r v; do
   echo "$v" > "$SYS/module/zswap/parameters/enabled"
 done
-# 2. The timer it enabled.
+# 2. The units it started (the recompression timer, the agent).
 awk '$1 == "unit" { print $2 }' "$log" | while read -r u; do
   systemctl disable --now "$u" || true
 done

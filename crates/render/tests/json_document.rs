@@ -202,7 +202,7 @@ fn same(what: &str, r: &LabReport) -> serde_json::Value {
 fn assert_one_answer(d: &serde_json::Value) {
     let keys: Vec<&str> = d.as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(keys.first(), Some(&"decision"), "{keys:?}");
-    assert_eq!(d["schema_version"], 8);
+    assert_eq!(d["schema_version"], 9);
     for gone in ["recommendation", "verdict"] {
         assert!(d.get(gone).is_none(), "{gone}: {}", d[gone]);
     }

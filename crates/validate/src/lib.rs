@@ -7,11 +7,14 @@
 //! prediction, and with zswap configurations asked for, each played under zswap in front of a
 //! swap area of ours ([`zswap_kernel`], [`zswap_lab`]; zswap's parameters saved and restored by
 //! [`zswap_params`], the swap area by [`zswap_swap`]). [`request`] holds both jobs' requests,
-//! which the CLI's flags and Python's keyword arguments map onto.
+//! which the CLI's flags and Python's keyword arguments map onto. `zmem validate apply`
+//! ([`apply`]) proves the lab's decision on the live machine: applies it with a set-up of its
+//! own, watches, compares realized with predicted, undoes, and checks the machine is as it was.
 //!
 //! Not for: measuring or advising (the lab), reading kernel facts (zmem-kernel), rendering
 //! (zmem-render).
 
+pub mod apply;
 pub mod check;
 pub mod kernel_replay;
 pub mod lab;

@@ -54,6 +54,10 @@ pub struct Args {
     /// this time.
     #[arg(long, value_name = "SECS", default_value_t = 600, requires = "advise", value_parser = clap::value_parser!(u64).range(1..))]
     advise_refresh: u64,
+    /// The proactive-reclaim agent's status file (`zmem agent --status`), read on every scrape
+    /// where it exists: zmem_agent_* metrics.
+    #[arg(long, value_name = "PATH", default_value = zmem_kernel::reclaim::DEFAULT_STATUS_PATH)]
+    agent_status: PathBuf,
 }
 
 /// `--advise-idle-share`: a percentage, or `auto` (None).
@@ -93,6 +97,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         status: status::Options { block_state: args.idle_pages, ..status::Options::default() },
         lab,
         advice,
+        agent: Some(zmem_exporter::agent::Source::new(args.agent_status.clone())),
     };
     if let Some(file) = &args.textfile {
         let text = scrape.run(Format::Prometheus)?;

@@ -1,6 +1,7 @@
 //! One module per subcommand: its clap arguments and its `run`. What several commands share
 //! lives in modules of its own (`args`, `pages`, `progress`), never in a command's module.
 
+pub mod agent;
 mod args;
 pub mod capture;
 pub mod codec;

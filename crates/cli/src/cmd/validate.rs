@@ -1,15 +1,18 @@
 //! `zmem validate`: zmem's models checked against the live kernel. `replay` runs a trace in real
 //! memory under a memory cgroup with a kernel zram swap and compares with `zmem replay`; `lab`
 //! does so for every configuration of the lab's candidate list the kernel runs, beside the lab's
-//! prediction; `play` (hidden) is the player process they start, this same binary.
+//! prediction; `apply` applies the lab's decision on this machine, watches, compares and undoes;
+//! `play` (hidden) is the player process they start, this same binary.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use zmem_kernel::record::SignalStop;
+use zmem_validate::apply::ValidateApplyRequest;
+use zmem_validate::apply::request::parse_pids;
 use zmem_validate::replay as validate;
 use zmem_validate::request::{
-    MAX_KERNEL_RUNS, PAGE_SIZE, ValidateLabRequest, ValidateReplayRequest,
+    MAX_KERNEL_RUNS, MAX_TIMEOUT_SECS, PAGE_SIZE, ValidateLabRequest, ValidateReplayRequest,
 };
 
 #[derive(Debug, clap::Subcommand)]
@@ -22,6 +25,14 @@ pub enum Validate {
     /// device of each configuration, beside the lab's pool, swap traffic, CPU and swap-in
     /// latency for it. Needs root.
     Lab(LabArgs),
+    /// Prove the lab's decision on this machine: apply it with a set-up of its own (a zram swap
+    /// device, or zswap's parameters and a swap file behind them) and its proactive reclaim,
+    /// watch, compare what the machine saved, moved out and swapped in with the prediction,
+    /// then undo everything and check the machine is as it was. Needs root.
+    #[command(
+        after_help = "Example:\n  zmem lab --json > report.json && sudo zmem validate apply report.json --minutes 5"
+    )]
+    Apply(ApplyArgs),
     /// The player process of `validate replay` (reads its work on stdin).
     #[command(hide = true)]
     Play,
@@ -102,10 +113,54 @@ pub struct LabArgs {
     trace: Option<PathBuf>,
 }
 
+#[derive(Debug, clap::Args)]
+pub struct ApplyArgs {
+    /// Watch this many minutes (a sample every 5 s, a progress line every 10 s).
+    #[arg(long, default_value_t = ValidateApplyRequest::default().seconds / 60, value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT_SECS / 60))]
+    minutes: u64,
+    /// Watch this many seconds instead (tests).
+    #[arg(long, hide = true, value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT_SECS))]
+    seconds: Option<u64>,
+    /// Only these processes are paged out and watched (pids, comma-separated); the watch ends
+    /// early once all have exited. Default: every user process but the excluded.
+    #[arg(long, value_name = "PID,...", value_parser = pids)]
+    pid: Option<Pids>,
+    /// Processes the proactive reclaim never pages out: pids, process names (comm) and memory
+    /// cgroup path prefixes (/system.slice), comma-separated, as the lab's --exclude. zmem
+    /// itself is always excluded.
+    #[arg(long, value_name = "PID|NAME|/CGROUP,...", value_parser = zmem_kernel::reclaim::Exclude::parse)]
+    exclude: Option<zmem_kernel::reclaim::Exclude>,
+    /// Do not run the decision's proactive reclaim: the prediction is then today's pressure.
+    #[arg(long)]
+    no_proactive: bool,
+    /// The directory (the filesystem) for a zswap decision's swap file.
+    #[arg(long, default_value_os_t = ValidateApplyRequest::default().swap_dir)]
+    swap_dir: PathBuf,
+    /// Also write the result as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Also write the result as an HTML page (with a plot of the watch) to this file.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// The lab's report (`zmem lab --json > REPORT.json`, or `zmem lab -o DIR`'s
+    /// report.json). Default: run the lab first with its defaults (about a minute).
+    #[arg(value_name = "REPORT.json")]
+    report: Option<PathBuf>,
+}
+
+/// `--pid`'s list (a type of its own: clap reads an `Option<Vec<_>>` as a repeated flag).
+#[derive(Debug, Clone)]
+struct Pids(Vec<u32>);
+
+fn pids(list: &str) -> Result<Pids, String> {
+    parse_pids(list).map(Pids)
+}
+
 pub fn run(v: &Validate) -> anyhow::Result<()> {
     match v {
         Validate::Replay(args) => replay(args),
         Validate::Lab(args) => lab(args),
+        Validate::Apply(args) => apply(args),
         Validate::Play => Ok(validate::player::run_stdio()?),
     }
 }
@@ -180,6 +235,38 @@ fn lab(args: &LabArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The request `validate apply`'s flags make.
+fn apply_request(args: &ApplyArgs) -> ValidateApplyRequest {
+    ValidateApplyRequest {
+        report: args.report.clone(),
+        seconds: args.seconds.unwrap_or(args.minutes * 60),
+        pids: args.pid.as_ref().map(|p| p.0.clone()),
+        exclude: args.exclude.clone().unwrap_or_default(),
+        no_proactive: args.no_proactive,
+        swap_dir: args.swap_dir.clone(),
+        ..ValidateApplyRequest::default()
+    }
+}
+
+fn apply(args: &ApplyArgs) -> anyhow::Result<()> {
+    let req = apply_request(args);
+    req.check().map_err(|e| anyhow::anyhow!(e.flag()))?;
+    let bar = super::progress::Bar::new();
+    let plan = req.plan(&bar)?;
+    drop(bar);
+    // SIGINT and SIGTERM end the watch early; the set-up is undone and the result printed.
+    let stop = SignalStop::install()?;
+    let r = req.apply(&plan, stop.flag(), &mut |line| super::note(line))?;
+    drop(stop);
+    let (json, html) = (args.json.as_deref(), args.html.as_deref());
+    zmem_render::validate_apply::write_files(&r, json, html).map_err(|e| anyhow::anyhow!(e))?;
+    print!("{}", zmem_render::validate_apply::text(&r));
+    if !r.restored {
+        anyhow::bail!("not everything was undone: see the events and what differs above");
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,5 +277,7 @@ mod tests {
         assert_eq!(replay_request(&cli).unwrap(), ValidateReplayRequest::default());
         let cli: LabArgs = super::super::args::parse_flags(&["lab", "pages"]);
         assert_eq!(lab_request(&cli).unwrap(), ValidateLabRequest::default());
+        let cli: ApplyArgs = super::super::args::parse_flags(&["apply"]);
+        assert_eq!(apply_request(&cli), ValidateApplyRequest::default());
     }
 }

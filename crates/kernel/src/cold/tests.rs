@@ -42,6 +42,7 @@ fn smaps_is_parsed_per_mapping_with_its_kind() {
         s.mappings[2],
         SmapsEntry {
             start: 0x7f00_0000_0000,
+            end: 0x7f00_0010_0000,
             anonymous_mapping: true,
             rss: 1024 << 10,
             anonymous: 1000 << 10,

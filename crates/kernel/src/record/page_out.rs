@@ -51,6 +51,11 @@ pub trait Pager {
     /// Moves the folios waiting in every CPU's LRU add batches onto the LRU lists, where the
     /// next page-out can take them (see the module doc).
     fn drain_lru(&mut self) -> Result<(), KernelError>;
+
+    /// Forgets what it holds for `pid` (the process exited: a long-running caller such as the
+    /// reclaim agent must not keep a descriptor per dead process, nor reach a reused pid
+    /// through the old one).
+    fn forget(&mut self, _pid: u32) {}
 }
 
 /// The kernel's pager: process_madvise(MADV_PAGEOUT) through a pidfd per process.
@@ -161,6 +166,10 @@ impl Pager for Madvise {
             }
         }
         Ok(())
+    }
+
+    fn forget(&mut self, pid: u32) {
+        self.pidfds.retain(|(p, _)| *p != pid);
     }
 
     /// migrate_pages(2) of this process from a node to the same node: nothing moves, but

@@ -52,6 +52,10 @@ pub struct LabRequest {
     /// Price CPU at the generated trace's swap rates where nothing else gives rates (no swap
     /// observed, no cold curve, no `--trace`); without it that CPU is not priced.
     pub generated_trace: bool,
+    /// Leave proactive reclaim out of the decision (`crate::proactive`).
+    pub no_proactive: bool,
+    /// Never paged out by the proactive reclaim the decision adds.
+    pub exclude: zmem_kernel::reclaim::Exclude,
 }
 
 impl Default for LabRequest {
@@ -70,6 +74,8 @@ impl Default for LabRequest {
             cgroup_limits: Vec::new(),
             no_cold: false,
             generated_trace: false,
+            no_proactive: false,
+            exclude: zmem_kernel::reclaim::Exclude::default(),
         }
     }
 }
@@ -234,6 +240,11 @@ pub fn run_lab(req: LabRequest, progress: &dyn Progress) -> Result<LabReport, La
             this_machine,
             ..OperatingInput::default()
         },
+        proactive: crate::proactive::Input {
+            wanted: !req.no_proactive,
+            exclude: req.exclude,
+            abilities: this_machine.then(abilities),
+        },
         ..LabOptions::default()
     };
     let ps = e.source.page_size;
@@ -276,5 +287,27 @@ pub(crate) fn budget(name: &'static str, text: &str) -> Result<f64, ArgError> {
     match text.trim().parse::<f64>() {
         Ok(v) if v >= 0.0 && v.is_finite() => Ok(v),
         _ => Err(ArgError::with_value(name, text.trim(), "must be a number >= 0")),
+    }
+}
+
+/// What this machine offers for proactive reclaim (reads only): why zmem cannot use a DAMON
+/// scheme, `memory.reclaim` or `process_madvise` here, and the running kdamond schemes that
+/// already page out anonymous memory.
+fn abilities() -> crate::proactive::Abilities {
+    use zmem_kernel::record::damon;
+    let admin = std::path::Path::new(damon::ADMIN);
+    let memory_reclaim =
+        match zmem_kernel::cgroups::memory_controller_version(std::path::Path::new("/")) {
+            Some(2) => None,
+            Some(v) => {
+                Some(format!("the memory controller is cgroup v{v} (memory.reclaim is v2's)"))
+            }
+            None => Some("no memory cgroup controller is mounted".into()),
+        };
+    crate::proactive::Abilities {
+        damon: damon::unavailable_reason(admin),
+        memory_reclaim,
+        process_madvise: zmem_kernel::record::page_out::unavailable_reason(),
+        already: damon::anon_pageout(admin).iter().map(|a| (a.describe(), a.all)).collect(),
     }
 }

@@ -231,6 +231,45 @@ pub const LAB_OPTIONS: &[LabOption] = &[
         },
     },
     LabOption {
+        name: "no_proactive",
+        value_name: "",
+        kind: ValueKind::Flag,
+        choices: &[],
+        conflicts_with: &[],
+        live: true,
+        help: |_| {
+            "Leave proactive reclaim out of the decision: without it the savings are at \
+             today's pressure (a compressed swap holds nothing until memory is short); with it \
+             (the default where this machine has none for anonymous memory) memory idle for \
+             the cold age is paged out by the kernel's tools and the savings are at the cold age"
+                .into()
+        },
+        shown: |_| None,
+        parse: |r, _| {
+            r.no_proactive = true;
+            Ok(())
+        },
+    },
+    LabOption {
+        name: "exclude",
+        value_name: "PID|NAME|/CGROUP,...",
+        kind: ValueKind::Text,
+        choices: &[],
+        conflicts_with: &[],
+        live: true,
+        help: |_| {
+            "Processes the proactive reclaim never pages out: pids, process names (comm) and \
+             memory cgroup path prefixes (/system.slice), comma-separated"
+                .into()
+        },
+        shown: |_| None,
+        parse: |r, t| {
+            r.exclude =
+                zmem_kernel::reclaim::Exclude::parse(t).map_err(|e| ArgError::new("exclude", e))?;
+            Ok(())
+        },
+    },
+    LabOption {
         name: "cgroup_limit",
         value_name: "CGROUP=SIZE,...",
         kind: ValueKind::Text,

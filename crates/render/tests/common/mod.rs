@@ -2,6 +2,8 @@
 //! zswap candidates, and the lab run on a small generated page set.
 #![allow(dead_code)] // each test binary uses its own subset
 
+pub mod sandbox;
+
 use std::time::Duration;
 use zmem_kernel::cold::{ColdCurve, Cost, Method, Skipped};
 use zmem_kernel::pressure::{Pressure, Psi, PsiLine, Watermarks};
@@ -43,7 +45,32 @@ pub fn decision(kind: Kind, config: &str, behind: Option<SwapBehind>) -> Decisio
         },
         swap_behind: behind,
         better_kernel: Vec::new(),
+        proactive: None,
+        proactive_none: None,
     }
+}
+
+/// A zram decision with the agent at T = 60 s, never paging out `exclude`.
+pub fn with_agent(exclude: zmem_kernel::reclaim::Exclude) -> Decision {
+    let mut d = decision(Kind::Zram, "zram lzo-rle", None);
+    let predicted = zmem_kernel::reclaim::Predicted {
+        moved_out_bytes: 900 << 20,
+        swap_ins_per_sec: 2.5,
+        memory_saved_bytes: 600 << 20,
+    };
+    d.proactive = Some(zmem_lab::proactive::Proactive {
+        mechanism: zmem_lab::proactive::Mechanism::ProcessMadvise,
+        why: "DAMON: taken; memory.reclaim: cgroup v1".into(),
+        cold_age_secs: 60,
+        moves_bytes: 900 << 20,
+        promoted_bytes_per_sec: 10240.0,
+        agent: Some(zmem_kernel::reclaim::AgentConfig {
+            exclude,
+            predicted: Some(predicted),
+            ..zmem_kernel::reclaim::AgentConfig::new(60)
+        }),
+    });
+    d
 }
 
 /// zswap's module parameters: `compressor` at `max_pool_percent`, the shrinker on or off, the

@@ -52,11 +52,13 @@
 pub(crate) mod fake;
 mod kdamond;
 mod regions;
+mod schemes;
 mod sysfs;
 
 use std::path::Path;
 
 pub use kdamond::{Attrs, Kdamond};
+pub use schemes::{AnonPageout, anon_pageout};
 
 /// Where the DAMON sysfs interface is.
 pub const ADMIN: &str = "/sys/kernel/mm/damon/admin";

@@ -1,0 +1,141 @@
+//! `zmem validate apply` from the command line. Bad input ends with one line on stderr starting
+//! `zmem: `, exit status 2, no panic and nothing made (each fails before the set-up). Live: the
+//! decision of the validate crate's fixture (zram lzo-rle, process_madvise at T = 3 s) applied
+//! to a child holding 64 MiB for 10 s (the hidden `--seconds`), with `--json` and `--html`: exit
+//! 0, the first line says what was applied against what was predicted, the last that the machine
+//! is as it was, a progress line came on stderr, both files are written, and /proc/swaps reads
+//! as before.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+const FIXTURE: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../validate/tests/fixtures/apply-zram-proactive.json");
+
+fn zmem(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zmem")).args(args).output().expect("the zmem binary runs")
+}
+
+#[track_caller]
+fn fails_cleanly(out: Output, what: &str) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{what} panicked:\n{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{what}: exit status; stderr:\n{stderr}");
+    assert!(stderr.starts_with("zmem: "), "{what}: stderr:\n{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{what}: more than one line:\n{stderr}");
+    stderr["zmem: ".len()..].trim_end().to_string()
+}
+
+/// A directory of this test's own (removed by the caller).
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("zmem-cli-apply-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn bad_input_is_refused_in_one_line_before_anything_is_made() {
+    let d = dir("bad");
+    let not_a_report = d.join("r.json");
+    std::fs::write(&not_a_report, "{\"decision\": 3}").unwrap();
+    let cases: [(&[&str], &str); 5] = [
+        (&["--pid", "x", FIXTURE], "\"x\" is not a pid"),
+        (&["--pid", "4294967294", FIXTURE], "no such running process"),
+        (&["--minutes", "0", FIXTURE], "--minutes"),
+        (&["--exclude", "a,b\u{7}", FIXTURE], "--exclude"),
+        (&[not_a_report.to_str().unwrap()], "not a zmem lab report"),
+    ];
+    for (args, want) in cases {
+        let mut all = vec!["validate", "apply"];
+        all.extend_from_slice(args);
+        let msg = fails_cleanly(zmem(&all), &format!("{args:?}"));
+        assert!(msg.contains(want), "{args:?}: {msg}");
+    }
+    let missing = d.join("missing.json");
+    let msg = fails_cleanly(zmem(&["validate", "apply", missing.to_str().unwrap()]), "missing");
+    assert!(msg.contains("missing.json"), "{msg}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The child: 64 MiB, each page numbered, the first tenth written every 50 ms, for `arg`
+/// seconds.
+fn holder(arg: &str) {
+    let secs: u64 = arg.parse().expect("seconds");
+    let mut buf = vec![0u8; 64 << 20];
+    for (n, p) in buf.chunks_mut(4096).enumerate() {
+        p[..8].copy_from_slice(&(n as u64).to_le_bytes());
+        p[100] = 1;
+    }
+    zmem_testkit::say_ready(std::process::id());
+    let end = std::time::Instant::now() + Duration::from_secs(secs);
+    while std::time::Instant::now() < end {
+        for p in buf[..(64 << 20) / 10].chunks_mut(4096) {
+            p[200] = p[200].wrapping_add(1);
+        }
+        std::hint::black_box(&buf);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn swap_areas() -> Vec<String> {
+    let text = std::fs::read_to_string("/proc/swaps").unwrap();
+    text.lines().skip(1).filter_map(|l| l.split_whitespace().next().map(str::to_string)).collect()
+}
+
+#[test]
+#[ignore = "live: needs root, kernel zram and process_madvise (scripts/test runs it)"]
+fn a_decision_is_applied_watched_undone_and_written() {
+    zmem_testkit::child("holder", holder);
+    let why = zmem_kernel::harness::unavailable_reason()
+        .or_else(zmem_kernel::record::page_out::unavailable_reason);
+    let Some(_live) = zmem_testkit::live(why) else { return };
+    let d = dir("live");
+    let before = swap_areas();
+    let mut child = zmem_testkit::reexec("holder", "30").spawn().unwrap();
+    let ready = zmem_testkit::Ready::watch(child.stdout.take().unwrap());
+    let child = Killed(child);
+    let pid = ready.wait(Duration::from_secs(30)).unwrap();
+    let (json, html) = (d.join("apply.json"), d.join("apply.html"));
+    let out = zmem(&[
+        "validate",
+        "apply",
+        FIXTURE,
+        "--seconds",
+        "10",
+        "--pid",
+        &pid,
+        "--json",
+        json.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    drop(child);
+    let (stdout, stderr) =
+        (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.starts_with(
+            "Applied zram lzo-rle with proactive reclaim (process_madvise) at T = 3 s for 0:10: \
+             saved "
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.ends_with("The machine is as it was.\n"), "{stdout}");
+    assert!(stderr.contains("zmem validate apply: 0:10/0:10: moved out "), "{stderr}");
+    let report = std::fs::read_to_string(&json).unwrap();
+    assert!(report.contains("\"restored\": true") && report.contains("\"samples\""));
+    assert!(std::fs::read_to_string(&html).unwrap().contains("<polyline"));
+    assert_eq!(swap_areas(), before);
+    let _ = std::fs::remove_dir_all(Path::new(&d));
+}

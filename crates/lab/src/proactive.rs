@@ -1,0 +1,202 @@
+//! Proactive reclaim in the decision: what moves the memory idle for T out before pressure
+//! comes, so the savings at the cold age happen on a machine whose memory is not short.
+//!
+//! The lab adds it where this machine has none for anonymous memory (no running kdamond
+//! scheme pages it out: zmem-kernel's `record::damon::anon_pageout`), the cold curve reached T,
+//! and the memory idle for T comes back within the promotion budget. The mechanism is the
+//! first this machine lets zmem use, in the order the kernel's own tools rank (a DAMON scheme
+//! in a kdamond of zmem's own, `memory.reclaim` on cgroup v2, then zmem's agent with
+//! `process_madvise(MADV_PAGEOUT)`): each one's reason for not being used is kept and said.
+//! zmem drives only the agent so far; where DAMON or `memory.reclaim` is free the report says
+//! so, and the agent is used.
+//!
+//! The decision's headline is then at the cold age (operating::Named::ColdAge); `--no-proactive`
+//! leaves it out and the headline is today's pressure.
+
+use serde::{Deserialize, Serialize};
+use zmem_kernel::reclaim::{AgentConfig, Exclude, Predicted};
+
+use crate::candidate::Candidate;
+use crate::decision::{Decision, Kind};
+use crate::operating::{Named, OperatingPoint};
+
+/// The least cold memory worth an agent: under it the report says there is nothing to move.
+pub const MIN_COLD_BYTES: u64 = 16 << 20;
+/// The least CPU, in percent of a core, the agent is given: less would take hours to move a
+/// gigabyte (about 2 CPU seconds a GiB, compression included).
+pub const MIN_AGENT_CPU_PERCENT: f64 = 0.05;
+
+/// The kernel's tools for proactive reclaim, in the order the lab prefers them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mechanism {
+    /// A DAMON `pageout` scheme for anonymous memory idle for T, in a kdamond of zmem's own.
+    Damon,
+    /// `memory.reclaim` on cgroup v2.
+    MemoryReclaim,
+    /// zmem's agent: `process_madvise(MADV_PAGEOUT)` on the ranges idle for T.
+    ProcessMadvise,
+}
+
+/// What this machine offers for proactive reclaim (read by the request; reads only). Each
+/// `Option<String>` is why zmem cannot use that mechanism here, `None` where it could.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Abilities {
+    pub damon: Option<String>,
+    pub memory_reclaim: Option<String>,
+    pub process_madvise: Option<String>,
+    /// The machine's own proactive reclaim of anonymous memory (running kdamond schemes),
+    /// each `(description, all)`: `all` where every anonymous page passes its filters.
+    pub already: Vec<(String, bool)>,
+}
+
+/// The lab's options for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Input {
+    /// `--no-proactive` sets it false.
+    pub wanted: bool,
+    /// `--exclude`: never paged out.
+    pub exclude: Exclude,
+    /// This machine's tools; none where the pages are not this machine's.
+    pub abilities: Option<Abilities>,
+}
+
+impl Default for Input {
+    fn default() -> Self {
+        Self { wanted: true, exclude: Exclude::default(), abilities: None }
+    }
+}
+
+/// The proactive reclaim the decision adds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Proactive {
+    pub mechanism: Mechanism,
+    /// Why this mechanism: the reasons the ones before it cannot be used.
+    pub why: String,
+    pub cold_age_secs: u64,
+    /// The cold bytes at T it will move out.
+    pub moves_bytes: u64,
+    /// What comes back (the measured return of memory idle for T).
+    pub promoted_bytes_per_sec: f64,
+    /// The agent's configuration, for `process_madvise`.
+    pub agent: Option<AgentConfig>,
+}
+
+/// The mechanism the decision would add at T, or why there is none. Checked before the
+/// decision (its headline is at the cold age with one); [`attach`] completes it.
+pub fn choose(op: &OperatingPoint, x: &Input) -> Result<Proactive, String> {
+    if !x.wanted {
+        return Err("left out (--no-proactive)".into());
+    }
+    let Some(a) = &x.abilities else {
+        return Err("the pages are not this machine's: proactive reclaim is set up on the \
+                    machine the lab reads"
+            .into());
+    };
+    if let Some((what, _)) = a.already.iter().find(|(_, all)| *all) {
+        return Err(format!("the machine reclaims anonymous memory proactively already: {what}"));
+    }
+    let k = op
+        .cold
+        .as_ref()
+        .ok_or_else(|| op.cold_unseen.clone().unwrap_or_else(|| "no cold curve was read".into()))?;
+    if k.over_promotion_budget {
+        return Err(format!(
+            "memory idle for {} s comes back at {:.3} % of the working set a minute, over the \
+             promotion budget of {} % (a longer --cold-age may fit it)",
+            k.age_secs, k.promotion_percent_per_min, k.promotion_budget_percent_per_min
+        ));
+    }
+    if k.cold_bytes < MIN_COLD_BYTES {
+        return Err(format!(
+            "only {} MiB has been idle for {} s: not worth moving",
+            k.cold_bytes >> 20,
+            k.age_secs
+        ));
+    }
+    let (mechanism, why) = mechanism(a)?;
+    let agent = (mechanism == Mechanism::ProcessMadvise)
+        .then(|| AgentConfig { exclude: x.exclude.clone(), ..AgentConfig::new(k.age_secs) });
+    Ok(Proactive {
+        mechanism,
+        why,
+        cold_age_secs: k.age_secs,
+        moves_bytes: k.cold_bytes,
+        promoted_bytes_per_sec: k.promoted_bytes_per_sec,
+        agent,
+    })
+}
+
+/// The first mechanism zmem can use here, and why the ones before it are not used.
+fn mechanism(a: &Abilities) -> Result<(Mechanism, String), String> {
+    let damon = a.damon.clone().unwrap_or_else(|| {
+        "the admin interface is free, but zmem does not set up DAMON schemes yet".into()
+    });
+    let reclaim = a
+        .memory_reclaim
+        .clone()
+        .unwrap_or_else(|| "cgroup v2 has it, but zmem does not drive memory.reclaim yet".into());
+    let tried = format!("DAMON: {damon}; memory.reclaim: {reclaim}");
+    match &a.process_madvise {
+        None => Ok((
+            Mechanism::ProcessMadvise,
+            format!("{tried}; so zmem's agent pages out with process_madvise(MADV_PAGEOUT)"),
+        )),
+        Some(no) => Err(format!("no mechanism zmem can use: {tried}; process_madvise: {no}")),
+    }
+}
+
+/// Puts the proactive reclaim (or why there is none) into the decision: only a decision that
+/// sets up a compressed swap gets one (where it keeps what runs, or sets up nothing, the
+/// headline goes back to `named`, the point without proactive reclaim). The agent carries the
+/// prediction the exporter shows beside what it moved.
+pub fn attach(
+    d: &mut Decision,
+    cands: &[Candidate],
+    chosen: Result<Proactive, String>,
+    named: Named,
+    page_size: u64,
+    cpu_budget_percent: f64,
+) {
+    let mut p = match chosen {
+        Ok(p) if matches!(d.kind, Kind::Zram | Kind::Zswap) => p,
+        Ok(_) => {
+            d.proactive_none = Some("the decision sets up no compressed swap of its own".into());
+            if let Some(op) = d.operating_point.as_mut() {
+                op.named = named;
+            }
+            return;
+        }
+        Err(why) => {
+            d.proactive_none = Some(why);
+            return;
+        }
+    };
+    // The agent reclaims within what the decision's own CPU leaves of the budget.
+    let left = cpu_budget_percent - 100.0 * d.cpu_seconds_per_second;
+    if left < MIN_AGENT_CPU_PERCENT {
+        d.proactive_none = Some(format!(
+            "the configuration's CPU ({:.3} % of a core) leaves {left:.3} % of the {} % budget, \
+             under the {MIN_AGENT_CPU_PERCENT} % reclaim needs",
+            100.0 * d.cpu_seconds_per_second,
+            cpu_budget_percent
+        ));
+        if let Some(op) = d.operating_point.as_mut() {
+            op.named = named;
+        }
+        return;
+    }
+    let saved = d.chosen(cands).and_then(|c| c.at_cold_age).map_or(0, |a| a.memory_saved_bytes);
+    if let Some(agent) = p.agent.as_mut() {
+        agent.cpu_budget_percent = left;
+        agent.predicted = Some(Predicted {
+            moved_out_bytes: p.moves_bytes,
+            swap_ins_per_sec: p.promoted_bytes_per_sec / page_size.max(1) as f64,
+            memory_saved_bytes: saved,
+        });
+    }
+    d.proactive = Some(p);
+}
+
+#[cfg(test)]
+mod tests;

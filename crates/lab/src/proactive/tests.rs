@@ -1,0 +1,128 @@
+use super::*;
+use crate::candidate::NowSource;
+use crate::operating::OperatingInput;
+use crate::operating::tests::{MIB, PS, basis, calm, curve, run};
+
+/// This machine kind: DAMON taken by the boot kdamond (whose filters reject anonymous
+/// pages), cgroup v1, process_madvise there.
+fn here() -> Abilities {
+    Abilities {
+        damon: Some("kdamond 0 is running and is not ours".into()),
+        memory_reclaim: Some("the memory controller is cgroup v1".into()),
+        process_madvise: None,
+        already: vec![("kdamond 0 pages out some anonymous memory".into(), false)],
+    }
+}
+
+fn input() -> Input {
+    let exclude = Exclude { comms: vec!["sshd".into()], ..Exclude::default() };
+    Input { wanted: true, exclude, abilities: Some(here()) }
+}
+
+/// 900 MiB of 1000 idle at T = 60 s, nothing coming back.
+fn point(cold: u64) -> OperatingPoint {
+    let b = basis(NowSource::Uncompressed);
+    let c = curve(&[60], &[cold], 1000 * MIB);
+    let x = OperatingInput { cold: Some(c), ..OperatingInput::default() };
+    run(&b, Some(&calm()), &x).0
+}
+
+#[test]
+fn the_agent_is_chosen_where_damon_and_memory_reclaim_cannot_be_used() {
+    let p = choose(&point(900 * MIB), &input()).expect("proactive reclaim");
+    assert_eq!(p.mechanism, Mechanism::ProcessMadvise);
+    assert_eq!((p.cold_age_secs, p.moves_bytes), (60, 900 * MIB));
+    assert!(p.why.contains("kdamond 0 is running") && p.why.contains("cgroup v1"), "{}", p.why);
+    let a = p.agent.expect("the agent's configuration");
+    assert_eq!(a.cold_age_secs, 60);
+    assert_eq!(a.exclude.comms, ["sshd"]);
+}
+
+#[test]
+fn each_reason_for_none_is_said() {
+    let op = point(900 * MIB);
+    let no = |x: &Input, op: &OperatingPoint| choose(op, x).expect_err("none");
+    assert!(no(&Input { wanted: false, ..input() }, &op).contains("--no-proactive"));
+    assert!(no(&Input { abilities: None, ..input() }, &op).contains("not this machine's"));
+    let mut a = here();
+    a.already = vec![("kdamond 0 pages out all anonymous memory".into(), true)];
+    let x = Input { abilities: Some(a), ..input() };
+    assert!(no(&x, &op).contains("already: kdamond 0"));
+    let mut a = here();
+    a.process_madvise = Some("not root".into());
+    let x = Input { abilities: Some(a), ..input() };
+    assert!(no(&x, &op).contains("process_madvise: not root"));
+    assert!(no(&input(), &point(8 * MIB)).contains("only 8 MiB"));
+    let mut over = op.clone();
+    over.cold.as_mut().expect("cold").over_promotion_budget = true;
+    assert!(no(&input(), &over).contains("over the promotion budget"));
+    let mut unseen = op;
+    unseen.cold = None;
+    unseen.cold_unseen = Some("--no-cold".into());
+    assert_eq!(no(&input(), &unseen), "--no-cold");
+}
+
+fn decision(kind: Kind) -> Decision {
+    let b = basis(NowSource::Uncompressed);
+    let mut op = point(900 * MIB);
+    op.named = Named::ColdAge;
+    let cands = run(&b, Some(&calm()), &OperatingInput::default()).1;
+    let x = crate::decision::Context {
+        basis: &b,
+        estimates: None,
+        too_few_pages: None,
+        disk_swap: None,
+        zswap_swap_bytes: 0,
+        zram_swap_bytes: 0,
+        operating: Some(&op),
+        mem_total_bytes: None,
+    };
+    Decision { kind, ..crate::decision::decide(&cands, &x) }
+}
+
+#[test]
+fn only_a_compressed_swap_of_its_own_gets_it_and_carries_the_prediction() {
+    let b = basis(NowSource::Uncompressed);
+    let x =
+        OperatingInput { cold: Some(curve(&[60], &[900 * MIB], 1000 * MIB)), ..Default::default() };
+    let cands = run(&b, Some(&calm()), &x).1;
+    let p = choose(&point(900 * MIB), &input());
+    let mut d = decision(Kind::Zram);
+    d.chosen = Some(0);
+    attach(&mut d, &cands, p.clone(), Named::Today, PS, 1.0);
+    let got = d.proactive.as_ref().expect("attached");
+    let want = got.promoted_bytes_per_sec / PS as f64;
+    let pred = got.agent.as_ref().and_then(|a| a.predicted).expect("a prediction");
+    assert_eq!(pred.moved_out_bytes, 900 * MIB);
+    assert_eq!(pred.swap_ins_per_sec, want);
+    let saved = cands[0].at_cold_age.expect("cold figure").memory_saved_bytes;
+    assert!(saved > 0 && pred.memory_saved_bytes == saved);
+    let mut d = decision(Kind::Keep);
+    attach(&mut d, &cands, p.clone(), Named::Today, PS, 1.0);
+    assert!(d.proactive.is_none());
+    assert!(d.proactive_none.as_deref().is_some_and(|w| w.contains("no compressed swap")));
+    assert_eq!(d.operating_point.map(|o| o.named), Some(Named::Today));
+    // The agent gets what the configuration's CPU leaves of the budget; too little, none.
+    let mut d = decision(Kind::Zram);
+    d.chosen = Some(0);
+    d.cpu_seconds_per_second = 0.004;
+    attach(&mut d, &cands, p.clone(), Named::Today, PS, 1.0);
+    let a = d.proactive.and_then(|p| p.agent).expect("an agent");
+    assert!((a.cpu_budget_percent - 0.6).abs() < 1e-9, "{}", a.cpu_budget_percent);
+    let mut d = decision(Kind::Zram);
+    d.cpu_seconds_per_second = 0.0099;
+    attach(&mut d, &cands, p, Named::Today, PS, 1.0);
+    assert!(d.proactive.is_none());
+    assert!(d.proactive_none.is_some_and(|w| w.contains("leaves 0.010 % of the 1 % budget")));
+}
+
+#[test]
+fn exclude_lists_parse_by_kind_and_refuse_what_is_none() {
+    let e = Exclude::parse("1, sshd,/system.slice, 42,").expect("parses");
+    assert_eq!(e.pids, [1, 42]);
+    assert_eq!(e.comms, ["sshd"]);
+    assert_eq!(e.cgroups, ["/system.slice"]);
+    assert!(Exclude::parse("a name far longer than fifteen").is_err());
+    assert!(Exclude::parse("tab\there").is_err());
+    assert_eq!(Exclude::parse("").expect("empty"), Exclude::default());
+}

@@ -1,0 +1,41 @@
+# Proactive reclaim, where the decision has it: zmem's agent pages out anonymous memory idle
+# for ZMEM_AGENT_COLD_AGE seconds with process_madvise(MADV_PAGEOUT), at most
+# ZMEM_AGENT_CPU_BUDGET % of a core, pausing while memory PSI some avg10 is over
+# ZMEM_AGENT_PSI_LIMIT %. It runs now, and at every boot unless --no-persist (a systemd unit).
+AGENT_UNIT=zmem-agent.service
+if [ "$ZMEM_AGENT" = 1 ]; then
+  set -- agent --cold-age "$ZMEM_AGENT_COLD_AGE" --cpu-budget "$ZMEM_AGENT_CPU_BUDGET" \
+    --psi-limit "$ZMEM_AGENT_PSI_LIMIT" --status /run/zmem/agent.json \
+    --predicted-moved-out "$ZMEM_AGENT_PREDICTED_MOVED_OUT" \
+    --predicted-swap-ins "$ZMEM_AGENT_PREDICTED_SWAP_INS" \
+    --predicted-saved "$ZMEM_AGENT_PREDICTED_SAVED"
+  [ -z "$ZMEM_AGENT_EXCLUDE" ] || set -- "$@" --exclude "$ZMEM_AGENT_EXCLUDE"
+  systemd=0
+  if [ -z "$ROOT" ] && [ -d /run/systemd/system ] && command -v systemctl > /dev/null 2>&1; then
+    systemd=1
+  fi
+  if [ "$persist" = 1 ]; then
+    # Every value in ExecStart was checked against its grammar: no space, quote or %.
+    f=$ROOT/etc/systemd/system/$AGENT_UNIT
+    w=$ROOT/etc/systemd/system/multi-user.target.wants/$AGENT_UNIT
+    mkdir -p "$(dirname "$w")"
+    save_file "$f"
+    printf '[Unit]\nDescription=zmem proactive reclaim: pages out memory idle for %s s (zmem lab)\nAfter=swap.target\n\n[Service]\nExecStart=%s %s\nRestart=on-failure\n\n[Install]\nWantedBy=multi-user.target\n' \
+      "$ZMEM_AGENT_COLD_AGE" "$agent_bin" "$*" > "$f"
+    save_file "$w"
+    ln -sf "../$AGENT_UNIT" "$w"
+  fi
+  if [ "$persist" = 1 ] && [ "$systemd" = 1 ]; then
+    systemctl daemon-reload
+    systemctl start "$AGENT_UNIT"
+    echo "unit $AGENT_UNIT" >> "$STATE/log"
+    echo "zmem: proactive reclaim runs as $AGENT_UNIT" >&2
+  else
+    # No systemd running (or --no-persist): a process of its own, which the undo stops.
+    nohup "$agent_bin" "$@" > "$STATE/agent.log" 2>&1 < /dev/null &
+    echo "agent $!" >> "$STATE/log"
+    echo "zmem: proactive reclaim runs as pid $! (log: $STATE/agent.log)" >&2
+  fi
+fi
+echo 'done' > "$STATE/applied"
+echo "zmem: applied; the undo script puts it back" >&2
