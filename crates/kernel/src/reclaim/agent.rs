@@ -101,6 +101,7 @@ impl<P: Pager> Agent<P> {
             if let Err(e) = self.came_back(pid) {
                 self.process_failed(pid, e);
             }
+            self.rest_due(pid);
         }
         match self.pause_reason()? {
             Some(why) => {

@@ -24,11 +24,41 @@ pub(super) struct Proc {
     /// Per anonymous mapping with a page state, by start address.
     maps: BTreeMap<u64, Map>,
     /// Mappings found idle at the last look whose page-out is not finished (the CPU budget
-    /// ran out): (start, end, next page index).
-    pending: Vec<(u64, u64, u64)>,
+    /// ran out, or a sample's rest waits for the next tick).
+    pending: Vec<Pending>,
+    /// Sampled mappings whose rest is paged out at the next tick, once the samples that were
+    /// touched have come back.
+    rest: Vec<Pending>,
+    /// Looks so far: which page of each group the next sample takes.
+    looks: u64,
     /// The kernel refused to show or change its memory (EACCES, EPERM: another user
     /// namespace's init, say): left alone while it lives.
     pub refused: bool,
+}
+
+/// Pages in a sample's group: one page of each group is paged out first, and the group's
+/// others follow only where that one did not come back.
+pub(super) const GROUP_PAGES: u64 = 16;
+
+/// Which of a mapping's resident pages with no mark a page-out takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    /// All of them: nothing in the mapping was referenced for T.
+    All,
+    /// Page `n` of each group: the mapping holds referenced pages, and the counts per mapping
+    /// do not say which. Those touched come back within a period (and are marked hot).
+    Sample(u64),
+    /// The rest of each group whose sample `n` stayed out.
+    Rest(u64),
+}
+
+/// A mapping to page out from page `next` on.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    start: u64,
+    end: u64,
+    next: u64,
+    pass: Pass,
 }
 
 #[derive(Debug)]
@@ -45,6 +75,8 @@ impl Proc {
             rotated_at: None,
             maps: BTreeMap::new(),
             pending: Vec::new(),
+            rest: Vec::new(),
+            looks: 0,
             refused: false,
         }
     }
@@ -59,6 +91,7 @@ impl Proc {
 
     pub(super) fn drop_pending(&mut self) {
         self.pending.clear();
+        self.rest.clear();
     }
 
     /// Keeps the state of the anonymous mappings still there at the same start; a mapping
@@ -127,6 +160,15 @@ impl<P: Pager> Agent<P> {
         Ok(())
     }
 
+    /// The sampled mappings' rest joins the page-outs: a period has passed since the sample,
+    /// and [`Self::came_back`] has marked the samples that were touched.
+    pub(super) fn rest_due(&mut self, pid: u32) {
+        if let Some(p) = self.procs.get_mut(&pid) {
+            let rest = std::mem::take(&mut p.rest);
+            p.pending.extend(rest);
+        }
+    }
+
     /// Reads `pid`'s smaps, clears its referenced bits, and (but at its first look) lists its
     /// anonymous mappings with at least `min_idle_bytes` resident and unreferenced since the
     /// last look, for [`Self::page_out_pending`].
@@ -146,16 +188,21 @@ impl<P: Pager> Agent<P> {
         let first = p.cleared_at.replace(now).is_none();
         p.reconcile(&smaps, ps);
         p.age_hot_marks(now, cold_age);
-        p.pending.clear();
+        p.drop_pending();
         if first {
             return Ok(());
         }
+        p.looks += 1;
+        let n = p.looks % GROUP_PAGES;
         p.pending = smaps
             .mappings
             .iter()
             .filter(|m| m.anonymous_mapping && m.end > m.start)
             .filter(|m| m.anon_bytes(smaps.has_anonymous).saturating_sub(m.referenced) >= min_idle)
-            .map(|m| (m.start, m.end, 0))
+            .map(|m| {
+                let pass = if m.referenced == 0 { Pass::All } else { Pass::Sample(n) };
+                Pending { start: m.start, end: m.end, next: 0, pass }
+            })
             .collect();
         Ok(())
     }
@@ -177,16 +224,19 @@ impl<P: Pager> Agent<P> {
     /// Works down `pid`'s list of idle mappings; a mapping the budget cut short stays first,
     /// with where to go on.
     fn page_out_listed(&mut self, pid: u32, pm: &Pagemap) -> Result<(), KernelError> {
-        while let Some(&(start, end, from)) = self.procs.get(&pid).and_then(|p| p.pending.first()) {
-            let stopped = self.page_out_mapping(pid, pm, start, end, from)?;
+        while let Some(&job) = self.procs.get(&pid).and_then(|p| p.pending.first()) {
+            let stopped = self.page_out_mapping(pid, pm, job)?;
             let Some(p) = self.procs.get_mut(&pid) else { return Ok(()) };
             match stopped {
                 Some(next) => {
-                    p.pending[0].2 = next;
+                    p.pending[0].next = next;
                     return Ok(());
                 }
                 None => {
                     p.pending.remove(0);
+                    if let Pass::Sample(n) = job.pass {
+                        p.rest.push(Pending { next: 0, pass: Pass::Rest(n), ..job });
+                    }
                 }
             }
         }
@@ -200,20 +250,18 @@ impl<P: Pager> Agent<P> {
         &mut self,
         pid: u32,
         pm: &Pagemap,
-        start: u64,
-        end: u64,
-        from: u64,
+        job: Pending,
     ) -> Result<Option<u64>, KernelError> {
-        let npages = (end - start) / self.page_size;
+        let npages = (job.end - job.start) / self.page_size;
         let mut buf = Vec::new();
-        let mut first = from;
+        let mut first = job.next;
         while first < npages {
             if self.budget.exhausted() {
                 return Ok(Some(first));
             }
             let n = CHUNK_PAGES.min(npages - first);
-            pm.read(start + first * self.page_size, n, &mut buf)?;
-            self.page_out_chunk(pid, pm, (start, end), first, &mut buf)?;
+            pm.read(job.start + first * self.page_size, n, &mut buf)?;
+            self.page_out_chunk(pid, pm, job, first, &mut buf)?;
             first += n;
         }
         Ok(None)
@@ -227,16 +275,23 @@ impl<P: Pager> Agent<P> {
         &mut self,
         pid: u32,
         pm: &Pagemap,
-        (start, end): (u64, u64),
+        job: Pending,
         first: u64,
         buf: &mut Vec<u64>,
     ) -> Result<(), KernelError> {
-        let ps = self.page_size;
+        let (ps, start, end) = (self.page_size, job.start, job.end);
         let map = self.procs.get(&pid).and_then(|p| p.maps.get(&start));
-        let free = |page: u64| map.is_none_or(|m| m.pages.get(page) == State::Free);
+        let state = |page: u64| map.map_or(State::Free, |m| m.pages.get(page));
+        let taken = |page: u64| match job.pass {
+            Pass::All => true,
+            Pass::Sample(n) => page % GROUP_PAGES == n,
+            Pass::Rest(n) => {
+                page % GROUP_PAGES != n && state(page - page % GROUP_PAGES + n) == State::Out
+            }
+        };
         let candidates: Vec<u64> = (first..)
             .zip(buf.iter())
-            .filter(|&(page, &e)| e & PM_PRESENT != 0 && free(page))
+            .filter(|&(page, &e)| e & PM_PRESENT != 0 && state(page) == State::Free && taken(page))
             .map(|(page, _)| page)
             .collect();
         if candidates.is_empty() {

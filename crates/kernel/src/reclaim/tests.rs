@@ -257,23 +257,52 @@ fn pages_that_come_back_are_counted_and_stay_hot_for_4t() {
     run.tick(4);
     assert_eq!(fake.present(A, BASE, 600), 0);
 
-    // The process touches 10 pages (they fault back in) and, at each look, faults in 300 new
-    // pages it then leaves idle: the mapping is paged out at every look, never the hot ten,
-    // until 4·T after they came back.
+    // The process touches 10 pages (they fault back in) and, at each look, faults in 320 new
+    // pages (20 groups of 16) it then leaves idle. The mapping holds referenced pages now, so
+    // each look pages out one page in 16 of the new ones and the next tick the rest of each
+    // group whose page stayed out; the hot ten are never paged out again until 4·T after they
+    // came back.
     fake.resident(A, BASE, 10, true);
+    let mut prev = None;
     for (k, secs) in [8, 12, 16, 20, 24].into_iter().enumerate() {
-        let fresh = BASE + 1000 + 300 * k as u64;
-        fake.resident(A, fresh, 300, true);
-        fake.smaps(A, &[(BASE, 4096, 310, 10)]);
-        let before = run.advised(A);
+        let fresh = BASE + 1024 + 320 * k as u64;
+        fake.resident(A, fresh, 320, true);
+        fake.smaps(A, &[(BASE, 4096, 330, 10)]);
         let s = run.tick(secs);
-        assert_eq!(run.advised(A) - before, 300, "at {secs} s");
-        assert_eq!(fake.present(A, fresh, 300), 0, "at {secs} s");
+        assert_eq!(fake.present(A, fresh, 320), 300, "one in 16 at {secs} s");
+        if let Some(p) = prev {
+            assert_eq!(fake.present(A, p, 320), 0, "the rest of the last look's at {secs} s");
+        }
         assert_eq!(fake.present(A, BASE, 10), 10, "at {secs} s");
         assert_eq!(s.came_back_bytes, 10 * PS, "at {secs} s");
-        assert_eq!(s.paged_out_bytes, (600 + 300 * (k as u64 + 1)) * PS);
-        assert_eq!(s.out_bytes, (590 + 300 * (k as u64 + 1)) * PS);
+        prev = Some(fresh);
     }
+    let s = run.tick(25);
+    assert_eq!(fake.present(A, prev.unwrap(), 320), 0);
+    assert_eq!((s.paged_out_bytes, s.out_bytes), ((600 + 1600) * PS, (590 + 1600) * PS));
+}
+
+/// A mapping with referenced pages: one page in each group of 16 goes out first; the groups
+/// whose page came back (touched within the period) stay, the others follow whole. What the
+/// probe costs is a sixteenth of the hot pages, once.
+#[test]
+fn a_partly_referenced_mapping_is_sampled_and_only_cold_groups_follow() {
+    let fake = Fake::new();
+    fake.process(A, "app", "/", 100);
+    fake.resident(A, BASE, 512, true);
+    fake.smaps(A, &[(BASE, 512, 512, 64)]);
+    let mut run = Run::new(&fake, config(&[A]));
+    run.tick(0);
+    let s = run.tick(4);
+    assert_eq!((run.advised(A), s.paged_out_bytes), (32, 32 * PS));
+    // The program touches its first 64 pages (4 groups): their sampled pages fault back.
+    fake.resident(A, BASE, 64, true);
+    let s = run.tick(5);
+    assert_eq!(s.came_back_bytes, 4 * PS);
+    assert_eq!(fake.present(A, BASE, 64), 64, "the hot groups stay");
+    assert_eq!(fake.present(A, BASE + 64, 448), 0, "the cold groups follow");
+    assert_eq!(run.advised(A), 32 + 28 * 15);
+    assert_eq!(s.out_bytes, 448 * PS);
 }
 
 #[test]

@@ -173,6 +173,10 @@ pub fn run(
     let before = machine::Machine::read();
     let agent = plan.agent(cfg.no_proactive);
     let predicted = plan.predicted(agent.is_ok());
+    let predicted = match (&cfg.pids, agent.is_ok()) {
+        (Some(pids), true) => plan.scoped(predicted, pids),
+        _ => predicted,
+    };
     let mut events: Vec<String> = agent.as_ref().err().cloned().flatten().into_iter().collect();
     let agent = agent.ok().map(|a| agent_config(a, cfg, &predicted));
     let cold_age = agent.as_ref().map(|a| a.cold_age_secs);

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use serde::Deserialize;
+use zmem_kernel::cold::ColdCurve;
 use zmem_kernel::reclaim::AgentConfig;
 use zmem_lab::decision::{Decision, Kind, Reason};
 use zmem_lab::operating::Named;
@@ -23,6 +24,8 @@ pub struct Plan {
     pub decision: Decision,
     pub candidates: Vec<Candidate>,
     pub page_size: u64,
+    /// The report's cold curve, per process: what a `--pid` subset holds of the cold bytes.
+    pub cold: Option<ColdCurve>,
 }
 
 /// What the plan sets up.
@@ -41,6 +44,8 @@ struct Doc {
     decision: Decision,
     candidates: Vec<Candidate>,
     source: DocSource,
+    #[serde(default)]
+    cold: Option<ColdCurve>,
 }
 
 #[derive(Deserialize)]
@@ -59,7 +64,12 @@ impl Plan {
         if d.decision.chosen.is_some_and(|i| i >= d.candidates.len()) {
             return Err("its decision chooses a candidate it does not list".into());
         }
-        Ok(Self { decision: d.decision, candidates: d.candidates, page_size: d.source.page_size })
+        Ok(Self {
+            decision: d.decision,
+            candidates: d.candidates,
+            page_size: d.source.page_size,
+            cold: d.cold,
+        })
     }
 
     /// From the file at `path`.
@@ -74,6 +84,7 @@ impl Plan {
             decision: r.decision.clone(),
             candidates: r.candidates.clone(),
             page_size: r.source.page_size as u64,
+            cold: r.cold.clone(),
         }
     }
 
@@ -158,6 +169,40 @@ impl Plan {
             swap_ins_per_sec: promoted / self.page_size.max(1) as f64,
             operating_point: named.map_or("none".into(), named_text),
             note: None,
+        }
+    }
+
+    /// The share of the cold bytes at `t` seconds that `pids` held when the lab read its cold
+    /// curve: a prediction for the whole machine scaled to the processes `--pid` names. None
+    /// where the curve has no such age or no cold bytes.
+    pub fn share(&self, pids: &[u32], t: u64) -> Option<f64> {
+        let c = self.cold.as_ref()?;
+        let i = c.ages_secs.iter().position(|&a| a == t)?;
+        let total = *c.cold_bytes_at_age.get(i)?;
+        let ours: u64 = c
+            .per_process
+            .iter()
+            .filter(|p| pids.contains(&p.pid) && p.exited_before_secs.is_none())
+            .filter_map(|p| p.cold_bytes_at_age.get(i))
+            .sum();
+        (total > 0).then(|| (ours as f64 / total as f64).min(1.0))
+    }
+
+    /// `p` scaled to the processes `pids` names ([`Self::share`]), where the curve says.
+    pub fn scoped(&self, p: Predicted, pids: &[u32]) -> Predicted {
+        let t = self.proactive().map(|k| k.cold_age_secs);
+        let Some(f) = t.and_then(|t| self.share(pids, t)) else { return p };
+        let scale = |b: i64| (b as f64 * f).round() as i64;
+        Predicted {
+            memory_saved_bytes: scale(p.memory_saved_bytes),
+            memory_saved_ci: [scale(p.memory_saved_ci[0]), scale(p.memory_saved_ci[1])],
+            moved_out_bytes: (p.moved_out_bytes as f64 * f).round() as u64,
+            swap_ins_per_sec: p.swap_ins_per_sec * f,
+            note: Some(format!(
+                "scaled to the --pid processes: {:.1} % of the cold bytes at T when the lab read them",
+                100.0 * f
+            )),
+            ..p
         }
     }
 

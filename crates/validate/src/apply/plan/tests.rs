@@ -105,7 +105,7 @@ pub(crate) fn plan() -> Plan {
         }),
         proactive_none: None,
     };
-    Plan { decision, candidates: vec![c], page_size: 4096 }
+    Plan { decision, candidates: vec![c], page_size: 4096, cold: None }
 }
 
 #[test]
@@ -221,4 +221,37 @@ fn bad_reports_are_refused_in_one_line() {
     doc["decision"]["chosen"] = 0.into();
     doc["source"]["page_size"] = 0.into();
     assert!(Plan::from_json(&doc.to_string()).is_err());
+}
+
+/// With `--pid`, the prediction is the named processes' share of the cold bytes at T.
+#[test]
+fn a_pid_subset_is_predicted_at_its_share_of_the_cold_bytes() {
+    let mut pl = plan();
+    let t = pl.proactive().expect("the fixture's proactive reclaim").cold_age_secs;
+    let proc_at = |pid: u32, cold: u64, exited: Option<u64>| {
+        serde_json::json!({"pid": pid, "comm": "x", "anon_bytes": cold, "mappings": 1,
+            "cold_bytes_at_age": [cold], "vanished_bytes_at_age": [0],
+            "referenced_total_bytes_at_age": [0], "exited_before_secs": exited})
+    };
+    let curve = serde_json::json!({
+        "method": "clear_refs_referenced", "ages_secs": [t], "asked_ages_secs": [t],
+        "read_at_secs": [t as f64], "anon_bytes": 400 * MIB, "cold_bytes_at_age": [400 * MIB],
+        "vanished_bytes_at_age": [0], "returned_bytes_per_sec": [],
+        "per_process": [proc_at(7, 100 * MIB, None), proc_at(8, 300 * MIB, None),
+                        proc_at(9, 50 * MIB, Some(1))],
+        "skipped": {"exited": 0, "refused": 0, "kernel_threads": 0, "itself": 0,
+                    "no_anonymous": 0, "reasons": []},
+        "cost": {"clear_secs": 0.0, "read_secs": 0.0, "reads": 0}, "notes": []
+    });
+    pl.cold = Some(serde_json::from_value(curve).expect("a cold curve"));
+    assert_eq!(pl.share(&[7], t), Some(0.25));
+    assert_eq!(pl.share(&[9], t), Some(0.0), "a process gone before T holds none");
+    assert_eq!(pl.share(&[7], t + 1), None, "no such age");
+    let whole = pl.predicted(true);
+    let ours = pl.scoped(whole.clone(), &[7]);
+    assert_eq!(ours.moved_out_bytes, (whole.moved_out_bytes as f64 * 0.25).round() as u64);
+    assert_eq!(ours.memory_saved_bytes, (whole.memory_saved_bytes as f64 * 0.25).round() as i64);
+    assert!(ours.note.is_some_and(|n| n.contains("25.0 %")));
+    pl.cold = None;
+    assert_eq!(pl.scoped(whole.clone(), &[7]), whole, "no curve: the whole machine's");
 }
