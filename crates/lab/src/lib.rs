@@ -392,11 +392,19 @@ fn cold_shares(
     t: u64,
 ) -> Option<(std::collections::BTreeMap<u32, f64>, f64)> {
     let i = c.ages_secs.iter().position(|&a| a == t)?;
+    // A process that ended before T holds nothing there: its sampled pages weigh nothing (not
+    // the curve's overall share, which is for processes the curve did not watch).
     let by_pid = c
         .per_process
         .iter()
-        .filter(|p| p.exited_before_secs.is_none() && p.anon_bytes > 0)
-        .filter_map(|p| Some((p.pid, *p.cold_bytes_at_age.get(i)? as f64 / p.anon_bytes as f64)))
+        .filter(|p| p.anon_bytes > 0)
+        .filter_map(|p| {
+            let cold = match p.exited_before_secs {
+                Some(_) => 0,
+                None => *p.cold_bytes_at_age.get(i)?,
+            };
+            Some((p.pid, cold as f64 / p.anon_bytes as f64))
+        })
         .collect();
     Some((by_pid, c.cold_fraction(i)))
 }
@@ -601,5 +609,33 @@ mod tests {
             assert!(x.pool_bytes.estimate <= x.pool_bytes.high);
             assert!(x.ratio.low <= x.ratio.estimate && x.ratio.estimate <= x.ratio.high);
         }
+    }
+
+    /// A process that ended before T weighs nothing in the cold bytes' compressibility; a
+    /// live one its share idle at T; one the curve did not watch, the curve's overall share.
+    #[test]
+    fn a_process_gone_before_t_holds_no_cold_bytes() {
+        use zmem_kernel::cold::ProcessCold;
+        let mib = 1u64 << 20;
+        let proc_cold = |pid: u32, anon: u64, cold: u64, exited: Option<u64>| ProcessCold {
+            pid,
+            comm: "p".into(),
+            anon_bytes: anon,
+            mappings: 1,
+            cold_bytes_at_age: vec![cold],
+            vanished_bytes_at_age: vec![0],
+            referenced_total_bytes_at_age: vec![0],
+            exited_before_secs: exited,
+            memory_cgroup: None,
+        };
+        let mut c = crate::operating::tests::curve(&[60], &[900 * mib], 1000 * mib);
+        c.per_process = vec![
+            proc_cold(1, 1000 * mib, 900 * mib, None),
+            proc_cold(2, 200 * mib, 50 * mib, Some(10)),
+        ];
+        let (by_pid, overall) = cold_shares(&c, 60).expect("T read");
+        assert_eq!(by_pid.get(&1), Some(&0.9));
+        assert_eq!(by_pid.get(&2), Some(&0.0), "ended before T");
+        assert!(!by_pid.contains_key(&3) && (overall - 0.9).abs() < 1e-9);
     }
 }

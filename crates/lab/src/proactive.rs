@@ -14,7 +14,7 @@
 //! leaves it out and the headline is today's pressure.
 
 use serde::{Deserialize, Serialize};
-use zmem_kernel::reclaim::{AgentConfig, Exclude, Predicted};
+use zmem_kernel::reclaim::{AgentConfig, Exclude, GROUP_PAGES, Predicted};
 
 use crate::candidate::Candidate;
 use crate::decision::{Decision, Kind};
@@ -186,7 +186,10 @@ pub fn attach(
         }
         return;
     }
-    let saved = d.chosen(cands).and_then(|c| c.at_cold_age).map_or(0, |a| a.memory_saved_bytes);
+    if p.agent.is_some() {
+        probe_holes(d, cands);
+    }
+    let saved = d.memory_saved_bytes;
     if let Some(agent) = p.agent.as_mut() {
         agent.cpu_budget_percent = left;
         agent.predicted = Some(Predicted {
@@ -196,6 +199,27 @@ pub fn attach(
         });
     }
     d.proactive = Some(p);
+}
+
+/// What the agent's first pass leaves in the pool: it samples a mapping with referenced pages
+/// one page in [`GROUP_PAGES`] (zmem-kernel's `reclaim`), so up to that share of the working
+/// set (the memory touched within T) is stored and comes back, and each leaves its object's
+/// bytes as a hole in a zspage until the pool is compacted (zsmalloc frees an object without
+/// moving the others: mm/zsmalloc.c `zs_free()`). The headline at the cold age is taken down
+/// by those bytes, and its interval's low end too (all the working set in sampled mappings);
+/// its high end stays (none of it is).
+fn probe_holes(d: &mut Decision, cands: &[Candidate]) {
+    let Some(op) = d.operating_point.as_ref().filter(|o| o.named == Named::ColdAge) else {
+        return;
+    };
+    let Some((k, at)) = op.cold.as_ref().zip(d.chosen(cands).and_then(|c| c.at_cold_age)) else {
+        return;
+    };
+    let per_byte = at.pool_bytes as f64 / at.moved_out_bytes.max(1) as f64;
+    let hot = k.anon_bytes.saturating_sub(k.cold_bytes);
+    let holes = (hot as f64 / GROUP_PAGES as f64 * per_byte).round() as i64;
+    d.memory_saved_bytes -= holes;
+    d.memory_saved_ci[0] -= holes;
 }
 
 #[cfg(test)]

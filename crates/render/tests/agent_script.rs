@@ -120,3 +120,45 @@ fn hostile_exclude_values_are_refused_naming_the_field() {
         assert_eq!(err.field, "proactive.agent.exclude[0]", "{bad:?}");
     }
 }
+
+/// From the states the zram tests cover: where the script stops (no zram, a mounted device) no
+/// agent is started; where hot_add makes the device, the agent starts and the undo stops it
+/// and removes the device. A zswap decision starts it too.
+#[test]
+fn the_agent_follows_the_script_from_every_state() {
+    let s = script(&with_agent(Exclude::default())).expect("a script");
+    let sb = Sandbox::new("agent-nozram");
+    agent_stub(&sb);
+    std::fs::remove_dir_all(sb.path("sys/class/zram-control")).unwrap();
+    std::fs::remove_dir_all(sb.path("sys/block/zram0")).unwrap();
+    assert!(!sb.run("apply.sh", &s, &[]).status.success());
+    assert!(!sb.calls().contains("zmem agent"), "{}", sb.calls());
+    let sb = Sandbox::new("agent-mounted");
+    agent_stub(&sb);
+    sb.put("proc/mounts", "/dev/zram0 /tmp ext4 rw 0 0\n");
+    assert!(!sb.run("apply.sh", &s, &[]).status.success());
+    assert!(!sb.calls().contains("zmem agent"), "{}", sb.calls());
+    let sb = Sandbox::new("agent-hotadd");
+    agent_stub(&sb);
+    std::fs::remove_dir_all(sb.path("sys/block/zram0")).unwrap();
+    sb.zram_device(1, "lzo [lzo-rle] lz4", "0");
+    ok(&sb.run("apply.sh", &s, &["--no-persist"]), "apply");
+    let pid = agent_pid(&sb);
+    ok(&sb.run("undo.sh", &dec::undo_script(), &[]), "undo");
+    assert!(!alive(pid));
+    assert_eq!(sb.get("sys/class/zram-control/hot_remove"), "1\n");
+    // zswap in front of a new swap file, with the agent.
+    let mut d = with_agent(Exclude::default());
+    d.kind = Kind::Zswap;
+    d.config = "zswap lzo".into();
+    let c = common::zswap_params("lzo", 20, true);
+    let zs = dec::zswap_apply_script(&d, &c).expect("a zswap script");
+    let sb = Sandbox::new("agent-zswap");
+    agent_stub(&sb);
+    ok(&sb.run("apply.sh", &zs, &["--no-persist"]), "apply");
+    let pid = agent_pid(&sb);
+    assert!(alive(pid));
+    ok(&sb.run("undo.sh", &dec::undo_script(), &[]), "undo");
+    assert!(!alive(pid));
+    assert_eq!(sb.get("sys/module/zswap/parameters/enabled"), "Y\n");
+}

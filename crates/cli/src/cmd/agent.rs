@@ -24,8 +24,9 @@ pub struct Args {
     /// cold age).
     #[arg(long, value_name = "SECS", value_parser = count::<u64>(1, reclaim::MAX_COLD_AGE_SECS))]
     period: Option<u64>,
-    /// Most CPU the agent uses, page-outs and their compression included, in percent of one
-    /// core (default 0.5).
+    /// Most CPU the agent uses over any five minutes, page-outs and their compression
+    /// included, in percent of one core (default 0.5; a first pass over memory idle since
+    /// before it started spends what the minutes before it saved).
     #[arg(long, value_name = "PERCENT")]
     cpu_budget: Option<f64>,
     /// Pause while the memory PSI `some avg10` is above PERCENT (default 0.1).

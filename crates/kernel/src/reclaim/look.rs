@@ -38,7 +38,7 @@ pub(super) struct Proc {
 
 /// Pages in a sample's group: one page of each group is paged out first, and the group's
 /// others follow only where that one did not come back.
-pub(super) const GROUP_PAGES: u64 = 16;
+pub const GROUP_PAGES: u64 = 16;
 
 /// Which of a mapping's resident pages with no mark a page-out takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

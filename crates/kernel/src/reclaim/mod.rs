@@ -69,6 +69,7 @@ pub use config::{
     DEFAULT_PSI_LIMIT, Exclude, MAX_COLD_AGE_SECS, Predicted, default_period,
 };
 pub use cpu::{CpuClock, process_cpu_seconds, thread_cpu_seconds};
+pub use look::GROUP_PAGES;
 pub use status::{AgentStats, AgentStatus, STATUS_SCHEMA};
 
 use crate::KernelError;

@@ -89,14 +89,26 @@ fn only_a_compressed_swap_of_its_own_gets_it_and_carries_the_prediction() {
     let p = choose(&point(900 * MIB), &input());
     let mut d = decision(Kind::Zram);
     d.chosen = Some(0);
+    let before = (d.memory_saved_bytes, d.memory_saved_ci);
     attach(&mut d, &cands, p.clone(), Named::Today, PS, 1.0);
+    // The first pass's sample stores a sixteenth of the working set (100 MiB), which comes
+    // back and leaves its pool bytes (a third) as holes: the headline and its low end go down.
+    let holes = (100.0 * MIB as f64 / 16.0 / 3.0).round() as i64;
+    let at = cands[0].at_cold_age.expect("cold figure");
+    assert!((at.pool_bytes as f64 / at.moved_out_bytes as f64 - 1.0 / 3.0).abs() < 1e-3);
+    assert!(
+        (d.memory_saved_bytes - (before.0 - holes)).abs() <= 2048,
+        "{:?}",
+        d.memory_saved_bytes
+    );
+    assert!((d.memory_saved_ci[0] - (before.1[0] - holes)).abs() <= 2048);
+    assert_eq!(d.memory_saved_ci[1], before.1[1]);
     let got = d.proactive.as_ref().expect("attached");
     let want = got.promoted_bytes_per_sec / PS as f64;
     let pred = got.agent.as_ref().and_then(|a| a.predicted).expect("a prediction");
     assert_eq!(pred.moved_out_bytes, 900 * MIB);
     assert_eq!(pred.swap_ins_per_sec, want);
-    let saved = cands[0].at_cold_age.expect("cold figure").memory_saved_bytes;
-    assert!(saved > 0 && pred.memory_saved_bytes == saved);
+    assert_eq!(pred.memory_saved_bytes, d.memory_saved_bytes, "the headline, holes counted");
     let mut d = decision(Kind::Keep);
     attach(&mut d, &cands, p.clone(), Named::Today, PS, 1.0);
     assert!(d.proactive.is_none());

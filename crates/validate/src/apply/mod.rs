@@ -141,7 +141,7 @@ fn watch(
     target: Target,
     agent: Option<(Shared, AgentThreadFailed)>,
     cfg: &ApplyConfig,
-    cold_age: Option<u64>,
+    settled: Option<u64>,
     stop: &AtomicBool,
     line: &mut dyn FnMut(&str),
 ) -> (Watched, Realized) {
@@ -159,7 +159,7 @@ fn watch(
         agent_failed: failed,
     };
     let w = watch.run(line);
-    let realized = realized(&reader, &w, cold_age);
+    let realized = realized(&reader, &w, settled);
     (w, realized)
 }
 
@@ -180,16 +180,20 @@ pub fn run(
     let mut events: Vec<String> = agent.as_ref().err().cloned().flatten().into_iter().collect();
     let agent = agent.ok().map(|a| agent_config(a, cfg, &predicted));
     let cold_age = agent.as_ref().map(|a| a.cold_age_secs);
+    // Promotion is the rate idle memory comes back once the first pass is over: its sample at
+    // T, the rest a period later, and the sampled hot pages back within the next period.
+    let settled = agent.as_ref().map(|a| a.cold_age_secs + 2 * a.period_secs);
     events.extend(agent.as_ref().and_then(|a| too_short(cfg.seconds, a)));
     let (mut undo, mut changes) = (UndoStack::default(), Vec::new());
     let (target, agent) = set_up(plan, cfg, agent, &mut undo, &mut changes)
         .map_err(|e| failed_set_up(e, &mut undo, &before))?;
     let cold_age = cold_age.filter(|_| agent.is_some());
+    let settled = settled.filter(|_| agent.is_some());
     if target != Target::Nothing {
         events.extend(machine_reclaim());
     }
     let ours = ours(target.swap_area(), &plan.store());
-    let (w, realized) = watch(target, agent, cfg, cold_age, stop, line);
+    let (w, realized) = watch(target, agent, cfg, settled, stop, line);
     events.extend(w.events.iter().cloned());
     let undone = undo_all(&mut undo, &mut events);
     let differs = machine::differs(&before, &machine::Machine::read());
@@ -267,8 +271,9 @@ fn low_watermark(page_size: u64) -> u64 {
 
 /// What the machine realized: the samples' figures ([`report::from_samples`]), the store's
 /// and the agent's read at the end of the watch (before the undo).
-fn realized(reader: &Reader, w: &Watched, cold_age: Option<u64>) -> Realized {
-    let r = report::from_samples(&w.samples, !reader.pids.is_empty(), cold_age.unwrap_or(0) as f64);
+/// What the watch realized; swap-ins from `settled` (the agent's first pass over) on.
+fn realized(reader: &Reader, w: &Watched, settled: Option<u64>) -> Realized {
+    let r = report::from_samples(&w.samples, !reader.pids.is_empty(), settled.unwrap_or(0) as f64);
     let agent = reader.agent.as_ref().map(Shared::get);
     let secs = w.samples.last().map_or(0.0, |s| s.t_secs);
     Realized {

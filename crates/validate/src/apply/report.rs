@@ -86,8 +86,10 @@ pub struct Realized {
     /// The second of the watch the figures are at: its end, or where the processes `--pid`
     /// named had all exited, the last sample before (their memory left the store with them).
     pub at_secs: f64,
-    /// Pages a second read back from the store from `swap_ins_from_secs` to the end (the
-    /// first T: pages first moved out come back then).
+    /// Pages a second read back from the store from `swap_ins_from_secs` to the end: the
+    /// promotion once the agent's first pass is over (T and two of its periods: the pages its
+    /// sample took from the hot groups, a sixteenth of them, come back once before that; the
+    /// agent's `came_back_bytes` counts them).
     pub swap_ins_per_sec: f64,
     pub swap_ins_from_secs: f64,
     /// Memory PSI some avg60, percent, at the end and the most sampled.
@@ -214,15 +216,16 @@ pub fn ratio(realized: f64, predicted: f64) -> Option<f64> {
 
 /// The figures the samples give (the rest are the caller's): at the last sample, or with
 /// `watched` processes, at the last sample that saw one running ([`Realized::at_secs`]);
-/// swap-ins from the first sample at or after `cold_age_secs` to there.
-pub fn from_samples(samples: &[Sample], watched: bool, cold_age_secs: f64) -> Realized {
+/// swap-ins from the first sample at or after `settled_secs` (T and two of the agent's
+/// periods: its first pass and the return of the pages it sampled are over) to there.
+pub fn from_samples(samples: &[Sample], watched: bool, settled_secs: f64) -> Realized {
     let end = samples
         .iter()
         .rposition(|s| !watched || !s.watched_alive.is_empty())
         .unwrap_or(samples.len().saturating_sub(1));
     let upto = &samples[..(end + 1).min(samples.len())];
     let Some(at) = upto.last() else { return Realized::default() };
-    let (rate, from) = swap_in_rate(upto, cold_age_secs);
+    let (rate, from) = swap_in_rate(upto, settled_secs);
     Realized {
         memory_saved_bytes: at.saved_bytes(),
         moved_out_bytes: at.moved_out_bytes,
