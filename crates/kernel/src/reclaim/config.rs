@@ -21,7 +21,7 @@ pub struct AgentConfig {
     /// Only these processes (`None`: every user process).
     #[serde(default)]
     pub pids: Option<Vec<u32>>,
-    /// A mapping with less idle than this is left alone (default 1 MiB).
+    /// A process with less idle than this is left alone (default 1 MiB).
     pub min_idle_bytes: u64,
     /// The lab's prediction, carried into the status for the exporter.
     #[serde(default)]

@@ -170,8 +170,8 @@ impl<P: Pager> Agent<P> {
     }
 
     /// Reads `pid`'s smaps, clears its referenced bits, and (but at its first look) lists its
-    /// anonymous mappings with at least `min_idle_bytes` resident and unreferenced since the
-    /// last look, for [`Self::page_out_pending`].
+    /// anonymous mappings with a page or more resident and unreferenced since the last look,
+    /// where the process has `min_idle_bytes` of them, for [`Self::page_out_pending`].
     pub(super) fn look(&mut self, pid: u32, now: Instant) -> Result<(), KernelError> {
         let smaps = procfs::smaps(&self.proc_root, pid)?;
         procfs::clear_refs(&self.proc_root, pid)?;
@@ -194,11 +194,17 @@ impl<P: Pager> Agent<P> {
         }
         p.looks += 1;
         let n = p.looks % GROUP_PAGES;
-        p.pending = smaps
-            .mappings
-            .iter()
-            .filter(|m| m.anonymous_mapping && m.end > m.start)
-            .filter(|m| m.anon_bytes(smaps.has_anonymous).saturating_sub(m.referenced) >= min_idle)
+        // The threshold is the process's: a runtime's heap is often many small mappings (V8
+        // maps its pages 256 KiB at a time), each under any per-mapping threshold.
+        let idle = |m: &&crate::cold::SmapsEntry| {
+            m.anon_bytes(smaps.has_anonymous).saturating_sub(m.referenced)
+        };
+        let anon = smaps.mappings.iter().filter(|m| m.anonymous_mapping && m.end > m.start);
+        if anon.clone().map(|m| idle(&m)).sum::<u64>() < min_idle {
+            return Ok(());
+        }
+        p.pending = anon
+            .filter(|m| idle(m) >= ps)
             .map(|m| {
                 let pass = if m.referenced == 0 { Pass::All } else { Pass::Sample(n) };
                 Pending { start: m.start, end: m.end, next: 0, pass }

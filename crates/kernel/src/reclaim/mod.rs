@@ -12,9 +12,10 @@
 //! and its resident anonymous bytes less that are the bytes idle for T. The first look at a
 //! process only clears: nothing is known idle until T has passed.
 //!
-//! **Which pages.** Those counts are per mapping, not per page; the page-out finds which. A
-//! mapping with at least `min_idle_bytes` idle and nothing referenced has all its resident
-//! pages paged out. One with referenced pages is sampled: one page of each group of 16 goes
+//! **Which pages.** Those counts are per mapping, not per page; the page-out finds which. In
+//! a process with at least `min_idle_bytes` idle (a threshold per process: a runtime's heap is
+//! often many small mappings, V8's 256 KiB each), a mapping with idle pages and nothing
+//! referenced has all its resident pages paged out. One with referenced pages is sampled: one page of each group of 16 goes
 //! out; at the next tick (a period later) the groups whose page stayed out follow whole, and
 //! those whose page came back stay (hot pages are touched in clusters: a heap's live objects,
 //! a cache's hot keys). A page the agent put out that is present again at a later tick was

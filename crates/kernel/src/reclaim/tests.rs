@@ -219,16 +219,19 @@ fn config(pids: &[u32]) -> AgentConfig {
 fn the_first_look_only_clears_then_pages_idle_for_t_go_out() {
     let fake = Fake::new();
     fake.process(A, "app", "/user.slice", 100);
-    // Mapping 1: 1024 pages resident, none referenced. Mapping 2: 300 pages resident, all but
-    // 100 referenced: 200 idle pages, under 1 MiB.
+    // Mapping 1: 1024 pages resident, none referenced. Mapping 2: 300 pages resident, all
+    // referenced. Process B: 200 idle pages, under 1 MiB in all.
     fake.resident(A, BASE, 1024, true);
     fake.resident(A, 2000, 300, true);
-    fake.smaps(A, &[(BASE, 1024, 1024, 0), (2000, 300, 300, 200)]);
-    let mut run = Run::new(&fake, config(&[A]));
+    fake.smaps(A, &[(BASE, 1024, 1024, 0), (2000, 300, 300, 300)]);
+    fake.process(B, "small", "/user.slice", 100);
+    fake.resident(B, BASE, 200, true);
+    fake.smaps(B, &[(BASE, 200, 200, 0)]);
+    let mut run = Run::new(&fake, config(&[A, B]));
 
     let s = run.tick(0);
     assert_eq!(fake.cleared(A), "2");
-    assert_eq!((run.calls.borrow().len(), s.paged_out_bytes, s.processes), (0, 0, 1));
+    assert_eq!((run.calls.borrow().len(), s.paged_out_bytes, s.processes), (0, 0, 2));
     // Before T nothing is looked at again.
     std::fs::write(fake.root().join(format!("{A}/clear_refs")), "").unwrap();
     run.tick(2);
@@ -239,11 +242,30 @@ fn the_first_look_only_clears_then_pages_idle_for_t_go_out() {
     assert_eq!(s.paged_out_bytes, 1024 * PS);
     assert_eq!(s.out_bytes, 1024 * PS);
     assert_eq!(fake.present(A, BASE, 1024), 0);
-    // Mapping 2 (idle under min_idle_bytes) and the file mapping are left alone.
+    // Mapping 2 (nothing idle), the file mapping and process B (idle under min_idle_bytes)
+    // are left alone.
     assert_eq!(fake.present(A, 2000, 300), 300);
+    assert_eq!((fake.present(B, BASE, 200), run.advised(B)), (200, 0));
     assert_eq!(run.advised(A), 1024);
     assert_eq!(run.calls.borrow().len(), 2, "512 pages a call");
     assert_eq!((s.came_back_bytes, s.refused_bytes, s.ticks), (0, 0, 3));
+}
+
+/// A heap of many small mappings (V8's 256 KiB pages): each under min_idle_bytes, together
+/// over it, so each goes out.
+#[test]
+fn many_small_idle_mappings_go_out_together() {
+    let fake = Fake::new();
+    fake.process(A, "node", "/", 100);
+    let maps: Vec<(u64, u64, u64, u64)> = (0..8).map(|k| (BASE + 100 * k, 64, 64, 0)).collect();
+    for &(start, n, _, _) in &maps {
+        fake.resident(A, start, n, true);
+    }
+    fake.smaps(A, &maps);
+    let mut run = Run::new(&fake, config(&[A]));
+    run.tick(0);
+    let s = run.tick(4);
+    assert_eq!(s.paged_out_bytes, 8 * 64 * PS);
 }
 
 #[test]

@@ -76,10 +76,14 @@ pub struct Predicted {
 /// What the machine did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Realized {
-    /// What the pages moved out took before less what holds them, at the end (zram:
-    /// `orig_data_size - mem_used_total`; zswap: stored pages x page size less the pool).
+    /// What the pages moved out took before less what holds them, at the end:
+    /// `moved_out_bytes` less zram's `mem_used_total` (zswap: its pool).
     pub memory_saved_bytes: i64,
-    /// zram's `orig_data_size`; zswap's stored pages x page size, at the end.
+    /// Our swap area's slots in use at the end (/proc/swaps `Used`): zram's `orig_data_size`
+    /// (zswap's stored pages) and the zero-filled pages the swap layer keeps in its zeromap
+    /// without writing them (6.18 mm/page_io.c `swap_writeout()`), which leave RAM for no pool
+    /// (and, for zswap, pages written back to the file); where the area cannot be read, zram's
+    /// `orig_data_size` (zswap's stored pages x page size) alone.
     pub moved_out_bytes: u64,
     /// The most held during the watch.
     pub moved_out_max_bytes: u64,

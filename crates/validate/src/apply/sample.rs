@@ -151,6 +151,11 @@ impl Reader {
             .and_then(|n| stat::swaps().ok()?.into_iter().find(|a| a.filename == n))
         {
             (s.swap_used_bytes, s.swap_size_bytes) = (area.used_bytes, area.size_bytes);
+            // Out of RAM is every slot of our area in use: zero-filled pages take a slot but
+            // never reach zram or zswap (6.18 mm/page_io.c `swap_writeout()` ->
+            // `is_folio_zero_filled()` -> `swap_zeromap_folio_set()`, no write), nor does a
+            // page zswap wrote back to the file; each frees its page for no pool.
+            s.moved_out_bytes = s.moved_out_bytes.max(area.used_bytes);
         }
         if let Some(a) = &self.agent {
             let st = a.get();
