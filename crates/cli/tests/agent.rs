@@ -30,37 +30,10 @@ fn bad_input_is_refused_in_one_line() {
     }
 }
 
-/// The child: 64 MiB written once, the first tenth touched every 50 ms, for `arg` seconds.
-fn holder(arg: &str) {
-    let secs: u64 = arg.parse().expect("seconds");
-    let mut buf = vec![0u8; 64 << 20];
-    for (n, p) in buf.chunks_mut(4096).enumerate() {
-        p[..8].copy_from_slice(&(n as u64).to_le_bytes());
-    }
-    zmem_testkit::say_ready(std::process::id());
-    let end = std::time::Instant::now() + Duration::from_secs(secs);
-    while std::time::Instant::now() < end {
-        for p in buf[..(64 << 20) / 10].chunks_mut(4096) {
-            p[200] = p[200].wrapping_add(1);
-        }
-        std::hint::black_box(&buf);
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 #[ignore = "live: needs root, kernel zram and process_madvise (scripts/test runs it)"]
 fn the_agent_runs_pages_out_and_writes_its_status() {
-    zmem_testkit::child("holder", holder);
+    zmem_testkit::child("holder", zmem_testkit::hot_tenth);
     let why = zmem_kernel::harness::unavailable_reason()
         .or_else(zmem_kernel::record::page_out::unavailable_reason);
     let Some(_live) = zmem_testkit::live(why) else { return };
@@ -70,7 +43,7 @@ fn the_agent_runs_pages_out_and_writes_its_status() {
     let status = d.path().join("agent.json");
     let mut child = zmem_testkit::reexec("holder", "30").spawn().unwrap();
     let ready = zmem_testkit::Ready::watch(child.stdout.take().unwrap());
-    let child = Killed(child);
+    let child = zmem_testkit::Killed(child);
     let pid = ready.wait(Duration::from_secs(30)).unwrap();
     let out = zmem(&[
         "agent",

@@ -59,35 +59,6 @@ fn bad_input_is_refused_in_one_line_before_anything_is_made() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// The child: 64 MiB, each page numbered, the first tenth written every 50 ms, for `arg`
-/// seconds.
-fn holder(arg: &str) {
-    let secs: u64 = arg.parse().expect("seconds");
-    let mut buf = vec![0u8; 64 << 20];
-    for (n, p) in buf.chunks_mut(4096).enumerate() {
-        p[..8].copy_from_slice(&(n as u64).to_le_bytes());
-        p[100] = 1;
-    }
-    zmem_testkit::say_ready(std::process::id());
-    let end = std::time::Instant::now() + Duration::from_secs(secs);
-    while std::time::Instant::now() < end {
-        for p in buf[..(64 << 20) / 10].chunks_mut(4096) {
-            p[200] = p[200].wrapping_add(1);
-        }
-        std::hint::black_box(&buf);
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn swap_areas() -> Vec<String> {
     let text = std::fs::read_to_string("/proc/swaps").unwrap();
     text.lines().skip(1).filter_map(|l| l.split_whitespace().next().map(str::to_string)).collect()
@@ -96,7 +67,7 @@ fn swap_areas() -> Vec<String> {
 #[test]
 #[ignore = "live: needs root, kernel zram and process_madvise (scripts/test runs it)"]
 fn a_decision_is_applied_watched_undone_and_written() {
-    zmem_testkit::child("holder", holder);
+    zmem_testkit::child("holder", zmem_testkit::hot_tenth);
     let why = zmem_kernel::harness::unavailable_reason()
         .or_else(zmem_kernel::record::page_out::unavailable_reason);
     let Some(_live) = zmem_testkit::live(why) else { return };
@@ -104,7 +75,7 @@ fn a_decision_is_applied_watched_undone_and_written() {
     let before = swap_areas();
     let mut child = zmem_testkit::reexec("holder", "30").spawn().unwrap();
     let ready = zmem_testkit::Ready::watch(child.stdout.take().unwrap());
-    let child = Killed(child);
+    let child = zmem_testkit::Killed(child);
     let pid = ready.wait(Duration::from_secs(30)).unwrap();
     let (json, html) = (d.join("apply.json"), d.join("apply.html"));
     let out = zmem(&[

@@ -63,15 +63,7 @@ fn watch_areas(start: &BTreeSet<String>, done: &AtomicBool) -> Option<BTreeSet<S
     None
 }
 
-/// Kills and reaps the child however the test ends.
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use zmem_testkit::Killed;
 
 /// Of the whole pages in `from..to` of `pid`, how many are present and how many there are.
 fn present(pid: u32, from: u64, to: u64) -> (u64, u64) {

@@ -304,3 +304,34 @@ mod tests {
         assert!(r.wait(Duration::from_secs(5)).unwrap_err().contains("closed"));
     }
 }
+
+/// Kills and reaps a child however the test ends (a failed assertion included).
+#[derive(Debug)]
+pub struct Killed(pub std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A child's body for the reclaim tests: 64 MiB of numbered pages, the first tenth written
+/// every 50 ms (a hot set), the rest left idle, for `arg` seconds; it says ready first.
+pub fn hot_tenth(arg: &str) {
+    let secs: u64 = arg.parse().expect("seconds");
+    let mut buf = vec![0u8; 64 << 20];
+    for (n, p) in buf.chunks_mut(4096).enumerate() {
+        p[..8].copy_from_slice(&(n as u64).to_le_bytes());
+        p[100] = 1;
+    }
+    say_ready(std::process::id());
+    let end = std::time::Instant::now() + Duration::from_secs(secs);
+    while std::time::Instant::now() < end {
+        for p in buf[..(64 << 20) / 10].chunks_mut(4096) {
+            p[200] = p[200].wrapping_add(1);
+        }
+        std::hint::black_box(&buf);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

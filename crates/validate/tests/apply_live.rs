@@ -58,15 +58,7 @@ fn holder(arg: &str) {
     }
 }
 
-/// Kills and reaps the child however the test ends.
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use zmem_testkit::Killed;
 
 fn spawn(secs: u64) -> (Killed, u32) {
     let mut child = zmem_testkit::reexec("holder", &secs.to_string()).spawn().expect("child");
