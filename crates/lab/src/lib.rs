@@ -341,7 +341,7 @@ fn judge(
             mem_total_bytes: opts.zswap.as_ref().and_then(|z| z.live.mem_total_bytes),
         },
     );
-    proactive::attach(
+    decision::attach_proactive(
         &mut decision,
         &cands,
         proactive,

@@ -14,11 +14,9 @@
 //! leaves it out and the headline is today's pressure.
 
 use serde::{Deserialize, Serialize};
-use zmem_kernel::reclaim::{AgentConfig, Exclude, GROUP_PAGES, Predicted};
+use zmem_kernel::reclaim::{AgentConfig, Exclude};
 
-use crate::candidate::Candidate;
-use crate::decision::{Decision, Kind};
-use crate::operating::{Named, OperatingPoint};
+use crate::operating::OperatingPoint;
 
 /// The least cold memory worth an agent: under it the report says there is nothing to move.
 pub const MIN_COLD_BYTES: u64 = 16 << 20;
@@ -83,7 +81,8 @@ pub struct Proactive {
 }
 
 /// The mechanism the decision would add at T, or why there is none. Checked before the
-/// decision (its headline is at the cold age with one); [`attach`] completes it.
+/// decision (its headline is at the cold age with one); `decision::attach_proactive`
+/// completes it.
 pub fn choose(op: &OperatingPoint, x: &Input) -> Result<Proactive, String> {
     if !x.wanted {
         return Err("left out (--no-proactive)".into());
@@ -144,82 +143,6 @@ fn mechanism(a: &Abilities) -> Result<(Mechanism, String), String> {
         )),
         Some(no) => Err(format!("no mechanism zmem can use: {tried}; process_madvise: {no}")),
     }
-}
-
-/// Puts the proactive reclaim (or why there is none) into the decision: only a decision that
-/// sets up a compressed swap gets one (where it keeps what runs, or sets up nothing, the
-/// headline goes back to `named`, the point without proactive reclaim). The agent carries the
-/// prediction the exporter shows beside what it moved.
-pub fn attach(
-    d: &mut Decision,
-    cands: &[Candidate],
-    chosen: Result<Proactive, String>,
-    named: Named,
-    page_size: u64,
-    cpu_budget_percent: f64,
-) {
-    let mut p = match chosen {
-        Ok(p) if matches!(d.kind, Kind::Zram | Kind::Zswap) => p,
-        Ok(_) => {
-            d.proactive_none = Some("the decision sets up no compressed swap of its own".into());
-            if let Some(op) = d.operating_point.as_mut() {
-                op.named = named;
-            }
-            return;
-        }
-        Err(why) => {
-            d.proactive_none = Some(why);
-            return;
-        }
-    };
-    // The agent reclaims within what the decision's own CPU leaves of the budget.
-    let left = cpu_budget_percent - 100.0 * d.cpu_seconds_per_second;
-    if left < MIN_AGENT_CPU_PERCENT {
-        d.proactive_none = Some(format!(
-            "the configuration's CPU ({:.3} % of a core) leaves {left:.3} % of the {} % budget, \
-             under the {MIN_AGENT_CPU_PERCENT} % reclaim needs",
-            100.0 * d.cpu_seconds_per_second,
-            cpu_budget_percent
-        ));
-        if let Some(op) = d.operating_point.as_mut() {
-            op.named = named;
-        }
-        return;
-    }
-    if p.agent.is_some() {
-        probe_holes(d, cands);
-    }
-    let saved = d.memory_saved_bytes;
-    if let Some(agent) = p.agent.as_mut() {
-        agent.cpu_budget_percent = left;
-        agent.predicted = Some(Predicted {
-            moved_out_bytes: p.moves_bytes,
-            swap_ins_per_sec: p.promoted_bytes_per_sec / page_size.max(1) as f64,
-            memory_saved_bytes: saved,
-        });
-    }
-    d.proactive = Some(p);
-}
-
-/// What the agent's first pass leaves in the pool: it samples a mapping with referenced pages
-/// one page in [`GROUP_PAGES`] (zmem-kernel's `reclaim`), so up to that share of the working
-/// set (the memory touched within T) is stored and comes back, and each leaves its object's
-/// bytes as a hole in a zspage until the pool is compacted (zsmalloc frees an object without
-/// moving the others: mm/zsmalloc.c `zs_free()`). The headline at the cold age is taken down
-/// by those bytes, and its interval's low end too (all the working set in sampled mappings);
-/// its high end stays (none of it is).
-fn probe_holes(d: &mut Decision, cands: &[Candidate]) {
-    let Some(op) = d.operating_point.as_ref().filter(|o| o.named == Named::ColdAge) else {
-        return;
-    };
-    let Some((k, at)) = op.cold.as_ref().zip(d.chosen(cands).and_then(|c| c.at_cold_age)) else {
-        return;
-    };
-    let per_byte = at.pool_bytes as f64 / at.moved_out_bytes.max(1) as f64;
-    let hot = k.anon_bytes.saturating_sub(k.cold_bytes);
-    let holes = (hot as f64 / GROUP_PAGES as f64 * per_byte).round() as i64;
-    d.memory_saved_bytes -= holes;
-    d.memory_saved_ci[0] -= holes;
 }
 
 #[cfg(test)]

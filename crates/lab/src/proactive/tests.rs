@@ -1,5 +1,7 @@
 use super::*;
 use crate::candidate::NowSource;
+use crate::decision::{Decision, Kind};
+use crate::operating::Named;
 use crate::operating::OperatingInput;
 use crate::operating::tests::{MIB, PS, basis, calm, curve, run};
 
@@ -90,7 +92,7 @@ fn only_a_compressed_swap_of_its_own_gets_it_and_carries_the_prediction() {
     let mut d = decision(Kind::Zram);
     d.chosen = Some(0);
     let before = (d.memory_saved_bytes, d.memory_saved_ci);
-    attach(&mut d, &cands, p.clone(), Named::Today, PS, 1.0);
+    crate::decision::attach_proactive(&mut d, &cands, p.clone(), Named::Today, PS, 1.0);
     // The first pass's sample stores a sixteenth of the working set (100 MiB), which comes
     // back and leaves its pool bytes (a third) as holes: the headline and its low end go down.
     let holes = (100.0 * MIB as f64 / 16.0 / 3.0).round() as i64;
@@ -110,7 +112,7 @@ fn only_a_compressed_swap_of_its_own_gets_it_and_carries_the_prediction() {
     assert_eq!(pred.swap_ins_per_sec, want);
     assert_eq!(pred.memory_saved_bytes, d.memory_saved_bytes, "the headline, holes counted");
     let mut d = decision(Kind::Keep);
-    attach(&mut d, &cands, p.clone(), Named::Today, PS, 1.0);
+    crate::decision::attach_proactive(&mut d, &cands, p.clone(), Named::Today, PS, 1.0);
     assert!(d.proactive.is_none());
     assert!(d.proactive_none.as_deref().is_some_and(|w| w.contains("no compressed swap")));
     assert_eq!(d.operating_point.map(|o| o.named), Some(Named::Today));
@@ -118,12 +120,12 @@ fn only_a_compressed_swap_of_its_own_gets_it_and_carries_the_prediction() {
     let mut d = decision(Kind::Zram);
     d.chosen = Some(0);
     d.cpu_seconds_per_second = 0.004;
-    attach(&mut d, &cands, p.clone(), Named::Today, PS, 1.0);
+    crate::decision::attach_proactive(&mut d, &cands, p.clone(), Named::Today, PS, 1.0);
     let a = d.proactive.and_then(|p| p.agent).expect("an agent");
     assert!((a.cpu_budget_percent - 0.6).abs() < 1e-9, "{}", a.cpu_budget_percent);
     let mut d = decision(Kind::Zram);
     d.cpu_seconds_per_second = 0.0099;
-    attach(&mut d, &cands, p, Named::Today, PS, 1.0);
+    crate::decision::attach_proactive(&mut d, &cands, p, Named::Today, PS, 1.0);
     assert!(d.proactive.is_none());
     assert!(d.proactive_none.is_some_and(|w| w.contains("leaves 0.010 % of the 1 % budget")));
 }
