@@ -338,21 +338,10 @@ fn signals_remove_the_private_temp_dir_and_a_killed_runs_is_swept() {
     // Large enough that training and the two devices' writes take seconds.
     let pages = gen_pages(&tmp, &base.0.join("big.zpages"), 40000);
     let train = |out: &str| {
-        use std::os::unix::process::CommandExt;
         let args = ["dict", "train", "--algo", "zstd", "-o", out, s(&pages)];
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_zmem"));
         cmd.args(args).env("TMPDIR", &tmp).stdout(Stdio::null()).stderr(Stdio::null());
-        // A test run in the background of a non-interactive shell inherits SIGINT ignored, and
-        // zmem (as nohup'd programs should) leaves an ignored signal ignored: the child gets
-        // the default actions back, so the test sees what zmem does with them.
-        // SAFETY: between fork and exec only signal(2), which is async-signal-safe, is called.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::signal(libc::SIGINT, libc::SIG_DFL);
-                libc::signal(libc::SIGTERM, libc::SIG_DFL);
-                Ok(())
-            });
-        }
+        zmem_testkit::default_signals(&mut cmd);
         cmd.spawn().unwrap()
     };
     let out = base.0.join("d.dict");

@@ -220,7 +220,23 @@ fn command(name: &str, env: &str) -> Command {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
+    default_signals(&mut c);
     c
+}
+
+/// Gives a child SIGINT's and SIGTERM's default actions back: tests run in the background of a
+/// non-interactive shell inherit SIGINT ignored, and code that leaves an ignored signal ignored
+/// (as zmem-files' handlers do) would then never see the signal a test sends.
+pub fn default_signals(c: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: between fork and exec only signal(2), which is async-signal-safe, is called.
+    unsafe {
+        c.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            Ok(())
+        });
+    }
 }
 
 /// The child's ready line: [`READY`] and `payload`, flushed (on a line of its own).
