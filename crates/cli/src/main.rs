@@ -27,6 +27,9 @@ enum Command {
     /// The main job: measure this machine's memory (or PAGES) under every configuration and
     /// recommend one.
     Lab(cmd::lab::Args),
+    /// The lab's measurements of this machine's memory (or PAGES) without the memory: page
+    /// facts and measured rows for `zmem lab FILE` or zmem-fleet to judge elsewhere.
+    Evidence(cmd::evidence::Args),
     /// Compress pages with each algorithm and print ratio, speeds and memory-freeing speed.
     CompBench(cmd::comp_bench::Args),
     /// Compress stdin (one buffer of up to two pages) to stdout.
@@ -76,6 +79,7 @@ enum Command {
 /// One example line for every command's `--help` (path of subcommand names, the line).
 const EXAMPLES: &[(&[&str], &str)] = &[
     (&["lab"], "zmem lab --source builtin --observe 0 --apply-script apply.sh"),
+    (&["evidence"], "sudo zmem evidence -o host.evidence && zmem lab host.evidence"),
     (&["comp-bench"], "zmem comp-bench --algo lz4,zstd:3 pages.zpages"),
     (&["compress"], "zmem compress --algo zstd:3 < page.bin > page.zst"),
     (&["decompress"], "zmem decompress --algo zstd < page.zst > page.bin"),
@@ -146,6 +150,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Lab(args) => cmd::lab::run(&args),
+        Command::Evidence(args) => cmd::evidence::run(&args),
         Command::CompBench(args) => cmd::comp_bench::run(&args),
         Command::Compress(args) => cmd::codec::compress(&args),
         Command::Decompress(args) => cmd::codec::decompress(&args),

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 /// pass), `live` (a test below, the live pass) or the test file that does it.
 const COVERED: &[(&str, &str)] = &[
     ("lab", "readme_commands.rs: `zmem lab` with no arguments, as the README's first command"),
+    ("evidence", "evidence.rs: from a page file, judged by `zmem lab EVIDENCE`"),
     ("cold", "here"),
     ("comp-bench", "here"),
     ("compress", "here"),

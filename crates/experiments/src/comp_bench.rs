@@ -155,7 +155,15 @@ pub fn run(
     rows.push(memcpy_row(inputs, opts, progress)?);
     for (label, stream) in &mut streams {
         let scratch = &mut Scratch::default();
-        rows.push(measure(inputs, label, stream.as_mut(), opts, None, scratch, progress)?);
+        rows.push(measure(
+            inputs,
+            label,
+            stream.as_mut(),
+            opts,
+            Keep::default(),
+            scratch,
+            progress,
+        )?);
     }
     Ok(rows)
 }
@@ -185,7 +193,23 @@ pub fn algo_row(
     progress: &dyn Progress,
 ) -> Result<Row, LabError> {
     let mut stream = zmem_comp::create(&spec.name, &spec.params, opts.page_size)?;
-    measure(inputs, &spec.label(), stream.as_mut(), opts, None, scratch, progress)
+    measure(inputs, &spec.label(), stream.as_mut(), opts, Keep::default(), scratch, progress)
+}
+
+/// [`algo_row`], also giving every page's compressed length in input order: what a stream
+/// made of each page, the same in every pass (the lab's page facts, which carry no bytes).
+pub fn algo_row_lengths(
+    inputs: &[&[u8]],
+    spec: &AlgoSpec,
+    opts: &Options,
+    scratch: &mut Scratch,
+    progress: &dyn Progress,
+) -> Result<(Row, Vec<u32>), LabError> {
+    let mut stream = zmem_comp::create(&spec.name, &spec.params, opts.page_size)?;
+    let mut lengths = Vec::new();
+    let keep = Keep { objects: None, lengths: Some(&mut lengths) };
+    let row = measure(inputs, &spec.label(), stream.as_mut(), opts, keep, scratch, progress)?;
+    Ok((row, lengths))
 }
 
 /// [`algo_row`], also keeping every page's object and what compressing it cost
@@ -204,7 +228,7 @@ pub fn algo_row_keeping(
 ) -> Result<(Row, Objects), LabError> {
     let mut stream = zmem_comp::create(&spec.name, &spec.params, opts.page_size)?;
     let mut objects = Objects::new(&spec.name, &spec.params);
-    let keep = Some(&mut objects);
+    let keep = Keep { objects: Some(&mut objects), lengths: None };
     let row = measure(inputs, &spec.label(), stream.as_mut(), opts, keep, scratch, progress)?;
     Ok((row, objects))
 }
@@ -218,17 +242,27 @@ fn batch_len(opts: &Options) -> usize {
     (opts.batch_bytes / opts.page_size).max(1) * opts.page_size
 }
 
+/// What a row keeps of its compression pass besides its figures.
+#[derive(Default)]
+struct Keep<'a> {
+    /// Every page's object and its cost.
+    objects: Option<&'a mut Objects>,
+    /// Every page's compressed length.
+    lengths: Option<&'a mut Vec<u32>>,
+}
+
 /// Every page through `stream`, compressed and then decompressed batch by batch.
 fn measure(
     inputs: &[&[u8]],
     label: &str,
     stream: &mut dyn zmem_comp::Compressor,
     opts: &Options,
-    mut keep: Option<&mut Objects>,
+    keep_also: Keep<'_>,
     scratch: &mut Scratch,
     progress: &dyn Progress,
 ) -> Result<Row, LabError> {
     let ps = opts.page_size;
+    let Keep { objects: mut keep, lengths: mut keep_lengths } = keep_also;
     let total_pages = total_pages(inputs, ps)?;
     let batch = batch_len(opts);
     let bound = compress_bound(ps);
@@ -289,6 +323,9 @@ fn measure(
         })?;
         acc.verified &= all_ok && out[..chunk.len()] == *chunk;
         let n = chunk.len().div_ceil(ps);
+        if let Some(out) = keep_lengths.as_deref_mut() {
+            out.extend(lens[..n].iter().map(|&l| l as u32));
+        }
         acc.pages += n as u64;
         acc.input_bytes += chunk.len() as u64;
         acc.compressed_bytes += lens[..n].iter().map(|&l| l as u64).sum::<u64>();
@@ -455,6 +492,26 @@ mod tests {
             }
             let sum: usize = (0..7).map(|i| objects.object(i).unwrap().len()).sum();
             assert_eq!(sum as u64, row.compressed_bytes);
+        }
+    }
+
+    /// A row that gives its lengths gives each page's, across batches (three pages a batch
+    /// here), in input order: what a fresh stream makes of that page.
+    #[test]
+    fn a_row_with_lengths_gives_each_pages_compressed_length() {
+        let a = pages(7);
+        let opts = quick();
+        for name in ["lz4", "zstd"] {
+            let spec = AlgoSpec::parse(name).unwrap();
+            let (row, lengths) =
+                algo_row_lengths(&[&a], &spec, &opts, &mut Scratch::default(), &NoProgress)
+                    .unwrap();
+            let mut c = zmem_comp::create(name, &zmem_comp::Params::default(), 4096).unwrap();
+            let mut dst = vec![0u8; compress_bound(4096)];
+            let want: Vec<u32> =
+                a.chunks(4096).map(|p| c.compress(p, &mut dst).unwrap() as u32).collect();
+            assert_eq!(lengths, want, "{name}");
+            assert_eq!(lengths.iter().map(|&l| u64::from(l)).sum::<u64>(), row.compressed_bytes);
         }
     }
 }

@@ -89,6 +89,11 @@ impl Objects {
         self.passes[pass].get(start..end)
     }
 
+    /// Every page's object length, in page order.
+    pub fn lengths(&self) -> Vec<u32> {
+        (0..self.len()).map(|i| self.object(i).map_or(0, |o| o.len() as u32)).collect()
+    }
+
     /// Appends one pass over consecutive pages: each page's object, its wall-clock nanoseconds,
     /// and the thread CPU seconds of the whole pass (`None` where the system gives none: each
     /// page is then charged its wall time as CPU time).
@@ -176,6 +181,7 @@ mod tests {
         assert_eq!(o.object(1), Some(&b[..]));
         assert_eq!(o.object(2), Some(&c[..]));
         assert_eq!(o.object(3), None);
+        assert_eq!(o.lengths(), [10, 3, 7]);
         let src = Charged::new(vec![&o]);
         assert_eq!(src.object(0, "lz4", &Params::default()), Some(&a[..]));
         assert_eq!(src.object(1, "lz4", &Params::default()), Some(&b[..]));

@@ -16,6 +16,8 @@
 //! for the whole input carry confidence intervals ([`super::sample`]); the "Now" prediction uses
 //! every page.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use zmem_kernel::caps::KernelCaps;
 use zmem_kernel::{capture, stat as live};
@@ -57,6 +59,9 @@ pub enum Input {
     Processes,
     /// The built-in generated set.
     Builtin,
+    /// Findings read from an evidence file (`zmem evidence`): judged as they are, nothing
+    /// gathered or measured ([`crate::findings`]).
+    Findings(Box<crate::Findings>),
 }
 
 /// Fewer captured pages than this say little about a machine: use the built-in set instead.
@@ -83,6 +88,23 @@ pub struct Evidence {
     /// The process each of `pages` came from, where the input records it (a capture of
     /// processes; 0 for a zram slot): zswap's Now weighs each process by its swapped pages.
     pub pids: Option<Vec<u32>>,
+    /// The host and labels a fleet groups by, from a page set's metadata ([`host_labels`]).
+    pub host: BTreeMap<String, String>,
+}
+
+/// A page set's `host` (else `capture.host`) and `label.NAME` metadata: what a fleet groups
+/// hosts by, carried into the findings.
+pub fn host_labels(meta: Option<&SetMeta>) -> BTreeMap<String, String> {
+    let Some(m) = meta else { return BTreeMap::new() };
+    let mut out: BTreeMap<String, String> = m
+        .iter()
+        .filter(|(k, _)| k.starts_with("label."))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if let Some(h) = m.get("host").or_else(|| m.get("capture.host")) {
+        out.insert("host".into(), h.clone());
+    }
+    out
 }
 
 /// How many of the input's pages the lab measures, and how they are chosen.
@@ -169,6 +191,7 @@ fn evidence(kind: &str, detail: String, set: &PageSet, coverage: Coverage) -> Ev
         set_pages: set.len() as u64,
         kernel: KernelCaps::default(),
         pids,
+        host: host_labels(set.set_meta()),
     }
 }
 
@@ -206,6 +229,9 @@ fn gather_pages(
             Err(why) => why_not.push(why),
         },
         Input::Processes => {}
+        Input::Findings(_) => {
+            return Err(LabError::Setup("an evidence file holds findings, not pages".into()));
+        }
     }
     let captured = match capture_processes(progress) {
         Ok((set, summary)) => Ok((set, summary.to_string())),
@@ -403,6 +429,7 @@ fn from_zram(
         set_pages,
         kernel: KernelCaps::default(),
         pids: None,
+        host: BTreeMap::new(),
     }))
 }
 

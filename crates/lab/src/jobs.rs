@@ -28,6 +28,7 @@ use zmem_sim::device::ZramRunConfig;
 use zmem_sim::replay::{Access, CgroupVersion, SwapKind};
 use zmem_sim::swap_device::SwapDevice;
 
+use crate::facts::CodecLengths;
 use crate::measure::{self, SWAP_CASES};
 use crate::measure::{PoolRow, SwapRow};
 use crate::policy::{self, Policy, PolicyRow};
@@ -43,6 +44,9 @@ pub(super) struct Measured {
     /// zswap's grid replayed (in the grid's order, then the accept-threshold sweep's
     /// configurations that ran), and the zram references, in [`ZswapPlan::refs`]' order.
     pub zswap: Option<(Vec<Replayed>, Vec<SwapRow>)>,
+    /// Each page's compressed length with every algorithm the table measured at its default
+    /// parameters, from the table's own pass, in the table's order.
+    pub lengths: Vec<CodecLengths>,
 }
 
 /// zswap's candidates, measured in the same phase as every other row: each available
@@ -94,7 +98,8 @@ enum Job {
 }
 
 enum Done {
-    Compressor(usize, Row),
+    /// A row, and its pages' lengths where the row is at the default parameters.
+    Compressor(usize, Row, Option<CodecLengths>),
     Allocator(usize, PoolRow),
     // Boxed: a policy's row (its latency histogram) is much the largest.
     Policy(usize, Box<PolicyRow>),
@@ -355,23 +360,25 @@ fn run_job(
     let objects: Vec<&Objects> =
         sh.needs.iter().filter_map(|&i| sh.objects.get(i)?.get()).collect();
     Ok(match job {
-        Job::Memcpy => Done::Compressor(0, comp_bench::memcpy_row(&[pages], &plan.bench, p)?),
-        Job::Compressor(i) if sh.kept[i] => {
-            let (row, made) = comp_bench::algo_row_keeping(
-                &[pages],
-                &plan.specs[i],
-                &plan.bench,
-                &mut scratch.bench,
-                p,
-            )?;
-            // Set once: each row is one job.
-            let _ = sh.objects[i].set(made);
-            Done::Compressor(i + 1, row)
+        Job::Memcpy => Done::Compressor(0, comp_bench::memcpy_row(&[pages], &plan.bench, p)?, None),
+        Job::Compressor(i) => {
+            let (spec, bench) = (&plan.specs[i], &mut scratch.bench);
+            let plain = spec.params == Params::default();
+            let (row, lengths) = if sh.kept[i] {
+                let (row, made) =
+                    comp_bench::algo_row_keeping(&[pages], spec, &plan.bench, bench, p)?;
+                let lengths = made.lengths();
+                // Set once: each row is one job.
+                let _ = sh.objects[i].set(made);
+                (row, lengths)
+            } else if plain {
+                comp_bench::algo_row_lengths(&[pages], spec, &plan.bench, bench, p)?
+            } else {
+                (comp_bench::algo_row(&[pages], spec, &plan.bench, bench, p)?, Vec::new())
+            };
+            let lengths = plain.then(|| CodecLengths { algo: spec.name.clone(), lengths });
+            Done::Compressor(i + 1, row, lengths)
         }
-        Job::Compressor(i) => Done::Compressor(
-            i + 1,
-            comp_bench::algo_row(&[pages], &plan.specs[i], &plan.bench, &mut scratch.bench, p)?,
-        ),
         Job::Allocator(i) => {
             Done::Allocator(i, measure::pool(sh.allocators[i], pages, ps, &objects, p)?)
         }
@@ -492,6 +499,7 @@ pub(super) fn run(plan: &Plan, progress: &dyn Progress) -> Result<Measured, LabE
     let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
     results.sort_by_key(|(k, _)| *k);
     let mut compressors = vec![None; plan.specs.len() + 1];
+    let mut lengths = vec![None; plan.specs.len() + 1];
     let mut pools = vec![None; allocators.len()];
     let mut policies = vec![None; plan.policies.len()];
     let mut swap = vec![None; SWAP_CASES.len()];
@@ -500,7 +508,10 @@ pub(super) fn run(plan: &Plan, progress: &dyn Progress) -> Result<Measured, LabE
     let mut sweep_rows: Vec<Option<SwapRow>> = vec![None; sweeps.len()];
     for (_, r) in results {
         match r? {
-            Done::Compressor(i, row) => compressors[i] = Some(row),
+            Done::Compressor(i, row, l) => {
+                compressors[i] = Some(row);
+                lengths[i] = l;
+            }
             Done::Allocator(i, row) => pools[i] = Some(row),
             Done::Policy(i, row) => policies[i] = Some(*row),
             Done::Swap(i, row) => swap[i] = Some(row),
@@ -543,6 +554,7 @@ pub(super) fn run(plan: &Plan, progress: &dyn Progress) -> Result<Measured, LabE
         policies,
         swap: swap.into_iter().map(|r| r.expect("every job ran")).collect(),
         zswap,
+        lengths: lengths.into_iter().flatten().collect(),
     })
 }
 

@@ -33,8 +33,11 @@ pub mod candidate;
 pub mod cost;
 pub mod decision;
 pub mod evidence;
+pub mod facts;
+pub mod findings;
 pub mod fit;
 mod jobs;
+pub mod judge;
 mod measure;
 pub mod now;
 pub mod operating;
@@ -59,6 +62,8 @@ pub use candidate::{Basis, Candidate, Config, NowSource, OverBudget};
 pub use cost::Budgets;
 pub use decision::{Decision, Kind};
 pub use evidence::{Coverage, Evidence, Input, Source, TraceSource};
+pub use facts::PageFacts;
+pub use findings::Findings;
 pub use fit::{UncertainReason, kernel_fit, uncertainty};
 pub use measure::{PoolRow, SwapRow};
 pub use now::{FieldComparison, LiveConfig, Now, Rates};
@@ -66,8 +71,8 @@ pub use policy::{Policy, PolicyRow, candidates, default_policies};
 pub use report::{LabOptions, LabReport, PressureReading, SCHEMA_VERSION, SkippedPolicy};
 pub use request::{
     ArgError, CaptureRequest, CaptureSummary, Captured, CompBenchRequest, GenerateRequest,
-    LabRequest, ReplayRequest, StudyRequest, ZramRequest, auto_device, parse_max_pages, parse_ram,
-    parse_source, parse_swap_device, run_lab, swap_device_text,
+    LabRequest, ReplayRequest, StudyRequest, ZramRequest, auto_device, measure_lab,
+    parse_max_pages, parse_ram, parse_source, parse_swap_device, run_lab, swap_device_text,
 };
 pub use zmem_kernel::caps::KernelCaps;
 
@@ -107,6 +112,18 @@ pub fn run_beside(
     progress: &dyn Progress,
     window: impl FnOnce(&mut LabOptions) -> Result<(), LabError>,
 ) -> Result<LabReport, LabError> {
+    judge::judge(&measure_beside(pages, source, opts, progress, window)?)
+}
+
+/// Steps 1 and 2 of [`run_beside`]: everything measured on `pages` and observed beside them,
+/// as [`Findings`] (what `zmem evidence` writes), before any judgement.
+pub fn measure_beside(
+    pages: &[u8],
+    source: Source,
+    opts: &mut LabOptions,
+    progress: &dyn Progress,
+    window: impl FnOnce(&mut LabOptions) -> Result<(), LabError>,
+) -> Result<Findings, LabError> {
     let ps = source.page_size;
     let pages = &pages[..pages.len() / ps * ps];
     if pages.is_empty() {
@@ -165,34 +182,34 @@ pub fn run_beside(
     let plain: Vec<&str> = list.iter().filter(|p| p.is_plain()).map(|p| p.algo.as_str()).collect();
     let estimates =
         opts.sample.map(|design| sample::estimate(pages, ps, design, &plain)).transpose()?;
-    let measured = Phase { pages, ps, n, policies: &m.policies, zswap: m.zswap, rates: &rates };
-    let judged = judge(measured, opts, zswap_plan.as_ref(), estimates.as_ref())?;
-    Ok(LabReport {
-        schema_version: SCHEMA_VERSION,
+    let zswap_measured = m.zswap.zip(zswap_plan).map(|((replayed, refs), zp)| {
+        zswap::ZswapMeasured { replayed, refs, ref_algos: zp.refs, scale: zp.scale }
+    });
+    Ok(Findings {
+        format: findings::FORMAT.into(),
+        version: findings::VERSION,
         zmem_version: env!("CARGO_PKG_VERSION").into(),
+        identifies: findings::Identify::ALL,
+        host: opts.host.clone(),
         source,
-        kernel: opts.kernel.clone().unwrap_or_else(|| KernelCaps {
-            source: "not read: the caller gave no kernel capabilities, so every candidate \
-                     counts as available"
-                .into(),
-            ..KernelCaps::default()
-        }),
+        facts: PageFacts { lengths: m.lengths, ..PageFacts::new(pages, ps) },
+        kernel: opts.kernel.clone(),
         compressors: m.compressors,
         allocators: m.allocators,
         policies: m.policies,
         swap: m.swap,
+        zswap_measured,
+        skipped_policies,
+        estimates,
         swap_device: opts.device.clone(),
         trace,
         now: opts.now.clone(),
         rates,
-        candidates: judged.candidates,
         budgets: opts.budgets,
-        decision: judged.decision,
-        estimates,
-        skipped_policies,
         pressure: opts.pressure.clone(),
-        cold: opts.operating.cold.clone(),
-        zswap: judged.zswap,
+        operating: opts.operating.clone(),
+        proactive: opts.proactive.clone(),
+        zswap: opts.zswap.clone(),
     })
 }
 
@@ -251,162 +268,6 @@ fn zswap_plan(
             _ => zmem_sim::replay::CgroupVersion::V1,
         },
     })
-}
-
-/// What the measuring phase gave that the judgement reads.
-struct Phase<'a> {
-    pages: &'a [u8],
-    ps: usize,
-    n: u64,
-    policies: &'a [PolicyRow],
-    zswap: Option<(Vec<zswap::Replayed>, Vec<SwapRow>)>,
-    rates: &'a Rates,
-}
-
-/// The candidates on one basis, the one decision over them, and zswap's Now and stack.
-struct Judged {
-    candidates: Vec<Candidate>,
-    decision: Decision,
-    zswap: Option<zswap::ZswapAdvice>,
-}
-
-/// Projects every candidate (zram's, zswap's, and "none" where nothing runs) onto one basis
-/// and asks the judge.
-fn judge(
-    m: Phase,
-    opts: &LabOptions,
-    plan: Option<&jobs::ZswapPlan>,
-    estimates: Option<&sample::Estimates>,
-) -> Result<Judged, LabError> {
-    let now = opts.now.as_ref();
-    let now_algo = now.map_or(zmem_zram::DEFAULT_ALGORITHM, |n| n.config.comp_algorithm.as_str());
-    let population = estimates.and_then(|e| {
-        let row = e.row(now_algo)?;
-        Some(fit::Population {
-            pages: e.design.population_pages,
-            current_pool: row.pool_bytes.estimate.round().max(0.0) as u64,
-        })
-    });
-    let (rates, budgets) = (m.rates, &opts.budgets);
-    let mut cands =
-        fit::zram_candidates(m.policies, now, opts.kernel.as_ref(), rates, budgets, population)?;
-    let reference = cands
-        .iter()
-        .find(|c| c.is_reference)
-        .and_then(|c| c.config.compressor())
-        .unwrap_or(now_algo)
-        .to_string();
-    let mut zswap_now = None;
-    if let (Some(z), Some((replayed, refs)), Some(zp)) = (&opts.zswap, m.zswap, plan) {
-        let measured =
-            zswap::ZswapMeasured { replayed, refs, ref_algos: zp.refs.clone(), scale: zp.scale };
-        let (zn, zc) =
-            zswap::candidates(z, m.pages, m.ps, &measured, &cands, &reference, rates, budgets)?;
-        zswap_now = zn;
-        cands.extend(zc);
-    }
-    let pages = fit::projected_pages(now, population, m.n);
-    let live_bytes = now.and_then(|n| n.field("mem_used_total")).map(|f| f.live);
-    let basis = candidate::basis(&cands, live_bytes, pages, m.ps);
-    candidate::on_basis(&mut cands, &basis, estimates, &reference);
-    let pressure = opts.pressure.as_ref().map(|p| &p.now);
-    let promotion = opts.budgets.promotion_percent_per_min;
-    let own = own_pages(m.pages, m.ps, &cands, &opts.operating)?;
-    let mut op = operating::point(&basis, m.ps as u64, pressure, &opts.operating, promotion, &own);
-    let without = op.named;
-    let proactive = proactive::choose(&op, &opts.proactive);
-    if proactive.is_ok() {
-        op.named = operating::Named::ColdAge;
-    }
-    operating::at(&mut cands, &basis, &op, m.ps as u64);
-    let swaps = opts.zswap.as_ref().map_or(&[][..], |z| &z.live.swaps);
-    let disk = swaps.iter().find(|s| s.kind != "zram").map(|s| s.filename.as_str());
-    // zswap's swap device holds a slot for every page it stores, and at least what the zram
-    // swap devices it replaces held room for.
-    let zram_swap: u64 = swaps.iter().filter(|s| s.kind == "zram").map(|s| s.size_bytes).sum();
-    let mut decision = decision::decide(
-        &cands,
-        &decision::Context {
-            basis: &basis,
-            estimates,
-            too_few_pages: uncertainty(m.n).map(
-                |UncertainReason::TooFewPages { measured_pages, min_pages }| {
-                    (measured_pages, min_pages)
-                },
-            ),
-            disk_swap: disk,
-            zswap_swap_bytes: (pages * m.ps as u64).max(zram_swap),
-            zram_swap_bytes: zram_swap,
-            operating: Some(&op),
-            mem_total_bytes: opts.zswap.as_ref().and_then(|z| z.live.mem_total_bytes),
-        },
-    );
-    decision::attach_proactive(
-        &mut decision,
-        &cands,
-        proactive,
-        without,
-        m.ps as u64,
-        budgets.cpu_percent_of_core,
-    );
-    let zswap = opts.zswap.as_ref().map(|z| zswap::ZswapAdvice {
-        now: zswap_now,
-        stack: zswap::stack(&z.live, &decision, &cands, rates, m.ps, &opts.device),
-        live: z.live.clone(),
-    });
-    Ok(Judged { candidates: cands, decision, zswap })
-}
-
-/// What the sample tells of the pages each point moves out, where each sampled page's process
-/// is known: each cgroup's own compressibility, and the cold bytes' told apart by process.
-fn own_pages(
-    pages: &[u8],
-    ps: usize,
-    cands: &[Candidate],
-    x: &operating::OperatingInput,
-) -> Result<operating::Own, LabError> {
-    let Some(pids) = x.page_pids.as_deref() else {
-        return Ok(operating::Own::default());
-    };
-    let mut algos: Vec<&str> =
-        cands.iter().filter(|c| c.available).filter_map(|c| c.config.compressor()).collect();
-    algos.sort_unstable();
-    algos.dedup();
-    let shares = x.cold.as_ref().and_then(|c| cold_shares(c, x.cold_age_secs));
-    if x.cgroup_pids.is_empty() && shares.is_none() {
-        return Ok(operating::Own::default());
-    }
-    // Each page compressed once per compressor, for both.
-    let lens = operating::compressibility::lengths(pages, ps, &algos)?;
-    let cgroups = operating::compressibility::measure(&lens, pids, &x.cgroup_pids);
-    let cold = shares.map_or_else(Default::default, |(by_pid, overall)| {
-        let share = |p: u32| by_pid.get(&p).copied().unwrap_or(overall);
-        operating::compressibility::cold_weighted(&lens, pids, share)
-    });
-    Ok(operating::Own { cgroups, cold })
-}
-
-/// Each watched process's share of its anonymous memory idle at `t`, and the whole curve's.
-fn cold_shares(
-    c: &zmem_kernel::cold::ColdCurve,
-    t: u64,
-) -> Option<(std::collections::BTreeMap<u32, f64>, f64)> {
-    let i = c.ages_secs.iter().position(|&a| a == t)?;
-    // A process that ended before T holds nothing there: its sampled pages weigh nothing (not
-    // the curve's overall share, which is for processes the curve did not watch).
-    let by_pid = c
-        .per_process
-        .iter()
-        .filter(|p| p.anon_bytes > 0)
-        .filter_map(|p| {
-            let cold = match p.exited_before_secs {
-                Some(_) => 0,
-                None => *p.cold_bytes_at_age.get(i)?,
-            };
-            Some((p.pid, cold as f64 / p.anon_bytes as f64))
-        })
-        .collect();
-    Some((by_pid, c.cold_fraction(i)))
 }
 
 #[cfg(test)]
@@ -633,7 +494,7 @@ mod tests {
             proc_cold(1, 1000 * mib, 900 * mib, None),
             proc_cold(2, 200 * mib, 50 * mib, Some(10)),
         ];
-        let (by_pid, overall) = cold_shares(&c, 60).expect("T read");
+        let (by_pid, overall) = judge::cold_shares(&c, 60).expect("T read");
         assert_eq!(by_pid.get(&1), Some(&0.9));
         assert_eq!(by_pid.get(&2), Some(&0.0), "ended before T");
         assert!(!by_pid.contains_key(&3) && (overall - 0.9).abs() < 1e-9);

@@ -140,6 +140,9 @@ pub struct LabOptions {
     pub operating: OperatingInput,
     /// `--no-proactive`, `--exclude` and this machine's tools ([`crate::proactive`]).
     pub proactive: crate::proactive::Input,
+    /// The host and labels of a page set's metadata, for the findings
+    /// ([`crate::evidence::host_labels`]).
+    pub host: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for LabOptions {
@@ -159,6 +162,7 @@ impl Default for LabOptions {
             pressure: None,
             operating: OperatingInput::default(),
             proactive: crate::proactive::Input::default(),
+            host: Default::default(),
         }
     }
 }

@@ -309,7 +309,8 @@ fn live_zswap_now_matches_the_kernel() {
     let child_pages = zmem_lab::zswap::vm_swap_pages(pid);
     let known = known_page();
     let pages: Vec<u8> = known.iter().copied().cycle().take(16384 * 4096).collect();
-    let now = zmem_lab::zswap::now(&lab_live, None, 0.0, &pages, 4096, None);
+    let facts = zmem_lab::PageFacts::of_pages(&pages, 4096, &[compressor]).unwrap();
+    let now = zmem_lab::zswap::now(&lab_live, None, 0.0, &facts, None);
     eprintln!(
         "zswap {compressor}: stored {stored_a}..{stored_b} pages, pool {pool_a}..{pool_b} B; child \
          VmSwap {child_pages} pages; lab {:?}",

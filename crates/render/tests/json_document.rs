@@ -143,7 +143,12 @@ fn run(n: usize, sample: Option<usize>, zswap: bool) -> LabReport {
     let opts = LabOptions {
         min_time: Duration::ZERO,
         policies: lab::candidates("lzo-rle")[..3].to_vec(),
-        zswap: zswap.then(|| ZswapInput { live: live_zswap(), after: None, secs: 0.0, pids: None }),
+        zswap: zswap.then(|| ZswapInput {
+            live: live_zswap(),
+            after: None,
+            secs: 0.0,
+            weights: None,
+        }),
         sample: design,
         ..LabOptions::default()
     };

@@ -69,7 +69,7 @@ fn report_of(n: usize, detail: &str) -> lab::LabReport {
     let opts = LabOptions {
         min_time: Duration::ZERO,
         policies: lab::candidates("lzo-rle")[..3].to_vec(),
-        zswap: Some(ZswapInput { live: live(), after: None, secs: 0.0, pids: None }),
+        zswap: Some(ZswapInput { live: live(), after: None, secs: 0.0, weights: None }),
         ..LabOptions::default()
     };
     lab::run(set.bytes(), source, &opts, &NoProgress).expect("lab run")

@@ -29,20 +29,30 @@ pub struct Args {
     undo_script: Option<PathBuf>,
     #[command(flatten)]
     options: LabFlags,
-    /// Page file (raw pages or a page set, such as `zmem capture --zram`'s); none: see --source.
+    /// Page file (raw pages or a page set, such as `zmem capture --zram`'s), or an evidence
+    /// file (`zmem evidence`), judged as it is; none: see --source.
     #[arg(conflicts_with_all = ["source", "no_capture"])]
     pages: Option<PathBuf>,
+}
+
+/// Which of the lab's options a command takes ([`LabFlags`]' parameter).
+pub const ALL_OPTIONS: u8 = 0;
+/// The options that measure, without those that judge (`zmem evidence`).
+pub const MEASURING_OPTIONS: u8 = 1;
+
+fn takes<const W: u8>(o: &LabOption) -> bool {
+    W == ALL_OPTIONS || !o.judges
 }
 
 /// The lab's options as the user gave them (a flag as `true`), in the table's order, for the
 /// table's parsers: clap only builds the arguments (help, default shown, conflicts) from the
 /// declaration, so the CLI and Python refuse a bad value in the same words.
 #[derive(Debug, Default)]
-pub struct LabFlags(Vec<(&'static LabOption, String)>);
+pub struct LabFlags<const W: u8 = ALL_OPTIONS>(pub Vec<(&'static LabOption, String)>);
 
-impl clap::Args for LabFlags {
+impl<const W: u8> clap::Args for LabFlags<W> {
     fn augment_args(cmd: clap::Command) -> clap::Command {
-        LAB_OPTIONS.iter().fold(cmd, |c, o| c.arg(arg(o)))
+        LAB_OPTIONS.iter().filter(|o| takes::<W>(o)).fold(cmd, |c, o| c.arg(arg(o)))
     }
 
     fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
@@ -50,10 +60,11 @@ impl clap::Args for LabFlags {
     }
 }
 
-impl clap::FromArgMatches for LabFlags {
+impl<const W: u8> clap::FromArgMatches for LabFlags<W> {
     fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
         let given = LAB_OPTIONS
             .iter()
+            .filter(|o| takes::<W>(o))
             // A default clap shows is the request's own already: only what the user typed.
             .filter(|o| m.value_source(o.name) == Some(ValueSource::CommandLine))
             .map(|o| {
@@ -115,27 +126,47 @@ impl TypedValueParser for AsGiven {
     }
 }
 
-/// The request the flags make: each lab option through the table, then the page file.
+/// The request the flags make: each lab option through the table, then the page file (or
+/// the evidence file, which takes only the options that judge).
 fn request(args: &Args) -> anyhow::Result<LabRequest> {
-    let mut given = LabArgs::default();
-    for (o, text) in &args.options.0 {
-        given.set(o, text).map_err(|e| anyhow::anyhow!(e.flag()))?;
+    let given = given(&args.options)?;
+    let evidence = args.pages.as_deref().filter(|p| lab::findings::is_evidence(p));
+    if let Some(path) = evidence {
+        given.check_phase(true).map_err(|e| anyhow::anyhow!(e.flag()))?;
+        let findings = lab::findings::read(path)?;
+        let mut req = given.finish().map_err(|e| anyhow::anyhow!(e.flag()))?;
+        req.input = Input::Findings(Box::new(findings));
+        return Ok(req);
     }
     let mut req = given.finish().map_err(|e| anyhow::anyhow!(e.flag()))?;
     if let Some(path) = &args.pages {
-        // The lab has no --page-size: a page set of another size is refused in its own words.
-        let opts = zmem_pages::ReadOptions { page_size: 4096, ..Default::default() };
-        let set = super::pages::map(path, &opts)?;
-        if set.page_size() != 4096 {
-            anyhow::bail!(
-                "{} holds {}-byte pages; zmem lab FILE measures 4096-byte pages only",
-                path.display(),
-                set.page_size()
-            );
-        }
-        req.input = Input::Pages { set, label: path.display().to_string() };
+        req.input = page_input(path)?;
     }
     Ok(req)
+}
+
+/// Each lab option the user gave, through the table.
+pub fn given<const W: u8>(flags: &LabFlags<W>) -> anyhow::Result<LabArgs> {
+    let mut given = LabArgs::default();
+    for (o, text) in &flags.0 {
+        given.set(o, text).map_err(|e| anyhow::anyhow!(e.flag()))?;
+    }
+    Ok(given)
+}
+
+/// A page file as the lab's input. The lab has no --page-size: a page set of another size is
+/// refused in its own words.
+pub fn page_input(path: &std::path::Path) -> anyhow::Result<Input> {
+    let opts = zmem_pages::ReadOptions { page_size: 4096, ..Default::default() };
+    let set = super::pages::map(path, &opts)?;
+    if set.page_size() != 4096 {
+        anyhow::bail!(
+            "{} holds {}-byte pages; zmem lab FILE measures 4096-byte pages only",
+            path.display(),
+            set.page_size()
+        );
+    }
+    Ok(Input::Pages { set, label: path.display().to_string() })
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {

@@ -9,6 +9,7 @@ pub mod cold;
 pub mod comp_bench;
 pub mod conform;
 pub mod dict;
+pub mod evidence;
 pub mod export;
 pub mod exporter;
 pub mod generate;

@@ -1,13 +1,31 @@
-//! What the live exporter tests share: a scratch zram device, a child process and a directory
-//! that clean themselves up, a free loopback port, one HTTP GET, and writes that reach zram now.
+//! What the CLI's tests share: the binary run, a refusal checked, a scratch zram device, a
+//! child process and a directory that clean themselves up, a free loopback port, one HTTP
+//! GET, and writes that reach zram now.
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
+
+/// `zmem ARGS`, run to its end.
+pub fn zmem(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zmem")).args(args).output().expect("the zmem binary runs")
+}
+
+/// The reason a refused command gave (its one line without `zmem: `), checked to be a refusal
+/// as every command makes one: exit status 2, no panic, one line starting `zmem: `.
+#[track_caller]
+pub fn fails_cleanly_with(out: &Output, what: &str) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{what} panicked:\n{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{what}: exit status; stderr:\n{stderr}");
+    assert!(stderr.starts_with("zmem: "), "{what}: stderr does not start with `zmem: `:\n{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{what}: more than one line:\n{stderr}");
+    stderr["zmem: ".len()..].trim_end().to_string()
+}
 
 pub const CONTROL: &str = "/sys/class/zram-control";
 

@@ -1,7 +1,7 @@
 //! A memory cgroup's own compressibility: what its reclaim moves out is its processes' pages,
 //! not the machine's mix, so where the pages are a capture of processes (each page's pid
-//! known) the sampled pages of the cgroup's processes are compressed again with each
-//! compressor and compared with every sampled page. zram stores a same-filled page in no
+//! known) the sampled pages of the cgroup's processes are compared with every sampled page,
+//! by each compressor's length for each page (the page facts, [`PageFacts`]). zram stores a same-filled page in no
 //! bytes and a page that compresses to the huge class or more whole
 //! (drivers/block/zram/zram_drv.c `zram_write_page()`), so the comparison is on the bytes it
 //! would store; the pool's fragmentation is taken to be the same for both.
@@ -11,10 +11,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use zmem_pool::zsmalloc::class::ClassTable;
-use zmem_zram::same_filled;
-
 use crate::LabError;
+use crate::facts::PageFacts;
 
 /// Fewer sampled pages of a cgroup than this: its pages are too few to tell its
 /// compressibility from the sample's, and the sample's is used.
@@ -55,32 +53,10 @@ pub fn processes(path: &str) -> Vec<u32> {
 /// cgroups' and the cold bytes' factors alike.
 pub type Lengths = Vec<(String, Vec<u64>)>;
 
-/// [`Lengths`] of `pages` for each of `algos`.
-pub fn lengths(pages: &[u8], ps: usize, algos: &[&str]) -> Result<Lengths, LabError> {
-    algos.iter().map(|a| Ok((a.to_string(), stored_lengths(pages, ps, a)?))).collect()
-}
-
-/// What each page would take in zram with `algo`: 0 when same-filled, the page when huge.
-fn stored_lengths(pages: &[u8], ps: usize, algo: &str) -> Result<Vec<u64>, LabError> {
-    let huge = ClassTable::new(ps, zmem_zram::ZramConfig::default().chain_size)
-        .map_err(|e| LabError::Setup(format!("size classes: {e}")))?
-        .huge_class_size();
-    let mut stream = zmem_comp::create(algo, &zmem_comp::Params::default(), ps)?;
-    let mut buf = vec![0u8; zmem_comp::compress_bound(ps)];
-    let mut out = Vec::with_capacity(pages.len() / ps);
-    for (i, page) in pages.chunks_exact(ps).enumerate() {
-        if same_filled(page).is_some() {
-            out.push(0);
-            continue;
-        }
-        let len = stream.compress(page, &mut buf).map_err(|err| LabError::Page {
-            algo: algo.to_string(),
-            page: i as u64,
-            err,
-        })?;
-        out.push(if len >= huge { ps as u64 } else { len as u64 });
-    }
-    Ok(out)
+/// [`Lengths`] of the pages `facts` describes for each of `algos` (what zram stores of each:
+/// [`PageFacts::stored`]).
+pub fn lengths(facts: &PageFacts, algos: &[&str]) -> Result<Lengths, LabError> {
+    algos.iter().map(|a| Ok((a.to_string(), facts.stored(a)?))).collect()
 }
 
 /// For each cgroup of `cgroups` (its path and processes), its sampled pages (`page_pids[i]` is
@@ -158,7 +134,8 @@ mod tests {
             ("/one".into(), vec![1]),
             ("/none".into(), vec![9]),
         ];
-        let lens = lengths(&pages, ps, &["lz4", "zstd"]).unwrap();
+        let facts = PageFacts::of_pages(&pages, ps, &["lz4", "zstd"]).unwrap();
+        let lens = lengths(&facts, &["lz4", "zstd"]).unwrap();
         let m = measure(&lens, &pids, &cgroups);
         assert_eq!(
             m.iter().map(|c| c.sampled_pages).collect::<Vec<_>>(),

@@ -16,7 +16,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use super::{ArgError, window};
 use crate::operating::OperatingInput;
 use crate::{
-    Budgets, Coverage, Input, LabError, LabOptions, LabReport, Progress, TraceSource, evidence,
+    Budgets, Coverage, Findings, Input, LabError, LabOptions, LabReport, Progress, TraceSource,
+    evidence,
 };
 
 /// Everything a user can ask of `zmem lab` / `zmem.lab` (output formats aside, which are the
@@ -176,8 +177,27 @@ impl Budgets {
     }
 }
 
-/// Runs the main job as asked.
-pub fn run_lab(req: LabRequest, progress: &dyn Progress) -> Result<LabReport, LabError> {
+/// Runs the main job as asked: the findings gathered and measured ([`measure_lab`]), or taken
+/// from an evidence file ([`Input::Findings`]), then judged with the request's budgets and
+/// proactive reclaim's options.
+pub fn run_lab(mut req: LabRequest, progress: &dyn Progress) -> Result<LabReport, LabError> {
+    let (budgets, wanted, exclude) = (req.budgets, !req.no_proactive, req.exclude.clone());
+    let mut f = match std::mem::replace(&mut req.input, Input::Auto) {
+        Input::Findings(f) => *f,
+        input => measure_lab(LabRequest { input, ..req }, progress)?,
+    };
+    f.budgets = budgets;
+    f.proactive.wanted = wanted;
+    f.proactive.exclude = exclude;
+    crate::judge::judge(&f)
+}
+
+/// Steps 1 and 2 as asked (`zmem evidence`): the pages gathered, the live swap watched,
+/// every measurement run; the findings, before any judgement.
+pub fn measure_lab(req: LabRequest, progress: &dyn Progress) -> Result<Findings, LabError> {
+    if let Input::Findings(_) = req.input {
+        return Err(LabError::Setup("an evidence file is measured already: judge it".into()));
+    }
     // Read before the long steps: a bad trace file fails at once.
     let trace =
         req.trace.as_ref().map(|p| Trace::open_with_origin(p).map(|t| (p, t))).transpose()?;
@@ -219,8 +239,8 @@ pub fn run_lab(req: LabRequest, progress: &dyn Progress) -> Result<LabReport, La
         zswap_present: zswap_live.present,
         cold: window::cold_plan(from_processes, req.no_cold, &before, req.observe_secs, t),
     };
-    let pids = e.pids.clone();
-    let zswap = Some(crate::zswap::ZswapInput { live: zswap_live, after: None, secs: 0.0, pids });
+    let zswap =
+        Some(crate::zswap::ZswapInput { live: zswap_live, after: None, secs: 0.0, weights: None });
     let mut opts = LabOptions {
         budgets: req.budgets,
         now: e.now,
@@ -245,6 +265,7 @@ pub fn run_lab(req: LabRequest, progress: &dyn Progress) -> Result<LabReport, La
             exclude: req.exclude,
             abilities: this_machine.then(abilities),
         },
+        host: e.host.clone(),
         ..LabOptions::default()
     };
     let ps = e.source.page_size;
@@ -254,10 +275,18 @@ pub fn run_lab(req: LabRequest, progress: &dyn Progress) -> Result<LabReport, La
     let measured = AtomicBool::new(false);
     std::thread::scope(|s| {
         let seen = s.spawn(|| window::run(&plan, &measured, progress));
-        crate::run_beside(&e.pages, e.source, &mut opts, progress, |o| {
+        crate::measure_beside(&e.pages, e.source, &mut opts, progress, |o| {
             measured.store(true, Ordering::Release);
             let seen = seen.join().map_err(|_| LabError::Setup("the window panicked".into()))??;
             window::apply(seen, o, t, ps);
+            // Read at the window's end, as the zswap state after it is.
+            let weights = e
+                .pids
+                .as_deref()
+                .and_then(|p| crate::zswap::swap_weights(p, crate::zswap::vm_swap_pages));
+            if let Some(z) = o.zswap.as_mut() {
+                z.weights = weights;
+            }
             if !generated {
                 o.rates = window::unpriced(o.rates.clone());
             }

@@ -81,6 +81,9 @@ pub struct LabOption {
     /// About the live machine the lab runs on (its memory, its swap traffic, its debugfs): no
     /// option of zmem-fleet, which runs the lab on captures from other machines.
     pub live: bool,
+    /// Read by the judgement only (the budgets, proactive reclaim's): what an evidence file is
+    /// judged with (`zmem lab FILE`), never something `zmem evidence` measures.
+    pub judges: bool,
     /// The help text, one paragraph without a final period (clap's style), given the
     /// defaults: a default it mentions is read from them, never restated.
     help: fn(&LabRequest) -> String,
@@ -117,6 +120,7 @@ pub const LAB_OPTIONS: &[LabOption] = &[
         choices: &["zram", "processes", "builtin"],
         conflicts_with: &["no_capture"],
         live: true,
+        judges: false,
         help: |_| {
             "Where the pages come from: `zram` (the active zram swap devices: what the kernel \
              compresses now), `processes` (this machine's processes' anonymous memory) or \
@@ -139,6 +143,7 @@ pub const LAB_OPTIONS: &[LabOption] = &[
         choices: &[],
         conflicts_with: &[],
         live: true,
+        judges: false,
         help: |_| "Same as `--source builtin`".into(),
         shown: |_| None,
         parse: |r, _| {
@@ -153,6 +158,7 @@ pub const LAB_OPTIONS: &[LabOption] = &[
         choices: &[],
         conflicts_with: &[],
         live: true,
+        judges: false,
         help: |_| {
             "As root, mount debugfs at /sys/kernel/debug for the read of zswap's counters where \
              it is not mounted, and unmount it after (without this flag zmem changes nothing \
@@ -172,6 +178,7 @@ pub const LAB_OPTIONS: &[LabOption] = &[
         choices: &[],
         conflicts_with: &[],
         live: true,
+        judges: false,
         help: |d| {
             format!(
                 "Seconds to observe the machine beside the measurements: its swap traffic (the \
@@ -195,6 +202,7 @@ pub const LAB_OPTIONS: &[LabOption] = &[
         choices: &[],
         conflicts_with: &[],
         live: true,
+        judges: false,
         help: |d| {
             format!(
                 "The cold age T: memory idle this long is what reclaim moves out first and \
@@ -218,6 +226,7 @@ pub const LAB_OPTIONS: &[LabOption] = &[
         choices: &[],
         conflicts_with: &[],
         live: true,
+        judges: false,
         help: |_| {
             "Do not read the cold curve. Reading it writes 1 to each user process's \
              /proc/PID/clear_refs once (clearing the referenced bits reclaim ages pages by), \
@@ -237,6 +246,7 @@ pub const LAB_OPTIONS: &[LabOption] = &[
         choices: &[],
         conflicts_with: &[],
         live: true,
+        judges: true,
         help: |_| {
             "Leave proactive reclaim out of the decision: without it the savings are at \
              today's pressure (a compressed swap holds nothing until memory is short); with it \
@@ -257,6 +267,7 @@ pub const LAB_OPTIONS: &[LabOption] = &[
         choices: &[],
         conflicts_with: &[],
         live: true,
+        judges: true,
         help: |_| {
             "Processes the proactive reclaim never pages out: pids, process names (comm) and \
              memory cgroup path prefixes (/system.slice), comma-separated"
@@ -276,6 +287,7 @@ pub const LAB_OPTIONS: &[LabOption] = &[
         choices: &[],
         conflicts_with: &[],
         live: true,
+        judges: false,
         help: |_| {
             "Figure today's savings as if these memory cgroups had these limits (a cgroup's \
              path as the report's pressure lines show it, e.g. \
@@ -296,6 +308,7 @@ pub const LAB_OPTIONS: &[LabOption] = &[
         choices: &[],
         conflicts_with: &["sample"],
         live: false,
+        judges: false,
         help: |d| {
             format!(
                 "Most pages to run on: a number (a larger capture or file is sampled evenly down \
@@ -317,6 +330,7 @@ pub const LAB_OPTIONS: &[LabOption] = &[
         choices: &[],
         conflicts_with: &[],
         live: false,
+        judges: false,
         help: |_| {
             "Run on a stratified random sample of N pages (every page of an input of no more) \
              and estimate the pool, ratio and memory saved of every page of the input, with 95 \
@@ -337,6 +351,7 @@ pub const LAB_OPTIONS: &[LabOption] = &[
         choices: &[],
         conflicts_with: &[],
         live: false,
+        judges: true,
         help: |_| {
             "CPU the recommended configuration may use, in percent of one core (compression of \
              the swap-outs, decompression of the swap-ins, background recompression)"
@@ -355,6 +370,7 @@ pub const LAB_OPTIONS: &[LabOption] = &[
         choices: &[],
         conflicts_with: &[],
         live: false,
+        judges: true,
         help: |_| {
             "Most the recommended configuration may add to the p99 swap-in latency end to end, \
              in microseconds: the read's, and where memory is full the 32 pages a fault \
@@ -374,6 +390,7 @@ pub const LAB_OPTIONS: &[LabOption] = &[
         choices: &[],
         conflicts_with: &[],
         live: true,
+        judges: true,
         help: |_| {
             "Memory idle for the cold age that may come back, in percent of the working set \
              (the memory touched within the cold age) per minute: a cold age whose memory \
@@ -393,6 +410,7 @@ pub const LAB_OPTIONS: &[LabOption] = &[
         choices: &[],
         conflicts_with: &[],
         live: false,
+        judges: false,
         help: |_| {
             "The block device behind a swap file, whose 4 KiB latency the zram-vs-zswap replays \
              charge to every device read and write: `auto` (this machine's: its swap file's \
@@ -414,6 +432,7 @@ pub const LAB_OPTIONS: &[LabOption] = &[
         choices: &[],
         conflicts_with: &[],
         live: false,
+        judges: false,
         help: |_| {
             "Replay this access trace (`zmem trace record`'s, `zmem trace gen`'s, any) instead \
              of the generated one; its page ids index the page set (before sampling to \
@@ -433,6 +452,7 @@ pub const LAB_OPTIONS: &[LabOption] = &[
         choices: &[],
         conflicts_with: &["trace"],
         live: false,
+        judges: false,
         help: |_| {
             "Where nothing gives swap rates (no swap to observe, no cold curve, no --trace), price \
              CPU at the swap rates of zmem's generated access trace; without it that CPU is not \
@@ -452,6 +472,7 @@ pub const LAB_OPTIONS: &[LabOption] = &[
         choices: &[],
         conflicts_with: &[],
         live: false,
+        judges: false,
         help: |_| "Threads the measurements run on (0: one per core)".into(),
         shown: |d| Some(d.threads.to_string()),
         parse: |r, t| {
@@ -467,6 +488,7 @@ pub const LAB_OPTIONS: &[LabOption] = &[
         choices: &[],
         conflicts_with: &[],
         live: false,
+        judges: false,
         help: |_| "Least time each compressor pass is timed for, in milliseconds".into(),
         shown: |d| Some(d.min_time.as_millis().to_string()),
         parse: |r, t| {
@@ -537,6 +559,26 @@ impl LabArgs {
         (opt.parse)(&mut self.req, text)?;
         self.given.push(opt.name);
         Ok(())
+    }
+
+    /// Refuses what the phase does not take: judging findings from an evidence file
+    /// (`judging`) takes only the options that judge ([`LabOption::judges`]); measuring for
+    /// one (`zmem evidence`) only the others.
+    pub fn check_phase(&self, judging: bool) -> Result<(), ArgError> {
+        let wrong = self.given.iter().filter_map(|&n| lab_option(n)).find(|o| o.judges != judging);
+        match wrong {
+            None => Ok(()),
+            Some(o) if judging => Err(ArgError::new(
+                o.name,
+                "measures pages, and an evidence file was measured already (give it to \
+                 `zmem evidence`)",
+            )),
+            Some(o) => Err(ArgError::new(
+                o.name,
+                "judges the findings, which evidence leaves to its judge (give it to \
+                 `zmem lab EVIDENCE`)",
+            )),
+        }
     }
 
     /// Whether the option `name` was given (a flag: given as true).

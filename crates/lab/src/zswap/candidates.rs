@@ -4,7 +4,7 @@
 use super::*;
 
 /// One zswap configuration to replay, and whether this kernel can run it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ZswapConfigChoice {
     pub params: ZswapParams,
     pub available: bool,
@@ -76,7 +76,7 @@ pub fn grid(present: bool, offered: &[String], accept: u32) -> Vec<ZswapConfigCh
 }
 
 /// What the replays give, per configuration (kept for the projection).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Replayed {
     pub config: ZswapConfigChoice,
     pub row: Option<SwapRow>,

@@ -46,6 +46,7 @@ use zmem_sim::swap_device::SwapDevice;
 
 use crate::candidate::{Candidate, Config, DeviceTraffic, OverBudget};
 use crate::cost::{self, Budgets};
+use crate::facts::PageFacts;
 use crate::measure::SwapRow;
 use crate::now::Rates;
 use crate::{LabError, NoProgress};
@@ -197,19 +198,21 @@ pub struct ZswapAdvice {
 
 /// What the front door read of the live zswap for a run: the state before the observation
 /// window, the state after it (none without a window), and the window's length.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ZswapInput {
     pub live: ZswapLive,
     pub after: Option<ZswapState>,
     pub secs: f64,
-    /// The process of each measured page, where the pages are a capture of processes: the
-    /// Now's prediction weighs each process by the pages it has in swap ([`swap_weights`]).
-    pub pids: Option<Vec<u32>>,
+    /// Each measured page's weight where the pages are a capture of processes: its process's
+    /// pages in swap at the window's end per page of it measured ([`swap_weights`]), so the
+    /// Now's prediction is for the pages in swap. None: every page weighs the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weights: Option<Vec<f64>>,
 }
 
 /// What the lab's one measuring phase replayed for zswap: the grid (and the sweep's variants
 /// that ran) and the zram references, one per algorithm of `ref_algos`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ZswapMeasured {
     pub replayed: Vec<Replayed>,
     pub refs: Vec<SwapRow>,
@@ -234,19 +237,16 @@ impl ZswapMeasured {
 #[allow(clippy::too_many_arguments)]
 pub fn candidates(
     input: &ZswapInput,
-    pages: &[u8],
-    ps: usize,
+    facts: &PageFacts,
     measured: &ZswapMeasured,
     zram_candidates: &[Candidate],
     zram_algo: &str,
     rates: &Rates,
     budgets: &Budgets,
 ) -> Result<(Option<ZswapNow>, Vec<Candidate>), LabError> {
-    let live = &input.live;
-    let weights = input.pids.as_deref().and_then(|p| swap_weights(p, vm_swap_pages));
-    let now = live
-        .present
-        .then(|| now(live, input.after.as_ref(), input.secs, pages, ps, weights.as_deref()));
+    let (live, ps) = (&input.live, facts.page_size);
+    let weights = input.weights.as_deref();
+    let now = live.present.then(|| now(live, input.after.as_ref(), input.secs, facts, weights));
     let Some(zram_ref) = measured.reference(zram_algo) else {
         return Err(LabError::Setup("no zram replay beside zswap's".into()));
     };

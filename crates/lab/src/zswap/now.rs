@@ -138,18 +138,37 @@ pub fn read_live(mount_debugfs: bool) -> ZswapLive {
 /// zmem's zswap pool for `pages` (whole pages of `ps`) with `compressor`: every non-zero page
 /// stored once into a pool with no limit.
 pub fn predict(pages: &[u8], ps: usize, compressor: &str) -> Result<ZswapPrediction, LabError> {
-    predict_weighted(pages, ps, compressor, None)
+    let facts = PageFacts::of_pages(pages, ps, &[compressor])?;
+    predict_weighted(&facts, compressor, None)
+}
+
+/// Objects of the lengths the page facts give, for a store that needs only their sizes (no
+/// page is loaded back): zeros, which no store reads.
+struct OfLength<'a> {
+    lengths: &'a [u32],
+    zeros: Vec<u8>,
+}
+
+impl zmem_comp::ObjectSource for OfLength<'_> {
+    fn object(&self, index: u64, _: &str, _: &zmem_comp::Params) -> Option<&[u8]> {
+        let len = *self.lengths.get(usize::try_from(index).ok()?)? as usize;
+        self.zeros.get(..len)
+    }
 }
 
 /// [`predict`] with each page weighed ([`swap_weights`]): the class counts and compressed bytes
 /// are the weighted sums, so scaled to the live pages they stand for what is in swap.
 pub fn predict_weighted(
-    pages: &[u8],
-    ps: usize,
+    facts: &PageFacts,
     compressor: &str,
     weights: Option<&[f64]>,
 ) -> Result<ZswapPrediction, LabError> {
-    let n = (pages.len() / ps) as u64;
+    let (ps, n) = (facts.page_size, facts.pages() as u64);
+    let objects = OfLength {
+        lengths: facts.raw(compressor)?,
+        zeros: vec![0u8; zmem_comp::compress_bound(ps)],
+    };
+    let page = vec![0u8; ps];
     let cfg = ReplayConfig {
         ram_pages: n.max(1) * 4,
         zswap: ZswapParams {
@@ -169,17 +188,17 @@ pub fn predict_weighted(
     let mut unit = vec![0u64; classes.classes().len()];
     let (mut offered, mut rejected, mut compressed) = (0u64, 0u64, 0u64);
     let (mut stored_weight, mut weighted_bytes) = (0f64, 0f64);
-    for (i, page) in pages.chunks_exact(ps).enumerate() {
+    for i in 0..facts.pages() {
         // A zero page of an order-0 folio never reaches zswap (mm/page_io.c `swap_writeout()`:
         // `is_folio_zero_filled()` sends it to the zeromap). The pages here carry no folio:
         // a zero subpage of a large folio with data elsewhere, which 6.18 stores, is left out.
-        if page.iter().all(|&b| b == 0) {
+        if facts.is_zero(i) {
             continue;
         }
         offered += 1;
         let w = weights.map_or(1.0, |w| w.get(i).copied().unwrap_or(0.0));
         match z
-            .store(i as u64, page)
+            .store_folio_with(i as u64, &page, Some(&objects))
             .map_err(|e| LabError::Setup(format!("zswap store with {compressor}: {e}")))?
         {
             zmem_zswap::StoreOutcome::Stored { length } => {
@@ -218,16 +237,16 @@ pub fn now(
     live: &ZswapLive,
     after: Option<&ZswapState>,
     secs: f64,
-    pages: &[u8],
-    ps: usize,
+    facts: &PageFacts,
     weights: Option<&[f64]>,
 ) -> ZswapNow {
+    let ps = facts.page_size;
     let st = after.unwrap_or(&live.state);
     let mut notes = st.notes.clone();
     let prediction = if st.module.compressor.is_empty() {
         None
     } else {
-        match predict_weighted(pages, ps, &st.module.compressor, weights) {
+        match predict_weighted(facts, &st.module.compressor, weights) {
             Ok(mut p) => {
                 if weights.is_some() {
                     p.weighting = Some(

@@ -88,7 +88,7 @@ fn now_scales_the_prediction_to_the_live_pages() {
     let page = text_page(2);
     let pages: Vec<u8> = page.iter().copied().cycle().take(100 * 4096).collect();
     let live = fake_live(true, &["lzo", "lzo-rle"], true);
-    let n = now(&live, None, 0.0, &pages, 4096, None);
+    let n = now(&live, None, 0.0, &facts(&pages), None);
     let p = n.prediction.clone().unwrap();
     let pool = n.fields.iter().find(|f| f.field == "pool_total_size").unwrap();
     assert_eq!(pool.live, Some(1000 * 1024));
@@ -137,13 +137,13 @@ fn the_now_predicts_the_pages_of_the_processes_that_swapped() {
     }
     let w = swap_weights(&pids, |pid| if pid == 11 { 1000 } else { 0 }).unwrap();
     let live = fake_live(true, &["lzo", "lzo-rle"], true);
-    let weighted = now(&live, None, 0.0, &pages, 4096, Some(&w));
+    let weighted = now(&live, None, 0.0, &facts(&pages), Some(&w));
     let only_a: Vec<u8> = a.iter().copied().cycle().take(100 * 4096).collect();
-    let alone = now(&live, None, 0.0, &only_a, 4096, None);
+    let alone = now(&live, None, 0.0, &facts(&only_a), None);
     let field = |n: &ZswapNow, f: &str| n.fields.iter().find(|x| x.field == f).unwrap().predicted;
     assert_eq!(field(&weighted, "pool_total_size"), field(&alone, "pool_total_size"));
     assert_eq!(field(&weighted, "compressed_bytes"), field(&alone, "compressed_bytes"));
-    let unweighted = now(&live, None, 0.0, &pages, 4096, None);
+    let unweighted = now(&live, None, 0.0, &facts(&pages), None);
     assert!(
         field(&unweighted, "pool_total_size") > field(&alone, "pool_total_size"),
         "the resident mix is not what is in swap"
@@ -306,7 +306,7 @@ fn advise_replays_every_available_configuration() {
             live: fake_live(true, &["lzo", "lzo-rle"], true),
             after: None,
             secs: 0.0,
-            pids: None,
+            weights: None,
         }),
         ..crate::LabOptions::default()
     };
@@ -372,4 +372,9 @@ fn zswap_cpu_is_the_compressors_cost_per_page_of_its_traffic() {
     r.cpu_seconds = 5.0;
     let fallback = 5.0 / 50.0 * 200.0 + kernel;
     assert!((candidates::cpu_secs_per_sec(&r, &rates, None) - fallback).abs() < 1e-12);
+}
+
+/// The page facts of `pages` with every compressor the fake live zswap offers.
+fn facts(pages: &[u8]) -> PageFacts {
+    PageFacts::of_pages(pages, 4096, &["lzo", "lzo-rle", "lz4", "zstd"]).unwrap()
 }
