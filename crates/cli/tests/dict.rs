@@ -147,3 +147,37 @@ fn bad_input_fails_with_one_line() {
     assert!(msg.contains("too few"), "{msg}");
     assert!(!dict.exists(), "no dictionary is written on failure");
 }
+
+/// `--live`: trained on this machine's processes' memory (what a decision from evidence's
+/// apply script runs), written 0600, and nothing else written; without pages or `--live`,
+/// refused.
+#[test]
+#[ignore = "live: reads every process's memory, needs root (scripts/test runs it)"]
+fn a_dictionary_trains_on_this_machines_memory() {
+    let why = (!nix_root()).then(|| "not root: the processes' memory cannot be read".to_string());
+    let Some(_live) = zmem_testkit::live(why) else { return };
+    let d = dir("live");
+    let out = d.0.join("zram.dict");
+    let o = zmem(&["dict", "train", "--live", "--algo", "zstd", "--json", "-o", s(&out)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(r["trained_on_pages"].as_u64().unwrap() > 0, "{r}");
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(&out).unwrap();
+    assert!(meta.len() > 0 && meta.permissions().mode() & 0o777 == 0o600);
+    let left: Vec<_> = std::fs::read_dir(&d.0).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, [std::ffi::OsString::from("zram.dict")]);
+}
+
+/// Whether this process runs as root (its effective uid, /proc/self/status's second `Uid:`).
+fn nix_root() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let uid = status.lines().find_map(|l| l.strip_prefix("Uid:"));
+    uid.and_then(|u| u.split_whitespace().nth(1)).is_some_and(|e| e == "0")
+}
+
+#[test]
+fn training_needs_pages_or_live() {
+    let why = fails_cleanly(&["dict", "train", "--algo", "zstd", "-o", "/tmp/never"]);
+    assert!(why.contains("--live") || why.contains("PAGES"), "{why}");
+}

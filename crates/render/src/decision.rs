@@ -71,6 +71,10 @@ fn text_raw(r: &LabReport) -> String {
     if let Some(words) = crate::operating::proactive(r) {
         s += &format!("  {words}\n");
     }
+    if chosen_zram(r, d).is_some_and(|(p, bytes)| p.dict && bytes.is_none()) {
+        s += "  Its dictionary is not in these findings (they hold no memory): the apply script \
+              trains one on the host's memory when it runs (zmem dict train --live).\n";
+    }
     if d.kind != Kind::Keep {
         for f in crate::operating::figures(r) {
             s += &format!("  {f}\n");
@@ -239,8 +243,8 @@ pub fn dictionary(r: &LabReport) -> Option<&[u8]> {
 
 /// The files the apply script needs beside it, by name (the JSON's `decision.files_needed`).
 pub fn files_needed(r: &LabReport) -> Vec<&'static str> {
-    let dict = chosen_zram(r, &r.decision).is_some_and(|(p, _)| p.dict);
-    if dict { vec![apply::DICT_FILE] } else { Vec::new() }
+    // Without the dictionary (a decision from evidence), the script trains one: none needed.
+    if dictionary(r).is_some() { vec![apply::DICT_FILE] } else { Vec::new() }
 }
 
 /// A script that only says why nothing is applied.
@@ -366,13 +370,25 @@ pub fn zram_apply_script(
         ));
     }
     let mut s = header(d, &changes, &persist, warnings);
-    if p.dict {
-        s += &script::comment(&format!(
-            "It needs {} beside it (the dictionary, 0600; its SHA-256 below), which it installs \
-             0600 at $ROOT{} before anything else.",
-            apply::DICT_FILE,
-            apply::DICT_PATH
-        ));
+    match (p.dict, dict) {
+        (true, Some(_)) => {
+            s += &script::comment(&format!(
+                "It needs {} beside it (the dictionary, 0600; its SHA-256 below), which it \
+                 installs 0600 at $ROOT{} before anything else.",
+                apply::DICT_FILE,
+                apply::DICT_PATH
+            ))
+        }
+        (true, None) => {
+            s += &script::comment(&format!(
+                "The decision came without its dictionary (made from evidence, or a report \
+                 read back): before anything else it trains one on this machine's memory \
+                 (zmem dict train --live, nothing written but the dictionary) and installs it \
+                 0600 at $ROOT{}.",
+                apply::DICT_PATH
+            ))
+        }
+        _ => {}
     }
     s += &script::comment(&format!("Device: {}.", a.device_note));
     s += &script::comment(&format!("Size: {}.", a.size_rule));
@@ -411,19 +427,15 @@ fn zram_vars(
     let live = now.map_or(0, |n| n.config.disksize_bytes);
     let (size_mib, _) = apply::size(live, d.sizing.as_ref());
     let limit_mib = d.sizing.map_or(0, |s| s.mem_limit_bytes.div_ceil(1 << 20));
-    let sha = match (p.dict, dict) {
-        (false, _) => String::new(),
-        (true, Some(bytes)) => script::sha256_hex(bytes),
-        (true, None) => {
-            return Err(ScriptError {
-                field: "policies.dict".into(),
-                value: String::new(),
-                grammar: "the decision needs a dictionary and the report holds none (a report \
-                          read back from JSON has none: run the lab again)"
-                    .into(),
-            });
-        }
+    // Decided from evidence (or a report read back from JSON), the decision comes without its
+    // dictionary: the script trains one on this host's memory.
+    let (sha, train) = match (p.dict, dict) {
+        (false, _) => (String::new(), false),
+        (true, Some(bytes)) => (script::sha256_hex(bytes), false),
+        (true, None) => (String::new(), true),
     };
+    let bin = crate::proactive::zmem_bin();
+    let bin = if bin == "zmem" { bin } else { script::path("zmem binary", &bin)? };
     Ok(Assignments::default()
         .text("ZMEM_DEVICE", &dev)
         .text("ZMEM_CONFIG", &d.config)
@@ -436,6 +448,8 @@ fn zram_vars(
         .int("ZMEM_MEM_LIMIT_MIB", i64::try_from(limit_mib).unwrap_or(i64::MAX))
         .int("ZMEM_PRIORITY", prio)
         .flag("ZMEM_DICT", p.dict)
+        .flag("ZMEM_DICT_TRAIN", train)
+        .text("ZMEM_DICT_BIN", &bin)
         .text("ZMEM_DICT_FILE", apply::DICT_FILE)
         .text("ZMEM_DICT_SHA256", &sha))
 }

@@ -9,7 +9,7 @@ use crate::script::{self, Assignments, ScriptError};
 /// The zmem binary the script starts the agent with: this one where it is `zmem` (the CLI),
 /// else `zmem` on root's PATH when the script runs (a report rendered elsewhere, e.g. from
 /// Python). `ZMEM_AGENT_BIN` overrides it when the script runs.
-fn zmem_bin() -> String {
+pub(crate) fn zmem_bin() -> String {
     std::env::current_exe()
         .ok()
         .filter(|p| p.file_name().is_some_and(|n| n == "zmem"))

@@ -4,17 +4,33 @@ case $dev in
   zram*) ;;
   *) refuse "$dev is not a zram device name (zram[0-9]+)" ;;
 esac
-# The dictionary comes beside this script (never inside it): present and the one decided.
+# The dictionary comes beside this script (never inside it): present and the one decided. A
+# decision made from evidence came without one: it is trained here, on this machine's memory,
+# into a private directory (nothing else of the memory is written), before anything changes.
 dict_src=
-if [ "$ZMEM_DICT" = 1 ]; then
+dict_work=
+if [ "$ZMEM_DICT" = 1 ] && [ "$ZMEM_DICT_TRAIN" = 1 ]; then
+  dict_bin=$(command -v "$ZMEM_DICT_BIN") \
+    || refuse "$ZMEM_DICT_BIN is not found (the dictionary is trained by zmem dict train --live)"
+  dict_work=$(mktemp -d) || refuse "no private directory to train the dictionary in"
+  dict_src=$dict_work/dict
+  if ! "$dict_bin" dict train --live --algo "$ZMEM_ALGO" -o "$dict_src" > "$dict_work/log" 2>&1; then
+    why=$(tail -n 1 "$dict_work/log")
+    rm -rf "$dict_work"
+    refuse "training the dictionary on this machine's memory failed: $why"
+  fi
+elif [ "$ZMEM_DICT" = 1 ]; then
   dict_src=$(dirname "$0")/$ZMEM_DICT_FILE
   [ -f "$dict_src" ] || refuse "the dictionary $dict_src is missing (zmem lab writes it beside this script)"
   sum=$(sha256sum < "$dict_src")
   [ "${sum%% *}" = "$ZMEM_DICT_SHA256" ] || refuse "$dict_src is not the dictionary decided (its SHA-256 differs)"
+fi
+if [ "$ZMEM_DICT" = 1 ]; then
   dict=$ROOT/etc/zmem/zram-dict
   save_file "$dict"
   mkdir -p "$(dirname "$dict")"
   install -m 0600 "$dict_src" "$dict"
+  [ -z "$dict_work" ] || rm -rf "$dict_work"
 fi
 # 1. zswap off: zram decided, nothing cached in front of it.
 zswap_was=N

@@ -91,6 +91,10 @@ fn every_script() -> Vec<(String, String)> {
     for p in lab::candidates("lzo-rle") {
         let dict: Option<&[u8]> = if p.dict { Some(b"dictionary") } else { None };
         v.push((format!("zram {}", p.name), zram_script(&p, None, dict)));
+        if p.dict {
+            let name = format!("zram {} trained on the host", p.name);
+            v.push((name, zram_script(&p, None, None)));
+        }
     }
     let live = now("/dev/zram3", "lzo-rle", 1 << 30, Some(7));
     v.push((
@@ -648,14 +652,47 @@ fn the_dictionary_is_beside_the_script_never_in_it() {
     assert!(!installed.exists() && !sb.path("state/applied").exists());
 }
 
-/// A dictionary decision read back without its dictionary (the JSON holds none): refused.
+/// A dictionary decision without its dictionary (made from evidence, or read back from JSON):
+/// nothing beside the script; the script trains one on this machine's memory with
+/// `zmem dict train --live` in a private directory it removes, installs it 0600, and where the
+/// training fails, refuses with zmem's reason before anything changes.
 #[test]
-fn a_dictionary_decision_without_the_dictionary_is_refused() {
+fn a_dictionary_decision_without_its_dictionary_trains_one_here() {
     let mut r = decided(report(), "zstd + dict");
     for p in &mut r.policies {
         p.dict = None;
     }
-    assert_refused(dec::apply_script(&r), "policies.dict");
+    let sb = Sandbox::new("dict-train");
+    let train = r#"while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done
+printf 'trained here' > "$out""#;
+    common::sandbox::stub(&sb.path("bin"), "zmem", train);
+    let out = LabOutputsIn::new(&sb);
+    let json = render::write_lab_outputs(&r, &out.outputs).expect("written");
+    assert!(!sb.path("out").join(render::apply::DICT_FILE).exists());
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(doc["decision"]["files_needed"], serde_json::json!([]));
+    assert!(dec::text(&r).contains("trains one on the host's memory"), "{}", dec::text(&r));
+    let script = fs::read_to_string(&out.apply).unwrap();
+    let tmp = sb.path("tmp");
+    fs::create_dir_all(&tmp).unwrap();
+    let env = [("TMPDIR", tmp.to_str().unwrap())];
+    ok(&sb.run_with("apply.sh", &script, &["--no-persist"], &env), "apply");
+    assert!(sb.calls().contains("zmem dict train --live --algo zstd -o "), "{}", sb.calls());
+    let installed = sb.path("root/etc/zmem/zram-dict");
+    assert_eq!(fs::read(&installed).unwrap(), b"trained here");
+    assert_eq!(fs::metadata(&installed).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(fs::read_dir(&tmp).unwrap().count(), 0, "the training's directory is removed");
+    ok(&sb.run_file(&out.undo, &[]), "undo");
+    assert!(!installed.exists());
+    // Training that fails: refused with its reason, nothing changed.
+    common::sandbox::stub(&sb.path("bin"), "zmem", "echo 'zmem: not root' >&2; exit 2");
+    let before = sb.get("sys/block/zram0/comp_algorithm");
+    let o = sb.run_with("apply.sh", &script, &[], &env);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("failed: zmem: not root"), "{err}");
+    assert_eq!(sb.get("sys/block/zram0/comp_algorithm"), before);
+    assert!(!installed.exists() && !sb.path("state/applied").exists());
+    assert_eq!(fs::read_dir(&tmp).unwrap().count(), 0);
 }
 
 /// The audit found an apply script left without its undo script when the undo path was

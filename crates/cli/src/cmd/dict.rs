@@ -35,7 +35,12 @@ pub struct TrainArgs {
     #[arg(long)]
     json: bool,
     /// Page file (raw pages or a page set).
-    pages: PathBuf,
+    #[arg(required_unless_present = "live", conflicts_with = "live")]
+    pages: Option<PathBuf>,
+    /// Train on this machine's processes' resident anonymous pages instead of a page file
+    /// (as root; read as `zmem lab` reads them, nothing written but the dictionary).
+    #[arg(long)]
+    live: bool,
     /// Where to write the dictionary.
     #[arg(short = 'o', long = "output", value_name = "DICT")]
     output: PathBuf,
@@ -63,8 +68,13 @@ pub fn run(cmd: &Dict) -> anyhow::Result<()> {
 fn train(args: &TrainArgs) -> anyhow::Result<()> {
     let req = request(args)?;
     req.check().map_err(|e| anyhow::anyhow!(e.flag()))?;
-    let inputs = super::pages::load(std::slice::from_ref(&args.pages), args.page_size)?;
-    let report = req.run(inputs[0].bytes(), &super::progress::Bar::new())?;
+    let report = match &args.pages {
+        Some(pages) => {
+            let inputs = super::pages::load(std::slice::from_ref(pages), args.page_size)?;
+            req.run(inputs[0].bytes(), &super::progress::Bar::new())?
+        }
+        None => req.run_live(&super::progress::Bar::new())?,
+    };
     super::emit(args.json, &report, |r| {
         format!(
             "wrote {}: trained on {} pages, measured on the {}\n{}\

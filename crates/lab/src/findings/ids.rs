@@ -42,6 +42,10 @@ pub(super) fn rename(f: &mut Findings) {
     }
     if let Some(pr) = f.pressure.as_mut() {
         pr.now.cgroups.iter_mut().for_each(|c| names.rename(&mut c.path));
+        // A note about a cgroup hierarchy names where it stopped.
+        for note in pr.now.notes.iter_mut().filter(|n| n.starts_with("cgroup hierarchy at ")) {
+            *note = "a cgroup hierarchy's reading stopped early (its path left out)".into();
+        }
     }
     if let Some(z) = f.zswap.as_mut() {
         z.live.state.cgroups.iter_mut().for_each(|c| names.rename(&mut c.path));

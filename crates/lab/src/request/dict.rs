@@ -127,6 +127,23 @@ impl DictTrainRequest {
         })
     }
 
+    /// [`DictTrainRequest::run`] on this machine's processes' resident anonymous pages, read
+    /// as the lab reads them and kept to twice the training sample (evenly spaced), so no
+    /// page file is written: what an apply script runs where a decision made elsewhere (from
+    /// evidence) needs a dictionary trained on this host.
+    pub fn run_live(&self, progress: &dyn Progress) -> Result<DictTrainReport, LabError> {
+        self.check()?;
+        let keep = crate::Coverage::Even(self.samples.saturating_mul(2));
+        let e = crate::evidence::gather(crate::Input::Processes, keep, progress)?;
+        if e.source.page_size != self.page_size {
+            return Err(LabError::Setup(format!(
+                "this machine's pages are {} bytes, not --page-size {}",
+                e.source.page_size, self.page_size
+            )));
+        }
+        self.run(&e.pages, progress)
+    }
+
     /// The training's own failure: pages read back different.
     pub fn verified(r: &DictTrainReport) -> Result<(), LabError> {
         if r.effect.verified {
