@@ -1,14 +1,10 @@
 //! `zmem dict train`: trains on a generated page file and writes a dictionary zram can load;
 //! bad input fails with one line `zmem: ...` and exit status 2.
 
-use std::process::{Command, Output};
+use std::process::Command;
 
 mod common;
-use common::Scratch;
-
-fn zmem(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zmem")).args(args).output().expect("the zmem binary runs")
-}
+use common::{Scratch, fails_cleanly_with, zmem};
 
 fn dir(test: &str) -> Scratch {
     Scratch::new(&format!("dict-{test}"))
@@ -20,13 +16,7 @@ fn s(p: &std::path::Path) -> &str {
 
 #[track_caller]
 fn fails_cleanly(args: &[&str]) -> String {
-    let out = zmem(args);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!stderr.contains("panicked"), "{args:?} panicked:\n{stderr}");
-    assert_eq!(out.status.code(), Some(2), "{args:?}: exit status; stderr:\n{stderr}");
-    assert!(stderr.starts_with("zmem: "), "{args:?}: {stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{args:?}: more than one line:\n{stderr}");
-    stderr["zmem: ".len()..].trim_end().to_string()
+    fails_cleanly_with(&zmem(args), &format!("{args:?}"))
 }
 
 /// `n` generated mixed pages in `d`'s `mixed.pages`.
@@ -154,8 +144,7 @@ fn bad_input_fails_with_one_line() {
 #[test]
 #[ignore = "live: reads every process's memory, needs root (scripts/test runs it)"]
 fn a_dictionary_trains_on_this_machines_memory() {
-    let why = (!nix_root()).then(|| "not root: the processes' memory cannot be read".to_string());
-    let Some(_live) = zmem_testkit::live(why) else { return };
+    let Some(_live) = zmem_testkit::live(common::not_root()) else { return };
     let d = dir("live");
     let out = d.0.join("zram.dict");
     let o = zmem(&["dict", "train", "--live", "--algo", "zstd", "--json", "-o", s(&out)]);
@@ -167,13 +156,6 @@ fn a_dictionary_trains_on_this_machines_memory() {
     assert!(meta.len() > 0 && meta.permissions().mode() & 0o777 == 0o600);
     let left: Vec<_> = std::fs::read_dir(&d.0).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left, [std::ffi::OsString::from("zram.dict")]);
-}
-
-/// Whether this process runs as root (its effective uid, /proc/self/status's second `Uid:`).
-fn nix_root() -> bool {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let uid = status.lines().find_map(|l| l.strip_prefix("Uid:"));
-    uid.and_then(|u| u.split_whitespace().nth(1)).is_some_and(|e| e == "0")
 }
 
 #[test]

@@ -83,3 +83,31 @@ fn what_does_not_belong_with_evidence_is_refused() {
     fails_cleanly_with(&out, "evidence through a symlink");
     assert!(!d.0.join("elsewhere").exists());
 }
+
+/// From this machine's processes: the evidence names no process (no pid, no process name, no
+/// cgroup path) unless asked, and `zmem lab` judges it.
+#[test]
+#[ignore = "live: reads every process's memory, needs root (scripts/test runs it)"]
+fn evidence_from_this_machine_names_no_process() {
+    let Some(_live) = zmem_testkit::live(common::not_root()) else { return };
+    let d = Scratch::new("evidence-live");
+    let ev = d.0.join("host.evidence");
+    let args = ["--source", "processes", "--observe", "3", "--no-cold", "--max-pages", "2048"];
+    let made = zmem(&[&["evidence", "-o", s(&ev), "--min-time-ms", "0"][..], &args].concat());
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let text = std::fs::read_to_string(&ev).unwrap();
+    let me = std::process::id();
+    for needle in [format!("\"pid\":{me},"), "\"comm\":\"evidence-".into(), ".slice".into()] {
+        assert!(!text.contains(&needle), "{needle} is in the evidence");
+    }
+    let r = json(&zmem(&["lab", "--json", s(&ev)]));
+    assert_eq!(r["source"]["kind"], "captured");
+    assert!(r["decision"]["kind"].is_string());
+    // Asked for, the ids stay.
+    let kept = d.0.join("kept.evidence");
+    let made =
+        zmem(&[&["evidence", "-o", s(&kept), "--pids", "--min-time-ms", "0"][..], &args].concat());
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let f: serde_json::Value = serde_json::from_slice(&std::fs::read(&kept).unwrap()).unwrap();
+    assert_eq!(f["identifies"]["pids"], true);
+}

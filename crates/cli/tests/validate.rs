@@ -5,26 +5,15 @@
 //! run with two kernel runs.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zmem")).args(args).output().expect("the zmem binary runs")
-}
-
-#[track_caller]
-fn fails_cleanly_with(out: Output, what: &str) -> String {
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!stderr.contains("panicked"), "{what} panicked:\n{stderr}");
-    assert_eq!(out.status.code(), Some(2), "{what}: exit status; stderr:\n{stderr}");
-    assert!(stderr.starts_with("zmem: "), "{what}: stderr:\n{stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{what}: more than one line:\n{stderr}");
-    stderr["zmem: ".len()..].trim_end().to_string()
-}
+mod common;
+use common::{fails_cleanly_with, zmem as run};
 
 #[track_caller]
 fn fails_cleanly(args: &[&str]) -> String {
-    fails_cleanly_with(run(args), &format!("{args:?}"))
+    fails_cleanly_with(&run(args), &format!("{args:?}"))
 }
 
 /// A directory of this test's files, readable by every user.
@@ -120,7 +109,7 @@ fn refuses_without_root() {
     if String::from_utf8_lossy(&out.stderr).contains("Permission denied") {
         return live.skip_optional("user 65534 cannot read the binary or the test files here");
     }
-    let msg = fails_cleanly_with(out, "validate replay as nobody");
+    let msg = fails_cleanly_with(&out, "validate replay as nobody");
     assert!(msg.contains("not root"), "{msg}");
 }
 

@@ -7,25 +7,13 @@
 //! as before.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::time::Duration;
 
 const FIXTURE: &str =
     concat!(env!("CARGO_MANIFEST_DIR"), "/../validate/tests/fixtures/apply-zram-proactive.json");
 
-fn zmem(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zmem")).args(args).output().expect("the zmem binary runs")
-}
-
-#[track_caller]
-fn fails_cleanly(out: Output, what: &str) -> String {
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!stderr.contains("panicked"), "{what} panicked:\n{stderr}");
-    assert_eq!(out.status.code(), Some(2), "{what}: exit status; stderr:\n{stderr}");
-    assert!(stderr.starts_with("zmem: "), "{what}: stderr:\n{stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{what}: more than one line:\n{stderr}");
-    stderr["zmem: ".len()..].trim_end().to_string()
-}
+mod common;
+use common::{fails_cleanly_with, zmem};
 
 /// A directory of this test's own (removed by the caller).
 fn dir(name: &str) -> PathBuf {
@@ -50,11 +38,12 @@ fn bad_input_is_refused_in_one_line_before_anything_is_made() {
     for (args, want) in cases {
         let mut all = vec!["validate", "apply"];
         all.extend_from_slice(args);
-        let msg = fails_cleanly(zmem(&all), &format!("{args:?}"));
+        let msg = fails_cleanly_with(&zmem(&all), &format!("{args:?}"));
         assert!(msg.contains(want), "{args:?}: {msg}");
     }
     let missing = d.join("missing.json");
-    let msg = fails_cleanly(zmem(&["validate", "apply", missing.to_str().unwrap()]), "missing");
+    let msg =
+        fails_cleanly_with(&zmem(&["validate", "apply", missing.to_str().unwrap()]), "missing");
     assert!(msg.contains("missing.json"), "{msg}");
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -10,6 +10,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
+/// Why a test that reads every process's memory cannot run here: not root (the effective uid,
+/// /proc/self/status's second `Uid:`).
+pub fn not_root() -> Option<String> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let uid = status.lines().find_map(|l| l.strip_prefix("Uid:"));
+    let root = uid.and_then(|u| u.split_whitespace().nth(1)).is_some_and(|e| e == "0");
+    (!root).then(|| "not root: the processes' memory cannot be read".to_string())
+}
+
 /// `zmem ARGS`, run to its end.
 pub fn zmem(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_zmem")).args(args).output().expect("the zmem binary runs")
