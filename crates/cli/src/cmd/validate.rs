@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use zmem_kernel::record::SignalStop;
-use zmem_validate::apply::ValidateApplyRequest;
 use zmem_validate::apply::request::parse_pids;
+use zmem_validate::apply::{ApplyConfig, ValidateApplyRequest};
 use zmem_validate::replay as validate;
 use zmem_validate::request::{
     MAX_KERNEL_RUNS, MAX_TIMEOUT_SECS, PAGE_SIZE, ValidateLabRequest, ValidateReplayRequest,
@@ -116,7 +116,7 @@ pub struct LabArgs {
 #[derive(Debug, clap::Args)]
 pub struct ApplyArgs {
     /// Watch this many minutes (a sample every 5 s, a progress line every 10 s).
-    #[arg(long, default_value_t = ValidateApplyRequest::default().seconds / 60, value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT_SECS / 60))]
+    #[arg(long, default_value_t = ApplyConfig::default().seconds / 60, value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT_SECS / 60))]
     minutes: u64,
     /// Watch this many seconds instead (tests).
     #[arg(long, hide = true, value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT_SECS))]
@@ -134,7 +134,7 @@ pub struct ApplyArgs {
     #[arg(long)]
     no_proactive: bool,
     /// The directory (the filesystem) for a zswap decision's swap file.
-    #[arg(long, default_value_os_t = ValidateApplyRequest::default().swap_dir)]
+    #[arg(long, default_value_os_t = ApplyConfig::default().swap_dir)]
     swap_dir: PathBuf,
     /// Also write the result as JSON to this file.
     #[arg(long, value_name = "FILE")]
@@ -239,12 +239,14 @@ fn lab(args: &LabArgs) -> anyhow::Result<()> {
 fn apply_request(args: &ApplyArgs) -> ValidateApplyRequest {
     ValidateApplyRequest {
         report: args.report.clone(),
-        seconds: args.seconds.unwrap_or(args.minutes * 60),
-        pids: args.pid.as_ref().map(|p| p.0.clone()),
-        exclude: args.exclude.clone().unwrap_or_default(),
-        no_proactive: args.no_proactive,
-        swap_dir: args.swap_dir.clone(),
-        ..ValidateApplyRequest::default()
+        apply: ApplyConfig {
+            seconds: args.seconds.unwrap_or(args.minutes * 60),
+            pids: args.pid.as_ref().map(|p| p.0.clone()),
+            exclude: args.exclude.clone().unwrap_or_default(),
+            no_proactive: args.no_proactive,
+            swap_dir: args.swap_dir.clone(),
+            ..ApplyConfig::default()
+        },
     }
 }
 

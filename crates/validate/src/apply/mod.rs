@@ -43,9 +43,11 @@ pub fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// How to run it (the request's checked values).
+/// How to run it: how long, how often, and what the agent may page out (its `Default`:
+/// `zmem validate apply`'s defaults, in `request.rs`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApplyConfig {
+    /// How long to watch, in seconds (the CLI's `--minutes` times 60).
     pub seconds: u64,
     /// A sample this often.
     pub every: Duration,

@@ -14,32 +14,19 @@ use zmem_lab::{ArgError, Progress};
 use super::{ApplyConfig, ApplyReport, Plan};
 use crate::request::MAX_TIMEOUT_SECS;
 
-/// What a user can ask of `zmem validate apply`.
-#[derive(Debug, Clone, PartialEq)]
+/// What a user can ask of `zmem validate apply`: the decision to apply, and how to watch it
+/// (the engine's [`ApplyConfig`], whose `Default` holds the defaults `--help` states).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ValidateApplyRequest {
     /// A lab report (`zmem lab --json`, or `-o DIR`'s report.json); none: the lab runs first
     /// with its defaults.
     pub report: Option<PathBuf>,
-    /// How long to watch, in seconds (the CLI's `--minutes` times 60).
-    pub seconds: u64,
-    /// A sample this often.
-    pub every: Duration,
-    /// Only these processes are paged out and watched; none: every user process but the
-    /// excluded.
-    pub pids: Option<Vec<u32>>,
-    /// Never paged out: pids, process names, cgroup path prefixes (the lab's `--exclude`
-    /// grammar, `zmem_kernel::reclaim::Exclude::parse`).
-    pub exclude: Exclude,
-    /// Do not run the decision's proactive reclaim.
-    pub no_proactive: bool,
-    /// The directory (the filesystem) for zswap's swap file.
-    pub swap_dir: PathBuf,
+    pub apply: ApplyConfig,
 }
 
-impl Default for ValidateApplyRequest {
+impl Default for ApplyConfig {
     fn default() -> Self {
         Self {
-            report: None,
             seconds: 5 * 60,
             every: Duration::from_secs(5),
             pids: None,
@@ -66,24 +53,25 @@ impl ValidateApplyRequest {
     /// The arguments with a default, as `zmem validate apply --help` states them.
     pub fn shown_defaults(&self) -> Vec<(&'static str, String)> {
         vec![
-            ("minutes", (self.seconds / 60).to_string()),
-            ("swap_dir", self.swap_dir.display().to_string()),
+            ("minutes", (self.apply.seconds / 60).to_string()),
+            ("swap_dir", self.apply.swap_dir.display().to_string()),
         ]
     }
 
     /// Refuses what could not run, before anything is read or made.
     pub fn check(&self) -> Result<(), ArgError> {
-        if !(1..=MAX_TIMEOUT_SECS).contains(&self.seconds) {
+        let a = &self.apply;
+        if !(1..=MAX_TIMEOUT_SECS).contains(&a.seconds) {
             return Err(ArgError::with_value(
                 "minutes",
-                self.seconds / 60,
+                a.seconds / 60,
                 format!("give 1 to {} minutes", MAX_TIMEOUT_SECS / 60),
             ));
         }
-        if self.every.is_zero() {
+        if a.every.is_zero() {
             return Err(ArgError::new("every", "a sample needs a period"));
         }
-        if let Some(p) = &self.pids {
+        if let Some(p) = &a.pids {
             if p.is_empty() {
                 return Err(ArgError::new("pid", "no pid given"));
             }
@@ -101,17 +89,10 @@ impl ValidateApplyRequest {
         Ok(())
     }
 
-    /// The engine's configuration.
-    pub fn config(&self) -> Result<ApplyConfig, ArgError> {
+    /// The engine's configuration, checked.
+    pub fn config(&self) -> Result<&ApplyConfig, ArgError> {
         self.check()?;
-        Ok(ApplyConfig {
-            seconds: self.seconds,
-            every: self.every,
-            pids: self.pids.clone(),
-            exclude: self.exclude.clone(),
-            no_proactive: self.no_proactive,
-            swap_dir: self.swap_dir.clone(),
-        })
+        Ok(&self.apply)
     }
 
     /// The decision: the report's, else a lab run's with the lab's defaults (`progress` shows
@@ -158,7 +139,7 @@ impl ValidateApplyRequest {
     ) -> Result<ApplyReport, LabError> {
         let cfg = self.config()?;
         Self::refuse(plan)?;
-        super::run(plan, &cfg, stop, line).map_err(LabError::Setup)
+        super::run(plan, cfg, stop, line).map_err(LabError::Setup)
     }
 }
 
@@ -187,11 +168,12 @@ mod tests {
     #[test]
     fn bad_arguments_are_named() {
         let bad = |r: ValidateApplyRequest| r.check().unwrap_err();
-        assert_eq!(bad(ValidateApplyRequest { seconds: 0, ..Default::default() }).arg, "minutes");
-        let e = bad(ValidateApplyRequest { pids: Some(vec![u32::MAX - 1]), ..Default::default() });
+        let with = |apply: ApplyConfig| ValidateApplyRequest { report: None, apply };
+        assert_eq!(bad(with(ApplyConfig { seconds: 0, ..Default::default() })).arg, "minutes");
+        let e = bad(with(ApplyConfig { pids: Some(vec![u32::MAX - 1]), ..Default::default() }));
         assert_eq!(e.arg, "pid");
         assert!(e.flag().contains("no such running process"), "{}", e.flag());
         let me = Some(vec![std::process::id()]);
-        assert!(ValidateApplyRequest { pids: me, ..Default::default() }.check().is_ok());
+        assert!(with(ApplyConfig { pids: me, ..Default::default() }).check().is_ok());
     }
 }
