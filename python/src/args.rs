@@ -185,13 +185,18 @@ pub(crate) fn number(name: &str, v: Option<&Bound<'_, PyAny>>, default: f64) -> 
 /// parser, the same reason for a bad value. A keyword the lab has no option for is a TypeError
 /// naming it; None is the option's default (not given).
 pub(crate) fn lab_args(options: Option<&Bound<'_, PyDict>>) -> PyResult<LabArgs> {
+    lab_args_of("lab", options)
+}
+
+/// [`lab_args`] for the function `func` (its name in a TypeError).
+pub(crate) fn lab_args_of(func: &str, options: Option<&Bound<'_, PyDict>>) -> PyResult<LabArgs> {
     let mut given = LabArgs::default();
     let Some(options) = options else { return Ok(given) };
     for key in options.keys() {
         let name: String = key.extract()?;
         if lab_option(&name).is_none() {
             return Err(PyTypeError::new_err(format!(
-                "lab() got an unexpected keyword argument '{name}'"
+                "{func}() got an unexpected keyword argument '{name}'"
             )));
         }
     }

@@ -174,20 +174,25 @@ pub(crate) fn validate_lab(
     Ok((json(&v)?, notes))
 }
 
-/// `zmem dict train --json`: a dictionary trained on the pages, written to `output`, measured.
+/// `zmem dict train --json`: a dictionary trained on the pages (none and `live`: this machine's
+/// processes' memory, `--live`), written to `output`, measured.
 #[pyfunction]
-#[pyo3(signature = (pages, algo, output, size = None, samples = None, level = None, holdout = false))]
+#[pyo3(signature = (pages, algo, output, size = None, samples = None, level = None, holdout = false, live = false))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn dict_train(
     py: Python<'_>,
-    pages: PyRef<'_, PageSet>,
+    pages: Option<PyRef<'_, PageSet>>,
     algo: String,
     output: PathBuf,
     size: Option<&Bound<'_, PyAny>>,
     samples: Option<&Bound<'_, PyAny>>,
     level: Option<&Bound<'_, PyAny>>,
     holdout: bool,
+    live: bool,
 ) -> PyResult<String> {
+    if pages.is_some() == live {
+        return Err(value_err("give pages, or live=True, not both and not neither"));
+    }
     let d = DictTrainRequest::default();
     let size = match size {
         None => d.size,
@@ -217,12 +222,18 @@ pub(crate) fn dict_train(
         samples: count("samples", samples, d.samples as u64, 1, MAX_SAMPLES as u64)?,
         level,
         holdout,
-        page_size: pages.set.page_size(),
+        page_size: pages.as_ref().map_or(d.page_size, |p| p.set.page_size()),
         output,
     };
     req.check().map_err(arg_err)?;
-    let p: &PageSet = &pages;
-    let r = py.detach(|| req.run(p.bytes(), &NoProgress)).map_err(lab_err)?;
+    let r = match &pages {
+        Some(p) => {
+            let p: &PageSet = p;
+            py.detach(|| req.run(p.bytes(), &NoProgress))
+        }
+        None => py.detach(|| req.run_live(&NoProgress)),
+    }
+    .map_err(lab_err)?;
     DictTrainRequest::verified(&r).map_err(|e| Error::new_err(e.to_string()))?;
     json(&r)
 }

@@ -21,8 +21,9 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use zmem_experiments::comp_bench::AlgoSpec;
-use zmem_lab::request::LAB_OPTIONS;
-use zmem_lab::{self as lab_mod, Input, NoProgress};
+use zmem_lab::findings::{self, Identify};
+use zmem_lab::request::{LAB_OPTIONS, LabArgs};
+use zmem_lab::{self as lab_mod, Input, LabRequest, NoProgress};
 use zmem_lab::{CompBenchRequest, ReplayRequest, StudyRequest, ZramRequest};
 use zmem_pages::PageSet as Pages;
 use zmem_sim::replay as replay_mod;
@@ -259,25 +260,55 @@ fn defaults(job: &str) -> PyResult<std::collections::BTreeMap<String, String>> {
 /// `zmem lab --json`: the report (docs/lab-report.schema.json) as JSON. `options` are the
 /// lab's options by their Python names (`zmem lab`'s flags with underscores), each set through
 /// the lab's table as the CLI sets its flags ([`args::lab_args`]; `lab_options()` lists them).
-/// The rest are this door's own: `pages` (a PageSet; None: the `source` option), and
-/// `apply_script`, `undo_script` and `output`, which write the decision's two scripts and the
-/// HTML + JSON report as the CLI does.
+/// The rest are this door's own: `pages` (a PageSet; None: the `source` option), `evidence` (a
+/// `zmem evidence` file, judged as `zmem lab EVIDENCE` judges it: only the options that judge,
+/// a measuring one refused in the CLI's words), and `apply_script`, `undo_script` and `output`,
+/// which write the decision's two scripts and the HTML + JSON report as the CLI does.
 #[pyfunction]
-#[pyo3(signature = (pages = None, *, output = None, apply_script = None, undo_script = None, **options))]
+#[pyo3(signature = (pages = None, *, evidence = None, output = None, apply_script = None, undo_script = None, **options))]
+#[allow(clippy::too_many_arguments)]
 fn lab(
     py: Python<'_>,
     pages: Option<PyRef<'_, PageSet>>,
+    evidence: Option<PathBuf>,
     output: Option<PathBuf>,
     apply_script: Option<PathBuf>,
     undo_script: Option<PathBuf>,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
     let given = args::lab_args(options)?;
+    let req = match &evidence {
+        Some(path) => {
+            if pages.is_some() {
+                return Err(value_err("give pages or evidence, not both"));
+            }
+            // As `zmem lab EVIDENCE`: the options that measure were applied where it was made.
+            given.check_phase(true).map_err(arg_err)?;
+            let findings = read_evidence(py, path)?;
+            let mut req = given.finish().map_err(arg_err)?;
+            req.input = Input::Findings(Box::new(findings));
+            req
+        }
+        None => measuring_request(given, pages.as_deref())?,
+    };
+    let report = py.detach(|| lab_mod::run_lab(req, &NoProgress)).map_err(lab_err)?;
+    let outputs = zmem_render::LabOutputs { apply_script, undo_script, dir: output };
+    // A script zmem refuses to write (a value from the page set that breaks its grammar) is a
+    // ValueError; a file that could not be written an OSError.
+    zmem_render::write_lab_outputs(&report, &outputs).map_err(|e| match e {
+        zmem_render::OutputError::Script(e) => PyValueError::new_err(e.to_string()),
+        e => PyOSError::new_err(e.to_string()),
+    })
+}
+
+/// The request of a lab that measures (`lab` without evidence, `evidence`): the options, then
+/// the PageSet given as its input (else the `source` option's), and a trace that must exist.
+fn measuring_request(given: LabArgs, pages: Option<&PageSet>) -> PyResult<LabRequest> {
     if pages.is_some() && (given.given("source") || given.given("no_capture")) {
         return Err(value_err("give pages, or source / no_capture, not both"));
     }
     let mut req = given.finish().map_err(arg_err)?;
-    if let Some(p) = &pages {
+    if let Some(p) = pages {
         // The lab owns the set it is given: a copy, as the CLI's loader gives it one.
         let set = Pages::from_raw(p.bytes().to_vec(), p.set.page_size())
             .and_then(|s| match p.set.metas() {
@@ -294,14 +325,65 @@ fn lab(
     if let Some(t) = req.trace.as_ref().filter(|t| !t.is_file()) {
         return Err(PyOSError::new_err(format!("trace {}: no such file", t.display())));
     }
-    let report = py.detach(|| lab_mod::run_lab(req, &NoProgress)).map_err(lab_err)?;
-    let outputs = zmem_render::LabOutputs { apply_script, undo_script, dir: output };
-    // A script zmem refuses to write (a value from the page set that breaks its grammar) is a
-    // ValueError; a file that could not be written an OSError.
-    zmem_render::write_lab_outputs(&report, &outputs).map_err(|e| match e {
-        zmem_render::OutputError::Script(e) => PyValueError::new_err(e.to_string()),
-        e => PyOSError::new_err(e.to_string()),
-    })
+    Ok(req)
+}
+
+/// The evidence file at `path`, read and checked by the lab's reader (bounded by the read
+/// ceiling): a file the system refuses is an OSError, evidence that is not (too large, not
+/// evidence, findings that do not add up) a ValueError, each in the CLI's words.
+fn read_evidence(py: Python<'_>, path: &Path) -> PyResult<lab_mod::Findings> {
+    std::fs::File::open(path)
+        .map_err(|e| PyOSError::new_err(format!("{}: {e}", path.display())))?;
+    py.detach(|| findings::read(path)).map_err(lab_err)
+}
+
+/// `zmem evidence -o OUTPUT [PAGES]`: the lab's measurements of the pages (None: the `source`
+/// option's) written to `output` without the pages (JSON, mode 0600, never through a link),
+/// for `lab(evidence=...)`, `zmem lab FILE` or zmem-fleet to judge. `options` are the lab's
+/// options that measure ([`args::lab_args`], then `check_phase(false)`: one that judges is a
+/// ValueError naming it); `pids` and `names` keep the processes' ids and names (else renumbered
+/// and neutral). Returns what was written: `path`, `pages`, `codecs` (the compressors whose
+/// lengths it holds), `pids`, `names`.
+#[pyfunction]
+#[pyo3(signature = (output, pages = None, *, pids = false, names = false, **options))]
+fn evidence<'py>(
+    py: Python<'py>,
+    output: PathBuf,
+    pages: Option<PyRef<'_, PageSet>>,
+    pids: bool,
+    names: bool,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let given = args::lab_args_of("evidence", options)?;
+    given.check_phase(false).map_err(arg_err)?;
+    let req = measuring_request(given, pages.as_deref())?;
+    let f = py.detach(|| lab_mod::measure_lab(req, &NoProgress)).map_err(lab_err)?;
+    let keep = Identify { pids, names };
+    let f = findings::for_file(f, keep);
+    // Every failure here is the file's (a link, another user's file, the disk): an OSError.
+    py.detach(|| findings::write(&f, &output))
+        .map_err(|e| PyOSError::new_err(args::one_line(&e)))?;
+    let d = PyDict::new(py);
+    d.set_item("path", &output)?;
+    d.set_item("pages", f.facts.pages())?;
+    d.set_item("codecs", f.facts.lengths.iter().map(|c| c.algo.as_str()).collect::<Vec<_>>())?;
+    d.set_item("pids", pids)?;
+    d.set_item("names", names)?;
+    Ok(d)
+}
+
+/// Whether the file at `path` is an evidence file, by its first bytes (`zmem lab FILE`'s rule,
+/// `findings::is_evidence`).
+#[pyfunction]
+fn is_evidence(path: PathBuf) -> bool {
+    findings::is_evidence(&path)
+}
+
+/// The most bytes zmem reads of one file (zmem-pages' read ceiling; `ZMEM_READ_CEILING`): what
+/// zmem-fleet copies of an evidence file from object storage before the lab's reader reads it.
+#[pyfunction]
+fn read_ceiling() -> u64 {
+    zmem_pages::limits::read_ceiling()
 }
 
 /// The lab's options checked as `lab` checks them, without running it (zmem-fleet checks its
@@ -316,8 +398,9 @@ fn check_lab(options: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
 /// The lab's options, from its one declaration (`zmem_lab::request::LAB_OPTIONS`), in `zmem lab
 /// --help`'s order: per option a dict of `name`, `flag` (`--min-time-ms`), `kind` (`flag`,
 /// `count`, `number`, `count_or_word`, `text`, `path`), `value_name`, `default` (as `--help`
-/// states it; None where it states none), `help`, `choices`, `conflicts_with` and `live` (about
-/// the machine the lab runs on: not an option of zmem-fleet).
+/// states it; None where it states none), `help`, `choices`, `conflicts_with`, `live` (about
+/// the machine the lab runs on: not an option of zmem-fleet) and `judges` (judges the findings:
+/// the options an evidence file takes; the others measure, and `evidence` takes those).
 #[pyfunction]
 fn lab_options(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
     LAB_OPTIONS
@@ -333,6 +416,7 @@ fn lab_options(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
             d.set_item("choices", o.choices.to_vec())?;
             d.set_item("conflicts_with", o.conflicts_with.to_vec())?;
             d.set_item("live", o.live)?;
+            d.set_item("judges", o.judges)?;
             Ok(d)
         })
         .collect()
@@ -354,6 +438,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replay, m)?)?;
     m.add_function(wrap_pyfunction!(study_allocators, m)?)?;
     m.add_function(wrap_pyfunction!(lab, m)?)?;
+    m.add_function(wrap_pyfunction!(evidence, m)?)?;
+    m.add_function(wrap_pyfunction!(is_evidence, m)?)?;
+    m.add_function(wrap_pyfunction!(read_ceiling, m)?)?;
     m.add_function(wrap_pyfunction!(lab_options, m)?)?;
     m.add_function(wrap_pyfunction!(check_lab, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms, m)?)?;

@@ -160,7 +160,7 @@ def test_inputs_expand_from_globs_lists_and_files(captures, tmp_path):
 def test_command_line_errors_are_one_line(tmp_path, capsys):
     assert fleet.main([str(tmp_path / "none-*.zpages"), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("zmem-fleet: no captures found")
+    assert len(err) == 1 and err[0].startswith("zmem-fleet: no captures or evidence files found")
     assert fleet.main([str(tmp_path), "--out", str(tmp_path / "o"), "--workers", "0"]) == 2
     assert "--workers must be at least 1" in capsys.readouterr().err
 
@@ -171,7 +171,7 @@ def test_a_run_that_analysed_nothing_fails_in_one_line(ray_session, tmp_path, ca
     assert fleet.main(["/nonexistent", "--out", str(out), "--retries", "0", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
-    assert err[0].startswith("zmem-fleet: no capture could be analysed (1 failed; first: /nonexistent")
+    assert err[0].startswith("zmem-fleet: no input could be analysed (1 failed; first: /nonexistent")
     assert not (out / "results.parquet").exists()
 
 

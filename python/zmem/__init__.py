@@ -40,6 +40,7 @@ __all__ = [
     "comp_bench",
     "defaults",
     "dict_train",
+    "evidence",
     "lab",
     "lab_options",
     "replay",
@@ -281,6 +282,7 @@ def study_allocators(
 def lab(
     pages: Optional[Pages] = None,
     *,
+    evidence: Optional[PathLike] = None,
     output: Optional[PathLike] = None,
     apply_script: Optional[PathLike] = None,
     undo_script: Optional[PathLike] = None,
@@ -288,11 +290,17 @@ def lab(
 ) -> dict[str, Any]:
     """The lab, as ``zmem lab --json``: the report (``docs/lab-report.schema.json``) as a dict.
 
-    ``pages``: a PageSet, path or array; None: the ``source`` option. ``output``: also write
-    report.html and report.json into this directory. ``apply_script``: write the script that
-    applies the decision there (nothing is run; a dictionary it needs goes beside it as
-    ``zmem-zram.dict``, mode 0600, and a value from the page set that cannot go into a script
-    raises ValueError naming its field); ``undo_script``: the script that undoes it.
+    ``pages``: a PageSet, path or array; None: the ``source`` option. A path to an evidence
+    file is judged as ``evidence`` is (as ``zmem lab FILE`` tells one by its first bytes).
+    ``evidence``: an evidence file (:func:`evidence`, ``zmem evidence -o FILE``) to judge as it
+    is, nothing measured again: only the options that judge apply (``judges`` in
+    :func:`lab_options`: ``cpu_budget``, ``latency_budget``, ``promotion_budget``,
+    ``no_proactive``, ``exclude``), and one that measures raises ValueError naming it; giving
+    ``pages`` too raises ValueError. ``output``: also write report.html and report.json into
+    this directory. ``apply_script``: write the script that applies the decision there (nothing
+    is run; a dictionary it needs goes beside it as ``zmem-zram.dict``, mode 0600, and a value
+    from the page set that cannot go into a script raises ValueError naming its field);
+    ``undo_script``: the script that undoes it.
 
     Every other option of ``zmem lab`` is a keyword argument of the same name (dashes as
     underscores), declared once in the Rust library with its default and parsed by the same
@@ -306,21 +314,64 @@ def lab(
     >>> r = zmem.lab(zmem.PageSet.generate(pages=2048), observe=0, min_time_ms=1)  # doctest: +SKIP
     >>> r["decision"]["config"]  # doctest: +SKIP
     'zram zstd'
+    >>> zmem.lab(evidence="host.evidence", cpu_budget=2)["decision"]["config"]  # doctest: +SKIP
+    'zram zstd'
     """
+    if (
+        evidence is None
+        and isinstance(pages, (str, os.PathLike))
+        and _native.is_evidence(os.fspath(pages))
+    ):
+        pages, evidence = None, pages
     p = None if pages is None else _pages(pages)
     return json.loads(
         _native.lab(
-            p, output=_path(output), apply_script=_path(apply_script),
+            p, evidence=_path(evidence), output=_path(output), apply_script=_path(apply_script),
             undo_script=_path(undo_script), **options,
         )
     )
 
 
+@_errors
+def evidence(
+    output: PathLike,
+    pages: Optional[Pages] = None,
+    *,
+    pids: bool = False,
+    names: bool = False,
+    **options: Any,
+) -> dict[str, Any]:
+    """What the lab's judgement needs of the pages, without the pages, written to ``output``,
+    as ``zmem evidence -o OUTPUT [PAGES]``: each page's same/zero flags and compressed length
+    per compressor, the measured rows, the kernel's abilities and what the observation window
+    saw (JSON, mode 0600, never through a link; no page bytes, no dictionary). Judge it here or
+    on any other machine with ``zmem.lab(evidence=output)``, ``zmem lab OUTPUT`` or
+    ``zmem-fleet``: the same judge on the same findings gives the same decision.
+
+    ``pages``: a PageSet, path or array; None: the ``source`` option (this machine's memory).
+    ``pids``: keep the processes' ids (else each is numbered in order of appearance);
+    ``names``: keep process names, cgroup paths and the source's own words (else neutral ones).
+    Every other keyword argument is one of :func:`lab`'s options that measure (``judges``
+    False in :func:`lab_options`; ``observe``, ``min_time_ms``, ``max_pages``, ...), parsed as
+    :func:`lab` parses it; one that judges (``cpu_budget``, ...) raises ValueError naming it:
+    the judge applies it. Returns what was written: ``path``, ``pages`` (pages described),
+    ``codecs`` (the compressors whose lengths it holds), ``pids`` and ``names``. The options
+    that measure:
+
+    >>> zmem.evidence("host.evidence", zmem.PageSet.generate(pages=256), observe=0)["pages"]  # doctest: +SKIP
+    256
+    """
+    p = None if pages is None else _pages(pages)
+    return dict(_native.evidence(os.fspath(output), p, pids=pids, names=names, **options))
+
+
 def lab_options() -> list[dict[str, Any]]:
     """The options of ``zmem lab`` / :func:`lab`, from their one declaration in the Rust library:
     per option its ``name`` (the keyword), ``flag``, ``kind``, ``default`` (as ``--help`` states
-    it; None: none stated), ``help``, ``choices``, ``conflicts_with`` and ``live`` (about the
-    machine the lab runs on; zmem-fleet has the others).
+    it; None: none stated), ``help``, ``choices``, ``conflicts_with``, ``live`` (about the
+    machine the lab runs on; zmem-fleet has the others) and ``judges`` (the option judges the
+    findings: what ``lab(evidence=...)`` takes; the others measure: what :func:`evidence`
+    takes).
 
     >>> [o["name"] for o in zmem.lab_options()][:2]
     ['source', 'no_capture']
@@ -328,30 +379,34 @@ def lab_options() -> list[dict[str, Any]]:
     return [dict(o) for o in _native.lab_options()]
 
 
-def _document_lab() -> None:
-    """:func:`lab`'s signature and docs from the declaration: each option a keyword-only
-    argument defaulting to None (False for a flag), described by its help and default."""
+def _document_options(f: Callable[..., Any], judging: Optional[bool] = None) -> None:
+    """``f``'s signature and docs from the lab's declaration: each option (those that judge, or
+    those that measure, where ``judging`` says which) a keyword-only argument defaulting to
+    None (False for a flag), described by its help and default."""
     import inspect
 
-    sig = inspect.signature(lab)
+    sig = inspect.signature(f)
     params = [p for p in sig.parameters.values() if p.kind != p.VAR_KEYWORD]
     lines = []
     for o in _native.lab_options():
+        if judging is not None and o["judges"] != judging:
+            continue
         none = False if o["kind"] == "flag" else None
         params.append(inspect.Parameter(o["name"], inspect.Parameter.KEYWORD_ONLY, default=none))
         default = "" if o["default"] is None else f" (default: {o['default']})"
         choices = f" (one of {', '.join(o['choices'])})" if o["choices"] else ""
         lines.append(f"``{o['name']}``: {o['help']}{choices}{default}.")
-    setattr(lab, "__signature__", sig.replace(parameters=params))
+    setattr(f, "__signature__", sig.replace(parameters=params))
     # Before the examples, indented as they are (Python 3.13 dedents docstrings, older do not).
-    doc = lab.__doc__ or ""
+    doc = f.__doc__ or ""
     m = re.search(r"\n\n( *)>>>", doc)
     at, indent = (m.start(), m.group(1)) if m else (len(doc), "    ")
     wrap = functools.partial(textwrap.fill, width=96, initial_indent=indent, subsequent_indent=indent)
-    lab.__doc__ = doc[:at] + "".join("\n\n" + wrap(line) for line in lines) + doc[at:]
+    f.__doc__ = doc[:at] + "".join("\n\n" + wrap(line) for line in lines) + doc[at:]
 
 
-_document_lab()
+_document_options(lab)
+_document_options(evidence, judging=False)
 
 
 def _noted(result: tuple[str, list[str]], job: str) -> dict[str, Any]:
@@ -379,7 +434,7 @@ def status(*, interval: Optional[float] = None, mount_debugfs: bool = False) -> 
 
 @_errors
 def dict_train(
-    pages: Pages,
+    pages: Optional[Pages],
     algo: str,
     output: PathLike,
     *,
@@ -388,21 +443,30 @@ def dict_train(
     level: Optional[int] = None,
     holdout: bool = False,
     page_size: Optional[int] = None,
+    live: bool = False,
 ) -> dict[str, Any]:
     """A dictionary for zram's ``algorithm_params dict=`` trained on the pages for ``algo``
     (``zstd`` or ``lz4``), written to ``output`` and measured on a zram device, as ``zmem dict
     train --json``: a dict (``dict``, ``algorithm_params``, ``trained_on_pages``,
     ``measured_on``, ``effect``). ``size``: the largest dictionary (bytes, or ``"64K"``);
     ``samples``: pages sampled for training; ``level``: of the measuring devices; ``holdout``:
-    train on the first half, measure on the second. ``page_size``: of a raw page file. None:
-    ``zmem.defaults("dict train")``.
+    train on the first half, measure on the second. ``page_size``: of a raw page file.
+    ``live``: with ``pages=None``, train on this machine's processes' memory (as root; what an
+    apply script runs for a decision made from evidence). None: ``zmem.defaults("dict train")``.
 
     >>> zmem.dict_train(zmem.PageSet.generate(pages=256), "zstd", "zram.dict")["measured_on"]  # doctest: +SKIP
     'training pages'
     """
     return json.loads(
         _native.dict_train(
-            _pages(pages, page_size), algo, os.fspath(output), size, samples, level, holdout
+            None if pages is None else _pages(pages, page_size),
+            algo,
+            os.fspath(output),
+            size,
+            samples,
+            level,
+            holdout,
+            live,
         )
     )
 

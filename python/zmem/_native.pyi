@@ -112,27 +112,44 @@ def study_allocators(
 def lab(
     pages: Optional[PageSet] = None,
     *,
+    evidence: Optional[_Path] = None,
     output: Optional[str] = None,
     apply_script: Optional[str] = None,
     undo_script: Optional[str] = None,
     **options: Any,
 ) -> str:
-    """`zmem lab --json`; `options`: the lab's options by name (`lab_options()`)."""
+    """`zmem lab --json`; `options`: the lab's options by name (`lab_options()`). `evidence`:
+    an evidence file to judge (only the options that judge; not with `pages`)."""
+def evidence(
+    output: _Path,
+    pages: Optional[PageSet] = None,
+    *,
+    pids: bool = False,
+    names: bool = False,
+    **options: Any,
+) -> dict[str, Any]:
+    """`zmem evidence -o OUTPUT`; `options`: the lab's options that measure. Returns `path`,
+    `pages`, `codecs`, `pids`, `names`."""
+def is_evidence(path: _Path) -> bool:
+    """Whether the file is an evidence file, by its first bytes (`zmem lab FILE`'s rule)."""
+def read_ceiling() -> int:
+    """The most bytes zmem reads of one file (`ZMEM_READ_CEILING`)."""
 def lab_options() -> list[dict[str, Any]]:
     """The lab's options from their one declaration: name, flag, kind, value_name, default,
-    help, choices, conflicts_with, live."""
+    help, choices, conflicts_with, live, judges."""
 def check_lab(**options: Any) -> None:
     """Refuses the lab's options as `lab` would (TypeError, ValueError), without running it."""
 def status(interval: Optional[float] = None, mount_debugfs: bool = False) -> tuple[str, list[str]]:
     """`zmem status --json`, and the notes the CLI prints on stderr."""
 def dict_train(
-    pages: PageSet,
+    pages: Optional[PageSet],
     algo: str,
     output: _Path,
     size: Union[int, str, None] = None,
     samples: Optional[int] = None,
     level: Optional[int] = None,
     holdout: bool = False,
+    live: bool = False,
 ) -> str: ...
 def validate_replay(
     pages: PageSet,

@@ -1,35 +1,64 @@
-"""``zmem-fleet``: the lab over many hosts' captures, on Ray.
+"""``zmem-fleet``: the lab over many hosts, on Ray, from each host's evidence (or capture).
 
-Each capture (a page set from ``zmem capture``, one per host) is one Ray task that runs the lab
-on it, exactly as ``zmem lab FILE --observe 0`` would (nothing of the machine the task runs on
-enters the result). The driver gathers every host's candidates into ``OUT/results.parquet``
-(one row per host x candidate configuration) and writes ``OUT/report.html``: how much memory
-each configuration saves across the fleet, the fleet-wide recommendation, the hosts that want
-something else, and on how many hosts each configuration fits within the budgets.
+Evidence is the input to use: on each host, ``zmem evidence -o HOST.evidence`` (as root; in
+Python ``zmem.evidence``) measures that host's memory there, with its own observation window,
+and writes only what the lab's judgement needs: each page's same/zero flags and compressed
+length per compressor, the measured figures, the kernel's abilities and what the window saw.
+No page bytes, no dictionary; process ids renumbered and names neutral unless asked for. The
+fleet judges each evidence file in a Ray task (``zmem.lab(evidence=FILE)``, as ``zmem lab
+HOST.evidence``) with the fleet's budgets; nothing is measured again.
+
+Raw captures (``zmem capture``: a page set per host) stay possible, alone or mixed with
+evidence files: each is run through the whole lab in its task, as ``zmem lab FILE --observe 0``
+would (nothing of the machine the task runs on enters the result). A capture carries memory
+contents: every resident page it read, with the process id, name and virtual address of each
+(keys, passwords and documents included), to the fleet's storage and its workers. The results
+and the report mark each host's input (``input_kind``: ``evidence`` or ``capture``), so a
+reader sees which hosts shipped memory contents.
+
+The driver gathers every host's candidates into ``OUT/results.parquet`` (one row per host x
+candidate configuration) and writes ``OUT/report.html``: how much memory each configuration
+saves across the fleet, the fleet-wide recommendation, the hosts that want something else, on
+how many hosts each configuration fits within the budgets, and each host's input.
 
 Usage::
 
-    zmem-fleet /shared/captures --out fleet-out                 # local Ray, every core
-    zmem-fleet 'captures/*.zpages' --out out --workers 2
-    zmem-fleet s3://bucket/captures/ --out out --address ray://head:10001
-    python -m zmem.fleet host-a.zpages,host-b.zpages --out out
+    sudo zmem evidence -o /shared/evidence/$(hostname).evidence   # on each host
+    zmem-fleet /shared/evidence --out fleet-out                  # local Ray, every core
+    zmem-fleet s3://bucket/evidence/ --out out --address ray://head:10001
+    zmem-fleet /shared/evidence 'captures/*.zpages' --out out --workers 2   # captures mixed in
+    python -m zmem.fleet a.evidence,b.zpages --out out
 
 Inputs (any number, mixed): a directory (its files, not recursing; ``*.csv`` and hidden files
-skipped), a glob, ``@FILE`` (one capture per line), a comma-separated list, or one file; each a
-local path or a URI pyarrow.fs opens (``s3://``, ``gs://``, ``hdfs://``, ``file://``).
+skipped), a glob, ``@FILE`` (one input per line), a comma-separated list, or one file; each a
+local path or a URI pyarrow.fs opens (``s3://``, ``gs://``, ``hdfs://``, ``file://``). Each
+task reads its own input: an evidence file is told by its first bytes
+(``{"format":"zmem-evidence"``, ``zmem lab FILE``'s rule, :data:`EVIDENCE_HEAD`); any other
+file is a capture. An evidence file larger than zmem's read ceiling (``ZMEM_READ_CEILING``) is
+refused unread.
 
-Hosts and labels: the page set's metadata ``host`` (else ``capture.host``) and ``label.NAME``
-keys; a ``hosts.csv`` beside the captures (columns ``capture`` (the file name), ``host``, then
-one column per label) overrides them; a capture with neither is named by its file name.
+The lab's options (:func:`lab_options`): those that judge (``--cpu-budget``,
+``--latency-budget``) apply to every host; those that measure (``--max-pages``, ``--sample``,
+``--swap-device``, ``--trace``, ``--generated-trace``, ``--min-time-ms``) apply to captures
+only, since an evidence file was measured on its host with ``zmem evidence``'s options. Given
+with evidence among the inputs, the fleet says so (a warning, a line on stderr, the report's
+notes: :attr:`FleetResult.notes`); it drops none silently.
+
+Hosts and labels: an evidence file's ``host`` map (``host`` and ``label.NAME``, from the
+metadata of the page set it measured), a capture's page-set metadata ``host`` (else
+``capture.host``) and ``label.NAME`` keys; a ``hosts.csv`` beside the inputs (columns
+``capture`` (the file name), ``host``, then one column per label) overrides them; an input with
+neither is named by its file name (``web-3.evidence``: ``web-3``).
 
 The operating point (lab report schema 8, ``decision.operating_point``): a host's lab also says
 what its decided configuration saves at today's pressure and at the cold age T, beside the
-saving with every page swapped. The fleet runs each capture with ``observe=0``, away from its
+saving with every page swapped. Evidence carries what its host's window saw, so its host has
+its own point and figures. The fleet runs each capture with ``observe=0``, away from its
 machine, so those hosts' point is ``all_pages`` and the figures at today and at T are None
-(:func:`host_point`); a report that did read them (``zmem lab --json`` on the host) has them.
+(:func:`host_point`).
 
 Failures: a task that raises OSError (storage that failed to answer) or whose worker died is
-retried (``--retries``, Ray's ``max_retries``/``retry_exceptions``); a capture that is corrupt
+retried (``--retries``, Ray's ``max_retries``/``retry_exceptions``); an input that is corrupt
 or stays unreadable is skipped and listed in the report, and the others are kept.
 """
 
@@ -47,6 +76,7 @@ import statistics
 import sys
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence, Union
 
@@ -56,11 +86,18 @@ import pyarrow.parquet as pq
 
 HOSTS_CSV = "hosts.csv"
 _GLOB_CHARS = set("*?[")
+# The first bytes of every evidence file (``zmem_lab::findings::is_evidence``'s rule): a task
+# tells an evidence file from a capture by its first 32 bytes.
+EVIDENCE_HEAD = b'{"format":"zmem-evidence"'
+HEAD_BYTES = 32
+# How much of an evidence file is read for its host and labels (they come first in it).
+_HOST_PREFIX = 1 << 16
 
 
 @dataclass
 class Failure:
-    """A capture the fleet could not analyse, and why (the error's one line)."""
+    """An input (evidence file or capture) the fleet could not analyse, and why (the error's
+    one line)."""
 
     capture: str
     error: str
@@ -79,6 +116,10 @@ class FleetResult:
     reports: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Per host, :func:`host_point`: its operating point and its decision's savings there.
     points: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Per host, its input: "evidence" (no memory contents) or "capture" (memory contents).
+    inputs: dict[str, str] = field(default_factory=dict)
+    # What the run says beside the results: the options that did not apply to every host.
+    notes: list[str] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -153,7 +194,7 @@ def _expand_one(arg: str) -> list[str]:
 
 
 def expand(inputs: Sequence[str]) -> list[str]:
-    """Every capture the inputs name, in order, each once."""
+    """Every input file (evidence or capture) the inputs name, in order, each once."""
     seen: dict[str, None] = {}
     for arg in inputs:
         for c in _expand_one(arg):
@@ -167,7 +208,7 @@ def _base_name(capture: str) -> str:
 
 def _stem(capture: str) -> str:
     name = _base_name(capture)
-    for ext in (".zst", ".zpages", ".pages", ".raw", ".bin"):
+    for ext in (".zst", ".zpages", ".pages", ".raw", ".bin", ".evidence", ".json"):
         if name.endswith(ext):
             name = name[: -len(ext)]
     return name
@@ -178,7 +219,7 @@ def _dir_of(capture: str) -> str:
 
 
 def host_table(captures: Sequence[str]) -> dict[str, dict[str, str]]:
-    """``hosts.csv`` rows beside the captures: capture path -> {"host": ..., labels...}."""
+    """``hosts.csv`` rows beside the inputs: input path -> {"host": ..., labels...}."""
     out: dict[str, dict[str, str]] = {}
     by_dir: dict[str, list[str]] = {}
     for c in captures:
@@ -200,11 +241,26 @@ def host_table(captures: Sequence[str]) -> dict[str, dict[str, str]]:
 
 
 # ---------------------------------------------------------------------------------------------
-# One capture: the Ray task's body
+# One input: the Ray task's body
 
 
-def analyse(capture: str, lab_args: dict[str, Any]) -> dict[str, Any]:
-    """Runs the lab on one capture: its metadata's host and labels, and the report."""
+def input_kind(path: str) -> str:
+    """``"evidence"`` where the file's first 32 bytes start with :data:`EVIDENCE_HEAD` (``zmem
+    lab FILE``'s rule), else ``"capture"``; reads those bytes only."""
+    fs, p = _fs(path)
+    with fs.open_input_file(p) as f:
+        head = f.read(HEAD_BYTES)
+    return "evidence" if head.startswith(EVIDENCE_HEAD) else "capture"
+
+
+def analyse(
+    capture: str, lab_args: dict[str, Any], judge_args: Optional[dict[str, Any]] = None
+) -> dict[str, Any]:
+    """Runs the lab on one input: an evidence file judged with ``judge_args`` (the options that
+    judge; None: those of ``lab_args``), a capture measured and judged with ``lab_args``. Its
+    host, labels, input kind and the report."""
+    if input_kind(capture) == "evidence":
+        return judge_evidence(capture, _judging(lab_args) if judge_args is None else judge_args)
     import zmem
 
     fs, p = _fs(capture)
@@ -216,7 +272,89 @@ def analyse(capture: str, lab_args: dict[str, Any]) -> dict[str, Any]:
         report = zmem.lab(pages, observe=0, **lab_args)
     labels = {k[len("label.") :]: v for k, v in meta.items() if k.startswith("label.")}
     host = meta.get("host") or meta.get("capture.host")
-    return {"capture": capture, "host": host, "labels": labels, "report": report}
+    return {
+        "capture": capture, "input_kind": "capture", "host": host, "labels": labels,
+        "report": report,
+    }
+
+
+def judge_evidence(path: str, judge_args: dict[str, Any]) -> dict[str, Any]:
+    """Judges one evidence file as ``zmem lab FILE`` does (``zmem.lab(evidence=...)``, the
+    Rust reader bounded by the read ceiling): a local file where it is, one in object storage
+    copied first into a private temporary directory, refused unread past the ceiling."""
+    import zmem
+
+    fs, p = _fs(path)
+    with _private_tmpdir() as tmp:
+        if isinstance(fs, pafs.LocalFileSystem):
+            local = p
+        else:
+            local = os.path.join(tmp, "host.evidence")
+            _copy_bounded(fs, p, local, path)
+        report = zmem.lab(evidence=local, **judge_args)
+        with open(local, "rb") as f:
+            host_map = evidence_host(f.read(_HOST_PREFIX))
+    labels = {k[len("label.") :]: v for k, v in host_map.items() if k.startswith("label.")}
+    return {
+        "capture": path, "input_kind": "evidence", "host": host_map.get("host"),
+        "labels": labels, "report": report,
+    }
+
+
+def _copy_bounded(fs: pafs.FileSystem, p: str, local: str, name: str) -> None:
+    """``p`` of ``fs`` copied to the new file ``local`` (0600), refused past zmem's read
+    ceiling in the Rust reader's words, before the copy where the storage states the size."""
+    from . import _native
+
+    ceiling = _native.read_ceiling()
+
+    def too_large(n: int) -> ValueError:
+        return ValueError(
+            f"{name}: {n} bytes, more than the read ceiling of {ceiling} "
+            "(ZMEM_READ_CEILING=BYTES sets it)"
+        )
+
+    size = fs.get_file_info(p).size
+    if size is not None and size > ceiling:
+        raise too_large(size)
+    fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as out, fs.open_input_stream(p, compression=None) as src:
+        copied = 0
+        while True:
+            chunk = src.read(1 << 20)
+            if not chunk:
+                break
+            copied += len(chunk)
+            if copied > ceiling:
+                raise too_large(copied)
+            out.write(chunk)
+
+
+def evidence_host(head: bytes) -> dict[str, str]:
+    """An evidence file's ``host`` map (``host``, ``label.NAME``) from its first bytes: the
+    fields before ``host`` are small and come first (the file's own order), so a bounded prefix
+    holds it; none there (no host recorded, or a prefix that ends first): ``{}``."""
+    text = head.decode("utf-8", "replace")
+    dec = json.JSONDecoder()
+    i = text.find("{") + 1
+    if i == 0:
+        return {}
+    try:
+        while True:
+            while text[i] in " \t\r\n,":
+                i += 1
+            key, i = dec.raw_decode(text, i)
+            while text[i] in " \t\r\n:":
+                i += 1
+            value, i = dec.raw_decode(text, i)
+            if key == "host":
+                if not isinstance(value, dict):
+                    return {}
+                return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
+            if key in ("source", "facts"):
+                return {}  # past where the host map would be: none recorded
+    except (ValueError, IndexError):
+        return {}
 
 
 class _private_tmpdir:
@@ -279,11 +417,14 @@ def run(
     progress: bool = True,
     **options: Any,
 ) -> FleetResult:
-    """The fleet run behind ``zmem-fleet``: every capture through the lab as one Ray task
-    (joining the Ray this process runs, else starting one), the results gathered; with ``out``,
-    ``out/results.parquet`` and ``out/report.html`` written. ``options``: options of the
-    lab (:func:`lab_options`: those not about the machine the lab runs on) for every host's
-    lab, checked before any task starts; None (or left out) is the lab's own default.
+    """The fleet run behind ``zmem-fleet``: every input (evidence file or capture) through the
+    lab as one Ray task (joining the Ray this process runs, else starting one), the results
+    gathered; with ``out``, ``out/results.parquet`` and ``out/report.html`` written.
+    ``options``: options of the lab (:func:`lab_options`: those not about the machine the lab
+    runs on) for every host's lab, checked before any task starts; None (or left out) is the
+    lab's own default. Those that judge apply to every host; those that measure to captures
+    only (an evidence file was measured on its host): given with evidence among the inputs,
+    a warning and :attr:`FleetResult.notes` say so.
 
     >>> r = run(["captures/"], "out", workers=2)  # doctest: +SKIP
     >>> r.results.to_pandas().groupby("config").memory_saved_bytes.median()  # doctest: +SKIP
@@ -295,9 +436,11 @@ def run(
     if retries < 0:
         raise ValueError("--retries must be >= 0")
     lab_args = _lab_args(options)
+    judge_args = _judging(lab_args)
+    measuring = [k for k, v in options.items() if v not in (None, False) and k not in judge_args]
     captures = expand(inputs)
     if not captures:
-        raise ValueError(f"no captures found in {', '.join(inputs)}")
+        raise ValueError(f"no captures or evidence files found in {', '.join(inputs)}")
     csv_hosts = host_table(captures)
     started = _init_ray(address, workers)
     t0 = time.monotonic()
@@ -312,7 +455,7 @@ def run(
         while todo or pending:
             while todo and len(pending) < limit:
                 c = todo.pop(0)
-                pending[task.remote(c, lab_args)] = c
+                pending[task.remote(c, lab_args, judge_args)] = c
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
                 c = pending.pop(ref)
@@ -330,11 +473,14 @@ def run(
         # A fleet run that analysed nothing is an error, not a report of 0 hosts.
         first = failures[0] if failures else None
         raise ValueError(
-            f"no capture could be analysed ({len(failures)} failed"
+            f"no input could be analysed ({len(failures)} failed"
             + (f"; first: {first.capture}: {first.error})" if first else ")")
         )
     result = _gather(done, failures, csv_hosts)
     result.seconds = seconds
+    result.notes = _notes(result.inputs, measuring)
+    for note in result.notes:
+        warnings.warn(f"zmem-fleet: {note}", stacklevel=2)
     if out is not None:
         os.makedirs(out, exist_ok=True)
         pq.write_table(result.results, os.path.join(out, "results.parquet"))
@@ -373,6 +519,30 @@ def _lab_args(given: dict[str, Any]) -> dict[str, Any]:
     return args
 
 
+def _judging(lab_args: dict[str, Any]) -> dict[str, Any]:
+    """The options of ``lab_args`` that judge (``judges`` in ``zmem.lab_options()``): what an
+    evidence file's lab takes, as ``zmem lab EVIDENCE`` does."""
+    import zmem
+
+    judges = {o["name"] for o in zmem.lab_options() if o["judges"]}
+    return {k: v for k, v in lab_args.items() if k in judges}
+
+
+def _notes(inputs: dict[str, str], measuring: Sequence[str]) -> list[str]:
+    """What the run did not apply to every host: the measuring options given, where evidence
+    files (measured on their hosts) were among the inputs."""
+    evidence = sum(k == "evidence" for k in inputs.values())
+    if not (evidence and measuring):
+        return []
+    named = ", ".join(f"{n} (--{n.replace('_', '-')})" for n in measuring)
+    captures = len(inputs) - evidence
+    applied = f"the {captures} capture(s) only" if captures else "no host"
+    return [
+        f"{named}: measure pages, so applied to {applied}, not to the {evidence} evidence "
+        "file(s), which zmem evidence measured on their hosts"
+    ]
+
+
 def _one_line(e: BaseException) -> str:
     """The original exception's message (Ray wraps it), on one line."""
     cause = getattr(e, "cause", None) or e
@@ -406,6 +576,7 @@ def _gather(
     hosts: list[str] = []
     reports: dict[str, dict[str, Any]] = {}
     points: dict[str, dict[str, Any]] = {}
+    inputs: dict[str, str] = {}
     used: set[str] = set()
     for d in sorted(done, key=lambda d: d["capture"]):
         c = d["capture"]
@@ -419,6 +590,8 @@ def _gather(
         report = d["report"]
         reports[host] = report
         hosts.append(host)
+        kind = d.get("input_kind", "capture")
+        inputs[host] = kind
         chosen = host_choice(report)
         point = host_point(report)
         points[host] = point
@@ -428,6 +601,7 @@ def _gather(
             row.update(candidate_columns(cand, op))
             row["recommended"] = cand["name"] == chosen
             row["capture"] = c
+            row["input_kind"] = kind
             row.update({k: point[k] for k in HOST_POINT_COLUMNS})
             for k, v in sorted(labels.items()):
                 row[f"label.{k}"] = v
@@ -447,6 +621,7 @@ def _gather(
         recommendation=fleet_choice(table)[0] if rows else None,
         reports=reports,
         points=points,
+        inputs=inputs,
     )
 
 
@@ -674,10 +849,15 @@ def render_html(result: FleetResult, budgets: Optional[tuple[float, float]] = No
         "text-align:right}td:first-child,th:first-child{text-align:left}"
         ".chosen{background:#efe}</style></head><body>",
         "<h1>zmem fleet report</h1>",
-        f"<p>{n} host(s) analysed, {len(result.failures)} capture(s) skipped; budgets: "
+        f"<p>{n} host(s) analysed, {len(result.failures)} input(s) skipped; budgets: "
         f"{budgets[0]:g} % of a core, {budgets[1]:g} µs added p99 swap-in latency; "
         f"{result.seconds:.1f} s.</p>",
+        f"<p>{_inputs_line(result.inputs)}</p>",
     ]
+    if result.notes:
+        parts.append("<h2>Notes</h2><ul>")
+        parts += [f"<li>{e(note)}</li>" for note in result.notes]
+        parts.append("</ul>")
     if choice is not None:
         best = next(s for s in stats if s["config"] == choice)
         parts += [
@@ -726,9 +906,11 @@ def render_html(result: FleetResult, budgets: Optional[tuple[float, float]] = No
             parts.append(f"<p>None: every host's own decision is {e(choice)}.</p>")
     if result.points:
         parts += _points_html(result.points)
-    parts.append("<h2>Skipped captures</h2>")
+    if result.inputs:
+        parts += _inputs_html(result)
+    parts.append("<h2>Skipped inputs</h2>")
     if result.failures:
-        parts.append("<table><tr><th>capture</th><th style='text-align:left'>why</th></tr>")
+        parts.append("<table><tr><th>input</th><th style='text-align:left'>why</th></tr>")
         for f in result.failures:
             parts.append(
                 f"<tr><td>{e(f.capture)}</td><td style='text-align:left'>{e(f.error)}</td></tr>"
@@ -743,10 +925,51 @@ def render_html(result: FleetResult, budgets: Optional[tuple[float, float]] = No
 POINT_NOTE = (
     "Each host's own decision at its operating point: with every page swapped (the figure "
     "above), at today's pressure (what the kernel's reclaim moves out now) and at the cold age "
-    "T (everything idle for T moved out). The fleet runs each capture as zmem lab FILE "
+    "T (everything idle for T moved out). Evidence carries what its host's observation window "
+    "saw, so its host's point is its own. The fleet runs each capture as zmem lab FILE "
     "--observe 0, away from its machine: neither its pressure nor its cold curve is read, so "
     "its point is all_pages and the figures at today and at T are not known (—)."
 )
+
+INPUT_NOTE = {
+    "evidence": "evidence (zmem evidence): page flags, compressed lengths and measured "
+    "figures; no memory contents",
+    "capture": "raw capture: memory contents (every resident page it read, with process ids, "
+    "names and addresses)",
+}
+
+
+def _inputs_line(inputs: dict[str, str]) -> str:
+    """How many hosts came from evidence and how many shipped memory contents."""
+    evidence = sum(k == "evidence" for k in inputs.values())
+    captures = len(inputs) - evidence
+    return (
+        f"Inputs: {evidence} host(s) from evidence (no memory contents), {captures} from raw "
+        "captures (memory contents: every resident page, with process ids, names and "
+        "addresses)."
+    )
+
+
+def _inputs_html(result: FleetResult) -> list[str]:
+    """Each host's input: evidence, or a capture that carried its memory's contents."""
+    e = html.escape
+    files: dict[str, str] = {}
+    cols = result.results.to_pydict() if result.results.num_rows else {}
+    for h, c in zip(cols.get("host", []), cols.get("capture", [])):
+        files.setdefault(h, c)
+    parts = [
+        "<h2>Input per host</h2>",
+        f"<p><small>{e(INPUT_NOTE['evidence'])}; {e(INPUT_NOTE['capture'])}.</small></p>",
+        "<table><tr><th>host</th><th>input</th><th style='text-align:left'>file</th></tr>",
+    ]
+    for h, kind in sorted(result.inputs.items()):
+        shown = "capture (memory contents)" if kind == "capture" else kind
+        parts.append(
+            f"<tr><td>{e(h)}</td><td>{e(shown)}</td>"
+            f"<td style='text-align:left'>{e(files.get(h, ''))}</td></tr>"
+        )
+    parts.append("</table>")
+    return parts
 
 
 def _points_html(points: dict[str, dict[str, Any]]) -> list[str]:
@@ -778,18 +1001,36 @@ def _points_html(points: dict[str, dict[str, Any]]) -> list[str]:
 # The command line
 
 
+DESCRIPTION = """\
+Run the zmem lab over many hosts on Ray; write OUT/results.parquet and OUT/report.html.
+
+Give each host's evidence: run `zmem evidence -o HOST.evidence` on each host (as root) and
+point zmem-fleet at the files. Evidence holds what the lab's judgement needs (page flags,
+compressed lengths, measured figures) and no memory contents; the fleet judges it with the
+budgets below. Raw captures (`zmem capture`) stay possible, mixed with evidence, but carry
+memory contents: every resident page, with process ids, names and addresses. The results and
+the report mark each host's input (input_kind: evidence or capture)."""
+
+EPILOG = """\
+example:
+  sudo zmem evidence -o /shared/evidence/$(hostname).evidence    # on each host
+  zmem-fleet /shared/evidence --out fleet-out"""
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="zmem-fleet",
-        description="Run the zmem lab over many hosts' captures on Ray; write "
-        "OUT/results.parquet and OUT/report.html.",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument(
         "captures",
         nargs="+",
         metavar="DIR|GLOB|LIST",
-        help="captures: a directory, a glob, @FILE (one per line), a comma-separated list or a "
-        "file; local paths or URIs (s3://, gs://, hdfs://, file://)",
+        help="evidence files (zmem evidence; told by their first bytes) and captures: a "
+        "directory, a glob, @FILE (one per line), a comma-separated list or a file; local paths "
+        "or URIs (s3://, gs://, hdfs://, file://)",
     )
     ap.add_argument(
         "-o", "--output", "--out", dest="out", required=True, metavar="OUT",
@@ -797,11 +1038,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--address", help="an existing Ray cluster (default: start Ray locally)")
     ap.add_argument(
-        "--workers", type=int, help="captures analysed at once (default: every CPU Ray has)"
+        "--workers", type=int, help="inputs analysed at once (default: every CPU Ray has)"
     )
     ap.add_argument("--retries", type=int, default=2, help="retries of a failed task (2)")
+    judging = ap.add_argument_group(
+        "lab options that judge", "applied to every host: evidence files and captures"
+    )
+    measuring = ap.add_argument_group(
+        "lab options that measure",
+        "applied to captures only: an evidence file was measured on its host by zmem\n"
+        "evidence (with its own options); given with evidence among the inputs, the run\n"
+        "says which did not apply",
+    )
     for o in lab_options():
-        _add_lab_option(ap, o)
+        _add_lab_option(judging if o["judges"] else measuring, o)
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     return ap
 
@@ -821,7 +1071,7 @@ _TYPES: dict[str, Any] = {
 }
 
 
-def _add_lab_option(ap: argparse.ArgumentParser, o: dict[str, Any]) -> None:
+def _add_lab_option(ap: Any, o: dict[str, Any]) -> None:
     """One of the lab's options as a flag of zmem-fleet, from its declaration: its help, its
     default as the lab states it. Its default here is None, the lab's own (never a copy)."""
     default = "" if o["default"] is None else f" (default: the lab's, {o['default']})"
@@ -838,18 +1088,22 @@ def _add_lab_option(ap: argparse.ArgumentParser, o: dict[str, Any]) -> None:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        r = run(
-            args.captures,
-            args.out,
-            address=args.address,
-            workers=args.workers,
-            retries=args.retries,
-            progress=not args.no_progress,
-            **{o["name"]: getattr(args, o["name"]) for o in lab_options()},
-        )
+        with warnings.catch_warnings():
+            # The run's notes are printed below, once, as the command's own lines.
+            warnings.simplefilter("ignore")
+            r = run(
+                args.captures,
+                args.out,
+                address=args.address,
+                workers=args.workers,
+                retries=args.retries,
+                progress=not args.no_progress,
+                **{o["name"]: getattr(args, o["name"]) for o in lab_options()},
+            )
     except (ValueError, OSError) as e:
         print(f"zmem-fleet: {e}", file=sys.stderr)
         return 2
+    evidence = sum(k == "evidence" for k in r.inputs.values())
     print(
         f"zmem-fleet: {len(r.hosts)} hosts, {len(r.failures)} skipped, "
         f"fleet-wide choice {r.recommendation or 'none'}, {r.seconds:.1f} s; wrote "
@@ -857,6 +1111,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         f"{os.path.join(r.out or '', 'report.html')}",
         file=sys.stderr,
     )
+    print(
+        f"zmem-fleet: inputs: {evidence} evidence, {len(r.inputs) - evidence} capture(s) "
+        "(memory contents)",
+        file=sys.stderr,
+    )
+    for note in r.notes:
+        print(f"zmem-fleet: {note}", file=sys.stderr)
     for f in r.failures:
         print(f"zmem-fleet: skipped {f.capture}: {f.error}", file=sys.stderr)
     return 0

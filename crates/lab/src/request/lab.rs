@@ -265,7 +265,7 @@ pub fn measure_lab(req: LabRequest, progress: &dyn Progress) -> Result<Findings,
             exclude: req.exclude,
             abilities: this_machine.then(abilities),
         },
-        host: e.host.clone(),
+        host: host_of(&e.host, this_machine),
         ..LabOptions::default()
     };
     let ps = e.source.page_size;
@@ -293,6 +293,23 @@ pub fn measure_lab(req: LabRequest, progress: &dyn Progress) -> Result<Findings,
             Ok(())
         })
     })
+}
+
+/// The host and labels the findings carry: a page set's, else this machine's name where the
+/// pages are this machine's (`/proc/sys/kernel/hostname`), which a fleet names the host by.
+fn host_of(
+    from_set: &std::collections::BTreeMap<String, String>,
+    this_machine: bool,
+) -> std::collections::BTreeMap<String, String> {
+    let mut host = from_set.clone();
+    if this_machine && !host.contains_key("host") {
+        let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        let name = name.trim();
+        if !name.is_empty() {
+            host.insert("host".into(), name.to_string());
+        }
+    }
+    host
 }
 
 /// The processes of every cgroup asked about and every limited one: their sampled pages
