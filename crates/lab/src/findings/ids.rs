@@ -53,7 +53,7 @@ pub(super) fn rename(f: &mut Findings) {
         after.for_each(|c| names.rename(&mut c.path));
     }
     let s = &mut f.source;
-    s.detail = format!("{} pages, details left out (zmem evidence without --names)", s.kind);
+    s.detail = "where the pages came from is left out (zmem evidence without --names)".into();
     if s.fallback_reason.is_some() {
         s.fallback_reason = Some("left out (zmem evidence without --names)".into());
     }
