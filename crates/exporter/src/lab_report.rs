@@ -230,6 +230,7 @@ mod tests {
             promotion_percent_per_min: 0.0,
             promotion_budget_percent_per_min: 0.2,
             over_promotion_budget: false,
+            promotion_under_floor: false,
             pool_factor: Default::default(),
         }
     }

@@ -159,7 +159,18 @@ pub struct ColdAt {
     pub promotion_budget_percent_per_min: f64,
     #[serde(default)]
     pub over_promotion_budget: bool,
+    /// Under [`PROMOTION_FLOOR_PAGES_PER_SEC`]: within the budget whatever share of the working
+    /// set it is.
+    #[serde(default)]
+    pub promotion_under_floor: bool,
 }
+
+/// Idle memory coming back at most this many pages a second is within the promotion budget
+/// whatever the working set: the budget is a share of the memory touched within T, and where
+/// nearly nothing is touched (an idle heap: 0.5 MiB of 640 MiB) a page every few seconds is
+/// several percent of it. One swap-in a second costs the program one fault a second, a few
+/// microseconds on zram (docs/BENCHMARKS.md, swap-in latency): under 0.01 % of its time.
+pub const PROMOTION_FLOOR_PAGES_PER_SEC: f64 = 1.0;
 
 /// Where the savings are figured (JSON `decision.operating_point`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -222,7 +233,10 @@ pub fn point(
     let pressure = pressure.filter(|_| x.this_machine);
     let cold = x.cold.as_ref().and_then(|c| cold_at(c, x.cold_age_secs)).map(|k| ColdAt {
         promotion_budget_percent_per_min: promotion_budget,
-        over_promotion_budget: k.promotion_percent_per_min > promotion_budget,
+        over_promotion_budget: k.promotion_percent_per_min > promotion_budget
+            && k.promoted_bytes_per_sec > PROMOTION_FLOOR_PAGES_PER_SEC * ps as f64,
+        promotion_under_floor: k.promoted_bytes_per_sec
+            <= PROMOTION_FLOOR_PAGES_PER_SEC * ps as f64,
         pool_factor: own.cold.clone(),
         ..k
     });
@@ -378,6 +392,7 @@ fn cold_at(curve: &ColdCurve, t: u64) -> Option<ColdAt> {
         promotion_percent_per_min: percent,
         promotion_budget_percent_per_min: 0.0,
         over_promotion_budget: false,
+        promotion_under_floor: false,
         pool_factor: BTreeMap::new(),
     })
 }

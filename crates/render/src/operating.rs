@@ -109,6 +109,15 @@ pub fn sentence(r: &LabReport) -> Option<String> {
                     " (over the promotion budget of {} %: T is too short to move memory out at)",
                     k.promotion_budget_percent_per_min
                 );
+            } else if k.promotion_under_floor
+                && k.promotion_percent_per_min > k.promotion_budget_percent_per_min
+            {
+                s += &format!(
+                    " (more than the promotion budget's {} % of so small a working set, but \
+                     {:.2} pages a second: under one, within the budget)",
+                    k.promotion_budget_percent_per_min,
+                    k.promoted_bytes_per_sec / r.source.page_size.max(1) as f64
+                );
             }
         }
         _ => {

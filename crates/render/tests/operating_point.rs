@@ -119,3 +119,17 @@ fn pages_from_elsewhere_are_figured_with_every_page_swapped() {
     let text = report::decision::text(&r);
     assert!(text.contains("The pages are not this machine's"), "{text}");
 }
+
+/// An idle heap's trickle (a page every 15 s of a 1.2 MiB working set, several percent of it a
+/// minute) is within the promotion budget, and the words say why.
+#[test]
+fn a_trickle_under_one_page_a_second_is_said_to_be_within_the_budget() {
+    let mut c = curve();
+    c.returned_bytes_per_sec = vec![273.0, 273.0];
+    let r = run(calm(), OperatingInput { cold: Some(c), ..OperatingInput::default() });
+    let k = r.decision.operating_point.as_ref().and_then(|o| o.cold.as_ref()).expect("T read");
+    assert!(k.promotion_under_floor && !k.over_promotion_budget);
+    let text = report::decision::text(&r);
+    assert!(text.contains("0.07 pages a second: under one, within the budget"), "{text}");
+    assert!(!text.contains("over the promotion budget"), "{text}");
+}

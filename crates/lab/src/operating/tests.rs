@@ -184,6 +184,28 @@ pub(crate) fn curve(ages: &[u64], cold: &[u64], anon: u64) -> ColdCurve {
     }
 }
 
+/// An idle heap: nearly nothing touched within T, so a page coming back every 15 s is 3 % of
+/// the working set a minute, over the 0.2 % budget by its share; under one page a second it is
+/// within the budget all the same. Two pages a second of the same working set are over it.
+#[test]
+fn a_trickle_under_one_page_a_second_is_within_the_promotion_budget() {
+    let b = basis(NowSource::Uncompressed);
+    let cold = 640 * MIB;
+    let idle = |returned_per_sec: u64| {
+        let at30 = cold + 20 * returned_per_sec;
+        curve(&[10, 30, 60], &[at30 + 1, at30, cold], cold + 512 * 1024)
+    };
+    let x = OperatingInput { cold: Some(idle(273)), ..OperatingInput::default() };
+    let (op, _) = run(&b, Some(&calm()), &x);
+    let k = op.cold.expect("T read");
+    assert!(k.promotion_percent_per_min > 3.0, "{}", k.promotion_percent_per_min);
+    assert!(k.promotion_under_floor && !k.over_promotion_budget);
+    let x = OperatingInput { cold: Some(idle(2 * PS)), ..x };
+    let (op, _) = run(&b, Some(&calm()), &x);
+    let k = op.cold.expect("T read");
+    assert!(!k.promotion_under_floor && k.over_promotion_budget);
+}
+
 /// The cold age reads the curve at T: its bytes scaled by each candidate's saving per byte,
 /// the promotion from the last interval before T (an upper bound) when the curve ends at T.
 #[test]
