@@ -231,6 +231,7 @@ mod tests {
             promotion_budget_percent_per_min: 0.2,
             over_promotion_budget: false,
             promotion_under_floor: false,
+            left_out: Vec::new(),
             pool_factor: Default::default(),
         }
     }

@@ -92,7 +92,7 @@ fn candidates_and_decision(f: &Findings) -> Result<Judged, LabError> {
     candidate::on_basis(&mut cands, &basis, estimates, &reference);
     let pressure = f.pressure.as_ref().map(|p| &p.now);
     let promotion = budgets.promotion_percent_per_min;
-    let own = own_pages(&f.facts, &cands, &f.operating)?;
+    let own = own_pages(&f.facts, &cands, &f.operating, promotion)?;
     let mut op = operating::point(&basis, ps as u64, pressure, &f.operating, promotion, &own);
     let without = op.named;
     let proactive = proactive::choose(&op, &f.proactive);
@@ -144,6 +144,7 @@ fn own_pages(
     facts: &PageFacts,
     cands: &[Candidate],
     x: &operating::OperatingInput,
+    promotion_budget: f64,
 ) -> Result<operating::Own, LabError> {
     let Some(pids) = x.page_pids.as_deref() else {
         return Ok(operating::Own::default());
@@ -152,7 +153,16 @@ fn own_pages(
         cands.iter().filter(|c| c.available).filter_map(|c| c.config.compressor()).collect();
     algos.sort_unstable();
     algos.dedup();
-    let shares = x.cold.as_ref().and_then(|c| cold_shares(c, x.cold_age_secs));
+    let shares = x.cold.as_ref().and_then(|c| {
+        let ps = facts.page_size as u64;
+        let out = operating::over_budget(c, x.cold_age_secs, promotion_budget, ps);
+        let mut shares = cold_shares(c, x.cold_age_secs)?;
+        // A process left out moves nothing: its pages weigh nothing in the cold bytes.
+        for p in &out {
+            shares.0.insert(p.pid, 0.0);
+        }
+        Some(shares)
+    });
     if x.cgroup_pids.is_empty() && shares.is_none() {
         return Ok(operating::Own::default());
     }

@@ -136,7 +136,8 @@ pub struct Today {
 pub struct ColdAt {
     /// T, in seconds.
     pub age_secs: u64,
-    /// Anonymous bytes of the processes watched, and those idle for at least T.
+    /// Anonymous bytes of the processes watched, and those idle for at least T (without the
+    /// processes [`ColdAt::left_out`] names).
     pub anon_bytes: u64,
     pub cold_bytes: u64,
     /// The curve: bytes idle at each age read.
@@ -163,6 +164,22 @@ pub struct ColdAt {
     /// set it is.
     #[serde(default)]
     pub promotion_under_floor: bool,
+    /// Processes whose own memory idle for T comes back over the budget (Google's budget is a
+    /// job's own): left out of the bytes moved and of the promotion, and never paged out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<OverBudget>,
+}
+
+/// A process left out of the cold age's bytes: its own idle memory comes back over the
+/// promotion budget.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OverBudget {
+    pub pid: u32,
+    pub comm: String,
+    pub anon_bytes: u64,
+    pub cold_bytes: u64,
+    pub promoted_bytes_per_sec: f64,
+    pub promotion_percent_per_min: f64,
 }
 
 /// Idle memory coming back at most this many pages a second is within the promotion budget
@@ -231,15 +248,8 @@ pub fn point(
     own: &Own,
 ) -> OperatingPoint {
     let pressure = pressure.filter(|_| x.this_machine);
-    let cold = x.cold.as_ref().and_then(|c| cold_at(c, x.cold_age_secs)).map(|k| ColdAt {
-        promotion_budget_percent_per_min: promotion_budget,
-        over_promotion_budget: k.promotion_percent_per_min > promotion_budget
-            && k.promoted_bytes_per_sec > PROMOTION_FLOOR_PAGES_PER_SEC * ps as f64,
-        promotion_under_floor: k.promoted_bytes_per_sec
-            <= PROMOTION_FLOOR_PAGES_PER_SEC * ps as f64,
-        pool_factor: own.cold.clone(),
-        ..k
-    });
+    let cold = x.cold.as_ref().and_then(|c| cold_at(c, x.cold_age_secs, promotion_budget, ps));
+    let cold = cold.map(|k| ColdAt { pool_factor: own.cold.clone(), ..k });
     let cold_unseen = match (&cold, &x.cold, &x.cold_unseen) {
         (Some(_), _, _) => None,
         (None, _, Some(why)) => Some(why.to_string()),
@@ -374,13 +384,19 @@ pub fn promotion(curve: &ColdCurve, t: u64) -> Option<(f64, bool)> {
     })
 }
 
-/// The cold-age point from `curve`, where it reached `t` seconds.
-fn cold_at(curve: &ColdCurve, t: u64) -> Option<ColdAt> {
+/// The cold-age point from `curve`, where it reached `t` seconds, checked against `budget`
+/// (percent of the working set a minute): the processes over it on their own left out.
+fn cold_at(curve: &ColdCurve, t: u64, budget: f64, ps: u64) -> Option<ColdAt> {
     let i = curve.ages_secs.iter().position(|&a| a == t)?;
-    let cold = curve.cold_bytes_at_age[i];
     let (promoted, bound) = promotion(curve, t)?;
-    let working_set = curve.anon_bytes.saturating_sub(cold);
-    let percent = if working_set == 0 { 0.0 } else { 100.0 * promoted * 60.0 / working_set as f64 };
+    let left_out = over_budget(curve, t, budget, ps);
+    let sum = |f: fn(&OverBudget) -> u64| left_out.iter().map(f).sum::<u64>();
+    let anon = curve.anon_bytes.saturating_sub(sum(|p| p.anon_bytes));
+    let cold = curve.cold_bytes_at_age[i].saturating_sub(sum(|p| p.cold_bytes));
+    let back: f64 = left_out.iter().map(|p| p.promoted_bytes_per_sec).sum();
+    let promoted = (promoted - back).max(0.0);
+    let percent = percent_per_min(promoted, anon.saturating_sub(cold));
+    let floor = PROMOTION_FLOOR_PAGES_PER_SEC * ps as f64;
     Some(ColdAt {
         age_secs: t,
         anon_bytes: curve.anon_bytes,
@@ -390,11 +406,50 @@ fn cold_at(curve: &ColdCurve, t: u64) -> Option<ColdAt> {
         promoted_bytes_per_sec: promoted,
         promotion_bound: bound,
         promotion_percent_per_min: percent,
-        promotion_budget_percent_per_min: 0.0,
-        over_promotion_budget: false,
-        promotion_under_floor: false,
+        promotion_budget_percent_per_min: budget,
+        over_promotion_budget: percent > budget && promoted > floor,
+        promotion_under_floor: promoted <= floor,
         pool_factor: BTreeMap::new(),
+        left_out,
     })
+}
+
+/// `promoted` bytes a second as a share of `working_set` bytes a minute (0 with none).
+fn percent_per_min(promoted: f64, working_set: u64) -> f64 {
+    if working_set == 0 { 0.0 } else { 100.0 * promoted * 60.0 / working_set as f64 }
+}
+
+/// The processes of `curve` still running at `t` whose own memory idle for `t` comes back over
+/// `budget` and over [`PROMOTION_FLOOR_PAGES_PER_SEC`]: from `t` on where the curve reaches
+/// past it, else over the interval before it (as [`promotion`]).
+pub fn over_budget(curve: &ColdCurve, t: u64, budget: f64, ps: u64) -> Vec<OverBudget> {
+    let Some(i) = curve.ages_secs.iter().position(|&a| a == t) else { return Vec::new() };
+    let at = &curve.read_at_secs;
+    let (from, to) = if i + 1 < curve.ages_secs.len() { (i, i + 1) } else { (i.max(1) - 1, i) };
+    let floor = PROMOTION_FLOOR_PAGES_PER_SEC * ps as f64;
+    curve
+        .per_process
+        .iter()
+        .filter(|p| p.exited_before_secs.is_none() && from < to)
+        .filter_map(|p| {
+            let cold = |k: usize| p.cold_bytes_at_age.get(k).copied();
+            let vanished = |k: usize| p.vanished_bytes_at_age.get(k).copied().unwrap_or(0);
+            let fell = cold(from)?.saturating_sub(cold(to)?);
+            let back = fell.saturating_sub(vanished(to).saturating_sub(vanished(from)));
+            let dt = at.get(to)? - at.get(from)?;
+            let rate = if dt > 0.0 { back as f64 / dt } else { 0.0 };
+            let cold_t = cold(i)?;
+            let percent = percent_per_min(rate, p.anon_bytes.saturating_sub(cold_t));
+            (percent > budget && rate > floor).then(|| OverBudget {
+                pid: p.pid,
+                comm: p.comm.clone(),
+                anon_bytes: p.anon_bytes,
+                cold_bytes: cold_t,
+                promoted_bytes_per_sec: rate,
+                promotion_percent_per_min: percent,
+            })
+        })
+        .collect()
 }
 
 /// What `c` saves per byte moved out: 1 less its pool over the basis' pages uncompressed.

@@ -114,8 +114,11 @@ pub fn choose(op: &OperatingPoint, x: &Input) -> Result<Proactive, String> {
         ));
     }
     let (mechanism, why) = mechanism(a)?;
+    // The processes whose own idle memory comes back over the budget are never paged out.
+    let mut exclude = x.exclude.clone();
+    exclude.pids.extend(k.left_out.iter().map(|p| p.pid).filter(|p| !x.exclude.pids.contains(p)));
     let agent = (mechanism == Mechanism::ProcessMadvise)
-        .then(|| AgentConfig { exclude: x.exclude.clone(), ..AgentConfig::new(k.age_secs) });
+        .then(|| AgentConfig { exclude, ..AgentConfig::new(k.age_secs) });
     Ok(Proactive {
         mechanism,
         why,

@@ -142,9 +142,23 @@ pub fn proactive(r: &LabReport) -> Option<String> {
     let saves = d.chosen(&r.candidates).and_then(|c| c.at_cold_age).map_or(String::new(), |a| {
         format!(", held in {} (saves {})", b(a.pool_bytes as f64), b(a.memory_saved_bytes as f64))
     });
+    let left =
+        d.operating_point.as_ref().and_then(|o| o.cold.as_ref()).map_or(&[][..], |k| &k.left_out);
+    let left_out = if left.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<String> = left
+            .iter()
+            .map(|o| format!("{} (pid {}, {} idle)", o.comm, o.pid, b(o.cold_bytes as f64)))
+            .collect();
+        format!(
+            "; never paged out, their own idle memory coming back over the promotion budget: {}",
+            names.join(", ")
+        )
+    };
     Some(format!(
         "Proactive reclaim: {how} anonymous memory idle for {} ({}): it moves {} out now{saves}; \
-         {:.1} pages a second come back; --no-proactive leaves it out.",
+         {:.1} pages a second come back{left_out}; --no-proactive leaves it out.",
         age(p.cold_age_secs),
         p.why,
         b(p.moves_bytes as f64),

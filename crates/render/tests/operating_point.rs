@@ -133,3 +133,73 @@ fn a_trickle_under_one_page_a_second_is_said_to_be_within_the_budget() {
     assert!(text.contains("0.07 pages a second: under one, within the budget"), "{text}");
     assert!(!text.contains("over the promotion budget"), "{text}");
 }
+
+/// The only process, its own idle memory coming back over the budget, is left out: its bytes
+/// move nothing, and the rest (nothing) is not over the budget.
+#[test]
+fn a_process_over_the_budget_on_its_own_moves_nothing() {
+    use zmem_kernel::cold::ProcessCold;
+    let mut c = curve();
+    c.per_process = vec![ProcessCold {
+        pid: 77,
+        comm: "busy".into(),
+        anon_bytes: c.anon_bytes,
+        mappings: 1,
+        cold_bytes_at_age: c.cold_bytes_at_age.clone(),
+        vanished_bytes_at_age: vec![0; 3],
+        referenced_total_bytes_at_age: vec![0; 3],
+        exited_before_secs: None,
+        memory_cgroup: None,
+    }];
+    let r = run(calm(), OperatingInput { cold: Some(c), ..OperatingInput::default() });
+    let k = r.decision.operating_point.as_ref().and_then(|o| o.cold.as_ref()).expect("T read");
+    assert_eq!(k.left_out.iter().map(|p| p.pid).collect::<Vec<_>>(), [77]);
+    assert_eq!(k.cold_bytes, 0, "its bytes are left out");
+    assert!(!k.over_promotion_budget, "{k:?}");
+}
+
+/// With proactive reclaim, the processes left out by the budget are named as never paged out,
+/// and the agent excludes them.
+#[test]
+fn the_proactive_words_name_the_processes_left_out() {
+    use zmem_kernel::cold::ProcessCold;
+    let p = |pid: u32, comm: &str, anon: u64, cold: [u64; 3]| ProcessCold {
+        pid,
+        comm: comm.into(),
+        anon_bytes: anon,
+        mappings: 1,
+        cold_bytes_at_age: cold.to_vec(),
+        vanished_bytes_at_age: vec![0; 3],
+        referenced_total_bytes_at_age: vec![0; 3],
+        exited_before_secs: None,
+        memory_cgroup: None,
+    };
+    let heap = p(10, "heap", 101 * MIB, [100 * MIB; 3]);
+    let busy = p(77, "busy", 2 * MIB, [2 * MIB, 2 * MIB, MIB]);
+    let mut c = curve();
+    c.anon_bytes = heap.anon_bytes + busy.anon_bytes;
+    c.cold_bytes_at_age =
+        (0..3).map(|i| heap.cold_bytes_at_age[i] + busy.cold_bytes_at_age[i]).collect();
+    c.returned_bytes_per_sec = vec![0.0, MIB as f64 / 30.0];
+    c.per_process = vec![heap, busy];
+    let opts = zmem_lab::LabOptions {
+        pressure: Some(PressureReading { now: calm(), window: None }),
+        operating: OperatingInput {
+            this_machine: true,
+            cold: Some(c),
+            ..OperatingInput::default()
+        },
+        proactive: zmem_lab::proactive::Input {
+            abilities: Some(zmem_lab::proactive::Abilities::default()),
+            ..zmem_lab::proactive::Input::default()
+        },
+        ..quick()
+    };
+    let r = lab_run(1024, 7, &opts);
+    let p =
+        r.decision.proactive.as_ref().unwrap_or_else(|| panic!("{:?}", r.decision.proactive_none));
+    assert_eq!(p.moves_bytes, 100 * MIB);
+    assert_eq!(p.agent.as_ref().expect("the agent").exclude.pids, [77]);
+    let text = report::decision::text(&r);
+    assert!(text.contains("never paged out, their own idle memory coming back over the promotion budget: busy (pid 77, 1.0 MiB idle)"), "{text}");
+}

@@ -206,6 +206,48 @@ fn a_trickle_under_one_page_a_second_is_within_the_promotion_budget() {
     assert!(!k.promotion_under_floor && k.over_promotion_budget);
 }
 
+/// An idle heap beside a shell that touches its memory: the machine-wide return (the shell's)
+/// is far over the budget of the tiny working set, but the budget is each process's own (as
+/// Google's is each job's): the shell is left out, the heap's 630 MiB move, nothing over.
+#[test]
+fn a_process_over_the_budget_on_its_own_is_left_out_the_rest_move() {
+    use zmem_kernel::cold::ProcessCold;
+    let b = basis(NowSource::Uncompressed);
+    let proc_cold = |pid: u32, comm: &str, anon: u64, cold: [u64; 3]| ProcessCold {
+        pid,
+        comm: comm.into(),
+        anon_bytes: anon,
+        mappings: 4,
+        cold_bytes_at_age: cold.to_vec(),
+        vanished_bytes_at_age: vec![0; 3],
+        referenced_total_bytes_at_age: vec![0; 3],
+        exited_before_secs: None,
+        memory_cgroup: None,
+    };
+    let heap = proc_cold(10, "node", 631 * MIB, [631 * MIB; 3]);
+    // 0.46 MiB came back between 30 s and 60 s: 16 KB/s, four pages a second.
+    let shell = proc_cold(20, "bash", 1152 * 1024, [1152 * 1024, 1152 * 1024, 676 * 1024]);
+    let cold: Vec<u64> =
+        (0..3).map(|i| heap.cold_bytes_at_age[i] + shell.cold_bytes_at_age[i]).collect();
+    let mut c = curve(&[10, 30, 60], &cold, heap.anon_bytes + shell.anon_bytes);
+    // As the observer computes it: over each interval the curve's reads are apart.
+    c.returned_bytes_per_sec = vec![0.0, (cold[1] - cold[2]) as f64 / 30.0];
+    c.per_process = vec![heap.clone(), shell.clone()];
+    let x = OperatingInput { cold: Some(c.clone()), ..OperatingInput::default() };
+    let (op, cands) = run(&b, Some(&calm()), &x);
+    let k = op.cold.expect("T read");
+    let left: Vec<u32> = k.left_out.iter().map(|p| p.pid).collect();
+    assert_eq!(left, [20], "{k:?}");
+    assert_eq!(k.cold_bytes, 631 * MIB, "the heap's bytes, not the shell's");
+    assert!(k.promoted_bytes_per_sec < 1.0 && !k.over_promotion_budget, "{k:?}");
+    assert_eq!(cands[0].at_cold_age.expect("a figure").moved_out_bytes, 631 * MIB);
+    // Without the per-process reading, the machine-wide return is over the budget.
+    c.per_process.clear();
+    let x = OperatingInput { cold: Some(c), ..x };
+    let (op, _) = run(&b, Some(&calm()), &x);
+    assert!(op.cold.expect("T read").over_promotion_budget);
+}
+
 /// The cold age reads the curve at T: its bytes scaled by each candidate's saving per byte,
 /// the promotion from the last interval before T (an upper bound) when the curve ends at T.
 #[test]

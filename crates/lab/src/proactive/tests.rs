@@ -140,3 +140,22 @@ fn exclude_lists_parse_by_kind_and_refuse_what_is_none() {
     assert!(Exclude::parse("tab\there").is_err());
     assert_eq!(Exclude::parse("").expect("empty"), Exclude::default());
 }
+
+/// A process left out by the promotion budget is never paged out: the agent excludes it beside
+/// what the owner named.
+#[test]
+fn the_agent_never_pages_out_a_process_left_out() {
+    let mut op = point(900 * MIB);
+    let k = op.cold.as_mut().expect("cold");
+    k.left_out = vec![crate::operating::OverBudget {
+        pid: 4321,
+        comm: "bash".into(),
+        anon_bytes: MIB,
+        cold_bytes: MIB / 2,
+        promoted_bytes_per_sec: 16e3,
+        promotion_percent_per_min: 150.0,
+    }];
+    let a = choose(&op, &input()).expect("proactive reclaim").agent.expect("the agent");
+    assert_eq!(a.exclude.pids, [4321]);
+    assert_eq!(a.exclude.comms, ["sshd"]);
+}

@@ -178,11 +178,16 @@ impl Plan {
     pub fn share(&self, pids: &[u32], t: u64) -> Option<f64> {
         let c = self.cold.as_ref()?;
         let i = c.ages_secs.iter().position(|&a| a == t)?;
-        let total = *c.cold_bytes_at_age.get(i)?;
+        // The cold bytes the decision moves: without the processes it leaves out (their own
+        // idle memory comes back over the promotion budget), which move nothing.
+        let k = self.decision.operating_point.as_ref().and_then(|o| o.cold.as_ref());
+        let left: Vec<u32> = k.map_or(Vec::new(), |k| k.left_out.iter().map(|p| p.pid).collect());
+        let total = k.map_or(c.cold_bytes_at_age.get(i).copied(), |k| Some(k.cold_bytes))?;
         let ours: u64 = c
             .per_process
             .iter()
             .filter(|p| pids.contains(&p.pid) && p.exited_before_secs.is_none())
+            .filter(|p| !left.contains(&p.pid))
             .filter_map(|p| p.cold_bytes_at_age.get(i))
             .sum();
         (total > 0).then(|| (ours as f64 / total as f64).min(1.0))
