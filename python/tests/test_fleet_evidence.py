@@ -114,7 +114,8 @@ def test_evidence_in_object_storage_is_copied_within_the_ceiling(mixed, monkeypa
     refused unread, in the Rust reader's words."""
     d, _ = mixed
     remote = pafs.SubTreeFileSystem(str(d), pafs.LocalFileSystem())
-    monkeypatch.setattr(fleet, "_fs", lambda path: (remote, path.rsplit("/", 1)[-1]))
+    # judge_evidence looks _fs up in zmem.fleet.tasks, the module it lives in.
+    monkeypatch.setattr(fleet.tasks, "_fs", lambda path: (remote, path.rsplit("/", 1)[-1]))
     got = fleet.judge_evidence("s3://bucket/ev2.evidence", {"cpu_budget": 1000})
     assert (got["host"], got["labels"], got["input_kind"]) == ("db-2", {"role": "db"}, "evidence")
     assert got["report"]["decision"]["kind"] == zmem.lab(

@@ -55,6 +55,10 @@ fn the_agent_runs_pages_out_and_writes_its_status() {
         "6",
         "--cpu-budget",
         "50",
+        // Pausing on pressure is the agent's unit tests' (reclaim::agent); here any build or
+        // test beside can lift memory PSI over 0.1 % and pause every tick of six.
+        "--psi-limit",
+        "100",
         "--pid",
         &pid,
         "--status",

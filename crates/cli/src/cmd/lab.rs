@@ -319,7 +319,19 @@ mod tests {
             "python/src/args.rs",
             "python/zmem/__init__.py",
             "python/zmem/_native.pyi",
-            "python/zmem/fleet.py",
+            "python/zmem/fleet/__init__.py",
+            "python/zmem/fleet/__main__.py",
+            "python/zmem/fleet/boxplot.py",
+            "python/zmem/fleet/choice.py",
+            "python/zmem/fleet/cli.py",
+            "python/zmem/fleet/driver.py",
+            "python/zmem/fleet/evidence.py",
+            "python/zmem/fleet/inputs.py",
+            "python/zmem/fleet/options.py",
+            "python/zmem/fleet/points.py",
+            "python/zmem/fleet/report.py",
+            "python/zmem/fleet/results.py",
+            "python/zmem/fleet/tasks.py",
         ] {
             let text = std::fs::read_to_string(root.join(file)).expect(file);
             assert!(!text.contains(&n), "{file} restates the default sample {n}");
