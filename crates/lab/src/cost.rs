@@ -93,6 +93,9 @@ pub struct Measured {
     pub recompress_ns: f64,
     pub load_p50_ns: u64,
     pub load_p99_ns: u64,
+    /// Its pool for every page projected onto, estimated apart (a sample's estimate for its
+    /// algorithm, `fit::Population`); none: projected from `pool_bytes`.
+    pub estimated_pool: Option<u64>,
 }
 
 /// The kernel's own CPU work per swap operation, beside the compressor's: what reclaim spends
@@ -209,8 +212,9 @@ pub fn project(
         _ => proj.pages as f64 / x.pages.max(1) as f64,
     };
     let pool = |x: &Measured| -> u64 {
-        let scaled = x.pool_bytes as f64 * scale(x);
-        scaled.round() as u64 + x.extra_bytes
+        let scaled =
+            x.estimated_pool.unwrap_or_else(|| (x.pool_bytes as f64 * scale(x)).round() as u64);
+        scaled + x.extra_bytes
     };
     let reclaim_cpu = SWAP_OVERHEAD.cpu_secs_per_sec(traffic);
     let recompressed_per_sec = |x: &Measured| {
@@ -331,6 +335,7 @@ mod tests {
             recompress_ns: recomp,
             load_p50_ns: p99 / 2,
             load_p99_ns: p99,
+            estimated_pool: None,
         }
     }
 

@@ -35,6 +35,15 @@ fn is_plain(r: &PolicyRow, algo: &str) -> bool {
     r.policy.algo == algo && r.policy.recomp.is_empty() && !r.policy.dict
 }
 
+/// A plain configuration's pool for every page of the population, from the sample's estimate
+/// of its algorithm ([`Population::estimates`]); none with a live device (its Now projects) or
+/// for other configurations.
+fn estimated_pool(r: &PolicyRow, now: Option<&Now>, p: Option<Population<'_>>) -> Option<u64> {
+    let e = p.filter(|_| now.is_none())?.estimates?;
+    let row = e.row(&r.policy.algo).filter(|_| is_plain(r, &r.policy.algo))?;
+    Some(row.pool_bytes.estimate.round().max(0.0) as u64)
+}
+
 /// Why a kernel cannot run a configuration, and the kernel options that would let it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Unfit {
@@ -122,16 +131,27 @@ fn unavailable(p: &crate::Policy, live: &crate::LiveConfig) -> Option<String> {
 /// candidates are projected onto all of it, not onto the pages measured, so the candidates'
 /// figures and the sample's estimates are on one basis.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Population {
+pub struct Population<'a> {
     pub pages: u64,
     /// The sample's estimate of the current configuration's pool for every page
-    /// ([`crate::sample::estimate`]): the other candidates are projected as ratios to it.
-    pub current_pool: u64,
+    /// ([`crate::sample::estimate`]), where it measured that configuration: the candidates
+    /// without an estimate of their own are projected as ratios to it (else by page count).
+    pub current_pool: Option<u64>,
+    /// The sample's estimates, by algorithm: a plain configuration takes its own. Its device's
+    /// pool on the sample, scaled, would carry that device's partly filled zspages (up to one
+    /// per size class, a fixed cost) as many times over as the sample is smaller than the whole,
+    /// and each algorithm's share of them differs, so no one ratio serves every algorithm (the
+    /// closed form the estimates use counts them once).
+    pub estimates: Option<&'a crate::sample::Estimates>,
 }
 
 /// The pages the candidates are projected onto: the live device's stored pages, else the
 /// sample's population, else the `measured` pages.
-pub fn projected_pages(now: Option<&Now>, population: Option<Population>, measured: u64) -> u64 {
+pub fn projected_pages(
+    now: Option<&Now>,
+    population: Option<Population<'_>>,
+    measured: u64,
+) -> u64 {
     let population = population.filter(|_| now.is_none());
     now.map(|n| n.stored_pages).or(population.map(|p| p.pages)).unwrap_or(measured).max(1)
 }
@@ -145,7 +165,7 @@ pub fn zram_candidates(
     kernel: Option<&KernelCaps>,
     rates: &Rates,
     budgets: &Budgets,
-    population: Option<Population>,
+    population: Option<Population<'_>>,
 ) -> Result<Vec<Candidate>, LabError> {
     if !rows.iter().any(|r| r.verified) {
         return Err(LabError::NothingVerified);
@@ -168,6 +188,7 @@ pub fn zram_candidates(
             recompress_ns: r.recompress_cpu_ns_per_page,
             load_p50_ns: r.load_latency.p50_ns,
             load_p99_ns: r.load_latency.p99_ns,
+            estimated_pool: estimated_pool(r, now, population),
         })
         .collect();
     let mm = |n: &Now, live: bool| {
@@ -177,7 +198,7 @@ pub fn zram_candidates(
     let proj = Projection {
         pages: projected_pages(now, population, rows[cur].pages),
         live_bytes: now.and_then(|n| mm(n, true)),
-        current_pool: now.and_then(|n| mm(n, false)).or(population.map(|p| p.current_pool)),
+        current_pool: now.and_then(|n| mm(n, false)).or(population.and_then(|p| p.current_pool)),
     };
     let traffic = Traffic {
         swap_ins_per_sec: rates.swap_ins_per_sec,

@@ -63,12 +63,10 @@ fn candidates_and_decision(f: &Findings) -> Result<Judged, LabError> {
     let estimates = f.estimates.as_ref();
     let now = f.now.as_ref();
     let now_algo = now.map_or(zmem_zram::DEFAULT_ALGORITHM, |n| n.config.comp_algorithm.as_str());
-    let population = estimates.and_then(|e| {
-        let row = e.row(now_algo)?;
-        Some(fit::Population {
-            pages: e.design.population_pages,
-            current_pool: row.pool_bytes.estimate.round().max(0.0) as u64,
-        })
+    let population = estimates.map(|e| fit::Population {
+        pages: e.design.population_pages,
+        current_pool: e.row(now_algo).map(|row| row.pool_bytes.estimate.round().max(0.0) as u64),
+        estimates: Some(e),
     });
     let (rates, budgets) = (&f.rates, &f.budgets);
     let mut cands =

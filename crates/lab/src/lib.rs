@@ -469,6 +469,11 @@ mod tests {
             assert!(x.pool_bytes.low <= x.pool_bytes.estimate);
             assert!(x.pool_bytes.estimate <= x.pool_bytes.high);
             assert!(x.ratio.low <= x.ratio.estimate && x.ratio.estimate <= x.ratio.high);
+            // Each plain candidate's pool is its own estimate, not the sample device's pool
+            // scaled by the current one's ratio (which carries each device's partly filled
+            // zspages as many times over as the sample is smaller).
+            let c = r.candidates.iter().find(|c| c.name == format!("zram {}", x.algo)).unwrap();
+            assert_eq!(c.pool_bytes, x.pool_bytes.estimate.round() as u64, "{}", x.algo);
         }
     }
 

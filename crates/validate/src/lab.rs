@@ -452,6 +452,7 @@ pub fn run(
             recompress_ns: row.recompress_cpu_ns_per_page,
             load_p50_ns: row.load_latency.p50_ns,
             load_p99_ns: row.load_latency.p99_ns,
+            estimated_pool: None,
         };
         // The traffic of the whole run in one "second": the projection's CPU seconds per
         // second are then the run's CPU seconds.
