@@ -180,8 +180,11 @@ pub fn measure_beside(
     };
     // Every algorithm measured alone gets its estimate.
     let plain: Vec<&str> = list.iter().filter(|p| p.is_plain()).map(|p| p.algo.as_str()).collect();
-    let estimates =
-        opts.sample.map(|design| sample::estimate(pages, ps, design, &plain)).transpose()?;
+    let facts = PageFacts { lengths: m.lengths, ..PageFacts::new(pages, ps) };
+    let estimates = opts
+        .sample
+        .map(|design| sample::estimate_from_facts(&facts, design, &plain))
+        .transpose()?;
     let zswap_measured = m.zswap.zip(zswap_plan).map(|((replayed, refs), zp)| {
         zswap::ZswapMeasured { replayed, refs, ref_algos: zp.refs, scale: zp.scale }
     });
@@ -192,7 +195,7 @@ pub fn measure_beside(
         identifies: findings::Identify::ALL,
         host: opts.host.clone(),
         source,
-        facts: PageFacts { lengths: m.lengths, ..PageFacts::new(pages, ps) },
+        facts,
         kernel: opts.kernel.clone(),
         compressors: m.compressors,
         allocators: m.allocators,

@@ -293,28 +293,32 @@ pub fn estimate(
     design: Design,
     algos: &[&str],
 ) -> Result<Estimates, LabError> {
+    estimate_from_facts(&crate::PageFacts::of_pages(pages, ps, algos)?, design, algos)
+}
+
+/// [`estimate`] from the pages' facts (the lab's measuring phase has each page's length with
+/// every compressor already: nothing is compressed again).
+pub fn estimate_from_facts(
+    facts: &crate::PageFacts,
+    design: Design,
+    algos: &[&str],
+) -> Result<Estimates, LabError> {
+    let ps = facts.page_size;
     let classes = ClassTable::new(ps, zmem_zram::ZramConfig::default().chain_size)
         .map_err(|e| LabError::Setup(format!("size classes: {e}")))?;
-    let huge = classes.huge_class_size();
-    let others: Vec<&[u8]> = pages.chunks_exact(ps).filter(|p| same_filled(p).is_none()).collect();
     let population =
         Population { pages: design.population_pages, same_filled: design.population_same_filled };
     let orig = (design.population_pages * ps as u64) as f64;
     let mut rows = Vec::new();
     let mut parts: Vec<FromLengths> = Vec::new();
     for algo in algos {
-        let mut stream = zmem_comp::create(algo, &zmem_comp::Params::default(), ps)?;
-        let mut buf = vec![0u8; zmem_comp::compress_bound(ps)];
-        let mut lens = Vec::with_capacity(others.len());
-        for (i, page) in others.iter().enumerate() {
-            let len = stream.compress(page, &mut buf).map_err(|err| LabError::Page {
-                algo: algo.to_string(),
-                page: i as u64,
-                err,
-            })?;
-            // zram_write_page: a page that compresses to huge_class_size or more is stored whole.
-            lens.push(if len >= huge { ps } else { len });
-        }
+        // What zram stores of each page that is not same-filled (those take no bytes): the
+        // object, or the page where the object reaches the huge class (`zram_write_page()`).
+        let stored = facts.stored(algo)?;
+        let lens: Vec<usize> = (stored.iter().zip(&facts.flags))
+            .filter(|(_, f)| **f & crate::facts::SAME == 0)
+            .map(|(&l, _)| l as usize)
+            .collect();
         let f = from_lengths(&classes, ps, population, &lens);
         let (pool, pool_bytes) = (f.pool_bytes.estimate, f.pool_bytes);
         let (lo, hi) = (pool_bytes.low.max(1.0), pool_bytes.high.max(1.0));
