@@ -24,7 +24,7 @@
 //! [`Candidate`] filled by the engine that projects it, and, if it ranks, as a step here.
 
 use serde::{Deserialize, Serialize};
-use zmem_kernel::reclaim::{GROUP_PAGES, Predicted};
+use zmem_kernel::reclaim::{GROUP_PAGES, HELD_IDLE_MAX_T, Predicted};
 
 use crate::candidate::{Basis, Candidate, Config, OverBudget};
 use crate::cost::CPU_NOISE;
@@ -477,6 +477,7 @@ pub fn attach_proactive(
     }
     if p.agent.is_some() {
         probe_holes(d, cands);
+        held_back(d, &mut p, cands);
     }
     let saved = d.memory_saved_bytes;
     if let Some(agent) = p.agent.as_mut() {
@@ -509,6 +510,24 @@ fn probe_holes(d: &mut Decision, cands: &[Candidate]) {
     let holes = (hot as f64 / GROUP_PAGES as f64 * per_byte).round() as i64;
     d.memory_saved_bytes -= holes;
     d.memory_saved_ci[0] -= holes;
+}
+
+/// What the agent holds resident of the memory that came back: a page that came back is
+/// marked hot and not paged out again until the mark ages, even once it is idle for T again
+/// (zmem-kernel's `reclaim`: hot for 4 T to 8 T). The point stays at the cold bytes (every
+/// page that came back may stay hot); the interval's low end reaches down by the saving of the
+/// most the agent can hold idle ([`HELD_IDLE_MAX_T`] T of the return, by Little's law).
+fn held_back(d: &mut Decision, p: &mut Proactive, cands: &[Candidate]) {
+    if d.operating_point.as_ref().is_none_or(|o| o.named != Named::ColdAge) {
+        return;
+    }
+    let Some(at) = d.chosen(cands).and_then(|c| c.at_cold_age) else { return };
+    let per_byte = at.pool_bytes as f64 / at.moved_out_bytes.max(1) as f64;
+    let span = (HELD_IDLE_MAX_T as u64).saturating_mul(p.cold_age_secs) as f64;
+    let held = (p.promoted_bytes_per_sec.max(0.0) * span).min(p.moves_bytes as f64);
+    p.held_back_bytes = held.round() as u64;
+    p.held_back_saved_bytes = (held * (1.0 - per_byte).max(0.0)).round() as i64;
+    d.memory_saved_ci[0] -= p.held_back_saved_bytes;
 }
 
 #[cfg(test)]

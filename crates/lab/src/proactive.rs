@@ -76,6 +76,16 @@ pub struct Proactive {
     pub moves_bytes: u64,
     /// What comes back (the measured return of memory idle for T).
     pub promoted_bytes_per_sec: f64,
+    /// The agent's pages that came back and are idle for T again, which it holds resident
+    /// until their hot mark ages (zmem-kernel's `reclaim::HELD_IDLE_MAX_T`): at most, once it
+    /// has run that long, the return times that many T (Little's law), and as few as none
+    /// (every page that came back stays hot). The decision's interval reaches down by their
+    /// saving (`held_back_saved_bytes`); 0 without the agent.
+    #[serde(default)]
+    pub held_back_bytes: u64,
+    /// What `held_back_bytes` would have saved: how far the interval's low end reaches down.
+    #[serde(default)]
+    pub held_back_saved_bytes: i64,
     /// The agent's configuration, for `process_madvise`.
     pub agent: Option<AgentConfig>,
 }
@@ -125,6 +135,8 @@ pub fn choose(op: &OperatingPoint, x: &Input) -> Result<Proactive, String> {
         cold_age_secs: k.age_secs,
         moves_bytes: k.cold_bytes,
         promoted_bytes_per_sec: k.promoted_bytes_per_sec,
+        held_back_bytes: 0,
+        held_back_saved_bytes: 0,
         agent,
     })
 }

@@ -156,9 +156,19 @@ pub fn proactive(r: &LabReport) -> Option<String> {
             names.join(", ")
         )
     };
+    let held = if p.held_back_bytes == 0 {
+        String::new()
+    } else {
+        format!(
+            " (the agent keeps what came back resident while its hot mark ages, up to {} \
+             once it has run 8 times T: the saving's interval reaches {} lower for it)",
+            b(p.held_back_bytes as f64),
+            b(p.held_back_saved_bytes as f64)
+        )
+    };
     Some(format!(
         "Proactive reclaim: {how} anonymous memory idle for {} ({}): it moves {} out now{saves}; \
-         {:.1} pages a second come back{left_out}; --no-proactive leaves it out.",
+         {:.1} pages a second come back{held}{left_out}; --no-proactive leaves it out.",
         age(p.cold_age_secs),
         p.why,
         b(p.moves_bytes as f64),

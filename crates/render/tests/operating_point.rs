@@ -202,4 +202,17 @@ fn the_proactive_words_name_the_processes_left_out() {
     assert_eq!(p.agent.as_ref().expect("the agent").exclude.pids, [77]);
     let text = report::decision::text(&r);
     assert!(text.contains("never paged out, their own idle memory coming back over the promotion budget: busy (pid 77, 1.0 MiB idle)"), "{text}");
+    // Nothing of the heap comes back, so the agent holds nothing back: no words for it.
+    assert_eq!(p.held_back_bytes, 0);
+    assert!(!text.contains("hot mark"), "{text}");
+    let mut r = r;
+    let q = r.decision.proactive.as_mut().expect("attached");
+    (q.held_back_bytes, q.held_back_saved_bytes) = (21 * MIB, 14 * MIB as i64);
+    let text = report::decision::text(&r);
+    assert!(
+        text.contains(
+            "up to 21.0 MiB once it has run 8 times T: the saving's interval reaches 14.0 MiB lower"
+        ),
+        "{text}"
+    );
 }

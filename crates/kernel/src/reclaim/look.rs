@@ -36,6 +36,15 @@ pub(super) struct Proc {
     pub refused: bool,
 }
 
+/// How often, in T, the hot marks age: a page that came back stays hot for one to two of
+/// these (see [`super::bits::Pages::rotate`]).
+pub const HOT_AGES_EVERY_T: u32 = 4;
+
+/// The most T a page that came back is held resident while idle for T again: hot for up to
+/// 2 · [`HOT_AGES_EVERY_T`] T, of which the first T it is not idle for T yet. The lab bounds
+/// what the agent leaves resident with it (by Little's law, the return rate times this).
+pub const HELD_IDLE_MAX_T: u32 = 2 * HOT_AGES_EVERY_T - 1;
+
 /// Pages in a sample's group: one page of each group is paged out first, and the group's
 /// others follow only where that one did not come back.
 pub const GROUP_PAGES: u64 = 16;
@@ -113,10 +122,10 @@ impl Proc {
         });
     }
 
-    /// Ages the hot marks every 4·T (see [`Pages::rotate`]).
+    /// Ages the hot marks every [`HOT_AGES_EVERY_T`] T (see [`Pages::rotate`]).
     fn age_hot_marks(&mut self, now: Instant, cold_age: Duration) {
         let at = *self.rotated_at.get_or_insert(now);
-        if now.saturating_duration_since(at) >= cold_age * 4 {
+        if now.saturating_duration_since(at) >= cold_age * HOT_AGES_EVERY_T {
             self.maps.values_mut().for_each(|m| m.pages.rotate());
             self.rotated_at = Some(now);
         }

@@ -70,7 +70,7 @@ pub use config::{
     DEFAULT_PSI_LIMIT, Exclude, MAX_COLD_AGE_SECS, Predicted, default_period,
 };
 pub use cpu::{CpuClock, process_cpu_seconds, thread_cpu_seconds};
-pub use look::GROUP_PAGES;
+pub use look::{GROUP_PAGES, HELD_IDLE_MAX_T, HOT_AGES_EVERY_T};
 pub use status::{AgentStats, AgentStatus, STATUS_SCHEMA};
 
 use crate::KernelError;

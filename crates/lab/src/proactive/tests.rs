@@ -159,3 +159,33 @@ fn the_agent_never_pages_out_a_process_left_out() {
     assert_eq!(a.exclude.pids, [4321]);
     assert_eq!(a.exclude.comms, ["sshd"]);
 }
+
+/// Memory that comes back is held resident by the agent until its hot mark ages, idle or not:
+/// the interval's low end reaches down by the most it can hold (the return times 7 T), the
+/// point and the high end stay (every page that came back may stay hot).
+#[test]
+fn the_interval_reaches_down_by_what_the_agent_holds_back() {
+    let b = basis(NowSource::Uncompressed);
+    let x =
+        OperatingInput { cold: Some(curve(&[60], &[900 * MIB], 1000 * MIB)), ..Default::default() };
+    let cands = run(&b, Some(&calm()), &x).1;
+    let attach = |promoted: f64| {
+        let mut p = choose(&point(900 * MIB), &input()).expect("proactive reclaim");
+        p.promoted_bytes_per_sec = promoted;
+        let mut d = decision(Kind::Zram);
+        d.chosen = Some(0);
+        crate::decision::attach_proactive(&mut d, &cands, Ok(p), Named::Today, PS, 1.0);
+        d
+    };
+    let (calm, back) = (attach(0.0), attach(10_000.0));
+    let p = back.proactive.as_ref().expect("attached");
+    assert_eq!(p.held_back_bytes, 10_000 * 7 * 60, "the return times 7 T");
+    // The pool takes a third of each byte moved: a held byte would have saved two thirds.
+    let saved = p.held_back_saved_bytes as f64 / p.held_back_bytes as f64;
+    assert!((saved - 2.0 / 3.0).abs() < 1e-3, "{saved}");
+    assert_eq!(back.memory_saved_ci[0], calm.memory_saved_ci[0] - p.held_back_saved_bytes);
+    assert_eq!(back.memory_saved_bytes, calm.memory_saved_bytes);
+    assert_eq!(back.memory_saved_ci[1], calm.memory_saved_ci[1]);
+    let none = calm.proactive.as_ref().expect("attached");
+    assert_eq!((none.held_back_bytes, none.held_back_saved_bytes), (0, 0));
+}

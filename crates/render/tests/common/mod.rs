@@ -64,6 +64,8 @@ pub fn with_agent(exclude: zmem_kernel::reclaim::Exclude) -> Decision {
         cold_age_secs: 60,
         moves_bytes: 900 << 20,
         promoted_bytes_per_sec: 10240.0,
+        held_back_bytes: 0,
+        held_back_saved_bytes: 0,
         agent: Some(zmem_kernel::reclaim::AgentConfig {
             exclude,
             predicted: Some(predicted),

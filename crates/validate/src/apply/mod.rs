@@ -175,6 +175,7 @@ pub fn run(
     let before = machine::Machine::read();
     let agent = plan.agent(cfg.no_proactive);
     let predicted = plan.predicted(agent.is_ok());
+    let predicted = if agent.is_ok() { plan.within(predicted, cfg.seconds) } else { predicted };
     let predicted = match (&cfg.pids, agent.is_ok()) {
         (Some(pids), true) => plan.scoped(predicted, pids),
         _ => predicted,

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 use zmem_kernel::cold::ColdCurve;
-use zmem_kernel::reclaim::AgentConfig;
+use zmem_kernel::reclaim::{AgentConfig, HELD_IDLE_MAX_T};
 use zmem_lab::decision::{Decision, Kind, Reason};
 use zmem_lab::operating::Named;
 use zmem_lab::proactive::{Mechanism, Proactive};
@@ -170,6 +170,19 @@ impl Plan {
             operating_point: named.map_or("none".into(), named_text),
             note: None,
         }
+    }
+
+    /// `p` for a watch of `seconds`: the agent can hold back (the decision's
+    /// `held_back_bytes`) only what came back and then stayed idle for T, so at most the
+    /// return over the watch less T, not yet its steady state's [`HELD_IDLE_MAX_T`] T. The
+    /// interval's low end comes up by the rest.
+    pub fn within(&self, p: Predicted, seconds: u64) -> Predicted {
+        let Some(k) = self.proactive().filter(|k| k.held_back_saved_bytes > 0) else { return p };
+        let steady = (HELD_IDLE_MAX_T as u64).saturating_mul(k.cold_age_secs).max(1);
+        let f = (seconds.saturating_sub(k.cold_age_secs) as f64 / steady as f64).min(1.0);
+        let rest = (k.held_back_saved_bytes as f64 * (1.0 - f)).round() as i64;
+        let ci = [(p.memory_saved_ci[0] + rest).min(p.memory_saved_bytes), p.memory_saved_ci[1]];
+        Predicted { memory_saved_ci: ci, ..p }
     }
 
     /// The share of the cold bytes at `t` seconds that `pids` held when the lab read its cold

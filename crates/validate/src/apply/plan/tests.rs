@@ -101,6 +101,8 @@ pub(crate) fn plan() -> Plan {
             cold_age_secs: 3,
             moves_bytes: cold.moved_out_bytes,
             promoted_bytes_per_sec: 40960.0,
+            held_back_bytes: 0,
+            held_back_saved_bytes: 0,
             agent: Some(agent),
         }),
         proactive_none: None,
@@ -133,6 +135,29 @@ fn the_prediction_is_the_decisions_at_the_cold_age() {
     assert_eq!(p.memory_saved_bytes, plan().decision.memory_saved_bytes);
     assert_eq!(p.swap_ins_per_sec, 10.0, "40960 bytes a second in 4096-byte pages");
     assert!(p.note.is_none());
+}
+
+/// The agent holds back only what came back and stayed idle for T: a watch shorter than T
+/// holds nothing back yet, one of T + 7 T or longer all the decision's interval allows.
+#[test]
+fn a_short_watch_holds_back_less_than_the_steady_state() {
+    let mut pl = plan();
+    let k = pl.decision.proactive.as_mut().unwrap();
+    (k.held_back_bytes, k.held_back_saved_bytes) = (7 * 3 * 40960, 700_000);
+    pl.decision.memory_saved_ci[0] -= 700_000;
+    let steady = pl.predicted(true);
+    let t = 3;
+    assert_eq!(pl.within(steady.clone(), t + 7 * t), steady, "8 T: the steady state");
+    assert_eq!(pl.within(steady.clone(), 60 * t), steady);
+    let none = pl.within(steady.clone(), t);
+    assert_eq!(none.memory_saved_ci[0], steady.memory_saved_ci[0] + 700_000, "T: nothing yet");
+    let half = pl.within(steady.clone(), t + 3 * t);
+    let want = steady.memory_saved_ci[0] + 700_000 - 300_000;
+    assert_eq!(half.memory_saved_ci[0], want, "3 of 7 T: 3/7 of it");
+    assert_eq!(
+        (half.memory_saved_bytes, half.memory_saved_ci[1]),
+        (steady.memory_saved_bytes, steady.memory_saved_ci[1])
+    );
 }
 
 #[test]
