@@ -54,6 +54,7 @@ mod agent;
 mod bits;
 mod config;
 mod cpu;
+pub mod damon;
 mod look;
 mod procfs;
 mod status;

@@ -61,11 +61,11 @@ impl Fake {
         self.dir.path()
     }
 
-    fn path(&self, rel: &str) -> PathBuf {
+    pub(crate) fn path(&self, rel: &str) -> PathBuf {
         self.dir.path().join(rel)
     }
 
-    fn put(&self, rel: &str, value: &str) {
+    pub(crate) fn put(&self, rel: &str, value: &str) {
         let p = self.path(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, format!("{value}\n")).unwrap();

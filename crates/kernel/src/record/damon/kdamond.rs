@@ -211,46 +211,42 @@ impl Kdamond {
 }
 
 impl Drop for Kdamond {
-    /// `state` = `off` (unless it reads `off` already: writing `off` to a stopped kdamond is an
-    /// error), then `nr_kdamonds` = 0, only while it still reads 1 (ours alone: anything else
-    /// means someone else changed the list, and theirs is left alone). The kernel refuses
-    /// `nr_kdamonds` with EBUSY while a kdamond runs, so that write is retried for up to a
-    /// second while ours stops. Errors go to stderr.
     fn drop(&mut self) {
-        let state = self.dir.join("state");
-        if sysfs::read(&state).ok().as_deref() != Some("off")
-            && let Err(e) = sysfs::write(&state, "off")
-        {
-            eprintln!("zmem: stopping our kdamond: {e}");
-        }
-        let nr = self.kdamonds.join("nr_kdamonds");
-        match sysfs::read_num::<u64>(&nr) {
-            Ok(1) => {}
-            Ok(n) => {
-                eprintln!(
-                    "zmem: {} reads {n}, not the 1 kdamond we made: left as it is",
-                    nr.display()
-                );
-                return;
-            }
-            Err(e) => {
-                eprintln!("zmem: removing our kdamond: {e}");
-                return;
-            }
-        }
-        for attempt in 0.. {
-            match sysfs::write(&nr, 0) {
-                Ok(()) => return,
-                Err(KernelError::Io { error, .. })
-                    if error.raw_os_error() == Some(libc::EBUSY) && attempt < 20 =>
-                {
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-                Err(e) => {
-                    eprintln!("zmem: removing our kdamond: {e}");
-                    return;
-                }
-            }
+        if let Err(e) = remove_ours(&self.kdamonds) {
+            eprintln!("zmem: {e}");
         }
     }
+}
+
+/// Stops and removes kdamond 0, ours: `state` = `off` (unless it reads `off` already: writing
+/// `off` to a stopped kdamond is an error), then `nr_kdamonds` = 0, only while it still reads 1
+/// (ours alone: anything else means someone else changed the list, and theirs is left alone,
+/// an error saying so). The kernel refuses `nr_kdamonds` with EBUSY while a kdamond runs, so
+/// that write is retried for up to a second while ours stops. `kdamonds` is `admin/kdamonds`.
+pub(crate) fn remove_ours(kdamonds: &Path) -> Result<(), KernelError> {
+    let state = kdamonds.join("0/state");
+    if sysfs::read(&state).ok().as_deref() != Some("off") {
+        sysfs::write(&state, "off")
+            .map_err(|e| KernelError::Invalid(format!("stopping our kdamond: {e}")))?;
+    }
+    let nr = kdamonds.join("nr_kdamonds");
+    let n = sysfs::read_num::<u64>(&nr)
+        .map_err(|e| KernelError::Invalid(format!("removing our kdamond: {e}")))?;
+    if n != 1 {
+        return Err(KernelError::Invalid(format!(
+            "{} reads {n}, not the 1 kdamond we made: left as it is",
+            nr.display()
+        )));
+    }
+    for attempt in 0.. {
+        match sysfs::write(&nr, 0) {
+            Err(KernelError::Io { error, .. })
+                if error.raw_os_error() == Some(libc::EBUSY) && attempt < 20 =>
+            {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            r => return r.map_err(|e| KernelError::Invalid(format!("removing our kdamond: {e}"))),
+        }
+    }
+    Ok(())
 }

@@ -53,10 +53,11 @@ pub(crate) mod fake;
 mod kdamond;
 mod regions;
 mod schemes;
-mod sysfs;
+pub(crate) mod sysfs;
 
 use std::path::Path;
 
+pub(crate) use kdamond::remove_ours;
 pub use kdamond::{Attrs, Kdamond};
 pub use schemes::{AnonPageout, anon_pageout};
 

@@ -10,20 +10,20 @@ use std::str::FromStr;
 use crate::KernelError;
 
 /// The file's content, trimmed.
-pub(super) fn read(path: &Path) -> Result<String, KernelError> {
+pub(crate) fn read(path: &Path) -> Result<String, KernelError> {
     std::fs::read_to_string(path)
         .map(|s| s.trim().to_string())
         .map_err(|e| KernelError::io(path, e))
 }
 
 /// The file's content as a number.
-pub(super) fn read_num<T: FromStr>(path: &Path) -> Result<T, KernelError> {
+pub(crate) fn read_num<T: FromStr>(path: &Path) -> Result<T, KernelError> {
     let s = read(path)?;
     s.parse().map_err(|_| KernelError::Invalid(format!("{}: not a number: {s:?}", path.display())))
 }
 
 /// Writes `value` to an existing file in one `write` (what sysfs stores act on).
-pub(super) fn write(path: &Path, value: impl std::fmt::Display) -> Result<(), KernelError> {
+pub(crate) fn write(path: &Path, value: impl std::fmt::Display) -> Result<(), KernelError> {
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .truncate(true)
