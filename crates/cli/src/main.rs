@@ -71,6 +71,10 @@ enum Command {
     /// Proactive reclaim: page out anonymous memory untouched for the cold age
     /// (process_madvise), pausing under memory pressure, within a CPU budget.
     Agent(cmd::agent::Args),
+    /// Proactive reclaim by DAMON: a kdamond of zmem's own whose scheme pages out anonymous
+    /// memory idle for the cold age (where DAMON's admin interface is free).
+    #[command(subcommand)]
+    Damon(cmd::damon::Damon),
     /// Dictionaries for zram's `algorithm_params dict=` (zstd, lz4): train and measure.
     #[command(subcommand)]
     Dict(cmd::dict::Dict),
@@ -102,6 +106,8 @@ const EXAMPLES: &[(&[&str], &str)] = &[
     (&["cold"], "sudo zmem cold --pid 1234 --ages 10s,1m,2m"),
     (&["exporter"], "zmem exporter --listen 127.0.0.1:9863"),
     (&["agent"], "sudo zmem agent --cold-age 120 --exclude sshd,/system.slice"),
+    (&["damon", "start"], "sudo zmem damon start --cold-age 120 --exclude /system.slice"),
+    (&["damon", "stop"], "sudo zmem damon stop"),
 ];
 
 /// The command line with every command's example line added to its help.
@@ -170,6 +176,7 @@ fn main() -> ExitCode {
         Command::Cold(args) => cmd::cold::run(&args),
         Command::Exporter(args) => cmd::exporter::run(&args),
         Command::Agent(args) => cmd::agent::run(&args),
+        Command::Damon(cmd) => cmd::damon::run(&cmd),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

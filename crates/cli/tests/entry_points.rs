@@ -40,6 +40,8 @@ const COVERED: &[(&str, &str)] = &[
         "validate_apply.rs: a fixture decision applied to a child for 10 s, with --json and --html",
     ),
     ("agent", "agent.rs: bad input, and the agent over a child for 6 s with its status file"),
+    ("damon start", "damon.rs: bad input; the scheme against fake sysfs in zmem-kernel"),
+    ("damon stop", "damon.rs: bad input; the stop against fake sysfs in zmem-kernel"),
     ("study allocators", "here"),
     ("status", "here"),
     ("exporter", "live"),

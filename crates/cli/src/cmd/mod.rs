@@ -8,6 +8,7 @@ pub mod codec;
 pub mod cold;
 pub mod comp_bench;
 pub mod conform;
+pub mod damon;
 pub mod dict;
 pub mod evidence;
 pub mod export;

@@ -124,6 +124,33 @@ impl DamonPageout {
         started
     }
 
+    /// [`Self::start`], then the pid recorded in `pid_file` (0644; its directory made 0755
+    /// where missing). A kdamond whose pid could not be recorded is stopped again: nothing
+    /// could tell later that it is ours.
+    pub fn start_recorded(
+        &self,
+        admin: &Path,
+        iomem: &str,
+        pid_file: &Path,
+    ) -> Result<i64, KernelError> {
+        let pid = self.start(admin, iomem)?;
+        let recorded = pid_file
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .map_or(Ok(()), |d| zmem_files::ensure_dir(d, zmem_files::Kind::Shared))
+            .and_then(|()| {
+                zmem_files::write(pid_file, zmem_files::Kind::Shared, format!("{pid}\n").as_bytes())
+            });
+        if let Err(e) = recorded {
+            let _ = stop(admin, pid);
+            return Err(KernelError::Invalid(format!(
+                "{}: {e} (the kdamond was stopped again)",
+                pid_file.display()
+            )));
+        }
+        Ok(pid)
+    }
+
     /// Everything under `kdamonds/0` but its state (module doc).
     fn configure(&self, kd: &Path, ram: &[(u64, u64)]) -> Result<(), KernelError> {
         sysfs::write(&kd.join("contexts/nr_contexts"), 1)?;
@@ -204,6 +231,14 @@ pub fn stop(admin: &Path, pid: i64) -> Result<bool, KernelError> {
     }
     remove_ours(&kdamonds)?;
     Ok(true)
+}
+
+/// The pid [`DamonPageout::start_recorded`] recorded in `pid_file`.
+pub fn recorded_pid(pid_file: &Path) -> Result<i64, KernelError> {
+    let text = std::fs::read_to_string(pid_file).map_err(|e| KernelError::io(pid_file, e))?;
+    text.trim().parse::<i64>().ok().filter(|&p| p > 0).ok_or_else(|| {
+        KernelError::Invalid(format!("{}: not a pid: {:?}", pid_file.display(), text.trim()))
+    })
 }
 
 #[cfg(test)]

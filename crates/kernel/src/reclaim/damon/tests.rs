@@ -174,3 +174,26 @@ fn numbers_out_of_range_are_refused_before_any_write() {
     tiny.start(f.admin(), IOMEM).expect("started");
     assert_eq!(f.get(&format!("{S}/quotas/ms")), "1");
 }
+
+#[test]
+fn a_pid_that_cannot_be_recorded_stops_the_kdamond_again() {
+    let f = tree("paddr", 1);
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("run/zmem/damon.pid");
+    let pid = scheme(&[]).start_recorded(f.admin(), IOMEM, &pid_file).expect("started");
+    assert_eq!(recorded_pid(&pid_file).expect("recorded"), pid);
+    assert!(stop(f.admin(), pid).expect("stopped"));
+    // Its directory is a file: the record fails, and the kdamond does not stay.
+    std::fs::write(dir.path().join("blocked"), "").unwrap();
+    let e = scheme(&[])
+        .start_recorded(f.admin(), IOMEM, &dir.path().join("blocked/damon.pid"))
+        .expect_err("cannot record")
+        .to_string();
+    assert!(e.contains("stopped again"), "{e}");
+    assert_eq!(
+        (f.get("kdamonds/0/state"), f.get("kdamonds/nr_kdamonds")),
+        ("off".into(), "0".into())
+    );
+    std::fs::write(&pid_file, "-1\n").unwrap();
+    assert!(recorded_pid(&pid_file).is_err());
+}
