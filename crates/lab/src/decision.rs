@@ -480,6 +480,9 @@ pub fn attach_proactive(
         held_back(d, &mut p, cands);
     }
     let saved = d.memory_saved_bytes;
+    if let Some(damon) = p.damon.as_mut() {
+        damon.cpu_budget_percent = left;
+    }
     if let Some(agent) = p.agent.as_mut() {
         agent.cpu_budget_percent = left;
         agent.predicted = Some(Predicted {

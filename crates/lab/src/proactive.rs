@@ -7,14 +7,15 @@
 //! first this machine lets zmem use, in the order the kernel's own tools rank (a DAMON scheme
 //! in a kdamond of zmem's own, `memory.reclaim` on cgroup v2, then zmem's agent with
 //! `process_madvise(MADV_PAGEOUT)`): each one's reason for not being used is kept and said.
-//! zmem drives only the agent so far; where DAMON or `memory.reclaim` is free the report says
-//! so, and the agent is used.
+//! zmem drives DAMON (`zmem damon`: zmem-kernel's `reclaim::damon`) and the agent; where
+//! `memory.reclaim` is there the report says zmem does not drive it yet, and the agent is used.
 //!
 //! The decision's headline is then at the cold age (operating::Named::ColdAge); `--no-proactive`
 //! leaves it out and the headline is today's pressure.
 
 use serde::{Deserialize, Serialize};
-use zmem_kernel::reclaim::{AgentConfig, Exclude};
+use zmem_kernel::reclaim::damon::DamonPageout;
+use zmem_kernel::reclaim::{AgentConfig, DEFAULT_CPU_BUDGET_PERCENT, DEFAULT_PSI_LIMIT, Exclude};
 
 use crate::operating::OperatingPoint;
 
@@ -88,6 +89,9 @@ pub struct Proactive {
     pub held_back_saved_bytes: i64,
     /// The agent's configuration, for `process_madvise`.
     pub agent: Option<AgentConfig>,
+    /// The kdamond's scheme, for `damon` (`zmem damon start`).
+    #[serde(default)]
+    pub damon: Option<DamonPageout>,
 }
 
 /// The mechanism the decision would add at T, or why there is none. Checked before the
@@ -123,10 +127,16 @@ pub fn choose(op: &OperatingPoint, x: &Input) -> Result<Proactive, String> {
             k.age_secs
         ));
     }
-    let (mechanism, why) = mechanism(a)?;
     // The processes whose own idle memory comes back over the budget are never paged out.
     let mut exclude = x.exclude.clone();
     exclude.pids.extend(k.left_out.iter().map(|p| p.pid).filter(|p| !x.exclude.pids.contains(p)));
+    let (mechanism, why) = mechanism(a, &exclude)?;
+    let damon = (mechanism == Mechanism::Damon).then(|| DamonPageout {
+        cold_age_secs: k.age_secs,
+        cpu_budget_percent: DEFAULT_CPU_BUDGET_PERCENT,
+        psi_some_limit_percent: DEFAULT_PSI_LIMIT,
+        exclude_cgroups: exclude.cgroups.clone(),
+    });
     let agent = (mechanism == Mechanism::ProcessMadvise)
         .then(|| AgentConfig { exclude, ..AgentConfig::new(k.age_secs) });
     Ok(Proactive {
@@ -138,14 +148,36 @@ pub fn choose(op: &OperatingPoint, x: &Input) -> Result<Proactive, String> {
         held_back_bytes: 0,
         held_back_saved_bytes: 0,
         agent,
+        damon,
     })
 }
 
-/// The first mechanism zmem can use here, and why the ones before it are not used.
-fn mechanism(a: &Abilities) -> Result<(Mechanism, String), String> {
-    let damon = a.damon.clone().unwrap_or_else(|| {
-        "the admin interface is free, but zmem does not set up DAMON schemes yet".into()
-    });
+/// The first mechanism zmem can use here, and why the ones before it are not used. DAMON
+/// cannot honour exclusions by pid or name: a physical page's filters know its memory cgroup,
+/// not its process.
+fn mechanism(a: &Abilities, exclude: &Exclude) -> Result<(Mechanism, String), String> {
+    let by_process: Vec<String> = exclude
+        .pids
+        .iter()
+        .map(|p| format!("pid {p}"))
+        .chain(exclude.comms.iter().cloned())
+        .collect();
+    let damon = match &a.damon {
+        Some(why) => why.clone(),
+        None if by_process.is_empty() => {
+            return Ok((
+                Mechanism::Damon,
+                "DAMON's admin interface is free: a kdamond of zmem's own pages out with a \
+                 DAMON scheme (the kernel's own proactive reclaim)"
+                    .into(),
+            ));
+        }
+        None => format!(
+            "the admin interface is free, but its filters know a page's memory cgroup, not its \
+             process, and {} must never be paged out",
+            by_process.join(", ")
+        ),
+    };
     let reclaim = a
         .memory_reclaim
         .clone()

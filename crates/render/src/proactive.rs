@@ -1,6 +1,7 @@
 //! The proactive reclaim in the apply script (`zmem_lab::proactive`): the agent's values,
 //! checked against their grammars, for `templates/apply-tail.sh`, and the header's lines.
 
+use zmem_kernel::reclaim::damon::DamonPageout;
 use zmem_lab::Decision;
 use zmem_lab::proactive::Mechanism;
 
@@ -17,16 +18,46 @@ pub(crate) fn zmem_bin() -> String {
         .unwrap_or_else(|| "zmem".into())
 }
 
-/// The agent's values (`ZMEM_AGENT=0` where the decision has none).
+/// The proactive reclaim's values: the agent's (`ZMEM_AGENT`) or the DAMON scheme's
+/// (`ZMEM_DAMON`), each flag 0 where the decision has none.
 pub fn vars(d: &Decision) -> Result<Assignments, ScriptError> {
-    let Some(p) = d.proactive.as_ref().filter(|p| p.mechanism == Mechanism::ProcessMadvise) else {
-        return Ok(Assignments::default().flag("ZMEM_AGENT", false));
-    };
-    let Some(a) = &p.agent else {
-        return Ok(Assignments::default().flag("ZMEM_AGENT", false));
-    };
+    let none = Assignments::default().flag("ZMEM_AGENT", false).flag("ZMEM_DAMON", false);
+    let Some(p) = d.proactive.as_ref() else { return Ok(none) };
     let bin = zmem_bin();
     let bin = if bin == "zmem" { bin } else { script::path("zmem binary", &bin)? };
+    match (p.mechanism, &p.agent, &p.damon) {
+        (Mechanism::ProcessMadvise, Some(_), _) => {
+            Ok(agent_vars(p, &bin)?.flag("ZMEM_DAMON", false))
+        }
+        (Mechanism::Damon, _, Some(s)) => {
+            Ok(damon_vars(s)?.flag("ZMEM_AGENT", false).text("ZMEM_BIN", &bin))
+        }
+        _ => Ok(none),
+    }
+}
+
+/// The DAMON scheme's values: `zmem damon start`'s flags.
+fn damon_vars(s: &DamonPageout) -> Result<Assignments, ScriptError> {
+    let f = "proactive.damon";
+    let mut exclude = Vec::new();
+    for (i, v) in s.exclude_cgroups.iter().enumerate() {
+        let field = format!("proactive.damon.exclude_cgroups[{i}]");
+        if !v.starts_with('/') {
+            return Err(script::refuse(&field, v, "not a cgroup path"));
+        }
+        exclude.push(script::exclude_entry(&field, v)?);
+    }
+    Ok(Assignments::default()
+        .flag("ZMEM_DAMON", true)
+        .int("ZMEM_DAMON_COLD_AGE", i64::try_from(s.cold_age_secs).unwrap_or(i64::MAX))
+        .text("ZMEM_DAMON_CPU_BUDGET", &script::number(f, s.cpu_budget_percent, 100.0)?)
+        .text("ZMEM_DAMON_PSI_LIMIT", &script::number(f, s.psi_some_limit_percent, 100.0)?)
+        .text("ZMEM_DAMON_EXCLUDE", &exclude.join(",")))
+}
+
+/// The agent's values.
+fn agent_vars(p: &zmem_lab::proactive::Proactive, bin: &str) -> Result<Assignments, ScriptError> {
+    let Some(a) = &p.agent else { return Ok(Assignments::default().flag("ZMEM_AGENT", false)) };
     let mut exclude: Vec<String> = a.exclude.pids.iter().map(u32::to_string).collect();
     for (i, v) in a.exclude.comms.iter().chain(&a.exclude.cgroups).enumerate() {
         exclude.push(script::exclude_entry(&format!("proactive.agent.exclude[{i}]"), v)?);
@@ -39,7 +70,7 @@ pub fn vars(d: &Decision) -> Result<Assignments, ScriptError> {
     let f = "proactive.agent";
     Ok(Assignments::default()
         .flag("ZMEM_AGENT", true)
-        .text("ZMEM_BIN", &bin)
+        .text("ZMEM_BIN", bin)
         .int("ZMEM_AGENT_COLD_AGE", i64::try_from(a.cold_age_secs).unwrap_or(i64::MAX))
         .text("ZMEM_AGENT_CPU_BUDGET", &script::number(f, a.cpu_budget_percent, 100.0)?)
         .text("ZMEM_AGENT_PSI_LIMIT", &script::number(f, a.psi_some_avg10_limit, 100.0)?)
@@ -49,22 +80,33 @@ pub fn vars(d: &Decision) -> Result<Assignments, ScriptError> {
         .int("ZMEM_AGENT_PREDICTED_SAVED", pred.memory_saved_bytes))
 }
 
-/// What the agent changes (the header's list), where the decision has it.
+/// What the proactive reclaim changes (the header's list), where the decision has it.
 pub fn change(d: &Decision) -> Option<String> {
     let p = d.proactive.as_ref()?;
-    Some(format!(
-        "proactive reclaim: zmem agent started, paging out anonymous memory idle for {} s with \
-         process_madvise(MADV_PAGEOUT) (its status in /run/zmem/agent.json; stopped by the undo)",
-        p.cold_age_secs
-    ))
+    Some(match p.mechanism {
+        Mechanism::Damon => format!(
+            "proactive reclaim: kdamond 0, zmem's own, started with a DAMON pageout scheme for \
+             anonymous memory idle for {} s (its pid in /run/zmem/damon.pid; stopped and \
+             removed by the undo)",
+            p.cold_age_secs
+        ),
+        _ => format!(
+            "proactive reclaim: zmem agent started, paging out anonymous memory idle for {} s \
+             with process_madvise(MADV_PAGEOUT) (its status in /run/zmem/agent.json; stopped by \
+             the undo)",
+            p.cold_age_secs
+        ),
+    })
 }
 
 /// What it writes to run at every boot.
 pub fn persist(d: &Decision) -> Option<String> {
-    d.proactive.as_ref()?;
-    Some(
-        "$ROOT/etc/systemd/system/zmem-agent.service, enabled (the agent at every boot; started \
-         through systemd where systemd runs)"
+    Some(match d.proactive.as_ref()?.mechanism {
+        Mechanism::Damon => "$ROOT/etc/systemd/system/zmem-damon.service, enabled (the kdamond \
+                             at every boot; started through systemd where systemd runs)"
             .into(),
-    )
+        _ => "$ROOT/etc/systemd/system/zmem-agent.service, enabled (the agent at every boot; \
+              started through systemd where systemd runs)"
+            .into(),
+    })
 }

@@ -27,7 +27,7 @@ impl fmt::Display for ScriptError {
 
 impl std::error::Error for ScriptError {}
 
-fn refuse(field: &str, value: &str, grammar: &str) -> ScriptError {
+pub(crate) fn refuse(field: &str, value: &str, grammar: &str) -> ScriptError {
     ScriptError { field: field.into(), value: value.into(), grammar: grammar.into() }
 }
 

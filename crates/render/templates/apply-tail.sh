@@ -37,5 +37,40 @@ if [ "$ZMEM_AGENT" = 1 ]; then
     echo "zmem: proactive reclaim runs as pid $! (log: $STATE/agent.log)" >&2
   fi
 fi
+# Or a DAMON pageout scheme in a kdamond of zmem's own (zmem damon start): anonymous memory
+# idle for ZMEM_DAMON_COLD_AGE seconds, a CPU quota of ZMEM_DAMON_CPU_BUDGET % of a core, the
+# quota tuned to keep memory PSI some under ZMEM_DAMON_PSI_LIMIT %. The undo stops that kdamond
+# only (known by its pid).
+DAMON_UNIT=zmem-damon.service
+if [ "$ZMEM_DAMON" = 1 ]; then
+  set -- damon start --cold-age "$ZMEM_DAMON_COLD_AGE" --cpu-budget "$ZMEM_DAMON_CPU_BUDGET" \
+    --psi-limit "$ZMEM_DAMON_PSI_LIMIT" --pid-file /run/zmem/damon.pid
+  [ -z "$ZMEM_DAMON_EXCLUDE" ] || set -- "$@" --exclude "$ZMEM_DAMON_EXCLUDE"
+  systemd=0
+  if [ -z "$ROOT" ] && [ -d /run/systemd/system ] && command -v systemctl > /dev/null 2>&1; then
+    systemd=1
+  fi
+  if [ "$persist" = 1 ]; then
+    # Every value in ExecStart was checked against its grammar: no space, quote or %.
+    f=$ROOT/etc/systemd/system/$DAMON_UNIT
+    w=$ROOT/etc/systemd/system/multi-user.target.wants/$DAMON_UNIT
+    mkdir -p "$(dirname "$w")"
+    save_file "$f"
+    printf '[Unit]\nDescription=zmem proactive reclaim: a DAMON scheme pages out memory idle for %s s (zmem lab)\nAfter=swap.target\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=%s %s\nExecStop=%s damon stop --pid-file /run/zmem/damon.pid\n\n[Install]\nWantedBy=multi-user.target\n' \
+      "$ZMEM_DAMON_COLD_AGE" "$agent_bin" "$*" "$agent_bin" > "$f"
+    save_file "$w"
+    ln -sf "../$DAMON_UNIT" "$w"
+  fi
+  if [ "$persist" = 1 ] && [ "$systemd" = 1 ]; then
+    systemctl daemon-reload
+    systemctl start "$DAMON_UNIT"
+    echo "unit $DAMON_UNIT" >> "$STATE/log"
+    echo "zmem: proactive reclaim runs as $DAMON_UNIT" >&2
+  else
+    pid=$("$agent_bin" "$@")
+    echo "damon $pid $agent_bin" >> "$STATE/log"
+    echo "zmem: proactive reclaim runs as kdamond pid $pid" >&2
+  fi
+fi
 echo 'done' > "$STATE/applied"
 echo "zmem: applied; the undo script puts it back" >&2

@@ -32,6 +32,11 @@ awk '$1 == "agent" { print $2 }' "$log" | while read -r pid; do
     done
   fi
 done
+# 0b. The DAMON scheme's kdamond it started: zmem damon stop stops it only while kdamond 0
+#    still has that pid and is the only one (another's is left alone).
+awk '$1 == "damon" { print $2, $3 }' "$log" | while read -r pid bin; do
+  "$bin" damon stop --pid "$pid" --pid-file /run/zmem/damon.pid || true
+done
 # 1. zswap's parameters as they were, enabled last.
 awk '$1 == "zswap" && $2 != "enabled" { print $2, $3 }' "$log" | while read -r k v; do
   echo "$v" > "$SYS/module/zswap/parameters/$k"

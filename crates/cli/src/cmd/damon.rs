@@ -45,7 +45,7 @@ pub struct StopArgs {
     /// The kdamond's pid (default: the one recorded in --pid-file).
     #[arg(long, value_name = "PID", value_parser = count::<i64>(1, i32::MAX as u64))]
     pid: Option<i64>,
-    /// Where `start` recorded the pid; removed once that kdamond is stopped.
+    /// Where `start` recorded the pid; removed where it names the pid stopped.
     #[arg(long, value_name = "FILE", default_value = PID_FILE)]
     pid_file: PathBuf,
 }
@@ -94,7 +94,8 @@ fn stop(a: &StopArgs) -> anyhow::Result<()> {
              nothing changed"
         ));
     }
-    if a.pid.is_none() {
+    // The record goes with the kdamond it names (a record of another pid stays).
+    if reclaim::damon::recorded_pid(&a.pid_file).is_ok_and(|p| p == pid) {
         let _ = std::fs::remove_file(&a.pid_file);
     }
     Ok(())

@@ -29,6 +29,8 @@
 
 use std::path::Path;
 
+use serde::{Deserialize, Serialize};
+
 use crate::KernelError;
 use crate::record::damon::{self, Attrs, remove_ours, sysfs};
 
@@ -36,7 +38,7 @@ use crate::record::damon::{self, Attrs, remove_ours, sysfs};
 pub const QUOTA_RESET_MS: u64 = 1000;
 
 /// A DAMON pageout scheme for anonymous memory idle for at least `cold_age_secs`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DamonPageout {
     pub cold_age_secs: u64,
     /// CPU, in percent of a core, the scheme may take (its time quota).

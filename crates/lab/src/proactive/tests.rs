@@ -189,3 +189,47 @@ fn the_interval_reaches_down_by_what_the_agent_holds_back() {
     let none = calm.proactive.as_ref().expect("attached");
     assert_eq!((none.held_back_bytes, none.held_back_saved_bytes), (0, 0));
 }
+
+/// Where DAMON's admin interface is free, the kernel's own tool comes first: a kdamond of
+/// zmem's own with the cold age, the decision's CPU and the cgroups excluded. Exclusions by
+/// process it cannot honour, so they send the decision to the agent, saying why.
+#[test]
+fn damon_comes_first_where_it_is_free_and_nothing_is_excluded_by_process() {
+    let free = Abilities { damon: None, ..here() };
+    let cg = Exclude { cgroups: vec!["/system.slice".into()], ..Exclude::default() };
+    let x = Input { exclude: cg, abilities: Some(free.clone()), ..input() };
+    let p = choose(&point(900 * MIB), &x).expect("proactive reclaim");
+    assert_eq!(p.mechanism, Mechanism::Damon);
+    assert!(p.agent.is_none());
+    let s = p.damon.as_ref().expect("the scheme");
+    assert_eq!((s.cold_age_secs, &s.exclude_cgroups[..]), (60, &["/system.slice".to_string()][..]));
+    // The decision's CPU leaves it the rest of the budget, as it does the agent.
+    let b = basis(NowSource::Uncompressed);
+    let cands = run(&b, Some(&calm()), &OperatingInput::default()).1;
+    let mut d = decision(Kind::Zram);
+    d.chosen = Some(0);
+    d.cpu_seconds_per_second = 0.004;
+    crate::decision::attach_proactive(&mut d, &cands, Ok(p), Named::Today, PS, 1.0);
+    let s = d.proactive.and_then(|p| p.damon).expect("a scheme");
+    assert!((s.cpu_budget_percent - 0.6).abs() < 1e-9, "{}", s.cpu_budget_percent);
+    // A name excluded (the input's sshd): the agent, and the reason names it.
+    let x = Input { abilities: Some(free.clone()), ..input() };
+    let p = choose(&point(900 * MIB), &x).expect("proactive reclaim");
+    assert_eq!(p.mechanism, Mechanism::ProcessMadvise);
+    assert!(p.damon.is_none());
+    assert!(p.why.contains("not its process, and sshd must never be paged out"), "{}", p.why);
+    // A process left out by the promotion budget counts as excluded by pid.
+    let mut op = point(900 * MIB);
+    op.cold.as_mut().expect("cold").left_out = vec![crate::operating::OverBudget {
+        pid: 4321,
+        comm: "bash".into(),
+        anon_bytes: MIB,
+        cold_bytes: MIB / 2,
+        promoted_bytes_per_sec: 16e3,
+        promotion_percent_per_min: 150.0,
+    }];
+    let x = Input { exclude: Exclude::default(), abilities: Some(free), ..input() };
+    let p = choose(&op, &x).expect("proactive reclaim");
+    assert_eq!(p.mechanism, Mechanism::ProcessMadvise);
+    assert!(p.why.contains("pid 4321"), "{}", p.why);
+}

@@ -66,11 +66,27 @@ pub fn with_agent(exclude: zmem_kernel::reclaim::Exclude) -> Decision {
         promoted_bytes_per_sec: 10240.0,
         held_back_bytes: 0,
         held_back_saved_bytes: 0,
+        damon: None,
         agent: Some(zmem_kernel::reclaim::AgentConfig {
             exclude,
             predicted: Some(predicted),
             ..zmem_kernel::reclaim::AgentConfig::new(60)
         }),
+    });
+    d
+}
+
+/// A zram decision with a DAMON pageout scheme at T = 60 s, never paging out `cgroups`.
+pub fn with_damon(cgroups: &[&str]) -> Decision {
+    let mut d = with_agent(zmem_kernel::reclaim::Exclude::default());
+    let p = d.proactive.as_mut().expect("proactive");
+    p.mechanism = zmem_lab::proactive::Mechanism::Damon;
+    p.agent = None;
+    p.damon = Some(zmem_kernel::reclaim::damon::DamonPageout {
+        cold_age_secs: 60,
+        cpu_budget_percent: 0.5,
+        psi_some_limit_percent: 0.1,
+        exclude_cgroups: cgroups.iter().map(|c| c.to_string()).collect(),
     });
     d
 }

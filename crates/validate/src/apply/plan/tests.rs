@@ -103,6 +103,7 @@ pub(crate) fn plan() -> Plan {
             promoted_bytes_per_sec: 40960.0,
             held_back_bytes: 0,
             held_back_saved_bytes: 0,
+            damon: None,
             agent: Some(agent),
         }),
         proactive_none: None,

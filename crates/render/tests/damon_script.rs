@@ -1,0 +1,81 @@
+//! The DAMON pageout scheme in the apply and undo scripts (issue 55, item 2), run in the
+//! sandbox (`common::sandbox`): `zmem damon start` runs after the store is set up and its pid is
+//! logged; unless --no-persist a oneshot unit starts it at every boot and stops it; the undo runs
+//! `zmem damon stop` with that pid; a kdamond that appeared since the lab looked refuses the
+//! apply before anything changes; hostile cgroup values are refused naming the field.
+
+use zmem_lab::Policy;
+use zmem_lab::decision::Decision;
+use zmem_render::decision as dec;
+
+mod common;
+use common::sandbox::{Sandbox, ok, stub};
+use common::with_damon;
+
+const NR: &str = "sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds";
+
+fn script(d: &Decision) -> Result<String, zmem_render::script::ScriptError> {
+    dec::zram_apply_script(d, &Policy::single("lzo-rle"), None, 3600.0, None, &[])
+}
+
+/// A sandbox with a free DAMON interface and a stub `zmem` that prints a kdamond pid for
+/// `damon start`, as the real one does.
+fn sandbox(name: &str) -> Sandbox {
+    let sb = Sandbox::new(name);
+    sb.put(NR, "0\n");
+    stub(&sb.path("bin"), "zmem", "[ \"$1 $2\" = 'damon start' ] && echo 4242\ntrue");
+    sb
+}
+
+#[test]
+fn the_scheme_starts_with_the_decision_and_the_undo_stops_that_kdamond() {
+    let sb = sandbox("damon");
+    let s = script(&with_damon(&["/system.slice"])).expect("a script");
+    assert!(s.contains("kdamond 0, zmem's own, started with a DAMON pageout scheme"), "{s}");
+    ok(&sb.run("apply.sh", &s, &[]), "apply");
+    let calls = sb.calls();
+    let want = "zmem damon start --cold-age 60 --cpu-budget 0.500000 --psi-limit 0.100000 \
+                --pid-file /run/zmem/damon.pid --exclude /system.slice";
+    assert!(calls.contains(want), "{calls}");
+    assert!(!calls.contains("zmem agent"), "{calls}");
+    let log = sb.get("state/log");
+    assert!(log.lines().any(|l| l.starts_with("damon 4242 ")), "{log}");
+    let unit = sb.get("root/etc/systemd/system/zmem-damon.service");
+    assert!(unit.contains("Type=oneshot") && unit.contains("RemainAfterExit=yes"), "{unit}");
+    assert!(unit.contains(" damon start --cold-age 60 "), "{unit}");
+    assert!(unit.contains(" damon stop --pid-file /run/zmem/damon.pid"), "{unit}");
+    ok(&sb.run("undo.sh", &dec::undo_script(), &[]), "undo");
+    let calls = sb.calls();
+    assert!(calls.contains("zmem damon stop --pid 4242 --pid-file /run/zmem/damon.pid"), "{calls}");
+    assert!(!sb.path("root/etc/systemd/system/zmem-damon.service").exists());
+    assert!(!sb.path("state").exists());
+}
+
+#[test]
+fn no_persist_writes_no_unit_and_a_kdamond_since_refuses_before_any_change() {
+    let sb = sandbox("damon-np");
+    let s = script(&with_damon(&[])).expect("a script");
+    ok(&sb.run("apply.sh", &s, &["--no-persist"]), "apply --no-persist");
+    assert!(!sb.path("root/etc/systemd/system/zmem-damon.service").exists());
+    assert!(!sb.calls().contains("--exclude"), "{}", sb.calls());
+    ok(&sb.run("undo.sh", &dec::undo_script(), &[]), "undo");
+    assert!(sb.calls().contains("zmem damon stop --pid 4242"), "{}", sb.calls());
+    // Someone's kdamond since the lab looked: refused, nothing changed, nothing started.
+    let sb = sandbox("damon-taken");
+    sb.put(NR, "1\n");
+    let before = sb.get("sys/block/zram0/disksize");
+    let out = sb.run("apply.sh", &s, &[]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("has 1 kdamond(s) now") && err.contains("nothing was changed"), "{err}");
+    assert_eq!(sb.get("sys/block/zram0/disksize"), before);
+    assert!(!sb.calls().contains("zmem damon"), "{}", sb.calls());
+}
+
+#[test]
+fn hostile_cgroup_values_are_refused_naming_the_field() {
+    for bad in ["system.slice", "/a b", "/$(id)", "/x;y", "/a\nb", "/'"] {
+        let err = script(&with_damon(&[bad])).expect_err(bad);
+        assert_eq!(err.field, "proactive.damon.exclude_cgroups[0]", "{bad:?}");
+    }
+}
