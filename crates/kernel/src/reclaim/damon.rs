@@ -235,6 +235,20 @@ pub fn stop(admin: &Path, pid: i64) -> Result<bool, KernelError> {
     Ok(true)
 }
 
+/// The CPU time, in seconds, task `pid` (a kdamond: a kernel thread) has run, from its
+/// `/proc/PID/stat` (`utime` and `stime`, fields 14 and 15, in clock ticks; proc(5)). None where
+/// it is gone or the line does not parse.
+pub fn task_cpu_seconds(proc_root: &Path, pid: i64) -> Option<f64> {
+    let stat = std::fs::read_to_string(proc_root.join(pid.to_string()).join("stat")).ok()?;
+    // The name, field 2, is in parentheses and may hold spaces: fields count after its `)`.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf reads a constant of the running system; no memory is passed.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (hz > 0).then(|| ticks as f64 / hz as f64)
+}
+
 /// The pid [`DamonPageout::start_recorded`] recorded in `pid_file`.
 pub fn recorded_pid(pid_file: &Path) -> Result<i64, KernelError> {
     let text = std::fs::read_to_string(pid_file).map_err(|e| KernelError::io(pid_file, e))?;

@@ -13,6 +13,7 @@
 //! what is left and how to remove it.
 
 pub mod agent;
+pub mod damon;
 pub mod machine;
 pub mod plan;
 pub mod report;
@@ -173,30 +174,63 @@ pub fn run(
     line: &mut dyn FnMut(&str),
 ) -> Result<ApplyReport, String> {
     let before = machine::Machine::read();
-    let agent = plan.agent(cfg.no_proactive);
-    let predicted = plan.predicted(agent.is_ok());
+    let scheme = plan.damon(cfg.no_proactive);
+    let agent = if scheme.is_some() { Err(None) } else { plan.agent(cfg.no_proactive) };
+    let predicted = plan.predicted(agent.is_ok() || scheme.is_some());
     let predicted = if agent.is_ok() { plan.within(predicted, cfg.seconds) } else { predicted };
     let predicted = match (&cfg.pids, agent.is_ok()) {
         (Some(pids), true) => plan.scoped(predicted, pids),
         _ => predicted,
     };
     let mut events: Vec<String> = agent.as_ref().err().cloned().flatten().into_iter().collect();
+    // A physical page's scheme cannot be kept to processes: the figures are the machine's.
+    let cfg = &match (&scheme, &cfg.pids) {
+        (Some(_), Some(_)) => {
+            events.push(
+                "--pid: DAMON's scheme pages out every process's idle anonymous memory (it \
+                 monitors physical memory), so the prediction and the figures are the machine's"
+                    .into(),
+            );
+            ApplyConfig { pids: None, ..cfg.clone() }
+        }
+        _ => cfg.clone(),
+    };
     let agent = agent.ok().map(|a| agent_config(a, cfg, &predicted));
-    let cold_age = agent.as_ref().map(|a| a.cold_age_secs);
-    // Promotion is the rate idle memory comes back once the first pass is over: its sample at
-    // T, the rest a period later, and the sampled hot pages back within the next period.
-    let settled = agent.as_ref().map(|a| a.cold_age_secs + 2 * a.period_secs);
+    let cold_age =
+        agent.as_ref().map(|a| a.cold_age_secs).or(scheme.as_ref().map(|s| s.cold_age_secs));
+    // Promotion is the rate idle memory comes back once the first pass is over: the agent's
+    // sample at T, the rest a period later, and the sampled hot pages back within the next
+    // period; DAMON's regions idle for T paged out within its quota's next seconds.
+    let settled = agent
+        .as_ref()
+        .map(|a| a.cold_age_secs + 2 * a.period_secs)
+        .or(scheme.as_ref().map(|s| s.cold_age_secs + DAMON_SETTLE_SECS));
     events.extend(agent.as_ref().and_then(|a| too_short(cfg.seconds, a)));
     let (mut undo, mut changes) = (UndoStack::default(), Vec::new());
     let (target, agent) = set_up(plan, cfg, agent, &mut undo, &mut changes)
         .map_err(|e| failed_set_up(e, &mut undo, &before))?;
-    let cold_age = cold_age.filter(|_| agent.is_some());
-    let settled = settled.filter(|_| agent.is_some());
+    let kdamond = match scheme.as_ref().filter(|_| target != Target::Nothing) {
+        Some(s) => {
+            let (k, step, line) =
+                damon::Running::start(s).map_err(|e| failed_set_up(e, &mut undo, &before))?;
+            undo.push(step);
+            changes.push(line);
+            Some(k)
+        }
+        None => None,
+    };
+    let reclaims = agent.is_some() || kdamond.is_some();
+    let cold_age = cold_age.filter(|_| reclaims);
+    let settled = settled.filter(|_| reclaims);
     if target != Target::Nothing {
         events.extend(machine_reclaim());
     }
     let ours = ours(target.swap_area(), &plan.store());
-    let (w, realized) = watch(target, agent, cfg, settled, stop, line);
+    let (w, mut realized) = watch(target, agent, cfg, settled, stop, line);
+    if let Some(cpu) = kdamond.and_then(|k| k.cpu_seconds()).filter(|_| realized_secs(&w) > 0.0) {
+        realized.cpu_seconds_per_second = cpu / realized_secs(&w);
+        realized.cpu_note = DAMON_CPU_NOTE.into();
+    }
     events.extend(w.events.iter().cloned());
     let undone = undo_all(&mut undo, &mut events);
     let differs = machine::differs(&before, &machine::Machine::read());
@@ -205,7 +239,8 @@ pub fn run(
     Ok(ApplyReport {
         decision_kind: plan.kind().into(),
         config: plan.decision.config.clone(),
-        mechanism: cold_age.map(|_| "process_madvise".into()),
+        mechanism: cold_age
+            .map(|_| if kdamond.is_some() { "damon" } else { "process_madvise" }.into()),
         cold_age_secs: cold_age,
         seconds_asked: cfg.seconds,
         seconds: w.samples.last().map_or(0.0, |s| s.t_secs),
@@ -219,6 +254,20 @@ pub fn run(
         samples: w.samples,
         within,
     })
+}
+
+/// Seconds after T by which DAMON has paged out what was idle for T when it started: its
+/// regions age once per 100 ms aggregation and its quota resets every second.
+const DAMON_SETTLE_SECS: u64 = 10;
+
+/// What the CPU figure is with DAMON.
+const DAMON_CPU_NOTE: &str = "the kdamond thread's own CPU time (its /proc/PID/stat): monitoring, \
+     and reclaim with the compression of every page it pages out (DAMON runs them in its \
+     context); the decompression at each swap-in is charged to the program that faulted, and \
+     the kernel's own reclaim (kswapd) to no one here, so neither is counted";
+
+fn realized_secs(w: &Watched) -> f64 {
+    w.samples.last().map_or(0.0, |s| s.t_secs)
 }
 
 /// Said where the watch ends before the agent's second page-out: it looks at T after its first

@@ -197,3 +197,19 @@ fn a_pid_that_cannot_be_recorded_stops_the_kdamond_again() {
     std::fs::write(&pid_file, "-1\n").unwrap();
     assert!(recorded_pid(&pid_file).is_err());
 }
+
+#[test]
+fn a_tasks_cpu_is_its_user_and_system_ticks() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir(d.path().join("77")).unwrap();
+    // Fields after the name: state, ppid, ... utime is the 12th, stime the 13th.
+    let stat = "77 (kdamond.0 x) S 2 0 0 0 -1 2129984 0 0 0 0 250 150 0 0 20 0 1 0 9 0 0\n";
+    std::fs::write(d.path().join("77/stat"), stat).unwrap();
+    // SAFETY: as in task_cpu_seconds.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    assert_eq!(task_cpu_seconds(d.path(), 77), Some(400.0 / hz));
+    assert_eq!(task_cpu_seconds(d.path(), 78), None, "gone");
+    // This process's own, read from the real /proc: it has run.
+    let me = i64::from(std::process::id());
+    assert!(task_cpu_seconds(Path::new("/proc"), me).is_some());
+}

@@ -161,6 +161,28 @@ fn a_short_watch_holds_back_less_than_the_steady_state() {
     );
 }
 
+/// A DAMON decision starts its scheme (not the agent), unless --no-proactive or the decision
+/// sets up no compressed swap of its own.
+#[test]
+fn a_damon_decision_gives_its_scheme_and_no_agent() {
+    let mut pl = plan();
+    assert_eq!(pl.damon(false), None, "the agent's decision");
+    let k = pl.decision.proactive.as_mut().unwrap();
+    k.mechanism = Mechanism::Damon;
+    k.agent = None;
+    k.damon = Some(zmem_kernel::reclaim::damon::DamonPageout {
+        cold_age_secs: 3,
+        cpu_budget_percent: 0.5,
+        psi_some_limit_percent: 0.1,
+        exclude_cgroups: Vec::new(),
+    });
+    assert_eq!(pl.damon(false).map(|s| s.cold_age_secs), Some(3));
+    assert_eq!(pl.damon(true), None, "--no-proactive");
+    assert!(pl.agent(false).is_err());
+    pl.decision.kind = Kind::Keep;
+    assert_eq!(pl.damon(false), None);
+}
+
 #[test]
 fn without_proactive_reclaim_the_prediction_is_todays() {
     let p = plan().predicted(false);
