@@ -56,6 +56,7 @@ mod config;
 mod cpu;
 pub mod damon;
 mod look;
+pub mod memcg;
 mod procfs;
 mod status;
 #[cfg(test)]
@@ -83,12 +84,41 @@ pub const DEFAULT_STATUS_PATH: &str = "/run/zmem/agent.json";
 /// How long [`run`] sleeps at most before it looks at `stop` again.
 const STOP_POLL: Duration = Duration::from_millis(100);
 
+/// What [`run`] drives: the agent, or the memory.reclaim driver ([`memcg::Driver`]).
+pub trait Reclaimer {
+    /// One period's work.
+    fn tick(&mut self, now: Instant) -> Result<(), KernelError>;
+    fn period_secs(&self) -> u64;
+    fn stats(&self) -> AgentStats;
+    /// The status file's JSON.
+    fn status_json(&self) -> Result<Vec<u8>, KernelError>;
+}
+
+impl<P: Pager> Reclaimer for Agent<P> {
+    fn tick(&mut self, now: Instant) -> Result<(), KernelError> {
+        Agent::tick(self, now)
+    }
+
+    fn period_secs(&self) -> u64 {
+        self.config().period_secs
+    }
+
+    fn stats(&self) -> AgentStats {
+        Agent::stats(self)
+    }
+
+    fn status_json(&self) -> Result<Vec<u8>, KernelError> {
+        serde_json::to_vec_pretty(&self.status())
+            .map_err(|e| KernelError::Invalid(format!("agent status as JSON: {e}")))
+    }
+}
+
 /// Runs until `stop` is set (or `duration` passes), a tick every period, writing the status
 /// file (if given; its directory is made 0755 where missing) after each tick and calling
 /// `on_tick`. The status is written once more at the end. Pages the agent put out stay out
 /// when it stops (swapoff brings them back).
-pub fn run<P: Pager>(
-    agent: &mut Agent<P>,
+pub fn run<R: Reclaimer>(
+    agent: &mut R,
     stop: &AtomicBool,
     duration: Option<Duration>,
     status_path: Option<&Path>,
@@ -98,7 +128,7 @@ pub fn run<P: Pager>(
         zmem_files::ensure_dir(dir, zmem_files::Kind::Shared)?;
     }
     let start = Instant::now();
-    let period = Duration::from_secs(agent.config().period_secs);
+    let period = Duration::from_secs(agent.period_secs());
     let ends = |now: Instant| duration.is_some_and(|d| now.duration_since(start) >= d);
     let mut next = start;
     while !stop.load(Ordering::Relaxed) && !ends(Instant::now()) {
@@ -122,11 +152,10 @@ pub fn run<P: Pager>(
     Ok(agent.stats())
 }
 
-/// Writes the agent's status as JSON (0644: the exporter reads it), atomically.
-fn write_status<P: Pager>(agent: &Agent<P>, path: Option<&Path>) -> Result<(), KernelError> {
+/// Writes the status as JSON (0644: the exporter reads it), atomically.
+fn write_status<R: Reclaimer>(agent: &R, path: Option<&Path>) -> Result<(), KernelError> {
     let Some(path) = path else { return Ok(()) };
-    let mut json = serde_json::to_vec_pretty(&agent.status())
-        .map_err(|e| KernelError::Invalid(format!("agent status as JSON: {e}")))?;
+    let mut json = agent.status_json()?;
     json.push(b'\n');
     zmem_files::write(path, zmem_files::Kind::Shared, &json)?;
     Ok(())
