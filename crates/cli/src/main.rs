@@ -75,6 +75,9 @@ enum Command {
     /// memory idle for the cold age (where DAMON's admin interface is free).
     #[command(subcommand)]
     Damon(cmd::damon::Damon),
+    /// Proactive reclaim by cgroup v2's memory.reclaim: each cgroup asked for its bytes idle
+    /// for the cold age, backing off on its memory pressure, within a CPU budget.
+    MemcgReclaim(cmd::memcg_reclaim::Args),
     /// Dictionaries for zram's `algorithm_params dict=` (zstd, lz4): train and measure.
     #[command(subcommand)]
     Dict(cmd::dict::Dict),
@@ -108,6 +111,7 @@ const EXAMPLES: &[(&[&str], &str)] = &[
     (&["agent"], "sudo zmem agent --cold-age 120 --exclude sshd,/system.slice"),
     (&["damon", "start"], "sudo zmem damon start --cold-age 120 --exclude /system.slice"),
     (&["damon", "stop"], "sudo zmem damon stop"),
+    (&["memcg-reclaim"], "sudo zmem memcg-reclaim --cold-age 120 --target /app.slice=1073741824"),
 ];
 
 /// The command line with every command's example line added to its help.
@@ -177,6 +181,7 @@ fn main() -> ExitCode {
         Command::Exporter(args) => cmd::exporter::run(&args),
         Command::Agent(args) => cmd::agent::run(&args),
         Command::Damon(cmd) => cmd::damon::run(&cmd),
+        Command::MemcgReclaim(args) => cmd::memcg_reclaim::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

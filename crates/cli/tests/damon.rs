@@ -34,3 +34,32 @@ fn bad_input_is_refused_in_one_line_before_any_write() {
         assert!(err.contains(want), "{args:?}: {err}");
     }
 }
+
+/// `zmem memcg-reclaim`: bad targets refused in one line; on a machine whose memory controller
+/// is not on cgroup v2 (this one: v1), refused saying so.
+#[test]
+fn memcg_reclaim_refuses_bad_targets_and_a_machine_without_v2_memory() {
+    let cases: [(&[&str], &str); 4] = [
+        (&["--target", "/app"], "not PATH=BYTES"),
+        (&["--target", "/app=lots"], "not a number of bytes"),
+        (&["--target", "/=5"], "not a cgroup path"),
+        (&["--target", "/a=1", "--cpu-budget", "0"], "CPU budget"),
+    ];
+    for (args, want) in cases {
+        let mut all = vec!["memcg-reclaim"];
+        all.extend_from_slice(args);
+        let out = zmem(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.starts_with("zmem: ") && err.lines().count() == 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    if zmem_kernel::cgroups::memory_controller_version(std::path::Path::new("/")) == Some(2) {
+        println!("skipped the v1 refusal: this machine's memory controller is on cgroup v2");
+        return;
+    }
+    let out = zmem(&["memcg-reclaim", "--target", "/zmem-test-none=4096", "--duration", "1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("memory.reclaim"), "{err}");
+}

@@ -42,6 +42,10 @@ const COVERED: &[(&str, &str)] = &[
     ("agent", "agent.rs: bad input, and the agent over a child for 6 s with its status file"),
     ("damon start", "damon.rs: bad input; the scheme against fake sysfs in zmem-kernel"),
     ("damon stop", "damon.rs: bad input; the stop against fake sysfs in zmem-kernel"),
+    (
+        "memcg-reclaim",
+        "damon.rs: bad input, and no v2 memory controller here; the driver against fake trees in zmem-kernel",
+    ),
     ("study allocators", "here"),
     ("status", "here"),
     ("exporter", "live"),

@@ -233,6 +233,7 @@ mod tests {
             promotion_under_floor: false,
             left_out: Vec::new(),
             pool_factor: Default::default(),
+            cold_by_cgroup: Default::default(),
         }
     }
 

@@ -483,13 +483,18 @@ pub fn attach_proactive(
     if let Some(damon) = p.damon.as_mut() {
         damon.cpu_budget_percent = left;
     }
+    let predicted = Predicted {
+        moved_out_bytes: p.moves_bytes,
+        swap_ins_per_sec: p.promoted_bytes_per_sec / page_size.max(1) as f64,
+        memory_saved_bytes: saved,
+    };
+    if let Some(m) = p.memory_reclaim.as_mut() {
+        m.cpu_budget_percent = left;
+        m.predicted = Some(predicted);
+    }
     if let Some(agent) = p.agent.as_mut() {
         agent.cpu_budget_percent = left;
-        agent.predicted = Some(Predicted {
-            moved_out_bytes: p.moves_bytes,
-            swap_ins_per_sec: p.promoted_bytes_per_sec / page_size.max(1) as f64,
-            memory_saved_bytes: saved,
-        });
+        agent.predicted = Some(predicted);
     }
     d.proactive = Some(p);
 }

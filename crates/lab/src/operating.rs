@@ -168,6 +168,10 @@ pub struct ColdAt {
     /// job's own): left out of the bytes moved and of the promotion, and never paged out.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<OverBudget>,
+    /// The cold bytes at T by memory cgroup (as the curve names them: `/sys/fs/cgroup/...`),
+    /// without the processes left out: what `memory.reclaim` would be asked for in each.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cold_by_cgroup: BTreeMap<String, u64>,
 }
 
 /// A process left out of the cold age's bytes: its own idle memory comes back over the
@@ -397,6 +401,15 @@ fn cold_at(curve: &ColdCurve, t: u64, budget: f64, ps: u64) -> Option<ColdAt> {
     let promoted = (promoted - back).max(0.0);
     let percent = percent_per_min(promoted, anon.saturating_sub(cold));
     let floor = PROMOTION_FLOOR_PAGES_PER_SEC * ps as f64;
+    let mut cold_by_cgroup = BTreeMap::new();
+    for p in curve.per_process.iter().filter(|p| p.exited_before_secs.is_none()) {
+        if left_out.iter().any(|o| o.pid == p.pid) {
+            continue;
+        }
+        if let (Some(cg), Some(&b)) = (&p.memory_cgroup, p.cold_bytes_at_age.get(i)) {
+            *cold_by_cgroup.entry(cg.clone()).or_insert(0) += b;
+        }
+    }
     Some(ColdAt {
         age_secs: t,
         anon_bytes: curve.anon_bytes,
@@ -411,6 +424,7 @@ fn cold_at(curve: &ColdCurve, t: u64, budget: f64, ps: u64) -> Option<ColdAt> {
         promotion_under_floor: promoted <= floor,
         pool_factor: BTreeMap::new(),
         left_out,
+        cold_by_cgroup,
     })
 }
 

@@ -7,14 +7,17 @@
 //! first this machine lets zmem use, in the order the kernel's own tools rank (a DAMON scheme
 //! in a kdamond of zmem's own, `memory.reclaim` on cgroup v2, then zmem's agent with
 //! `process_madvise(MADV_PAGEOUT)`): each one's reason for not being used is kept and said.
-//! zmem drives DAMON (`zmem damon`: zmem-kernel's `reclaim::damon`) and the agent; where
-//! `memory.reclaim` is there the report says zmem does not drive it yet, and the agent is used.
+//! zmem drives each: DAMON (`zmem damon`: zmem-kernel's `reclaim::damon`), `memory.reclaim`
+//! (`zmem memcg-reclaim`: `reclaim::memcg`, each cgroup asked for its cold bytes at T) and the
+//! agent. DAMON and `memory.reclaim` cannot spare one process: exclusions by pid or name (and
+//! the processes the promotion budget leaves out) send the decision to the agent.
 //!
 //! The decision's headline is then at the cold age (operating::Named::ColdAge); `--no-proactive`
 //! leaves it out and the headline is today's pressure.
 
 use serde::{Deserialize, Serialize};
 use zmem_kernel::reclaim::damon::DamonPageout;
+use zmem_kernel::reclaim::memcg::{MemcgReclaim, MemcgTarget};
 use zmem_kernel::reclaim::{AgentConfig, DEFAULT_CPU_BUDGET_PERCENT, DEFAULT_PSI_LIMIT, Exclude};
 
 use crate::operating::OperatingPoint;
@@ -92,6 +95,9 @@ pub struct Proactive {
     /// The kdamond's scheme, for `damon` (`zmem damon start`).
     #[serde(default)]
     pub damon: Option<DamonPageout>,
+    /// The driver's cgroups and targets, for `memory_reclaim` (`zmem memcg-reclaim`).
+    #[serde(default)]
+    pub memory_reclaim: Option<MemcgReclaim>,
 }
 
 /// The mechanism the decision would add at T, or why there is none. Checked before the
@@ -130,12 +136,21 @@ pub fn choose(op: &OperatingPoint, x: &Input) -> Result<Proactive, String> {
     // The processes whose own idle memory comes back over the budget are never paged out.
     let mut exclude = x.exclude.clone();
     exclude.pids.extend(k.left_out.iter().map(|p| p.pid).filter(|p| !x.exclude.pids.contains(p)));
-    let (mechanism, why) = mechanism(a, &exclude)?;
+    let targets = memcg_targets(k, &exclude);
+    let (mechanism, why) = mechanism(a, &exclude, &targets)?;
     let damon = (mechanism == Mechanism::Damon).then(|| DamonPageout {
         cold_age_secs: k.age_secs,
         cpu_budget_percent: DEFAULT_CPU_BUDGET_PERCENT,
         psi_some_limit_percent: DEFAULT_PSI_LIMIT,
         exclude_cgroups: exclude.cgroups.clone(),
+    });
+    let memory_reclaim = (mechanism == Mechanism::MemoryReclaim).then(|| MemcgReclaim {
+        cold_age_secs: k.age_secs,
+        period_secs: AgentConfig::new(k.age_secs).period_secs,
+        cpu_budget_percent: DEFAULT_CPU_BUDGET_PERCENT,
+        psi_some_avg10_limit: DEFAULT_PSI_LIMIT,
+        targets: targets.targets.clone(),
+        predicted: None,
     });
     let agent = (mechanism == Mechanism::ProcessMadvise)
         .then(|| AgentConfig { exclude, ..AgentConfig::new(k.age_secs) });
@@ -149,13 +164,54 @@ pub fn choose(op: &OperatingPoint, x: &Input) -> Result<Proactive, String> {
         held_back_saved_bytes: 0,
         agent,
         damon,
+        memory_reclaim,
     })
+}
+
+/// The share of the cold bytes `memory.reclaim` must reach for it to be the mechanism: what
+/// sits in the root cgroup or in excluded ones it cannot take.
+pub const MEMCG_REACH: f64 = 0.9;
+
+/// The cgroups `memory.reclaim` would be asked for, and the cold bytes it cannot reach.
+#[derive(Debug, Default)]
+struct Targets {
+    targets: Vec<MemcgTarget>,
+    unreached: u64,
+}
+
+/// The cold bytes at T by v2 cgroup, as paths from the v2 root: the root itself (its
+/// memory.reclaim would take from every cgroup, excluded ones too) and excluded cgroups left
+/// out, their bytes unreached.
+fn memcg_targets(k: &crate::operating::ColdAt, exclude: &Exclude) -> Targets {
+    let mut t = Targets::default();
+    for (cg, &bytes) in &k.cold_by_cgroup {
+        let rel = ["/sys/fs/cgroup/unified", "/sys/fs/cgroup"]
+            .iter()
+            .find_map(|root| cg.strip_prefix(root))
+            .filter(|r| r.starts_with('/') && r.len() > 1);
+        let excluded = |r: &str| {
+            exclude
+                .cgroups
+                .iter()
+                .any(|x| r == x || r.starts_with(&format!("{}/", x.trim_end_matches('/'))))
+        };
+        match rel.filter(|r| !excluded(r)) {
+            Some(r) if bytes > 0 => t.targets.push(MemcgTarget { path: r.to_string(), bytes }),
+            Some(_) => {}
+            None => t.unreached += bytes,
+        }
+    }
+    t
 }
 
 /// The first mechanism zmem can use here, and why the ones before it are not used. DAMON
 /// cannot honour exclusions by pid or name: a physical page's filters know its memory cgroup,
 /// not its process.
-fn mechanism(a: &Abilities, exclude: &Exclude) -> Result<(Mechanism, String), String> {
+fn mechanism(
+    a: &Abilities,
+    exclude: &Exclude,
+    targets: &Targets,
+) -> Result<(Mechanism, String), String> {
     let by_process: Vec<String> = exclude
         .pids
         .iter()
@@ -178,10 +234,30 @@ fn mechanism(a: &Abilities, exclude: &Exclude) -> Result<(Mechanism, String), St
             by_process.join(", ")
         ),
     };
-    let reclaim = a
-        .memory_reclaim
-        .clone()
-        .unwrap_or_else(|| "cgroup v2 has it, but zmem does not drive memory.reclaim yet".into());
+    let reached: u64 = targets.targets.iter().map(|t| t.bytes).sum();
+    let share = reached as f64 / (reached + targets.unreached).max(1) as f64;
+    let reclaim = match &a.memory_reclaim {
+        Some(why) => why.clone(),
+        None if !by_process.is_empty() => format!(
+            "it reclaims a whole cgroup, and {} must never be paged out",
+            by_process.join(", ")
+        ),
+        None if share < MEMCG_REACH => format!(
+            "only {:.0} % of the cold bytes are in cgroups it may be asked for (the rest in the \
+             root cgroup or excluded ones)",
+            100.0 * share
+        ),
+        None => {
+            return Ok((
+                Mechanism::MemoryReclaim,
+                format!(
+                    "DAMON: {damon}; so zmem memcg-reclaim asks cgroup v2's memory.reclaim of {} \
+                     cgroup(s) for their cold bytes",
+                    targets.targets.len()
+                ),
+            ));
+        }
+    };
     let tried = format!("DAMON: {damon}; memory.reclaim: {reclaim}");
     match &a.process_madvise {
         None => Ok((

@@ -2,6 +2,7 @@
 //! checked against their grammars, for `templates/apply-tail.sh`, and the header's lines.
 
 use zmem_kernel::reclaim::damon::DamonPageout;
+use zmem_kernel::reclaim::memcg::MemcgReclaim;
 use zmem_lab::Decision;
 use zmem_lab::proactive::Mechanism;
 
@@ -21,19 +22,45 @@ pub(crate) fn zmem_bin() -> String {
 /// The proactive reclaim's values: the agent's (`ZMEM_AGENT`) or the DAMON scheme's
 /// (`ZMEM_DAMON`), each flag 0 where the decision has none.
 pub fn vars(d: &Decision) -> Result<Assignments, ScriptError> {
-    let none = Assignments::default().flag("ZMEM_AGENT", false).flag("ZMEM_DAMON", false);
-    let Some(p) = d.proactive.as_ref() else { return Ok(none) };
+    let off = |a: Assignments, flags: &[&str]| flags.iter().fold(a, |a, f| a.flag(f, false));
+    let all = ["ZMEM_AGENT", "ZMEM_DAMON", "ZMEM_MEMCG"];
+    let Some(p) = d.proactive.as_ref() else { return Ok(off(Assignments::default(), &all)) };
     let bin = zmem_bin();
     let bin = if bin == "zmem" { bin } else { script::path("zmem binary", &bin)? };
-    match (p.mechanism, &p.agent, &p.damon) {
-        (Mechanism::ProcessMadvise, Some(_), _) => {
-            Ok(agent_vars(p, &bin)?.flag("ZMEM_DAMON", false))
+    match (p.mechanism, &p.damon, &p.memory_reclaim) {
+        (Mechanism::ProcessMadvise, _, _) if p.agent.is_some() => {
+            Ok(off(agent_vars(p, &bin)?, &all[1..]))
         }
-        (Mechanism::Damon, _, Some(s)) => {
-            Ok(damon_vars(s)?.flag("ZMEM_AGENT", false).text("ZMEM_BIN", &bin))
+        (Mechanism::Damon, Some(s), _) => {
+            Ok(off(damon_vars(s)?, &["ZMEM_AGENT", "ZMEM_MEMCG"]).text("ZMEM_BIN", &bin))
         }
-        _ => Ok(none),
+        (Mechanism::MemoryReclaim, _, Some(m)) => {
+            Ok(off(memcg_vars(m)?, &all[..2]).text("ZMEM_BIN", &bin))
+        }
+        _ => Ok(off(Assignments::default(), &all)),
     }
+}
+
+/// The memory.reclaim driver's values: `zmem memcg-reclaim`'s flags, each target `PATH=BYTES`
+/// with its path checked as a cgroup path.
+fn memcg_vars(m: &MemcgReclaim) -> Result<Assignments, ScriptError> {
+    let f = "proactive.memory_reclaim";
+    let mut targets = Vec::new();
+    for (i, t) in m.targets.iter().enumerate() {
+        let field = format!("proactive.memory_reclaim.targets[{i}]");
+        if !t.path.starts_with('/') || t.path.len() < 2 {
+            return Err(script::refuse(&field, &t.path, "not a cgroup path below the root"));
+        }
+        targets.push(format!("{}={}", script::exclude_entry(&field, &t.path)?, t.bytes));
+    }
+    let int = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    Ok(Assignments::default()
+        .flag("ZMEM_MEMCG", true)
+        .int("ZMEM_MEMCG_COLD_AGE", int(m.cold_age_secs))
+        .int("ZMEM_MEMCG_PERIOD", int(m.period_secs))
+        .text("ZMEM_MEMCG_CPU_BUDGET", &script::number(f, m.cpu_budget_percent, 100.0)?)
+        .text("ZMEM_MEMCG_PSI_LIMIT", &script::number(f, m.psi_some_avg10_limit, 100.0)?)
+        .text("ZMEM_MEMCG_TARGETS", &targets.join(",")))
 }
 
 /// The DAMON scheme's values: `zmem damon start`'s flags.
@@ -90,6 +117,12 @@ pub fn change(d: &Decision) -> Option<String> {
              removed by the undo)",
             p.cold_age_secs
         ),
+        Mechanism::MemoryReclaim => format!(
+            "proactive reclaim: zmem memcg-reclaim started, asking cgroup v2's memory.reclaim of \
+             each cgroup for its anonymous memory idle for {} s (its status in \
+             /run/zmem/memcg-reclaim.json; stopped by the undo)",
+            p.cold_age_secs
+        ),
         _ => format!(
             "proactive reclaim: zmem agent started, paging out anonymous memory idle for {} s \
              with process_madvise(MADV_PAGEOUT) (its status in /run/zmem/agent.json; stopped by \
@@ -104,6 +137,10 @@ pub fn persist(d: &Decision) -> Option<String> {
     Some(match d.proactive.as_ref()?.mechanism {
         Mechanism::Damon => "$ROOT/etc/systemd/system/zmem-damon.service, enabled (the kdamond \
                              at every boot; started through systemd where systemd runs)"
+            .into(),
+        Mechanism::MemoryReclaim => "$ROOT/etc/systemd/system/zmem-memcg-reclaim.service, \
+                                     enabled (at every boot; started through systemd where \
+                                     systemd runs)"
             .into(),
         _ => "$ROOT/etc/systemd/system/zmem-agent.service, enabled (the agent at every boot; \
               started through systemd where systemd runs)"

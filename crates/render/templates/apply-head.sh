@@ -52,9 +52,9 @@ refuse() {
 # The proactive reclaim's agent (zmem agent), where the decision has one: found before
 # anything changes.
 agent_bin=
-if [ "$ZMEM_AGENT" = 1 ] || [ "$ZMEM_DAMON" = 1 ]; then
+if [ "$ZMEM_AGENT" = 1 ] || [ "$ZMEM_DAMON" = 1 ] || [ "$ZMEM_MEMCG" = 1 ]; then
   agent_bin=$(command -v "${ZMEM_AGENT_BIN:-$ZMEM_BIN}") \
-    || refuse "${ZMEM_AGENT_BIN:-$ZMEM_BIN} is not found (the proactive reclaim runs zmem agent or zmem damon: set ZMEM_AGENT_BIN to zmem's path)"
+    || refuse "${ZMEM_AGENT_BIN:-$ZMEM_BIN} is not found (the proactive reclaim runs zmem agent, zmem damon or zmem memcg-reclaim: set ZMEM_AGENT_BIN to zmem's path)"
 fi
 # The DAMON scheme needs the admin interface as the lab found it: no kdamond at all (adding one
 # to a list that has any would disturb its owner).

@@ -1,7 +1,9 @@
 # Proactive reclaim, where the decision has it: zmem's agent pages out anonymous memory idle
 # for ZMEM_AGENT_COLD_AGE seconds with process_madvise(MADV_PAGEOUT), at most
 # ZMEM_AGENT_CPU_BUDGET % of a core, pausing while memory PSI some avg10 is over
-# ZMEM_AGENT_PSI_LIMIT %. It runs now, and at every boot unless --no-persist (a systemd unit).
+# ZMEM_AGENT_PSI_LIMIT %; or zmem memcg-reclaim asks cgroup v2's memory.reclaim of each cgroup
+# in ZMEM_MEMCG_TARGETS for its bytes idle for ZMEM_MEMCG_COLD_AGE seconds, within the same
+# kind of budget. It runs now, and at every boot unless --no-persist (a systemd unit).
 AGENT_UNIT=zmem-agent.service
 if [ "$ZMEM_AGENT" = 1 ]; then
   set -- agent --cold-age "$ZMEM_AGENT_COLD_AGE" --cpu-budget "$ZMEM_AGENT_CPU_BUDGET" \
@@ -10,6 +12,14 @@ if [ "$ZMEM_AGENT" = 1 ]; then
     --predicted-swap-ins "$ZMEM_AGENT_PREDICTED_SWAP_INS" \
     --predicted-saved "$ZMEM_AGENT_PREDICTED_SAVED"
   [ -z "$ZMEM_AGENT_EXCLUDE" ] || set -- "$@" --exclude "$ZMEM_AGENT_EXCLUDE"
+elif [ "$ZMEM_MEMCG" = 1 ]; then
+  AGENT_UNIT=zmem-memcg-reclaim.service
+  ZMEM_AGENT_COLD_AGE=$ZMEM_MEMCG_COLD_AGE
+  set -- memcg-reclaim --cold-age "$ZMEM_MEMCG_COLD_AGE" --period "$ZMEM_MEMCG_PERIOD" \
+    --cpu-budget "$ZMEM_MEMCG_CPU_BUDGET" --psi-limit "$ZMEM_MEMCG_PSI_LIMIT" \
+    --status /run/zmem/memcg-reclaim.json --target "$ZMEM_MEMCG_TARGETS"
+fi
+if [ "$ZMEM_AGENT" = 1 ] || [ "$ZMEM_MEMCG" = 1 ]; then
   systemd=0
   if [ -z "$ROOT" ] && [ -d /run/systemd/system ] && command -v systemctl > /dev/null 2>&1; then
     systemd=1

@@ -23,7 +23,7 @@ is_swap() {
 # 0. The proactive reclaim's agent it started, stopped first (nothing pages out while the rest is
 #    undone). Only that process: a pid since reused by another program is left alone.
 awk '$1 == "agent" { print $2 }' "$log" | while read -r pid; do
-  if tr '\0' ' ' < "/proc/$pid/cmdline" 2> /dev/null | grep -q ' agent '; then
+  if tr '\0' ' ' < "/proc/$pid/cmdline" 2> /dev/null | grep -qE ' (agent|memcg-reclaim) '; then
     kill "$pid" 2> /dev/null || true
     i=0
     while [ -d "/proc/$pid" ] && [ "$i" -lt 50 ]; do

@@ -1,8 +1,10 @@
-//! The DAMON pageout scheme in the apply and undo scripts (issue 55, item 2), run in the
-//! sandbox (`common::sandbox`): `zmem damon start` runs after the store is set up and its pid is
+//! The kernel's own proactive reclaim in the apply and undo scripts (issue 55, item 2), run in
+//! the sandbox (`common::sandbox`). The DAMON pageout scheme: `zmem damon start` runs after the store is set up and its pid is
 //! logged; unless --no-persist a oneshot unit starts it at every boot and stops it; the undo runs
 //! `zmem damon stop` with that pid; a kdamond that appeared since the lab looked refuses the
-//! apply before anything changes; hostile cgroup values are refused naming the field.
+//! apply before anything changes; hostile cgroup values are refused naming the field. The
+//! memory.reclaim driver: `zmem memcg-reclaim` started with each cgroup's target, as a process
+//! of its own (or a unit), stopped by the undo; hostile target paths refused.
 
 use zmem_lab::Policy;
 use zmem_lab::decision::Decision;
@@ -10,7 +12,7 @@ use zmem_render::decision as dec;
 
 mod common;
 use common::sandbox::{Sandbox, ok, stub};
-use common::with_damon;
+use common::{with_damon, with_memcg};
 
 const NR: &str = "sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds";
 
@@ -77,5 +79,49 @@ fn hostile_cgroup_values_are_refused_naming_the_field() {
     for bad in ["system.slice", "/a b", "/$(id)", "/x;y", "/a\nb", "/'"] {
         let err = script(&with_damon(&[bad])).expect_err(bad);
         assert_eq!(err.field, "proactive.damon.exclude_cgroups[0]", "{bad:?}");
+    }
+}
+
+/// A stub `zmem` that logs its arguments and waits to be stopped (its command line keeps
+/// ` memcg-reclaim `, as the real one's does).
+fn waiting_stub(sb: &Sandbox) {
+    stub(&sb.path("bin"), "zmem", "trap 'kill $! 2> /dev/null; exit 0' TERM\nsleep 60 &\nwait");
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+}
+
+#[test]
+fn the_memory_reclaim_driver_starts_with_its_targets_and_the_undo_stops_it() {
+    let sb = Sandbox::new("memcg");
+    waiting_stub(&sb);
+    let d = with_memcg(&[("/app.slice/web.service", 800 << 20), ("/user.slice", 50 << 20)]);
+    let s = script(&d).expect("a script");
+    assert!(s.contains("zmem memcg-reclaim started"), "{s}");
+    ok(&sb.run("apply.sh", &s, &[]), "apply");
+    let log = sb.get("state/log");
+    let line = log.lines().find(|l| l.starts_with("agent ")).unwrap_or_else(|| panic!("{log}"));
+    let pid: u32 = line[6..].trim().parse().expect("a pid");
+    let want = "zmem memcg-reclaim --cold-age 60 --period 15 --cpu-budget 0.500000 --psi-limit \
+                0.100000 --status /run/zmem/memcg-reclaim.json --target \
+                /app.slice/web.service=838860800,/user.slice=52428800";
+    for _ in 0..50 {
+        if sb.calls().contains(want) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(sb.calls().contains(want), "{}", sb.calls());
+    let unit = sb.get("root/etc/systemd/system/zmem-memcg-reclaim.service");
+    assert!(unit.contains(" memcg-reclaim --cold-age 60 "), "{unit}");
+    assert!(!sb.path("root/etc/systemd/system/zmem-agent.service").exists());
+    assert!(alive(pid));
+    ok(&sb.run("undo.sh", &dec::undo_script(), &[]), "undo");
+    assert!(!alive(pid), "the undo stops the driver it started");
+    assert!(!sb.path("root/etc/systemd/system/zmem-memcg-reclaim.service").exists());
+    for bad in ["/", "app", "/a b", "/$(id)", "/x;y", "/a\nb"] {
+        let err = script(&with_memcg(&[(bad, 1)])).expect_err(bad);
+        assert_eq!(err.field, "proactive.memory_reclaim.targets[0]", "{bad:?}");
     }
 }

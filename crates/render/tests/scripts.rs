@@ -110,6 +110,9 @@ fn every_script() -> Vec<(String, String)> {
     let damon = common::with_damon(&["/system.slice"]);
     let damon = dec::zram_apply_script(&damon, &Policy::single("lz4"), None, 3600.0, None, &[]);
     v.push(("zram lz4 with a DAMON pageout scheme".into(), damon.expect("a script")));
+    let memcg = common::with_memcg(&[("/app.slice", 1 << 30)]);
+    let memcg = dec::zram_apply_script(&memcg, &Policy::single("lz4"), None, 3600.0, None, &[]);
+    v.push(("zram lz4 with the memory.reclaim driver".into(), memcg.expect("a script")));
     v.push(("zswap, a swap file".into(), zswap_script(None)));
     v.push(("zswap, a disk swap".into(), zswap_script(Some("/dev/vda2"))));
     let r = report();

@@ -16,6 +16,7 @@ pub mod exporter;
 pub mod generate;
 pub mod lab;
 pub mod mapbench;
+pub mod memcg_reclaim;
 mod pages;
 mod progress;
 pub mod replay;

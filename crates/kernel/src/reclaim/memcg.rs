@@ -268,6 +268,10 @@ impl super::Reclaimer for Driver {
         serde_json::to_vec_pretty(&s)
             .map_err(|e| KernelError::Invalid(format!("memory.reclaim status as JSON: {e}")))
     }
+
+    fn set_cpu_clock(&mut self, clock: CpuClock) {
+        self.budget.set_clock(clock);
+    }
 }
 
 fn write(file: &Path, text: &str) -> std::io::Result<()> {

@@ -92,6 +92,8 @@ pub trait Reclaimer {
     fn stats(&self) -> AgentStats;
     /// The status file's JSON.
     fn status_json(&self) -> Result<Vec<u8>, KernelError>;
+    /// Measures its CPU budget on `clock` ([`Agent::set_cpu_clock`]).
+    fn set_cpu_clock(&mut self, clock: CpuClock);
 }
 
 impl<P: Pager> Reclaimer for Agent<P> {
@@ -110,6 +112,10 @@ impl<P: Pager> Reclaimer for Agent<P> {
     fn status_json(&self) -> Result<Vec<u8>, KernelError> {
         serde_json::to_vec_pretty(&self.status())
             .map_err(|e| KernelError::Invalid(format!("agent status as JSON: {e}")))
+    }
+
+    fn set_cpu_clock(&mut self, clock: CpuClock) {
+        Agent::set_cpu_clock(self, clock);
     }
 }
 

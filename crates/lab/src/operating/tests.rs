@@ -224,9 +224,11 @@ fn a_process_over_the_budget_on_its_own_is_left_out_the_rest_move() {
         exited_before_secs: None,
         memory_cgroup: None,
     };
-    let heap = proc_cold(10, "node", 631 * MIB, [631 * MIB; 3]);
+    let mut heap = proc_cold(10, "node", 631 * MIB, [631 * MIB; 3]);
+    heap.memory_cgroup = Some("/sys/fs/cgroup/app.slice".into());
     // 0.46 MiB came back between 30 s and 60 s: 16 KB/s, four pages a second.
-    let shell = proc_cold(20, "bash", 1152 * 1024, [1152 * 1024, 1152 * 1024, 676 * 1024]);
+    let mut shell = proc_cold(20, "bash", 1152 * 1024, [1152 * 1024, 1152 * 1024, 676 * 1024]);
+    shell.memory_cgroup = Some("/sys/fs/cgroup/app.slice".into());
     let cold: Vec<u64> =
         (0..3).map(|i| heap.cold_bytes_at_age[i] + shell.cold_bytes_at_age[i]).collect();
     let mut c = curve(&[10, 30, 60], &cold, heap.anon_bytes + shell.anon_bytes);
@@ -239,6 +241,9 @@ fn a_process_over_the_budget_on_its_own_is_left_out_the_rest_move() {
     let left: Vec<u32> = k.left_out.iter().map(|p| p.pid).collect();
     assert_eq!(left, [20], "{k:?}");
     assert_eq!(k.cold_bytes, 631 * MIB, "the heap's bytes, not the shell's");
+    // By cgroup, as memory.reclaim would be asked: the shell's bytes are not there either.
+    let by: Vec<(&str, u64)> = k.cold_by_cgroup.iter().map(|(c, &b)| (c.as_str(), b)).collect();
+    assert_eq!(by, [("/sys/fs/cgroup/app.slice", 631 * MIB)]);
     assert!(k.promoted_bytes_per_sec < 1.0 && !k.over_promotion_budget, "{k:?}");
     assert_eq!(cands[0].at_cold_age.expect("a figure").moved_out_bytes, 631 * MIB);
     // Without the per-process reading, the machine-wide return is over the budget.

@@ -233,3 +233,47 @@ fn damon_comes_first_where_it_is_free_and_nothing_is_excluded_by_process() {
     assert_eq!(p.mechanism, Mechanism::ProcessMadvise);
     assert!(p.why.contains("pid 4321"), "{}", p.why);
 }
+
+/// cgroup v2 with DAMON taken: memory.reclaim, each cgroup asked for its own cold bytes (paths
+/// from the v2 root), the root cgroup's bytes unreached; too little reached, or a process
+/// excluded, and the agent does it.
+#[test]
+fn memory_reclaim_comes_next_where_cgroups_hold_the_cold_bytes() {
+    let v2 = Abilities { memory_reclaim: None, ..here() };
+    let mut op = point(900 * MIB);
+    let k = op.cold.as_mut().expect("cold");
+    k.cold_by_cgroup = [
+        ("/sys/fs/cgroup/app.slice/web.service".to_string(), 800 * MIB),
+        ("/sys/fs/cgroup/user.slice".to_string(), 50 * MIB),
+        ("/sys/fs/cgroup".to_string(), 50 * MIB),
+    ]
+    .into();
+    let x = Input { exclude: Exclude::default(), abilities: Some(v2.clone()), ..input() };
+    let p = choose(&op, &x).expect("proactive reclaim");
+    assert_eq!(p.mechanism, Mechanism::MemoryReclaim);
+    assert!(p.agent.is_none() && p.damon.is_none());
+    let m = p.memory_reclaim.as_ref().expect("the driver's configuration");
+    let got: Vec<(&str, u64)> = m.targets.iter().map(|t| (t.path.as_str(), t.bytes)).collect();
+    assert_eq!(got, [("/app.slice/web.service", 800 * MIB), ("/user.slice", 50 * MIB)]);
+    assert_eq!((m.cold_age_secs, m.period_secs), (60, 15));
+    assert!(m.check().is_ok());
+    // The decision's CPU and prediction reach it, as they reach the agent.
+    let b = basis(NowSource::Uncompressed);
+    let cands = run(&b, Some(&calm()), &OperatingInput::default()).1;
+    let mut d = decision(Kind::Zram);
+    d.chosen = Some(0);
+    crate::decision::attach_proactive(&mut d, &cands, Ok(p), Named::Today, PS, 1.0);
+    let m = d.proactive.and_then(|p| p.memory_reclaim).expect("attached");
+    assert_eq!(m.predicted.map(|p| p.moved_out_bytes), Some(900 * MIB));
+    // The web service excluded: 50 of 900 MiB reachable, under 90 %: the agent.
+    let cg = Exclude { cgroups: vec!["/app.slice".into()], ..Exclude::default() };
+    let x = Input { exclude: cg, abilities: Some(v2.clone()), ..input() };
+    let p = choose(&op, &x).expect("proactive reclaim");
+    assert_eq!(p.mechanism, Mechanism::ProcessMadvise);
+    assert!(p.why.contains("memory.reclaim: only 6 % of the cold bytes"), "{}", p.why);
+    // A name excluded: the agent, saying why.
+    let x = Input { abilities: Some(v2), ..input() };
+    let p = choose(&op, &x).expect("proactive reclaim");
+    assert_eq!(p.mechanism, Mechanism::ProcessMadvise);
+    assert!(p.why.contains("reclaims a whole cgroup, and sshd must never"), "{}", p.why);
+}

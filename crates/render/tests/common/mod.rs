@@ -67,6 +67,7 @@ pub fn with_agent(exclude: zmem_kernel::reclaim::Exclude) -> Decision {
         held_back_bytes: 0,
         held_back_saved_bytes: 0,
         damon: None,
+        memory_reclaim: None,
         agent: Some(zmem_kernel::reclaim::AgentConfig {
             exclude,
             predicted: Some(predicted),
@@ -87,6 +88,27 @@ pub fn with_damon(cgroups: &[&str]) -> Decision {
         cpu_budget_percent: 0.5,
         psi_some_limit_percent: 0.1,
         exclude_cgroups: cgroups.iter().map(|c| c.to_string()).collect(),
+    });
+    d
+}
+
+/// A zram decision with the memory.reclaim driver at T = 60 s over `targets`.
+pub fn with_memcg(targets: &[(&str, u64)]) -> Decision {
+    use zmem_kernel::reclaim::memcg::{MemcgReclaim, MemcgTarget};
+    let mut d = with_agent(zmem_kernel::reclaim::Exclude::default());
+    let p = d.proactive.as_mut().expect("proactive");
+    p.mechanism = zmem_lab::proactive::Mechanism::MemoryReclaim;
+    p.agent = None;
+    p.memory_reclaim = Some(MemcgReclaim {
+        cold_age_secs: 60,
+        period_secs: 15,
+        cpu_budget_percent: 0.5,
+        psi_some_avg10_limit: 0.1,
+        targets: targets
+            .iter()
+            .map(|(p, b)| MemcgTarget { path: p.to_string(), bytes: *b })
+            .collect(),
+        predicted: None,
     });
     d
 }

@@ -10,7 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use zmem_kernel::reclaim::{self, Agent, AgentConfig, AgentStats};
+use zmem_kernel::cgroups::{V2Root, v2_roots};
+use zmem_kernel::reclaim::memcg::{Driver, MemcgReclaim};
+use zmem_kernel::reclaim::{self, Agent, AgentConfig, AgentStats, Reclaimer};
 
 use super::undo::Undo;
 
@@ -53,7 +55,29 @@ pub struct AgentThread {
 impl AgentThread {
     /// Starts `config` for at most `limit` (the watch's length: it never outlives it).
     pub fn start(config: AgentConfig, limit: Duration) -> Result<(Self, Shared), String> {
-        let mut agent = Agent::new(config).map_err(|e| e.to_string())?;
+        let agent = Agent::new(config).map_err(|e| e.to_string())?;
+        Self::spawn(agent, limit)
+    }
+
+    /// Starts the memory.reclaim driver (a cgroup v2 decision's) the same way.
+    pub fn start_memcg(config: MemcgReclaim, limit: Duration) -> Result<(Self, Shared), String> {
+        let root = v2_roots(std::path::Path::new("/"))
+            .into_iter()
+            .find_map(|r| match r {
+                V2Root::Memory(d) => Some(d),
+                V2Root::NoMemory { .. } => None,
+            })
+            .ok_or(
+                "no cgroup v2 hierarchy offers the memory controller (memory.reclaim is v2's)",
+            )?;
+        let driver = Driver::new(config, &root).map_err(|e| e.to_string())?;
+        Self::spawn(driver, limit)
+    }
+
+    fn spawn<R: Reclaimer + Send + 'static>(
+        mut agent: R,
+        limit: Duration,
+    ) -> Result<(Self, Shared), String> {
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Shared::default();
         let failed = Arc::new(Mutex::new(None));

@@ -79,6 +79,20 @@ pub fn agent_config(mut a: AgentConfig, cfg: &ApplyConfig, p: &Predicted) -> Age
     a
 }
 
+fn memcg_line(m: &zmem_kernel::reclaim::memcg::MemcgReclaim) -> String {
+    let cgroups: Vec<String> =
+        m.targets.iter().map(|t| format!("{} ({} MiB)", t.path, t.bytes >> 20)).collect();
+    format!(
+        "started the memory.reclaim driver: each cgroup asked for its memory idle for T = {} s \
+         every {} s, CPU budget {} % of a core, left alone over its own PSI some avg10 {} %: {}",
+        m.cold_age_secs,
+        m.period_secs,
+        m.cpu_budget_percent,
+        m.psi_some_avg10_limit,
+        cgroups.join(", ")
+    )
+}
+
 fn agent_line(a: &AgentConfig) -> String {
     let who = match &a.pids {
         Some(p) => {
@@ -175,8 +189,10 @@ pub fn run(
 ) -> Result<ApplyReport, String> {
     let before = machine::Machine::read();
     let scheme = plan.damon(cfg.no_proactive);
-    let agent = if scheme.is_some() { Err(None) } else { plan.agent(cfg.no_proactive) };
-    let predicted = plan.predicted(agent.is_ok() || scheme.is_some());
+    let memcg = plan.memory_reclaim(cfg.no_proactive);
+    let kernel_tool = scheme.is_some() || memcg.is_some();
+    let agent = if kernel_tool { Err(None) } else { plan.agent(cfg.no_proactive) };
+    let predicted = plan.predicted(agent.is_ok() || kernel_tool);
     let predicted = if agent.is_ok() { plan.within(predicted, cfg.seconds) } else { predicted };
     let predicted = match (&cfg.pids, agent.is_ok()) {
         (Some(pids), true) => plan.scoped(predicted, pids),
@@ -184,11 +200,12 @@ pub fn run(
     };
     let mut events: Vec<String> = agent.as_ref().err().cloned().flatten().into_iter().collect();
     // A physical page's scheme cannot be kept to processes: the figures are the machine's.
-    let cfg = &match (&scheme, &cfg.pids) {
-        (Some(_), Some(_)) => {
+    let cfg = &match (kernel_tool, &cfg.pids) {
+        (true, Some(_)) => {
             events.push(
-                "--pid: DAMON's scheme pages out every process's idle anonymous memory (it \
-                 monitors physical memory), so the prediction and the figures are the machine's"
+                "--pid: the kernel's tool reclaims from every process (DAMON monitors physical \
+                 memory; memory.reclaim takes from whole cgroups), so the prediction and the \
+                 figures are the machine's"
                     .into(),
             );
             ApplyConfig { pids: None, ..cfg.clone() }
@@ -204,11 +221,23 @@ pub fn run(
     let settled = agent
         .as_ref()
         .map(|a| a.cold_age_secs + 2 * a.period_secs)
-        .or(scheme.as_ref().map(|s| s.cold_age_secs + DAMON_SETTLE_SECS));
+        .or(scheme.as_ref().map(|s| s.cold_age_secs + DAMON_SETTLE_SECS))
+        .or(memcg.as_ref().map(|m| m.cold_age_secs + 2 * m.period_secs));
+    let cold_age = cold_age.or(memcg.as_ref().map(|m| m.cold_age_secs));
     events.extend(agent.as_ref().and_then(|a| too_short(cfg.seconds, a)));
     let (mut undo, mut changes) = (UndoStack::default(), Vec::new());
-    let (target, agent) = set_up(plan, cfg, agent, &mut undo, &mut changes)
+    let (target, mut agent) = set_up(plan, cfg, agent, &mut undo, &mut changes)
         .map_err(|e| failed_set_up(e, &mut undo, &before))?;
+    if let Some(m) = memcg.filter(|_| target != Target::Nothing) {
+        let line = memcg_line(&m);
+        let limit = Duration::from_secs(cfg.seconds) + Duration::from_secs(5);
+        let (thread, shared) =
+            AgentThread::start_memcg(m, limit).map_err(|e| failed_set_up(e, &mut undo, &before))?;
+        let failed = thread.failed();
+        undo.push(Box::new(thread));
+        changes.push(line);
+        agent = Some((shared, failed));
+    }
     let kdamond = match scheme.as_ref().filter(|_| target != Target::Nothing) {
         Some(s) => {
             let (k, step, line) =
@@ -220,6 +249,11 @@ pub fn run(
         None => None,
     };
     let reclaims = agent.is_some() || kdamond.is_some();
+    let mechanism = match (&kdamond, kernel_tool) {
+        (Some(_), _) => "damon",
+        (None, true) => "memory_reclaim",
+        (None, false) => "process_madvise",
+    };
     let cold_age = cold_age.filter(|_| reclaims);
     let settled = settled.filter(|_| reclaims);
     if target != Target::Nothing {
@@ -239,8 +273,7 @@ pub fn run(
     Ok(ApplyReport {
         decision_kind: plan.kind().into(),
         config: plan.decision.config.clone(),
-        mechanism: cold_age
-            .map(|_| if kdamond.is_some() { "damon" } else { "process_madvise" }.into()),
+        mechanism: cold_age.map(|_| mechanism.into()),
         cold_age_secs: cold_age,
         seconds_asked: cfg.seconds,
         seconds: w.samples.last().map_or(0.0, |s| s.t_secs),

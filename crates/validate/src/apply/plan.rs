@@ -7,6 +7,7 @@ use std::path::Path;
 use serde::Deserialize;
 use zmem_kernel::cold::ColdCurve;
 use zmem_kernel::reclaim::damon::DamonPageout;
+use zmem_kernel::reclaim::memcg::MemcgReclaim;
 use zmem_kernel::reclaim::{AgentConfig, HELD_IDLE_MAX_T};
 use zmem_lab::decision::{Decision, Kind, Reason};
 use zmem_lab::operating::Named;
@@ -134,6 +135,15 @@ impl Plan {
     pub fn damon(&self, no: bool) -> Option<DamonPageout> {
         let p = self.proactive().filter(|p| p.mechanism == Mechanism::Damon && !no)?;
         matches!(self.decision.kind, Kind::Zram | Kind::Zswap).then(|| p.damon.clone()).flatten()
+    }
+
+    /// The memory.reclaim driver to run: the decision's, where it has one, applies something,
+    /// and `no` is not asked.
+    pub fn memory_reclaim(&self, no: bool) -> Option<MemcgReclaim> {
+        let p = self.proactive().filter(|p| p.mechanism == Mechanism::MemoryReclaim && !no)?;
+        matches!(self.decision.kind, Kind::Zram | Kind::Zswap)
+            .then(|| p.memory_reclaim.clone())
+            .flatten()
     }
 
     /// What the decision predicts, with proactive reclaim running or not.

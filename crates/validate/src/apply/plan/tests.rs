@@ -104,6 +104,7 @@ pub(crate) fn plan() -> Plan {
             held_back_bytes: 0,
             held_back_saved_bytes: 0,
             damon: None,
+            memory_reclaim: None,
             agent: Some(agent),
         }),
         proactive_none: None,
@@ -161,10 +162,10 @@ fn a_short_watch_holds_back_less_than_the_steady_state() {
     );
 }
 
-/// A DAMON decision starts its scheme (not the agent), unless --no-proactive or the decision
+/// A DAMON or memory.reclaim decision starts its kernel tool (not the agent), unless --no-proactive or the decision
 /// sets up no compressed swap of its own.
 #[test]
-fn a_damon_decision_gives_its_scheme_and_no_agent() {
+fn a_kernel_tools_decision_gives_its_configuration_and_no_agent() {
     let mut pl = plan();
     assert_eq!(pl.damon(false), None, "the agent's decision");
     let k = pl.decision.proactive.as_mut().unwrap();
@@ -179,8 +180,21 @@ fn a_damon_decision_gives_its_scheme_and_no_agent() {
     assert_eq!(pl.damon(false).map(|s| s.cold_age_secs), Some(3));
     assert_eq!(pl.damon(true), None, "--no-proactive");
     assert!(pl.agent(false).is_err());
+    assert_eq!(pl.memory_reclaim(false), None, "DAMON's decision");
+    let k = pl.decision.proactive.as_mut().unwrap();
+    k.mechanism = Mechanism::MemoryReclaim;
+    k.memory_reclaim = Some(zmem_kernel::reclaim::memcg::MemcgReclaim {
+        cold_age_secs: 3,
+        period_secs: 1,
+        cpu_budget_percent: 0.5,
+        psi_some_avg10_limit: 0.1,
+        targets: vec![zmem_kernel::reclaim::memcg::MemcgTarget { path: "/a".into(), bytes: 1 }],
+        predicted: None,
+    });
+    assert_eq!(pl.memory_reclaim(false).map(|m| m.targets.len()), Some(1));
+    assert_eq!((pl.memory_reclaim(true), pl.damon(false)), (None, None));
     pl.decision.kind = Kind::Keep;
-    assert_eq!(pl.damon(false), None);
+    assert_eq!((pl.damon(false), pl.memory_reclaim(false)), (None, None));
 }
 
 #[test]
