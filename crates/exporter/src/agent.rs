@@ -101,7 +101,8 @@ pub fn families(r: &Read, now_unix: u64) -> Vec<Family> {
 const UP: &str = "1 while the proactive-reclaim agent (zmem agent) has updated its status within 3 \
                   periods, else 0.";
 const PAGED_OUT: &str = "Anonymous memory the agent paged out (process_madvise MADV_PAGEOUT), \
-                         verified gone to swap by pagemap.";
+                         verified gone to swap by pagemap; or, with zmem memcg-reclaim, the \
+                         growth of its cgroups' memory.swap.current.";
 const CAME_BACK: &str =
     "Of the memory the agent paged out, what was touched and faulted back in since.";
 const OUT: &str = "Memory the agent paged out that is still out now.";

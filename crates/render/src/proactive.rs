@@ -120,7 +120,7 @@ pub fn change(d: &Decision) -> Option<String> {
         Mechanism::MemoryReclaim => format!(
             "proactive reclaim: zmem memcg-reclaim started, asking cgroup v2's memory.reclaim of \
              each cgroup for its anonymous memory idle for {} s (its status in \
-             /run/zmem/memcg-reclaim.json; stopped by the undo)",
+             /run/zmem/agent.json; stopped by the undo)",
             p.cold_age_secs
         ),
         _ => format!(

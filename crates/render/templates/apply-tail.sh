@@ -17,7 +17,7 @@ elif [ "$ZMEM_MEMCG" = 1 ]; then
   ZMEM_AGENT_COLD_AGE=$ZMEM_MEMCG_COLD_AGE
   set -- memcg-reclaim --cold-age "$ZMEM_MEMCG_COLD_AGE" --period "$ZMEM_MEMCG_PERIOD" \
     --cpu-budget "$ZMEM_MEMCG_CPU_BUDGET" --psi-limit "$ZMEM_MEMCG_PSI_LIMIT" \
-    --status /run/zmem/memcg-reclaim.json --target "$ZMEM_MEMCG_TARGETS"
+    --status /run/zmem/agent.json --target "$ZMEM_MEMCG_TARGETS"
 fi
 if [ "$ZMEM_AGENT" = 1 ] || [ "$ZMEM_MEMCG" = 1 ]; then
   systemd=0

@@ -104,7 +104,7 @@ fn the_memory_reclaim_driver_starts_with_its_targets_and_the_undo_stops_it() {
     let line = log.lines().find(|l| l.starts_with("agent ")).unwrap_or_else(|| panic!("{log}"));
     let pid: u32 = line[6..].trim().parse().expect("a pid");
     let want = "zmem memcg-reclaim --cold-age 60 --period 15 --cpu-budget 0.500000 --psi-limit \
-                0.100000 --status /run/zmem/memcg-reclaim.json --target \
+                0.100000 --status /run/zmem/agent.json --target \
                 /app.slice/web.service=838860800,/user.slice=52428800";
     for _ in 0..50 {
         if sb.calls().contains(want) {

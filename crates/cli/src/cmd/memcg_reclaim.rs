@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use zmem_kernel::cgroups::{V2Root, v2_roots};
-use zmem_kernel::reclaim::memcg::{self, Driver, MemcgReclaim, MemcgTarget};
+use zmem_kernel::reclaim::memcg::{Driver, MemcgReclaim, MemcgTarget};
 use zmem_kernel::reclaim::{self, AgentConfig, AgentStats};
 use zmem_kernel::record::SignalStop;
 
@@ -31,8 +31,9 @@ pub struct Args {
     /// comma-separated or repeated.
     #[arg(long = "target", value_name = "PATH=BYTES", value_delimiter = ',', required = true)]
     targets: Vec<String>,
-    /// Where to write the status after every period (its directory is made 0755 if missing).
-    #[arg(long, value_name = "FILE", default_value = memcg::DEFAULT_STATUS_PATH)]
+    /// Where to write the status after every period, in the agent's format (`zmem exporter
+    /// --agent-status` reads it; its directory is made 0755 if missing).
+    #[arg(long, value_name = "FILE", default_value = reclaim::DEFAULT_STATUS_PATH)]
     status: PathBuf,
     /// Stop after SECS (default: run until SIGINT or SIGTERM).
     #[arg(long, value_name = "SECS", value_parser = count::<u64>(1, MAX_SECS))]

@@ -29,9 +29,6 @@ use super::cpu::{Budget, CpuClock, process_cpu_seconds};
 use super::{AgentStats, Predicted, procfs};
 use crate::KernelError;
 
-/// Where `zmem memcg-reclaim` writes its status, by default.
-pub const DEFAULT_STATUS_PATH: &str = "/run/zmem/memcg-reclaim.json";
-
 /// The most of a cgroup's target asked for in one period: a quarter.
 const STEP_SHARE: f64 = 0.25;
 
@@ -114,6 +111,7 @@ pub struct Driver {
     stats: AgentStats,
     /// The kernel refused `swappiness=max`: the bare amount from then on.
     bare: bool,
+    started_unix: u64,
     pub last_error: Option<String>,
 }
 
@@ -154,6 +152,7 @@ impl Driver {
             seen,
             stats: AgentStats::default(),
             bare: false,
+            started_unix: unix_now(),
             last_error: None,
         })
     }
@@ -233,17 +232,6 @@ impl Driver {
     }
 }
 
-/// The status file of `zmem memcg-reclaim`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MemcgStatus {
-    pub schema: u32,
-    /// `memory_reclaim`.
-    pub mechanism: String,
-    pub config: MemcgReclaim,
-    pub stats: AgentStats,
-    pub last_error: Option<String>,
-}
-
 impl super::Reclaimer for Driver {
     fn tick(&mut self, _now: std::time::Instant) -> Result<(), KernelError> {
         Driver::tick(self)
@@ -257,12 +245,26 @@ impl super::Reclaimer for Driver {
         self.stats
     }
 
+    /// The agent's status format (`mechanism` `memory_reclaim`), so `zmem exporter` shows what
+    /// the driver moved and what came back beside the prediction, as it does the agent's.
     fn status_json(&self) -> Result<Vec<u8>, KernelError> {
-        let s = MemcgStatus {
+        let c = &self.config;
+        let config = super::AgentConfig {
+            period_secs: c.period_secs,
+            cpu_budget_percent: c.cpu_budget_percent,
+            psi_some_avg10_limit: c.psi_some_avg10_limit,
+            min_idle_bytes: 0,
+            predicted: c.predicted,
+            ..super::AgentConfig::new(c.cold_age_secs)
+        };
+        let s = super::AgentStatus {
             schema: super::STATUS_SCHEMA,
             mechanism: "memory_reclaim".into(),
-            config: self.config.clone(),
+            started_unix: self.started_unix,
+            updated_unix: unix_now(),
+            config,
             stats: self.stats,
+            last_pause: None,
             last_error: self.last_error.clone(),
         };
         serde_json::to_vec_pretty(&s)
@@ -272,6 +274,10 @@ impl super::Reclaimer for Driver {
     fn set_cpu_clock(&mut self, clock: CpuClock) {
         self.budget.set_clock(clock);
     }
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 fn write(file: &Path, text: &str) -> std::io::Result<()> {

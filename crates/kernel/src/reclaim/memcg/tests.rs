@@ -170,3 +170,29 @@ fn bad_configurations_and_missing_cgroups_are_refused() {
     assert_eq!(d.stats().errors, 1);
     assert!(d.last_error.as_deref().is_some_and(|e| e.starts_with("/app: ")));
 }
+
+/// The status is the agent's format, so the exporter shows the driver as it shows the agent:
+/// what moved, what came back, the prediction beside them.
+#[test]
+fn the_status_is_the_agents_format() {
+    use crate::reclaim::{AgentStatus, Reclaimer};
+    let t = Tree::new(&["app"]);
+    let (_, c) = clock();
+    let mut d = t.driver(&[("app", 40 * MIB)], c);
+    d.config.predicted = Some(Predicted {
+        moved_out_bytes: 40 * MIB,
+        swap_ins_per_sec: 0.5,
+        memory_saved_bytes: 30,
+    });
+    d.tick().unwrap();
+    t.set("app", 10 * MIB, 3, 0.0);
+    d.tick().unwrap();
+    let s: AgentStatus =
+        serde_json::from_slice(&d.status_json().unwrap()).expect("an agent status");
+    assert_eq!(s.mechanism, "memory_reclaim");
+    assert_eq!((s.config.cold_age_secs, s.config.period_secs), (60, 15));
+    assert_eq!(s.stats.paged_out_bytes, 10 * MIB);
+    assert_eq!(s.stats.came_back_bytes, 3 * 4096);
+    assert_eq!(s.config.predicted.map(|p| p.moved_out_bytes), Some(40 * MIB));
+    assert!(s.config.check().is_ok(), "{:?}", s.config);
+}
