@@ -398,5 +398,7 @@ impl Pressure {
     }
 }
 
+pub mod wmarks;
+
 #[cfg(test)]
 mod tests;
