@@ -161,7 +161,7 @@ fn bad_configurations_and_missing_cgroups_are_refused() {
     assert!(with(MemcgReclaim { cpu_budget_percent: 0.0, ..base.clone() }).is_err());
     let gone =
         MemcgReclaim { targets: vec![MemcgTarget { path: "/gone".into(), bytes: 1 }], ..base };
-    let e = with(gone).err().expect("refused").to_string();
+    let e = with(gone).expect_err("refused").to_string();
     assert!(e.contains("no memory.reclaim"), "{e}");
     // A cgroup removed while the driver runs: an error counted, the others go on.
     let mut d = t.driver(&[("app", MIB)], c);
