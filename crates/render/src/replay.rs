@@ -46,6 +46,13 @@ pub fn replay(r: &ReplayResult) -> String {
         r.ra_dropped,
         r.clean_dropped
     );
+    if r.kswapd_wakes > 0 || r.direct_reclaimed > 0 {
+        s += &format!(
+            "machine-wide reclaim: kswapd woken {} times, reclaimed {} pages (pgsteal_kswapd); \
+             direct reclaim {} pages (pgsteal_direct)\n",
+            r.kswapd_wakes, r.kswapd_reclaimed, r.direct_reclaimed
+        );
+    }
     s += &r
         .counters
         .iter()

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use zmem_lab::ReplayRequest;
+use zmem_lab::request::WatermarkSpec;
 use zmem_sim::replay::{CgroupVersion, Readahead, SwapKind};
 
 #[derive(Debug, clap::Args)]
@@ -67,6 +68,12 @@ pub struct Args {
     /// none. Default: this machine's (/proc/sys/vm/page-cluster), else the kernel's 3.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=31))]
     page_cluster: Option<u32>,
+    /// Reclaim machine-wide between watermarks instead of at a memcg's limit: kswapd wakes at
+    /// or under LOW and reclaims to HIGH, allocations under MIN reclaim directly. MIN,LOW,HIGH
+    /// in bytes (K, M or G suffix) of --ram, or `machine`: this machine's marks (its zones')
+    /// scaled to --ram.
+    #[arg(long, value_name = "MIN,LOW,HIGH|machine")]
+    watermarks: Option<String>,
     /// Print a JSON object instead of the report.
     #[arg(long)]
     json: bool,
@@ -99,7 +106,23 @@ fn request(args: &Args) -> anyhow::Result<ReplayRequest> {
         swap_device: args.swap_device.parse().map_err(|e| anyhow::anyhow!("--swap-device: {e}"))?,
         readahead: args.readahead,
         page_cluster: args.page_cluster,
+        watermarks: args.watermarks.as_deref().map(watermarks).transpose()?,
     })
+}
+
+/// `--watermarks`: `machine`, or three sizes.
+fn watermarks(text: &str) -> anyhow::Result<WatermarkSpec> {
+    if text == "machine" {
+        return Ok(WatermarkSpec::Machine);
+    }
+    let sizes: Vec<u64> = text
+        .split(',')
+        .map(|s| super::args::size("--watermarks", s.trim()))
+        .collect::<anyhow::Result<_>>()?;
+    match sizes[..] {
+        [min, low, high] => Ok(WatermarkSpec::Bytes([min, low, high])),
+        _ => anyhow::bail!("--watermarks {text}: MIN,LOW,HIGH or machine"),
+    }
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {

@@ -58,7 +58,7 @@ pub use lab::{
     parse_swap_device, run_lab, swap_device_text,
 };
 pub use lab_options::{LAB_OPTIONS, LabArgs, LabOption, ValueKind, lab_option};
-pub use replay::ReplayRequest;
+pub use replay::{ReplayRequest, WatermarkSpec};
 pub use status::StatusRequest;
 pub use study::{MAX_ROUNDS, StudyRequest};
 pub use zram::ZramRequest;

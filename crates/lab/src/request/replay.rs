@@ -52,6 +52,42 @@ pub struct ReplayRequest {
     pub readahead: Option<Readahead>,
     /// vm.page-cluster; none: this machine's.
     pub page_cluster: Option<u32>,
+    /// Machine-wide reclaim between watermarks instead of a memcg's limit; none: the memcg.
+    pub watermarks: Option<WatermarkSpec>,
+}
+
+/// Where the replay's watermarks come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatermarkSpec {
+    /// min, low and high in bytes of the replay's RAM.
+    Bytes([u64; 3]),
+    /// This machine's marks (its zones', /proc/zoneinfo) scaled to the replay's RAM: the share
+    /// of the zones' managed memory the RAM is.
+    Machine,
+}
+
+impl WatermarkSpec {
+    /// The marks in pages of a RAM of `ram_pages`.
+    pub fn pages(&self, ram_pages: u64, page_size: u64) -> Result<replay::Watermarks, ArgError> {
+        let [min, low, high] = match *self {
+            Self::Bytes(b) => b.map(|x| x / page_size.max(1)),
+            Self::Machine => {
+                let text = std::fs::read_to_string("/proc/zoneinfo").map_err(|e| {
+                    ArgError::new("watermarks", format!("machine: /proc/zoneinfo: {e}"))
+                })?;
+                let zones = zmem_kernel::pressure::parse_zoneinfo(&text);
+                let managed: u64 = zones.iter().map(|z| z.managed).sum();
+                let w = zmem_kernel::pressure::Watermarks::of(&zones, 1);
+                let scale = |m: u64| {
+                    (u128::from(m) * u128::from(ram_pages) / u128::from(managed.max(1))) as u64
+                };
+                [scale(w.min_bytes), scale(w.low_bytes), scale(w.high_bytes)]
+            }
+        };
+        let w = replay::Watermarks { min, low, high };
+        w.check(ram_pages).map_err(|e| ArgError::new("watermarks", e))?;
+        Ok(w)
+    }
 }
 
 impl Default for ReplayRequest {
@@ -75,6 +111,7 @@ impl Default for ReplayRequest {
             swap_device: DeviceSpec::default(),
             readahead: None,
             page_cluster: None,
+            watermarks: None,
         }
     }
 }
@@ -170,6 +207,10 @@ impl ReplayRequest {
             page_cluster,
             // The page count plus zmem validate's slack, as `zmem validate` sizes its swap.
             swap_pages: None,
+            watermarks: self
+                .watermarks
+                .map(|w| w.pages(self.ram / self.page_size as u64, self.page_size as u64))
+                .transpose()?,
         })
     }
 

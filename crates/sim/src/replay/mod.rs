@@ -154,6 +154,34 @@ pub struct ReplayConfig {
     /// which frees a swapped-in page's slot). `None`: the page count plus
     /// [`SWAP_AREA_SLACK`], the size `zmem validate` makes its swap file and zram device.
     pub swap_pages: Option<u64>,
+    /// Machine-wide reclaim ([`Watermarks`], `--watermarks`): RAM is a node whose free pages
+    /// kswapd keeps between the low and high marks and allocations below the min mark reclaim
+    /// directly. `None`: a memory cgroup at its limit, reclaiming only when full (the default).
+    pub watermarks: Option<Watermarks>,
+}
+
+/// The watermarks of the replay's RAM, in pages (zmem-kernel's `pressure::wmarks` computes a
+/// machine's from its zones; scale them to the replay's RAM). One node with one zone: 6.18's
+/// per-zone balance (`pgdat_balanced()` takes any zone eligible for the allocation that meets
+/// its mark) is not modelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Watermarks {
+    pub min: u64,
+    pub low: u64,
+    pub high: u64,
+}
+
+impl Watermarks {
+    /// The marks checked: ascending and under RAM's size.
+    pub fn check(&self, ram_pages: u64) -> Result<(), String> {
+        if !(self.min <= self.low && self.low <= self.high && self.high < ram_pages) {
+            return Err(format!(
+                "watermarks min {} <= low {} <= high {} < RAM {} pages do not hold",
+                self.min, self.low, self.high, ram_pages
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Pages a swap area has beyond the page set's by default ([`ReplayConfig::swap_pages`]).
@@ -198,6 +226,7 @@ impl Default for ReplayConfig {
             readahead: Readahead::Vma,
             page_cluster: DEFAULT_PAGE_CLUSTER,
             swap_pages: None,
+            watermarks: None,
         }
     }
 }
@@ -261,6 +290,15 @@ pub struct ReplayResult {
     /// cache and were not written since (`Simulator`'s `fault_in`); not in `swap_outs`.
     #[serde(default)]
     pub clean_dropped: u64,
+    /// With [`ReplayConfig::watermarks`]: pages kswapd reclaimed (vmstat `pgsteal_kswapd`),
+    /// pages allocations reclaimed directly under the min mark (`pgsteal_direct`), and how
+    /// often kswapd was woken (free pages at or under the low mark). All 0 without.
+    #[serde(default)]
+    pub kswapd_reclaimed: u64,
+    #[serde(default)]
+    pub direct_reclaimed: u64,
+    #[serde(default)]
+    pub kswapd_wakes: u64,
     /// Stores the swap kept (zswap: zswpout; zram: every non-zero swap-out).
     pub stored: u64,
     /// zswap stores rejected (written to the swap file instead, or kept in RAM).

@@ -349,6 +349,9 @@ struct Counts {
     ra_reclaimed: u64,
     ra_dropped: u64,
     clean_dropped: u64,
+    kswapd_reclaimed: u64,
+    direct_reclaimed: u64,
+    kswapd_wakes: u64,
 }
 
 /// RAM, the swap area behind it, and what has happened so far.
@@ -412,6 +415,9 @@ impl<'p> Simulator<'p> {
         }
         if cfg.ram_pages == 0 {
             return Err(SimError::Setup("RAM of 0 pages".into()));
+        }
+        if let Some(w) = cfg.watermarks {
+            w.check(cfg.ram_pages.min(n as u64)).map_err(SimError::Setup)?;
         }
         if cfg.zswap_max.is_some() && cfg.cgroup != super::CgroupVersion::V2 {
             return Err(SimError::Setup("memory.zswap.max is a cgroup v2 file".into()));
@@ -537,6 +543,7 @@ impl<'p> Simulator<'p> {
         if self.touched[i] && self.ra.is_some() {
             return self.swapin_readahead(p, a.write);
         }
+        let woken = self.allocate()?;
         self.charge_fault()?;
         let refault = self.touched[i];
         if !self.touched[i] {
@@ -546,6 +553,56 @@ impl<'p> Simulator<'p> {
             self.fault_in(p, a.write)?;
         }
         self.ram.install(p, refault);
+        if woken {
+            self.kswapd()?;
+        }
+        Ok(())
+    }
+
+    /// Free frames: RAM less what is charged to it.
+    fn free(&self) -> u64 {
+        (self.ram.capacity() as u64).min(self.cfg.ram_pages).saturating_sub(self.memcg_pages())
+    }
+
+    /// The page allocator for a fault with [`ReplayConfig::watermarks`] (6.18 mm/page_alloc.c
+    /// `__alloc_pages()`): the fast path takes a page while free pages are over the low mark;
+    /// at or under it the slow path wakes kswapd (`wake_all_kswapds()`), takes a page over the
+    /// min mark, and else reclaims directly (`__alloc_pages_direct_reclaim()`: a batch, then
+    /// the allocation is tried again). Whether kswapd was woken.
+    fn allocate(&mut self) -> Result<bool, SimError> {
+        let Some(w) = self.cfg.watermarks else { return Ok(false) };
+        if self.free() > w.low {
+            return Ok(false);
+        }
+        self.counts.kswapd_wakes += 1;
+        while self.free() <= w.min && self.ram.evictable() > 0 {
+            let n = self.reclaim()?;
+            if n == 0 {
+                break;
+            }
+            self.counts.direct_reclaimed += n as u64;
+        }
+        Ok(true)
+    }
+
+    /// kswapd once woken (6.18 mm/vmscan.c `balance_pgdat()`): while the node is not balanced
+    /// (free pages under the high mark, `pgdat_balanced()`), a pass of `kswapd_shrink_node()`
+    /// asks reclaim for `max(high mark, SWAP_CLUSTER_MAX)` pages. kswapd runs beside the
+    /// program; the replay runs it at once after the fault that woke it.
+    fn kswapd(&mut self) -> Result<(), SimError> {
+        let Some(w) = self.cfg.watermarks else { return Ok(()) };
+        while self.free() < w.high && self.ram.evictable() > 0 {
+            let want = (w.high as usize).max(SWAP_CLUSTER_MAX);
+            let mut pass = 0;
+            while pass < want && self.ram.evictable() > 0 {
+                let n = self.reclaim()?;
+                if n == 0 {
+                    return Ok(());
+                }
+                pass += n;
+            }
+            self.counts.kswapd_reclaimed += pass as u64;
+        }
         Ok(())
     }
 
@@ -618,9 +675,14 @@ impl<'p> Simulator<'p> {
     fn swapin_readahead(&mut self, p: u32, write: bool) -> Result<(), SimError> {
         let slot = self.slots.slot(p).ok_or_else(|| no_slot(p))?;
         let window = self.ra.as_mut().expect("readahead").window(u64::from(p), slot);
+        let woken = self.allocate()?;
         let result = self.read_window(p, write, window);
         self.ram.pin(None);
-        result
+        result?;
+        if woken {
+            self.kswapd()?;
+        }
+        Ok(())
     }
 
     /// The window's pages in ascending order of what the window is in: `(page, slot)` of
@@ -845,6 +907,9 @@ impl<'p> Simulator<'p> {
             ra_reclaimed: c.ra_reclaimed,
             ra_dropped: c.ra_dropped,
             clean_dropped: c.clean_dropped,
+            kswapd_reclaimed: c.kswapd_reclaimed,
+            direct_reclaimed: c.direct_reclaimed,
+            kswapd_wakes: c.kswapd_wakes,
             max_pool_bytes,
             disk_reads,
             disk_writes,
