@@ -124,7 +124,7 @@ pub(crate) fn load_trace(py: Python<'_>, path: &Path) -> PyResult<Vec<replay_mod
 
 /// `zmem replay --json`: an access trace over the pages under a RAM budget.
 #[pyfunction]
-#[pyo3(signature = (pages, trace, ram, swap = None, algo = None, pool = None, max_pool_percent = None, accept_threshold_percent = None, shrinker = false, reject_incompressible = false, no_writeback = false, swap_dir = None, swap_device = None, swap_in_memory = false, readahead = None, page_cluster = None, cgroup = None, zswap_max = None))]
+#[pyo3(signature = (pages, trace, ram, swap = None, algo = None, pool = None, max_pool_percent = None, accept_threshold_percent = None, shrinker = false, reject_incompressible = false, no_writeback = false, swap_dir = None, swap_device = None, swap_in_memory = false, readahead = None, page_cluster = None, cgroup = None, zswap_max = None, watermarks = None))]
 #[allow(clippy::too_many_arguments)]
 fn replay(
     py: Python<'_>,
@@ -146,6 +146,7 @@ fn replay(
     page_cluster: Option<&Bound<'_, PyAny>>,
     cgroup: Option<&str>,
     zswap_max: Option<&Bound<'_, PyAny>>,
+    watermarks: Option<&str>,
 ) -> PyResult<String> {
     // None: the request's own default (one place for them: `ReplayRequest::default()`).
     let d = ReplayRequest::default();
@@ -190,6 +191,9 @@ fn replay(
             None => d.cgroup,
         },
         zswap_max: zswap_max_bytes(zswap_max)?.or(d.zswap_max),
+        watermarks: watermarks
+            .map(|w| w.parse().map_err(|e| value_err(format!("watermarks: {e}"))))
+            .transpose()?,
     };
     req.validate().map_err(arg_err)?;
     let device = py.detach(|| req.device()).map_err(lab_err)?;

@@ -114,6 +114,26 @@ def test_replay_takes_the_memcgs_cgroup_version_and_zswap_limit(zmem_bin, page_f
     assert "memory.zswap.max" in str(e.value), e.value
 
 
+def test_replay_takes_watermarks_as_the_cli_does(zmem_bin, page_file, tmp_path):
+    trace = tmp_path / "t.trace"
+    p = run_cli(zmem_bin, "trace", "gen", "--pages", "300", "--accesses", "3000", "-o", str(trace))
+    if p.returncode != 0:
+        pytest.fail(f"zmem trace gen: {p.stderr}")
+    args = ("--ram", "400K", "--swap", "zram", "--watermarks", "16K,64K,96K")
+    cli = run_cli(zmem_bin, "replay", "--json", *args, str(page_file), str(trace))
+    assert cli.returncode == 0, cli.stderr
+    want = json.loads(cli.stdout)
+    row = zmem.replay(page_file, trace, "400K", swap="zram", watermarks="16K,64K,96K")
+    got = row.to_pylist()[0]
+    assert want["kswapd_wakes"] > 0
+    for k in ("swap_outs", "swap_ins", "kswapd_wakes", "kswapd_reclaimed", "direct_reclaimed"):
+        assert got[k] == want[k], k
+    # Marks out of order: refused, in the CLI's words.
+    with pytest.raises(ValueError) as e:
+        zmem.replay(page_file, trace, "400K", swap="zram", watermarks="64K,16K,96K")
+    assert "do not hold" in str(e.value), e.value
+
+
 # Bad arguments: the exception's message is the CLI's line (after `zmem: `).
 
 

@@ -213,6 +213,7 @@ def replay(
     page_cluster: Optional[int] = None,
     cgroup: Optional[str] = None,
     zswap_max: Optional[Union[int, str]] = None,
+    watermarks: Optional[str] = None,
     page_size: Optional[int] = None,
 ) -> pa.Table:
     """An access trace (``zmem trace gen``) over the pages with ``ram`` bytes of RAM (an int,
@@ -223,7 +224,9 @@ def replay(
     the swap readahead of zswap's swap-ins, by default this machine's, as ``--readahead`` and
     ``--page-cluster``. ``cgroup`` (``v1`` or ``v2``: on v2 zswap's compressed pool is charged
     to the memcg) and ``zswap_max`` (``memory.zswap.max``, v2 only: bytes, a size string or
-    ``"max"``), as ``--cgroup`` and ``--zswap-max``. Every keyword argument left at None takes the default
+    ``"max"``), as ``--cgroup`` and ``--zswap-max``. ``watermarks``: machine-wide reclaim
+    (kswapd between the marks) instead of a memcg's limit, ``"MIN,LOW,HIGH"`` in bytes of
+    ``ram`` or ``"machine"``, as ``--watermarks``. Every keyword argument left at None takes the default
     ``zmem replay --help`` states (``zmem.defaults("replay")``).
 
     >>> zmem.replay(pages, "trace.zt", "1M", swap="zram").column("swap_ins")  # doctest: +SKIP
@@ -248,6 +251,7 @@ def replay(
             page_cluster,
             cgroup,
             zswap_max,
+            watermarks,
         )
     )
 

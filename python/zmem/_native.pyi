@@ -99,6 +99,7 @@ def replay(
     page_cluster: Optional[int] = None,
     cgroup: Optional[str] = None,
     zswap_max: Optional[Union[int, str]] = None,
+    watermarks: Optional[str] = None,
 ) -> str: ...
 def study_allocators(
     pages: PageSet,

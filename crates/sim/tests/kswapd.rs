@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{pages, trace};
+use common::{counts, pages, trace, zswap_pool};
 use zmem_sim::NoProgress;
 use zmem_sim::replay::{self, ReplayConfig, Simulator, SwapKind, Watermarks};
 
@@ -48,15 +48,28 @@ fn kswapd_keeps_free_pages_between_the_marks() {
 }
 
 /// Without watermarks the memcg reclaims only when full: none of kswapd's counters, and fewer
-/// swap-outs than kswapd's headroom of free pages makes.
+/// swap-outs than kswapd's headroom of free pages makes; zram and zswap alike.
 #[test]
 fn the_memcg_model_has_no_kswapd_and_keeps_less_free() {
     let (p, t) = (pages(800, 7), trace(800, 8000, 8));
-    let memcg = replay::run(&p, &t, &cfg(None), &NoProgress).unwrap();
-    let node = replay::run(&p, &t, &cfg(Some(MARKS)), &NoProgress).unwrap();
-    assert_eq!((memcg.kswapd_wakes, memcg.kswapd_reclaimed, memcg.direct_reclaimed), (0, 0, 0));
-    assert!(node.swap_outs > memcg.swap_outs, "{} vs {}", node.swap_outs, memcg.swap_outs);
-    assert!(node.swap_ins > memcg.swap_ins, "{} vs {}", node.swap_ins, memcg.swap_ins);
+    let zswap = |w| ReplayConfig { swap: SwapKind::Zswap, zswap: zswap_pool(100), ..cfg(w) };
+    for (name, memcg, node) in
+        [("zram", cfg(None), cfg(Some(MARKS))), ("zswap", zswap(None), zswap(Some(MARKS)))]
+    {
+        let memcg = replay::run(&p, &t, &memcg, &NoProgress).unwrap();
+        let node = replay::run(&p, &t, &node, &NoProgress).unwrap();
+        assert!(memcg.verified && node.verified, "{name}");
+        let none = (memcg.kswapd_wakes, memcg.kswapd_reclaimed, memcg.direct_reclaimed);
+        assert_eq!(none, (0, 0, 0), "{name}");
+        assert!(node.kswapd_reclaimed > 0, "{name}: {}", counts(&node));
+        assert!(
+            node.swap_outs > memcg.swap_outs,
+            "{name}: {} vs {}",
+            node.swap_outs,
+            memcg.swap_outs
+        );
+        assert!(node.swap_ins > memcg.swap_ins, "{name}: {} vs {}", node.swap_ins, memcg.swap_ins);
+    }
 }
 
 /// A high mark at RAM's size leaves kswapd nothing to reach, and the marks must ascend.
@@ -68,7 +81,7 @@ fn marks_out_of_order_or_over_ram_are_refused() {
         Watermarks { min: 8, low: 41, high: 40 },
         Watermarks { min: 8, low: 24, high: RAM },
     ] {
-        let e = Simulator::new(&p, &cfg(Some(w))).err().expect("refused");
+        let e = Simulator::new(&p, &cfg(Some(w))).expect_err("refused");
         assert!(e.to_string().contains("do not hold"), "{e}");
     }
 }

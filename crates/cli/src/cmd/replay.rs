@@ -106,23 +106,12 @@ fn request(args: &Args) -> anyhow::Result<ReplayRequest> {
         swap_device: args.swap_device.parse().map_err(|e| anyhow::anyhow!("--swap-device: {e}"))?,
         readahead: args.readahead,
         page_cluster: args.page_cluster,
-        watermarks: args.watermarks.as_deref().map(watermarks).transpose()?,
+        watermarks: args
+            .watermarks
+            .as_deref()
+            .map(|w| w.parse::<WatermarkSpec>().map_err(|e| anyhow::anyhow!("--watermarks: {e}")))
+            .transpose()?,
     })
-}
-
-/// `--watermarks`: `machine`, or three sizes.
-fn watermarks(text: &str) -> anyhow::Result<WatermarkSpec> {
-    if text == "machine" {
-        return Ok(WatermarkSpec::Machine);
-    }
-    let sizes: Vec<u64> = text
-        .split(',')
-        .map(|s| super::args::size("--watermarks", s.trim()))
-        .collect::<anyhow::Result<_>>()?;
-    match sizes[..] {
-        [min, low, high] => Ok(WatermarkSpec::Bytes([min, low, high])),
-        _ => anyhow::bail!("--watermarks {text}: MIN,LOW,HIGH or machine"),
-    }
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {

@@ -66,6 +66,25 @@ pub enum WatermarkSpec {
     Machine,
 }
 
+impl std::str::FromStr for WatermarkSpec {
+    type Err = String;
+
+    /// `machine`, or `MIN,LOW,HIGH` in bytes, each with an optional K, M or G suffix.
+    fn from_str(text: &str) -> Result<Self, String> {
+        if text.trim() == "machine" {
+            return Ok(Self::Machine);
+        }
+        let sizes: Vec<u64> = text
+            .split(',')
+            .map(|s| crate::parse_size(s.trim()).map_err(|e| format!("{text}: {}", e.msg)))
+            .collect::<Result<_, _>>()?;
+        match sizes[..] {
+            [min, low, high] => Ok(Self::Bytes([min, low, high])),
+            _ => Err(format!("{text}: MIN,LOW,HIGH or machine")),
+        }
+    }
+}
+
 impl WatermarkSpec {
     /// The marks in pages of a RAM of `ram_pages`.
     pub fn pages(&self, ram_pages: u64, page_size: u64) -> Result<replay::Watermarks, ArgError> {
