@@ -4,10 +4,15 @@
 //! tested against fake sysfs trees). No test starts a kdamond on the machine: where DAMON's
 //! admin interface is free it would run beside whatever the machine does.
 
-use std::process::{Command, Output};
+mod common;
 
-fn zmem(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zmem")).args(args).output().expect("the zmem binary runs")
+use common::{fails_cleanly_with, zmem};
+
+/// `zmem ARGS` fails in one line (exit 2) that says `want`.
+fn refused(args: &[&str], want: &str) {
+    let out = zmem(args);
+    let err = fails_cleanly_with(&out, &format!("{args:?}"));
+    assert!(err.contains(want), "{args:?}: {err}");
 }
 
 #[test]
@@ -25,13 +30,7 @@ fn bad_input_is_refused_in_one_line_before_any_write() {
         (&["stop", "--pid-file", bad_pid], "not a pid"),
     ];
     for (args, want) in cases {
-        let mut all = vec!["damon"];
-        all.extend_from_slice(args);
-        let out = zmem(&all);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.starts_with("zmem: ") && err.lines().count() == 1, "{args:?}: {err}");
-        assert!(err.contains(want), "{args:?}: {err}");
+        refused(&[&["damon"], args].concat(), want);
     }
 }
 
@@ -46,20 +45,14 @@ fn memcg_reclaim_refuses_bad_targets_and_a_machine_without_v2_memory() {
         (&["--target", "/a=1", "--cpu-budget", "0"], "CPU budget"),
     ];
     for (args, want) in cases {
-        let mut all = vec!["memcg-reclaim"];
-        all.extend_from_slice(args);
-        let out = zmem(&all);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.starts_with("zmem: ") && err.lines().count() == 1, "{args:?}: {err}");
-        assert!(err.contains(want), "{args:?}: {err}");
+        refused(&[&["memcg-reclaim"], args].concat(), want);
     }
     if zmem_kernel::cgroups::memory_controller_version(std::path::Path::new("/")) == Some(2) {
         println!("skipped the v1 refusal: this machine's memory controller is on cgroup v2");
         return;
     }
-    let out = zmem(&["memcg-reclaim", "--target", "/zmem-test-none=4096", "--duration", "1"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("memory.reclaim"), "{err}");
+    refused(
+        &["memcg-reclaim", "--target", "/zmem-test-none=4096", "--duration", "1"],
+        "memory.reclaim",
+    );
 }

@@ -19,27 +19,37 @@ elif [ "$ZMEM_MEMCG" = 1 ]; then
     --cpu-budget "$ZMEM_MEMCG_CPU_BUDGET" --psi-limit "$ZMEM_MEMCG_PSI_LIMIT" \
     --status /run/zmem/agent.json --target "$ZMEM_MEMCG_TARGETS"
 fi
+# systemd_runs: whether the units are started through systemd (it runs, and the script
+# writes into the live root).
+systemd_runs() {
+  [ -z "$ROOT" ] && [ -d /run/systemd/system ] && command -v systemctl > /dev/null 2>&1
+}
+# install_unit UNIT: writes stdin as UNIT's file and enables it for every boot, both saved for
+# the undo. Every value in its ExecStart lines was checked against its grammar: no space, quote
+# or %.
+install_unit() {
+  f=$ROOT/etc/systemd/system/$1
+  w=$ROOT/etc/systemd/system/multi-user.target.wants/$1
+  mkdir -p "$(dirname "$w")"
+  save_file "$f"
+  cat > "$f"
+  save_file "$w"
+  ln -sf "../$1" "$w"
+}
+# start_unit UNIT: through systemd, logged for the undo's disable.
+start_unit() {
+  systemctl daemon-reload
+  systemctl start "$1"
+  echo "unit $1" >> "$STATE/log"
+  echo "zmem: proactive reclaim runs as $1" >&2
+}
 if [ "$ZMEM_AGENT" = 1 ] || [ "$ZMEM_MEMCG" = 1 ]; then
-  systemd=0
-  if [ -z "$ROOT" ] && [ -d /run/systemd/system ] && command -v systemctl > /dev/null 2>&1; then
-    systemd=1
-  fi
   if [ "$persist" = 1 ]; then
-    # Every value in ExecStart was checked against its grammar: no space, quote or %.
-    f=$ROOT/etc/systemd/system/$AGENT_UNIT
-    w=$ROOT/etc/systemd/system/multi-user.target.wants/$AGENT_UNIT
-    mkdir -p "$(dirname "$w")"
-    save_file "$f"
     printf '[Unit]\nDescription=zmem proactive reclaim: pages out memory idle for %s s (zmem lab)\nAfter=swap.target\n\n[Service]\nExecStart=%s %s\nRestart=on-failure\n\n[Install]\nWantedBy=multi-user.target\n' \
-      "$ZMEM_AGENT_COLD_AGE" "$agent_bin" "$*" > "$f"
-    save_file "$w"
-    ln -sf "../$AGENT_UNIT" "$w"
+      "$ZMEM_AGENT_COLD_AGE" "$agent_bin" "$*" | install_unit "$AGENT_UNIT"
   fi
-  if [ "$persist" = 1 ] && [ "$systemd" = 1 ]; then
-    systemctl daemon-reload
-    systemctl start "$AGENT_UNIT"
-    echo "unit $AGENT_UNIT" >> "$STATE/log"
-    echo "zmem: proactive reclaim runs as $AGENT_UNIT" >&2
+  if [ "$persist" = 1 ] && systemd_runs; then
+    start_unit "$AGENT_UNIT"
   else
     # No systemd running (or --no-persist): a process of its own, which the undo stops.
     nohup "$agent_bin" "$@" > "$STATE/agent.log" 2>&1 < /dev/null &
@@ -56,26 +66,12 @@ if [ "$ZMEM_DAMON" = 1 ]; then
   set -- damon start --cold-age "$ZMEM_DAMON_COLD_AGE" --cpu-budget "$ZMEM_DAMON_CPU_BUDGET" \
     --psi-limit "$ZMEM_DAMON_PSI_LIMIT" --pid-file /run/zmem/damon.pid
   [ -z "$ZMEM_DAMON_EXCLUDE" ] || set -- "$@" --exclude "$ZMEM_DAMON_EXCLUDE"
-  systemd=0
-  if [ -z "$ROOT" ] && [ -d /run/systemd/system ] && command -v systemctl > /dev/null 2>&1; then
-    systemd=1
-  fi
   if [ "$persist" = 1 ]; then
-    # Every value in ExecStart was checked against its grammar: no space, quote or %.
-    f=$ROOT/etc/systemd/system/$DAMON_UNIT
-    w=$ROOT/etc/systemd/system/multi-user.target.wants/$DAMON_UNIT
-    mkdir -p "$(dirname "$w")"
-    save_file "$f"
     printf '[Unit]\nDescription=zmem proactive reclaim: a DAMON scheme pages out memory idle for %s s (zmem lab)\nAfter=swap.target\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=%s %s\nExecStop=%s damon stop --pid-file /run/zmem/damon.pid\n\n[Install]\nWantedBy=multi-user.target\n' \
-      "$ZMEM_DAMON_COLD_AGE" "$agent_bin" "$*" "$agent_bin" > "$f"
-    save_file "$w"
-    ln -sf "../$DAMON_UNIT" "$w"
+      "$ZMEM_DAMON_COLD_AGE" "$agent_bin" "$*" "$agent_bin" | install_unit "$DAMON_UNIT"
   fi
-  if [ "$persist" = 1 ] && [ "$systemd" = 1 ]; then
-    systemctl daemon-reload
-    systemctl start "$DAMON_UNIT"
-    echo "unit $DAMON_UNIT" >> "$STATE/log"
-    echo "zmem: proactive reclaim runs as $DAMON_UNIT" >&2
+  if [ "$persist" = 1 ] && systemd_runs; then
+    start_unit "$DAMON_UNIT"
   else
     pid=$("$agent_bin" "$@")
     echo "damon $pid $agent_bin" >> "$STATE/log"

@@ -16,6 +16,18 @@ fn here() -> Abilities {
     }
 }
 
+/// A shell whose own idle memory comes back over the promotion budget (left out, pid 4321).
+fn busy_shell() -> crate::operating::OverBudget {
+    crate::operating::OverBudget {
+        pid: 4321,
+        comm: "bash".into(),
+        anon_bytes: MIB,
+        cold_bytes: MIB / 2,
+        promoted_bytes_per_sec: 16e3,
+        promotion_percent_per_min: 150.0,
+    }
+}
+
 fn input() -> Input {
     let exclude = Exclude { comms: vec!["sshd".into()], ..Exclude::default() };
     Input { wanted: true, exclude, abilities: Some(here()) }
@@ -147,14 +159,7 @@ fn exclude_lists_parse_by_kind_and_refuse_what_is_none() {
 fn the_agent_never_pages_out_a_process_left_out() {
     let mut op = point(900 * MIB);
     let k = op.cold.as_mut().expect("cold");
-    k.left_out = vec![crate::operating::OverBudget {
-        pid: 4321,
-        comm: "bash".into(),
-        anon_bytes: MIB,
-        cold_bytes: MIB / 2,
-        promoted_bytes_per_sec: 16e3,
-        promotion_percent_per_min: 150.0,
-    }];
+    k.left_out = vec![busy_shell()];
     let a = choose(&op, &input()).expect("proactive reclaim").agent.expect("the agent");
     assert_eq!(a.exclude.pids, [4321]);
     assert_eq!(a.exclude.comms, ["sshd"]);
@@ -220,14 +225,7 @@ fn damon_comes_first_where_it_is_free_and_nothing_is_excluded_by_process() {
     assert!(p.why.contains("not its process, and sshd must never be paged out"), "{}", p.why);
     // A process left out by the promotion budget counts as excluded by pid.
     let mut op = point(900 * MIB);
-    op.cold.as_mut().expect("cold").left_out = vec![crate::operating::OverBudget {
-        pid: 4321,
-        comm: "bash".into(),
-        anon_bytes: MIB,
-        cold_bytes: MIB / 2,
-        promoted_bytes_per_sec: 16e3,
-        promotion_percent_per_min: 150.0,
-    }];
+    op.cold.as_mut().expect("cold").left_out = vec![busy_shell()];
     let x = Input { exclude: Exclude::default(), abilities: Some(free), ..input() };
     let p = choose(&op, &x).expect("proactive reclaim");
     assert_eq!(p.mechanism, Mechanism::ProcessMadvise);
