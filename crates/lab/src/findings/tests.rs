@@ -78,12 +78,14 @@ fn json(v: impl Serialize) -> serde_json::Value {
     serde_json::to_value(v).unwrap()
 }
 
-/// `v` with every `path` field taken out (cgroup paths, renamed in a file).
+/// `v` with every `path` field taken out (cgroup paths, renamed in a file), and the cold bytes
+/// by cgroup, keyed by them (their values are compared apart).
 fn without_paths(mut v: serde_json::Value) -> serde_json::Value {
     fn strip(v: &mut serde_json::Value) {
         match v {
             serde_json::Value::Object(m) => {
-                m.retain(|k, _| k != "path");
+                // `cold_by_cgroup` is keyed by path.
+                m.retain(|k, _| k != "path" && k != "cold_by_cgroup");
                 m.values_mut().for_each(strip);
             }
             serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
@@ -136,6 +138,14 @@ fn findings_for_a_file_name_nobody_and_judge_the_same() {
     assert_eq!(a.memory_saved_bytes, b.memory_saved_bytes);
     assert_eq!(a.memory_saved_ci, b.memory_saved_ci);
     assert_eq!(without_paths(json(&a.operating_point)), without_paths(json(&b.operating_point)));
+    let by_cgroup = |d: &crate::decision::Decision| {
+        let k = d.operating_point.as_ref().and_then(|o| o.cold.as_ref());
+        let mut v: Vec<u64> =
+            k.map_or(Vec::new(), |k| k.cold_by_cgroup.values().copied().collect());
+        v.sort_unstable();
+        v
+    };
+    assert_eq!(by_cgroup(&a), by_cgroup(&b), "the same bytes under renamed cgroups");
     assert_eq!(json(&a.proactive), json(&b.proactive));
     // Asked for, they stay.
     let all = for_file(f.clone(), Identify::ALL);
