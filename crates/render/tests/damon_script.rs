@@ -125,3 +125,35 @@ fn the_memory_reclaim_driver_starts_with_its_targets_and_the_undo_stops_it() {
         assert_eq!(err.field, "proactive.memory_reclaim.targets[0]", "{bad:?}");
     }
 }
+
+/// From the states the zram tests cover: where the script stops (no zram) neither kernel tool
+/// starts; a zswap decision starts them as a zram one does, and the undo stops them.
+#[test]
+fn the_kernel_tools_follow_the_script_from_every_state() {
+    let damon = with_damon(&[]);
+    let memcg = with_memcg(&[("/app.slice", 1 << 20)]);
+    for (d, what) in [(&damon, "zmem damon start"), (&memcg, "zmem memcg-reclaim")] {
+        let sb = sandbox("kt-nozram");
+        std::fs::remove_dir_all(sb.path("sys/class/zram-control")).unwrap();
+        std::fs::remove_dir_all(sb.path("sys/block/zram0")).unwrap();
+        assert!(!sb.run("apply.sh", &script(d).expect("a script"), &[]).status.success());
+        assert!(!sb.calls().contains(what), "{}", sb.calls());
+        let mut z = d.clone();
+        z.kind = zmem_lab::decision::Kind::Zswap;
+        z.config = "zswap lzo".into();
+        let zs = dec::zswap_apply_script(&z, &common::zswap_params("lzo", 20, true));
+        let sb = sandbox("kt-zswap");
+        ok(&sb.run("apply.sh", &zs.expect("a zswap script"), &["--no-persist"]), "apply");
+        // The driver is a process of its own: its stub logs once it has started.
+        for _ in 0..50 {
+            if sb.calls().contains(what) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        assert!(sb.calls().contains(what), "{}", sb.calls());
+        ok(&sb.run("undo.sh", &dec::undo_script(), &[]), "undo");
+        assert_eq!(sb.get("sys/module/zswap/parameters/enabled"), "Y\n");
+        assert!(!sb.path("state").exists());
+    }
+}
