@@ -171,6 +171,8 @@ impl Driver {
     pub fn tick(&mut self) -> Result<(), KernelError> {
         self.budget.begin_tick();
         self.stats.ticks += 1;
+        // This period's highest among the cgroups asked.
+        self.stats.last_psi_some_avg10 = 0.0;
         let full = procfs::swap_full(&self.proc_root)?;
         if full.is_some() {
             self.stats.paused_ticks += 1;

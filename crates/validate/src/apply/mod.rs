@@ -188,72 +188,42 @@ pub fn run(
     line: &mut dyn FnMut(&str),
 ) -> Result<ApplyReport, String> {
     let before = machine::Machine::read();
-    let scheme = plan.damon(cfg.no_proactive);
-    let memcg = plan.memory_reclaim(cfg.no_proactive);
-    let kernel_tool = scheme.is_some() || memcg.is_some();
-    let agent = if kernel_tool { Err(None) } else { plan.agent(cfg.no_proactive) };
-    let predicted = plan.predicted(agent.is_ok() || kernel_tool);
+    let tool = KernelTool::of(plan, cfg.no_proactive);
+    let agent = if tool.is_some() { Err(None) } else { plan.agent(cfg.no_proactive) };
+    let predicted = plan.predicted(agent.is_ok() || tool.is_some());
     let predicted = if agent.is_ok() { plan.within(predicted, cfg.seconds) } else { predicted };
     let predicted = match (&cfg.pids, agent.is_ok()) {
         (Some(pids), true) => plan.scoped(predicted, pids),
         _ => predicted,
     };
     let mut events: Vec<String> = agent.as_ref().err().cloned().flatten().into_iter().collect();
-    // A physical page's scheme cannot be kept to processes: the figures are the machine's.
-    let cfg = &match (kernel_tool, &cfg.pids) {
-        (true, Some(_)) => {
-            events.push(
-                "--pid: the kernel's tool reclaims from every process (DAMON monitors physical \
-                 memory; memory.reclaim takes from whole cgroups), so the prediction and the \
-                 figures are the machine's"
-                    .into(),
-            );
-            ApplyConfig { pids: None, ..cfg.clone() }
-        }
-        _ => cfg.clone(),
-    };
+    let cfg = &if tool.is_some() { machine_wide(cfg, &mut events) } else { cfg.clone() };
     let agent = agent.ok().map(|a| agent_config(a, cfg, &predicted));
-    let cold_age =
-        agent.as_ref().map(|a| a.cold_age_secs).or(scheme.as_ref().map(|s| s.cold_age_secs));
     // Promotion is the rate idle memory comes back once the first pass is over: the agent's
     // sample at T, the rest a period later, and the sampled hot pages back within the next
-    // period; DAMON's regions idle for T paged out within its quota's next seconds.
-    let settled = agent
-        .as_ref()
-        .map(|a| a.cold_age_secs + 2 * a.period_secs)
-        .or(scheme.as_ref().map(|s| s.cold_age_secs + DAMON_SETTLE_SECS))
-        .or(memcg.as_ref().map(|m| m.cold_age_secs + 2 * m.period_secs));
-    let cold_age = cold_age.or(memcg.as_ref().map(|m| m.cold_age_secs));
+    // period (the kernel tools': [`KernelTool::settled`]).
+    let (cold_age, settled) = match (&agent, &tool) {
+        (Some(a), _) => (Some(a.cold_age_secs), Some(a.cold_age_secs + 2 * a.period_secs)),
+        (None, Some(t)) => (Some(t.cold_age_secs()), Some(t.settled())),
+        (None, None) => (None, None),
+    };
     events.extend(agent.as_ref().and_then(|a| too_short(cfg.seconds, a)));
     let (mut undo, mut changes) = (UndoStack::default(), Vec::new());
-    let (target, mut agent) = set_up(plan, cfg, agent, &mut undo, &mut changes)
+    let (target, agent) = set_up(plan, cfg, agent, &mut undo, &mut changes)
         .map_err(|e| failed_set_up(e, &mut undo, &before))?;
-    if let Some(m) = memcg.filter(|_| target != Target::Nothing) {
-        let line = memcg_line(&m);
-        let limit = Duration::from_secs(cfg.seconds) + Duration::from_secs(5);
-        let (thread, shared) =
-            AgentThread::start_memcg(m, limit).map_err(|e| failed_set_up(e, &mut undo, &before))?;
-        let failed = thread.failed();
-        undo.push(Box::new(thread));
-        changes.push(line);
-        agent = Some((shared, failed));
-    }
-    let kdamond = match scheme.as_ref().filter(|_| target != Target::Nothing) {
-        Some(s) => {
-            let (k, step, line) =
-                damon::Running::start(s).map_err(|e| failed_set_up(e, &mut undo, &before))?;
-            undo.push(step);
-            changes.push(line);
-            Some(k)
-        }
+    let started = match tool.filter(|_| target != Target::Nothing) {
+        Some(t) => Some(
+            t.start(cfg.seconds, &mut undo, &mut changes)
+                .map_err(|e| failed_set_up(e, &mut undo, &before))?,
+        ),
         None => None,
     };
-    let reclaims = agent.is_some() || kdamond.is_some();
-    let mechanism = match (&kdamond, kernel_tool) {
-        (Some(_), _) => "damon",
-        (None, true) => "memory_reclaim",
-        (None, false) => "process_madvise",
+    let (agent, kdamond, mechanism) = match started {
+        Some(Started::Driver(a)) => (Some(a), None, "memory_reclaim"),
+        Some(Started::Kdamond(k)) => (agent, Some(k), "damon"),
+        None => (agent, None, "process_madvise"),
     };
+    let reclaims = agent.is_some() || kdamond.is_some();
     let cold_age = cold_age.filter(|_| reclaims);
     let settled = settled.filter(|_| reclaims);
     if target != Target::Nothing {
@@ -292,6 +262,81 @@ pub fn run(
 /// Seconds after T by which DAMON has paged out what was idle for T when it started: its
 /// regions age once per 100 ms aggregation and its quota resets every second.
 const DAMON_SETTLE_SECS: u64 = 10;
+
+/// `cfg` for a kernel tool, which cannot be kept to processes: without `--pid` (said where it
+/// was given), so the prediction and the figures are the machine's.
+fn machine_wide(cfg: &ApplyConfig, events: &mut Vec<String>) -> ApplyConfig {
+    if cfg.pids.is_some() {
+        events.push(
+            "--pid: the kernel's tool reclaims from every process (DAMON monitors physical \
+             memory; memory.reclaim takes from whole cgroups), so the prediction and the \
+             figures are the machine's"
+                .into(),
+        );
+    }
+    ApplyConfig { pids: None, ..cfg.clone() }
+}
+
+/// A decision's proactive reclaim by one of the kernel's tools.
+enum KernelTool {
+    Damon(zmem_kernel::reclaim::damon::DamonPageout),
+    MemoryReclaim(zmem_kernel::reclaim::memcg::MemcgReclaim),
+}
+
+/// What a kernel tool's start left running.
+enum Started {
+    /// The memory.reclaim driver's thread, watched as the agent's is.
+    Driver((Shared, AgentThreadFailed)),
+    Kdamond(damon::Running),
+}
+
+impl KernelTool {
+    fn of(plan: &Plan, no: bool) -> Option<Self> {
+        plan.damon(no).map(Self::Damon).or_else(|| plan.memory_reclaim(no).map(Self::MemoryReclaim))
+    }
+
+    fn cold_age_secs(&self) -> u64 {
+        match self {
+            Self::Damon(s) => s.cold_age_secs,
+            Self::MemoryReclaim(m) => m.cold_age_secs,
+        }
+    }
+
+    /// When its first pass is over: DAMON's within its quota's next seconds, the driver's two
+    /// periods after T.
+    fn settled(&self) -> u64 {
+        match self {
+            Self::Damon(s) => s.cold_age_secs + DAMON_SETTLE_SECS,
+            Self::MemoryReclaim(m) => m.cold_age_secs + 2 * m.period_secs,
+        }
+    }
+
+    /// Starts it for a watch of `seconds`, its stop on `undo`.
+    fn start(
+        self,
+        seconds: u64,
+        undo: &mut UndoStack,
+        changes: &mut Vec<String>,
+    ) -> Result<Started, String> {
+        match self {
+            Self::Damon(s) => {
+                let (k, step, line) = damon::Running::start(&s)?;
+                undo.push(step);
+                changes.push(line);
+                Ok(Started::Kdamond(k))
+            }
+            Self::MemoryReclaim(m) => {
+                let line = memcg_line(&m);
+                let limit = Duration::from_secs(seconds) + Duration::from_secs(5);
+                let (thread, shared) = AgentThread::start_memcg(m, limit)?;
+                let failed = thread.failed();
+                undo.push(Box::new(thread));
+                changes.push(line);
+                Ok(Started::Driver((shared, failed)))
+            }
+        }
+    }
+}
 
 /// What the CPU figure is with DAMON.
 const DAMON_CPU_NOTE: &str = "the kdamond thread's own CPU time (its /proc/PID/stat): monitoring, \
@@ -373,6 +418,26 @@ fn realized(reader: &Reader, w: &Watched, settled: Option<u64>) -> Realized {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A kernel tool reclaims from every process: `--pid` is dropped, and said.
+    #[test]
+    fn a_kernel_tool_watches_the_whole_machine() {
+        let cfg = ApplyConfig {
+            seconds: 60,
+            every: Duration::from_secs(5),
+            pids: Some(vec![42]),
+            exclude: Exclude::default(),
+            no_proactive: false,
+            swap_dir: "/var/tmp".into(),
+        };
+        let mut events = Vec::new();
+        assert_eq!(machine_wide(&cfg, &mut events).pids, None);
+        assert!(events.len() == 1 && events[0].starts_with("--pid: "), "{events:?}");
+        let all = ApplyConfig { pids: None, ..cfg };
+        let mut events = Vec::new();
+        assert_eq!(machine_wide(&all, &mut events), all);
+        assert!(events.is_empty());
+    }
 
     #[test]
     fn a_watch_shorter_than_the_agents_first_page_outs_is_said() {
