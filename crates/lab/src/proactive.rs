@@ -181,7 +181,7 @@ struct Targets {
 
 /// The cold bytes at T by v2 cgroup, as paths from the v2 root: the root itself (its
 /// memory.reclaim would take from every cgroup, excluded ones too) and excluded cgroups left
-/// out, their bytes unreached.
+/// out; the cold bytes no target holds are unreached.
 fn memcg_targets(k: &crate::operating::ColdAt, exclude: &Exclude) -> Targets {
     let mut t = Targets::default();
     for (cg, &bytes) in &k.cold_by_cgroup {
@@ -195,12 +195,13 @@ fn memcg_targets(k: &crate::operating::ColdAt, exclude: &Exclude) -> Targets {
                 .iter()
                 .any(|x| r == x || r.starts_with(&format!("{}/", x.trim_end_matches('/'))))
         };
-        match rel.filter(|r| !excluded(r)) {
-            Some(r) if bytes > 0 => t.targets.push(MemcgTarget { path: r.to_string(), bytes }),
-            Some(_) => {}
-            None => t.unreached += bytes,
+        if let Some(r) = rel.filter(|r| !excluded(r) && bytes > 0) {
+            t.targets.push(MemcgTarget { path: r.to_string(), bytes });
         }
     }
+    // What the root, excluded cgroups and processes of no known cgroup hold.
+    let reached: u64 = t.targets.iter().map(|x| x.bytes).sum();
+    t.unreached = k.cold_bytes.saturating_sub(reached);
     t
 }
 
@@ -244,7 +245,7 @@ fn mechanism(
         ),
         None if share < MEMCG_REACH => format!(
             "only {:.0} % of the cold bytes are in cgroups it may be asked for (the rest in the \
-             root cgroup or excluded ones)",
+             root cgroup, excluded ones, or processes of no known cgroup)",
             100.0 * share
         ),
         None => {

@@ -269,6 +269,12 @@ fn memory_reclaim_comes_next_where_cgroups_hold_the_cold_bytes() {
     let p = choose(&op, &x).expect("proactive reclaim");
     assert_eq!(p.mechanism, Mechanism::ProcessMadvise);
     assert!(p.why.contains("memory.reclaim: only 6 % of the cold bytes"), "{}", p.why);
+    // No process's cgroup known (a curve without them): nothing reachable, the agent.
+    let mut unknown = op.clone();
+    unknown.cold.as_mut().expect("cold").cold_by_cgroup.clear();
+    let x = Input { exclude: Exclude::default(), abilities: Some(v2.clone()), ..input() };
+    let p = choose(&unknown, &x).expect("proactive reclaim");
+    assert!(p.why.contains("memory.reclaim: only 0 % of the cold bytes"), "{}", p.why);
     // A name excluded: the agent, saying why.
     let x = Input { abilities: Some(v2), ..input() };
     let p = choose(&op, &x).expect("proactive reclaim");
