@@ -276,6 +276,26 @@ pub struct ProcessCold {
     pub memory_cgroup: Option<String>,
 }
 
+impl ProcessCold {
+    /// A process still running with `cold_bytes_at_age` idle of `anon_bytes` in one mapping,
+    /// nothing vanished, nothing else referenced, its cgroup unknown: what a reading of a
+    /// steady process holds (the fields left are set over it).
+    pub fn steady(pid: u32, comm: &str, anon_bytes: u64, cold_bytes_at_age: Vec<u64>) -> Self {
+        let n = cold_bytes_at_age.len();
+        Self {
+            pid,
+            comm: comm.into(),
+            anon_bytes,
+            mappings: 1,
+            cold_bytes_at_age,
+            vanished_bytes_at_age: vec![0; n],
+            referenced_total_bytes_at_age: vec![0; n],
+            exited_before_secs: None,
+            memory_cgroup: None,
+        }
+    }
+}
+
 /// Processes asked for that were not watched, by reason.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Skipped {

@@ -487,15 +487,8 @@ mod tests {
         use zmem_kernel::cold::ProcessCold;
         let mib = 1u64 << 20;
         let proc_cold = |pid: u32, anon: u64, cold: u64, exited: Option<u64>| ProcessCold {
-            pid,
-            comm: "p".into(),
-            anon_bytes: anon,
-            mappings: 1,
-            cold_bytes_at_age: vec![cold],
-            vanished_bytes_at_age: vec![0],
-            referenced_total_bytes_at_age: vec![0],
             exited_before_secs: exited,
-            memory_cgroup: None,
+            ..ProcessCold::steady(pid, "p", anon, vec![cold])
         };
         let mut c = crate::operating::tests::curve(&[60], &[900 * mib], 1000 * mib);
         c.per_process = vec![

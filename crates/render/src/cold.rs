@@ -190,15 +190,8 @@ mod tests {
     fn each_memory_cgroup_gets_its_line() {
         let mut c = curve();
         let p = |pid, cg: Option<&str>, anon, cold| zmem_kernel::cold::ProcessCold {
-            pid,
-            comm: "x".into(),
-            anon_bytes: anon,
-            mappings: 1,
-            cold_bytes_at_age: vec![cold, cold],
-            vanished_bytes_at_age: vec![0, 0],
-            referenced_total_bytes_at_age: vec![0, 0],
-            exited_before_secs: None,
             memory_cgroup: cg.map(str::to_string),
+            ..zmem_kernel::cold::ProcessCold::steady(pid, "x", anon, vec![cold, cold])
         };
         c.per_process = vec![
             p(1, Some("/sys/fs/cgroup/memory/lab"), 60 << 20, 30 << 20),

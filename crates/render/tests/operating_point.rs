@@ -140,17 +140,8 @@ fn a_trickle_under_one_page_a_second_is_said_to_be_within_the_budget() {
 fn a_process_over_the_budget_on_its_own_moves_nothing() {
     use zmem_kernel::cold::ProcessCold;
     let mut c = curve();
-    c.per_process = vec![ProcessCold {
-        pid: 77,
-        comm: "busy".into(),
-        anon_bytes: c.anon_bytes,
-        mappings: 1,
-        cold_bytes_at_age: c.cold_bytes_at_age.clone(),
-        vanished_bytes_at_age: vec![0; 3],
-        referenced_total_bytes_at_age: vec![0; 3],
-        exited_before_secs: None,
-        memory_cgroup: None,
-    }];
+    c.per_process =
+        vec![ProcessCold::steady(77, "busy", c.anon_bytes, c.cold_bytes_at_age.clone())];
     let r = run(calm(), OperatingInput { cold: Some(c), ..OperatingInput::default() });
     let k = r.decision.operating_point.as_ref().and_then(|o| o.cold.as_ref()).expect("T read");
     assert_eq!(k.left_out.iter().map(|p| p.pid).collect::<Vec<_>>(), [77]);
@@ -163,16 +154,8 @@ fn a_process_over_the_budget_on_its_own_moves_nothing() {
 #[test]
 fn the_proactive_words_name_the_processes_left_out() {
     use zmem_kernel::cold::ProcessCold;
-    let p = |pid: u32, comm: &str, anon: u64, cold: [u64; 3]| ProcessCold {
-        pid,
-        comm: comm.into(),
-        anon_bytes: anon,
-        mappings: 1,
-        cold_bytes_at_age: cold.to_vec(),
-        vanished_bytes_at_age: vec![0; 3],
-        referenced_total_bytes_at_age: vec![0; 3],
-        exited_before_secs: None,
-        memory_cgroup: None,
+    let p = |pid: u32, comm: &str, anon: u64, cold: [u64; 3]| {
+        ProcessCold::steady(pid, comm, anon, cold.to_vec())
     };
     let heap = p(10, "heap", 101 * MIB, [100 * MIB; 3]);
     let busy = p(77, "busy", 2 * MIB, [2 * MIB, 2 * MIB, MIB]);

@@ -41,15 +41,9 @@ fn findings(n: usize, policies: Vec<Policy>) -> Findings {
         400 * MIB,
     );
     let proc_cold = |pid: u32, comm: &str, cgroup: &str, cold: u64| ProcessCold {
-        pid,
-        comm: comm.into(),
-        anon_bytes: 200 * MIB,
         mappings: 3,
-        cold_bytes_at_age: vec![cold, cold, cold],
-        vanished_bytes_at_age: vec![0; 3],
-        referenced_total_bytes_at_age: vec![0; 3],
-        exited_before_secs: None,
         memory_cgroup: Some(cgroup.into()),
+        ..ProcessCold::steady(pid, comm, 200 * MIB, vec![cold; 3])
     };
     c.per_process = vec![
         proc_cold(4242, "postgres", "/system.slice/postgres.service", 180 * MIB),

@@ -214,15 +214,8 @@ fn a_process_over_the_budget_on_its_own_is_left_out_the_rest_move() {
     use zmem_kernel::cold::ProcessCold;
     let b = basis(NowSource::Uncompressed);
     let proc_cold = |pid: u32, comm: &str, anon: u64, cold: [u64; 3]| ProcessCold {
-        pid,
-        comm: comm.into(),
-        anon_bytes: anon,
         mappings: 4,
-        cold_bytes_at_age: cold.to_vec(),
-        vanished_bytes_at_age: vec![0; 3],
-        referenced_total_bytes_at_age: vec![0; 3],
-        exited_before_secs: None,
-        memory_cgroup: None,
+        ..ProcessCold::steady(pid, comm, anon, cold.to_vec())
     };
     let mut heap = proc_cold(10, "node", 631 * MIB, [631 * MIB; 3]);
     heap.memory_cgroup = Some("/sys/fs/cgroup/app.slice".into());
