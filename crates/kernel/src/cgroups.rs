@@ -102,11 +102,16 @@ pub fn memory_cgroup(root: &Path, proc_cgroup: &str) -> Option<String> {
             v2 = Some(path);
         }
     }
-    let dir = v2_roots(root).into_iter().find_map(|r| match r {
+    let dir = v2_memory_root(root)?;
+    Some(shown(root, &dir.join(v2?.trim_start_matches('/'))))
+}
+
+/// The v2 hierarchy under `root` that offers the memory controller, if one does.
+pub fn v2_memory_root(root: &Path) -> Option<PathBuf> {
+    v2_roots(root).into_iter().find_map(|r| match r {
         V2Root::Memory(d) => Some(d),
         V2Root::NoMemory { .. } => None,
-    })?;
-    Some(shown(root, &dir.join(v2?.trim_start_matches('/'))))
+    })
 }
 
 #[cfg(test)]

@@ -2,10 +2,9 @@
 //! for the bytes idle for T the lab measured in it, backing off on its memory PSI, within a
 //! CPU budget (zmem_kernel::reclaim::memcg documents it); writes a status file.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use zmem_kernel::cgroups::{V2Root, v2_roots};
 use zmem_kernel::reclaim::memcg::{Driver, MemcgReclaim, MemcgTarget};
 use zmem_kernel::reclaim::{self, AgentConfig, AgentStats};
 use zmem_kernel::record::SignalStop;
@@ -50,15 +49,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         predicted: None,
     };
     config.check()?;
-    let Some(root) = v2_roots(Path::new("/")).into_iter().find_map(|r| match r {
-        V2Root::Memory(dir) => Some(dir),
-        V2Root::NoMemory { .. } => None,
-    }) else {
-        anyhow::bail!(
-            "no cgroup v2 hierarchy offers the memory controller here (memory.reclaim is v2's)"
-        );
-    };
-    let mut driver = Driver::new(config, &root)?;
+    let mut driver = Driver::new(config)?;
     let stop = SignalStop::install()?;
     let start = Instant::now();
     let duration = args.duration.map(Duration::from_secs);

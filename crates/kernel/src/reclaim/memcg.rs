@@ -116,10 +116,17 @@ pub struct Driver {
 }
 
 impl Driver {
-    /// The driver on this machine's v2 hierarchy.
-    pub fn new(config: MemcgReclaim, cgroup_root: &Path) -> Result<Self, KernelError> {
+    /// The driver on this machine's v2 hierarchy (the one that offers the memory controller).
+    pub fn new(config: MemcgReclaim) -> Result<Self, KernelError> {
+        let root = crate::cgroups::v2_memory_root(Path::new("/")).ok_or_else(|| {
+            KernelError::Unsupported(
+                "no cgroup v2 hierarchy offers the memory controller here (memory.reclaim is \
+                 v2's)"
+                    .into(),
+            )
+        })?;
         let ps = crate::capture::system_page_size() as u64;
-        Self::with(config, cgroup_root, Path::new("/proc"), ps, Box::new(process_cpu_seconds))
+        Self::with(config, &root, Path::new("/proc"), ps, Box::new(process_cpu_seconds))
     }
 
     /// The driver over given roots (a test's fake trees), page size and CPU clock.

@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use zmem_kernel::cgroups::{V2Root, v2_roots};
 use zmem_kernel::reclaim::memcg::{Driver, MemcgReclaim};
 use zmem_kernel::reclaim::{self, Agent, AgentConfig, AgentStats, Reclaimer};
 
@@ -61,16 +60,7 @@ impl AgentThread {
 
     /// Starts the memory.reclaim driver (a cgroup v2 decision's) the same way.
     pub fn start_memcg(config: MemcgReclaim, limit: Duration) -> Result<(Self, Shared), String> {
-        let root = v2_roots(std::path::Path::new("/"))
-            .into_iter()
-            .find_map(|r| match r {
-                V2Root::Memory(d) => Some(d),
-                V2Root::NoMemory { .. } => None,
-            })
-            .ok_or(
-                "no cgroup v2 hierarchy offers the memory controller (memory.reclaim is v2's)",
-            )?;
-        let driver = Driver::new(config, &root).map_err(|e| e.to_string())?;
+        let driver = Driver::new(config).map_err(|e| e.to_string())?;
         Self::spawn(driver, limit)
     }
 
