@@ -49,16 +49,10 @@ pub struct DamonPageout {
     pub exclude_cgroups: Vec<String>,
 }
 
-/// The monitoring attributes: DAMON's defaults (5 ms sampling, 100 ms aggregation, 10 to 1000
-/// regions; usage.rst), the regions updated every second.
+/// The monitoring attributes: DAMON's defaults (5 ms sampling, 100 ms aggregation, regions
+/// updated every second, 10 to 1000 regions; usage.rst), the recorder's for 100 ms.
 pub fn attrs() -> Attrs {
-    Attrs {
-        sample_us: 5_000,
-        aggr_us: 100_000,
-        update_us: 1_000_000,
-        min_nr_regions: 10,
-        max_nr_regions: 1000,
-    }
+    Attrs::for_interval(std::time::Duration::from_millis(100))
 }
 
 /// The top-level `System RAM` ranges of /proc/iomem's text, as `[start, end)`. Ranges reading
@@ -165,13 +159,7 @@ impl DamonPageout {
         }
         sysfs::write(&ctx.join("operations"), "paddr")?;
         let a = attrs();
-        let iv = ctx.join("monitoring_attrs/intervals");
-        sysfs::write(&iv.join("sample_us"), a.sample_us)?;
-        sysfs::write(&iv.join("aggr_us"), a.aggr_us)?;
-        sysfs::write(&iv.join("update_us"), a.update_us)?;
-        let nr = ctx.join("monitoring_attrs/nr_regions");
-        sysfs::write(&nr.join("min"), a.min_nr_regions)?;
-        sysfs::write(&nr.join("max"), a.max_nr_regions)?;
+        a.write(&ctx)?;
         sysfs::write(&ctx.join("targets/nr_targets"), 1)?;
         let regions = ctx.join("targets/0/regions");
         sysfs::write(&regions.join("nr_regions"), ram.len())?;

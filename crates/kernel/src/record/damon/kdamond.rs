@@ -69,6 +69,17 @@ impl Attrs {
         }
     }
 
+    /// Writes them to a context's `monitoring_attrs` (`ctx` is `contexts/<N>`).
+    pub(crate) fn write(&self, ctx: &Path) -> Result<(), KernelError> {
+        let iv = ctx.join("monitoring_attrs/intervals");
+        sysfs::write(&iv.join("sample_us"), self.sample_us)?;
+        sysfs::write(&iv.join("aggr_us"), self.aggr_us)?;
+        sysfs::write(&iv.join("update_us"), self.update_us)?;
+        let nr = ctx.join("monitoring_attrs/nr_regions");
+        sysfs::write(&nr.join("min"), self.min_nr_regions)?;
+        sysfs::write(&nr.join("max"), self.max_nr_regions)
+    }
+
     /// What DAMON itself would refuse when the kdamond starts (`damon_set_attrs` in
     /// mm/damon/core.c): a sampling interval longer than the aggregation interval, fewer than 3
     /// regions, a minimum above the maximum; and a zero sampling interval (DAMON would take it as
@@ -133,13 +144,7 @@ impl Kdamond {
             return Err(KernelError::Invalid(why));
         }
         sysfs::write(&ctx.join("operations"), "vaddr")?;
-        let iv = ctx.join("monitoring_attrs/intervals");
-        sysfs::write(&iv.join("sample_us"), attrs.sample_us)?;
-        sysfs::write(&iv.join("aggr_us"), attrs.aggr_us)?;
-        sysfs::write(&iv.join("update_us"), attrs.update_us)?;
-        let nr = ctx.join("monitoring_attrs/nr_regions");
-        sysfs::write(&nr.join("min"), attrs.min_nr_regions)?;
-        sysfs::write(&nr.join("max"), attrs.max_nr_regions)?;
+        attrs.write(&ctx)?;
         let targets = ctx.join("targets");
         sysfs::write(&targets.join("nr_targets"), pids.len())?;
         for (i, pid) in pids.iter().enumerate() {
