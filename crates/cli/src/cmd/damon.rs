@@ -69,8 +69,7 @@ fn start(a: &StartArgs) -> anyhow::Result<()> {
         psi_some_limit_percent: a.psi_limit,
         exclude_cgroups: exclude,
     };
-    let iomem =
-        std::fs::read_to_string("/proc/iomem").map_err(|e| anyhow::anyhow!("/proc/iomem: {e}"))?;
+    let iomem = reclaim::damon::iomem()?;
     let pid = scheme.start_recorded(Path::new(ADMIN), &iomem, &a.pid_file)?;
     super::note(&format!(
         "zmem: kdamond 0 (pid {pid}) pages out anonymous memory idle for {} s (DAMON pageout \

@@ -55,6 +55,12 @@ pub fn attrs() -> Attrs {
     Attrs::for_interval(std::time::Duration::from_millis(100))
 }
 
+/// /proc/iomem's text (its addresses are shown to root only).
+pub fn iomem() -> Result<String, KernelError> {
+    let p = Path::new("/proc/iomem");
+    std::fs::read_to_string(p).map_err(|e| KernelError::io(p, e))
+}
+
 /// The top-level `System RAM` ranges of /proc/iomem's text, as `[start, end)`. Ranges reading
 /// 0-0 (what a reader without CAP_SYS_ADMIN sees) are left out.
 pub fn system_ram(iomem: &str) -> Vec<(u64, u64)> {

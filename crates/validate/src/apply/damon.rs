@@ -25,8 +25,7 @@ impl Running {
     /// Starts `scheme` in a kdamond of the run's own: what runs, the undo that stops it, and
     /// the line for the report's changes.
     pub fn start(scheme: &DamonPageout) -> Result<(Self, Box<dyn Undo>, String), String> {
-        let iomem =
-            std::fs::read_to_string("/proc/iomem").map_err(|e| format!("/proc/iomem: {e}"))?;
+        let iomem = damon::iomem().map_err(|e| e.to_string())?;
         let pid = scheme.start(Path::new(ADMIN), &iomem).map_err(|e| e.to_string())?;
         let cpu_at_start = damon::task_cpu_seconds(Path::new("/proc"), pid).unwrap_or(0.0);
         let line = format!(
