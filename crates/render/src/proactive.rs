@@ -19,26 +19,21 @@ pub(crate) fn zmem_bin() -> String {
         .unwrap_or_else(|| "zmem".into())
 }
 
-/// The proactive reclaim's values: the agent's (`ZMEM_AGENT`) or the DAMON scheme's
-/// (`ZMEM_DAMON`), each flag 0 where the decision has none.
+/// The proactive reclaim's values: the agent's (`ZMEM_AGENT`), the DAMON scheme's
+/// (`ZMEM_DAMON`) or the memory.reclaim driver's (`ZMEM_MEMCG`), the other flags 0.
 pub fn vars(d: &Decision) -> Result<Assignments, ScriptError> {
-    let off = |a: Assignments, flags: &[&str]| flags.iter().fold(a, |a, f| a.flag(f, false));
-    let all = ["ZMEM_AGENT", "ZMEM_DAMON", "ZMEM_MEMCG"];
-    let Some(p) = d.proactive.as_ref() else { return Ok(off(Assignments::default(), &all)) };
+    const FLAGS: [&str; 3] = ["ZMEM_AGENT", "ZMEM_DAMON", "ZMEM_MEMCG"];
+    let flags = |a: Assignments, on: &str| FLAGS.iter().fold(a, |a, f| a.flag(f, *f == on));
+    let Some(p) = d.proactive.as_ref() else { return Ok(flags(Assignments::default(), "")) };
+    let (on, a) = match (p.mechanism, &p.agent, &p.damon, &p.memory_reclaim) {
+        (Mechanism::ProcessMadvise, Some(a), _, _) => ("ZMEM_AGENT", agent_vars(a)?),
+        (Mechanism::Damon, _, Some(s), _) => ("ZMEM_DAMON", damon_vars(s)?),
+        (Mechanism::MemoryReclaim, _, _, Some(m)) => ("ZMEM_MEMCG", memcg_vars(m)?),
+        _ => return Ok(flags(Assignments::default(), "")),
+    };
     let bin = zmem_bin();
     let bin = if bin == "zmem" { bin } else { script::path("zmem binary", &bin)? };
-    match (p.mechanism, &p.damon, &p.memory_reclaim) {
-        (Mechanism::ProcessMadvise, _, _) if p.agent.is_some() => {
-            Ok(off(agent_vars(p, &bin)?, &all[1..]))
-        }
-        (Mechanism::Damon, Some(s), _) => {
-            Ok(off(damon_vars(s)?, &["ZMEM_AGENT", "ZMEM_MEMCG"]).text("ZMEM_BIN", &bin))
-        }
-        (Mechanism::MemoryReclaim, _, Some(m)) => {
-            Ok(off(memcg_vars(m)?, &all[..2]).text("ZMEM_BIN", &bin))
-        }
-        _ => Ok(off(Assignments::default(), &all)),
-    }
+    Ok(flags(a.text("ZMEM_BIN", &bin), on))
 }
 
 /// The memory.reclaim driver's values: `zmem memcg-reclaim`'s flags, each target `PATH=BYTES`
@@ -55,7 +50,6 @@ fn memcg_vars(m: &MemcgReclaim) -> Result<Assignments, ScriptError> {
     }
     let int = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
     Ok(Assignments::default()
-        .flag("ZMEM_MEMCG", true)
         .int("ZMEM_MEMCG_COLD_AGE", int(m.cold_age_secs))
         .int("ZMEM_MEMCG_PERIOD", int(m.period_secs))
         .text("ZMEM_MEMCG_CPU_BUDGET", &script::number(f, m.cpu_budget_percent, 100.0)?)
@@ -75,7 +69,6 @@ fn damon_vars(s: &DamonPageout) -> Result<Assignments, ScriptError> {
         exclude.push(script::exclude_entry(&field, v)?);
     }
     Ok(Assignments::default()
-        .flag("ZMEM_DAMON", true)
         .int("ZMEM_DAMON_COLD_AGE", i64::try_from(s.cold_age_secs).unwrap_or(i64::MAX))
         .text("ZMEM_DAMON_CPU_BUDGET", &script::number(f, s.cpu_budget_percent, 100.0)?)
         .text("ZMEM_DAMON_PSI_LIMIT", &script::number(f, s.psi_some_limit_percent, 100.0)?)
@@ -83,8 +76,7 @@ fn damon_vars(s: &DamonPageout) -> Result<Assignments, ScriptError> {
 }
 
 /// The agent's values.
-fn agent_vars(p: &zmem_lab::proactive::Proactive, bin: &str) -> Result<Assignments, ScriptError> {
-    let Some(a) = &p.agent else { return Ok(Assignments::default().flag("ZMEM_AGENT", false)) };
+fn agent_vars(a: &zmem_kernel::reclaim::AgentConfig) -> Result<Assignments, ScriptError> {
     let mut exclude: Vec<String> = a.exclude.pids.iter().map(u32::to_string).collect();
     for (i, v) in a.exclude.comms.iter().chain(&a.exclude.cgroups).enumerate() {
         exclude.push(script::exclude_entry(&format!("proactive.agent.exclude[{i}]"), v)?);
@@ -96,8 +88,6 @@ fn agent_vars(p: &zmem_lab::proactive::Proactive, bin: &str) -> Result<Assignmen
     });
     let f = "proactive.agent";
     Ok(Assignments::default()
-        .flag("ZMEM_AGENT", true)
-        .text("ZMEM_BIN", bin)
         .int("ZMEM_AGENT_COLD_AGE", i64::try_from(a.cold_age_secs).unwrap_or(i64::MAX))
         .text("ZMEM_AGENT_CPU_BUDGET", &script::number(f, a.cpu_budget_percent, 100.0)?)
         .text("ZMEM_AGENT_PSI_LIMIT", &script::number(f, a.psi_some_avg10_limit, 100.0)?)
