@@ -6,6 +6,7 @@
 # kind of budget. It runs now, and at every boot unless --no-persist (a systemd unit).
 AGENT_UNIT=zmem-agent.service
 if [ "$ZMEM_AGENT" = 1 ]; then
+  cold_age=$ZMEM_AGENT_COLD_AGE
   set -- agent --cold-age "$ZMEM_AGENT_COLD_AGE" --cpu-budget "$ZMEM_AGENT_CPU_BUDGET" \
     --psi-limit "$ZMEM_AGENT_PSI_LIMIT" --status /run/zmem/agent.json \
     --predicted-moved-out "$ZMEM_AGENT_PREDICTED_MOVED_OUT" \
@@ -14,7 +15,7 @@ if [ "$ZMEM_AGENT" = 1 ]; then
   [ -z "$ZMEM_AGENT_EXCLUDE" ] || set -- "$@" --exclude "$ZMEM_AGENT_EXCLUDE"
 elif [ "$ZMEM_MEMCG" = 1 ]; then
   AGENT_UNIT=zmem-memcg-reclaim.service
-  ZMEM_AGENT_COLD_AGE=$ZMEM_MEMCG_COLD_AGE
+  cold_age=$ZMEM_MEMCG_COLD_AGE
   set -- memcg-reclaim --cold-age "$ZMEM_MEMCG_COLD_AGE" --period "$ZMEM_MEMCG_PERIOD" \
     --cpu-budget "$ZMEM_MEMCG_CPU_BUDGET" --psi-limit "$ZMEM_MEMCG_PSI_LIMIT" \
     --status /run/zmem/agent.json --target "$ZMEM_MEMCG_TARGETS"
@@ -46,7 +47,7 @@ start_unit() {
 if [ "$ZMEM_AGENT" = 1 ] || [ "$ZMEM_MEMCG" = 1 ]; then
   if [ "$persist" = 1 ]; then
     printf '[Unit]\nDescription=zmem proactive reclaim: pages out memory idle for %s s (zmem lab)\nAfter=swap.target\n\n[Service]\nExecStart=%s %s\nRestart=on-failure\n\n[Install]\nWantedBy=multi-user.target\n' \
-      "$ZMEM_AGENT_COLD_AGE" "$agent_bin" "$*" | install_unit "$AGENT_UNIT"
+      "$cold_age" "$agent_bin" "$*" | install_unit "$AGENT_UNIT"
   fi
   if [ "$persist" = 1 ] && systemd_runs; then
     start_unit "$AGENT_UNIT"

@@ -561,7 +561,7 @@ impl<'p> Simulator<'p> {
 
     /// Free frames: RAM less what is charged to it.
     fn free(&self) -> u64 {
-        (self.ram.capacity() as u64).min(self.cfg.ram_pages).saturating_sub(self.memcg_pages())
+        (self.ram.capacity() as u64).saturating_sub(self.memcg_pages())
     }
 
     /// The page allocator for a fault with [`ReplayConfig::watermarks`] (6.18 mm/page_alloc.c
