@@ -354,6 +354,35 @@ pub fn rotational(path: &Path) -> Option<bool> {
         })
 }
 
+/// The block device's name holding `path` as sysfs links it (`nvme0n1p2`, `sda1`, `vda`);
+/// `None` without a block device (tmpfs, overlay's anonymous device).
+pub fn block_device_name(path: &Path) -> Option<String> {
+    let dev = std::fs::metadata(path).ok()?.dev();
+    let link =
+        std::fs::read_link(format!("/sys/dev/block/{}:{}", libc::major(dev), libc::minor(dev)));
+    Some(link.ok()?.file_name()?.to_string_lossy().into_owned())
+}
+
+/// Bytes an unprivileged writer may still take on the file system holding `path`
+/// (`statvfs`'s `f_bavail * f_frsize`): what a swap file can be laid down in, leaving the
+/// blocks reserved for root to the system.
+pub fn free_bytes(path: &Path) -> std::io::Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "NUL in path"))?;
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `c` is a NUL-terminated path that outlives the call, and `st` is a writable
+    // `statvfs` the kernel fills; it is read only after the call returned success.
+    if unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: statvfs returned 0, so it wrote the whole struct.
+    let st = unsafe { st.assume_init() };
+    // Both are 32 bits wide on some 32-bit targets.
+    #[allow(clippy::useless_conversion)]
+    Ok(u64::from(st.f_bavail).saturating_mul(u64::from(st.f_frsize)))
+}
+
 /// `/sys/block/NAME/stat`, the block layer's counters (Documentation/block/stat.rst). Sectors
 /// are 512 bytes; times are milliseconds. Kernels before 4.18 have no discard fields and before
 /// 5.5 no flush fields: those read 0.
@@ -550,6 +579,15 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
 /swap\\040file                           file\t\t2097148\t\t0\t\t-2
 /dev/zram12                             partition\t524284\t\t4\t\t100
 ";
+
+    /// procfs has no blocks and no block device; a path that is not there is an error, not 0.
+    #[test]
+    fn free_bytes_and_block_device_of_a_file_system_without_blocks() {
+        assert_eq!(free_bytes(Path::new("/proc")).unwrap(), 0);
+        assert_eq!(block_device_name(Path::new("/proc")), None);
+        let e = free_bytes(Path::new("/proc/zmem-not-there")).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
+    }
 
     #[test]
     fn proc_swaps_parses_with_priorities_and_escapes() {

@@ -354,6 +354,9 @@ fn better_kernel(cands: &[Candidate], chosen_saved: i64) -> Vec<BetterKernel> {
 /// Where the apply script makes zswap's swap file when the machine has no disk swap.
 pub const SWAP_FILE: &str = "/var/lib/zmem/swapfile";
 
+/// The smallest swap file the apply script makes (it rounds a smaller size up to this).
+pub const MIN_SWAP_FILE_BYTES: u64 = 64 << 20;
+
 /// One candidate as [`rule`] sees it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Entry {

@@ -85,6 +85,15 @@ fn candidates_and_decision(f: &Findings) -> Result<Judged, LabError> {
         cands.extend(zc);
     }
     let pages = fit::projected_pages(now, population, n);
+    let swaps = f.zswap.as_ref().map_or(&[][..], |z| &z.live.swaps);
+    let disk = swaps.iter().find(|s| s.kind != "zram").map(|s| s.filename.as_str());
+    // zswap's swap device holds a slot for every page it stores, and at least what the zram
+    // swap devices it replaces held room for.
+    let zram_swap: u64 = swaps.iter().filter(|s| s.kind == "zram").map(|s| s.size_bytes).sum();
+    let zswap_swap_bytes = (pages * ps as u64).max(zram_swap);
+    if let Some(z) = &f.zswap {
+        zswap::without_room(&mut cands, &z.live, zswap_swap_bytes);
+    }
     let live_bytes = now.and_then(|n| n.field("mem_used_total")).map(|f| f.live);
     let basis = candidate::basis(&cands, live_bytes, pages, ps);
     candidate::on_basis(&mut cands, &basis, estimates, &reference);
@@ -98,11 +107,6 @@ fn candidates_and_decision(f: &Findings) -> Result<Judged, LabError> {
         op.named = operating::Named::ColdAge;
     }
     operating::at(&mut cands, &basis, &op, ps as u64);
-    let swaps = f.zswap.as_ref().map_or(&[][..], |z| &z.live.swaps);
-    let disk = swaps.iter().find(|s| s.kind != "zram").map(|s| s.filename.as_str());
-    // zswap's swap device holds a slot for every page it stores, and at least what the zram
-    // swap devices it replaces held room for.
-    let zram_swap: u64 = swaps.iter().filter(|s| s.kind == "zram").map(|s| s.size_bytes).sum();
     let mut decision = decision::decide(
         &cands,
         &decision::Context {
@@ -114,7 +118,7 @@ fn candidates_and_decision(f: &Findings) -> Result<Judged, LabError> {
                 },
             ),
             disk_swap: disk,
-            zswap_swap_bytes: (pages * ps as u64).max(zram_swap),
+            zswap_swap_bytes,
             zram_swap_bytes: zram_swap,
             operating: Some(&op),
             mem_total_bytes: f.zswap.as_ref().and_then(|z| z.live.mem_total_bytes),

@@ -468,7 +468,7 @@ pub fn zswap_apply_script(d: &Decision, c: &ZswapParams) -> Result<String, Scrip
     let vars = zswap_vars(c, d.sizing.and_then(|s| s.max_pool_percent), &swap_behind(d))?
         .and(crate::proactive::vars(d)?);
     let b = swap_behind(d);
-    let mib = b.size_bytes.div_ceil(1 << 20).max(64);
+    let mib = b.size_bytes.max(zmem_lab::decision::MIN_SWAP_FILE_BYTES).div_ceil(1 << 20);
     let behind = match &b.existing {
         Some(e) => format!("the disk swap {e} (kept as it is)"),
         None => format!(
@@ -526,7 +526,7 @@ fn zswap_vars(
     };
     let new_file = b.new_file.as_deref().unwrap_or(zmem_lab::decision::SWAP_FILE);
     let new_file = script::path("decision.swap_behind.new_file", new_file)?;
-    let mib = b.size_bytes.div_ceil(1 << 20).max(64);
+    let mib = b.size_bytes.max(zmem_lab::decision::MIN_SWAP_FILE_BYTES).div_ceil(1 << 20);
     Ok(Assignments::default()
         .text("ZMEM_COMPRESSOR", &compressor)
         .int("ZMEM_MAX_POOL_PERCENT", pool)

@@ -117,6 +117,7 @@ fn live_zswap() -> ZswapLive {
         swappiness: Some(60),
         page_cluster: Some(3),
         mem_total_bytes: Some(1 << 30),
+        swap_file_room: None,
         memory_cgroup_version: None,
     }
 }

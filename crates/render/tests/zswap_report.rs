@@ -47,6 +47,7 @@ fn live() -> ZswapLive {
         swappiness: Some(60),
         page_cluster: Some(3),
         mem_total_bytes: Some(1 << 30),
+        swap_file_room: None,
         memory_cgroup_version: None,
     }
 }

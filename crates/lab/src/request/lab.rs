@@ -120,23 +120,53 @@ pub fn auto_device() -> DeviceSpec {
                     })
                     .map(|t| t.trim() == "1")
                     .unwrap_or(false);
-            let profile = if name.starts_with("nvme") {
-                "nvme"
-            } else if rotational {
-                "hdd"
-            } else {
-                "ssd"
-            };
-            profile.parse().unwrap_or_default()
+            profile_of(name, rotational)
         }
-        None => {
-            // /var/lib/zmem/swapfile's file system; /var/lib exists where /var/lib/zmem may not.
-            let file = std::path::Path::new(crate::decision::SWAP_FILE);
-            let dir =
-                file.ancestors().skip(1).find(|d| d.is_dir()).unwrap_or(std::path::Path::new("/"));
-            DeviceSpec::Path(dir.to_path_buf())
-        }
+        None => DeviceSpec::Path(swap_file_dir().to_path_buf()),
     }
+}
+
+/// The nearest existing directory above zswap's new swap file
+/// ([`crate::decision::SWAP_FILE`]): /var/lib exists where /var/lib/zmem may not.
+pub fn swap_file_dir() -> &'static std::path::Path {
+    let file = std::path::Path::new(crate::decision::SWAP_FILE);
+    file.ancestors().skip(1).find(|d| d.is_dir()).unwrap_or(std::path::Path::new("/"))
+}
+
+/// The profile of a disk by its block device's name and whether it is rotational.
+fn profile_of(name: &str, rotational: bool) -> DeviceSpec {
+    let profile = if name.starts_with("nvme") {
+        "nvme"
+    } else if rotational {
+        "hdd"
+    } else {
+        "ssd"
+    };
+    profile.parse().unwrap_or_default()
+}
+
+/// [`auto_device`], resolved for about `duration` ([`resolve_or_profile`]).
+pub fn auto_swap_device(duration: Duration) -> SwapDevice {
+    resolve_or_profile(&auto_device(), duration)
+}
+
+/// `spec` resolved; a directory that cannot be measured (a full or read-only file system,
+/// tmpfs) gives the profile of the disk under it, its note saying why. For a device the user
+/// did not name: the lab goes on where a measurement of its own choosing fails.
+fn resolve_or_profile(spec: &DeviceSpec, duration: Duration) -> SwapDevice {
+    let e = match SwapDevice::resolve(spec, duration) {
+        Ok(d) => return d,
+        Err(e) => e,
+    };
+    let dir = match spec {
+        DeviceSpec::Path(p) => p.as_path(),
+        DeviceSpec::Profile(_) => std::path::Path::new("/"),
+    };
+    let name = zmem_kernel::stat::block_device_name(dir).unwrap_or_default();
+    let rotational = zmem_kernel::stat::rotational(dir).unwrap_or(false);
+    let mut d = SwapDevice::resolve(&profile_of(&name, rotational), duration).unwrap_or_default();
+    d.note = format!("not measured ({e}); {}", d.note);
+    d
 }
 
 /// The sources a user can name: `zram`, `processes` or `builtin`.
@@ -202,8 +232,10 @@ pub fn measure_lab(req: LabRequest, progress: &dyn Progress) -> Result<Findings,
     let trace =
         req.trace.as_ref().map(|p| Trace::open_with_origin(p).map(|t| (p, t))).transpose()?;
     window::check_asked(&req.cgroup_limits)?;
-    let spec = req.swap_device.clone().unwrap_or_else(auto_device);
-    let device = SwapDevice::resolve(&spec, Duration::from_secs(1))?;
+    let device = match &req.swap_device {
+        Some(spec) => SwapDevice::resolve(spec, Duration::from_secs(1))?,
+        None => auto_swap_device(Duration::from_secs(1)),
+    };
     let e = evidence::gather(req.input, req.coverage, progress)?;
     let trace = match trace {
         Some((path, (t, origin))) => {
@@ -355,5 +387,26 @@ fn abilities() -> crate::proactive::Abilities {
         memory_reclaim,
         process_madvise: zmem_kernel::record::page_out::unavailable_reason(),
         already: damon::anon_pageout(admin).iter().map(|a| (a.describe(), a.all)).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A directory the lab chose but cannot measure (procfs: no temporary file can be made
+    /// there) gives a profile, saying why; a profile resolves as it is.
+    #[test]
+    fn an_unmeasurable_directory_falls_back_to_a_profile() {
+        let spec = DeviceSpec::Path(PathBuf::from("/proc"));
+        assert!(SwapDevice::resolve(&spec, Duration::ZERO).is_err());
+        let d = resolve_or_profile(&spec, Duration::ZERO);
+        assert_eq!(d.kind, "profile");
+        assert!(d.note.starts_with("not measured (--swap-device /proc: "), "{}", d.note);
+        assert_eq!(d.name, "ssd", "procfs has no disk: neither nvme nor rotational");
+        let hdd: DeviceSpec = "hdd".parse().unwrap();
+        assert_eq!(resolve_or_profile(&hdd, Duration::ZERO).name, "hdd");
+        assert_eq!(profile_of("nvme0n1p2", false).to_string(), "nvme");
+        assert_eq!(profile_of("sda1", true).to_string(), "hdd");
     }
 }

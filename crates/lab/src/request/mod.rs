@@ -54,8 +54,8 @@ pub use comp_bench::CompBenchRequest;
 pub use dict::{DictTrainReport, DictTrainRequest, MAX_SAMPLES, shown_size};
 pub use generate::GenerateRequest;
 pub use lab::{
-    AUTO_DEVICE, LabRequest, auto_device, measure_lab, parse_max_pages, parse_source,
-    parse_swap_device, run_lab, swap_device_text,
+    AUTO_DEVICE, LabRequest, auto_device, auto_swap_device, measure_lab, parse_max_pages,
+    parse_source, parse_swap_device, run_lab, swap_device_text, swap_file_dir,
 };
 pub use lab_options::{LAB_OPTIONS, LabArgs, LabOption, ValueKind, lab_option};
 pub use replay::{ReplayRequest, WatermarkSpec};

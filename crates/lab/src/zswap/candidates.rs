@@ -75,6 +75,28 @@ pub fn grid(present: bool, offered: &[String], accept: u32) -> Vec<ZswapConfigCh
     out
 }
 
+/// zswap's candidates made unavailable where no disk swap is active and the file system its
+/// new swap file goes on has no room for `need` bytes of it (at least the apply's smallest):
+/// the apply could not make the file.
+pub fn without_room(cands: &mut [Candidate], live: &ZswapLive, need: u64) {
+    let Some(room) = &live.swap_file_room else {
+        return;
+    };
+    let need = need.max(crate::decision::MIN_SWAP_FILE_BYTES);
+    if room.free_bytes >= need {
+        return;
+    }
+    let why = format!(
+        "no room for zswap's swap file: it needs {} MiB and {} has {} MiB free",
+        need.div_ceil(1 << 20),
+        room.dir,
+        room.free_bytes >> 20
+    );
+    for c in cands.iter_mut().filter(|c| c.available && matches!(c.config, Config::Zswap { .. })) {
+        c.unavailable(why.clone(), Vec::new());
+    }
+}
+
 /// What the replays give, per configuration (kept for the projection).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Replayed {

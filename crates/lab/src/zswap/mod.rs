@@ -97,6 +97,17 @@ pub struct ZswapLive {
     /// (zmem-sim's `CgroupVersion`); absent where neither is mounted (then v1's, no charge).
     #[serde(default)]
     pub memory_cgroup_version: Option<u8>,
+    /// With no disk swap active: the file system zswap's new swap file would be made on, and
+    /// its room (one too full for the file rules zswap out: the apply could not make it).
+    #[serde(default)]
+    pub swap_file_room: Option<SwapFileRoom>,
+}
+
+/// The directory a new swap file goes in, and the bytes free there.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SwapFileRoom {
+    pub dir: String,
+    pub free_bytes: u64,
 }
 
 /// One active swap area and what it holds.

@@ -104,7 +104,7 @@ pub fn read_state() -> ZswapState {
 pub fn read_live(mount_debugfs: bool) -> ZswapLive {
     let caps = zmem_kernel::caps::read();
     let state = if mount_debugfs { read_state() } else { zmem_kernel::zswap_state::read() };
-    let swaps = zmem_kernel::stat::swaps()
+    let swaps: Vec<SwapAreaNow> = zmem_kernel::stat::swaps()
         .map(|v| {
             v.into_iter()
                 .map(|a| SwapAreaNow {
@@ -121,7 +121,13 @@ pub fn read_live(mount_debugfs: bool) -> ZswapLive {
         |name: &str| zmem_kernel::stat::vm_sysctl(name).ok().and_then(|v| u32::try_from(v).ok());
     let mem_total_bytes =
         zmem_kernel::stat::meminfo().ok().and_then(|m| m.get("MemTotal").copied());
+    let swap_file_room = swaps.iter().all(|s| s.kind == "zram").then(|| {
+        let dir = crate::request::swap_file_dir();
+        let free_bytes = zmem_kernel::stat::free_bytes(dir).ok()?;
+        Some(SwapFileRoom { dir: dir.display().to_string(), free_bytes })
+    });
     ZswapLive {
+        swap_file_room: swap_file_room.flatten(),
         mem_total_bytes,
         memory_cgroup_version: zmem_kernel::cgroups::memory_controller_version(
             std::path::Path::new("/"),

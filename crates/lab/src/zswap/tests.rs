@@ -58,6 +58,7 @@ pub(crate) fn fake_live(present: bool, offered: &[&str], enabled: bool) -> Zswap
         swappiness: Some(60),
         page_cluster: Some(3),
         mem_total_bytes: None,
+        swap_file_room: None,
         memory_cgroup_version: None,
     }
 }
@@ -377,4 +378,52 @@ fn zswap_cpu_is_the_compressors_cost_per_page_of_its_traffic() {
 /// The page facts of `pages` with every compressor the fake live zswap offers.
 fn facts(pages: &[u8]) -> PageFacts {
     PageFacts::of_pages(pages, 4096, &["lzo", "lzo-rle", "lz4", "zstd"]).unwrap()
+}
+
+/// With no disk swap, zswap needs the swap file the apply makes: on a file system without
+/// room for it every zswap candidate is unavailable, saying where and how much; with room, the
+/// grid stands as the kernel offers it. zram's candidates are not touched.
+#[test]
+fn a_file_system_without_room_for_the_swap_file_rules_zswap_out() {
+    let set = zmem_pages::builtin::default_set_with(4096).unwrap();
+    let pages = &set.bytes()[..256 * 4096];
+    let source = crate::Source {
+        kind: "builtin".into(),
+        detail: String::new(),
+        pages: 256,
+        page_size: 4096,
+        fallback_reason: None,
+    };
+    let run_with = |free_bytes: u64| {
+        let mut live = fake_live(true, &["lzo", "lzo-rle"], false);
+        live.swaps.clear();
+        live.swap_file_room = Some(SwapFileRoom { dir: "/var/lib".into(), free_bytes });
+        let opts = crate::LabOptions {
+            min_time: std::time::Duration::ZERO,
+            policies: crate::candidates("lzo-rle")[..2].to_vec(),
+            threads: 2,
+            zswap: Some(ZswapInput { live, after: None, secs: 0.0, weights: None }),
+            ..crate::LabOptions::default()
+        };
+        crate::run(pages, source.clone(), &opts, &NoProgress).unwrap().candidates
+    };
+    let is_zswap = |c: &&Candidate| matches!(c.config, Config::Zswap { .. });
+    let full = run_with(63 << 20);
+    let zswap: Vec<&Candidate> = full.iter().filter(is_zswap).collect();
+    assert!(!zswap.is_empty());
+    for c in &zswap {
+        let why = c.unavailable_reason.as_deref().unwrap_or_default();
+        assert!(!c.available, "{}", c.name);
+        assert!(
+            why.contains("no room") && why.contains("/var/lib has 63 MiB free")
+                || why.contains("does not offer"),
+            "{}: {why}",
+            c.name
+        );
+    }
+    assert!(full.iter().filter(|c| !is_zswap(c)).any(|c| c.available));
+    let roomy = run_with(64 << 20);
+    assert!(roomy.iter().filter(is_zswap).any(|c| c.available));
+    let none = roomy.iter().filter(is_zswap).filter_map(|c| c.unavailable_reason.as_deref());
+    assert!(none.clone().all(|w| !w.contains("no room")), "{:?}", none.collect::<Vec<_>>());
 }
