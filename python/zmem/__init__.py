@@ -223,7 +223,7 @@ def replay(
     ``readahead`` (``vma``, ``cluster`` or ``none``) and ``page_cluster`` (``vm.page-cluster``):
     the swap readahead of zswap's swap-ins, by default this machine's, as ``--readahead`` and
     ``--page-cluster``. ``cgroup`` (``v1`` or ``v2``: on v2 zswap's compressed pool is charged
-    to the memcg) and ``zswap_max`` (``memory.zswap.max``, v2 only: bytes, a size string or
+    to the memcg; on v1 nothing is, and zswap's ``shrinker`` writes nothing back) and ``zswap_max`` (``memory.zswap.max``, v2 only: bytes, a size string or
     ``"max"``), as ``--cgroup`` and ``--zswap-max``. ``watermarks``: machine-wide reclaim
     (kswapd between the marks) instead of a memcg's limit, ``"MIN,LOW,HIGH"`` in bytes of
     ``ram`` or ``"machine"``, as ``--watermarks``. Every keyword argument left at None takes the default

@@ -456,3 +456,27 @@ fn a_clean_swapped_in_page_keeps_its_slot_and_is_not_written_again() {
     assert_eq!(full.disk_writes, full.swap_outs);
     assert!(full.disk_writes > read.disk_writes);
 }
+
+/// The replay's zswap counts its entries for the shrinker only on cgroup v2: on v1 6.18
+/// charges nothing to the memcg, and `zswap_shrinker_count()` reads its 0 stored pages.
+#[test]
+fn the_zswap_shrinker_counts_the_memcgs_entries_on_cgroup_v2_only() {
+    let p = pages(64, 9);
+    let count = |cgroup| {
+        let cfg = ReplayConfig {
+            cgroup,
+            zswap: ZswapParams { shrinker_enabled: true, ..zswap_pool(50) },
+            ..ReplayConfig::default()
+        };
+        let mut layer = zmem_zswap::SwapLayer::with_zswap(replay::build_zswap(&cfg, 64).unwrap());
+        layer.set_slab_reclaim(None);
+        for (i, page) in p.chunks(PS).enumerate() {
+            layer.swap_out(i as u64, page, &mut ()).unwrap();
+        }
+        let z = layer.zswap().unwrap();
+        assert!(z.nr_entries() > 40, "{}", z.nr_entries());
+        z.shrinker_count()
+    };
+    assert_eq!(count(replay::CgroupVersion::V1), 0);
+    assert!(count(replay::CgroupVersion::V2) > 0);
+}

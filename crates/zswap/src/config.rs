@@ -98,6 +98,12 @@ pub struct ZswapConfig {
     /// a hierarchy, the tightest limit of the memcg and its ancestors below the root (each
     /// level compares the same `MEMCG_ZSWAP_B` when this memcg is the only one in zswap).
     pub zswap_max_pages: Option<u64>,
+    /// Whether the memcg's zswap statistics count its entries (cgroup v2). 6.18's mm/
+    /// memcontrol.c `obj_cgroup_charge_zswap()` returns at once on cgroup v1
+    /// (`!cgroup_subsys_on_dfl()`), so `MEMCG_ZSWAPPED` stays 0 there and mm/zswap.c
+    /// `zswap_shrinker_count()`, which reads it with memcg on, counts nothing: on v1 the
+    /// shrinker never writes back (the pool limit's shrink worker still does).
+    pub memcg_charged: bool,
     pub incompressible: Incompressible,
 }
 
@@ -113,6 +119,7 @@ impl Default for ZswapConfig {
             enabled: true,
             writeback: true,
             zswap_max_pages: None,
+            memcg_charged: true,
             incompressible: Incompressible::StoreAsIs,
         }
     }

@@ -123,6 +123,8 @@ pub struct Zswap {
     writeback: bool,
     /// The memcg's `memory.zswap.max` in pages ([`ZswapConfig::zswap_max_pages`]).
     zswap_max_pages: Option<u64>,
+    /// [`ZswapConfig::memcg_charged`]: without it the shrinker counts nothing.
+    memcg_charged: bool,
     enabled: AtomicBool,
     shrinker_enabled: AtomicBool,
     max_pool_percent: AtomicU32,
@@ -211,6 +213,7 @@ impl Zswap {
             total_ram_pages: config.total_ram_pages,
             incompressible: config.incompressible,
             writeback: config.writeback,
+            memcg_charged: config.memcg_charged,
             zswap_max_pages: config.zswap_max_pages,
             enabled: AtomicBool::new(config.enabled),
             shrinker_enabled: AtomicBool::new(config.module.shrinker_enabled),
@@ -805,12 +808,14 @@ impl Zswap {
     /// (consumed), scaled by the memcg's compressed pages per stored page. 0 when the shrinker
     /// or writeback is disabled. With memcg (6.18's usual build, and the kernel this models),
     /// the "backing" pages are `MEMCG_ZSWAP_B >> PAGE_SHIFT`, the entries' compressed bytes in
-    /// whole pages, not the pool's pages (that is the `!memcg` branch).
+    /// whole pages, not the pool's pages (that is the `!memcg` branch). On cgroup v1 the
+    /// memcg's stored pages read 0 ([`ZswapConfig::memcg_charged`]): nothing to count.
     pub fn shrinker_count(&self) -> u64 {
         if !self.shrinker_enabled.load(Ordering::Relaxed) || !self.writeback {
             return 0;
         }
-        let stored = self.counters.stored_pages.load(Ordering::Relaxed);
+        let stored =
+            if self.memcg_charged { self.counters.stored_pages.load(Ordering::Relaxed) } else { 0 };
         if stored == 0 {
             return 0;
         }

@@ -238,3 +238,32 @@ fn a_device_shrinker_runs_with_the_same_arithmetic() {
     assert_eq!((r.device.nr, r.device.total_scan, r.device.scanned), (44, 322, 256));
     assert_eq!(r.device.new_nr, 44 + 300 - 256);
 }
+
+/// cgroup v1: 6.18 charges nothing to the memcg (`obj_cgroup_charge_zswap()` returns on
+/// `!cgroup_subsys_on_dfl()`), so `zswap_shrinker_count()` reads 0 stored pages and returns 0:
+/// however low the priority, the shrinker writes nothing back. The same entries on v2 are
+/// counted and written back.
+#[test]
+fn on_cgroup_v1_the_shrinker_counts_and_writes_back_nothing() {
+    let written_back = |charged: bool| {
+        let mut cfg = shrinking("zsmalloc");
+        cfg.memcg_charged = charged;
+        let mut s = build_layer(&cfg, 5000);
+        s.set_slab_reclaim(None);
+        for i in 0..5000 {
+            assert_eq!(s.swap_out(i, &noise(i), &mut ()).unwrap(), SwapOut::Zswap);
+        }
+        let z = s.zswap().unwrap();
+        let count = z.shrinker_count();
+        // A batch that only rotates referenced entries ends its pass: 5000 / 128 passes
+        // clear them, the rest write back.
+        for _ in 0..100 {
+            s.shrink_slab(0, SlabScope::Memcg);
+        }
+        (count, z.stats().written_back_pages)
+    };
+    assert_eq!(written_back(false), (0, 0));
+    let (count, wb) = written_back(true);
+    assert_eq!(count, 5000);
+    assert!(wb > 1000, "{wb}");
+}

@@ -29,7 +29,9 @@ pub struct Args {
     /// zswap's accept_threshold_percent.
     #[arg(long, default_value_t = ReplayRequest::default().accept_threshold_percent, value_parser = super::args::count::<u32>(0, u32::MAX.into()))]
     accept_threshold_percent: u32,
-    /// Turn on zswap's memory-pressure shrinker (shrinker_enabled=Y).
+    /// Turn on zswap's memory-pressure shrinker (shrinker_enabled=Y). It counts the memcg's
+    /// stored pages, which 6.18 charges on cgroup v2 only: with --cgroup v1 it writes nothing
+    /// back.
     #[arg(long)]
     shrinker: bool,
     /// Reject incompressible pages as kernels before 6.18 did (default: store them as-is).
@@ -40,7 +42,7 @@ pub struct Args {
     #[arg(long)]
     no_writeback: bool,
     /// The memcg's cgroup version: on v2 zswap's compressed pool is charged to --ram as RAM is
-    /// (zram's never is), on v1 it is not.
+    /// (zram's never is), on v1 it is not (so zswap's shrinker finds nothing to write back).
     #[arg(long, default_value_t = ReplayRequest::default().cgroup, value_name = "v1|v2")]
     cgroup: CgroupVersion,
     /// The memcg's memory.zswap.max (--cgroup v2): bytes with an optional K, M or G suffix, or

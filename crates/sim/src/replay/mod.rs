@@ -15,7 +15,8 @@
 //! page that went out. RAM is the memcg's limit ([`ReplayConfig::ram_pages`]): on cgroup v1
 //! (the default) it holds only resident pages and the swap pool is reported separately (its
 //! maximum); on cgroup v2 zswap's compressed bytes are charged against it as well, zram's
-//! never ([`memcg`], [`ReplayConfig::cgroup`]). zsmalloc's own shrinker compacts zswap's pools and
+//! never ([`memcg`], [`ReplayConfig::cgroup`]); on v1, where nothing is charged, zswap's
+//! shrinker counts no stored pages and writes nothing back (`ZswapConfig::memcg_charged`). zsmalloc's own shrinker compacts zswap's pools and
 //! a zram device's pool under global reclaim with the kernel's `do_shrink_slab()` arithmetic
 //! (zmem-zswap's `shrinker`); it is not memcg-aware, so a memcg's own reclaim never runs it, and
 //! at priority 12 a pool with less than 4096 pages to gain is never scanned.
@@ -352,6 +353,7 @@ pub fn build_zswap(cfg: &ReplayConfig, nr_slots: u64) -> Result<Zswap, SimError>
             CgroupVersion::V1 => None,
             CgroupVersion::V2 => cfg.zswap_max.map(|b| memcg::zswap_max_pages(b, cfg.page_size)),
         },
+        memcg_charged: cfg.cgroup == CgroupVersion::V2,
         ..ZswapConfig::default()
     };
     Ok(Zswap::new(&zcfg, swap)?)
