@@ -287,8 +287,10 @@ fn a_sequential_pass_over_zswap_reads_ahead_and_hits() {
         assert!(r.swap_ra_hit + r.ra_reclaimed <= r.swap_ra, "{mode}");
         assert_eq!(r.ra_dropped, 0, "{mode}");
         // Sequential: the window grows to page_cluster's 8, so at most one fault in 8 is major
-        // once it has; nearly every read-ahead page is hit.
-        assert!(r.swap_ins <= n as u64 / 8 + 4, "{mode}: {} major faults", r.swap_ins);
+        // once it has (4 for its growth), and each read-ahead page reclaimed before its fault
+        // makes one more; nearly every read-ahead page is hit.
+        let bound = n as u64 / 8 + 4 + r.ra_reclaimed;
+        assert!(r.swap_ins <= bound, "{mode}: {} major faults", r.swap_ins);
         assert!(r.swap_ra >= n as u64 * 7 / 8 - 4, "{mode}: swap_ra {}", r.swap_ra);
         // Read-ahead loads are zswap loads: zswpin counts them with the faults' own.
         assert_eq!(counter(&r, "zswpin"), r.swap_ins + r.swap_ra, "{mode}");
@@ -361,25 +363,28 @@ fn read_ahead_pages_leave_zswap_and_are_stored_again_when_reclaimed() {
     }
     assert_eq!(zswap(&sim), (48, 0, 48));
     // A fault on 10, the VMA's first: hits 4 -> a window of 8, centred: 7..15. Reading 7 finds
-    // RAM full (48..64) and reclaims those 16 into zswap; then 7, 8, 9, 11..14 are read ahead
-    // and 10 is faulted in: 8 loads, each freeing its entry.
+    // RAM full (48..64). A memcg of 16 pages scans a page or two at priority 1 and the whole
+    // inactive list at 0 (`SCAN_EQUAL`), one look each: pages accessed since their last look
+    // rotate, so each reclaim frees a few. All 16 of 48..64 go to zswap, and so do two of the
+    // window's read-ahead pages, unaccessed and dirty (their entries freed by the load),
+    // taken by a reclaim before the window was read: 8 loads, 18 stores.
     touch(&mut sim, 10);
-    assert_eq!(zswap(&sim), (48 + 16 - 8, 8, 64));
-    // 16 first touches: the one reclaim (at the 9th) takes all 16 pages, the 7 read-ahead ones
-    // (never faulted, dirty) stored again with 10 and 64..72.
+    assert_eq!(zswap(&sim), (48 + 18 - 8, 8, 66));
+    // 16 first touches: 16 more stores, the other 5 read-ahead pages (never faulted, dirty)
+    // among them.
     for page in 64..80 {
         touch(&mut sim, page);
     }
-    assert_eq!(zswap(&sim), (56 + 16, 8, 80));
+    assert_eq!(zswap(&sim), (58 + 16, 8, 82));
     // A fault on 8 (window: 2 pages not adjacent to 10 -> 1, but at least 8 / 2 -> 4, centred
     // 7..11): 7, 9, 10 read ahead and 8 itself, all from zswap again.
     touch(&mut sim, 8);
-    assert_eq!(zswap(&sim), (72 - 4, 12, 80));
+    assert_eq!(zswap(&sim), (74 - 4, 12, 82));
     let r = sim.finish(Default::default());
     assert!(r.verified, "the pages stored again came back intact");
     assert_eq!((r.swap_ra, r.swap_ra_hit, r.ra_reclaimed, r.ra_dropped), (10, 0, 7, 0));
     assert_eq!(r.swap_ins, 2);
-    assert_eq!(r.stored, 80);
+    assert_eq!(r.stored, 82);
 }
 
 /// Two passes over `n` pages in one scattered order (page `k * 97 % n`; `n` a power of two, so

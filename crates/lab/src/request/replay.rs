@@ -222,6 +222,7 @@ impl ReplayRequest {
             },
             device,
             zram_backing: false,
+            swappiness: zmem_sim::replay::DEFAULT_SWAPPINESS,
             readahead,
             page_cluster,
             // The page count plus zmem validate's slack, as `zmem validate` sizes its swap.

@@ -25,9 +25,11 @@
 //!   cleared (`shrink_active_list()`: anonymous pages are deactivated, accessed or not).
 //! - How many: `get_scan_count()` gives both anon lists `size >> priority` times the same anon
 //!   fraction, and `shrink_lruvec()` takes them in `SWAP_CLUSTER_MAX` chunks, one of each per
-//!   pass while the inactive target lasts. So the active list is scanned at `active / inactive`
-//!   of the inactive list's rate, at most a chunk per inactive chunk; this model keeps that
-//!   rate exactly (a running remainder) rather than walking the priorities.
+//!   pass while the inactive target lasts. A memcg's reclaim walks the priorities so (the
+//!   simulator's `memcg_reclaim`, with [`Lru::scan_tail`] and [`Lru::deactivate`]); the
+//!   machine-wide one-pass reclaim ([`Lru::victim`]) keeps the active list's rate,
+//!   `active / inactive` of the inactive list's, at most a chunk per inactive chunk, with a
+//!   running remainder.
 //! - At the end of the pass, `shrink_lruvec()` deactivates one more chunk if the inactive list
 //!   is low, `may_deactivate` or not ([`Lru::end_of_pass`]).
 //!
@@ -38,6 +40,17 @@
 pub(crate) const SWAP_CLUSTER_MAX: usize = 32;
 
 const NONE: u32 = u32::MAX;
+
+/// What one look at the inactive tail found ([`Lru::scan_tail`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scanned {
+    /// The inactive list is empty.
+    Empty,
+    /// Rotated or activated (accessed, or the pinned page): not reclaimable now.
+    Kept,
+    /// Not accessed since its last scan: reclaim may take it.
+    Victim(u32),
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Where {
@@ -81,6 +94,8 @@ pub(crate) struct Lru {
     /// Active pages owed a scan, in units of 1/`inactive.len` of a page (the remainder of
     /// `SWAP_CLUSTER_MAX * active / inactive` per inactive chunk).
     deactivate_credit: u64,
+    /// The lruvec's `anon_cost` and `file_cost` (`scan::Costs`).
+    pub(crate) costs: super::scan::Costs,
 }
 
 impl Lru {
@@ -104,6 +119,7 @@ impl Lru {
             refault_activations: 0,
             refaults_snapshot: 0,
             deactivate_credit: 0,
+            costs: super::scan::Costs::default(),
         }
     }
 
@@ -241,29 +257,57 @@ impl Lru {
                 self.scanned = 0;
                 self.rebalance();
             }
-            let t = self.inactive.tail;
-            assert!(t != NONE, "victim() of an empty RAM");
             self.scanned += 1;
-            if t == self.pinned {
-                self.unlink(t);
-                self.push_head(t, Where::Inactive);
-                continue;
+            match self.scan_tail() {
+                Scanned::Victim(t) => return t,
+                Scanned::Kept => {}
+                Scanned::Empty => unreachable!("victim() of an empty RAM"),
             }
-            let i = t as usize;
-            if !self.accessed[i] {
-                // `folio_test_clear_referenced()`: FOLIOREF_RECLAIM leaves the flag clear.
-                self.referenced[i] = false;
-                return t;
-            }
+        }
+    }
+
+    /// One look at the inactive tail, as `shrink_folio_list()` takes a folio: the pinned page
+    /// is put back unchecked (`folio_trylock()` failed); an accessed one has its bit cleared and
+    /// is activated if `PG_referenced` was set, else marked and rotated
+    /// (`folio_check_references()`); one not accessed is the victim, `PG_referenced` cleared.
+    pub(crate) fn scan_tail(&mut self) -> Scanned {
+        let t = self.inactive.tail;
+        if t == NONE {
+            return Scanned::Empty;
+        }
+        let i = t as usize;
+        if t != self.pinned && !self.accessed[i] {
+            // `folio_test_clear_referenced()`: FOLIOREF_RECLAIM leaves the flag clear.
+            self.referenced[i] = false;
+            return Scanned::Victim(t);
+        }
+        self.unlink(t);
+        if t != self.pinned {
             self.accessed[i] = false;
-            self.unlink(t);
             if std::mem::replace(&mut self.referenced[i], true) {
                 self.nonresident_age += 1;
                 self.push_head(t, Where::Active);
-            } else {
-                self.push_head(t, Where::Inactive);
+                return Scanned::Kept;
             }
         }
+        self.push_head(t, Where::Inactive);
+        Scanned::Kept
+    }
+
+    /// Pages on the inactive and the active list.
+    pub(crate) fn list_sizes(&self) -> (usize, usize) {
+        (self.inactive.len, self.active.len)
+    }
+
+    /// `prepare_scan_control()`'s `DEACTIVATE_ANON`: refaults were activated since the last
+    /// reclaim ended (`snapshot_refaults()`), or the inactive list is low.
+    pub(crate) fn may_deactivate(&self) -> bool {
+        self.refault_activations != self.refaults_snapshot || self.inactive_is_low()
+    }
+
+    /// `shrink_active_list()` of `n` pages ([`Lru::deactivate_batch`]).
+    pub(crate) fn deactivate(&mut self, n: usize) {
+        self.deactivate_batch(n);
     }
 
     /// mm/vmscan.c `inactive_is_low()` for the anon lists.
@@ -278,9 +322,7 @@ impl Lru {
     /// `may_deactivate`; else `SWAP_CLUSTER_MAX * active / inactive` pages, the fraction carried
     /// to the next chunk, at most a chunk.
     fn rebalance(&mut self) {
-        let may_deactivate =
-            self.refault_activations != self.refaults_snapshot || self.inactive_is_low();
-        if !may_deactivate || self.active.len == 0 {
+        if !self.may_deactivate() || self.active.len == 0 {
             return;
         }
         let Some(inactive) = std::num::NonZeroU64::new(self.inactive.len as u64) else {
@@ -305,9 +347,9 @@ impl Lru {
     /// anon lru active/inactive ratio"): with swap present (`can_age_anon_pages()`) and the
     /// inactive list low (`inactive_is_low()`), `shrink_active_list(SWAP_CLUSTER_MAX, ...)`
     /// deactivates up to a chunk more, whether or not `may_deactivate` let the pass scan the
-    /// active list ([`Lru::rebalance`]). The model's reclaim is one pass (at `DEF_PRIORITY`),
-    /// so this runs once per reclaim; 6.18 runs it once per `shrink_lruvec()` call, one per
-    /// priority level a reclaim goes through.
+    /// active list ([`Lru::rebalance`]). 6.18 runs it once per `shrink_lruvec()` call, one
+    /// per priority a reclaim goes through, as a memcg's reclaim here does; the one-pass
+    /// reclaim runs it once.
     pub(crate) fn end_of_pass(&mut self) {
         if self.inactive_is_low() {
             self.deactivate_batch(SWAP_CLUSTER_MAX);

@@ -4,7 +4,10 @@
 //!
 //! Model: RAM is the kernel's two anonymous LRU lists with accessed bits (`lru.rs`: the
 //! classic, non-MGLRU reclaim of Linux 6.18, as a memory cgroup at its limit runs it), reclaimed
-//! in batches of 32 pages (`SWAP_CLUSTER_MAX`) when a fault finds RAM full. Checked against the
+//! when a fault finds RAM full as the memcg's reclaim does: priority by priority from 12 until
+//! at least 32 pages (`SWAP_CLUSTER_MAX`) are freed, each priority scanning its share of the
+//! lists (`get_scan_count()`, [`scan`], swappiness [`ReplayConfig::swappiness`]) and running
+//! the memcg-aware shrinkers (zswap's). Checked against the
 //! live kernel by `zmem validate replay` (docs/BENCHMARKS.md); it replaced a CLOCK, which
 //! swapped 2-6 % less at tight budgets. A victim is swapped out at its page id as swap offset
 //! through zmem's swap layer ([`zmem_zswap::SwapLayer`], the same path for zram and zswap): an
@@ -18,8 +21,9 @@
 //! never ([`memcg`], [`ReplayConfig::cgroup`]); on v1, where nothing is charged, zswap's
 //! shrinker counts no stored pages and writes nothing back (`ZswapConfig::memcg_charged`). zsmalloc's own shrinker compacts zswap's pools and
 //! a zram device's pool under global reclaim with the kernel's `do_shrink_slab()` arithmetic
-//! (zmem-zswap's `shrinker`); it is not memcg-aware, so a memcg's own reclaim never runs it, and
-//! at priority 12 a pool with less than 4096 pages to gain is never scanned.
+//! (zmem-zswap's `shrinker`); it is not memcg-aware, so a memcg's own reclaim never runs it
+//! (only the machine-wide reclaim of [`ReplayConfig::watermarks`] does, once per swap-out at
+//! priority 12, where a pool with less than 4096 pages to gain is never scanned).
 //!
 //! Swap-in faults read ahead as 6.18's `do_swap_page()` does ([`readahead`], each rule cited
 //! there): on zram (a `SWP_SYNCHRONOUS_IO` device; every entry here has a swap count of 1) only
@@ -55,6 +59,7 @@ mod lru;
 pub mod memcg;
 mod page_slots;
 pub mod readahead;
+pub mod scan;
 mod sim;
 pub mod slots;
 
@@ -155,6 +160,10 @@ pub struct ReplayConfig {
     /// which frees a swapped-in page's slot). `None`: the page count plus
     /// [`SWAP_AREA_SLACK`], the size `zmem validate` makes its swap file and zram device.
     pub swap_pages: Option<u64>,
+    /// The memcg's swappiness (cgroup v1's `memory.swappiness`, v2's `vm.swappiness`; 0 to
+    /// [`scan::MAX_SWAPPINESS`]): how much of each priority's scan reclaim gives the anon
+    /// lists (mm/vmscan.c `get_scan_count()`, [`scan`]). The kernel's default is 60.
+    pub swappiness: u32,
     /// Machine-wide reclaim ([`Watermarks`], `--watermarks`): RAM is a node whose free pages
     /// kswapd keeps between the low and high marks and allocations below the min mark reclaim
     /// directly. `None`: a memory cgroup at its limit, reclaiming only when full (the default).
@@ -184,6 +193,9 @@ impl Watermarks {
         Ok(())
     }
 }
+
+/// mm/vmscan.c `vm_swappiness`'s default, which a new memcg inherits.
+pub const DEFAULT_SWAPPINESS: u32 = 60;
 
 /// Pages a swap area has beyond the page set's by default ([`ReplayConfig::swap_pages`]).
 pub const SWAP_AREA_SLACK: u64 = 1024;
@@ -227,6 +239,7 @@ impl Default for ReplayConfig {
             readahead: Readahead::Vma,
             page_cluster: DEFAULT_PAGE_CLUSTER,
             swap_pages: None,
+            swappiness: DEFAULT_SWAPPINESS,
             watermarks: None,
         }
     }

@@ -25,6 +25,8 @@ use crate::device::{ZramRunConfig, build_device_with_backing};
 use crate::latency::LatencyRecorder;
 use crate::swap_device::{DeviceSampler, SwapDevice as DeviceCost};
 
+mod memcg_reclaim;
+
 /// A zram device as the swap layer's device: zram swap (`swapon /dev/zram0`).
 struct ZramSwap(Arc<Zram>);
 
@@ -318,6 +320,15 @@ fn no_slot(p: u32) -> SimError {
     SimError::Setup(format!("page {p} is out of RAM without a swap slot"))
 }
 
+/// What reclaim did with one victim ([`Simulator::reclaim_page`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reclaimed {
+    /// It left RAM; `pageout`: written out (`pageout()` returned `PAGE_SUCCESS`), not dropped.
+    Freed { pageout: bool },
+    /// It stays in RAM, activated.
+    Kept,
+}
+
 /// Where a resident page stands with the swap cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Cached {
@@ -446,6 +457,11 @@ impl<'p> Simulator<'p> {
             }
             SwapKind::Zswap => (SwapLayer::with_zswap(build_zswap(cfg, area)?), None),
         };
+        let mut swap = swap;
+        if cfg.watermarks.is_none() {
+            // A memcg's reclaim runs the shrinkers once per priority it walks.
+            swap.set_slab_reclaim(None);
+        }
         let timer = SwapTimer::new(cfg.swap, &cfg.device, zram.clone()).charging(objects);
         // mm/memory.c `do_swap_page()`: a `SWP_SYNCHRONOUS_IO` device's faults with
         // `__swap_count() == 1` skip the swap cache and read only their own page (every entry
@@ -576,7 +592,7 @@ impl<'p> Simulator<'p> {
         }
         self.counts.kswapd_wakes += 1;
         while self.free() <= w.min && self.ram.evictable() > 0 {
-            let n = self.reclaim()?;
+            let n = self.reclaim_batch()?;
             if n == 0 {
                 break;
             }
@@ -595,7 +611,7 @@ impl<'p> Simulator<'p> {
             let want = (w.high as usize).max(SWAP_CLUSTER_MAX);
             let mut pass = 0;
             while pass < want && self.ram.evictable() > 0 {
-                let n = self.reclaim()?;
+                let n = self.reclaim_batch()?;
                 if n == 0 {
                     return Ok(());
                 }
@@ -735,13 +751,21 @@ impl<'p> Simulator<'p> {
     }
 
     /// mm/memcontrol.c `try_charge_memcg()` for one page: while there is no margin, reclaim
-    /// ([`Self::reclaim`]) and retry, as long as reclaim frees pages (`nr_reclaimed`). On
-    /// cgroup v2 a batch swapped out to zswap frees less than a batch of the limit (the pool's
-    /// charge grows), so more batches may be needed. False when reclaim cannot make room.
+    /// ([`Self::reclaim_memcg`]) and retry; a reclaim that frees nothing is retried
+    /// `MAX_RECLAIM_RETRIES` times (16, `nr_retries`) before the charge fails. On cgroup v2 a
+    /// batch swapped out to zswap frees less than a batch of the limit (the pool's charge
+    /// grows), so more batches may be needed. False when reclaim cannot make room.
     fn try_charge(&mut self) -> Result<bool, SimError> {
+        let mut retries = zmem_zswap::MAX_RECLAIM_RETRIES;
         while self.memcg_full() {
-            if self.ram.evictable() == 0 || self.reclaim()? == 0 {
+            if self.ram.evictable() == 0 {
                 return Ok(false);
+            }
+            if self.reclaim_memcg()? == 0 {
+                if retries == 0 {
+                    return Ok(false);
+                }
+                retries -= 1;
             }
         }
         Ok(true)
@@ -756,92 +780,97 @@ impl<'p> Simulator<'p> {
         }
     }
 
-    /// A memcg charge that finds RAM full: reclaim swaps out up to a batch of victims (mm/
-    /// memcontrol.c `try_charge_memcg()` → `try_to_free_mem_cgroup_pages()`, at least
-    /// `SWAP_CLUSTER_MAX` pages), as the LRU picks them. A page whose slot still holds it
-    /// (read ahead and never faulted, or swapped in through the swap cache and not written
-    /// since) is dropped without a write (`shrink_folio_list()`: a clean swap-cache folio goes
-    /// by `__remove_mapping()`); any other gets a slot if it has none and is written out. A
-    /// victim the swap layer keeps in RAM is activated (`pageout()`'s `PAGE_ACTIVATE`) and
-    /// reclaim moves on; when more than twice RAM's worth in a row is kept, nothing can leave
-    /// RAM and the replay stops as the kernel would OOM. (The bound is this model's; 6.18
-    /// gives up after `MAX_RECLAIM_RETRIES` failed reclaims of the charge and invokes the memcg
-    /// OOM killer.) Returns the pages freed.
-    fn reclaim(&mut self) -> Result<usize, SimError> {
+    /// Machine-wide reclaim (kswapd and the allocator's direct reclaim with
+    /// [`ReplayConfig::watermarks`]): one pass that swaps out a batch of `SWAP_CLUSTER_MAX`
+    /// victims as the LRU picks them ([`Lru::victim`], the active list scanned at its share
+    /// of every inactive chunk), at `DEF_PRIORITY`. (A memcg's own reclaim walks the priorities:
+    /// [`Self::reclaim_memcg`].) A victim the swap layer keeps in RAM is activated and reclaim
+    /// moves on; when more than twice RAM's worth in a row is kept, nothing can leave RAM and
+    /// the replay stops as the kernel would OOM. Returns the pages freed.
+    fn reclaim_batch(&mut self) -> Result<usize, SimError> {
         let want = SWAP_CLUSTER_MAX.min(self.ram.evictable());
         let mut freed = 0;
         let mut kept_in_a_row = 0;
         while freed < want {
             let victim = self.ram.victim();
-            let v = victim as usize;
-            let data = self.page(v);
-            if self.slots.slot(victim).is_some() && self.slots.is_clean(victim) {
-                match self.cached[v] {
-                    Cached::Mapped => self.counts.clean_dropped += 1,
-                    _ => {
-                        self.counts.ra_reclaimed += 1;
-                        self.counts.ra_dropped += 1;
-                    }
+            match self.reclaim_page(victim)? {
+                Reclaimed::Freed { .. } => {
+                    freed += 1;
+                    kept_in_a_row = 0;
                 }
-                // Unmapped: the page table holds the swap entry again.
-                self.slots.reuse(victim);
-                self.cached[v] = Cached::Mapped;
-                self.slots.set_clean(victim, false);
-                self.ram.evict(victim);
-                freed += 1;
-                kept_in_a_row = 0;
-                continue;
-            }
-            let slot = match self.slots.slot(victim) {
-                Some(slot) => slot,
-                None => {
-                    let Some(slot) = self.slots.alloc(victim, &self.swap) else {
-                        // `folio_alloc_swap()` failed: the folio is activated.
-                        self.ram.activate(victim);
-                        kept_in_a_row += 1;
-                        if kept_in_a_row > 2 * self.ram.capacity() {
-                            return Err(SimError::OutOfMemory { accesses: self.counts.accesses });
-                        }
-                        continue;
-                    };
-                    slot
-                }
-            };
-            let objects = self.objects.map(|o| AtPage { objects: o, page: u64::from(victim) });
-            let objects = objects.as_ref().map(|o| o as &dyn ObjectSource);
-            let out = self.swap.swap_out_with(slot, data, objects, &mut self.timer)?;
-            match out {
-                SwapOut::KeptInRam => {
-                    // Still in the swap cache, its slot held by the cache alone.
-                    self.slots.keep_in_cache(victim);
-                    self.counts.kept_in_ram += 1;
-                    self.counts.rejected += 1;
-                    self.ram.activate(victim);
+                Reclaimed::Kept => {
                     kept_in_a_row += 1;
                     if kept_in_a_row > 2 * self.ram.capacity() {
                         return Err(SimError::OutOfMemory { accesses: self.counts.accesses });
                     }
-                    continue;
                 }
-                SwapOut::Zeromap => self.counts.zero_swap_outs += 1,
-                SwapOut::Zswap => self.counts.stored += 1,
-                SwapOut::Device if self.swap.zswap().is_some() => self.counts.rejected += 1,
-                SwapOut::Device => self.counts.stored += 1,
             }
-            self.slots.reuse(victim);
-            kept_in_a_row = 0;
-            self.counts.swap_outs += 1;
-            if self.cached[v] == Cached::Dirty {
-                self.counts.ra_reclaimed += 1;
-                self.cached[v] = Cached::Mapped;
-            }
-            self.slots.set_clean(victim, false);
-            self.ram.evict(victim);
-            freed += 1;
         }
         self.ram.end_of_pass();
         self.ram.snapshot_refaults();
         Ok(freed)
+    }
+
+    /// `shrink_folio_list()` on one victim. A page whose slot still holds it (read ahead and
+    /// never faulted, or swapped in through the swap cache and not written since) is dropped
+    /// without a write (a clean swap-cache folio goes by `__remove_mapping()`); any other gets
+    /// a slot if it has none and is written out (`pageout()`). A victim with no slot to be had
+    /// (`folio_alloc_swap()` failed) or that the swap layer keeps in RAM (`pageout()`'s
+    /// `PAGE_ACTIVATE`) is activated.
+    fn reclaim_page(&mut self, victim: u32) -> Result<Reclaimed, SimError> {
+        let v = victim as usize;
+        let data = self.page(v);
+        if self.slots.slot(victim).is_some() && self.slots.is_clean(victim) {
+            match self.cached[v] {
+                Cached::Mapped => self.counts.clean_dropped += 1,
+                _ => {
+                    self.counts.ra_reclaimed += 1;
+                    self.counts.ra_dropped += 1;
+                }
+            }
+            // Unmapped: the page table holds the swap entry again.
+            self.slots.reuse(victim);
+            self.cached[v] = Cached::Mapped;
+            self.slots.set_clean(victim, false);
+            self.ram.evict(victim);
+            return Ok(Reclaimed::Freed { pageout: false });
+        }
+        let slot = match self.slots.slot(victim) {
+            Some(slot) => slot,
+            None => match self.slots.alloc(victim, &self.swap) {
+                Some(slot) => slot,
+                None => {
+                    self.ram.activate(victim);
+                    return Ok(Reclaimed::Kept);
+                }
+            },
+        };
+        let objects = self.objects.map(|o| AtPage { objects: o, page: u64::from(victim) });
+        let objects = objects.as_ref().map(|o| o as &dyn ObjectSource);
+        let out = self.swap.swap_out_with(slot, data, objects, &mut self.timer)?;
+        match out {
+            SwapOut::KeptInRam => {
+                // Still in the swap cache, its slot held by the cache alone.
+                self.slots.keep_in_cache(victim);
+                self.counts.kept_in_ram += 1;
+                self.counts.rejected += 1;
+                self.ram.activate(victim);
+                return Ok(Reclaimed::Kept);
+            }
+            SwapOut::Zeromap => self.counts.zero_swap_outs += 1,
+            SwapOut::Zswap => self.counts.stored += 1,
+            SwapOut::Device if self.swap.zswap().is_some() => self.counts.rejected += 1,
+            SwapOut::Device => self.counts.stored += 1,
+        }
+        self.slots.reuse(victim);
+        self.counts.swap_outs += 1;
+        if self.cached[v] == Cached::Dirty {
+            self.counts.ra_reclaimed += 1;
+            self.cached[v] = Cached::Mapped;
+        }
+        self.slots.set_clean(victim, false);
+        self.ram.evict(victim);
+        Ok(Reclaimed::Freed { pageout: true })
     }
 
     /// The result, with the time the caller measured around the accesses.

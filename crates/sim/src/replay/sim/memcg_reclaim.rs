@@ -1,0 +1,116 @@
+//! A memcg's own reclaim, priority by priority, as 6.18 runs it for a charge that finds no
+//! margin: mm/memcontrol.c `try_charge_memcg()` → mm/vmscan.c `try_to_free_mem_cgroup_pages()`
+//! → `do_try_to_free_pages()`.
+//!
+//! - `do_try_to_free_pages()` starts at `DEF_PRIORITY` (12) and lowers the priority by one
+//!   after each pass until `SWAP_CLUSTER_MAX` pages are reclaimed (`nr_to_reclaim`) or
+//!   priority 0 is done.
+//! - Each pass (`shrink_node()` → `shrink_node_memcgs()`) first sets `may_deactivate`
+//!   (`prepare_scan_control()`), then `shrink_lruvec()`: `get_scan_count()` gives each anon
+//!   list its target ([`super::super::scan`]), taken in chunks of `SWAP_CLUSTER_MAX`, the
+//!   inactive list's then the active list's, while the inactive target lasts; the active chunk
+//!   is deactivated only with `may_deactivate` (else `skipped_deactivate`). A pass stops once
+//!   it reclaimed `nr_to_reclaim` itself (a memcg with no file pages breaks out there), and
+//!   ends by deactivating a chunk if the inactive list is low ([`Lru::end_of_pass`]). Each
+//!   `shrink_inactive_list()` chunk notes its cost (`lru_note_cost_unlock_irq()`).
+//! - After the lists, `shrink_slab()` for the memcg at the pass's priority: only the
+//!   memcg-aware shrinkers (`shrink_slab_memcg()`), so zswap's, never zsmalloc's.
+//! - A reclaim that freed nothing is walked again (`memcg_full_walk`), and once more with
+//!   `force_deactivate` where a pass skipped deactivation; then `snapshot_refaults()`.
+//!
+//! So the batch overshoots 32 by what the last chunk freed beyond it, and a small memcg
+//! reaches low priorities (see `scan`): what zswap's shrinker is asked to scan grows with it.
+
+use super::{Reclaimed, SimError, Simulator};
+use crate::replay::lru::{SWAP_CLUSTER_MAX, Scanned};
+use crate::replay::scan::anon_scan;
+use zmem_zswap::{DEF_PRIORITY, SlabScope};
+
+impl Simulator<'_> {
+    /// `try_to_free_mem_cgroup_pages()` for one charge (module doc): the pages freed.
+    pub(super) fn reclaim_memcg(&mut self) -> Result<usize, SimError> {
+        let (mut freed, mut skipped) = self.priority_walk(false)?;
+        if freed == 0 {
+            // `memcg_full_walk`: the same walk again (one memcg: the same lists).
+            let (again, skipped_again) = self.priority_walk(false)?;
+            freed = again;
+            skipped |= skipped_again;
+        }
+        if freed == 0 && skipped {
+            freed = self.priority_walk(true)?.0;
+        }
+        self.ram.snapshot_refaults();
+        Ok(freed)
+    }
+
+    /// `do_try_to_free_pages()`'s loop from `DEF_PRIORITY` down: the pages freed, and whether
+    /// a pass skipped deactivation.
+    fn priority_walk(&mut self, force_deactivate: bool) -> Result<(usize, bool), SimError> {
+        let (mut freed, mut skipped) = (0, false);
+        for priority in (0..=DEF_PRIORITY).rev() {
+            let (pass, skipped_here) = self.shrink_pass(priority, force_deactivate)?;
+            freed += pass;
+            skipped |= skipped_here;
+            if freed >= SWAP_CLUSTER_MAX {
+                break;
+            }
+        }
+        Ok((freed, skipped))
+    }
+
+    /// One priority's `shrink_lruvec()` and `shrink_slab()`: the pages freed, and whether an
+    /// active chunk went unscanned for want of `may_deactivate`.
+    fn shrink_pass(&mut self, priority: u32, force: bool) -> Result<(usize, bool), SimError> {
+        let may_deactivate = force || self.ram.may_deactivate();
+        let (inactive, active) = self.ram.list_sizes();
+        let (swappiness, costs) = (self.cfg.swappiness, self.ram.costs);
+        let mut nr_inactive = anon_scan(inactive as u64, priority, swappiness, costs) as usize;
+        let mut nr_active = anon_scan(active as u64, priority, swappiness, costs) as usize;
+        let (mut freed, mut skipped) = (0, false);
+        while nr_inactive > 0 {
+            let chunk = nr_inactive.min(SWAP_CLUSTER_MAX);
+            nr_inactive -= chunk;
+            freed += self.shrink_inactive(chunk)?;
+            if nr_active > 0 {
+                let chunk = nr_active.min(SWAP_CLUSTER_MAX);
+                nr_active -= chunk;
+                if may_deactivate {
+                    self.ram.deactivate(chunk);
+                } else {
+                    skipped = true;
+                }
+            }
+            if freed >= SWAP_CLUSTER_MAX {
+                break;
+            }
+        }
+        self.ram.end_of_pass();
+        if self.swap.slab_reclaim().is_none() {
+            self.swap.shrink_slab(priority, SlabScope::Memcg);
+        }
+        Ok((freed, skipped))
+    }
+
+    /// `shrink_inactive_list()` of `n` pages from the inactive tail: the pages freed; its cost
+    /// noted (a cluster per page written out, one per page scanned and kept).
+    fn shrink_inactive(&mut self, n: usize) -> Result<usize, SimError> {
+        let (mut scanned, mut freed, mut pageouts) = (0u64, 0u64, 0u64);
+        for _ in 0..n {
+            let victim = match self.ram.scan_tail() {
+                Scanned::Empty => break,
+                Scanned::Kept => None,
+                Scanned::Victim(v) => Some(v),
+            };
+            scanned += 1;
+            if let Some(v) = victim
+                && let Reclaimed::Freed { pageout } = self.reclaim_page(v)?
+            {
+                freed += 1;
+                pageouts += u64::from(pageout);
+            }
+        }
+        let lru_size = self.ram.len() as u64;
+        self.ram.costs.note_anon(pageouts, scanned - freed, lru_size);
+        Ok(freed as usize)
+    }
+}
