@@ -124,7 +124,7 @@ pub(crate) fn load_trace(py: Python<'_>, path: &Path) -> PyResult<Vec<replay_mod
 
 /// `zmem replay --json`: an access trace over the pages under a RAM budget.
 #[pyfunction]
-#[pyo3(signature = (pages, trace, ram, swap = None, algo = None, pool = None, max_pool_percent = None, accept_threshold_percent = None, shrinker = false, reject_incompressible = false, no_writeback = false, swap_dir = None, swap_device = None, swap_in_memory = false, readahead = None, page_cluster = None, cgroup = None, zswap_max = None, watermarks = None))]
+#[pyo3(signature = (pages, trace, ram, swap = None, algo = None, pool = None, max_pool_percent = None, accept_threshold_percent = None, shrinker = false, reject_incompressible = false, no_writeback = false, swap_dir = None, swap_device = None, swap_in_memory = false, readahead = None, page_cluster = None, cgroup = None, zswap_max = None, watermarks = None, swappiness = None))]
 #[allow(clippy::too_many_arguments)]
 fn replay(
     py: Python<'_>,
@@ -147,6 +147,7 @@ fn replay(
     cgroup: Option<&str>,
     zswap_max: Option<&Bound<'_, PyAny>>,
     watermarks: Option<&str>,
+    swappiness: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<String> {
     // None: the request's own default (one place for them: `ReplayRequest::default()`).
     let d = ReplayRequest::default();
@@ -186,6 +187,7 @@ fn replay(
             .map(|r| r.parse().map_err(|e| value_err(format!("readahead: {e}"))))
             .transpose()?,
         page_cluster: page_cluster.map(|v| count("page_cluster", Some(v), 0, 0, 31)).transpose()?,
+        swappiness: swappiness.map(|v| count("swappiness", Some(v), 0, 0, 200)).transpose()?,
         cgroup: match cgroup {
             Some(c) => c.parse().map_err(|e| value_err(format!("cgroup: {e}")))?,
             None => d.cgroup,

@@ -134,6 +134,25 @@ def test_replay_takes_watermarks_as_the_cli_does(zmem_bin, page_file, tmp_path):
     assert "do not hold" in str(e.value), e.value
 
 
+def test_replay_takes_the_memcgs_swappiness_as_the_cli_does(zmem_bin, page_file, tmp_path):
+    trace = tmp_path / "t.trace"
+    p = run_cli(zmem_bin, "trace", "gen", "--pages", "300", "--accesses", "3000", "-o", str(trace))
+    if p.returncode != 0:
+        pytest.fail(f"zmem trace gen: {p.stderr}")
+    args = ("--ram", "400K", "--swap", "zram", "--swappiness", "150")
+    cli = run_cli(zmem_bin, "replay", "--json", *args, str(page_file), str(trace))
+    assert cli.returncode == 0, cli.stderr
+    want = json.loads(cli.stdout)
+    got = zmem.replay(page_file, trace, "400K", swap="zram", swappiness=150).to_pylist()[0]
+    assert got["swappiness"] == want["swappiness"] == 150
+    for k in ("swap_outs", "swap_ins"):
+        assert got[k] == want[k], k
+    # At 0 a memcg's reclaim scans no anonymous page: out of memory, in the CLI's words.
+    with pytest.raises(Exception) as e:
+        zmem.replay(page_file, trace, "400K", swap="zram", swappiness=0)
+    assert "swappiness 0" in str(e.value), e.value
+
+
 # Bad arguments: the exception's message is the CLI's line (after `zmem: `).
 
 

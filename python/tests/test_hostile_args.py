@@ -26,7 +26,7 @@ def calls(pages: zmem.PageSet, trace: str):
     yield "capture", "pids", lambda v: zmem.PageSet.capture(pids=[v])
     yield "comp_bench", "min_time_ms", lambda v: zmem.comp_bench(pages, min_time_ms=v)
     yield "zram_run", "threads", lambda v: zmem.zram_run(pages, threads=v)
-    for arg in ["max_pool_percent", "accept_threshold_percent", "page_cluster"]:
+    for arg in ["max_pool_percent", "accept_threshold_percent", "page_cluster", "swappiness"]:
         yield "replay", arg, lambda v, a=arg: zmem.replay(pages, trace, ram="32K", **{a: v})
     yield "replay", "ram", lambda v: zmem.replay(pages, trace, ram=v)
     yield "study_allocators", "rounds", lambda v: zmem.study_allocators(pages, rounds=v)

@@ -215,6 +215,7 @@ def replay(
     zswap_max: Optional[Union[int, str]] = None,
     watermarks: Optional[str] = None,
     page_size: Optional[int] = None,
+    swappiness: Optional[int] = None,
 ) -> pa.Table:
     """An access trace (``zmem trace gen``) over the pages with ``ram`` bytes of RAM (an int,
     or ``"256M"``), zram or zswap as swap, as ``zmem replay --json``: one row. ``swap_device``:
@@ -226,7 +227,8 @@ def replay(
     to the memcg; on v1 nothing is, and zswap's ``shrinker`` writes nothing back) and ``zswap_max`` (``memory.zswap.max``, v2 only: bytes, a size string or
     ``"max"``), as ``--cgroup`` and ``--zswap-max``. ``watermarks``: machine-wide reclaim
     (kswapd between the marks) instead of a memcg's limit, ``"MIN,LOW,HIGH"`` in bytes of
-    ``ram`` or ``"machine"``, as ``--watermarks``. Every keyword argument left at None takes the default
+    ``ram`` or ``"machine"``, as ``--watermarks``. ``swappiness`` (0 to 200): the memcg's,
+    by default this machine's ``vm.swappiness``, as ``--swappiness``. Every keyword argument left at None takes the default
     ``zmem replay --help`` states (``zmem.defaults("replay")``).
 
     >>> zmem.replay(pages, "trace.zt", "1M", swap="zram").column("swap_ins")  # doctest: +SKIP
@@ -252,6 +254,7 @@ def replay(
             cgroup,
             zswap_max,
             watermarks,
+            swappiness,
         )
     )
 

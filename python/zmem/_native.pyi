@@ -100,6 +100,7 @@ def replay(
     cgroup: Optional[str] = None,
     zswap_max: Optional[Union[int, str]] = None,
     watermarks: Optional[str] = None,
+    swappiness: Optional[int] = None,
 ) -> str: ...
 def study_allocators(
     pages: PageSet,

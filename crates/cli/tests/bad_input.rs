@@ -409,6 +409,7 @@ fn numeric_flags_refuse_out_of_range_values_by_name() {
         (&["study", "allocators", &p], "--rounds"),
         (&["replay", "--ram", "1M", &p, &p], "--max-pool-percent"),
         (&["replay", "--ram", "1M", &p, &p], "--page-cluster"),
+        (&["replay", "--ram", "1M", &p, &p], "--swappiness"),
         (&["dict", "train", "--algo", "zstd", "-o", &t, &p], "--samples"),
         (&["capture", "-o", &t], "--pid"),
         (&["validate", "replay", &p, &p], "--timeout"),

@@ -83,3 +83,24 @@ fn readahead_flags_choose_the_kernels_readahead() {
         assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
     }
 }
+
+/// `--swappiness`: what the memcg's reclaim ran with is in the JSON and the report; at 0 it
+/// scans no anonymous page, so the replay ends in one line as the memcg runs out of memory;
+/// 201 is refused.
+#[test]
+fn swappiness_is_the_memcgs_and_0_swaps_nothing() {
+    let (pages, trace) = inputs();
+    let v = replay(&pages, &trace, &["--swappiness", "200"]);
+    assert_eq!(v["swappiness"], 200, "{v}");
+    assert!(v["swap_outs"].as_u64().unwrap() > 0);
+    let args = ["replay", "--ram", "256K", "--swappiness", "100", s(&pages), s(&trace)];
+    let out = run(&args);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("swappiness 100; readahead"));
+    let out = run(&["replay", "--ram", "256K", "--swappiness", "0", s(&pages), s(&trace)]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("out of memory") && err.contains("swappiness 0"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let out = run(&["replay", "--ram", "256K", "--swappiness", "201", s(&pages), s(&trace)]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -12,6 +12,7 @@ pub mod comp_bench;
 pub mod conform;
 pub mod dict;
 mod error;
+pub mod machine;
 pub mod mapbench;
 pub mod objects;
 pub mod readahead;

@@ -35,9 +35,10 @@ pub fn replay(r: &ReplayResult) -> String {
         r.disk_writes
     );
     s += &format!(
-        "readahead {} (page-cluster {}): swap_ra {}, swap_ra_hit {}; read-ahead pages reclaimed \
-         before a fault {} ({} dropped clean); swapped-in pages dropped clean (their slot kept) \
-         {}\n",
+        "swappiness {}; readahead {} (page-cluster {}): swap_ra {}, swap_ra_hit {}; read-ahead \
+         pages reclaimed before a fault {} ({} dropped clean); swapped-in pages dropped clean \
+         (their slot kept) {}\n",
+        r.swappiness,
         r.readahead,
         r.page_cluster,
         r.swap_ra,

@@ -27,12 +27,14 @@ pub enum SimError {
     #[error("{0}")]
     Setup(String),
     /// Reclaim cannot make room for a fault: every resident page was refused by zswap while
-    /// writeback is disabled, or (cgroup v2) what reclaim swaps out into zswap is charged back
-    /// as fast as it frees RAM. The kernel would invoke the memcg OOM killer here.
+    /// writeback is disabled, (cgroup v2) what reclaim swaps out into zswap is charged back
+    /// as fast as it frees RAM, or swappiness 0 lets reclaim scan no anonymous page. The
+    /// kernel would invoke the memcg OOM killer here.
     #[error(
         "out of memory after {accesses} accesses: reclaim cannot make room in the memcg (zswap \
-         rejects every page reclaim picks with memory.zswap.writeback 0, or on cgroup v2 its \
-         charged pool fills the limit); the kernel would OOM-kill"
+         rejects every page reclaim picks with memory.zswap.writeback 0, on cgroup v2 its \
+         charged pool fills the limit, or swappiness 0 scans no anonymous page); the kernel \
+         would OOM-kill"
     )]
     OutOfMemory { accesses: u64 },
     /// The replay was given nothing to work on.

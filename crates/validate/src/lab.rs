@@ -435,6 +435,8 @@ pub fn run(
             algo: p.algo.clone(),
             pool: "zsmalloc".into(),
             page_size: ps,
+            // The kernel run's memcg, made under the root, reclaims at vm.swappiness.
+            swappiness: zmem_experiments::machine::swappiness(None),
             ..ReplayConfig::default()
         };
         let r = replay::run(pages, trace, &rcfg, progress)?;

@@ -300,6 +300,8 @@ pub fn run(
         page_size: ps,
         readahead,
         page_cluster,
+        // The kernel run's memcg, made under the root, reclaims at vm.swappiness.
+        swappiness: zmem_experiments::machine::swappiness(None),
         ..ReplayConfig::default()
     };
     let r = replay::run(pages, trace, &rcfg, progress)?;

@@ -426,6 +426,8 @@ fn check_one(
         page_size: ps,
         readahead,
         page_cluster,
+        // The kernel run's memcg, made under the root, reclaims at vm.swappiness.
+        swappiness: zmem_experiments::machine::swappiness(None),
         ..ReplayConfig::default()
     };
     let r = replay::run(cx.pages, cx.trace, &rcfg, progress)?;

@@ -70,6 +70,11 @@ pub struct Args {
     /// none. Default: this machine's (/proc/sys/vm/page-cluster), else the kernel's 3.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=31))]
     page_cluster: Option<u32>,
+    /// The memcg's swappiness, 0 to 200: how much of each reclaim priority's scan goes to the
+    /// anonymous pages (at 0 none: the memcg runs out of memory rather than swap). Default:
+    /// this machine's (/proc/sys/vm/swappiness), which a new memcg inherits.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=200))]
+    swappiness: Option<u32>,
     /// Reclaim machine-wide between watermarks instead of at a memcg's limit: kswapd wakes at
     /// or under LOW and reclaims to HIGH, allocations under MIN reclaim directly. MIN,LOW,HIGH
     /// in bytes (K, M or G suffix) of --ram, or `machine`: this machine's marks (its zones')
@@ -108,6 +113,7 @@ fn request(args: &Args) -> anyhow::Result<ReplayRequest> {
         swap_device: args.swap_device.parse().map_err(|e| anyhow::anyhow!("--swap-device: {e}"))?,
         readahead: args.readahead,
         page_cluster: args.page_cluster,
+        swappiness: args.swappiness,
         watermarks: args
             .watermarks
             .as_deref()

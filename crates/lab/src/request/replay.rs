@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use zmem_comp::AlgoSpec;
 use zmem_pages::PageSet;
+use zmem_sim::replay::scan::MAX_SWAPPINESS;
 use zmem_sim::replay::{
     self, Access, CgroupVersion, Readahead, ReplayConfig, ReplayResult, SwapKind,
 };
@@ -52,6 +53,9 @@ pub struct ReplayRequest {
     pub readahead: Option<Readahead>,
     /// vm.page-cluster; none: this machine's.
     pub page_cluster: Option<u32>,
+    /// The memcg's swappiness (0 to 200); none: this machine's vm.swappiness
+    /// ([`zmem_experiments::machine::swappiness`]).
+    pub swappiness: Option<u32>,
     /// Machine-wide reclaim between watermarks instead of a memcg's limit; none: the memcg.
     pub watermarks: Option<WatermarkSpec>,
 }
@@ -130,6 +134,7 @@ impl Default for ReplayRequest {
             swap_device: DeviceSpec::default(),
             readahead: None,
             page_cluster: None,
+            swappiness: None,
             watermarks: None,
         }
     }
@@ -174,6 +179,13 @@ impl ReplayRequest {
                 "page_cluster",
                 self.page_cluster.unwrap_or(0),
                 "at most 31",
+            ));
+        }
+        if self.swappiness.is_some_and(|s| s > MAX_SWAPPINESS) {
+            return Err(ArgError::with_value(
+                "swappiness",
+                self.swappiness.unwrap_or(0),
+                format!("at most {MAX_SWAPPINESS}"),
             ));
         }
         Ok(())
@@ -222,7 +234,7 @@ impl ReplayRequest {
             },
             device,
             zram_backing: false,
-            swappiness: zmem_sim::replay::DEFAULT_SWAPPINESS,
+            swappiness: zmem_experiments::machine::swappiness(self.swappiness),
             readahead,
             page_cluster,
             // The page count plus zmem validate's slack, as `zmem validate` sizes its swap.

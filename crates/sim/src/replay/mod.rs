@@ -288,6 +288,8 @@ pub struct ReplayResult {
     /// or `page_cluster` is 0.
     pub readahead: Readahead,
     pub page_cluster: u32,
+    /// The memcg's swappiness the reclaim ran with ([`ReplayConfig::swappiness`]).
+    pub swappiness: u32,
     /// Pages read ahead into the swap cache with a fault's own page (/proc/vmstat `swap_ra`);
     /// not in `swap_ins`.
     pub swap_ra: u64,

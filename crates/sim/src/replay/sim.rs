@@ -931,6 +931,7 @@ impl<'p> Simulator<'p> {
             kept_in_ram: c.kept_in_ram,
             readahead: self.ra.as_ref().map_or(super::Readahead::None, |_| self.cfg.readahead),
             page_cluster: self.cfg.page_cluster,
+            swappiness: self.cfg.swappiness,
             swap_ra: c.swap_ra,
             swap_ra_hit: c.swap_ra_hit,
             ra_reclaimed: c.ra_reclaimed,
