@@ -288,8 +288,8 @@ fn zswaps_pool_is_one_packing_per_class() {
     assert_eq!(zswap_pool_bytes(&classes, &counts, 4096), 0);
 }
 
-#[test]
-fn advise_replays_every_available_configuration() {
+/// The lab on 256 built-in pages with two zram policies and `live` as this machine's zswap.
+fn lab_with(live: ZswapLive) -> crate::LabReport {
     let set = zmem_pages::builtin::default_set_with(4096).unwrap();
     let pages = &set.bytes()[..256 * 4096];
     let source = crate::Source {
@@ -303,15 +303,15 @@ fn advise_replays_every_available_configuration() {
         min_time: std::time::Duration::ZERO,
         policies: crate::candidates("lzo-rle")[..2].to_vec(),
         threads: 2,
-        zswap: Some(ZswapInput {
-            live: fake_live(true, &["lzo", "lzo-rle"], true),
-            after: None,
-            secs: 0.0,
-            weights: None,
-        }),
+        zswap: Some(ZswapInput { live, after: None, secs: 0.0, weights: None }),
         ..crate::LabOptions::default()
     };
-    let r = crate::run(pages, source, &opts, &NoProgress).unwrap();
+    crate::run(pages, source, &opts, &NoProgress).unwrap()
+}
+
+#[test]
+fn advise_replays_every_available_configuration() {
+    let r = lab_with(fake_live(true, &["lzo", "lzo-rle"], true));
     let a = r.zswap.as_ref().expect("zswap advice");
     let zswap: Vec<(&ZswapParams, &Candidate)> = r
         .candidates
@@ -385,27 +385,11 @@ fn facts(pages: &[u8]) -> PageFacts {
 /// grid stands as the kernel offers it. zram's candidates are not touched.
 #[test]
 fn a_file_system_without_room_for_the_swap_file_rules_zswap_out() {
-    let set = zmem_pages::builtin::default_set_with(4096).unwrap();
-    let pages = &set.bytes()[..256 * 4096];
-    let source = crate::Source {
-        kind: "builtin".into(),
-        detail: String::new(),
-        pages: 256,
-        page_size: 4096,
-        fallback_reason: None,
-    };
     let run_with = |free_bytes: u64| {
         let mut live = fake_live(true, &["lzo", "lzo-rle"], false);
         live.swaps.clear();
         live.swap_file_room = Some(SwapFileRoom { dir: "/var/lib".into(), free_bytes });
-        let opts = crate::LabOptions {
-            min_time: std::time::Duration::ZERO,
-            policies: crate::candidates("lzo-rle")[..2].to_vec(),
-            threads: 2,
-            zswap: Some(ZswapInput { live, after: None, secs: 0.0, weights: None }),
-            ..crate::LabOptions::default()
-        };
-        crate::run(pages, source.clone(), &opts, &NoProgress).unwrap().candidates
+        lab_with(live).candidates
     };
     let is_zswap = |c: &&Candidate| matches!(c.config, Config::Zswap { .. });
     let full = run_with(63 << 20);
