@@ -37,7 +37,7 @@ pub fn replay(r: &ReplayResult) -> String {
     s += &format!(
         "swappiness {}; readahead {} (page-cluster {}): swap_ra {}, swap_ra_hit {}; read-ahead \
          pages reclaimed before a fault {} ({} dropped clean); swapped-in pages dropped clean \
-         (their slot kept) {}\n",
+         (their slot kept) {}, slots freed on activation (swap over half full) {}\n",
         r.swappiness,
         r.readahead,
         r.page_cluster,
@@ -45,7 +45,8 @@ pub fn replay(r: &ReplayResult) -> String {
         r.swap_ra_hit,
         r.ra_reclaimed,
         r.ra_dropped,
-        r.clean_dropped
+        r.clean_dropped,
+        r.activation_freed
     );
     if r.kswapd_wakes > 0 || r.direct_reclaimed > 0 {
         s += &format!(

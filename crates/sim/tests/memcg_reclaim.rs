@@ -82,3 +82,43 @@ fn each_priority_runs_zswaps_shrinker_at_that_priority() {
     assert_eq!(written_back(CgroupVersion::V1), 0);
     assert!(written_back(CgroupVersion::V2) > 100);
 }
+
+/// `shrink_folio_list()`'s `activate_locked`: a swapped-in page that kept its slot (read back
+/// through the swap cache while swap was under half full) gives the slot back when reclaim
+/// activates it once swap is over half full, so its next reclaim writes it again rather than
+/// dropping it clean. Page 0 comes back from the device (zswap rejects the incompressible
+/// pages) with a few of the area's 24 slots in use, then is accessed between every first
+/// touch, so its second look activates it; by then more than 12 slots are in use.
+#[test]
+fn activation_frees_a_kept_slot_once_swap_is_over_half_full() {
+    let n = 36;
+    let mut p = vec![0u8; n * PS];
+    zmem_pages::prng::SplitMix64::new(8).fill(&mut p);
+    let cfg = ReplayConfig {
+        ram_pages: 16,
+        zswap: ReplayConfig { ..ReplayConfig::default() }.zswap,
+        incompressible: zmem_zswap::Incompressible::Reject,
+        readahead: replay::Readahead::None,
+        swap_pages: Some(25),
+        ..ReplayConfig::default()
+    };
+    let mut sim = replay::Simulator::new(&p, &cfg).unwrap();
+    let mut k = 0;
+    let mut touch = |sim: &mut replay::Simulator, page: u64| {
+        k += 1;
+        sim.access(Access { page, write: false, time_ns: k }).unwrap();
+    };
+    for page in 0..20 {
+        touch(&mut sim, page);
+    }
+    assert!(sim.in_swap(0));
+    touch(&mut sim, 0);
+    for page in 20..n as u64 {
+        touch(&mut sim, page);
+        touch(&mut sim, 0);
+    }
+    let r = sim.finish(Default::default());
+    assert!(r.verified);
+    assert_eq!(r.swap_ins, 1, "page 0 stays resident once back");
+    assert_eq!(r.activation_freed, 1, "{r:?}");
+}

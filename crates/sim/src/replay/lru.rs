@@ -46,8 +46,11 @@ const NONE: u32 = u32::MAX;
 pub(crate) enum Scanned {
     /// The inactive list is empty.
     Empty,
-    /// Rotated or activated (accessed, or the pinned page): not reclaimable now.
+    /// Rotated (accessed once, or the pinned page): not reclaimable now.
     Kept,
+    /// Activated (accessed again since its last look): `shrink_folio_list()`'s
+    /// `activate_locked`.
+    Activated(u32),
     /// Not accessed since its last scan: reclaim may take it.
     Victim(u32),
 }
@@ -260,7 +263,7 @@ impl Lru {
             self.scanned += 1;
             match self.scan_tail() {
                 Scanned::Victim(t) => return t,
-                Scanned::Kept => {}
+                Scanned::Kept | Scanned::Activated(_) => {}
                 Scanned::Empty => unreachable!("victim() of an empty RAM"),
             }
         }
@@ -287,7 +290,7 @@ impl Lru {
             if std::mem::replace(&mut self.referenced[i], true) {
                 self.nonresident_age += 1;
                 self.push_head(t, Where::Active);
-                return Scanned::Kept;
+                return Scanned::Activated(t);
             }
         }
         self.push_head(t, Where::Inactive);

@@ -306,6 +306,10 @@ pub struct ReplayResult {
     /// cache and were not written since (`Simulator`'s `fault_in`); not in `swap_outs`.
     #[serde(default)]
     pub clean_dropped: u64,
+    /// Slots given back when reclaim activated a swapped-in page that kept one, swap being
+    /// more than half full (`shrink_folio_list()`'s `activate_locked`: `folio_free_swap()`).
+    #[serde(default)]
+    pub activation_freed: u64,
     /// With [`ReplayConfig::watermarks`]: pages kswapd reclaimed (vmstat `pgsteal_kswapd`),
     /// pages allocations reclaimed directly under the min mark (`pgsteal_direct`), and how
     /// often kswapd was woken (free pages at or under the low mark). All 0 without.

@@ -21,7 +21,7 @@
 //! So the batch overshoots 32 by what the last chunk freed beyond it, and a small memcg
 //! reaches low priorities (see `scan`): what zswap's shrinker is asked to scan grows with it.
 
-use super::{Reclaimed, SimError, Simulator};
+use super::{Cached, Reclaimed, SimError, Simulator};
 use crate::replay::lru::{SWAP_CLUSTER_MAX, Scanned};
 use crate::replay::scan::anon_scan;
 use zmem_zswap::{DEF_PRIORITY, SlabScope};
@@ -91,6 +91,21 @@ impl Simulator<'_> {
         Ok((freed, skipped))
     }
 
+    /// `shrink_folio_list()`'s `activate_locked`: a folio in the swap cache whose slot nothing
+    /// else holds (a mapped page that kept its slot through a swap-in) gives the slot back where
+    /// swap is more than half full (`mem_cgroup_swap_full()`, `folio_free_swap()`), so its next
+    /// reclaim writes it again. A read-ahead page's slot is still the page table's: kept.
+    fn free_swap_on_activation(&mut self, p: u32) {
+        if self.cached[p as usize] != Cached::Mapped || !self.slots.vm_swap_full() {
+            return;
+        }
+        if let Some(slot) = self.slots.slot(p) {
+            self.swap.free(slot);
+            self.slots.release(p);
+            self.counts.activation_freed += 1;
+        }
+    }
+
     /// `shrink_inactive_list()` of `n` pages from the inactive tail: the pages freed; its cost
     /// noted (a cluster per page written out, one per page scanned and kept).
     fn shrink_inactive(&mut self, n: usize) -> Result<usize, SimError> {
@@ -99,6 +114,10 @@ impl Simulator<'_> {
             let victim = match self.ram.scan_tail() {
                 Scanned::Empty => break,
                 Scanned::Kept => None,
+                Scanned::Activated(p) => {
+                    self.free_swap_on_activation(p);
+                    None
+                }
                 Scanned::Victim(v) => Some(v),
             };
             scanned += 1;
