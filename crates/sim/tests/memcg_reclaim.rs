@@ -96,7 +96,6 @@ fn activation_frees_a_kept_slot_once_swap_is_over_half_full() {
     zmem_pages::prng::SplitMix64::new(8).fill(&mut p);
     let cfg = ReplayConfig {
         ram_pages: 16,
-        zswap: ReplayConfig { ..ReplayConfig::default() }.zswap,
         incompressible: zmem_zswap::Incompressible::Reject,
         readahead: replay::Readahead::None,
         swap_pages: Some(25),
