@@ -9,10 +9,11 @@ import zmem
 from conftest import run_cli
 
 # Measured with a clock (or judged on such a measurement), or read from the machine as it is at
-# the moment (its memory pressure): these differ between any two runs.
+# the moment (its memory pressure, the free space a swap file would go in): these differ
+# between any two runs.
 TIMED = re.compile(
     r"(mbps$|seconds|_ns$|_ns_per_page$|_ns_|cpu_secs|latency|us_per_sec|^why$|^reason$"
-    r"|^over_budget$|^pressure$)"
+    r"|^over_budget$|^pressure$|^free_bytes$)"
 )
 # Generous budgets: every verified candidate fits, so the choice rests on memory alone and
 # does not depend on how busy the machine was.
