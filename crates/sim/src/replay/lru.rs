@@ -35,9 +35,7 @@
 //!
 //! Lists are index-linked over page ids, so every step is O(1).
 
-/// include/linux/swap.h `SWAP_CLUSTER_MAX`: pages isolated per `shrink_list()` call, and what
-/// mm/memcontrol.c `try_charge_memcg()` asks `try_to_free_mem_cgroup_pages()` for at least.
-pub(crate) const SWAP_CLUSTER_MAX: usize = 32;
+pub(crate) use super::scan::SWAP_CLUSTER_MAX;
 
 const NONE: u32 = u32::MAX;
 

@@ -9,6 +9,10 @@
 //! priorities 12 and 11 and reaches `SWAP_CLUSTER_MAX` reclaimed pages only near priority 6;
 //! every priority on the way runs the shrinkers.
 
+/// include/linux/swap.h `SWAP_CLUSTER_MAX`: pages isolated per `shrink_list()` call, and what
+/// mm/memcontrol.c `try_charge_memcg()` asks `try_to_free_mem_cgroup_pages()` for at least.
+pub(crate) const SWAP_CLUSTER_MAX: usize = 32;
+
 /// include/linux/swap.h `MAX_SWAPPINESS`.
 pub const MAX_SWAPPINESS: u32 = 200;
 
@@ -25,7 +29,7 @@ impl Costs {
     /// `nr_io * SWAP_CLUSTER_MAX + nr_rotated`, both costs halved once their sum passes a
     /// quarter of the LRU's `lru_size` pages.
     pub fn note_anon(&mut self, nr_io: u64, nr_rotated: u64, lru_size: u64) {
-        let cost = nr_io * super::lru::SWAP_CLUSTER_MAX as u64 + nr_rotated;
+        let cost = nr_io * SWAP_CLUSTER_MAX as u64 + nr_rotated;
         if cost == 0 {
             return;
         }
