@@ -88,6 +88,17 @@ fn zram_run(
 }
 
 /// A `ram` value: a byte count, or text in the kernel's memparse syntax.
+/// Bytes named `name`: an int, or a size string (`"1G"`).
+fn size_bytes(name: &str, v: &Bound<'_, PyAny>) -> PyResult<u64> {
+    if v.is_instance_of::<pyo3::types::PyInt>() {
+        return count(name, Some(v), 0, 0, u64::MAX);
+    }
+    let text: String = v
+        .extract()
+        .map_err(|_| value_err(format!("{name}: expected bytes as an int or a size string")))?;
+    zmem_lab::parse_size(&text).map_err(|e| value_err(format!("{name}: {e}")))
+}
+
 fn ram_bytes(ram: &Bound<'_, PyAny>) -> PyResult<u64> {
     if ram.is_instance_of::<pyo3::types::PyInt>() {
         return count("ram", Some(ram), 0, 0, u64::MAX);
@@ -124,7 +135,7 @@ pub(crate) fn load_trace(py: Python<'_>, path: &Path) -> PyResult<Vec<replay_mod
 
 /// `zmem replay --json`: an access trace over the pages under a RAM budget.
 #[pyfunction]
-#[pyo3(signature = (pages, trace, ram, swap = None, algo = None, pool = None, max_pool_percent = None, accept_threshold_percent = None, shrinker = false, reject_incompressible = false, no_writeback = false, swap_dir = None, swap_device = None, swap_in_memory = false, readahead = None, page_cluster = None, cgroup = None, zswap_max = None, watermarks = None, swappiness = None))]
+#[pyo3(signature = (pages, trace, ram, swap = None, algo = None, pool = None, max_pool_percent = None, accept_threshold_percent = None, shrinker = false, reject_incompressible = false, no_writeback = false, swap_dir = None, swap_device = None, swap_in_memory = false, readahead = None, page_cluster = None, cgroup = None, zswap_max = None, watermarks = None, swappiness = None, total_ram = None))]
 #[allow(clippy::too_many_arguments)]
 fn replay(
     py: Python<'_>,
@@ -148,6 +159,7 @@ fn replay(
     zswap_max: Option<&Bound<'_, PyAny>>,
     watermarks: Option<&str>,
     swappiness: Option<&Bound<'_, PyAny>>,
+    total_ram: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<String> {
     // None: the request's own default (one place for them: `ReplayRequest::default()`).
     let d = ReplayRequest::default();
@@ -193,6 +205,7 @@ fn replay(
             None => d.cgroup,
         },
         zswap_max: zswap_max_bytes(zswap_max)?.or(d.zswap_max),
+        total_ram: total_ram.map(|t| size_bytes("total_ram", t)).transpose()?,
         watermarks: watermarks
             .map(|w| w.parse().map_err(|e| value_err(format!("watermarks: {e}"))))
             .transpose()?,

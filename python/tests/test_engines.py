@@ -147,6 +147,18 @@ def test_replay_takes_the_memcgs_swappiness_as_the_cli_does(zmem_bin, page_file,
     assert got["swappiness"] == want["swappiness"] == 150
     for k in ("swap_outs", "swap_ins"):
         assert got[k] == want[k], k
+    # The machine's RAM zswap's pool is a share of, as --total-ram; bad sizes name it.
+    zargs = ("--ram", "400K", "--swap", "zswap", "--max-pool-percent", "1", "--total-ram", "400K")
+    cli = run_cli(zmem_bin, "replay", "--json", *zargs, str(page_file), str(trace))
+    assert cli.returncode == 0, cli.stderr
+    want = json.loads(cli.stdout)
+    got = zmem.replay(page_file, trace, "400K", swap="zswap", max_pool_percent=1,
+                      total_ram="400K").to_pylist()[0]
+    for k in ("swap_outs", "swap_ins", "counters"):
+        assert got[k] == want[k], k
+    with pytest.raises(ValueError) as bad:
+        zmem.replay(page_file, trace, "400K", total_ram="lots")
+    assert "total_ram" in str(bad.value), bad.value
     # At 0 a memcg's reclaim scans no anonymous page: out of memory, in the CLI's words.
     with pytest.raises(Exception) as e:
         zmem.replay(page_file, trace, "400K", swap="zram", swappiness=0)

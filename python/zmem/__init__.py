@@ -216,6 +216,7 @@ def replay(
     watermarks: Optional[str] = None,
     page_size: Optional[int] = None,
     swappiness: Optional[int] = None,
+    total_ram: Optional[Union[int, str]] = None,
 ) -> pa.Table:
     """An access trace (``zmem trace gen``) over the pages with ``ram`` bytes of RAM (an int,
     or ``"256M"``), zram or zswap as swap, as ``zmem replay --json``: one row. ``swap_device``:
@@ -228,7 +229,9 @@ def replay(
     ``"max"``), as ``--cgroup`` and ``--zswap-max``. ``watermarks``: machine-wide reclaim
     (kswapd between the marks) instead of a memcg's limit, ``"MIN,LOW,HIGH"`` in bytes of
     ``ram`` or ``"machine"``, as ``--watermarks``. ``swappiness`` (0 to 200): the memcg's,
-    by default this machine's ``vm.swappiness``, as ``--swappiness``. Every keyword argument left at None takes the default
+    by default this machine's ``vm.swappiness``, as ``--swappiness``. ``total_ram``: the
+    machine's RAM zswap's ``max_pool_percent`` is a share of (bytes or a size string), by
+    default this machine's ``MemTotal``, as ``--total-ram``. Every keyword argument left at None takes the default
     ``zmem replay --help`` states (``zmem.defaults("replay")``).
 
     >>> zmem.replay(pages, "trace.zt", "1M", swap="zram").column("swap_ins")  # doctest: +SKIP
@@ -255,6 +258,7 @@ def replay(
             zswap_max,
             watermarks,
             swappiness,
+            total_ram,
         )
     )
 

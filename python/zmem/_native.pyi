@@ -101,6 +101,7 @@ def replay(
     zswap_max: Optional[Union[int, str]] = None,
     watermarks: Optional[str] = None,
     swappiness: Optional[int] = None,
+    total_ram: Optional[Union[int, str]] = None,
 ) -> str: ...
 def study_allocators(
     pages: PageSet,

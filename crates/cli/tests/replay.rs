@@ -104,3 +104,21 @@ fn swappiness_is_the_memcgs_and_0_swaps_nothing() {
     let out = run(&["replay", "--ram", "256K", "--swappiness", "201", s(&pages), s(&trace)]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `--total-ram`: zswap's pool limit is a share of the machine's RAM; 1 % of a machine the
+/// size of the memcg (2.56 KiB: no page) is hit at once, 1 % of 1 GiB never; under a page is
+/// refused.
+#[test]
+fn total_ram_sets_what_zswaps_pool_limit_is_a_share_of() {
+    let (pages, trace) = inputs();
+    let hits = |total: &str| {
+        let v = replay(&pages, &trace, &["--max-pool-percent", "1", "--total-ram", total]);
+        let c = v["counters"].as_array().unwrap();
+        c.iter().find(|c| c["name"] == "pool_limit_hit").unwrap()["value"].as_u64().unwrap()
+    };
+    assert!(hits("256K") > 0);
+    assert_eq!(hits("1G"), 0);
+    let out = run(&["replay", "--ram", "256K", "--total-ram", "0", s(&pages), s(&trace)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--total-ram 0: less than a page"));
+}

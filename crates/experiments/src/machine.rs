@@ -14,6 +14,14 @@ pub fn swappiness(asked: Option<u32>) -> u32 {
     asked.or_else(live).unwrap_or(DEFAULT_SWAPPINESS).min(MAX_SWAPPINESS)
 }
 
+/// The machine's RAM in bytes that zswap's `max_pool_percent` is a share of
+/// (`totalram_pages()`): what was asked, else this machine's `/proc/meminfo` `MemTotal`, else
+/// `fallback`.
+pub fn total_ram_bytes(asked: Option<u64>, fallback: u64) -> u64 {
+    let live = || zmem_kernel::stat::meminfo().ok()?.get("MemTotal").copied();
+    asked.or_else(live).unwrap_or(fallback)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -28,5 +36,12 @@ mod tests {
             .and_then(|t| t.trim().parse::<u32>().ok())
             .unwrap_or(DEFAULT_SWAPPINESS);
         assert_eq!(swappiness(None), live.min(MAX_SWAPPINESS));
+    }
+
+    #[test]
+    fn total_ram_is_asked_else_meminfos() {
+        assert_eq!(total_ram_bytes(Some(1 << 30), 5), 1 << 30);
+        let mem = zmem_kernel::stat::meminfo().ok().and_then(|m| m.get("MemTotal").copied());
+        assert_eq!(total_ram_bytes(None, 5), mem.unwrap_or(5));
     }
 }

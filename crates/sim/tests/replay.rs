@@ -485,3 +485,27 @@ fn the_zswap_shrinker_counts_the_memcgs_entries_on_cgroup_v2_only() {
     assert_eq!(count(replay::CgroupVersion::V1), 0);
     assert!(count(replay::CgroupVersion::V2) > 0);
 }
+
+/// zswap's pool limit is `max_pool_percent` of the machine's RAM (mm/zswap.c
+/// `zswap_max_pages()` of `totalram_pages()`), not of the memcg's: the run whose pool hits
+/// 10 % of its 64 pages of RAM never hits 10 % of a machine of 6,400 pages.
+#[test]
+fn zswaps_pool_limit_is_a_share_of_the_machines_ram() {
+    let p = pages(400, 3);
+    let t = trace(400, 8000, 4);
+    let run = |total_ram_pages| {
+        let cfg = ReplayConfig {
+            ram_pages: 64,
+            zswap: zswap_pool(10),
+            total_ram_pages,
+            ..ReplayConfig::default()
+        };
+        replay::run(&p, &t, &cfg, &NoProgress).unwrap()
+    };
+    let memcg = run(None);
+    assert!(counter(&memcg, "pool_limit_hit") > 0);
+    let machine = run(Some(6400));
+    assert_eq!(counter(&machine, "pool_limit_hit"), 0);
+    assert_eq!(counter(&machine, "written_back_pages"), 0);
+    assert!(machine.max_pool_bytes > memcg.max_pool_bytes);
+}

@@ -49,6 +49,11 @@ pub struct Args {
     /// `max`. At it, a zswap store first writes one of the memcg's entries back, or is rejected.
     #[arg(long, value_name = "SIZE|max")]
     zswap_max: Option<String>,
+    /// The machine's RAM, of which zswap's --max-pool-percent is a share (totalram_pages, not
+    /// the memcg's --ram): bytes with an optional K, M or G suffix. Default: this machine's
+    /// (/proc/meminfo MemTotal).
+    #[arg(long, value_name = "SIZE")]
+    total_ram: Option<String>,
     /// Directory for zswap's swap file (default: the system's temporary directory).
     #[arg(long)]
     swap_dir: Option<PathBuf>,
@@ -108,6 +113,11 @@ fn request(args: &Args) -> anyhow::Result<ReplayRequest> {
             None | Some("max") => None,
             Some(text) => Some(super::args::size("--zswap-max", text)?),
         },
+        total_ram: args
+            .total_ram
+            .as_deref()
+            .map(|t| super::args::size("--total-ram", t))
+            .transpose()?,
         swap_dir: args.swap_dir.clone(),
         swap_in_memory: args.swap_in_memory,
         swap_device: args.swap_device.parse().map_err(|e| anyhow::anyhow!("--swap-device: {e}"))?,

@@ -43,6 +43,9 @@ pub struct ReplayRequest {
     pub cgroup: CgroupVersion,
     /// The memcg's memory.zswap.max in bytes (cgroup v2 only); none: `max`.
     pub zswap_max: Option<u64>,
+    /// The machine's RAM in bytes, of which zswap's max_pool_percent is a share; none: this
+    /// machine's ([`zmem_experiments::machine::total_ram_bytes`]).
+    pub total_ram: Option<u64>,
     /// Directory for zswap's swap file; none: the system's temporary directory.
     pub swap_dir: Option<PathBuf>,
     /// Keep zswap's swap file in memory instead.
@@ -135,6 +138,7 @@ impl Default for ReplayRequest {
             readahead: None,
             page_cluster: None,
             swappiness: None,
+            total_ram: None,
             watermarks: None,
         }
     }
@@ -179,6 +183,13 @@ impl ReplayRequest {
                 "page_cluster",
                 self.page_cluster.unwrap_or(0),
                 "at most 31",
+            ));
+        }
+        if self.total_ram.is_some_and(|t| t < self.page_size as u64) {
+            return Err(ArgError::with_value(
+                "total_ram",
+                self.total_ram.unwrap_or(0),
+                "less than a page",
             ));
         }
         if self.swappiness.is_some_and(|s| s > MAX_SWAPPINESS) {
@@ -227,6 +238,10 @@ impl ReplayRequest {
             writeback: !self.no_writeback,
             cgroup: self.cgroup,
             zswap_max: self.zswap_max,
+            total_ram_pages: Some(
+                zmem_experiments::machine::total_ram_bytes(self.total_ram, self.ram)
+                    / self.page_size as u64,
+            ),
             swap_dir: if self.swap_in_memory {
                 None
             } else {

@@ -125,7 +125,8 @@ pub struct ReplayConfig {
     /// Allocator of the zram device or the zswap pool.
     pub pool: String,
     pub page_size: usize,
-    /// zswap's four module parameters: its `compressor`, `max_pool_percent` (of `ram_pages`),
+    /// zswap's four module parameters: its `compressor`, `max_pool_percent` (of
+    /// [`ReplayConfig::total_ram_pages`]),
     /// `accept_threshold_percent` and `shrinker_enabled` (reclaim also runs the zswap
     /// shrinker).
     pub zswap: ZswapParams,
@@ -142,6 +143,10 @@ pub struct ReplayConfig {
     /// and its ancestors' ([`memcg::ZswapFiles::effective`]): at it, a zswap store must first
     /// write one of the memcg's entries back or be rejected.
     pub zswap_max: Option<u64>,
+    /// The machine's RAM in pages, `totalram_pages()`, of which zswap's `max_pool_percent` is
+    /// a share (mm/zswap.c `zswap_max_pages()`): the whole machine's, not the memcg's. `None`:
+    /// `ram_pages`, the replay's RAM taken as the whole machine.
+    pub total_ram_pages: Option<u64>,
     /// Directory for zswap's swap file (an unlinked temporary file); `None` keeps it in memory.
     pub swap_dir: Option<PathBuf>,
     /// The block device behind the swap file, whose latency every device I/O is charged.
@@ -233,6 +238,7 @@ impl Default for ReplayConfig {
             writeback: true,
             cgroup: CgroupVersion::V1,
             zswap_max: None,
+            total_ram_pages: None,
             swap_dir: None,
             device: SwapDevice::default(),
             zram_backing: false,
@@ -365,7 +371,7 @@ pub fn build_zswap(cfg: &ReplayConfig, nr_slots: u64) -> Result<Zswap, SimError>
         page_size: cfg.page_size,
         module: cfg.zswap.clone(),
         zpool: cfg.pool.clone(),
-        total_ram_pages: cfg.ram_pages,
+        total_ram_pages: cfg.total_ram_pages.unwrap_or(cfg.ram_pages),
         incompressible: cfg.incompressible,
         writeback: cfg.writeback,
         zswap_max_pages: match cfg.cgroup {
