@@ -76,11 +76,17 @@ def test_study_allocators_has_one_row_per_allocator(page_file):
     assert sorted(t.column("allocator").to_pylist()) == ["z3fold", "zbud", "zsmalloc"]
 
 
-def test_replay_runs_a_trace(zmem_bin, page_file, tmp_path):
+def small_trace(zmem_bin, tmp_path):
+    """3,000 accesses over 300 pages (`zmem trace gen`), for the replay tests."""
     trace = tmp_path / "t.trace"
     p = run_cli(zmem_bin, "trace", "gen", "--pages", "300", "--accesses", "3000", "-o", str(trace))
     if p.returncode != 0:
         pytest.fail(f"zmem trace gen: {p.stderr}")
+    return trace
+
+
+def test_replay_runs_a_trace(zmem_bin, page_file, tmp_path):
+    trace = small_trace(zmem_bin, tmp_path)
     cli = run_cli(zmem_bin, "replay", "--json", "--ram", "400K", "--swap", "zram", "--algo", "lz4", str(page_file), str(trace))
     assert cli.returncode == 0, cli.stderr
     want = json.loads(cli.stdout)
@@ -93,10 +99,7 @@ def test_replay_runs_a_trace(zmem_bin, page_file, tmp_path):
 
 
 def test_replay_takes_the_memcgs_cgroup_version_and_zswap_limit(zmem_bin, page_file, tmp_path):
-    trace = tmp_path / "t.trace"
-    p = run_cli(zmem_bin, "trace", "gen", "--pages", "300", "--accesses", "3000", "-o", str(trace))
-    if p.returncode != 0:
-        pytest.fail(f"zmem trace gen: {p.stderr}")
+    trace = small_trace(zmem_bin, tmp_path)
     args = ("--ram", "400K", "--swap", "zswap", "--cgroup", "v2", "--zswap-max", "64K")
     cli = run_cli(zmem_bin, "replay", "--json", *args, str(page_file), str(trace))
     assert cli.returncode == 0, cli.stderr
@@ -115,10 +118,7 @@ def test_replay_takes_the_memcgs_cgroup_version_and_zswap_limit(zmem_bin, page_f
 
 
 def test_replay_takes_watermarks_as_the_cli_does(zmem_bin, page_file, tmp_path):
-    trace = tmp_path / "t.trace"
-    p = run_cli(zmem_bin, "trace", "gen", "--pages", "300", "--accesses", "3000", "-o", str(trace))
-    if p.returncode != 0:
-        pytest.fail(f"zmem trace gen: {p.stderr}")
+    trace = small_trace(zmem_bin, tmp_path)
     args = ("--ram", "400K", "--swap", "zram", "--watermarks", "16K,64K,96K")
     cli = run_cli(zmem_bin, "replay", "--json", *args, str(page_file), str(trace))
     assert cli.returncode == 0, cli.stderr
@@ -135,10 +135,7 @@ def test_replay_takes_watermarks_as_the_cli_does(zmem_bin, page_file, tmp_path):
 
 
 def test_replay_takes_the_memcgs_swappiness_as_the_cli_does(zmem_bin, page_file, tmp_path):
-    trace = tmp_path / "t.trace"
-    p = run_cli(zmem_bin, "trace", "gen", "--pages", "300", "--accesses", "3000", "-o", str(trace))
-    if p.returncode != 0:
-        pytest.fail(f"zmem trace gen: {p.stderr}")
+    trace = small_trace(zmem_bin, tmp_path)
     args = ("--ram", "400K", "--swap", "zram", "--swappiness", "150")
     cli = run_cli(zmem_bin, "replay", "--json", *args, str(page_file), str(trace))
     assert cli.returncode == 0, cli.stderr
