@@ -85,11 +85,16 @@ def small_trace(zmem_bin, tmp_path):
     return trace
 
 
+def replay_json(zmem_bin, page_file, trace, *args):
+    """`zmem replay --json ARGS PAGES TRACE`'s object; the run must succeed."""
+    cli = run_cli(zmem_bin, "replay", "--json", *args, str(page_file), str(trace))
+    assert cli.returncode == 0, cli.stderr
+    return json.loads(cli.stdout)
+
+
 def test_replay_runs_a_trace(zmem_bin, page_file, tmp_path):
     trace = small_trace(zmem_bin, tmp_path)
-    cli = run_cli(zmem_bin, "replay", "--json", "--ram", "400K", "--swap", "zram", "--algo", "lz4", str(page_file), str(trace))
-    assert cli.returncode == 0, cli.stderr
-    want = json.loads(cli.stdout)
+    want = replay_json(zmem_bin, page_file, trace, "--ram", "400K", "--swap", "zram", "--algo", "lz4")
     t = zmem.replay(page_file, trace, "400K", swap="zram", algo="lz4")
     row = t.to_pylist()[0]
     assert t.column_names == list(want.keys())
@@ -101,9 +106,7 @@ def test_replay_runs_a_trace(zmem_bin, page_file, tmp_path):
 def test_replay_takes_the_memcgs_cgroup_version_and_zswap_limit(zmem_bin, page_file, tmp_path):
     trace = small_trace(zmem_bin, tmp_path)
     args = ("--ram", "400K", "--swap", "zswap", "--cgroup", "v2", "--zswap-max", "64K")
-    cli = run_cli(zmem_bin, "replay", "--json", *args, str(page_file), str(trace))
-    assert cli.returncode == 0, cli.stderr
-    want = json.loads(cli.stdout)
+    want = replay_json(zmem_bin, page_file, trace, *args)
     row = zmem.replay(page_file, trace, "400K", swap="zswap", cgroup="v2", zswap_max="64K")
     got = row.to_pylist()[0]
     for k in ("swap_outs", "swap_ins", "max_pool_bytes"):
@@ -120,9 +123,7 @@ def test_replay_takes_the_memcgs_cgroup_version_and_zswap_limit(zmem_bin, page_f
 def test_replay_takes_watermarks_as_the_cli_does(zmem_bin, page_file, tmp_path):
     trace = small_trace(zmem_bin, tmp_path)
     args = ("--ram", "400K", "--swap", "zram", "--watermarks", "16K,64K,96K")
-    cli = run_cli(zmem_bin, "replay", "--json", *args, str(page_file), str(trace))
-    assert cli.returncode == 0, cli.stderr
-    want = json.loads(cli.stdout)
+    want = replay_json(zmem_bin, page_file, trace, *args)
     row = zmem.replay(page_file, trace, "400K", swap="zram", watermarks="16K,64K,96K")
     got = row.to_pylist()[0]
     assert want["kswapd_wakes"] > 0
@@ -137,18 +138,14 @@ def test_replay_takes_watermarks_as_the_cli_does(zmem_bin, page_file, tmp_path):
 def test_replay_takes_the_memcgs_swappiness_as_the_cli_does(zmem_bin, page_file, tmp_path):
     trace = small_trace(zmem_bin, tmp_path)
     args = ("--ram", "400K", "--swap", "zram", "--swappiness", "150")
-    cli = run_cli(zmem_bin, "replay", "--json", *args, str(page_file), str(trace))
-    assert cli.returncode == 0, cli.stderr
-    want = json.loads(cli.stdout)
+    want = replay_json(zmem_bin, page_file, trace, *args)
     got = zmem.replay(page_file, trace, "400K", swap="zram", swappiness=150).to_pylist()[0]
     assert got["swappiness"] == want["swappiness"] == 150
     for k in ("swap_outs", "swap_ins"):
         assert got[k] == want[k], k
     # The machine's RAM zswap's pool is a share of, as --total-ram; bad sizes name it.
     zargs = ("--ram", "400K", "--swap", "zswap", "--max-pool-percent", "1", "--total-ram", "400K")
-    cli = run_cli(zmem_bin, "replay", "--json", *zargs, str(page_file), str(trace))
-    assert cli.returncode == 0, cli.stderr
-    want = json.loads(cli.stdout)
+    want = replay_json(zmem_bin, page_file, trace, *zargs)
     got = zmem.replay(page_file, trace, "400K", swap="zswap", max_pool_percent=1,
                       total_ram="400K").to_pylist()[0]
     for k in ("swap_outs", "swap_ins", "counters"):
