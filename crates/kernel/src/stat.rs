@@ -341,9 +341,7 @@ pub fn swap_readahead() -> Result<SwapReadahead, KernelError> {
 /// area on such a device in `nr_rotate_swap` (mm/swapfile.c, swapon without `bdev_nonrot()`),
 /// which turns VMA readahead off (`swap_use_vma_readahead()`, mm/swap_state.c).
 pub fn rotational(path: &Path) -> Option<bool> {
-    let dev = std::fs::metadata(path).ok()?.dev();
-    let (major, minor) = (libc::major(dev), libc::minor(dev));
-    let base = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    let base = sys_dev_block(path)?;
     [base.join("queue/rotational"), base.join("../queue/rotational")]
         .iter()
         .find_map(|f| std::fs::read_to_string(f).ok())
@@ -357,10 +355,14 @@ pub fn rotational(path: &Path) -> Option<bool> {
 /// The block device's name holding `path` as sysfs links it (`nvme0n1p2`, `sda1`, `vda`);
 /// `None` without a block device (tmpfs, overlay's anonymous device).
 pub fn block_device_name(path: &Path) -> Option<String> {
+    let link = std::fs::read_link(sys_dev_block(path)?).ok()?;
+    Some(link.file_name()?.to_string_lossy().into_owned())
+}
+
+/// `/sys/dev/block/MAJ:MIN` of the device holding `path`.
+fn sys_dev_block(path: &Path) -> Option<PathBuf> {
     let dev = std::fs::metadata(path).ok()?.dev();
-    let link =
-        std::fs::read_link(format!("/sys/dev/block/{}:{}", libc::major(dev), libc::minor(dev)));
-    Some(link.ok()?.file_name()?.to_string_lossy().into_owned())
+    Some(PathBuf::from(format!("/sys/dev/block/{}:{}", libc::major(dev), libc::minor(dev))))
 }
 
 /// Bytes an unprivileged writer may still take on the file system holding `path`
