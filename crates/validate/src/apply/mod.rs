@@ -419,17 +419,22 @@ fn realized(reader: &Reader, w: &Watched, settled: Option<u64>) -> Realized {
 mod tests {
     use super::*;
 
-    /// A kernel tool reclaims from every process: `--pid` is dropped, and said.
-    #[test]
-    fn a_kernel_tool_watches_the_whole_machine() {
-        let cfg = ApplyConfig {
+    /// A minute's watch of pid 42, excluding what `exclude` names.
+    fn of_pid_42(exclude: Exclude) -> ApplyConfig {
+        ApplyConfig {
             seconds: 60,
             every: Duration::from_secs(5),
             pids: Some(vec![42]),
-            exclude: Exclude::default(),
+            exclude,
             no_proactive: false,
             swap_dir: "/var/tmp".into(),
-        };
+        }
+    }
+
+    /// A kernel tool reclaims from every process: `--pid` is dropped, and said.
+    #[test]
+    fn a_kernel_tool_watches_the_whole_machine() {
+        let cfg = of_pid_42(Exclude::default());
         let mut events = Vec::new();
         assert_eq!(machine_wide(&cfg, &mut events).pids, None);
         assert!(events.len() == 1 && events[0].starts_with("--pid: "), "{events:?}");
@@ -453,14 +458,7 @@ mod tests {
 
     #[test]
     fn the_agent_takes_the_pids_asked_and_never_pages_zmem_out() {
-        let cfg = ApplyConfig {
-            seconds: 60,
-            every: Duration::from_secs(5),
-            pids: Some(vec![42]),
-            exclude: Exclude { comms: vec!["sshd".into()], ..Exclude::default() },
-            no_proactive: false,
-            swap_dir: "/var/tmp".into(),
-        };
+        let cfg = of_pid_42(Exclude { comms: vec!["sshd".into()], ..Exclude::default() });
         let p =
             plan::Plan::from_json(include_str!("../../tests/fixtures/apply-zram-proactive.json"))
                 .unwrap();
