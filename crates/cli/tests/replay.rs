@@ -17,9 +17,10 @@ fn s(p: &Path) -> &str {
 
 const PAGES: u32 = 256;
 
-/// 256 compressible pages, no two alike, and two sequential passes over them.
-fn inputs() -> (PathBuf, PathBuf) {
-    let d = std::env::temp_dir().join(format!("zmem-cli-replay-{}", std::process::id()));
+/// 256 compressible pages, no two alike, and two sequential passes over them, in a directory
+/// of test `name`'s own (the tests run at once in one process).
+fn inputs(name: &str) -> (PathBuf, PathBuf) {
+    let d = std::env::temp_dir().join(format!("zmem-cli-replay-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     let pages = d.join("pages.bin");
     let bytes: Vec<u8> = (0..PAGES as usize * 4096)
@@ -45,7 +46,7 @@ fn replay(pages: &Path, trace: &Path, extra: &[&str]) -> serde_json::Value {
 
 #[test]
 fn readahead_flags_choose_the_kernels_readahead() {
-    let (pages, trace) = inputs();
+    let (pages, trace) = inputs("readahead");
     let n = u64::from(PAGES);
     for mode in ["vma", "cluster"] {
         let v = replay(&pages, &trace, &["--readahead", mode, "--page-cluster", "3"]);
@@ -89,7 +90,7 @@ fn readahead_flags_choose_the_kernels_readahead() {
 /// 201 is refused.
 #[test]
 fn swappiness_is_the_memcgs_and_0_swaps_nothing() {
-    let (pages, trace) = inputs();
+    let (pages, trace) = inputs("swappiness");
     let v = replay(&pages, &trace, &["--swappiness", "200"]);
     assert_eq!(v["swappiness"], 200, "{v}");
     assert!(v["swap_outs"].as_u64().unwrap() > 0);
@@ -110,7 +111,7 @@ fn swappiness_is_the_memcgs_and_0_swaps_nothing() {
 /// refused.
 #[test]
 fn total_ram_sets_what_zswaps_pool_limit_is_a_share_of() {
-    let (pages, trace) = inputs();
+    let (pages, trace) = inputs("total-ram");
     let hits = |total: &str| {
         let v = replay(&pages, &trace, &["--max-pool-percent", "1", "--total-ram", total]);
         let c = v["counters"].as_array().unwrap();
