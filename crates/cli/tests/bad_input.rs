@@ -321,7 +321,9 @@ fn lab_trace_over_more_pages_than_the_set() {
     // A trace over 8 pages, its last access to page 7: the set has 4.
     let read = |time_ns, page| Access { time_ns, page, op: Op::Read };
     let mut trace = Vec::new();
-    Trace { page_count: 8, accesses: vec![read(0, 1), read(10, 7)] }.write_to(&mut trace).unwrap();
+    Trace { page_count: 8, file_pages: 0, accesses: vec![read(0, 1), read(10, 7)] }
+        .write_to(&mut trace)
+        .unwrap();
     let t = d.file("lab-trace.trace", &trace);
     let msg = fails_cleanly(&["lab", "--observe", "0", "--trace", s(&t), s(&pages)], b"");
     assert!(msg.contains("names page 7") && msg.contains("has 4 pages"), "{msg}");

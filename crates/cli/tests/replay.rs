@@ -31,7 +31,7 @@ fn inputs(name: &str) -> (PathBuf, PathBuf) {
     let accesses = (0..2 * PAGES)
         .map(|k| Access { time_ns: u64::from(k) * 1000, page: k % PAGES, op: Op::Read })
         .collect();
-    Trace { page_count: u64::from(PAGES), accesses }.save(&trace).unwrap();
+    Trace { page_count: u64::from(PAGES), file_pages: 0, accesses }.save(&trace).unwrap();
     (pages, trace)
 }
 

@@ -83,7 +83,7 @@ proptest! {
     #[test]
     fn origin_round_trips_through_the_header(code in 0u16..4, pages in 1u64..100) {
         let origin = Origin::from_code(code).unwrap();
-        let t = Trace { page_count: pages, accesses: vec![] };
+        let t = Trace { page_count: pages, file_pages: 0, accesses: vec![] };
         let mut bytes = Vec::new();
         t.write_as(&mut bytes, origin).unwrap();
         prop_assert_eq!(TraceReader::new(&bytes[..]).unwrap().origin(), origin);
@@ -93,7 +93,7 @@ proptest! {
 
 #[test]
 fn unknown_flags_are_refused_at_their_offset() {
-    let t = Trace { page_count: 1, accesses: vec![] };
+    let t = Trace { page_count: 1, file_pages: 0, accesses: vec![] };
     let mut bytes = Vec::new();
     t.write_as(&mut bytes, Origin::Damon).unwrap();
     assert_eq!(u16::from_le_bytes([bytes[10], bytes[11]]), 1);

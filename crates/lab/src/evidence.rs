@@ -795,6 +795,7 @@ mod tests {
         use zmem_pages::trace::{Access as A, Op, Trace};
         let t = Trace {
             page_count: 10,
+            file_pages: 0,
             accesses: (0..10).map(|p| A { time_ns: p.into(), page: p, op: Op::Write }).collect(),
         };
         // 10 pages sampled down to 4: pages 0, 2, 5, 7 (k * 10 / 4).

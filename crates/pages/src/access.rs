@@ -1,20 +1,28 @@
-//! A trace's accesses as a replay takes them: a page index wide enough for any page set, and a
-//! write flag, in time order. The replay (zmem-sim) and the kernel's player (zmem-kernel) both
+//! A trace's accesses as a replay takes them: a page index wide enough for any page set, a
+//! write flag and a file flag, in time order. The replay (zmem-sim) and the kernel's player (zmem-kernel) both
 //! run these, so the type lives with the traces it is made from.
 
 /// One access of a trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Access {
-    /// Page id: an index into the page set.
+    /// Page id: an index into the page set, or into the trace's file for a file read.
     pub page: u64,
     pub write: bool,
+    /// A read of a file page (page cache; `write` is false), not an anonymous page.
+    pub file: bool,
     /// Nanoseconds since the trace start.
     pub time_ns: u64,
 }
 
 impl From<&crate::trace::Access> for Access {
     fn from(a: &crate::trace::Access) -> Self {
-        Self { page: u64::from(a.page), write: a.op == crate::trace::Op::Write, time_ns: a.time_ns }
+        use crate::trace::Op;
+        Self {
+            page: u64::from(a.page),
+            write: a.op == Op::Write,
+            file: a.op == Op::FileRead,
+            time_ns: a.time_ns,
+        }
     }
 }
 

@@ -55,14 +55,18 @@ fn round_trips_and_has_the_documented_layout() {
 fn writing_refuses_an_invalid_trace() {
     let back = Trace {
         page_count: 10,
+        file_pages: 0,
         accesses: vec![
             Access { time_ns: 5, page: 1, op: Op::Read },
             Access { time_ns: 4, page: 1, op: Op::Read },
         ],
     };
     assert!(back.write_to(&mut Vec::new()).is_err());
-    let out_of_range =
-        Trace { page_count: 1, accesses: vec![Access { time_ns: 0, page: 1, op: Op::Write }] };
+    let out_of_range = Trace {
+        page_count: 1,
+        file_pages: 0,
+        accesses: vec![Access { time_ns: 0, page: 1, op: Op::Write }],
+    };
     assert!(out_of_range.write_to(&mut Vec::new()).is_err());
 }
 
@@ -151,4 +155,43 @@ proptest! {
         let e = Trace::read(&encode(&t)[..cut.index(bytes.len())]).unwrap_err();
         prop_assert!(e.offset().is_some(), "{}", e);
     }
+}
+
+/// Version 2: a trace with file reads carries its file page count at offset 36 and op 2; one
+/// without is written as version 1, the reserved bytes still zero.
+#[test]
+fn file_reads_round_trip_in_version_2_and_leave_version_1_as_it_was() {
+    let t = generate(&Options { file_pages: 300, file_fraction: 0.25, ..small() }).unwrap();
+    let bytes = encode(&t);
+    assert_eq!(u16::from_le_bytes([bytes[8], bytes[9]]), 2);
+    assert_eq!(u64::from_le_bytes(bytes[36..44].try_into().unwrap()), 300);
+    assert_eq!(Trace::read(&bytes[..]).unwrap(), t);
+    let file: Vec<&Access> = t.accesses.iter().filter(|a| a.op == Op::FileRead).collect();
+    assert!(file.iter().all(|a| a.page < 300));
+    let share = file.len() as f64 / t.accesses.len() as f64;
+    assert!((0.23..0.27).contains(&share), "{share}");
+    assert!(file.iter().map(|a| a.page).collect::<HashSet<_>>().len() > 100, "Zipf over the file");
+    let plain = encode(&generate(&small()).unwrap());
+    assert_eq!(u16::from_le_bytes([plain[8], plain[9]]), 1);
+    assert!(plain[36..44].iter().all(|&b| b == 0));
+}
+
+/// A version 1 trace has no file: op 2 is unknown there, and a file read's id must be below
+/// the file page count, not the anonymous one.
+#[test]
+fn a_file_read_is_checked_against_its_own_page_count() {
+    let read = |page| Access { time_ns: 0, page, op: Op::FileRead };
+    let no_file = Trace { page_count: 10, file_pages: 0, accesses: vec![read(0)] };
+    assert!(no_file.write_to(&mut Vec::new()).is_err(), "no file pages: no file read");
+    let t = Trace { page_count: 10, file_pages: 4, accesses: vec![read(3)] };
+    let mut bytes = encode(&t);
+    assert_eq!(Trace::read(&bytes[..]).unwrap(), t);
+    assert!(Trace { accesses: vec![read(4)], ..t.clone() }.write_to(&mut Vec::new()).is_err());
+    // Make it version 1 with the header checksum mended: op 2 is then corrupt.
+    bytes[8] = 1;
+    bytes[36..44].fill(0);
+    let crc = crc32fast::hash(&bytes[..44]);
+    bytes[44..48].copy_from_slice(&crc.to_le_bytes());
+    let e = Trace::read(&bytes[..]).unwrap_err().to_string();
+    assert!(e.contains("unknown op 2"), "{e}");
 }

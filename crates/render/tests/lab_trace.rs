@@ -17,6 +17,7 @@ fn a_given_trace_is_replayed_and_named() {
     // quarter or half of the pages must swap.
     let t = Trace {
         page_count: 512,
+        file_pages: 0,
         accesses: (0..3000u32)
             .map(|i| Access { time_ns: u64::from(i) * 1000, page: i % 512, op: Op::Write })
             .collect(),

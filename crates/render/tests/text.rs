@@ -113,7 +113,7 @@ fn a_zswap_replay_shows_its_device_misses() {
     use zmem_sim::replay::{self, Access, ReplayConfig, SwapKind};
     let p = pages(60, 3);
     let trace: Vec<Access> = (0..600u64)
-        .map(|i| Access { page: (i * 7) % 60, write: i % 3 == 0, time_ns: i * 1000 })
+        .map(|i| Access { page: (i * 7) % 60, write: i % 3 == 0, file: false, time_ns: i * 1000 })
         .collect();
     let d = ReplayConfig::default();
     let cfg = ReplayConfig {

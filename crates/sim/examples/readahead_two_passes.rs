@@ -20,7 +20,7 @@ fn main() {
         .map(|j| b"sequential readahead "[(j + j / ps) % 21] ^ (j / ps) as u8 | 1)
         .collect();
     let trace: Vec<Access> = (0..2 * n as u64)
-        .map(|k| Access { page: k % n as u64, write: k < n as u64, time_ns: k })
+        .map(|k| Access { page: k % n as u64, write: k < n as u64, file: false, time_ns: k })
         .collect();
     let d = ReplayConfig::default();
     let cfg = ReplayConfig {

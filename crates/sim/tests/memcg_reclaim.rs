@@ -19,7 +19,7 @@ fn distinct_pages(n: usize) -> Vec<u8> {
 }
 
 fn first_touches(n: u64) -> Vec<Access> {
-    (0..n).map(|k| Access { page: k, write: false, time_ns: k }).collect()
+    (0..n).map(|k| Access { page: k, write: false, file: false, time_ns: k }).collect()
 }
 
 /// 1,025 first touches through 1,024 pages of RAM at swappiness 200 (the anon lists get the
@@ -105,7 +105,7 @@ fn activation_frees_a_kept_slot_once_swap_is_over_half_full() {
     let mut k = 0;
     let mut touch = |sim: &mut replay::Simulator, page: u64| {
         k += 1;
-        sim.access(Access { page, write: false, time_ns: k }).unwrap();
+        sim.access(Access { page, write: false, file: false, time_ns: k }).unwrap();
     };
     for page in 0..20 {
         touch(&mut sim, page);

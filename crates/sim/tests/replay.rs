@@ -94,7 +94,7 @@ fn zram_on_zbud_fails_clearly_on_a_page_it_cannot_hold() {
 #[test]
 fn replay_refuses_traces_past_the_page_set() {
     let p = pages(10, 7);
-    let t = [Access { page: 10, write: false, time_ns: 0 }];
+    let t = [Access { page: 10, write: false, file: false, time_ns: 0 }];
     let e = replay::run(&p, &t, &ReplayConfig::default(), &NoProgress).unwrap_err();
     assert!(e.to_string().contains("page 10"), "{e}");
 }
@@ -218,7 +218,7 @@ fn zram_written_back_slots_are_charged_a_device_read() {
     let mut sim = replay::Simulator::new(&p, &cfg).unwrap();
     // Touch every page once, so most are swapped out to zram.
     for page in 0..64 {
-        sim.access(Access { page, write: false, time_ns: page }).unwrap();
+        sim.access(Access { page, write: false, file: false, time_ns: page }).unwrap();
     }
     let written = sim.zram_writeback_idle().unwrap();
     assert!(written > 0, "some slots were written back");
@@ -226,7 +226,8 @@ fn zram_written_back_slots_are_charged_a_device_read() {
     // the second pass swapped them out again, and nothing wrote them back this time).
     for pass in 1..3 {
         for page in 0..64 {
-            sim.access(Access { page, write: false, time_ns: pass * 100 + page }).unwrap();
+            sim.access(Access { page, write: false, file: false, time_ns: pass * 100 + page })
+                .unwrap();
         }
     }
     let r = sim.finish(Default::default());
@@ -259,7 +260,7 @@ fn run_all_in_zswap(p: &[u8], t: &[Access], readahead: Readahead) -> ReplayResul
 
 /// Two sequential passes over `n` pages.
 fn two_passes(n: u64) -> Vec<Access> {
-    (0..2 * n).map(|k| Access { page: k % n, write: false, time_ns: k }).collect()
+    (0..2 * n).map(|k| Access { page: k % n, write: false, file: false, time_ns: k }).collect()
 }
 
 /// 6.18 `swapin_readahead()`: a sequential second pass over zswap (a swap file is not
@@ -351,7 +352,7 @@ fn read_ahead_pages_leave_zswap_and_are_stored_again_when_reclaimed() {
     let mut k = 0;
     let mut touch = |sim: &mut replay::Simulator, page| {
         k += 1;
-        sim.access(Access { page, write: false, time_ns: k }).unwrap();
+        sim.access(Access { page, write: false, file: false, time_ns: k }).unwrap();
     };
     let zswap = |sim: &replay::Simulator| {
         let z = sim.swap_layer().zswap().unwrap();
@@ -390,7 +391,7 @@ fn read_ahead_pages_leave_zswap_and_are_stored_again_when_reclaimed() {
 /// Two passes over `n` pages in one scattered order (page `k * 97 % n`; `n` a power of two, so
 /// every page once a pass), the first writing.
 fn two_scattered_passes(n: u64) -> Vec<Access> {
-    (0..2 * n).map(|k| Access { page: k * 97 % n, write: k < n, time_ns: k }).collect()
+    (0..2 * n).map(|k| Access { page: k * 97 % n, write: k < n, file: false, time_ns: k }).collect()
 }
 
 /// 6.18 hands out swap slots in reclaim order (mm/swapfile.c `cluster_alloc_swap_entry()`), so
@@ -428,6 +429,7 @@ fn a_clean_swapped_in_page_keeps_its_slot_and_is_not_written_again() {
             .map(|k| Access {
                 page: k % n,
                 write: k < n || (second_writes && k < 2 * n),
+                file: false,
                 time_ns: k,
             })
             .collect()

@@ -701,7 +701,7 @@ mod tests {
             swap_dir: std::path::PathBuf::from("/var/tmp"),
         };
         let pages = vec![1u8; 4 * 4096];
-        let far = [Access { page: 9, write: false, time_ns: 0 }];
+        let far = [Access { page: 9, write: false, file: false, time_ns: 0 }];
         let cmd = || Command::new("/nonexistent/zmem-player");
         let go = AtomicBool::new(false);
         let caps = caps(&["lzo-rle"]);

@@ -375,7 +375,7 @@ mod tests {
     use zmem_pages::prng::SplitMix64;
 
     fn acc(page: u64, write: bool) -> Access {
-        Access { page, write, time_ns: 0 }
+        Access { page, write, file: false, time_ns: 0 }
     }
 
     #[test]

@@ -393,7 +393,7 @@ mod tests {
             flush_stats: true,
         };
         let cmd = || Command::new("/nonexistent/zmem-player");
-        let far = [Access { page: 9, write: false, time_ns: 0 }];
+        let far = [Access { page: 9, write: false, file: false, time_ns: 0 }];
         let go = AtomicBool::new(false);
         let e = run(&pages, &far, &cfg, &cmd, &go, &zmem_sim::NoProgress).unwrap_err().to_string();
         assert!(e.contains("page 9"), "{e}");

@@ -344,7 +344,7 @@ mod tests {
     use super::*;
 
     fn acc(page: u64) -> Access {
-        Access { page, write: false, time_ns: 0 }
+        Access { page, write: false, file: false, time_ns: 0 }
     }
 
     #[test]

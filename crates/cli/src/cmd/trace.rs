@@ -69,6 +69,12 @@ struct GenArgs {
     /// Seed: the same seed gives the same trace in every version.
     #[arg(long, default_value_t = 0, value_parser = super::args::count::<u64>(0, u64::MAX))]
     seed: u64,
+    /// Pages of a file the trace also reads (page cache); 0 for none.
+    #[arg(long, default_value_t = 0, value_parser = super::args::count::<u64>(0, 1 << 26))]
+    file_pages: u64,
+    /// Share of accesses that are file reads (with --file-pages).
+    #[arg(long, default_value_t = 0.2)]
+    file_fraction: f64,
     /// Output trace file.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: PathBuf,
@@ -179,6 +185,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 bursts_per_phase: g.bursts,
                 idle_ns: g.idle_ms.saturating_mul(1_000_000),
                 seed: g.seed,
+                file_pages: g.file_pages,
+                file_fraction: g.file_fraction,
             };
             let t = generate::generate(&o)?;
             Ok(t.save(&g.output)?)
@@ -202,7 +210,7 @@ struct Info {
 fn render_info(i: &Info) -> String {
     let s = &i.summary;
     let top: Vec<String> = s.hottest.iter().map(|h| format!("{}:{}", h.page, h.accesses)).collect();
-    format!(
+    let mut out = format!(
         "origin       {}\naccesses     {}\npage count   {}\npages used   {}\n\
          writes       {} ({:.1} %)\nspan         {:.3} s\nhottest      {}\n",
         i.origin,
@@ -213,5 +221,12 @@ fn render_info(i: &Info) -> String {
         100.0 * s.write_fraction,
         s.span_ns as f64 / 1e9,
         top.join(" ")
-    )
+    );
+    if s.file_pages > 0 {
+        out += &format!(
+            "file pages   {} ({} read)\nfile reads   {}\n",
+            s.file_pages, s.file_pages_used, s.file_reads
+        );
+    }
+    out
 }

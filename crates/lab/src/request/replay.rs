@@ -258,6 +258,8 @@ impl ReplayRequest {
                 .watermarks
                 .map(|w| w.pages(self.ram / self.page_size as u64, self.page_size as u64))
                 .transpose()?,
+            // The replay takes the trace's file pages from its file reads.
+            file_pages: 0,
         })
     }
 

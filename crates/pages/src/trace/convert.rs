@@ -166,7 +166,7 @@ pub fn spread(
         }
         accesses[first..].sort_unstable_by_key(|a| (a.time_ns, a.page));
     }
-    Ok(Trace { page_count, accesses })
+    Ok(Trace { page_count, file_pages: 0, accesses })
 }
 
 #[cfg(test)]

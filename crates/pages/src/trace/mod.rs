@@ -10,7 +10,7 @@
 //! ```text
 //! offset  size  field
 //!      0     8  magic "ZMEMTRCE"
-//!      8     2  version (1)
+//!      8     2  version (1, or 2 for a trace with file pages)
 //!     10     2  flags: bits 0-1 = how the trace was made ([`Origin`]: 0 generated or not
 //!                 said, 1 recorded with DAMON, 2 recorded with soft-dirty bits: writes only,
 //!                 3 recorded by page-out sampling); other bits must be 0
@@ -18,13 +18,17 @@
 //!     16     8  record count
 //!     24     8  page count: every page id is below it
 //!     32     4  CRC32 (IEEE) of all records
-//!     36     8  reserved, 0
+//!     36     8  file page count (version 2; 0 in version 1): every file read's id is below it
 //!     44     4  CRC32 of bytes 0 .. 44
 //!     48        records, each 16 bytes:
 //!               { u64 time in ns since the trace start (non-decreasing), u32 page id,
-//!                 u8 op (0 read, 1 write), 3 x 0 }
+//!                 u8 op (0 read, 1 write, 2 file read: version 2 only), 3 x 0 }
 //! ```
 //! All integers little-endian; the file ends after the last record.
+//!
+//! A file read (version 2) reads a page of one file, the trace's page cache: its id indexes the
+//! file's pages, a space of its own beside the anonymous pages' ids. A trace without file reads
+//! is written as version 1, byte for byte what it was before version 2.
 
 pub mod convert;
 
@@ -42,8 +46,10 @@ pub use summary::{PageAccesses, Summary};
 
 /// The first eight bytes of a trace file.
 pub const MAGIC: [u8; 8] = *b"ZMEMTRCE";
-/// The version written and read.
+/// The version of a trace without file pages.
 pub const VERSION: u16 = 1;
+/// The version of a trace with file pages (a file page count and file reads).
+pub const VERSION_FILE_PAGES: u16 = 2;
 /// Header length.
 pub const HEADER_LEN: usize = 48;
 /// Record length.
@@ -99,11 +105,23 @@ impl Origin {
     }
 }
 
-/// Read or write.
+/// Read or write of an anonymous page, or a read of a file page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Op {
     Read,
     Write,
+    /// A read of a page of the trace's file (its page cache): the id is a file page's.
+    FileRead,
+}
+
+impl Op {
+    fn code(self) -> u8 {
+        match self {
+            Self::Read => 0,
+            Self::Write => 1,
+            Self::FileRead => 2,
+        }
+    }
 }
 
 /// One access.
@@ -120,21 +138,28 @@ pub struct Access {
 /// A whole trace in memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Trace {
-    /// Page ids are below this.
+    /// Anonymous page ids are below this.
     pub page_count: u64,
+    /// File page ids (of [`Op::FileRead`]) are below this; 0 for a trace without page cache.
+    pub file_pages: u64,
     /// Accesses in time order.
     pub accesses: Vec<Access>,
 }
 
 impl Trace {
-    /// Checks the invariants the format requires: ids below `page_count`, times non-decreasing.
+    /// Checks the invariants the format requires: ids below `page_count` (a file read's below
+    /// `file_pages`), times non-decreasing.
     pub fn validate(&self) -> Result<(), PagesError> {
         let mut last = 0;
         for (i, a) in self.accesses.iter().enumerate() {
-            if u64::from(a.page) >= self.page_count {
+            let (limit, what) = match a.op {
+                Op::FileRead => (self.file_pages, "file page count"),
+                _ => (self.page_count, "page count"),
+            };
+            if u64::from(a.page) >= limit {
                 return Err(PagesError::Invalid(format!(
-                    "access {i}: page {} not below page count {}",
-                    a.page, self.page_count
+                    "access {i}: page {} not below {what} {limit}",
+                    a.page
                 )));
             }
             if a.time_ns < last {
@@ -157,19 +182,18 @@ impl Trace {
         for a in &self.accesses {
             records.extend_from_slice(&a.time_ns.to_le_bytes());
             records.extend_from_slice(&a.page.to_le_bytes());
-            records.push(match a.op {
-                Op::Read => 0,
-                Op::Write => 1,
-            });
+            records.push(a.op.code());
             records.extend_from_slice(&[0; 3]);
         }
         let mut h = [0u8; HEADER_LEN];
         h[0..8].copy_from_slice(&MAGIC);
-        h[8..10].copy_from_slice(&VERSION.to_le_bytes());
+        let version = if self.file_pages > 0 { VERSION_FILE_PAGES } else { VERSION };
+        h[8..10].copy_from_slice(&version.to_le_bytes());
         h[10..12].copy_from_slice(&origin.code().to_le_bytes());
         h[16..24].copy_from_slice(&(self.accesses.len() as u64).to_le_bytes());
         h[24..32].copy_from_slice(&self.page_count.to_le_bytes());
         h[32..36].copy_from_slice(&crc32fast::hash(&records).to_le_bytes());
+        h[36..44].copy_from_slice(&self.file_pages.to_le_bytes());
         let crc = crc32fast::hash(&h[..44]);
         h[44..48].copy_from_slice(&crc.to_le_bytes());
         w.write_all(&h).and_then(|()| w.write_all(&records)).map_err(PagesError::Stream)
@@ -201,7 +225,8 @@ impl Trace {
         while let Some(a) = reader.next_access()? {
             accesses.push(a);
         }
-        Ok((Self { page_count: reader.page_count(), accesses }, reader.origin()))
+        let (page_count, file_pages) = (reader.page_count(), reader.file_pages());
+        Ok((Self { page_count, file_pages, accesses }, reader.origin()))
     }
 
     /// Reads a trace file.
@@ -221,6 +246,7 @@ pub struct TraceReader<R> {
     parser: Parser<R>,
     count: u64,
     page_count: u64,
+    file_pages: u64,
     records_crc: u32,
     origin: Origin,
     crc: crc32fast::Hasher,
@@ -256,20 +282,22 @@ impl<R: Read> TraceReader<R> {
             ));
         }
         let version = u16::from_le_bytes([h[8], h[9]]);
-        if version != VERSION {
+        if version != VERSION && version != VERSION_FILE_PAGES {
             return Err(bad(8, format!("unsupported trace version {version}")));
         }
         let flags = u16::from_le_bytes([h[10], h[11]]);
         let origin = Origin::from_code(flags & 3)
             .filter(|_| flags & !3 == 0)
             .ok_or_else(|| bad(10, format!("unknown flags {flags:#06x}")))?;
-        if let Some(i) = (12..16).chain(36..44).find(|&i| h[i] != 0) {
+        let reserved = if version == VERSION { 36..44 } else { 0..0 };
+        if let Some(i) = (12..16).chain(reserved).find(|&i| h[i] != 0) {
             return Err(bad(i as u64, "reserved bytes are not zero".into()));
         }
         Ok(Self {
             parser,
             count: u64_at(16),
             page_count: u64_at(24),
+            file_pages: u64_at(36),
             records_crc: u32_at(32),
             origin,
             crc: crc32fast::Hasher::new(),
@@ -291,6 +319,11 @@ impl<R: Read> TraceReader<R> {
     /// Page ids are below this.
     pub fn page_count(&self) -> u64 {
         self.page_count
+    }
+
+    /// File page ids are below this (0: no file reads).
+    pub fn file_pages(&self) -> u64 {
+        self.file_pages
     }
 
     /// How the trace was made (the header's flags).
@@ -330,16 +363,18 @@ impl<R: Read> TraceReader<R> {
         let op = match rec[12] {
             0 => Op::Read,
             1 => Op::Write,
+            2 if self.file_pages > 0 => Op::FileRead,
             x => return Err(bad(at + 12, format!("record {i}: unknown op {x}"))),
         };
         if rec[13..].iter().any(|&b| b != 0) {
             return Err(bad(at + 13, format!("record {i}: reserved bytes are not zero")));
         }
-        if u64::from(page) >= self.page_count {
-            return Err(bad(
-                at + 8,
-                format!("record {i}: page {page} not below page count {}", self.page_count),
-            ));
+        let (limit, what) = match op {
+            Op::FileRead => (self.file_pages, "file page count"),
+            _ => (self.page_count, "page count"),
+        };
+        if u64::from(page) >= limit {
+            return Err(bad(at + 8, format!("record {i}: page {page} not below {what} {limit}")));
         }
         if time_ns < self.last_time {
             return Err(bad(

@@ -21,8 +21,14 @@ pub struct Summary {
     pub write_fraction: f64,
     /// Time of the last access, in nanoseconds since the trace start.
     pub span_ns: u64,
-    /// The most accessed pages, most accesses first, ties by lower page id.
+    /// The most accessed anonymous pages, most accesses first, ties by lower page id.
     pub hottest: Vec<PageAccesses>,
+    /// File page ids are below this (from the header; 0: no page cache).
+    pub file_pages: u64,
+    /// Accesses that are file reads.
+    pub file_reads: u64,
+    /// Distinct file pages read.
+    pub file_pages_used: u64,
 }
 
 /// A page and how often the trace accesses it.
@@ -37,7 +43,14 @@ impl Trace {
     pub fn summary(&self, top: usize) -> Summary {
         let mut counts = HashMap::<u32, u64>::new();
         let mut writes = 0u64;
+        let mut file = std::collections::HashSet::new();
+        let mut file_reads = 0u64;
         for a in &self.accesses {
+            if a.op == Op::FileRead {
+                file.insert(a.page);
+                file_reads += 1;
+                continue;
+            }
             *counts.entry(a.page).or_default() += 1;
             writes += u64::from(a.op == Op::Write);
         }
@@ -54,6 +67,9 @@ impl Trace {
             write_fraction: if accesses == 0 { 0.0 } else { writes as f64 / accesses as f64 },
             span_ns: self.accesses.last().map_or(0, |a| a.time_ns),
             hottest,
+            file_pages: self.file_pages,
+            file_reads,
+            file_pages_used: file.len() as u64,
         }
     }
 }
@@ -66,6 +82,7 @@ mod tests {
     fn trace(accesses: &[(u64, u32, Op)]) -> Trace {
         Trace {
             page_count: 10,
+            file_pages: 0,
             accesses: accesses
                 .iter()
                 .map(|&(time_ns, page, op)| Access { time_ns, page, op })

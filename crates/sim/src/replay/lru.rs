@@ -1,5 +1,9 @@
-//! RAM as the kernel's two anonymous LRU lists (the classic, non-MGLRU reclaim of Linux 6.18,
-//! mm/vmscan.c), with the accessed bit of each page's PTE and the folio's `PG_referenced`:
+//! RAM as the kernel's LRU lists (the classic, non-MGLRU reclaim of Linux 6.18, mm/vmscan.c):
+//! two for anonymous pages and, where a trace reads a file, two for its page cache, with the
+//! accessed bit of each page's PTE and the folio's `PG_referenced`. The file's pages are mapped
+//! (the player maps the file, not executable), so `folio_check_references()` and
+//! `shrink_active_list()` treat them as they treat anonymous pages; what differs is what
+//! reclaim does with a victim (a clean file page is dropped, no swap) and the workingset:
 //!
 //! - A faulted-in page (first touch or swap-in) goes to the head of the inactive list with its
 //!   accessed bit set (the fault's access): mm/memory.c `do_anonymous_page()` /
@@ -7,8 +11,11 @@
 //!   Linux 5.9). A swap-in goes to the active list instead when mm/workingset.c
 //!   `workingset_refault()` finds its refault distance (`nonresident_age` since its eviction:
 //!   evictions and activations, `workingset_age_nonresident()`) at most the workingset size,
-//!   which for anon with free swap and no file pages (as here) is the active anon list
-//!   (`workingset_test_recent()`).
+//!   (`workingset_test_recent()`, swap assumed not full): for an anon refault the active anon
+//!   list and both file lists, for a file refault (mm/filemap.c `filemap_add_folio()`) the
+//!   active file list and both anon lists. Where the evicted page had `PG_workingset` (set by
+//!   `shrink_active_list()` on every folio it deactivates) the refault also costs its type a
+//!   page of io (`lru_note_cost_refault()`).
 //! - An access to a resident page sets its accessed bit.
 //! - Reclaim (`shrink_lruvec()`) scans the inactive tail (`shrink_inactive_list()` →
 //!   `shrink_folio_list()` with `folio_check_references()`): `PG_referenced` is tested and
@@ -60,6 +67,9 @@ enum Where {
     Active,
 }
 
+const ANON: usize = 0;
+const FILE: usize = 1;
+
 #[derive(Debug, Default, Clone, Copy)]
 struct List {
     head: u32,
@@ -77,9 +87,14 @@ pub(crate) struct Lru {
     referenced: Vec<bool>,
     /// `nonresident_age` when the page was evicted (its shadow entry).
     shadow: Vec<u64>,
+    /// `PG_workingset`: kept through an eviction, as the shadow entry packs it.
+    workingset: Vec<bool>,
     nonresident_age: u64,
-    inactive: List,
-    active: List,
+    /// The inactive and active lists of anon (`ANON`) and file (`FILE`) pages.
+    inactive: [List; 2],
+    active: [List; 2],
+    /// Page ids from here on are file pages.
+    file_base: u32,
     /// Inactive pages scanned since the last rebalance.
     scanned: usize,
     capacity: usize,
@@ -87,11 +102,11 @@ pub(crate) struct Lru {
     pinned: u32,
     /// Bytes per page, for `inactive_is_low()`'s ratio.
     page_size: usize,
-    /// `WORKINGSET_ACTIVATE_ANON`: swap-ins activated by `workingset_refault()`.
-    refault_activations: u64,
-    /// The cgroup's `lruvec->refaults[WORKINGSET_ANON]`: `refault_activations` when the last
-    /// reclaim ended (`snapshot_refaults()`).
-    refaults_snapshot: u64,
+    /// `WORKINGSET_ACTIVATE_ANON` and `_FILE`: refaults activated by `workingset_refault()`.
+    refault_activations: [u64; 2],
+    /// The cgroup's `lruvec->refaults[]`: `refault_activations` when the last reclaim ended
+    /// (`snapshot_refaults()`).
+    refaults_snapshot: [u64; 2],
     /// Active pages owed a scan, in units of 1/`inactive.len` of a page (the remainder of
     /// `SWAP_CLUSTER_MAX * active / inactive` per inactive chunk).
     deactivate_credit: u64,
@@ -101,8 +116,16 @@ pub(crate) struct Lru {
 
 impl Lru {
     /// Room for `capacity` resident pages of `page_size` bytes, of a page set of `pages`.
+    #[cfg(test)]
     pub(crate) fn new(capacity: usize, pages: usize, page_size: usize) -> Self {
+        Self::with_file(capacity, pages, 0, page_size)
+    }
+
+    /// As [`Lru::new`], with `file` file pages after the `anon` anonymous ones (ids
+    /// `anon..anon + file`).
+    pub(crate) fn with_file(capacity: usize, anon: usize, file: usize, page_size: usize) -> Self {
         let empty = List { head: NONE, tail: NONE, len: 0 };
+        let pages = anon + file;
         Self {
             prev: vec![NONE; pages],
             next: vec![NONE; pages],
@@ -110,15 +133,17 @@ impl Lru {
             accessed: vec![false; pages],
             referenced: vec![false; pages],
             shadow: vec![0; pages],
+            workingset: vec![false; pages],
             nonresident_age: 0,
-            inactive: empty,
-            active: empty,
+            inactive: [empty; 2],
+            active: [empty; 2],
+            file_base: anon as u32,
             scanned: 0,
             capacity,
             pinned: NONE,
             page_size,
-            refault_activations: 0,
-            refaults_snapshot: 0,
+            refault_activations: [0; 2],
+            refaults_snapshot: [0; 2],
             deactivate_credit: 0,
             costs: super::scan::Costs::default(),
         }
@@ -130,7 +155,12 @@ impl Lru {
 
     /// Resident pages.
     pub(crate) fn len(&self) -> usize {
-        self.inactive.len + self.active.len
+        self.inactive.iter().chain(&self.active).map(|l| l.len).sum()
+    }
+
+    /// `ANON` or `FILE`: the lists page `p` belongs on.
+    fn kind(&self, p: u32) -> usize {
+        usize::from(p >= self.file_base)
     }
 
     pub(crate) fn is_resident(&self, page: u32) -> bool {
@@ -143,39 +173,40 @@ impl Lru {
         self.on[page as usize] == Where::Active
     }
 
-    fn list(&mut self, w: Where) -> &mut List {
+    fn list(&mut self, w: Where, k: usize) -> &mut List {
         match w {
-            Where::Inactive => &mut self.inactive,
-            Where::Active => &mut self.active,
+            Where::Inactive => &mut self.inactive[k],
+            Where::Active => &mut self.active[k],
             Where::Out => unreachable!("pages out of RAM are on no list"),
         }
     }
 
     fn unlink(&mut self, p: u32) {
-        let w = self.on[p as usize];
+        let (w, k) = (self.on[p as usize], self.kind(p));
         let (pr, nx) = (self.prev[p as usize], self.next[p as usize]);
         if pr != NONE {
             self.next[pr as usize] = nx;
         } else {
-            self.list(w).head = nx;
+            self.list(w, k).head = nx;
         }
         if nx != NONE {
             self.prev[nx as usize] = pr;
         } else {
-            self.list(w).tail = pr;
+            self.list(w, k).tail = pr;
         }
-        self.list(w).len -= 1;
+        self.list(w, k).len -= 1;
         self.on[p as usize] = Where::Out;
     }
 
     fn push_head(&mut self, p: u32, w: Where) {
-        let head = self.list(w).head;
+        let k = self.kind(p);
+        let head = self.list(w, k).head;
         self.prev[p as usize] = NONE;
         self.next[p as usize] = head;
         if head != NONE {
             self.prev[head as usize] = p;
         }
-        let l = self.list(w);
+        let l = self.list(w, k);
         l.head = p;
         if l.tail == NONE {
             l.tail = p;
@@ -217,33 +248,53 @@ impl Lru {
     }
 
     fn add(&mut self, page: u32, refault: bool, accessed: bool) {
-        let i = page as usize;
+        let (i, k) = (page as usize, self.kind(page));
         self.accessed[i] = accessed;
         self.referenced[i] = false;
+        if !refault {
+            self.workingset[i] = false;
+        }
         let activate = refault && {
             let distance = self.nonresident_age.wrapping_sub(self.shadow[i]);
-            distance <= self.active.len as u64
+            distance <= self.workingset_size(k)
         };
-        if activate {
-            self.refault_activations += 1;
-            self.nonresident_age += 1;
-            self.push_head(page, Where::Active);
-        } else {
+        if !activate {
             self.push_head(page, Where::Inactive);
+            return;
         }
+        self.refault_activations[k] += 1;
+        self.nonresident_age += 1;
+        if self.workingset[i] {
+            // `lru_note_cost_refault()`: a page of io for the refaulting type.
+            let lru_size = self.len() as u64;
+            self.costs.note(k == FILE, 1, 0, lru_size);
+        }
+        self.push_head(page, Where::Active);
+    }
+
+    /// `workingset_test_recent()`'s workingset size for a refault of type `k` (swap not full).
+    fn workingset_size(&self, k: usize) -> u64 {
+        let size = if k == FILE {
+            self.active[FILE].len + self.inactive[ANON].len + self.active[ANON].len
+        } else {
+            self.active[FILE].len + self.inactive[FILE].len + self.active[ANON].len
+        };
+        size as u64
     }
 
     /// mm/vmscan.c `shrink_active_list()`: moves up to a batch from the active tail to the
     /// inactive head, accessed bits cleared (`folio_referenced()`; only file-backed executable
-    /// folios stay active), `PG_referenced` untouched.
-    fn deactivate_batch(&mut self, n: usize) {
+    /// folios stay active, and the file here is not), `PG_referenced` untouched,
+    /// `PG_workingset` set.
+    fn deactivate_batch(&mut self, k: usize, n: usize) {
         for _ in 0..n {
-            let t = self.active.tail;
+            let t = self.active[k].tail;
             if t == NONE {
                 break;
             }
             self.unlink(t);
             self.accessed[t as usize] = false;
+            self.workingset[t as usize] = true;
             self.push_head(t, Where::Inactive);
         }
     }
@@ -254,12 +305,12 @@ impl Lru {
     /// until [`Lru::evict`] (reclaim may fail to write it out and keep it).
     pub(crate) fn victim(&mut self) -> u32 {
         loop {
-            if self.scanned >= SWAP_CLUSTER_MAX || self.inactive.len == 0 {
+            if self.scanned >= SWAP_CLUSTER_MAX || self.inactive[ANON].len == 0 {
                 self.scanned = 0;
                 self.rebalance();
             }
             self.scanned += 1;
-            match self.scan_tail() {
+            match self.scan_tail(false) {
                 Scanned::Victim(t) => return t,
                 Scanned::Kept | Scanned::Activated(_) => {}
                 Scanned::Empty => unreachable!("victim() of an empty RAM"),
@@ -271,8 +322,8 @@ impl Lru {
     /// is put back unchecked (`folio_trylock()` failed); an accessed one has its bit cleared and
     /// is activated if `PG_referenced` was set, else marked and rotated
     /// (`folio_check_references()`); one not accessed is the victim, `PG_referenced` cleared.
-    pub(crate) fn scan_tail(&mut self) -> Scanned {
-        let t = self.inactive.tail;
+    pub(crate) fn scan_tail(&mut self, file: bool) -> Scanned {
+        let t = self.inactive[usize::from(file)].tail;
         if t == NONE {
             return Scanned::Empty;
         }
@@ -295,25 +346,29 @@ impl Lru {
         Scanned::Kept
     }
 
-    /// Pages on the inactive and the active list.
-    pub(crate) fn list_sizes(&self) -> (usize, usize) {
-        (self.inactive.len, self.active.len)
+    /// The four lists' sizes, in `for_each_evictable_lru()` order (`scan::Lists`).
+    pub(crate) fn list_sizes(&self) -> super::scan::Lists {
+        let [ia, ifl] = self.inactive.map(|l| l.len as u64);
+        let [aa, af] = self.active.map(|l| l.len as u64);
+        [ia, aa, ifl, af]
     }
 
-    /// `prepare_scan_control()`'s `DEACTIVATE_ANON`: refaults were activated since the last
-    /// reclaim ended (`snapshot_refaults()`), or the inactive list is low.
-    pub(crate) fn may_deactivate(&self) -> bool {
-        self.refault_activations != self.refaults_snapshot || self.inactive_is_low()
+    /// `prepare_scan_control()`'s `DEACTIVATE_ANON` (or `_FILE`): refaults of the type were
+    /// activated since the last reclaim ended (`snapshot_refaults()`), or its inactive list is
+    /// low.
+    pub(crate) fn may_deactivate(&self, file: bool) -> bool {
+        let k = usize::from(file);
+        self.refault_activations[k] != self.refaults_snapshot[k] || self.inactive_is_low(k)
     }
 
-    /// `shrink_active_list()` of `n` pages ([`Lru::deactivate_batch`]).
-    pub(crate) fn deactivate(&mut self, n: usize) {
-        self.deactivate_batch(n);
+    /// `shrink_active_list()` of `n` pages of one type ([`Lru::deactivate_batch`]).
+    pub(crate) fn deactivate(&mut self, file: bool, n: usize) {
+        self.deactivate_batch(usize::from(file), n);
     }
 
-    /// mm/vmscan.c `inactive_is_low()` for the anon lists.
-    fn inactive_is_low(&self) -> bool {
-        let (inactive, active) = (self.inactive.len as u64, self.active.len as u64);
+    /// mm/vmscan.c `inactive_is_low()` for one type's lists.
+    fn inactive_is_low(&self, k: usize) -> bool {
+        let (inactive, active) = (self.inactive[k].len as u64, self.active[k].len as u64);
         let gb = ((inactive + active) * self.page_size as u64) >> 30;
         let ratio = if gb > 0 { (10 * gb).isqrt() } else { 1 };
         inactive * ratio < active
@@ -323,23 +378,23 @@ impl Lru {
     /// `may_deactivate`; else `SWAP_CLUSTER_MAX * active / inactive` pages, the fraction carried
     /// to the next chunk, at most a chunk.
     fn rebalance(&mut self) {
-        if !self.may_deactivate() || self.active.len == 0 {
+        if !self.may_deactivate(false) || self.active[ANON].len == 0 {
             return;
         }
-        let Some(inactive) = std::num::NonZeroU64::new(self.inactive.len as u64) else {
+        let Some(inactive) = std::num::NonZeroU64::new(self.inactive[ANON].len as u64) else {
             // An empty inactive list is low: the whole chunk comes from the active list.
             self.deactivate_credit = 0;
-            self.deactivate_batch(SWAP_CLUSTER_MAX);
+            self.deactivate_batch(ANON, SWAP_CLUSTER_MAX);
             return;
         };
-        self.deactivate_credit += (SWAP_CLUSTER_MAX * self.active.len) as u64;
+        self.deactivate_credit += (SWAP_CLUSTER_MAX * self.active[ANON].len) as u64;
         let n = self.deactivate_credit / inactive;
         if n >= SWAP_CLUSTER_MAX as u64 {
             self.deactivate_credit = 0;
-            self.deactivate_batch(SWAP_CLUSTER_MAX);
+            self.deactivate_batch(ANON, SWAP_CLUSTER_MAX);
         } else {
             self.deactivate_credit -= n * inactive.get();
-            self.deactivate_batch(n as usize);
+            self.deactivate_batch(ANON, n as usize);
         }
     }
 
@@ -352,8 +407,8 @@ impl Lru {
     /// per priority a reclaim goes through, as a memcg's reclaim here does; the one-pass
     /// reclaim runs it once.
     pub(crate) fn end_of_pass(&mut self) {
-        if self.inactive_is_low() {
-            self.deactivate_batch(SWAP_CLUSTER_MAX);
+        if self.inactive_is_low(ANON) {
+            self.deactivate_batch(ANON, SWAP_CLUSTER_MAX);
         }
     }
 
@@ -461,10 +516,10 @@ mod tests {
             l.install(p, evicted_once[p as usize]);
             assert!(l.len() <= cap);
         }
-        let ina = walk(&l, &l.inactive);
-        let act = walk(&l, &l.active);
-        assert_eq!(ina.len(), l.inactive.len);
-        assert_eq!(act.len(), l.active.len);
+        let ina = walk(&l, &l.inactive[0]);
+        let act = walk(&l, &l.active[0]);
+        assert_eq!(ina.len(), l.inactive[0].len);
+        assert_eq!(act.len(), l.active[0].len);
         assert!(ina.iter().all(|&p| l.on[p as usize] == Where::Inactive));
         assert!(act.iter().all(|&p| l.on[p as usize] == Where::Active));
         let resident = (0..n as u32).filter(|&p| l.is_resident(p)).count();
@@ -489,7 +544,7 @@ mod tests {
         }
         let v = l.victim();
         assert!(l.is_resident(v));
-        assert!(l.inactive.len > 0);
+        assert!(l.inactive[0].len > 0);
     }
 
     /// An LRU of `inactive` then `active` resident pages, put straight on their lists.
@@ -512,22 +567,22 @@ mod tests {
     fn refault_activations_since_the_last_reclaim_deactivate() {
         let mut l = lists(64, 20);
         l.rebalance();
-        assert_eq!(l.active.len, 20, "no refaults, inactive not low: nothing deactivated");
+        assert_eq!(l.active[0].len, 20, "no refaults, inactive not low: nothing deactivated");
         // Page 0 is evicted and faults straight back: refault distance 0, within the active list.
         l.evict(0);
         l.install(0, true);
         assert!(l.is_active(0));
-        assert_eq!((l.inactive.len, l.active.len), (63, 21));
+        assert_eq!((l.inactive[0].len, l.active[0].len), (63, 21));
         l.rebalance();
         // 32 * 21 / 63 = 10.67: 10 now, 0.67 of a page carried.
-        assert_eq!(l.active.len, 11);
-        assert_eq!(l.inactive.len, 73);
+        assert_eq!(l.active[0].len, 11);
+        assert_eq!(l.inactive[0].len, 73);
         l.rebalance();
         // 0.67 + 32 * 11 / 73 = 0.67 + 4.82 = 5.49: 5 more.
-        assert_eq!(l.active.len, 6);
+        assert_eq!(l.active[0].len, 6);
         l.snapshot_refaults();
         l.rebalance();
-        assert_eq!(l.active.len, 6, "the snapshot caught up: nothing deactivated");
+        assert_eq!(l.active[0].len, 6, "the snapshot caught up: nothing deactivated");
     }
 
     /// `inactive_is_low()`: an inactive list smaller than the active one (ratio 1 below 1 GiB)
@@ -536,13 +591,13 @@ mod tests {
     fn a_low_inactive_list_is_refilled_without_refaults() {
         let mut l = lists(40, 100);
         l.rebalance();
-        assert_eq!(l.active.len, 100 - SWAP_CLUSTER_MAX, "32 * 100 / 40 is over a chunk");
+        assert_eq!(l.active[0].len, 100 - SWAP_CLUSTER_MAX, "32 * 100 / 40 is over a chunk");
         let mut l = lists(0, 50);
         l.rebalance();
-        assert_eq!((l.inactive.len, l.active.len), (SWAP_CLUSTER_MAX, 50 - SWAP_CLUSTER_MAX));
+        assert_eq!((l.inactive[0].len, l.active[0].len), (SWAP_CLUSTER_MAX, 50 - SWAP_CLUSTER_MAX));
         let mut l = lists(50, 50);
         l.rebalance();
-        assert_eq!(l.active.len, 50, "equal lists are not low");
+        assert_eq!(l.active[0].len, 50, "equal lists are not low");
     }
 
     /// `shrink_lruvec()`'s last step: a low inactive list gets a chunk from the active list at
@@ -552,29 +607,66 @@ mod tests {
     fn the_end_of_a_pass_deactivates_a_chunk_when_the_inactive_list_is_low() {
         let mut l = lists(20, 100);
         l.end_of_pass();
-        assert_eq!((l.inactive.len, l.active.len), (52, 68));
+        assert_eq!((l.inactive[0].len, l.active[0].len), (52, 68));
         l.end_of_pass();
-        assert_eq!((l.inactive.len, l.active.len), (84, 36), "52 against 68: still low");
+        assert_eq!((l.inactive[0].len, l.active[0].len), (84, 36), "52 against 68: still low");
         l.end_of_pass();
-        assert_eq!((l.inactive.len, l.active.len), (84, 36), "84 against 36: not low");
+        assert_eq!((l.inactive[0].len, l.active[0].len), (84, 36), "84 against 36: not low");
         let mut l = lists(10, 20);
         l.end_of_pass();
-        assert_eq!((l.inactive.len, l.active.len), (30, 0), "at most the whole active list");
+        assert_eq!((l.inactive[0].len, l.active[0].len), (30, 0), "at most the whole active list");
     }
 
     /// The ratio grows with the lists (`int_sqrt(10 * GiB)`): 1 below a GiB, 3 from 1 GiB.
     #[test]
     fn the_inactive_ratio_follows_the_kernel() {
         let mut l = Lru::new(0, 0, 4096);
-        l.inactive.len = 100_000;
-        l.active.len = 200_000; // 1.14 GiB of 4 KiB pages: ratio int_sqrt(10) = 3
-        assert!(!l.inactive_is_low(), "100k * 3 >= 200k");
-        l.active.len = 300_001;
-        assert!(l.inactive_is_low());
-        l.inactive.len = 1000;
-        l.active.len = 1001; // 7.8 MiB: ratio 1
-        assert!(l.inactive_is_low());
-        l.active.len = 1000;
-        assert!(!l.inactive_is_low());
+        l.inactive[0].len = 100_000;
+        l.active[0].len = 200_000; // 1.14 GiB of 4 KiB pages: ratio int_sqrt(10) = 3
+        assert!(!l.inactive_is_low(ANON), "100k * 3 >= 200k");
+        l.active[0].len = 300_001;
+        assert!(l.inactive_is_low(ANON));
+        l.inactive[0].len = 1000;
+        l.active[0].len = 1001; // 7.8 MiB: ratio 1
+        assert!(l.inactive_is_low(ANON));
+        l.active[0].len = 1000;
+        assert!(!l.inactive_is_low(ANON));
+    }
+
+    /// `workingset_test_recent()`: a file refault counts the anon lists in its workingset
+    /// (swap not full), an anon refault the file lists; a refault of a page that had
+    /// `PG_workingset` (deactivated once) costs its type a page of io.
+    #[test]
+    fn a_refault_is_judged_against_the_other_types_lists_too() {
+        // Pages 0..4 anon, 4..8 file; all four anon active, nothing else resident.
+        let mut l = Lru::with_file(8, 4, 4, 4096);
+        for p in 0..4 {
+            l.push_head(p, Where::Active);
+        }
+        l.push_head(4, Where::Inactive);
+        // File page 4 evicted, then 3 more evictions age `nonresident_age` by 3: distance 3.
+        l.evict(4);
+        l.nonresident_age += 2;
+        l.install(4, true);
+        assert!(l.is_active(4), "distance 3 <= 4 active anon pages");
+        assert_eq!(l.refault_activations, [0, 1]);
+        assert_eq!(l.costs, super::super::scan::Costs::default(), "no PG_workingset: no cost");
+        // Deactivated (PG_workingset set), evicted, back at once: recent, and it costs.
+        l.deactivate(true, 1);
+        assert!(!l.is_active(4) && l.workingset[4]);
+        l.evict(4);
+        l.install(4, true);
+        assert!(l.is_active(4));
+        // 32 is more than a quarter of the 4 pages on the lists: halved at once.
+        assert_eq!(l.costs.file, SWAP_CLUSTER_MAX as u64 / 2);
+        // An anon refault's workingset is active anon and the file lists: with the anon lists
+        // emptied, page 0 at distance 2 is not recent against 1 active file page.
+        for p in 1..4 {
+            l.evict(p);
+        }
+        l.evict(0);
+        l.nonresident_age += 1;
+        l.install(0, true);
+        assert!(!l.is_active(0), "distance 2 > 1 active file + 0 inactive file + 0 active anon");
     }
 }

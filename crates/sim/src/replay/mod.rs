@@ -173,6 +173,10 @@ pub struct ReplayConfig {
     /// kswapd keeps between the low and high marks and allocations below the min mark reclaim
     /// directly. `None`: a memory cgroup at its limit, reclaiming only when full (the default).
     pub watermarks: Option<Watermarks>,
+    /// Pages of the file the trace reads (its page cache: [`Access::file`] ids are below
+    /// it); charged to RAM and reclaimed from the file LRU lists as 6.18 balances them
+    /// against the anon lists (`lru`, [`scan`]). [`run`] takes at least the trace's.
+    pub file_pages: u64,
 }
 
 /// The watermarks of the replay's RAM, in pages (zmem-kernel's `pressure::wmarks` computes a
@@ -247,6 +251,7 @@ impl Default for ReplayConfig {
             swap_pages: None,
             swappiness: DEFAULT_SWAPPINESS,
             watermarks: None,
+            file_pages: 0,
         }
     }
 }
@@ -325,6 +330,16 @@ pub struct ReplayResult {
     pub direct_reclaimed: u64,
     #[serde(default)]
     pub kswapd_wakes: u64,
+    /// Pages of the trace's file (0: no page cache).
+    pub file_pages: u64,
+    /// Accesses that read a file page.
+    pub file_reads: u64,
+    /// File reads that found their page out of RAM (major faults: a read from the file).
+    pub file_faults: u64,
+    /// File faults of pages read before and evicted: `workingset_refault_file`.
+    pub file_refaults: u64,
+    /// File pages reclaim dropped.
+    pub file_evictions: u64,
     /// Stores the swap kept (zswap: zswpout; zram: every non-zero swap-out).
     pub stored: u64,
     /// zswap stores rejected (written to the swap file instead, or kept in RAM).
@@ -406,9 +421,11 @@ pub fn run_with(
     if trace.is_empty() {
         return Err(SimError::NoPages);
     }
+    let file_pages = trace.iter().filter(|a| a.file).map(|a| a.page + 1).max().unwrap_or(0);
+    let cfg = &ReplayConfig { file_pages: cfg.file_pages.max(file_pages), ..cfg.clone() };
     let mut sim = Simulator::with_objects(pages, cfg, objects)?;
     // A trace that leaves the page set fails before any work, not part-way through.
-    if let Some(a) = trace.iter().find(|a| a.page >= sim.pages()) {
+    if let Some(a) = trace.iter().find(|a| !a.file && a.page >= sim.pages()) {
         return Err(SimError::Setup(format!(
             "trace touches page {} but the page set has {} pages",
             a.page,

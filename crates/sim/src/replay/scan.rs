@@ -1,6 +1,6 @@
-//! How much a memcg's reclaim scans of the anon lists at each priority: 6.18 mm/vmscan.c
-//! `get_scan_count()` for a memcg with no page cache, its `calculate_pressure_balance()`, and
-//! the costs mm/swap.c `lru_note_cost_unlock_irq()` keeps.
+//! How much a memcg's reclaim scans of each LRU list at each priority: 6.18 mm/vmscan.c
+//! `get_scan_count()`, its `calculate_pressure_balance()`, `shrink_lruvec()`'s proportional
+//! nudge, and the costs mm/swap.c `lru_note_cost_unlock_irq()` keeps.
 //!
 //! With no file pages the file lists scan nothing, yet the balance still gives them their
 //! share of the pressure ("at least a third of the pressure is applied, before swappiness"):
@@ -16,8 +16,7 @@ pub(crate) const SWAP_CLUSTER_MAX: usize = 32;
 /// include/linux/swap.h `MAX_SWAPPINESS`.
 pub const MAX_SWAPPINESS: u32 = 200;
 
-/// The lruvec's `anon_cost` and `file_cost` (the replay has no file pages: the file cost only
-/// decays).
+/// The lruvec's `anon_cost` and `file_cost`.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Costs {
     pub anon: u64,
@@ -25,15 +24,15 @@ pub(crate) struct Costs {
 }
 
 impl Costs {
-    /// `lru_note_cost_unlock_irq()` for the anon lists, as `shrink_inactive_list()` calls it:
-    /// `nr_io * SWAP_CLUSTER_MAX + nr_rotated`, both costs halved once their sum passes a
-    /// quarter of the LRU's `lru_size` pages.
-    pub fn note_anon(&mut self, nr_io: u64, nr_rotated: u64, lru_size: u64) {
+    /// `lru_note_cost_unlock_irq()` for one type's lists, as `shrink_inactive_list()` (and, one
+    /// page of io, `lru_note_cost_refault()`) calls it: `nr_io * SWAP_CLUSTER_MAX + nr_rotated`,
+    /// both costs halved once their sum passes a quarter of the LRU's `lru_size` pages.
+    pub fn note(&mut self, file: bool, nr_io: u64, nr_rotated: u64, lru_size: u64) {
         let cost = nr_io * SWAP_CLUSTER_MAX as u64 + nr_rotated;
         if cost == 0 {
             return;
         }
-        self.anon += cost;
+        *(if file { &mut self.file } else { &mut self.anon }) += cost;
         if self.anon + self.file > lru_size / 4 {
             self.anon /= 2;
             self.file /= 2;
@@ -41,20 +40,67 @@ impl Costs {
     }
 }
 
-/// `get_scan_count()`'s target for one anon list of `size` pages at `priority` in a memcg's
-/// reclaim: none at swappiness 0 (`SCAN_FILE`), the whole `size >> 0` at priority 0
-/// (`SCAN_EQUAL`), else `(size >> priority) * ap / (ap + fp)` rounded down (`SCAN_FRACT`, an
-/// online memcg's `div64_u64()`).
-pub(crate) fn anon_scan(size: u64, priority: u32, swappiness: u32, costs: Costs) -> u64 {
-    if swappiness == 0 {
-        return 0;
+/// The four evictable lists in `for_each_evictable_lru()` order: inactive anon, active anon,
+/// inactive file, active file.
+pub(crate) type Lists = [u64; 4];
+
+/// What `get_scan_count()` reads besides the list sizes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ScanControl {
+    pub priority: u32,
+    pub swappiness: u32,
+    pub costs: Costs,
+    /// `prepare_scan_control()`'s `cache_trim_mode`.
+    pub cache_trim_mode: bool,
+}
+
+/// `get_scan_count()` for a memcg's reclaim (an online memcg, no protection): every list's
+/// `size >> priority`, then by the balance: none of anon at swappiness 0 (`SCAN_FILE`); all
+/// of each at priority 0 (`SCAN_EQUAL`); only the file lists in `cache_trim_mode`
+/// (`SCAN_FILE`); else each type's fraction, rounded down (`SCAN_FRACT`, `div64_u64()`).
+pub(crate) fn scan_targets(sizes: Lists, sc: ScanControl) -> Lists {
+    let swappiness = sc.swappiness.min(MAX_SWAPPINESS);
+    let only_file = swappiness == 0 || (sc.priority != 0 && sc.cache_trim_mode);
+    let fraction = (!only_file && sc.priority != 0).then(|| pressure_balance(swappiness, sc.costs));
+    let mut nr = [0; 4];
+    for (lru, (&size, n)) in sizes.iter().zip(&mut nr).enumerate() {
+        let file = lru >= 2;
+        let scan = size.checked_shr(sc.priority).unwrap_or(0);
+        *n = match fraction {
+            _ if only_file => {
+                if file {
+                    scan
+                } else {
+                    0
+                }
+            }
+            None => scan,
+            Some((ap, fp)) => {
+                let f = if file { fp } else { ap };
+                (u128::from(scan) * u128::from(f) / u128::from(ap + fp)) as u64
+            }
+        };
     }
-    let scan = size.checked_shr(priority).unwrap_or(0);
-    if priority == 0 {
-        return scan;
+    nr
+}
+
+/// `shrink_lruvec()`'s nudge once a pass reclaimed what it asked for with both types still
+/// to scan: the type with less left stops, and the other keeps to the share of its target
+/// that the first had left (`percentage`), less what it already scanned.
+pub(crate) fn proportional(nr: &mut Lists, targets: &Lists) {
+    let (nr_anon, nr_file) = (nr[0] + nr[1], nr[2] + nr[3]);
+    let (stop, go, percentage) = if nr_file > nr_anon {
+        (0, 2, nr_anon * 100 / (targets[0] + targets[1] + 1))
+    } else {
+        (2, 0, nr_file * 100 / (targets[2] + targets[3] + 1))
+    };
+    nr[stop] = 0;
+    nr[stop + 1] = 0;
+    for lru in [go, go + 1] {
+        let scanned = targets[lru] - nr[lru];
+        nr[lru] = targets[lru] * (100 - percentage) / 100;
+        nr[lru] -= nr[lru].min(scanned);
     }
-    let (ap, fp) = pressure_balance(swappiness.min(MAX_SWAPPINESS), costs);
-    (u128::from(scan) * u128::from(ap) / u128::from(ap + fp)) as u64
 }
 
 /// `calculate_pressure_balance()`: the anon and file fractions.
@@ -81,11 +127,46 @@ mod tests {
         assert_eq!(pressure_balance(200, Costs { anon: 1000, file: 0 }), (299, 0));
         // 23,040 pages: 5 at priority 12 -> 5 * 89 / 508 = 0; 720 at priority 5 -> 126.
         let c = Costs { anon: 1000, file: 0 };
-        assert_eq!(anon_scan(23_040, 12, 60, c), 0);
-        assert_eq!(anon_scan(23_040, 5, 60, c), 126);
-        assert_eq!(anon_scan(23_040, 0, 60, c), 23_040, "SCAN_EQUAL");
-        assert_eq!(anon_scan(23_040, 5, 0, c), 0, "swappiness 0: SCAN_FILE");
-        assert_eq!(anon_scan(23_040, 5, 200, c), 720);
+        let anon = |priority, swappiness| {
+            let sc = ScanControl { priority, swappiness, costs: c, cache_trim_mode: false };
+            scan_targets([23_040, 0, 0, 0], sc)[0]
+        };
+        assert_eq!(anon(12, 60), 0);
+        assert_eq!(anon(5, 60), 126);
+        assert_eq!(anon(0, 60), 23_040, "SCAN_EQUAL");
+        assert_eq!(anon(5, 0), 0, "swappiness 0: SCAN_FILE");
+        assert_eq!(anon(5, 200), 720);
+    }
+
+    /// With page cache: `SCAN_FRACT` splits by the costs, `cache_trim_mode` scans only the
+    /// file lists (not at priority 0, where `SCAN_EQUAL` comes first), swappiness 0 never anon.
+    #[test]
+    fn the_file_lists_take_their_fraction_or_everything_in_cache_trim_mode() {
+        let sizes = [4096, 2048, 8192, 1024];
+        let costs = Costs { anon: 100, file: 300 };
+        let sc = ScanControl { priority: 4, swappiness: 60, costs, cache_trim_mode: false };
+        // anon_cost 500, file_cost 700, total 1200: ap = 60 * 1201 / 501 = 143,
+        // fp = 140 * 1201 / 701 = 239; 256 * 143 / 382 = 95, 128 -> 47, 512 -> 320, 64 -> 40.
+        assert_eq!(pressure_balance(60, costs), (143, 239));
+        assert_eq!(scan_targets(sizes, sc), [95, 47, 320, 40]);
+        let trim = ScanControl { cache_trim_mode: true, ..sc };
+        assert_eq!(scan_targets(sizes, trim), [0, 0, 512, 64]);
+        let equal = ScanControl { priority: 0, ..trim };
+        assert_eq!(scan_targets(sizes, equal), sizes, "SCAN_EQUAL before cache_trim_mode");
+        let none = ScanControl { swappiness: 0, ..sc };
+        assert_eq!(scan_targets(sizes, none), [0, 0, 512, 64]);
+    }
+
+    /// `shrink_lruvec()`'s nudge, worked by hand: anon has 10 of 100 left (10 %), so it stops
+    /// and file keeps 90 % of its targets less what it scanned.
+    #[test]
+    fn the_nudge_stops_the_smaller_type_and_scales_the_other() {
+        let targets = [80, 20, 200, 100];
+        let mut nr = [8, 2, 150, 90];
+        proportional(&mut nr, &targets);
+        // percentage = 10 * 100 / 101 = 9; file: 200 * 91 / 100 = 182 less 50 scanned = 132;
+        // 100 * 91 / 100 = 91 less 10 scanned = 81.
+        assert_eq!(nr, [0, 0, 132, 81]);
     }
 
     /// `lru_note_cost_unlock_irq()`: each page out costs a cluster, each rotation one; past a
@@ -93,11 +174,13 @@ mod tests {
     #[test]
     fn costs_add_and_decay() {
         let mut c = Costs { anon: 0, file: 10 };
-        c.note_anon(2, 5, 1000);
+        c.note(false, 2, 5, 1000);
         assert_eq!(c, Costs { anon: 69, file: 10 });
-        c.note_anon(6, 0, 1000);
+        c.note(false, 6, 0, 1000);
         assert_eq!(c, Costs { anon: 130, file: 5 }, "261 + 10 > 250: halved");
-        c.note_anon(0, 0, 1000);
+        c.note(false, 0, 0, 1000);
         assert_eq!(c, Costs { anon: 130, file: 5 }, "no cost, no decay");
+        c.note(true, 0, 7, 1000);
+        assert_eq!(c, Costs { anon: 130, file: 12 }, "a file rotation costs the file lists");
     }
 }

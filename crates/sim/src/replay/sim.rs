@@ -364,6 +364,10 @@ struct Counts {
     kswapd_reclaimed: u64,
     direct_reclaimed: u64,
     kswapd_wakes: u64,
+    file_reads: u64,
+    file_faults: u64,
+    file_refaults: u64,
+    file_evictions: u64,
 }
 
 /// RAM, the swap area behind it, and what has happened so far.
@@ -375,6 +379,8 @@ pub struct Simulator<'p> {
     zram: Option<Arc<Zram>>,
     ram: Lru,
     touched: Vec<bool>,
+    /// Each file page read before: its next fault out of RAM is a refault.
+    file_read: Vec<bool>,
     /// Each resident page's place in the swap cache.
     cached: Vec<Cached>,
     /// Each page's swap slot and each slot's page ([`super::page_slots`]).
@@ -431,6 +437,14 @@ impl<'p> Simulator<'p> {
         if let Some(w) = cfg.watermarks {
             w.check(cfg.ram_pages.min(n as u64)).map_err(SimError::Setup)?;
         }
+        if cfg.watermarks.is_some() && cfg.file_pages > 0 {
+            return Err(SimError::Setup(
+                "machine-wide reclaim (watermarks) with page cache is not modelled yet".into(),
+            ));
+        }
+        if cfg.file_pages > u64::from(u32::MAX) - n as u64 {
+            return Err(SimError::Setup(format!("{} file pages: too many", cfg.file_pages)));
+        }
         if cfg.zswap_max.is_some() && cfg.cgroup != super::CgroupVersion::V2 {
             return Err(SimError::Setup("memory.zswap.max is a cgroup v2 file".into()));
         }
@@ -475,8 +489,14 @@ impl<'p> Simulator<'p> {
             cfg: cfg.clone(),
             swap,
             zram,
-            ram: Lru::new(cfg.ram_pages.min(n as u64) as usize, n, ps),
+            ram: Lru::with_file(
+                cfg.ram_pages.min(n as u64 + cfg.file_pages) as usize,
+                n,
+                cfg.file_pages as usize,
+                ps,
+            ),
             touched: vec![false; n],
+            file_read: vec![false; cfg.file_pages as usize],
             cached: vec![Cached::Mapped; n],
             slots: PageSlots::new(n, area, ps),
             ra,
@@ -530,8 +550,12 @@ impl<'p> Simulator<'p> {
         &self.pages[i * self.page_size..(i + 1) * self.page_size]
     }
 
-    /// One access: a hit, or a fault that may reclaim a frame first and may swap the page in.
+    /// One access: a hit, or a fault that may reclaim a frame first and may swap the page in
+    /// (or, for a file page, read it into the page cache).
     pub fn access(&mut self, a: Access) -> Result<(), SimError> {
+        if a.file {
+            return self.file_access(a.page);
+        }
         let Some(p) = u32::try_from(a.page).ok().filter(|&p| (p as usize) < self.touched.len())
         else {
             return Err(SimError::Setup(format!(
@@ -573,6 +597,33 @@ impl<'p> Simulator<'p> {
         if woken {
             self.kswapd()?;
         }
+        Ok(())
+    }
+
+    /// A read of file page `f` (mapped, as the player maps the file): a hit sets its accessed
+    /// bit; a miss is a major fault (mm/filemap.c `filemap_fault()`, no readahead: the player
+    /// maps the file `MADV_RANDOM`) that charges a frame to the memcg (`filemap_add_folio()`)
+    /// and puts the page on the inactive file list, or on the active one where
+    /// `workingset_refault()` finds its shadow recent.
+    fn file_access(&mut self, f: u64) -> Result<(), SimError> {
+        let Some(i) = usize::try_from(f).ok().filter(|&i| i < self.file_read.len()) else {
+            return Err(SimError::Setup(format!(
+                "trace reads file page {f} but the replay's file has {} pages",
+                self.file_read.len()
+            )));
+        };
+        self.counts.accesses += 1;
+        self.counts.file_reads += 1;
+        let p = (self.touched.len() + i) as u32;
+        if self.ram.is_resident(p) {
+            self.ram.touch(p);
+            return Ok(());
+        }
+        self.charge_fault()?;
+        let refault = std::mem::replace(&mut self.file_read[i], true);
+        self.counts.file_faults += 1;
+        self.counts.file_refaults += u64::from(refault);
+        self.ram.install(p, refault);
         Ok(())
     }
 
@@ -820,6 +871,12 @@ impl<'p> Simulator<'p> {
     /// `PAGE_ACTIVATE`) is activated.
     fn reclaim_page(&mut self, victim: u32) -> Result<Reclaimed, SimError> {
         let v = victim as usize;
+        if v >= self.touched.len() {
+            // A file page: clean (only read), unmapped and dropped with its shadow.
+            self.counts.file_evictions += 1;
+            self.ram.evict(victim);
+            return Ok(Reclaimed::Freed { pageout: false });
+        }
         let data = self.page(v);
         if self.slots.slot(victim).is_some() && self.slots.is_clean(victim) {
             match self.cached[v] {
@@ -942,6 +999,11 @@ impl<'p> Simulator<'p> {
             kswapd_reclaimed: c.kswapd_reclaimed,
             direct_reclaimed: c.direct_reclaimed,
             kswapd_wakes: c.kswapd_wakes,
+            file_pages: self.file_read.len() as u64,
+            file_reads: c.file_reads,
+            file_faults: c.file_faults,
+            file_refaults: c.file_refaults,
+            file_evictions: c.file_evictions,
             max_pool_bytes,
             disk_reads,
             disk_writes,

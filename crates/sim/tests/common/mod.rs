@@ -37,7 +37,7 @@ pub fn trace(n: u64, len: usize, seed: u64) -> Vec<Access> {
         .map(|k| {
             let x = r.next_u64();
             let page = if x & 1 == 0 { (x >> 8) % (n / 8).max(1) } else { (x >> 8) % n };
-            Access { page, write: x & 2 != 0, time_ns: k as u64 * 1000 }
+            Access { page, write: x & 2 != 0, file: false, time_ns: k as u64 * 1000 }
         })
         .collect()
 }

@@ -5,14 +5,19 @@
 //! - `do_try_to_free_pages()` starts at `DEF_PRIORITY` (12) and lowers the priority by one
 //!   after each pass until `SWAP_CLUSTER_MAX` pages are reclaimed (`nr_to_reclaim`) or
 //!   priority 0 is done.
-//! - Each pass (`shrink_node()` → `shrink_node_memcgs()`) first sets `may_deactivate`
-//!   (`prepare_scan_control()`), then `shrink_lruvec()`: `get_scan_count()` gives each anon
-//!   list its target ([`super::super::scan`]), taken in chunks of `SWAP_CLUSTER_MAX`, the
-//!   inactive list's then the active list's, while the inactive target lasts; the active chunk
-//!   is deactivated only with `may_deactivate` (else `skipped_deactivate`). A pass stops once
-//!   it reclaimed `nr_to_reclaim` itself (a memcg with no file pages breaks out there), and
-//!   ends by deactivating a chunk if the inactive list is low ([`Lru::end_of_pass`]). Each
-//!   `shrink_inactive_list()` chunk notes its cost (`lru_note_cost_unlock_irq()`).
+//! - Each pass (`shrink_node()` → `shrink_node_memcgs()`) first sets `may_deactivate` per
+//!   type and `cache_trim_mode` (`prepare_scan_control()`: plenty of inactive file pages and
+//!   no file refaults activated since the last reclaim scan the file lists only), then
+//!   `shrink_lruvec()`: `get_scan_count()` gives each list its target
+//!   ([`super::super::scan`]), taken in chunks of `SWAP_CLUSTER_MAX` in
+//!   `for_each_evictable_lru()` order while an inactive or the active file target lasts; an
+//!   active chunk is deactivated only with its type's `may_deactivate` (else
+//!   `skipped_deactivate`). Once the pass reclaimed `nr_to_reclaim` it stops if one type has
+//!   nothing left to scan (a memcg with no file pages breaks out there), else nudges the
+//!   targets once (`scan::proportional`) and goes on; it ends by deactivating an anon chunk if
+//!   the inactive anon list is low ([`Lru::end_of_pass`]). Each `shrink_inactive_list()`
+//!   chunk notes its type's cost (`lru_note_cost_unlock_irq()`); a file victim is clean and
+//!   dropped (`__remove_mapping()`, its shadow left), no io.
 //! - After the lists, `shrink_slab()` for the memcg at the pass's priority: only the
 //!   memcg-aware shrinkers (`shrink_slab_memcg()`), so zswap's, never zsmalloc's.
 //! - A reclaim that freed nothing is walked again (`memcg_full_walk`), and once more with
@@ -23,7 +28,7 @@
 
 use super::{Cached, Reclaimed, SimError, Simulator};
 use crate::replay::lru::{SWAP_CLUSTER_MAX, Scanned};
-use crate::replay::scan::anon_scan;
+use crate::replay::scan::{ScanControl, proportional, scan_targets};
 use zmem_zswap::{DEF_PRIORITY, SlabScope};
 
 impl Simulator<'_> {
@@ -61,28 +66,41 @@ impl Simulator<'_> {
     /// One priority's `shrink_lruvec()` and `shrink_slab()`: the pages freed, and whether an
     /// active chunk went unscanned for want of `may_deactivate`.
     fn shrink_pass(&mut self, priority: u32, force: bool) -> Result<(usize, bool), SimError> {
-        let may_deactivate = force || self.ram.may_deactivate();
-        let (inactive, active) = self.ram.list_sizes();
-        let (swappiness, costs) = (self.cfg.swappiness, self.ram.costs);
-        let mut nr_inactive = anon_scan(inactive as u64, priority, swappiness, costs) as usize;
-        let mut nr_active = anon_scan(active as u64, priority, swappiness, costs) as usize;
+        let deactivate = [false, true].map(|file| force || self.ram.may_deactivate(file));
+        let sizes = self.ram.list_sizes();
+        let cache_trim_mode = sizes[2] >> priority > 0 && !deactivate[1];
+        let sc = ScanControl {
+            priority,
+            swappiness: self.cfg.swappiness,
+            costs: self.ram.costs,
+            cache_trim_mode,
+        };
+        let targets = scan_targets(sizes, sc);
+        let mut nr = targets;
         let (mut freed, mut skipped) = (0, false);
-        while nr_inactive > 0 {
-            let chunk = nr_inactive.min(SWAP_CLUSTER_MAX);
-            nr_inactive -= chunk;
-            freed += self.shrink_inactive(chunk)?;
-            if nr_active > 0 {
-                let chunk = nr_active.min(SWAP_CLUSTER_MAX);
-                nr_active -= chunk;
-                if may_deactivate {
-                    self.ram.deactivate(chunk);
+        while nr[0] > 0 || nr[2] > 0 || nr[3] > 0 {
+            for lru in 0..4 {
+                let chunk = (nr[lru] as usize).min(SWAP_CLUSTER_MAX);
+                if chunk == 0 {
+                    continue;
+                }
+                nr[lru] -= chunk as u64;
+                let file = lru >= 2;
+                if lru % 2 == 0 {
+                    freed += self.shrink_inactive(file, chunk)?;
+                } else if deactivate[usize::from(file)] {
+                    self.ram.deactivate(file, chunk);
                 } else {
                     skipped = true;
                 }
             }
-            if freed >= SWAP_CLUSTER_MAX {
+            if freed < SWAP_CLUSTER_MAX {
+                continue;
+            }
+            if nr[0] + nr[1] == 0 || nr[2] + nr[3] == 0 {
                 break;
             }
+            proportional(&mut nr, &targets);
         }
         self.ram.end_of_pass();
         if self.swap.slab_reclaim().is_none() {
@@ -96,7 +114,8 @@ impl Simulator<'_> {
     /// swap is more than half full (`mem_cgroup_swap_full()`, `folio_free_swap()`), so its next
     /// reclaim writes it again. A read-ahead page's slot is still the page table's: kept.
     fn free_swap_on_activation(&mut self, p: u32) {
-        if self.cached[p as usize] != Cached::Mapped || !self.slots.vm_swap_full() {
+        let anon = (p as usize) < self.cached.len();
+        if !anon || self.cached[p as usize] != Cached::Mapped || !self.slots.vm_swap_full() {
             return;
         }
         if let Some(slot) = self.slots.slot(p) {
@@ -106,12 +125,12 @@ impl Simulator<'_> {
         }
     }
 
-    /// `shrink_inactive_list()` of `n` pages from the inactive tail: the pages freed; its cost
-    /// noted (a cluster per page written out, one per page scanned and kept).
-    fn shrink_inactive(&mut self, n: usize) -> Result<usize, SimError> {
+    /// `shrink_inactive_list()` of `n` pages from one type's inactive tail: the pages freed;
+    /// its cost noted (a cluster per page written out, one per page scanned and kept).
+    fn shrink_inactive(&mut self, file: bool, n: usize) -> Result<usize, SimError> {
         let (mut scanned, mut freed, mut pageouts) = (0u64, 0u64, 0u64);
         for _ in 0..n {
-            let victim = match self.ram.scan_tail() {
+            let victim = match self.ram.scan_tail(file) {
                 Scanned::Empty => break,
                 Scanned::Kept => None,
                 Scanned::Activated(p) => {
@@ -129,7 +148,7 @@ impl Simulator<'_> {
             }
         }
         let lru_size = self.ram.len() as u64;
-        self.ram.costs.note_anon(pageouts, scanned - freed, lru_size);
+        self.ram.costs.note(file, pageouts, scanned - freed, lru_size);
         Ok(freed as usize)
     }
 }
