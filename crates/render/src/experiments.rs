@@ -242,7 +242,14 @@ pub fn validation(v: &Validation) -> String {
             v.error.final_pool_bytes,
         ),
     ];
-    for (name, k, z, e) in rows {
+    let (k, z, e) = (&v.kernel, &v.zmem, &v.error);
+    let file = [
+        ("file faults", k.file_faults, z.file_faults, e.file_faults),
+        ("file refaults", k.file_refaults, z.file_refaults, e.file_refaults),
+    ];
+    // Page cache rows only for a trace with file reads.
+    let file = file.into_iter().filter(|_| k.file_faults + z.file_faults > 0);
+    for (name, k, z, e) in rows.into_iter().chain(file) {
         out += &format!("{name:<18} {k:>14} {z:>14} {:>9}\n", percent(e));
     }
     let ra = &v.readahead;

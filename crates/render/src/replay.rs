@@ -48,6 +48,13 @@ pub fn replay(r: &ReplayResult) -> String {
         r.clean_dropped,
         r.activation_freed
     );
+    if r.file_pages > 0 {
+        s += &format!(
+            "page cache: a file of {} pages, {} reads, {} major faults ({} refaults: \
+             workingset_refault_file), {} pages reclaimed\n",
+            r.file_pages, r.file_reads, r.file_faults, r.file_refaults, r.file_evictions
+        );
+    }
     if r.kswapd_wakes > 0 || r.direct_reclaimed > 0 {
         s += &format!(
             "machine-wide reclaim: kswapd woken {} times, reclaimed {} pages (pgsteal_kswapd); \

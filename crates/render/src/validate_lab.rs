@@ -20,7 +20,10 @@ fn config_table(c: &ConfigCheck) -> String {
         ("swap-in p50 ns", p.swap_in_p50_ns, k.swap_in_p50_ns, e.swap_in_p50_ns),
         ("swap-in p99 ns", p.swap_in_p99_ns, k.swap_in_p99_ns, e.swap_in_p99_ns),
     ];
-    for (name, l, kv, err) in ints {
+    let file = ("file refaults", p.file_refaults, k.file_refaults, e.file_refaults);
+    // Page cache rows only where the trace has some (a refault on either side).
+    let file = (p.file_refaults + k.file_refaults > 0).then_some(file);
+    for (name, l, kv, err) in ints.into_iter().chain(file) {
         out += &format!("  {name:<18} {l:>14} {kv:>14} {:>9}\n", percent(err));
     }
     out += &format!(
@@ -123,7 +126,9 @@ fn zswap_table(c: &ZswapCheck) -> String {
         ("swap-in p50 ns", p.swap_in_p50_ns, k.swap_in_p50_ns, e.swap_in_p50_ns),
         ("swap-in p99 ns", p.swap_in_p99_ns, k.swap_in_p99_ns, e.swap_in_p99_ns),
     ];
-    for (name, l, kv, err) in ints {
+    let file = ("file refaults", p.file_refaults, k.file_refaults, e.file_refaults);
+    let file = (p.file_refaults + k.file_refaults > 0).then_some(file);
+    for (name, l, kv, err) in ints.into_iter().chain(file) {
         out += &format!("  {name:<22} {l:>14} {kv:>14} {:>9}\n", percent(err));
     }
     out += &format!(

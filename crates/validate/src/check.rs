@@ -19,6 +19,8 @@ pub struct Figures {
     pub cpu_seconds: f64,
     pub swap_in_p50_ns: u64,
     pub swap_in_p99_ns: u64,
+    /// File faults of pages evicted before (`workingset_refault_file`): page cache only.
+    pub file_refaults: u64,
 }
 
 /// The prediction's relative error on each figure, `(predicted - kernel) / kernel`; `None`
@@ -33,6 +35,7 @@ pub struct FigureErrors {
     pub cpu_seconds: Option<f64>,
     pub swap_in_p50_ns: Option<f64>,
     pub swap_in_p99_ns: Option<f64>,
+    pub file_refaults: Option<f64>,
 }
 
 /// [`relative_error`] for real numbers.
@@ -55,6 +58,7 @@ impl FigureErrors {
             cpu_seconds: relative_error_f(p.cpu_seconds, k.cpu_seconds),
             swap_in_p50_ns: relative_error(p.swap_in_p50_ns, k.swap_in_p50_ns),
             swap_in_p99_ns: relative_error(p.swap_in_p99_ns, k.swap_in_p99_ns),
+            file_refaults: relative_error(p.file_refaults, k.file_refaults),
         }
     }
 }

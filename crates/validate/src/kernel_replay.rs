@@ -48,7 +48,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::player::{self, DONE, READY, SWAPINS};
+use crate::page_cache::TraceFile;
+use crate::player::{self, DONE, FILES, READY, SWAPINS};
 use zmem_kernel::KernelError;
 use zmem_kernel::harness::{self as live, Harness, HarnessConfig, ZramSwapConfig};
 use zmem_pages::access::Access;
@@ -70,6 +71,9 @@ pub struct KernelRunConfig {
     /// Read the cgroup's `memory.stat` at every sample, so reclaim works with current list sizes
     /// (see the module doc).
     pub flush_stats: bool,
+    /// The file the trace's file reads read ([`crate::page_cache`]), put out of the page cache
+    /// before the run; `None` for a trace without page cache.
+    pub file: Option<std::sync::Arc<TraceFile>>,
 }
 
 /// What the kernel did.
@@ -124,6 +128,13 @@ pub struct KernelRun {
     /// meanwhile (the boot's DAMON pages other processes out to any swap there is). On our zram
     /// device the player's own faults read nothing ahead (`SWP_SYNCHRONOUS_IO`).
     pub readahead: Option<zmem_kernel::stat::ReadaheadCounters>,
+    /// The player's file reads, and those that found their page out of the page cache (major
+    /// faults, by `mincore`).
+    pub file_reads: u64,
+    pub file_faults: u64,
+    /// The cgroup's `workingset_refault_file` over the accesses: file faults of pages evicted
+    /// with a shadow left.
+    pub file_refaults: u64,
 }
 
 /// CPU seconds process `pid` has run so far: `/proc/PID/schedstat`'s run time (nanoseconds),
@@ -151,6 +162,34 @@ fn parse_stat_cpu_ticks(stat: &str) -> Option<u64> {
     let rest = &stat[stat.rfind(')')? + 1..];
     let f: Vec<&str> = rest.split_whitespace().collect();
     Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+/// `memory.stat`'s file refaults (cgroup v1 and v2 alike: 6.18 mm/memcontrol-v1.c
+/// `memcg1_stat_names`, mm/memcontrol.c `memory_stats`).
+pub(crate) const FILE_REFAULTS: &str = "workingset_refault_file";
+
+/// The player's stream header for `trace` over `pages` region pages, with the file where the
+/// trace reads one.
+pub(crate) fn player_header(
+    page_size: usize,
+    pages: u64,
+    trace: &[Access],
+    file: Option<&TraceFile>,
+) -> player::Header {
+    player::Header {
+        page_size,
+        pages,
+        records: trace.len() as u64,
+        file_pages: file.map_or(0, TraceFile::pages),
+        file: file.map(|f| f.path().to_path_buf()),
+    }
+}
+
+/// The reads and faults of the player's `files R M` line (0 where unreadable).
+pub(crate) fn files_said(line: &str) -> (u64, u64) {
+    let mut f = line[line.find(FILES).unwrap_or(0)..].split_whitespace().skip(1);
+    let mut next = || f.next().and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
+    (next(), next())
 }
 
 /// One memory.stat counter of the cgroup (v1 names; v2 has the same for these two).
@@ -260,6 +299,9 @@ pub fn run(
     stop: &AtomicBool,
 ) -> Result<KernelRun, KernelError> {
     let n = (pages.len() / cfg.page_size) as u64;
+    if let Some(f) = &cfg.file {
+        f.drop_cached()?;
+    }
     let hcfg = HarnessConfig {
         swap: ZramSwapConfig {
             algorithm: cfg.algorithm.clone(),
@@ -333,7 +375,7 @@ fn measure<'scope, 'env>(
     let n = (pages.len() / ps) as u64;
     let id = h.swap.id();
     let stat0 = zmem_kernel::stat::zram_block_stat(id)?;
-    let header = player::Header { page_size: ps, pages: n, records: trace.len() as u64 };
+    let header = player_header(ps, n, trace, cfg.file.as_deref());
     std::io::Write::write_all(&mut stdin, &header.encode())
         .map_err(|e| KernelError::Setup(format!("player: {e}")))?;
     let deadline = Instant::now() + cfg.timeout;
@@ -359,6 +401,7 @@ fn measure<'scope, 'env>(
     wait_line(h, READY)?;
     out.player_overhead_bytes = h.cgroup.usage()?;
     let faults0 = cgroup_stat(h, "pgmajfault")?;
+    let refaults0 = cgroup_stat(h, FILE_REFAULTS)?;
     let ra0 = zmem_kernel::stat::readahead_counters().ok();
     let started = Instant::now();
     // The player's stdin is written from a thread while this one samples the device.
@@ -396,6 +439,7 @@ fn measure<'scope, 'env>(
                     (next(), next(), next());
                 out.fault_cpu_secs = next() as f64 / 1e9;
             }
+            Ok(l) if l.contains(FILES) => (out.file_reads, out.file_faults) = files_said(&l),
             Ok(l) if l.contains(DONE) => {
                 // The player waits for stdin's end now: its CPU time is that of the run.
                 if let Some(pid) = pid {
@@ -438,6 +482,7 @@ fn measure<'scope, 'env>(
     sample(h, &mut peak, &mut samples)?;
     peak = peak.max(mm.mem_used_max);
     out.cgroup_major_faults = cgroup_stat(h, "pgmajfault")?.saturating_sub(faults0);
+    out.file_refaults = cgroup_stat(h, FILE_REFAULTS)?.saturating_sub(refaults0);
     out.cgroup_swap_pages = cgroup_stat(h, "swap")? / ps as u64;
     note_other_swaps(h, &mut out.other_swaps)?;
     check_zswap(zswap_seen || zswap_enabled())?;
@@ -446,7 +491,7 @@ fn measure<'scope, 'env>(
         stored,
         out.cgroup_swap_pages,
         stat.read_ios - stat0.read_ios,
-        out.cgroup_major_faults,
+        out.cgroup_major_faults.saturating_sub(out.file_faults),
     )?;
     out.swap_outs = stat.write_ios - stat0.write_ios;
     out.swap_ins = stat.read_ios - stat0.read_ios;

@@ -317,6 +317,8 @@ fn side_of(k: &KernelRun) -> Side {
         swap_ins: k.swap_ins,
         peak_pool_bytes: k.peak_pool_bytes,
         final_pool_bytes: k.final_pool_bytes,
+        file_faults: k.file_faults,
+        file_refaults: k.file_refaults,
     }
 }
 
@@ -369,6 +371,8 @@ pub fn run(
                 .join("; ")
         )));
     }
+    let file = crate::page_cache::TraceFile::for_trace(trace, &cfg.swap_dir, ps)?;
+    let file_bytes = file.as_ref().map_or(0, |f| f.pages() * ps as u64);
     let vcfg = |algo: &str, ram_bytes: u64| ValidateConfig {
         ram_bytes,
         algorithm: algo.to_string(),
@@ -376,12 +380,13 @@ pub fn run(
         timeout: cfg.timeout,
         kernel_runs: cfg.kernel_runs.max(1),
         flush_stats: cfg.flush_stats,
+        file: file.clone(),
     };
 
     // Every run of a configuration (and of the same-filled pages) comes right after a baseline
     // run of the same pages without reclaim, and its CPU is net of that one's: the machine's
     // speed drifts over a validation by as much as the swap work being measured.
-    let base_ram = pages.len() as u64 + BASELINE_HEADROOM;
+    let base_ram = pages.len() as u64 + file_bytes + BASELINE_HEADROOM;
     let paired = |subject: &[u8], algo: &str| {
         paired_runs(subject, trace, &vcfg(algo, cfg.ram_bytes), base_ram, player, stop, progress)
     };
@@ -424,6 +429,7 @@ pub fn run(
             cpu_seconds: median(&cpus).max(0.0),
             swap_in_p50_ns: k.swap_in_p50_ns,
             swap_in_p99_ns: k.swap_in_p99_ns,
+            file_refaults: k.file_refaults,
         };
 
         // The lab's side: its measurement of the configuration, its replay, its cost model.
@@ -475,6 +481,7 @@ pub fn run(
             // fault does at the cgroup's limit (`cost::swap_in_end_to_end`).
             swap_in_p50_ns: end_to_end.0,
             swap_in_p99_ns: end_to_end.1,
+            file_refaults: r.file_refaults,
         };
         checks.push(ConfigCheck {
             config: p.name.clone(),
@@ -524,6 +531,7 @@ pub fn run(
             timeout: cfg.timeout,
             swap_dir: cfg.swap_dir.clone(),
             zram_algo: run_these[0].algo.clone(),
+            file: file.clone(),
         };
         Some(crate::zswap_lab::run(&cx, &cfg.zswap, caps, &checks, player, stop, progress)?)
     };

@@ -18,6 +18,7 @@ pub mod apply;
 pub mod check;
 pub mod kernel_replay;
 pub mod lab;
+pub mod page_cache;
 pub mod player;
 pub mod replay;
 pub mod request;

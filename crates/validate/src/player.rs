@@ -11,12 +11,24 @@
 //! page cache would be charged to the cgroup and reclaimed before anonymous pages).
 //!
 //! ```text
-//! header  8 bytes magic "ZMPLAY01", u32 page size, u64 region pages, u64 record count
-//! record  u32 page id, u8 flags (bit 0: write, bit 1: first touch: page_size bytes follow)
+//! header  8 bytes magic "ZMPLAY02", u32 page size, u64 region pages, u64 record count,
+//!         u64 file pages, then where file pages > 0: u16 length, the file's path (UTF-8)
+//! record  u32 page id, u8 flags (bit 0: write, bit 1: first touch: page_size bytes follow,
+//!         bit 2: a read of the file's page, not the region's)
 //! ```
-//! Integers little-endian. The player answers on stdout: `ready` once its region is mapped,
-//! `swapins C P50 P99 F` (see below), then `done N R` after the N-th and last record (R: pages of
-//! its region in RAM then), then waits until stdin is closed and exits.
+//! Integers little-endian. The player answers on stdout: `ready` once its region (and file) is
+//! mapped, `swapins C P50 P99 F` (see below), `files R M` (file reads, and those whose page
+//! `mincore` said was not in the page cache: major faults), then `done N R` after the N-th and
+//! last record (R: pages of its region in RAM then), then waits until stdin is closed and exits.
+//!
+//! Page cache: the file (made by the parent, out of the page cache when the player starts) is
+//! mapped shared and read-only with `MADV_RANDOM`, so each fault reads only its own page (6.18
+//! mm/filemap.c `do_sync_mmap_readahead()` returns at once for `VM_RAND_READ`) and the page is
+//! charged to the player's cgroup (`filemap_add_folio()`). Mapped, because the boot's DAMON
+//! pageout scheme (where one runs) allows only unmapped file pages (its last filter allows
+//! `unmapped`, so a mapped folio takes the opposite: mm/damon/paddr.c `damos_pa_filter_out()`,
+//! `ops_filters_default_reject`): the page cache is then reclaimed by the cgroup's reclaim alone,
+//! as the replay models it.
 //!
 //! Swap-in latency: before each access to a page it touched before, the player asks `mincore(2)`
 //! whether the page is in RAM (a page in the swap cache counts as in RAM: it faults without a
@@ -34,7 +46,7 @@ use zmem_kernel::KernelError;
 use zmem_pages::access::Access;
 
 /// The stream's first eight bytes.
-pub const MAGIC: [u8; 8] = *b"ZMPLAY01";
+pub const MAGIC: [u8; 8] = *b"ZMPLAY02";
 /// What the player prints once its region is mapped.
 pub const READY: &str = "ready";
 /// What the player prints after the last access (followed by the access count and the pages of
@@ -43,29 +55,42 @@ pub const DONE: &str = "done";
 
 const WRITE: u8 = 1;
 const FIRST_TOUCH: u8 = 2;
-const HEADER_LEN: usize = 8 + 4 + 8 + 8;
+const FILE: u8 = 4;
+const HEADER_LEN: usize = 8 + 4 + 8 + 8 + 8;
+/// The line that gives the file reads and their major faults.
+pub const FILES: &str = "files";
 const RECORD_LEN: usize = 5;
 
 fn bad(what: impl std::fmt::Display) -> KernelError {
     KernelError::Setup(format!("player stream: {what}"))
 }
 
-/// The stream's header: page size, region pages, record count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The stream's header: page size, region pages, record count, and the file the records read
+/// (its pages and path; none: 0 pages).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Header {
     pub page_size: usize,
     pub pages: u64,
     pub records: u64,
+    pub file_pages: u64,
+    pub file: Option<std::path::PathBuf>,
 }
 
 impl Header {
     /// The header's bytes.
-    pub fn encode(&self) -> [u8; HEADER_LEN] {
-        let mut h = [0u8; HEADER_LEN];
+    pub fn encode(&self) -> Vec<u8> {
+        let mut h = vec![0u8; HEADER_LEN];
         h[..8].copy_from_slice(&MAGIC);
         h[8..12].copy_from_slice(&(self.page_size as u32).to_le_bytes());
         h[12..20].copy_from_slice(&self.pages.to_le_bytes());
         h[20..28].copy_from_slice(&self.records.to_le_bytes());
+        h[28..36].copy_from_slice(&self.file_pages.to_le_bytes());
+        if self.file_pages > 0 {
+            let path = self.file.as_deref().map(|p| p.to_string_lossy().into_owned());
+            let path = path.unwrap_or_default();
+            h.extend_from_slice(&(path.len() as u16).to_le_bytes());
+            h.extend_from_slice(path.as_bytes());
+        }
         h
     }
 
@@ -82,7 +107,17 @@ impl Header {
         }
         let pages = u64::from_le_bytes(h[12..20].try_into().expect("8 bytes"));
         let records = u64::from_le_bytes(h[20..28].try_into().expect("8 bytes"));
-        Ok(Self { page_size, pages, records })
+        let file_pages = u64::from_le_bytes(h[28..36].try_into().expect("8 bytes"));
+        let mut file = None;
+        if file_pages > 0 {
+            let mut len = [0u8; 2];
+            r.read_exact(&mut len).map_err(|e| bad(format!("file path: {e}")))?;
+            let mut path = vec![0u8; u16::from_le_bytes(len).into()];
+            r.read_exact(&mut path).map_err(|e| bad(format!("file path: {e}")))?;
+            let path = String::from_utf8(path).map_err(|_| bad("file path is not UTF-8"))?;
+            file = Some(std::path::PathBuf::from(path));
+        }
+        Ok(Self { page_size, pages, records, file_pages, file })
     }
 }
 
@@ -95,7 +130,13 @@ pub fn write_stream(
     trace: &[Access],
 ) -> std::io::Result<()> {
     let n = pages.len() / page_size;
-    let header = Header { page_size, pages: n as u64, records: trace.len() as u64 };
+    let header = Header {
+        page_size,
+        pages: n as u64,
+        records: trace.len() as u64,
+        file_pages: 0,
+        file: None,
+    };
     out.write_all(&header.encode())?;
     write_stream_records(out, pages, page_size, trace)
 }
@@ -109,6 +150,13 @@ pub fn write_stream_records(
 ) -> std::io::Result<()> {
     let mut touched = vec![false; pages.len() / page_size];
     for a in trace {
+        if a.file {
+            let mut rec = [0u8; RECORD_LEN];
+            rec[..4].copy_from_slice(&(a.page as u32).to_le_bytes());
+            rec[4] = FILE;
+            out.write_all(&rec)?;
+            continue;
+        }
         let i = a.page as usize;
         let first = !std::mem::replace(&mut touched[i], true);
         let flags = (if a.write { WRITE } else { 0 }) | (if first { FIRST_TOUCH } else { 0 });
@@ -136,8 +184,12 @@ pub struct Played {
     /// Nanoseconds of each access that found its page out of RAM (swapped in), in order.
     pub swap_in_ns: Vec<u64>,
     /// Thread CPU nanoseconds of the accesses that fault: first touches (the copy of the page's
-    /// bytes into the region, its fault and any reclaim the charge does) and swap-ins.
+    /// bytes into the region, its fault and any reclaim the charge does), swap-ins and file
+    /// faults.
     pub fault_cpu_ns: u64,
+    /// Reads of file pages, and those whose page was not in the page cache (major faults).
+    pub file_reads: u64,
+    pub file_faults: u64,
 }
 
 /// This thread's CPU time in nanoseconds (0 where the system refuses).
@@ -163,6 +215,11 @@ impl Played {
         let (p50, p99) = (percentile(v, 50.0), percentile(v, 99.0));
         format!("{SWAPINS} {} {p50} {p99} {}", v.len(), self.fault_cpu_ns)
     }
+
+    /// The `files READS FAULTS` line.
+    pub fn files_line(&self) -> String {
+        format!("{FILES} {} {}", self.file_reads, self.file_faults)
+    }
 }
 
 /// Whether the page at `addr` (page-aligned) is in RAM, by `mincore(2)`; `None` where the
@@ -184,6 +241,7 @@ fn resident(addr: *const u8, page_size: usize) -> Option<bool> {
 pub fn play(
     input: &mut impl Read,
     region: &mut [u8],
+    file: &[u8],
     page_size: usize,
     records: u64,
 ) -> Result<Played, KernelError> {
@@ -194,6 +252,10 @@ pub fn play(
     for _ in 0..records {
         input.read_exact(&mut rec).map_err(|e| bad(format!("record {}: {e}", done.accesses)))?;
         let page = u64::from(u32::from_le_bytes(rec[..4].try_into().expect("4 bytes")));
+        if rec[4] & FILE != 0 {
+            read_file_page(file, page, page_size, &mut done)?;
+            continue;
+        }
         if page >= pages {
             return Err(bad(format!("page {page} outside a region of {pages} pages")));
         }
@@ -232,6 +294,99 @@ pub fn play(
         done.accesses += 1;
     }
     Ok(done)
+}
+
+/// One read of the file's page `page`: a word loaded; a page `mincore` says is not in the page
+/// cache faults (a major fault: the read from the file, the charge, any reclaim it does), its
+/// thread CPU time counted with the other faults'.
+fn read_file_page(
+    file: &[u8],
+    page: u64,
+    page_size: usize,
+    done: &mut Played,
+) -> Result<(), KernelError> {
+    let at = usize::try_from(page).ok().and_then(|p| p.checked_mul(page_size));
+    let Some(at) = at.filter(|&a| a < file.len()) else {
+        let pages = file.len() / page_size;
+        return Err(bad(format!("file page {page} outside a file of {pages} pages")));
+    };
+    let out = resident(file[at..].as_ptr(), page_size) == Some(false);
+    let cpu = thread_cpu_ns();
+    std::hint::black_box(file[at]);
+    if out {
+        done.file_faults += 1;
+        done.fault_cpu_ns += thread_cpu_ns().saturating_sub(cpu);
+    }
+    done.file_reads += 1;
+    done.accesses += 1;
+    Ok(())
+}
+
+/// The file a trace's file reads read, mapped shared and read-only with `MADV_RANDOM` (module
+/// doc); unmapped when dropped.
+#[derive(Debug)]
+pub struct FileMap {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl FileMap {
+    /// Maps the first `pages` pages of `path` (not followed where it is a link), and unlocks
+    /// them ([`lock_own_memory`]'s `MCL_FUTURE` would lock them as they fault).
+    pub fn open(path: &std::path::Path, pages: u64, page_size: usize) -> Result<Self, KernelError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+            .map_err(|e| bad(format!("{}: {e}", path.display())))?;
+        let len = usize::try_from(pages).ok().and_then(|p| p.checked_mul(page_size));
+        let have = f.metadata().map_err(|e| bad(format!("{}: {e}", path.display())))?.len();
+        let Some(len) = len.filter(|&l| l > 0 && l as u64 <= have) else {
+            return Err(bad(format!("{} is shorter than {pages} pages", path.display())));
+        };
+        use std::os::fd::AsRawFd;
+        // SAFETY: a shared read-only mapping of an open file at an address of the kernel's
+        // choice aliases nothing of ours; the file outlives no borrow (the mapping keeps it).
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                f.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(bad(format!(
+                "mmap of {}: {}",
+                path.display(),
+                std::io::Error::last_os_error()
+            )));
+        }
+        let map = Self { ptr: ptr.cast(), len };
+        // SAFETY: `ptr..ptr+len` is the mapping just made; advice and munlock change no contents.
+        let rc = unsafe { libc::madvise(ptr, len, libc::MADV_RANDOM) | libc::munlock(ptr, len) };
+        if rc != 0 {
+            return Err(bad(format!("madvise/munlock: {}", std::io::Error::last_os_error())));
+        }
+        Ok(map)
+    }
+
+    /// The file's mapped bytes.
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: the mapping is `len` readable bytes, owned by this value for its lifetime;
+        // nothing writes the file while the player runs (the parent made it and waits).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl Drop for FileMap {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping `open` made; no borrow of it outlives `self`.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
 }
 
 /// An anonymous private mapping of whole pages, with transparent huge pages off (the kernel must
@@ -347,14 +502,20 @@ pub fn run_stdio() -> Result<(), KernelError> {
     if locked {
         region.unlock()?;
     }
+    let file = match &h.file {
+        Some(path) if h.file_pages > 0 => Some(FileMap::open(path, h.file_pages, h.page_size)?),
+        _ => None,
+    };
     let mut out = std::io::stdout().lock();
     let say = |out: &mut std::io::StdoutLock, s: &str| {
         writeln!(out, "{s}").and_then(|()| out.flush()).map_err(|e| bad(format!("stdout: {e}")))
     };
     say(&mut out, READY)?;
-    let played = play(&mut input, region.bytes_mut(), h.page_size, h.records)?;
+    let file_bytes = file.as_ref().map_or(&[][..], FileMap::bytes);
+    let played = play(&mut input, region.bytes_mut(), file_bytes, h.page_size, h.records)?;
     let resident = region.resident_pages(h.page_size)?;
     say(&mut out, &played.swapins_line())?;
+    say(&mut out, &played.files_line())?;
     say(&mut out, &format!("{DONE} {} {resident}", played.accesses))?;
     // Keep every page mapped until the parent has read the kernel's counters.
     loop {
@@ -366,6 +527,7 @@ pub fn run_stdio() -> Result<(), KernelError> {
         input.consume(n);
     }
     drop(region);
+    drop(file);
     Ok(())
 }
 
@@ -380,12 +542,15 @@ mod tests {
 
     #[test]
     fn the_header_round_trips_and_is_checked() {
-        let h = Header { page_size: 4096, pages: 77, records: 1 << 40 };
+        let h = Header { page_size: 4096, pages: 77, records: 1 << 40, file_pages: 0, file: None };
         assert_eq!(Header::read(&mut &h.encode()[..]).unwrap(), h);
+        let path = Some(std::path::PathBuf::from("/var/tmp/f.pages"));
+        let with_file = Header { file_pages: 9, file: path, ..h.clone() };
+        assert_eq!(Header::read(&mut &with_file.encode()[..]).unwrap(), with_file);
         let mut b = h.encode();
         b[0] = b'X';
         assert!(Header::read(&mut &b[..]).is_err());
-        let odd = Header { page_size: 3000, ..h }.encode();
+        let odd = Header { page_size: 3000, ..h.clone() }.encode();
         assert!(Header::read(&mut &odd[..]).is_err());
         assert!(Header::read(&mut &h.encode()[..10]).is_err());
     }
@@ -403,9 +568,11 @@ mod tests {
         write_stream(&mut stream, &pages, ps, &trace).unwrap();
         let mut input = &stream[..];
         let h = Header::read(&mut input).unwrap();
-        assert_eq!(h, Header { page_size: ps, pages: n as u64, records: 500 });
+        let want =
+            Header { page_size: ps, pages: n as u64, records: 500, file_pages: 0, file: None };
+        assert_eq!(h, want);
         let mut region = vec![0u8; n * ps];
-        let played = play(&mut input, &mut region, ps, h.records).unwrap();
+        let played = play(&mut input, &mut region, &[], ps, h.records).unwrap();
         assert!(input.is_empty(), "every byte of the stream was consumed");
         let mut touched: Vec<u64> = trace.iter().map(|a| a.page).collect();
         touched.sort_unstable();
@@ -435,12 +602,12 @@ mod tests {
         let body = &stream[HEADER_LEN..];
         let mut region = vec![0u8; 4 * ps];
         // Cut inside the page's bytes.
-        assert!(play(&mut &body[..100], &mut region, ps, 2).is_err());
+        assert!(play(&mut &body[..100], &mut region, &[], ps, 2).is_err());
         // More records announced than sent.
-        assert!(play(&mut &body[..], &mut region, ps, 3).is_err());
+        assert!(play(&mut &body[..], &mut region, &[], ps, 3).is_err());
         // A page outside the region.
         let mut small = vec![0u8; 2 * ps];
-        let e = play(&mut &body[..], &mut small, ps, 2).unwrap_err().to_string();
+        let e = play(&mut &body[..], &mut small, &[], ps, 2).unwrap_err().to_string();
         assert!(e.contains("page 3 outside"), "{e}");
     }
 
@@ -467,7 +634,7 @@ mod tests {
         let mut stream = Vec::new();
         write_stream(&mut stream, &pages, ps, &trace[..2]).unwrap();
         let mut input = &stream[HEADER_LEN..];
-        let p = play(&mut input, r.bytes_mut(), ps, 2).unwrap();
+        let p = play(&mut input, r.bytes_mut(), &[], ps, 2).unwrap();
         assert!(p.swap_in_ns.is_empty(), "first touches are not swap-ins");
         assert!(p.fault_cpu_ns > 0, "the first touches' faults took CPU time");
         let page1 = r.bytes_mut()[ps..].as_mut_ptr();
@@ -480,9 +647,36 @@ mod tests {
             recs.extend_from_slice(&(a.page as u32).to_le_bytes());
             recs.push(if a.write { WRITE } else { 0 });
         }
-        let p = play(&mut &recs[..], r.bytes_mut(), ps, 2).unwrap();
+        let p = play(&mut &recs[..], r.bytes_mut(), &[], ps, 2).unwrap();
         assert_eq!(p.swap_in_ns.len(), 1, "only page 1 was out of RAM");
         assert_eq!(resident(r.bytes_mut()[1..].as_ptr(), ps), None, "not page-aligned");
+    }
+
+    /// File reads read the mapped file: a page out of the page cache is a major fault, counted;
+    /// a page read before is not; a page past the file is an error.
+    #[test]
+    fn file_reads_fault_each_page_out_of_the_page_cache_once() {
+        let ps = 4096;
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let f = crate::page_cache::TraceFile::create(dir.path(), 8, ps).unwrap();
+        f.drop_cached().unwrap();
+        let map = FileMap::open(f.path(), 8, ps).unwrap();
+        let file = |page| Access { page, write: false, file: true, time_ns: 0 };
+        let trace = [file(2), file(5), file(2), acc(0, true), file(7)];
+        let mut stream = Vec::new();
+        write_stream(&mut stream, &vec![1u8; ps], ps, &trace).unwrap();
+        let mut input = &stream[HEADER_LEN..];
+        let mut region = vec![0u8; ps];
+        let p = play(&mut input, &mut region, map.bytes(), ps, 5).unwrap();
+        assert!(input.is_empty());
+        assert_eq!((p.file_reads, p.file_faults, p.first_touches), (3 + 1, 3, 1));
+        assert_eq!(p.files_line(), "files 4 3");
+        let past = [file(8)];
+        let mut stream = Vec::new();
+        write_stream(&mut stream, &vec![1u8; ps], ps, &past).unwrap();
+        let e = play(&mut &stream[HEADER_LEN..], &mut region, map.bytes(), ps, 1).unwrap_err();
+        assert!(e.to_string().contains("file page 8 outside a file of 8 pages"), "{e}");
+        assert!(FileMap::open(f.path(), 9, ps).is_err(), "the file is 8 pages");
     }
 
     #[test]

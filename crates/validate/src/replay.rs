@@ -55,6 +55,9 @@ pub struct ValidateConfig {
     /// Flush the cgroup's statistics while the player runs, so the kernel's reclaim sees the
     /// current LRU sizes ([`KernelRunConfig::flush_stats`]).
     pub flush_stats: bool,
+    /// The file of the trace's file reads ([`KernelRunConfig::file`]); [`run`] makes it
+    /// where the trace has file reads and this is `None`.
+    pub file: Option<std::sync::Arc<crate::page_cache::TraceFile>>,
 }
 
 /// One side's figures: the keys of `--json`'s `kernel` and `zmem` objects.
@@ -64,6 +67,10 @@ pub struct Side {
     pub swap_ins: u64,
     pub peak_pool_bytes: u64,
     pub final_pool_bytes: u64,
+    /// File reads that faulted (major), and those of pages evicted before
+    /// (`workingset_refault_file`): 0 for a trace without page cache.
+    pub file_faults: u64,
+    pub file_refaults: u64,
 }
 
 /// zmem's relative error on each figure, `(zmem - kernel) / kernel`; `None` (JSON `null`) where
@@ -74,6 +81,8 @@ pub struct Errors {
     pub swap_ins: Option<f64>,
     pub peak_pool_bytes: Option<f64>,
     pub final_pool_bytes: Option<f64>,
+    pub file_faults: Option<f64>,
+    pub file_refaults: Option<f64>,
 }
 
 /// `(ours - theirs) / theirs`: 0 when both are 0, `None` when only the reference is 0.
@@ -93,6 +102,8 @@ impl Errors {
             swap_ins: relative_error(zmem.swap_ins, kernel.swap_ins),
             peak_pool_bytes: relative_error(zmem.peak_pool_bytes, kernel.peak_pool_bytes),
             final_pool_bytes: relative_error(zmem.final_pool_bytes, kernel.final_pool_bytes),
+            file_faults: relative_error(zmem.file_faults, kernel.file_faults),
+            file_refaults: relative_error(zmem.file_refaults, kernel.file_refaults),
         }
     }
 }
@@ -187,6 +198,8 @@ impl Side {
             swap_ins: k.swap_ins,
             peak_pool_bytes: k.peak_pool_bytes,
             final_pool_bytes: k.final_pool_bytes,
+            file_faults: k.file_faults,
+            file_refaults: k.file_refaults,
         }
     }
 }
@@ -216,6 +229,7 @@ pub fn kernel_runs(
         page_size: cfg.page_size,
         timeout: cfg.timeout,
         flush_stats: cfg.flush_stats,
+        file: cfg.file.clone(),
     };
     let wanted = cfg.kernel_runs.max(1);
     let (mut runs, mut failures) = (Vec::new(), Vec::new());
@@ -250,7 +264,7 @@ pub fn check_input(pages: &[u8], trace: &[Access], page_size: usize) -> Result<u
     if n == 0 || trace.is_empty() {
         return Err(LabError::NoPages);
     }
-    if let Some(a) = trace.iter().find(|a| a.page >= n) {
+    if let Some(a) = trace.iter().find(|a| !a.file && a.page >= n) {
         return Err(LabError::Setup(format!(
             "trace touches page {} but the page set has {n} pages",
             a.page
@@ -279,7 +293,12 @@ pub fn run(
     let ps = cfg.page_size;
     let n = check_input(pages, trace, ps)?;
     let touched_pages = distinct_pages(trace, n);
-
+    let dir = std::path::Path::new(crate::zswap_swap::DEFAULT_SWAP_DIR);
+    let file = match &cfg.file {
+        Some(f) => Some(f.clone()),
+        None => crate::page_cache::TraceFile::for_trace(trace, dir, ps)?,
+    };
+    let cfg = &ValidateConfig { file, ..cfg.clone() };
     let (mut runs, kernel_failures) = kernel_runs(pages, trace, cfg, player, stop, progress)?;
     let sides: Vec<Side> = runs.iter().map(Side::of).collect();
     let k = runs.swap_remove(median_run(&sides).expect("at least one run"));
@@ -312,6 +331,8 @@ pub fn run(
         swap_ins: r.swap_ins - r.zero_swap_ins,
         peak_pool_bytes: r.max_pool_bytes,
         final_pool_bytes: r.counter("mem_used_total"),
+        file_faults: r.file_faults,
+        file_refaults: r.file_refaults,
     };
     Ok(Validation {
         kernel,
@@ -350,8 +371,13 @@ mod tests {
         assert_eq!(relative_error(0, 0), Some(0.0));
         assert_eq!(relative_error(5, 0), None);
         assert_eq!(relative_error(0, 8), Some(-1.0));
-        let k = Side { swap_outs: 200, swap_ins: 50, peak_pool_bytes: 4096, final_pool_bytes: 0 };
-        let z = Side { swap_outs: 210, swap_ins: 40, peak_pool_bytes: 4096, final_pool_bytes: 0 };
+        let side = |swap_outs, swap_ins| Side {
+            swap_outs,
+            swap_ins,
+            peak_pool_bytes: 4096,
+            ..Side::default()
+        };
+        let (k, z) = (side(200, 50), side(210, 40));
         let e = Errors::between(&z, &k);
         assert_eq!(e.swap_outs, Some(0.05));
         assert_eq!(e.swap_ins, Some(-0.2));
@@ -391,6 +417,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             kernel_runs: 1,
             flush_stats: true,
+            file: None,
         };
         let cmd = || Command::new("/nonexistent/zmem-player");
         let far = [Access { page: 9, write: false, file: false, time_ns: 0 }];
@@ -399,5 +426,8 @@ mod tests {
         assert!(e.contains("page 9"), "{e}");
         let e = run(&pages, &[], &cfg, &cmd, &go, &zmem_sim::NoProgress).unwrap_err();
         assert!(matches!(e, LabError::NoPages), "{e}");
+        // A file read's id is a file page's: not checked against the page set.
+        let file = [Access { page: 9, write: false, file: true, time_ns: 0 }];
+        assert_eq!(check_input(&pages, &file, 4096).unwrap(), 4);
     }
 }

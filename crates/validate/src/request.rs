@@ -181,6 +181,7 @@ impl ValidateReplayRequest {
             timeout: self.timeout,
             kernel_runs: self.kernel_runs as usize,
             flush_stats: !self.stale_stats,
+            file: None,
         })
     }
 

@@ -43,7 +43,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::kernel_replay::process_cpu_secs;
-use crate::player::{self, DONE, READY, SWAPINS};
+use crate::kernel_replay::{FILE_REFAULTS, files_said, player_header};
+use crate::player::{self, DONE, FILES, READY, SWAPINS};
 use crate::zswap_params::{self, ParamsGuard};
 use crate::zswap_swap::{self, LoopSwap};
 use zmem_kernel::KernelError;
@@ -83,6 +84,8 @@ pub struct ZswapRunConfig {
     pub swap_dir: PathBuf,
     /// zswap's parameter directory ([`zswap_params::PARAMS_DIR`]; a test may point elsewhere).
     pub params_dir: PathBuf,
+    /// The file the trace's file reads read (`KernelRunConfig::file`).
+    pub file: Option<std::sync::Arc<crate::page_cache::TraceFile>>,
 }
 
 /// One reading of the global counters.
@@ -135,6 +138,10 @@ pub struct ZswapKernelRun {
     pub swap_in_p99_ns: u64,
     pub cgroup_major_faults: u64,
     pub cgroup_swap_pages: u64,
+    /// File reads, their major faults and the cgroup's file refaults (`KernelRun`'s).
+    pub file_reads: u64,
+    pub file_faults: u64,
+    pub file_refaults: u64,
     // Global (module doc).
     /// debugfs `stored_pages` after the last access less before the first; `None` without
     /// debugfs, where `stored_pages_meminfo` (meminfo `Zswapped` / page size) stands in.
@@ -215,6 +222,9 @@ fn guarded(
 ) -> Result<(), KernelError> {
     let ps = cfg.page_size;
     let n = (pages.len() / ps) as u64;
+    if let Some(f) = &cfg.file {
+        f.drop_cached()?;
+    }
     // Room for every page, the header, and slack for the swap allocator's clusters. Dropped
     // last of the guards below (locals drop in reverse order).
     let swap = LoopSwap::create(&cfg.swap_dir, (n + 1024) * ps as u64, 32767)?;
@@ -274,11 +284,7 @@ fn measure<'scope, 'env>(
 ) -> Result<(), KernelError> {
     let Work { pages, trace, cfg, stop, swap, cgroup, pid } = w;
     let ps = cfg.page_size;
-    let header = player::Header {
-        page_size: ps,
-        pages: (pages.len() / ps) as u64,
-        records: trace.len() as u64,
-    };
+    let header = player_header(ps, (pages.len() / ps) as u64, trace, cfg.file.as_deref());
     std::io::Write::write_all(&mut stdin, &header.encode())
         .map_err(|e| KernelError::Setup(format!("player: {e}")))?;
     let deadline = Instant::now() + cfg.timeout;
@@ -305,6 +311,7 @@ fn measure<'scope, 'env>(
     }
     out.player_overhead_bytes = cgroup.usage()?;
     let faults0 = cgroup_stat(cgroup, "pgmajfault")?;
+    let refaults0 = cgroup_stat(cgroup, FILE_REFAULTS)?;
     let c0 = Counters::read();
     let disk0 = swap.block_stat()?;
     let pool0 = c0.pool().unwrap_or(0);
@@ -331,6 +338,7 @@ fn measure<'scope, 'env>(
                     (next(), next(), next());
                 out.fault_cpu_secs = next() as f64 / 1e9;
             }
+            Ok(l) if l.contains(FILES) => (out.file_reads, out.file_faults) = files_said(&l),
             Ok(l) if l.contains(DONE) => {
                 out.player_cpu_secs = process_cpu_secs(pid)?;
                 break l[l.find(DONE).unwrap_or(0)..].to_string();
@@ -361,6 +369,7 @@ fn measure<'scope, 'env>(
         _ => return Err(KernelError::Setup(format!("the player said {done:?}"))),
     }
     out.cgroup_major_faults = cgroup_stat(cgroup, "pgmajfault")?.saturating_sub(faults0);
+    out.file_refaults = cgroup_stat(cgroup, FILE_REFAULTS)?.saturating_sub(refaults0);
     out.cgroup_swap_pages = cgroup_stat(cgroup, "swap")? / ps as u64;
     fill_globals(out, &c0, &c1, peak, ps);
     out.disk_read_pages =

@@ -80,6 +80,9 @@ pub struct ZswapFigures {
     pub cpu_seconds: f64,
     pub swap_in_p50_ns: u64,
     pub swap_in_p99_ns: u64,
+    /// File faults of pages evicted before (`workingset_refault_file`): page cache only.
+    #[serde(default)]
+    pub file_refaults: u64,
 }
 
 /// The prediction's relative error on each figure, `(predicted - kernel) / kernel`.
@@ -98,6 +101,7 @@ pub struct ZswapErrors {
     pub cpu_seconds: Option<f64>,
     pub swap_in_p50_ns: Option<f64>,
     pub swap_in_p99_ns: Option<f64>,
+    pub file_refaults: Option<f64>,
 }
 
 impl ZswapErrors {
@@ -121,6 +125,7 @@ impl ZswapErrors {
             cpu_seconds: cpu,
             swap_in_p50_ns: relative_error(p.swap_in_p50_ns, k.swap_in_p50_ns),
             swap_in_p99_ns: relative_error(p.swap_in_p99_ns, k.swap_in_p99_ns),
+            file_refaults: relative_error(p.file_refaults, k.file_refaults),
         }
     }
 }
@@ -257,6 +262,8 @@ pub struct Context<'a> {
     pub timeout: std::time::Duration,
     pub swap_dir: std::path::PathBuf,
     pub zram_algo: String,
+    /// The file of the trace's file reads, if it has any.
+    pub file: Option<std::sync::Arc<crate::page_cache::TraceFile>>,
 }
 
 fn median_index(v: &[u64]) -> usize {
@@ -337,6 +344,7 @@ fn check_one(
         settings: s.clone(),
         swap_dir: cx.swap_dir.clone(),
         params_dir,
+        file: cx.file.clone(),
     };
     let base_cfg = ValidateConfig {
         ram_bytes: cx.base_ram,
@@ -345,6 +353,7 @@ fn check_one(
         timeout: cx.timeout,
         kernel_runs: 1,
         flush_stats: cx.flush_stats,
+        file: cx.file.clone(),
     };
     let wanted = cx.kernel_runs.max(1);
     let (mut runs, mut cpus, mut failures) = (Vec::new(), Vec::new(), Vec::new());
@@ -403,6 +412,7 @@ fn check_one(
         cpu_seconds: median(&cpus).max(0.0),
         swap_in_p50_ns: k.swap_in_p50_ns,
         swap_in_p99_ns: k.swap_in_p99_ns,
+        file_refaults: k.file_refaults,
     };
 
     // The lab's side.
@@ -464,6 +474,7 @@ fn check_one(
         // zswap's loads against zram's whole faults.
         swap_in_p50_ns: end_to_end.0,
         swap_in_p99_ns: end_to_end.1,
+        file_refaults: r.file_refaults,
     };
     Ok(ZswapCheck {
         config: s.label(),

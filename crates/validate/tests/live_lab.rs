@@ -57,6 +57,7 @@ fn validate_lab_on_the_live_kernel() {
         bursts_per_phase: 1,
         idle_ns: 0,
         seed: 9,
+        ..Options::default()
     })
     .unwrap();
     let trace = accesses(&trace);

@@ -44,6 +44,7 @@ fn validate_replay_on_the_live_kernel() {
         bursts_per_phase: 1,
         idle_ns: 0,
         seed: 5,
+        ..Options::default()
     })
     .unwrap();
     let trace = accesses(&trace);
@@ -58,6 +59,7 @@ fn validate_replay_on_the_live_kernel() {
         timeout: Duration::from_secs(120),
         kernel_runs: 1,
         flush_stats: true,
+        file: None,
     };
     let player = zmem_testkit::reexec_fn("player", "");
     let go = std::sync::atomic::AtomicBool::new(false);
@@ -154,4 +156,60 @@ fn validate_replay_on_the_live_kernel() {
         let block = format!("/sys/block/{}", d.trim_start_matches("/dev/"));
         assert!(!std::path::Path::new(&block).exists(), "{block} left after the interruption");
     }
+}
+
+/// Page cache: a trace that also reads a file of 2,048 pages. The player maps the file the run
+/// made (out of the page cache at the start), and each of its file faults is either a page's
+/// first read or a refault the cgroup counts (`workingset_refault_file`: every evicted page
+/// left a shadow), up to the statistics' flush lag; both sides refault, and the file is
+/// removed at the end.
+#[test]
+#[ignore = "live: needs root, kernel zram and a memory cgroup (scripts/test runs it)"]
+fn validate_replay_with_page_cache_on_the_live_kernel() {
+    zmem_testkit::child("player", |_| player());
+    let Some(_live) = zmem_testkit::live(live::unavailable_reason()) else { return };
+    let n = 2048;
+    let set = mixed::generate(n, 4096, 12).unwrap();
+    let o = Options {
+        pages: n as u64,
+        accesses: 40_000,
+        working_set: 1024,
+        phases: 2,
+        bursts_per_phase: 1,
+        idle_ns: 0,
+        seed: 6,
+        file_pages: 2048,
+        file_fraction: 0.3,
+        ..Options::default()
+    };
+    let trace = accesses(&generate(&o).unwrap());
+    let mut seen = std::collections::HashSet::new();
+    let touched = trace.iter().filter(|a| seen.insert((a.file, a.page))).count() as u64;
+    let file_read = seen.iter().filter(|(file, _)| *file).count() as u64;
+    let cfg = ValidateConfig {
+        ram_bytes: touched / 2 * 4096 + (1 << 20),
+        algorithm: "lzo-rle".into(),
+        page_size: 4096,
+        timeout: Duration::from_secs(120),
+        kernel_runs: 1,
+        flush_stats: true,
+        file: None,
+    };
+    let player = zmem_testkit::reexec_fn("player", "");
+    let go = std::sync::atomic::AtomicBool::new(false);
+    let v = validate::run(set.bytes(), &trace, &cfg, &player, &go, &NoProgress).expect("validate");
+    eprintln!("{}", serde_json::to_string_pretty(&v).unwrap());
+    let k = &v.kernel_run;
+    assert_eq!(k.file_reads, trace.iter().filter(|a| a.file).count() as u64);
+    // Each file fault is a first read or a refault; memory.stat is flushed only once more
+    // than `MEMCG_CHARGE_BATCH * num_online_cpus()` updates are pending (6.18 mm/memcontrol.c
+    // `memcg_vmstats_needs_flush()`), so the count read may lag by that many.
+    let lag = 64 * std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+    let refaults = k.file_faults.checked_sub(file_read).expect("a fault per first read");
+    assert!(refaults.abs_diff(k.file_refaults) <= lag, "{refaults} refaults: {k:?}");
+    assert!(k.file_refaults > 0 && v.zmem.file_refaults > 0, "{:?} {:?}", v.kernel, v.zmem);
+    assert_eq!(v.zmem.file_faults, file_read + v.zmem.file_refaults);
+    assert_eq!(v.error.file_refaults, relative_error(v.zmem.file_refaults, v.kernel.file_refaults));
+    let file = format!("/var/tmp/zmem-validate-file-{}.pages", std::process::id());
+    assert!(!std::path::Path::new(&file).exists(), "{file} left");
 }

@@ -68,6 +68,7 @@ fn one_zswap_configuration_end_to_end() {
         bursts_per_phase: 1,
         idle_ns: 0,
         seed: 9,
+        ..Options::default()
     })
     .unwrap();
     let trace = accesses(&trace);

@@ -79,20 +79,12 @@ impl Simulator<'_> {
         let mut nr = targets;
         let (mut freed, mut skipped) = (0, false);
         while nr[0] > 0 || nr[2] > 0 || nr[3] > 0 {
-            for lru in 0..4 {
-                let chunk = (nr[lru] as usize).min(SWAP_CLUSTER_MAX);
-                if chunk == 0 {
-                    continue;
-                }
-                nr[lru] -= chunk as u64;
-                let file = lru >= 2;
-                if lru % 2 == 0 {
-                    freed += self.shrink_inactive(file, chunk)?;
-                } else if deactivate[usize::from(file)] {
-                    self.ram.deactivate(file, chunk);
-                } else {
-                    skipped = true;
-                }
+            for (lru, n) in nr.iter_mut().enumerate() {
+                let chunk = (*n as usize).min(SWAP_CLUSTER_MAX);
+                *n -= chunk as u64;
+                let (got, skip) = self.shrink_list(lru, chunk, deactivate)?;
+                freed += got;
+                skipped |= skip;
             }
             if freed < SWAP_CLUSTER_MAX {
                 continue;
@@ -107,6 +99,29 @@ impl Simulator<'_> {
             self.swap.shrink_slab(priority, SlabScope::Memcg);
         }
         Ok((freed, skipped))
+    }
+
+    /// `shrink_list()` of a chunk of list `lru` (`scan::Lists` order): an inactive list's
+    /// pages scanned for reclaim, an active list's deactivated where its type's
+    /// `may_deactivate` is set (else skipped). The pages freed, and whether it skipped.
+    fn shrink_list(
+        &mut self,
+        lru: usize,
+        chunk: usize,
+        deactivate: [bool; 2],
+    ) -> Result<(usize, bool), SimError> {
+        let file = lru >= 2;
+        if chunk == 0 {
+            return Ok((0, false));
+        }
+        if lru.is_multiple_of(2) {
+            return Ok((self.shrink_inactive(file, chunk)?, false));
+        }
+        if !deactivate[usize::from(file)] {
+            return Ok((0, true));
+        }
+        self.ram.deactivate(file, chunk);
+        Ok((0, false))
     }
 
     /// `shrink_folio_list()`'s `activate_locked`: a folio in the swap cache whose slot nothing
