@@ -123,3 +123,45 @@ fn total_ram_sets_what_zswaps_pool_limit_is_a_share_of() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--total-ram 0: less than a page"));
 }
+
+/// Page cache end to end: `trace gen --file-pages` writes file reads, `trace info` counts them,
+/// and `zmem replay` reads them into its page cache: each file fault is a first read or a
+/// refault, and a file bigger than RAM refaults.
+#[test]
+fn a_trace_with_file_pages_replays_through_the_page_cache() {
+    let (pages, _) = inputs("file-pages");
+    let trace = pages.with_file_name("file.trace");
+    let make = [
+        "trace",
+        "gen",
+        "--pages",
+        "256",
+        "--accesses",
+        "20000",
+        "--file-pages",
+        "512",
+        "--file-fraction",
+        "0.5",
+        "--seed",
+        "3",
+        "-o",
+        s(&trace),
+    ];
+    let out = run(&make);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let info = run(&["trace", "info", "--json", s(&trace)]);
+    let info: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    assert_eq!(info["file_pages"], 512);
+    let reads = info["file_reads"].as_u64().unwrap();
+    assert!((9000..11000).contains(&reads), "{reads} of 20000 at a fraction of 0.5");
+    let v = replay(&pages, &trace, &["--swap", "zram"]);
+    assert_eq!(v["file_reads"].as_u64(), Some(reads));
+    let (faults, refaults) =
+        (v["file_faults"].as_u64().unwrap(), v["file_refaults"].as_u64().unwrap());
+    assert_eq!(faults, info["file_pages_used"].as_u64().unwrap() + refaults);
+    assert!(refaults > 0, "512 file pages do not fit 64 pages of RAM");
+    let out = run(&["trace", "gen", "--file-pages", "8", "--file-fraction", "2", "-o", s(&trace)]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("file fraction") && err.lines().count() == 1, "{err}");
+}

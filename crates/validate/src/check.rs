@@ -38,6 +38,14 @@ pub struct FigureErrors {
     pub file_refaults: Option<f64>,
 }
 
+/// The share of the pages the replay's reclaim freed that were swap-outs, not file pages
+/// dropped (1 without page cache): what a fault's reclaim batch swaps out
+/// (`zmem_lab::cost::swap_in_end_to_end_beside_cache`).
+pub(crate) fn anon_share(r: &zmem_sim::replay::ReplayResult) -> f64 {
+    let all = r.swap_outs + r.file_evictions;
+    if all == 0 { 1.0 } else { r.swap_outs as f64 / all as f64 }
+}
+
 /// [`relative_error`] for real numbers.
 pub(crate) fn relative_error_f(ours: f64, theirs: f64) -> Option<f64> {
     if theirs == 0.0 {

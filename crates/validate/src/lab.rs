@@ -311,6 +311,11 @@ fn pool_per_page(k: &KernelRun, page_size: usize) -> f64 {
     if stored == 0 { 0.0 } else { k.final_pool_bytes as f64 / stored as f64 }
 }
 
+/// The kernel's CPU seconds for the replay's file refaults (`cost::FILE_REFAULT_NS` each).
+pub(crate) fn file_refault_secs(r: &zmem_sim::replay::ReplayResult) -> f64 {
+    r.file_refaults as f64 * cost::FILE_REFAULT_NS / 1e9
+}
+
 fn side_of(k: &KernelRun) -> Side {
     Side {
         swap_outs: k.swap_outs,
@@ -436,6 +441,8 @@ pub fn run(
         let row = policy::measure(p, pages, ps, &[], &mut back, progress)?;
         let ram_pages = replay_ram_pages(cfg.ram_bytes, overhead, touched, ps);
         let rcfg = ReplayConfig {
+            // The player maps the file MADV_RANDOM (`player.rs`): no recency.
+            file_recency: false,
             ram_pages,
             swap: SwapKind::Zram,
             algo: p.algo.clone(),
@@ -468,15 +475,20 @@ pub fn run(
         let proj = Projection { pages: row.pages, live_bytes: None, current_pool: None };
         let c = cost::project(std::slice::from_ref(&m), proj, traffic, &Budgets::default(), false);
         let c = c.first().ok_or_else(|| LabError::Setup("the projection gave nothing".into()))?;
-        let end_to_end =
-            cost::swap_in_end_to_end(c.load_p50_ns, c.load_p99_ns, row.compress_cpu_ns_per_page);
+        let end_to_end = cost::swap_in_end_to_end_beside_cache(
+            c.load_p50_ns,
+            c.load_p99_ns,
+            row.compress_cpu_ns_per_page,
+            crate::check::anon_share(&r),
+        );
         let predicted = Figures {
             pool_bytes: r.max_pool_bytes,
             peak_pool_bytes: r.max_pool_bytes,
             final_pool_bytes: r.counter("mem_used_total"),
             swap_outs: outs,
             swap_ins: ins,
-            cpu_seconds: c.cpu_secs_per_sec,
+            // The swap work, and the page cache's refaults (`cost::FILE_REFAULT_NS`).
+            cpu_seconds: c.cpu_secs_per_sec + file_refault_secs(&r),
             // As the player times it: the fault, the read, and at the p99 the reclaim the
             // fault does at the cgroup's limit (`cost::swap_in_end_to_end`).
             swap_in_p50_ns: end_to_end.0,

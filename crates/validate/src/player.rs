@@ -23,8 +23,15 @@
 //!
 //! Page cache: the file (made by the parent, out of the page cache when the player starts) is
 //! mapped shared and read-only with `MADV_RANDOM`, so each fault reads only its own page (6.18
-//! mm/filemap.c `do_sync_mmap_readahead()` returns at once for `VM_RAND_READ`) and the page is
-//! charged to the player's cgroup (`filemap_add_folio()`). Mapped, because the boot's DAMON
+//! mm/filemap.c `do_sync_mmap_readahead()` returns at once for `VM_RAND_READ`; `POSIX_FADV_RANDOM`
+//! would not stop the mapping's read-around) and the page is charged to the player's cgroup
+//! (`filemap_add_folio()`). `VM_RAND_READ` also takes the mapping's recency away
+//! (include/linux/mm_inline.h `vma_has_recency()`): reclaim ignores its accessed bits, so the
+//! file's pages are reclaimed at their first scan unless a refault activated them. The
+//! replay is told so (`ReplayConfig::file_recency`); measured before it was, the kernel
+//! reclaimed all 40,237 file pages it scanned, activating and keeping none (perf,
+//! `mm_vmscan_lru_shrink_inactive`), and the replay, reading the accessed bits, swapped 13 %
+//! more. Mapped, because the boot's DAMON
 //! pageout scheme (where one runs) allows only unmapped file pages (its last filter allows
 //! `unmapped`, so a mapped folio takes the opposite: mm/damon/paddr.c `damos_pa_filter_out()`,
 //! `ops_filters_default_reject`): the page cache is then reclaimed by the cgroup's reclaim alone,

@@ -312,6 +312,8 @@ pub fn run(
         Err(_) => (Readahead::Vma, replay::DEFAULT_PAGE_CLUSTER),
     };
     let rcfg = ReplayConfig {
+        // The player maps the file MADV_RANDOM (`player.rs`): no recency.
+        file_recency: false,
         ram_pages,
         swap: SwapKind::Zram,
         algo: cfg.algorithm.clone(),

@@ -429,6 +429,8 @@ fn check_one(
     let (readahead, page_cluster) =
         readahead_mode(zmem_kernel::stat::swap_readahead().ok(), rotational);
     let rcfg = ReplayConfig {
+        // The player maps the file MADV_RANDOM (`player.rs`): no recency.
+        file_recency: false,
         ram_pages,
         swap: SwapKind::Zswap,
         zswap: ZswapParams { max_pool_percent: mpp, ..s.clone() },
@@ -449,8 +451,12 @@ fn check_one(
     // kernel's own swap work. Not the replay's thread CPU, which also counts the simulator's
     // work over every access.
     let codec = codec_cost(cx.pages, ps, &s.compressor)?;
-    let end_to_end =
-        cost::swap_in_end_to_end(r.load_hist.p50_ns, r.load_hist.p99_ns, codec.compress_ns);
+    let end_to_end = cost::swap_in_end_to_end_beside_cache(
+        r.load_hist.p50_ns,
+        r.load_hist.p99_ns,
+        codec.compress_ns,
+        crate::check::anon_share(&r),
+    );
     let codec_secs = (r.counter("zswpout") as f64 * codec.compress_ns
         + (r.counter("zswpin") + r.counter("zswpwb")) as f64 * codec.decompress_ns)
         / 1e9;
@@ -467,7 +473,9 @@ fn check_one(
         swap_ins: r.swap_ins,
         swap_ra: r.swap_ra,
         swap_ra_hit: r.swap_ra_hit,
-        cpu_seconds: codec_secs + cost::SWAP_OVERHEAD.cpu_secs_per_sec(traffic),
+        cpu_seconds: codec_secs
+            + cost::SWAP_OVERHEAD.cpu_secs_per_sec(traffic)
+            + crate::lab::file_refault_secs(&r),
         // As the player times it, and as zram's prediction is: the fault, the load (a miss
         // with its device read), and at the p99 the reclaim the fault does at the cgroup's
         // limit (`cost::swap_in_end_to_end`). Before, the load alone: the verdict then weighed

@@ -258,8 +258,9 @@ impl ReplayRequest {
                 .watermarks
                 .map(|w| w.pages(self.ram / self.page_size as u64, self.page_size as u64))
                 .transpose()?,
-            // The replay takes the trace's file pages from its file reads.
+            // The replay takes the trace's file pages from its file reads, mapped plainly.
             file_pages: 0,
+            file_recency: true,
         })
     }
 

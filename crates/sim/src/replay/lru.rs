@@ -2,8 +2,10 @@
 //! two for anonymous pages and, where a trace reads a file, two for its page cache, with the
 //! accessed bit of each page's PTE and the folio's `PG_referenced`. The file's pages are mapped
 //! (the player maps the file, not executable), so `folio_check_references()` and
-//! `shrink_active_list()` treat them as they treat anonymous pages; what differs is what
-//! reclaim does with a victim (a clean file page is dropped, no swap) and the workingset:
+//! `shrink_active_list()` treat them as they treat anonymous pages, except where the mapping
+//! has no recency (`MADV_RANDOM`, `vma_has_recency()`: their accesses are never seen); what
+//! differs is what reclaim does with a victim (a clean file page is dropped, no swap) and the
+//! workingset:
 //!
 //! - A faulted-in page (first touch or swap-in) goes to the head of the inactive list with its
 //!   accessed bit set (the fault's access): mm/memory.c `do_anonymous_page()` /
@@ -95,6 +97,11 @@ pub(crate) struct Lru {
     active: [List; 2],
     /// Page ids from here on are file pages.
     file_base: u32,
+    /// Whether the file's mapping has recency (include/linux/mm_inline.h `vma_has_recency()`):
+    /// false for a mapping advised `MADV_RANDOM` or `MADV_SEQUENTIAL`, whose references
+    /// mm/rmap.c `folio_referenced()` ignores (`invalid_folio_referenced_vma()`), so its pages
+    /// count as never accessed.
+    file_recency: bool,
     /// Inactive pages scanned since the last rebalance.
     scanned: usize,
     capacity: usize,
@@ -138,6 +145,7 @@ impl Lru {
             inactive: [empty; 2],
             active: [empty; 2],
             file_base: anon as u32,
+            file_recency: true,
             scanned: 0,
             capacity,
             pinned: NONE,
@@ -215,9 +223,15 @@ impl Lru {
         self.on[p as usize] = w;
     }
 
-    /// An access to a resident page: the hardware sets its PTE's accessed bit.
+    /// An access to a resident page: the hardware sets its PTE's accessed bit (which reclaim
+    /// sees only where the mapping has recency).
     pub(crate) fn touch(&mut self, page: u32) {
-        self.accessed[page as usize] = true;
+        self.accessed[page as usize] = self.kind(page) == ANON || self.file_recency;
+    }
+
+    /// Sets whether the file's mapping has recency (the field's doc).
+    pub(crate) fn set_file_recency(&mut self, recency: bool) {
+        self.file_recency = recency;
     }
 
     /// A page faulted in (mm/swap.c `folio_add_lru()`): onto the inactive head, accessed; a
@@ -249,7 +263,7 @@ impl Lru {
 
     fn add(&mut self, page: u32, refault: bool, accessed: bool) {
         let (i, k) = (page as usize, self.kind(page));
-        self.accessed[i] = accessed;
+        self.accessed[i] = accessed && (k == ANON || self.file_recency);
         self.referenced[i] = false;
         if !refault {
             self.workingset[i] = false;
@@ -668,5 +682,21 @@ mod tests {
         l.nonresident_age += 1;
         l.install(0, true);
         assert!(!l.is_active(0), "distance 2 > 1 active file + 0 inactive file + 0 active anon");
+    }
+
+    /// `vma_has_recency()` false: a file page's accesses are not seen, so it is the victim at
+    /// its first scan however often it was read; an anon page beside it is rotated.
+    #[test]
+    fn without_recency_a_file_page_goes_at_its_first_scan() {
+        let mut l = Lru::with_file(2, 1, 1, 4096);
+        l.set_file_recency(false);
+        l.install(1, false);
+        l.touch(1);
+        assert_eq!(l.scan_tail(true), Scanned::Victim(1));
+        l.install(0, false);
+        assert_eq!(l.scan_tail(false), Scanned::Kept, "the anon page's fault access is seen");
+        l.set_file_recency(true);
+        l.touch(1);
+        assert_eq!(l.scan_tail(true), Scanned::Kept, "with recency the access is seen");
     }
 }

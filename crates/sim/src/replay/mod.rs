@@ -177,6 +177,13 @@ pub struct ReplayConfig {
     /// it); charged to RAM and reclaimed from the file LRU lists as 6.18 balances them
     /// against the anon lists (`lru`, [`scan`]). [`run`] takes at least the trace's.
     pub file_pages: u64,
+    /// Whether the file's mapping has recency (6.18 include/linux/mm_inline.h
+    /// `vma_has_recency()`): true for a plain mapping, whose accessed bits reclaim reads as
+    /// the anon pages'; false for one advised `MADV_RANDOM` (as `zmem validate`'s player maps
+    /// its file, to keep readahead out) or `MADV_SEQUENTIAL`, whose references
+    /// `folio_referenced()` ignores: its pages are reclaimed at their first scan unless a
+    /// refault activated them.
+    pub file_recency: bool,
 }
 
 /// The watermarks of the replay's RAM, in pages (zmem-kernel's `pressure::wmarks` computes a
@@ -252,6 +259,7 @@ impl Default for ReplayConfig {
             swappiness: DEFAULT_SWAPPINESS,
             watermarks: None,
             file_pages: 0,
+            file_recency: true,
         }
     }
 }

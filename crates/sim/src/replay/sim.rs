@@ -483,18 +483,20 @@ impl<'p> Simulator<'p> {
         // here has a swap count of 1: one process, no fork).
         let ra = Some(SwapRa::new(cfg.readahead, cfg.page_cluster, n as u64, area, ps))
             .filter(|r| r.reads_ahead() && !swap.synchronous_io());
+        let mut ram = Lru::with_file(
+            cfg.ram_pages.min(n as u64 + cfg.file_pages) as usize,
+            n,
+            cfg.file_pages as usize,
+            ps,
+        );
+        ram.set_file_recency(cfg.file_recency);
         Ok(Self {
             pages: &pages[..n * ps],
             page_size: ps,
             cfg: cfg.clone(),
             swap,
             zram,
-            ram: Lru::with_file(
-                cfg.ram_pages.min(n as u64 + cfg.file_pages) as usize,
-                n,
-                cfg.file_pages as usize,
-                ps,
-            ),
+            ram,
             touched: vec![false; n],
             file_read: vec![false; cfg.file_pages as usize],
             cached: vec![Cached::Mapped; n],
