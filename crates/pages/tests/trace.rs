@@ -195,3 +195,16 @@ fn a_file_read_is_checked_against_its_own_page_count() {
     let e = Trace::read(&bytes[..]).unwrap_err().to_string();
     assert!(e.contains("unknown op 2"), "{e}");
 }
+
+/// One encoding per trace: a version 2 header must give a file page count (else the trace is
+/// version 1's), so reading and writing give back the same bytes.
+#[test]
+fn version_2_without_file_pages_is_refused() {
+    let t = Trace { page_count: 4, file_pages: 0, accesses: vec![] };
+    let mut bytes = encode(&t);
+    bytes[8] = 2;
+    let crc = crc32fast::hash(&bytes[..44]);
+    bytes[44..48].copy_from_slice(&crc.to_le_bytes());
+    let e = Trace::read(&bytes[..]).unwrap_err();
+    assert_eq!(e.offset(), Some(36), "{e}");
+}

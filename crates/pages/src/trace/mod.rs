@@ -293,6 +293,10 @@ impl<R: Read> TraceReader<R> {
         if let Some(i) = (12..16).chain(reserved).find(|&i| h[i] != 0) {
             return Err(bad(i as u64, "reserved bytes are not zero".into()));
         }
+        if version == VERSION_FILE_PAGES && u64_at(36) == 0 {
+            // One encoding per trace: one without file pages is version 1.
+            return Err(bad(36, "a version 2 trace with no file pages".into()));
+        }
         Ok(Self {
             parser,
             count: u64_at(16),
