@@ -135,6 +135,18 @@ def test_replay_takes_watermarks_as_the_cli_does(zmem_bin, page_file, tmp_path):
     assert "do not hold" in str(e.value), e.value
 
 
+def test_replay_reads_a_traces_page_cache_as_the_cli_does(zmem_bin, page_file, tmp_path):
+    trace = tmp_path / "file.trace"
+    p = run_cli(zmem_bin, "trace", "gen", "--pages", "300", "--accesses", "3000",
+                "--file-pages", "400", "--file-fraction", "0.4", "-o", str(trace))
+    assert p.returncode == 0, p.stderr
+    want = replay_json(zmem_bin, page_file, trace, "--ram", "400K", "--swap", "zram")
+    got = zmem.replay(page_file, trace, "400K", swap="zram").to_pylist()[0]
+    assert want["file_refaults"] > 0
+    for k in ("swap_outs", "swap_ins", "file_faults", "file_refaults", "file_evictions"):
+        assert got[k] == want[k], k
+
+
 def test_replay_takes_the_memcgs_swappiness_as_the_cli_does(zmem_bin, page_file, tmp_path):
     trace = small_trace(zmem_bin, tmp_path)
     args = ("--ram", "400K", "--swap", "zram", "--swappiness", "150")

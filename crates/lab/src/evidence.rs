@@ -609,13 +609,15 @@ impl Default for TraceSource {
 /// picks; for a random sample ([`Coverage::Sample`]) the `k`-th sampled page in the input's
 /// order, which lies near `p` but not exactly at or before it), so a sampled set replays its
 /// neighbours' accesses too. A page id not below
-/// `set_pages` is an error.
+/// `set_pages` is an error. A file read's id is the file's own (any value the trace allows), and
+/// is folded by the same ratio: the page cache shrinks with the sample, as the RAM budget does.
 pub fn fit_trace(
     trace: &zmem_pages::trace::Trace,
     set_pages: u64,
     sample_pages: u64,
 ) -> Result<Vec<Access>, LabError> {
-    if let Some(bad) = trace.accesses.iter().map(|a| u64::from(a.page)).find(|&p| p >= set_pages) {
+    let anon = trace.accesses.iter().filter(|a| a.op != zmem_pages::trace::Op::FileRead);
+    if let Some(bad) = anon.map(|a| u64::from(a.page)).find(|&p| p >= set_pages) {
         return Err(LabError::Setup(format!(
             "the trace names page {bad} but the page set has {set_pages} pages (ids 0 to {}): \
              it was recorded for another page set",
@@ -817,6 +819,15 @@ mod tests {
         // A trace over more pages than the set.
         let err = fit_trace(&t, 9, 9).unwrap_err().to_string();
         assert!(err.contains("names page 9") && err.contains("has 9 pages"), "{err}");
+        // File reads: ids of the file's own, past the set, folded by the same ratio, still
+        // file reads.
+        let f = Trace {
+            page_count: 10,
+            file_pages: 40,
+            accesses: vec![A { time_ns: 0, page: 39, op: Op::FileRead }],
+        };
+        let got = fit_trace(&f, 10, 4).unwrap();
+        assert_eq!((got[0].page, got[0].file), (15, true), "40 file pages sampled down to 16");
     }
 
     #[test]

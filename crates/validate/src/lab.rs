@@ -439,7 +439,8 @@ pub fn run(
 
         // The lab's side: its measurement of the configuration, its replay, its cost model.
         let row = policy::measure(p, pages, ps, &[], &mut back, progress)?;
-        let ram_pages = replay_ram_pages(cfg.ram_bytes, overhead, touched, ps);
+        let mapped = touched + validate::distinct_file_pages(trace);
+        let ram_pages = replay_ram_pages(cfg.ram_bytes, overhead, mapped, ps);
         let rcfg = ReplayConfig {
             // The player maps the file MADV_RANDOM (`player.rs`): no recency.
             file_recency: false,

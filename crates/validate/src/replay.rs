@@ -276,7 +276,15 @@ pub fn check_input(pages: &[u8], trace: &[Access], page_size: usize) -> Result<u
 /// How many distinct pages of an `n`-page set `trace` touches.
 pub fn distinct_pages(trace: &[Access], n: u64) -> u64 {
     let mut seen = vec![false; n as usize];
-    trace.iter().filter(|a| !std::mem::replace(&mut seen[a.page as usize], true)).count() as u64
+    let anon = trace.iter().filter(|a| !a.file);
+    anon.filter(|a| !std::mem::replace(&mut seen[a.page as usize], true)).count() as u64
+}
+
+/// Distinct pages of the trace's file it reads (0 without page cache): mapped by the player
+/// beside its region, so their page tables are charged too.
+pub fn distinct_file_pages(trace: &[Access]) -> u64 {
+    let mut seen = std::collections::HashSet::new();
+    trace.iter().filter(|a| a.file && seen.insert(a.page)).count() as u64
 }
 
 /// Validates the replay of `trace` over `pages` against the kernel. `player` makes the command
@@ -303,7 +311,9 @@ pub fn run(
     let sides: Vec<Side> = runs.iter().map(Side::of).collect();
     let k = runs.swap_remove(median_run(&sides).expect("at least one run"));
 
-    let ram_pages = replay_ram_pages(cfg.ram_bytes, k.player_overhead_bytes, touched_pages, ps);
+    // Page tables: the region's touched pages and the file's.
+    let mapped = touched_pages + distinct_file_pages(trace);
+    let ram_pages = replay_ram_pages(cfg.ram_bytes, k.player_overhead_bytes, mapped, ps);
     // The machine's readahead settings (the kernel's defaults where unreadable), so both sides
     // run the same; with zram as the swap neither side's faults read ahead.
     let (readahead, page_cluster) = match zmem_kernel::stat::swap_readahead() {
@@ -428,8 +438,12 @@ mod tests {
         assert!(e.contains("page 9"), "{e}");
         let e = run(&pages, &[], &cfg, &cmd, &go, &zmem_sim::NoProgress).unwrap_err();
         assert!(matches!(e, LabError::NoPages), "{e}");
-        // A file read's id is a file page's: not checked against the page set.
+        // A file read's id is a file page's: not checked against the page set, not counted
+        // among its touched pages (it was an index past them), counted among the file's.
         let file = [Access { page: 9, write: false, file: true, time_ns: 0 }];
         assert_eq!(check_input(&pages, &file, 4096).unwrap(), 4);
+        let anon = Access { page: 1, file: false, ..file[0] };
+        let mixed = [file[0], anon, anon, Access { page: 1, ..file[0] }];
+        assert_eq!((distinct_pages(&mixed, 4), distinct_file_pages(&mixed)), (1, 2));
     }
 }

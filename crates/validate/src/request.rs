@@ -80,7 +80,8 @@ fn ram_budget(ram: Option<u64>, trace: &[Access]) -> u64 {
         return r;
     }
     let mut seen = std::collections::HashSet::new();
-    let touched = trace.iter().filter(|a| seen.insert(a.page)).count() as u64;
+    // Anon and file pages alike need room (a file page's id is its own space's).
+    let touched = trace.iter().filter(|a| seen.insert((a.file, a.page))).count() as u64;
     crate::replay::default_ram_bytes(touched, PAGE_SIZE)
 }
 

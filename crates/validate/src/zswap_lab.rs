@@ -416,7 +416,8 @@ fn check_one(
     };
 
     // The lab's side.
-    let ram_pages = replay_ram_pages(cx.ram_bytes, overhead, cx.touched, ps);
+    let mapped = cx.touched + crate::replay::distinct_file_pages(cx.trace);
+    let ram_pages = replay_ram_pages(cx.ram_bytes, overhead, mapped, ps);
     let mpp = replay_pool_percent(s.max_pool_percent, total_ram_pages(ps)?, ram_pages);
     // The kernel's runs read ahead by cluster, not by VMA, when the swap area is rotational:
     // swapon counts it in `nr_rotate_swap` (mm/swapfile.c) and `swap_use_vma_readahead()`
