@@ -70,7 +70,8 @@ impl TraceFile {
             let e = std::io::Error::from_raw_os_error(rc);
             return Err(setup("dropping the page cache of", &self.path, e));
         }
-        let cached = self.cached_pages(&f)?;
+        drop(f);
+        let cached = self.cached_pages()?;
         if cached > 0 {
             let e = format!("{cached} pages still cached (mapped by another process?)");
             return Err(setup("dropping the page cache of", &self.path, e));
@@ -80,33 +81,9 @@ impl TraceFile {
 
     /// Pages of the file in the page cache, by `mincore(2)` on a mapping of it (mapping faults
     /// nothing in).
-    fn cached_pages(&self, f: &std::fs::File) -> Result<u64, KernelError> {
-        let len = self.pages as usize * self.page_size;
-        // SAFETY: a shared read-only mapping of our open file, at the kernel's choice of
-        // address; only mincore reads it, and it is unmapped below.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                f.as_raw_fd(),
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(setup("mapping", &self.path, std::io::Error::last_os_error()));
-        }
-        let mut vec = vec![0u8; self.pages as usize];
-        // SAFETY: `ptr..ptr+len` is the mapping above and `vec` has a byte per page of it.
-        let rc = unsafe { libc::mincore(ptr, len, vec.as_mut_ptr()) };
-        let err = std::io::Error::last_os_error();
-        // SAFETY: unmaps exactly the mapping above.
-        unsafe { libc::munmap(ptr, len) };
-        if rc != 0 {
-            return Err(setup("mincore of", &self.path, err));
-        }
-        Ok(vec.iter().filter(|&&b| b & 1 != 0).count() as u64)
+    fn cached_pages(&self) -> Result<u64, KernelError> {
+        let map = crate::player::FileMap::open(&self.path, self.pages, self.page_size)?;
+        map.resident_pages(self.page_size)
     }
 }
 
@@ -129,12 +106,11 @@ mod tests {
         assert_eq!(bytes.len(), 16 * 4096);
         assert!(bytes.chunks(4096).all(|p| p.iter().any(|&b| b != 0)), "no zero page");
         f.drop_cached().unwrap();
-        let h = std::fs::File::open(f.path()).unwrap();
-        assert_eq!(f.cached_pages(&h).unwrap(), 0);
+        assert_eq!(f.cached_pages().unwrap(), 0);
         drop(std::fs::read(f.path()).unwrap());
-        assert_eq!(f.cached_pages(&h).unwrap(), 16, "read: in the page cache");
+        assert_eq!(f.cached_pages().unwrap(), 16, "read: in the page cache");
         f.drop_cached().unwrap();
-        assert_eq!(f.cached_pages(&h).unwrap(), 0);
+        assert_eq!(f.cached_pages().unwrap(), 0);
         let path = f.path().to_path_buf();
         drop(f);
         assert!(!path.exists());

@@ -329,6 +329,18 @@ fn read_file_page(
     Ok(())
 }
 
+/// Pages of our mapping `ptr..ptr+len` in RAM (`mincore(2)`).
+fn resident_in(ptr: *mut u8, len: usize, page_size: usize) -> Result<u64, KernelError> {
+    let mut vec = vec![0u8; len.div_ceil(page_size)];
+    // SAFETY: `ptr..ptr+len` is a mapping of the caller's (page-aligned, as mmap returns it)
+    // and `vec` has one byte per page of it, as mincore writes.
+    let rc = unsafe { libc::mincore(ptr.cast(), len, vec.as_mut_ptr()) };
+    if rc != 0 {
+        return Err(KernelError::Setup(format!("mincore: {}", std::io::Error::last_os_error())));
+    }
+    Ok(vec.iter().filter(|&&b| b & 1 != 0).count() as u64)
+}
+
 /// The file a trace's file reads read, mapped shared and read-only with `MADV_RANDOM` (module
 /// doc); unmapped when dropped.
 #[derive(Debug)]
@@ -346,11 +358,15 @@ impl FileMap {
             .read(true)
             .custom_flags(libc::O_NOFOLLOW)
             .open(path)
-            .map_err(|e| bad(format!("{}: {e}", path.display())))?;
+            .map_err(|e| KernelError::Setup(format!("{}: {e}", path.display())))?;
         let len = usize::try_from(pages).ok().and_then(|p| p.checked_mul(page_size));
-        let have = f.metadata().map_err(|e| bad(format!("{}: {e}", path.display())))?.len();
+        let have =
+            f.metadata().map_err(|e| KernelError::Setup(format!("{}: {e}", path.display())))?.len();
         let Some(len) = len.filter(|&l| l > 0 && l as u64 <= have) else {
-            return Err(bad(format!("{} is shorter than {pages} pages", path.display())));
+            return Err(KernelError::Setup(format!(
+                "{} is shorter than {pages} pages",
+                path.display()
+            )));
         };
         use std::os::fd::AsRawFd;
         // SAFETY: a shared read-only mapping of an open file at an address of the kernel's
@@ -366,7 +382,7 @@ impl FileMap {
             )
         };
         if ptr == libc::MAP_FAILED {
-            return Err(bad(format!(
+            return Err(KernelError::Setup(format!(
                 "mmap of {}: {}",
                 path.display(),
                 std::io::Error::last_os_error()
@@ -376,9 +392,17 @@ impl FileMap {
         // SAFETY: `ptr..ptr+len` is the mapping just made; advice and munlock change no contents.
         let rc = unsafe { libc::madvise(ptr, len, libc::MADV_RANDOM) | libc::munlock(ptr, len) };
         if rc != 0 {
-            return Err(bad(format!("madvise/munlock: {}", std::io::Error::last_os_error())));
+            return Err(KernelError::Setup(format!(
+                "madvise/munlock: {}",
+                std::io::Error::last_os_error()
+            )));
         }
         Ok(map)
+    }
+
+    /// Pages of the file in the page cache now (`mincore(2)` of a file mapping).
+    pub fn resident_pages(&self, page_size: usize) -> Result<u64, KernelError> {
+        resident_in(self.ptr, self.len, page_size)
     }
 
     /// The file's mapped bytes.
@@ -433,17 +457,7 @@ impl Region {
 
     /// Pages of the mapping in RAM now (`mincore(2)`; a swapped-out page is not).
     pub fn resident_pages(&self, page_size: usize) -> Result<u64, KernelError> {
-        let mut vec = vec![0u8; self.len.div_ceil(page_size)];
-        // SAFETY: `ptr..ptr+len` is our mapping (page-aligned, as mmap returns it) and `vec` has
-        // one byte per page of it, as mincore writes.
-        let rc = unsafe { libc::mincore(self.ptr.cast(), self.len, vec.as_mut_ptr()) };
-        if rc != 0 {
-            return Err(KernelError::Setup(format!(
-                "mincore: {}",
-                std::io::Error::last_os_error()
-            )));
-        }
-        Ok(vec.iter().filter(|&&b| b & 1 != 0).count() as u64)
+        resident_in(self.ptr, self.len, page_size)
     }
 
     /// Unlocks the mapping (`munlock`), so reclaim may take its pages though the process
