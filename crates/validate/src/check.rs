@@ -46,6 +46,12 @@ pub(crate) fn anon_share(r: &zmem_sim::replay::ReplayResult) -> f64 {
     if all == 0 { 1.0 } else { r.swap_outs as f64 / all as f64 }
 }
 
+/// The kernel's CPU seconds for the replay's file refaults
+/// (`zmem_lab::cost::FILE_REFAULT_NS` each).
+pub(crate) fn file_refault_secs(r: &zmem_sim::replay::ReplayResult) -> f64 {
+    r.file_refaults as f64 * zmem_lab::cost::FILE_REFAULT_NS / 1e9
+}
+
 /// [`relative_error`] for real numbers.
 pub(crate) fn relative_error_f(ours: f64, theirs: f64) -> Option<f64> {
     if theirs == 0.0 {

@@ -311,11 +311,6 @@ fn pool_per_page(k: &KernelRun, page_size: usize) -> f64 {
     if stored == 0 { 0.0 } else { k.final_pool_bytes as f64 / stored as f64 }
 }
 
-/// The kernel's CPU seconds for the replay's file refaults (`cost::FILE_REFAULT_NS` each).
-pub(crate) fn file_refault_secs(r: &zmem_sim::replay::ReplayResult) -> f64 {
-    r.file_refaults as f64 * cost::FILE_REFAULT_NS / 1e9
-}
-
 fn side_of(k: &KernelRun) -> Side {
     Side {
         swap_outs: k.swap_outs,
@@ -489,7 +484,7 @@ pub fn run(
             swap_outs: outs,
             swap_ins: ins,
             // The swap work, and the page cache's refaults (`cost::FILE_REFAULT_NS`).
-            cpu_seconds: c.cpu_secs_per_sec + file_refault_secs(&r),
+            cpu_seconds: c.cpu_secs_per_sec + crate::check::file_refault_secs(&r),
             // As the player times it: the fault, the read, and at the p99 the reclaim the
             // fault does at the cgroup's limit (`cost::swap_in_end_to_end`).
             swap_in_p50_ns: end_to_end.0,

@@ -476,7 +476,7 @@ fn check_one(
         swap_ra_hit: r.swap_ra_hit,
         cpu_seconds: codec_secs
             + cost::SWAP_OVERHEAD.cpu_secs_per_sec(traffic)
-            + crate::lab::file_refault_secs(&r),
+            + crate::check::file_refault_secs(&r),
         // As the player times it, and as zram's prediction is: the fault, the load (a miss
         // with its device read), and at the p99 the reclaim the fault does at the cgroup's
         // limit (`cost::swap_in_end_to_end`). Before, the load alone: the verdict then weighed
