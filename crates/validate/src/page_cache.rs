@@ -73,7 +73,11 @@ impl TraceFile {
         drop(f);
         let cached = self.cached_pages()?;
         if cached > 0 {
-            let e = format!("{cached} pages still cached (mapped by another process?)");
+            // A tmpfs file's pages are shmem: fadvise cannot drop them.
+            let e = format!(
+                "{cached} pages still cached (a tmpfs directory, or mapped by another process: \
+                 give a directory on a disk file system)"
+            );
             return Err(setup("dropping the page cache of", &self.path, e));
         }
         Ok(())
