@@ -119,4 +119,18 @@ mod tests {
         drop(f);
         assert!(!path.exists());
     }
+
+    /// On tmpfs the file's pages are shmem, which fadvise cannot drop: refused, saying so.
+    #[test]
+    fn a_file_on_tmpfs_cannot_be_put_out_of_the_cache() {
+        let shm = Path::new("/dev/shm");
+        if !shm.is_dir() {
+            eprintln!("skipped: no /dev/shm here");
+            return;
+        }
+        let dir = tempfile::tempdir_in(shm).unwrap();
+        let f = TraceFile::create(dir.path(), 4, 4096).unwrap();
+        let e = f.drop_cached().unwrap_err().to_string();
+        assert!(e.contains("4 pages still cached") && e.contains("tmpfs"), "{e}");
+    }
 }
