@@ -26,6 +26,33 @@ fn player() {
     }
 }
 
+/// Half the touched pages, plus room for the player itself (this test binary: its code,
+/// harness threads and stacks are charged to the cgroup too); one kernel run, lzo-rle.
+fn half_the_touched(touched: u64) -> ValidateConfig {
+    ValidateConfig {
+        ram_bytes: touched / 2 * 4096 + (1 << 20),
+        algorithm: "lzo-rle".into(),
+        page_size: 4096,
+        timeout: Duration::from_secs(120),
+        kernel_runs: 1,
+        flush_stats: true,
+        file: None,
+    }
+}
+
+/// One validation, this test re-executed as the player; its JSON printed.
+fn run_once(
+    pages: &[u8],
+    trace: &[zmem_pages::access::Access],
+    cfg: &ValidateConfig,
+) -> validate::Validation {
+    let player = zmem_testkit::reexec_fn("player", "");
+    let go = std::sync::atomic::AtomicBool::new(false);
+    let v = validate::run(pages, trace, cfg, &player, &go, &NoProgress).expect("validate");
+    eprintln!("{}", serde_json::to_string_pretty(&v).unwrap());
+    v
+}
+
 #[test]
 #[ignore = "live: needs root, kernel zram and a memory cgroup (scripts/test runs it)"]
 fn validate_replay_on_the_live_kernel() {
@@ -50,21 +77,9 @@ fn validate_replay_on_the_live_kernel() {
     let trace = accesses(&trace);
     let mut seen = std::collections::HashSet::new();
     let touched = trace.iter().filter(|a| seen.insert(a.page)).count() as u64;
-    let cfg = ValidateConfig {
-        // Half the touched pages, plus room for the player itself (this test binary: its
-        // code, harness threads and stacks are charged to the cgroup too).
-        ram_bytes: touched / 2 * 4096 + (1 << 20),
-        algorithm: "lzo-rle".into(),
-        page_size: 4096,
-        timeout: Duration::from_secs(120),
-        kernel_runs: 1,
-        flush_stats: true,
-        file: None,
-    };
+    let cfg = half_the_touched(touched);
     let player = zmem_testkit::reexec_fn("player", "");
-    let go = std::sync::atomic::AtomicBool::new(false);
-    let v = validate::run(set.bytes(), &trace, &cfg, &player, &go, &NoProgress).expect("validate");
-    eprintln!("{}", serde_json::to_string_pretty(&v).unwrap());
+    let v = run_once(set.bytes(), &trace, &cfg);
 
     assert_eq!(v.setup.touched_pages, touched);
     assert!(v.kernel.swap_outs > 0, "the kernel swapped nothing out: {:?}", v.kernel_run);
@@ -186,19 +201,7 @@ fn validate_replay_with_page_cache_on_the_live_kernel() {
     let mut seen = std::collections::HashSet::new();
     let touched = trace.iter().filter(|a| seen.insert((a.file, a.page))).count() as u64;
     let file_read = seen.iter().filter(|(file, _)| *file).count() as u64;
-    let cfg = ValidateConfig {
-        ram_bytes: touched / 2 * 4096 + (1 << 20),
-        algorithm: "lzo-rle".into(),
-        page_size: 4096,
-        timeout: Duration::from_secs(120),
-        kernel_runs: 1,
-        flush_stats: true,
-        file: None,
-    };
-    let player = zmem_testkit::reexec_fn("player", "");
-    let go = std::sync::atomic::AtomicBool::new(false);
-    let v = validate::run(set.bytes(), &trace, &cfg, &player, &go, &NoProgress).expect("validate");
-    eprintln!("{}", serde_json::to_string_pretty(&v).unwrap());
+    let v = run_once(set.bytes(), &trace, &half_the_touched(touched));
     let k = &v.kernel_run;
     assert_eq!(k.file_reads, trace.iter().filter(|a| a.file).count() as u64);
     // Each file fault is a first read or a refault; memory.stat is flushed only once more
