@@ -603,10 +603,11 @@ impl<'p> Simulator<'p> {
     }
 
     /// A read of file page `f` (mapped, as the player maps the file): a hit sets its accessed
-    /// bit; a miss is a major fault (mm/filemap.c `filemap_fault()`, no readahead: the player
-    /// maps the file `MADV_RANDOM`) that charges a frame to the memcg (`filemap_add_folio()`)
-    /// and puts the page on the inactive file list, or on the active one where
-    /// `workingset_refault()` finds its shadow recent.
+    /// bit (seen by reclaim only where the mapping has recency, `ReplayConfig::file_recency`);
+    /// a miss is a major fault of its page alone (mm/filemap.c `filemap_fault()`: the replay
+    /// models no read-around, as for the player's `MADV_RANDOM` mapping) that charges a frame
+    /// to the memcg (`filemap_add_folio()`) and puts the page on the inactive file list, or on
+    /// the active one where `workingset_refault()` finds its shadow recent.
     fn file_access(&mut self, f: u64) -> Result<(), SimError> {
         let Some(i) = usize::try_from(f).ok().filter(|&i| i < self.file_read.len()) else {
             return Err(SimError::Setup(format!(
