@@ -31,6 +31,12 @@ pub fn accesses(trace: &crate::trace::Trace) -> Vec<Access> {
     trace.accesses.iter().map(Access::from).collect()
 }
 
+/// Pages of the file the trace's file reads need: its highest file page id plus one (0 for a
+/// trace without file reads).
+pub fn file_pages(trace: &[Access]) -> u64 {
+    trace.iter().filter(|a| a.file).map(|a| a.page + 1).max().unwrap_or(0)
+}
+
 /// A trace file that could not be read: "reading the trace", with the reader's error (which
 /// names the file) as its source. Both front doors print it so (`zmem: reading the trace:
 /// ...`; Python's exception the same words, its class by [`ReadTraceError::cause`]).

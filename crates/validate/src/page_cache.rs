@@ -47,9 +47,10 @@ impl TraceFile {
         dir: &Path,
         page_size: usize,
     ) -> Result<Option<std::sync::Arc<Self>>, KernelError> {
-        let pages = trace.iter().filter(|a| a.file).map(|a| a.page + 1).max();
-        let Some(pages) = pages else { return Ok(None) };
-        Ok(Some(std::sync::Arc::new(Self::create(dir, pages, page_size)?)))
+        match zmem_pages::access::file_pages(trace) {
+            0 => Ok(None),
+            pages => Ok(Some(std::sync::Arc::new(Self::create(dir, pages, page_size)?))),
+        }
     }
 
     pub fn path(&self) -> &Path {

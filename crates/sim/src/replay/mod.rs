@@ -429,8 +429,8 @@ pub fn run_with(
     if trace.is_empty() {
         return Err(SimError::NoPages);
     }
-    let file_pages = trace.iter().filter(|a| a.file).map(|a| a.page + 1).max().unwrap_or(0);
-    let cfg = &ReplayConfig { file_pages: cfg.file_pages.max(file_pages), ..cfg.clone() };
+    let file_pages = cfg.file_pages.max(zmem_pages::access::file_pages(trace));
+    let cfg = &ReplayConfig { file_pages, ..cfg.clone() };
     let mut sim = Simulator::with_objects(pages, cfg, objects)?;
     // A trace that leaves the page set fails before any work, not part-way through.
     if let Some(a) = trace.iter().find(|a| !a.file && a.page >= sim.pages()) {
