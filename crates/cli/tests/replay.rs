@@ -126,7 +126,7 @@ fn total_ram_sets_what_zswaps_pool_limit_is_a_share_of() {
 
 /// Page cache end to end: `trace gen --file-pages` writes file reads, `trace info` counts them,
 /// and `zmem replay` reads them into its page cache: each file fault is a first read or a
-/// refault, and a file bigger than RAM refaults.
+/// refault, and a file bigger than RAM refaults; with `--watermarks` kswapd reclaims both.
 #[test]
 fn a_trace_with_file_pages_replays_through_the_page_cache() {
     let (pages, _) = inputs("file-pages");
@@ -160,6 +160,14 @@ fn a_trace_with_file_pages_replays_through_the_page_cache() {
         (v["file_faults"].as_u64().unwrap(), v["file_refaults"].as_u64().unwrap());
     assert_eq!(faults, info["file_pages_used"].as_u64().unwrap() + refaults);
     assert!(refaults > 0, "512 file pages do not fit 64 pages of RAM");
+    // Machine-wide: kswapd keeps the node's free pages past the high mark, from the page cache
+    // and the anon lists alike.
+    let v = replay(&pages, &trace, &["--swap", "zram", "--watermarks", "16K,64K,96K"]);
+    assert_eq!(v["file_reads"].as_u64(), Some(reads));
+    let (kswapd, evicted) =
+        (v["kswapd_reclaimed"].as_u64().unwrap(), v["file_evictions"].as_u64().unwrap());
+    assert!(kswapd > 0 && evicted > 0 && v["swap_outs"].as_u64() > Some(0), "{v}");
+    assert_eq!(v["verified"], true);
     let out = run(&["trace", "gen", "--file-pages", "8", "--file-fraction", "2", "-o", s(&trace)]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);

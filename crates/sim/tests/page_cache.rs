@@ -3,7 +3,7 @@
 //! `cache_trim_mode`, `get_scan_count()`, `workingset_refault()`).
 
 use zmem_sim::NoProgress;
-use zmem_sim::replay::{self, Access, ReplayConfig, ReplayResult, SwapKind};
+use zmem_sim::replay::{self, Access, ReplayConfig, ReplayResult, SwapKind, Watermarks};
 
 const PS: usize = 4096;
 
@@ -44,9 +44,14 @@ fn trace(
 }
 
 fn run(t: &[Access], anon: usize, ram: u64) -> ReplayResult {
-    let cfg = ReplayConfig { ram_pages: ram, swap: SwapKind::Zram, ..ReplayConfig::default() };
-    replay::run(&pages(anon), t, &cfg, &NoProgress).unwrap()
+    replay::run(&pages(anon), t, &cfg(ram, None), &NoProgress).unwrap()
 }
+
+fn cfg(ram: u64, watermarks: Option<Watermarks>) -> ReplayConfig {
+    ReplayConfig { ram_pages: ram, swap: SwapKind::Zram, watermarks, ..ReplayConfig::default() }
+}
+
+const MARKS: Watermarks = Watermarks { min: 16, low: 48, high: 80 };
 
 /// Use-once file reads (a stream through 20,000 pages) beside 400 hot anonymous pages in
 /// 1,024 pages of RAM: no file page is read twice, so no refault, and with plenty of inactive
@@ -86,4 +91,32 @@ fn a_file_page_past_the_config_is_an_error_at_the_access() {
     sim.access(Access { page: 1, write: false, file: true, time_ns: 0 }).unwrap();
     let e = sim.access(Access { page: 2, write: false, file: true, time_ns: 1 }).unwrap_err();
     assert!(e.to_string().contains("file page 2"), "{e}");
+}
+
+/// Machine-wide (kswapd, `--watermarks`): the stream's use-once pages are what kswapd takes
+/// (`cache_trim_mode` holds in `balance_pgdat()`'s passes as in a memcg's), so nothing is
+/// swapped, no allocation reclaims directly, and every page reclaimed is a file page.
+#[test]
+fn kswapd_trims_a_streaming_page_cache_before_swapping() {
+    let t = trace(400, 20, 1000, 20_000, true);
+    let r = replay::run(&pages(400), &t, &cfg(1024, Some(MARKS)), &NoProgress).unwrap();
+    assert_eq!(r.swap_outs, 0, "{r:?}");
+    assert_eq!(r.direct_reclaimed, 0);
+    assert!(r.kswapd_wakes > 0);
+    assert_eq!(r.kswapd_reclaimed, r.file_evictions);
+    assert!(r.file_evictions >= 20_000 - 1024 + 400, "{}", r.file_evictions);
+}
+
+/// Global reclaim swaps at swappiness 0 where the file is tiny (`prepare_scan_control()`'s
+/// `file_is_tiny`: file and free pages under the high mark, `SCAN_ANON`), where a memcg's
+/// reclaim at swappiness 0 scans the file lists only (`cgroup_reclaim() && !swappiness`).
+#[test]
+fn machine_wide_reclaim_swaps_at_swappiness_0_once_the_file_is_tiny() {
+    let t = trace(1040, 10, 20, 20, false);
+    let zero = |w| ReplayConfig { swappiness: 0, ..cfg(1024, w) };
+    let r = replay::run(&pages(1040), &t, &zero(Some(MARKS)), &NoProgress).unwrap();
+    assert!(r.swap_outs > 0, "{r:?}");
+    let memcg = replay::run(&pages(1040), &t, &zero(None), &NoProgress);
+    let e = memcg.expect_err("a memcg at swappiness 0 cannot swap: out of memory");
+    assert!(e.to_string().contains("out of memory"), "{e}");
 }

@@ -831,6 +831,12 @@ impl Zram {
         }
     }
 
+    /// The pages the device's pool holds now (`mm_stat`'s `mem_used_total` in pages): memory
+    /// the machine has given the device.
+    pub fn pool_pages(&self) -> u64 {
+        self.live().map_or(0, |l| l.pool.total_pages())
+    }
+
     /// The `mm_stat` values (zram_drv.c `mm_stat_show()`).
     pub fn mm_stat(&self) -> MmStat {
         let ps = self.config.page_size as u64;

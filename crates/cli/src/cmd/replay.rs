@@ -81,9 +81,9 @@ pub struct Args {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=200))]
     swappiness: Option<u32>,
     /// Reclaim machine-wide between watermarks instead of at a memcg's limit: kswapd wakes at
-    /// or under LOW and reclaims to HIGH, allocations under MIN reclaim directly. MIN,LOW,HIGH
-    /// in bytes (K, M or G suffix) of --ram, or `machine`: this machine's marks (its zones')
-    /// scaled to --ram.
+    /// or under LOW and reclaims past HIGH, allocations under MIN reclaim directly; --ram is
+    /// then the node, holding the swap's pool as well. MIN,LOW,HIGH in bytes (K, M or G
+    /// suffix) of --ram, or `machine`: this machine's marks (its zones') scaled to --ram.
     #[arg(long, value_name = "MIN,LOW,HIGH|machine")]
     watermarks: Option<String>,
     /// Print a JSON object instead of the report.

@@ -25,20 +25,17 @@
 //!   set, and is activated if the flag was set before, else rotated to the inactive head
 //!   (`FOLIOREF_KEEP`); a page not accessed is reclaimed. A folio that `trylock` fails on is
 //!   put back without a check. Activations age `nonresident_age` (`move_folios_to_lru()`).
-//! - Every [`SWAP_CLUSTER_MAX`] inactive pages scanned, the active list is scanned too when
-//!   `prepare_scan_control()` sets `may_deactivate` for anon: when refaults were activated since
-//!   the last reclaim ended (`WORKINGSET_ACTIVATE_ANON` against the snapshot
-//!   `snapshot_refaults()` takes at the end of `do_try_to_free_pages()`: "a new workingset is
-//!   being established"), or when `inactive_is_low()` (inactive × `int_sqrt(10 * GiB)` < active,
+//! - The active list is scanned ([`Lru::deactivate`]) when `prepare_scan_control()` sets
+//!   `may_deactivate` for its type: when refaults were activated since the last reclaim ended
+//!   (`WORKINGSET_ACTIVATE_ANON` / `_FILE` against the snapshot `snapshot_refaults()` takes at
+//!   the end of `do_try_to_free_pages()` or `balance_pgdat()`: "a new workingset is being
+//!   established"), or when `inactive_is_low()` (inactive × `int_sqrt(10 * GiB)` < active,
 //!   ratio 1 below 1 GiB). Scanned active pages move to the inactive head with their bits
 //!   cleared (`shrink_active_list()`: anonymous pages are deactivated, accessed or not).
-//! - How many: `get_scan_count()` gives both anon lists `size >> priority` times the same anon
+//! - How many: `get_scan_count()` gives each list `size >> priority` times its type's
 //!   fraction, and `shrink_lruvec()` takes them in `SWAP_CLUSTER_MAX` chunks, one of each per
-//!   pass while the inactive target lasts. A memcg's reclaim walks the priorities so (the
-//!   simulator's `memcg_reclaim`, with [`Lru::scan_tail`] and [`Lru::deactivate`]); the
-//!   machine-wide one-pass reclaim ([`Lru::victim`]) keeps the active list's rate,
-//!   `active / inactive` of the inactive list's, at most a chunk per inactive chunk, with a
-//!   running remainder.
+//!   round while an inactive target lasts; every reclaim walks the priorities so (the
+//!   simulator's `reclaim` and `kswapd`, with [`Lru::scan_tail`] and [`Lru::deactivate`]).
 //! - At the end of the pass, `shrink_lruvec()` deactivates one more chunk if the inactive list
 //!   is low, `may_deactivate` or not ([`Lru::end_of_pass`]).
 //!
@@ -102,8 +99,6 @@ pub(crate) struct Lru {
     /// mm/rmap.c `folio_referenced()` ignores (`invalid_folio_referenced_vma()`), so its pages
     /// count as never accessed.
     file_recency: bool,
-    /// Inactive pages scanned since the last rebalance.
-    scanned: usize,
     capacity: usize,
     /// A page reclaim must pass over (the faulting page while its fault reads ahead), or NONE.
     pinned: u32,
@@ -114,9 +109,6 @@ pub(crate) struct Lru {
     /// The cgroup's `lruvec->refaults[]`: `refault_activations` when the last reclaim ended
     /// (`snapshot_refaults()`).
     refaults_snapshot: [u64; 2],
-    /// Active pages owed a scan, in units of 1/`inactive.len` of a page (the remainder of
-    /// `SWAP_CLUSTER_MAX * active / inactive` per inactive chunk).
-    deactivate_credit: u64,
     /// The lruvec's `anon_cost` and `file_cost` (`scan::Costs`).
     pub(crate) costs: super::scan::Costs,
 }
@@ -146,13 +138,11 @@ impl Lru {
             active: [empty; 2],
             file_base: anon as u32,
             file_recency: true,
-            scanned: 0,
             capacity,
             pinned: NONE,
             page_size,
             refault_activations: [0; 2],
             refaults_snapshot: [0; 2],
-            deactivate_credit: 0,
             costs: super::scan::Costs::default(),
         }
     }
@@ -313,25 +303,6 @@ impl Lru {
         }
     }
 
-    /// The next page reclaim evicts (RAM full; at least one page not pinned): scans as
-    /// `shrink_folio_list()` does (`folio_check_references()`) until an inactive page not
-    /// accessed since the last scan is at the tail; its `PG_referenced` is cleared. The page stays resident
-    /// until [`Lru::evict`] (reclaim may fail to write it out and keep it).
-    pub(crate) fn victim(&mut self) -> u32 {
-        loop {
-            if self.scanned >= SWAP_CLUSTER_MAX || self.inactive[ANON].len == 0 {
-                self.scanned = 0;
-                self.rebalance();
-            }
-            self.scanned += 1;
-            match self.scan_tail(false) {
-                Scanned::Victim(t) => return t,
-                Scanned::Kept | Scanned::Activated(_) => {}
-                Scanned::Empty => unreachable!("victim() of an empty RAM"),
-            }
-        }
-    }
-
     /// One look at the inactive tail, as `shrink_folio_list()` takes a folio: the pinned page
     /// is put back unchecked (`folio_trylock()` failed); an accessed one has its bit cleared and
     /// is activated if `PG_referenced` was set, else marked and rotated
@@ -388,38 +359,13 @@ impl Lru {
         inactive * ratio < active
     }
 
-    /// The active list's share of an inactive chunk (see the module doc): nothing unless
-    /// `may_deactivate`; else `SWAP_CLUSTER_MAX * active / inactive` pages, the fraction carried
-    /// to the next chunk, at most a chunk.
-    fn rebalance(&mut self) {
-        if !self.may_deactivate(false) || self.active[ANON].len == 0 {
-            return;
-        }
-        let Some(inactive) = std::num::NonZeroU64::new(self.inactive[ANON].len as u64) else {
-            // An empty inactive list is low: the whole chunk comes from the active list.
-            self.deactivate_credit = 0;
-            self.deactivate_batch(ANON, SWAP_CLUSTER_MAX);
-            return;
-        };
-        self.deactivate_credit += (SWAP_CLUSTER_MAX * self.active[ANON].len) as u64;
-        let n = self.deactivate_credit / inactive;
-        if n >= SWAP_CLUSTER_MAX as u64 {
-            self.deactivate_credit = 0;
-            self.deactivate_batch(ANON, SWAP_CLUSTER_MAX);
-        } else {
-            self.deactivate_credit -= n * inactive.get();
-            self.deactivate_batch(ANON, n as usize);
-        }
-    }
-
     /// The end of a reclaim pass over the memcg's lists (mm/vmscan.c `shrink_lruvec()`, its
     /// last step: "even if we did not try to evict anon pages at all, we want to rebalance the
     /// anon lru active/inactive ratio"): with swap present (`can_age_anon_pages()`) and the
     /// inactive list low (`inactive_is_low()`), `shrink_active_list(SWAP_CLUSTER_MAX, ...)`
     /// deactivates up to a chunk more, whether or not `may_deactivate` let the pass scan the
-    /// active list ([`Lru::rebalance`]). 6.18 runs it once per `shrink_lruvec()` call, one
-    /// per priority a reclaim goes through, as a memcg's reclaim here does; the one-pass
-    /// reclaim runs it once.
+    /// active list. 6.18 runs it once per `shrink_lruvec()` call, one per priority a reclaim
+    /// goes through, and kswapd once more before each (`kswapd_age_node()`).
     pub(crate) fn end_of_pass(&mut self) {
         if self.inactive_is_low(ANON) {
             self.deactivate_batch(ANON, SWAP_CLUSTER_MAX);
@@ -465,6 +411,18 @@ mod tests {
         v
     }
 
+    /// The next victim as a reclaim pass finds one: inactive tail scans, a chunk deactivated
+    /// where the inactive list is low (`end_of_pass`) once it runs dry.
+    fn victim(l: &mut Lru) -> u32 {
+        loop {
+            match l.scan_tail(false) {
+                Scanned::Victim(t) => return t,
+                Scanned::Empty => l.end_of_pass(),
+                Scanned::Kept | Scanned::Activated(_) => {}
+            }
+        }
+    }
+
     #[test]
     fn an_unaccessed_inactive_page_goes_first() {
         let mut l = Lru::new(4, 8, 4096);
@@ -475,11 +433,11 @@ mod tests {
         // Then 0 is accessed again: it is marked referenced on the first pass, so the second
         // access activates it.
         l.touch(0);
-        let v = l.victim();
+        let v = victim(&mut l);
         assert_eq!(v, 0, "all four were accessed once: one rotation each, then the oldest");
         l.touch(0);
         l.touch(1);
-        let v = l.victim();
+        let v = victim(&mut l);
         assert_eq!(v, 2, "0 and 1 were accessed again since their scan");
         assert!(l.is_active(1), "a second access activates");
         // 0's PG_referenced was cleared by the check that chose it (`folio_check_references()`
@@ -499,7 +457,7 @@ mod tests {
         let mut l = Lru::new(1, 1, 4096);
         l.install(0, false);
         // The fault's access: marked referenced and rotated; then, not accessed, chosen.
-        assert_eq!(l.victim(), 0);
+        assert_eq!(victim(&mut l), 0);
         assert!(!l.referenced[0], "folio_test_clear_referenced() at the check that chose it");
         l.activate(0);
         assert!(l.is_active(0));
@@ -519,7 +477,7 @@ mod tests {
                 continue;
             }
             if l.len() == l.capacity() {
-                let v = l.victim();
+                let v = victim(&mut l);
                 if rng.below(10) == 0 {
                     l.activate(v);
                     continue;
@@ -552,11 +510,11 @@ mod tests {
                 l.touch(p);
             }
             for _ in 0..64 {
-                let v = l.victim();
+                let v = victim(&mut l);
                 l.touch(v);
             }
         }
-        let v = l.victim();
+        let v = victim(&mut l);
         assert!(l.is_resident(v));
         assert!(l.inactive[0].len > 0);
     }
@@ -574,44 +532,23 @@ mod tests {
         l
     }
 
-    /// `prepare_scan_control()`: with the inactive list not low, the active list is scanned
-    /// only after refaults were activated since the last reclaim (`snapshot_refaults()`), and
-    /// then at `active / inactive` of a chunk, the remainder carried.
+    /// `prepare_scan_control()`: with the inactive list not low, the active list may be
+    /// scanned only after refaults were activated since the last reclaim (`snapshot_refaults()`);
+    /// a low inactive list (ratio 1 below 1 GiB) may be refilled with no refaults.
     #[test]
     fn refault_activations_since_the_last_reclaim_deactivate() {
         let mut l = lists(64, 20);
-        l.rebalance();
-        assert_eq!(l.active[0].len, 20, "no refaults, inactive not low: nothing deactivated");
+        assert!(!l.may_deactivate(false), "no refaults, inactive not low");
         // Page 0 is evicted and faults straight back: refault distance 0, within the active list.
         l.evict(0);
         l.install(0, true);
         assert!(l.is_active(0));
-        assert_eq!((l.inactive[0].len, l.active[0].len), (63, 21));
-        l.rebalance();
-        // 32 * 21 / 63 = 10.67: 10 now, 0.67 of a page carried.
-        assert_eq!(l.active[0].len, 11);
-        assert_eq!(l.inactive[0].len, 73);
-        l.rebalance();
-        // 0.67 + 32 * 11 / 73 = 0.67 + 4.82 = 5.49: 5 more.
-        assert_eq!(l.active[0].len, 6);
+        assert!(l.may_deactivate(false), "a refault was activated since the snapshot");
+        assert!(!l.may_deactivate(true), "an anon refault says nothing of the file lists");
         l.snapshot_refaults();
-        l.rebalance();
-        assert_eq!(l.active[0].len, 6, "the snapshot caught up: nothing deactivated");
-    }
-
-    /// `inactive_is_low()`: an inactive list smaller than the active one (ratio 1 below 1 GiB)
-    /// is refilled with no refaults, at most a chunk at a time; an empty one gets a chunk.
-    #[test]
-    fn a_low_inactive_list_is_refilled_without_refaults() {
-        let mut l = lists(40, 100);
-        l.rebalance();
-        assert_eq!(l.active[0].len, 100 - SWAP_CLUSTER_MAX, "32 * 100 / 40 is over a chunk");
-        let mut l = lists(0, 50);
-        l.rebalance();
-        assert_eq!((l.inactive[0].len, l.active[0].len), (SWAP_CLUSTER_MAX, 50 - SWAP_CLUSTER_MAX));
-        let mut l = lists(50, 50);
-        l.rebalance();
-        assert_eq!(l.active[0].len, 50, "equal lists are not low");
+        assert!(!l.may_deactivate(false), "the snapshot caught up");
+        assert!(lists(40, 100).may_deactivate(false), "40 inactive against 100: low");
+        assert!(!lists(50, 50).may_deactivate(false), "equal lists are not low");
     }
 
     /// `shrink_lruvec()`'s last step: a low inactive list gets a chunk from the active list at

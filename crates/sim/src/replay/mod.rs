@@ -22,8 +22,8 @@
 //! shrinker counts no stored pages and writes nothing back (`ZswapConfig::memcg_charged`). zsmalloc's own shrinker compacts zswap's pools and
 //! a zram device's pool under global reclaim with the kernel's `do_shrink_slab()` arithmetic
 //! (zmem-zswap's `shrinker`); it is not memcg-aware, so a memcg's own reclaim never runs it
-//! (only the machine-wide reclaim of [`ReplayConfig::watermarks`] does, once per swap-out at
-//! priority 12, where a pool with less than 4096 pages to gain is never scanned).
+//! (only the machine-wide reclaim of [`ReplayConfig::watermarks`] does, once per priority each
+//! reclaim walks, as the root memcg's `shrink_slab()`).
 //!
 //! Swap-in faults read ahead as 6.18's `do_swap_page()` does ([`readahead`], each rule cited
 //! there): on zram (a `SWP_SYNCHRONOUS_IO` device; every entry here has a swap count of 1) only
@@ -170,8 +170,11 @@ pub struct ReplayConfig {
     /// lists (mm/vmscan.c `get_scan_count()`, [`scan`]). The kernel's default is 60.
     pub swappiness: u32,
     /// Machine-wide reclaim ([`Watermarks`], `--watermarks`): RAM is a node whose free pages
+    /// (RAM less resident pages and the swap's pool, which zsmalloc takes from the same node)
     /// kswapd keeps between the low and high marks and allocations below the min mark reclaim
-    /// directly. `None`: a memory cgroup at its limit, reclaiming only when full (the default).
+    /// directly, each priority by priority with the page cache balanced as 6.18 does
+    /// (`sim::kswapd`, `sim::reclaim`). `None`: a memory cgroup at its limit, reclaiming only
+    /// when full (the default).
     pub watermarks: Option<Watermarks>,
     /// Pages of the file the trace reads (its page cache: [`Access::file`] ids are below
     /// it); charged to RAM and reclaimed from the file LRU lists as 6.18 balances them
@@ -189,7 +192,7 @@ pub struct ReplayConfig {
 /// The watermarks of the replay's RAM, in pages (zmem-kernel's `pressure::wmarks` computes a
 /// machine's from its zones; scale them to the replay's RAM). One node with one zone: 6.18's
 /// per-zone balance (`pgdat_balanced()` takes any zone eligible for the allocation that meets
-/// its mark) is not modelled.
+/// its mark), watermark boosts and high-order allocations are not modelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Watermarks {
     pub min: u64,

@@ -52,30 +52,56 @@ pub(crate) struct ScanControl {
     pub costs: Costs,
     /// `prepare_scan_control()`'s `cache_trim_mode`.
     pub cache_trim_mode: bool,
+    /// A memcg's own reclaim (`cgroup_reclaim()`), where swappiness 0 scans no anon; global
+    /// reclaim "will swap to prevent OOM even with no swappiness".
+    pub cgroup_reclaim: bool,
+    /// `prepare_scan_control()`'s `file_is_tiny` (global reclaim only): `SCAN_ANON`.
+    pub file_is_tiny: bool,
 }
 
-/// `get_scan_count()` for a memcg's reclaim (an online memcg, no protection): every list's
-/// `size >> priority`, then by the balance: none of anon at swappiness 0 (`SCAN_FILE`); all
-/// of each at priority 0 (`SCAN_EQUAL`); only the file lists in `cache_trim_mode`
+/// `get_scan_count()`'s `scan_balance`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Balance {
+    Equal,
+    Anon,
+    File,
+    Fract(u64, u64),
+}
+
+/// `get_scan_count()`'s choice, in its order (no `SWAPPINESS_ANON_ONLY`: proactive only).
+fn balance(sc: ScanControl) -> Balance {
+    let swappiness = sc.swappiness.min(MAX_SWAPPINESS);
+    if sc.cgroup_reclaim && swappiness == 0 {
+        Balance::File
+    } else if sc.priority == 0 && swappiness != 0 {
+        Balance::Equal
+    } else if sc.file_is_tiny {
+        Balance::Anon
+    } else if sc.cache_trim_mode {
+        Balance::File
+    } else {
+        let (ap, fp) = pressure_balance(swappiness, sc.costs);
+        Balance::Fract(ap, fp)
+    }
+}
+
+/// `get_scan_count()` for one memcg's lruvec (online, no protection): every list's
+/// `size >> priority`, then by the balance ([`balance`]): none of anon at swappiness 0 in a
+/// memcg's reclaim (`SCAN_FILE`); all of each at priority 0 (`SCAN_EQUAL`); only the anon lists
+/// where the file is tiny (`SCAN_ANON`); only the file lists in `cache_trim_mode`
 /// (`SCAN_FILE`); else each type's fraction, rounded down (`SCAN_FRACT`, `div64_u64()`).
 pub(crate) fn scan_targets(sizes: Lists, sc: ScanControl) -> Lists {
-    let swappiness = sc.swappiness.min(MAX_SWAPPINESS);
-    let only_file = swappiness == 0 || (sc.priority != 0 && sc.cache_trim_mode);
-    let fraction = (!only_file && sc.priority != 0).then(|| pressure_balance(swappiness, sc.costs));
+    let b = balance(sc);
     let mut nr = [0; 4];
     for (lru, (&size, n)) in sizes.iter().zip(&mut nr).enumerate() {
         let file = lru >= 2;
         let scan = size.checked_shr(sc.priority).unwrap_or(0);
-        *n = match fraction {
-            _ if only_file => {
-                if file {
-                    scan
-                } else {
-                    0
-                }
-            }
-            None => scan,
-            Some((ap, fp)) => {
+        *n = match b {
+            Balance::Equal => scan,
+            Balance::Anon if file => 0,
+            Balance::File if !file => 0,
+            Balance::Anon | Balance::File => scan,
+            Balance::Fract(ap, fp) => {
                 let f = if file { fp } else { ap };
                 (u128::from(scan) * u128::from(f) / u128::from(ap + fp)) as u64
             }
@@ -117,6 +143,7 @@ fn pressure_balance(swappiness: u32, c: Costs) -> (u64, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use zmem_zswap::DEF_PRIORITY;
 
     /// Worked by hand from `calculate_pressure_balance()`: costs 0 give 60 : 140; a settled
     /// anon cost of 1000 gives ap = 60 * 3001 / 2001 = 89, fp = 140 * 3001 / 1001 = 419.
@@ -128,7 +155,7 @@ mod tests {
         // 23,040 pages: 5 at priority 12 -> 5 * 89 / 508 = 0; 720 at priority 5 -> 126.
         let c = Costs { anon: 1000, file: 0 };
         let anon = |priority, swappiness| {
-            let sc = ScanControl { priority, swappiness, costs: c, cache_trim_mode: false };
+            let sc = ScanControl { priority, swappiness, costs: c, ..memcg() };
             scan_targets([23_040, 0, 0, 0], sc)[0]
         };
         assert_eq!(anon(12, 60), 0);
@@ -144,7 +171,7 @@ mod tests {
     fn the_file_lists_take_their_fraction_or_everything_in_cache_trim_mode() {
         let sizes = [4096, 2048, 8192, 1024];
         let costs = Costs { anon: 100, file: 300 };
-        let sc = ScanControl { priority: 4, swappiness: 60, costs, cache_trim_mode: false };
+        let sc = ScanControl { priority: 4, swappiness: 60, costs, ..memcg() };
         // anon_cost 500, file_cost 700, total 1200: ap = 60 * 1201 / 501 = 143,
         // fp = 140 * 1201 / 701 = 239; 256 * 143 / 382 = 95, 128 -> 47, 512 -> 320, 64 -> 40.
         assert_eq!(pressure_balance(60, costs), (143, 239));
@@ -155,6 +182,38 @@ mod tests {
         assert_eq!(scan_targets(sizes, equal), sizes, "SCAN_EQUAL before cache_trim_mode");
         let none = ScanControl { swappiness: 0, ..sc };
         assert_eq!(scan_targets(sizes, none), [0, 0, 512, 64]);
+    }
+
+    /// A memcg's reclaim at priority 12, nothing else set.
+    fn memcg() -> ScanControl {
+        ScanControl {
+            priority: DEF_PRIORITY,
+            swappiness: 60,
+            costs: Costs::default(),
+            cache_trim_mode: false,
+            cgroup_reclaim: true,
+            file_is_tiny: false,
+        }
+    }
+
+    /// Global reclaim (kswapd, direct): swappiness 0 still leaves anon its fraction's zero
+    /// rather than `SCAN_FILE`, so a tiny file forces the anon lists (`SCAN_ANON`) where a
+    /// memcg would scan file only; `SCAN_EQUAL` needs swappiness; `file_is_tiny` comes after
+    /// `SCAN_EQUAL` and before `cache_trim_mode`.
+    #[test]
+    fn global_reclaim_swaps_at_swappiness_0_where_the_file_is_tiny() {
+        let sizes = [4096, 2048, 64, 32];
+        let global = ScanControl { priority: 4, cgroup_reclaim: false, ..memcg() };
+        let tiny = ScanControl { file_is_tiny: true, swappiness: 0, ..global };
+        assert_eq!(scan_targets(sizes, tiny), [256, 128, 0, 0], "SCAN_ANON");
+        let memcg0 = ScanControl { swappiness: 0, file_is_tiny: true, ..memcg() };
+        assert_eq!(scan_targets(sizes, ScanControl { priority: 4, ..memcg0 }), [0, 0, 4, 2]);
+        // Swappiness 0, not tiny: `SCAN_FRACT` with ap = 0, at priority 0 too (no SCAN_EQUAL).
+        let zero = ScanControl { swappiness: 0, ..global };
+        assert_eq!(scan_targets(sizes, zero), [0, 0, 4, 2]);
+        assert_eq!(scan_targets(sizes, ScanControl { priority: 0, ..zero }), [0, 0, 64, 32]);
+        let trim = ScanControl { cache_trim_mode: true, file_is_tiny: true, ..global };
+        assert_eq!(scan_targets(sizes, trim), [256, 128, 0, 0], "file_is_tiny first");
     }
 
     /// `shrink_lruvec()`'s nudge, worked by hand: anon has 10 of 100 left (10 %), so it stops

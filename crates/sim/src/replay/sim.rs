@@ -14,7 +14,7 @@ use zmem_zswap::{
     ObjectSource, Shrinker, Stage, SwapDevice, SwapHook, SwapIn, SwapLayer, SwapOut, ZswapError,
 };
 
-use super::lru::{Lru, SWAP_CLUSTER_MAX};
+use super::lru::Lru;
 use super::memcg::zswap_charge_pages;
 use super::page_slots::PageSlots;
 use super::readahead::{RaWindow, SwapRa};
@@ -25,7 +25,8 @@ use crate::device::{ZramRunConfig, build_device_with_backing};
 use crate::latency::LatencyRecorder;
 use crate::swap_device::{DeviceSampler, SwapDevice as DeviceCost};
 
-mod memcg_reclaim;
+mod kswapd;
+mod reclaim;
 
 /// A zram device as the swap layer's device: zram swap (`swapon /dev/zram0`).
 struct ZramSwap(Arc<Zram>);
@@ -391,6 +392,8 @@ pub struct Simulator<'p> {
     /// Where swap-outs take their compressed objects ([`Simulator::with_objects`]).
     objects: Option<&'p dyn ChargedObjects>,
     counts: Counts,
+    /// `pgdat->kswapd_failures`: `balance_pgdat()` runs in a row that reclaimed nothing.
+    kswapd_failures: u32,
     buf: Vec<u8>,
     verified: bool,
 }
@@ -437,11 +440,6 @@ impl<'p> Simulator<'p> {
         if let Some(w) = cfg.watermarks {
             w.check(cfg.ram_pages.min(n as u64)).map_err(SimError::Setup)?;
         }
-        if cfg.watermarks.is_some() && cfg.file_pages > 0 {
-            return Err(SimError::Setup(
-                "machine-wide reclaim (watermarks) with page cache is not modelled yet".into(),
-            ));
-        }
         if cfg.file_pages > u64::from(u32::MAX) - n as u64 {
             return Err(SimError::Setup(format!("{} file pages: too many", cfg.file_pages)));
         }
@@ -473,10 +471,8 @@ impl<'p> Simulator<'p> {
             SwapKind::Zswap => (SwapLayer::with_zswap(build_zswap(cfg, area)?), None),
         };
         let mut swap = swap;
-        if cfg.watermarks.is_none() {
-            // A memcg's reclaim runs the shrinkers once per priority it walks.
-            swap.set_slab_reclaim(None);
-        }
+        // Reclaim runs the shrinkers once per priority it walks (`reclaim`), not per swap-out.
+        swap.set_slab_reclaim(None);
         let timer = SwapTimer::new(cfg.swap, &cfg.device, zram.clone()).charging(objects);
         // mm/memory.c `do_swap_page()`: a `SWP_SYNCHRONOUS_IO` device's faults with
         // `__swap_count() == 1` skip the swap cache and read only their own page (every entry
@@ -505,6 +501,7 @@ impl<'p> Simulator<'p> {
             timer,
             objects,
             counts: Counts::default(),
+            kswapd_failures: 0,
             buf: vec![0u8; ps],
             verified: true,
         })
@@ -622,59 +619,43 @@ impl<'p> Simulator<'p> {
             self.ram.touch(p);
             return Ok(());
         }
+        let woken = self.allocate()?;
         self.charge_fault()?;
         let refault = std::mem::replace(&mut self.file_read[i], true);
         self.counts.file_faults += 1;
         self.counts.file_refaults += u64::from(refault);
         self.ram.install(p, refault);
+        if woken {
+            self.kswapd()?;
+        }
         Ok(())
     }
 
-    /// Free frames: RAM less what is charged to it.
+    /// The node's free pages with [`ReplayConfig::watermarks`]: RAM less its resident pages
+    /// and the swap's pool, which takes its pages from the same node whatever cgroup is
+    /// charged (zsmalloc allocates them from the page allocator). Without watermarks, RAM less
+    /// what is charged to the memcg.
+    pub fn free_pages(&self) -> u64 {
+        let used = if self.cfg.watermarks.is_some() {
+            self.ram.len() as u64 + self.pool_pages()
+        } else {
+            self.memcg_pages()
+        };
+        (self.ram.capacity() as u64).saturating_sub(used)
+    }
+
     fn free(&self) -> u64 {
-        (self.ram.capacity() as u64).saturating_sub(self.memcg_pages())
+        self.free_pages()
     }
 
-    /// The page allocator for a fault with [`ReplayConfig::watermarks`] (6.18 mm/page_alloc.c
-    /// `__alloc_pages()`): the fast path takes a page while free pages are over the low mark;
-    /// at or under it the slow path wakes kswapd (`wake_all_kswapds()`), takes a page over the
-    /// min mark, and else reclaims directly (`__alloc_pages_direct_reclaim()`: a batch, then
-    /// the allocation is tried again). Whether kswapd was woken.
-    fn allocate(&mut self) -> Result<bool, SimError> {
-        let Some(w) = self.cfg.watermarks else { return Ok(false) };
-        if self.free() > w.low {
-            return Ok(false);
+    /// The pages the swap's pool holds now: zram's `mem_used_total`, zswap's
+    /// `zswap_total_pages()`.
+    fn pool_pages(&self) -> u64 {
+        match (&self.zram, self.swap.zswap()) {
+            (Some(z), _) => z.pool_pages(),
+            (None, Some(z)) => z.total_pages(),
+            (None, None) => 0,
         }
-        self.counts.kswapd_wakes += 1;
-        while self.free() <= w.min && self.ram.evictable() > 0 {
-            let n = self.reclaim_batch()?;
-            if n == 0 {
-                break;
-            }
-            self.counts.direct_reclaimed += n as u64;
-        }
-        Ok(true)
-    }
-
-    /// kswapd once woken (6.18 mm/vmscan.c `balance_pgdat()`): while the node is not balanced
-    /// (free pages under the high mark, `pgdat_balanced()`), a pass of `kswapd_shrink_node()`
-    /// asks reclaim for `max(high mark, SWAP_CLUSTER_MAX)` pages. kswapd runs beside the
-    /// program; the replay runs it at once after the fault that woke it.
-    fn kswapd(&mut self) -> Result<(), SimError> {
-        let Some(w) = self.cfg.watermarks else { return Ok(()) };
-        while self.free() < w.high && self.ram.evictable() > 0 {
-            let want = (w.high as usize).max(SWAP_CLUSTER_MAX);
-            let mut pass = 0;
-            while pass < want && self.ram.evictable() > 0 {
-                let n = self.reclaim_batch()?;
-                if n == 0 {
-                    return Ok(());
-                }
-                pass += n;
-            }
-            self.counts.kswapd_reclaimed += pass as u64;
-        }
-        Ok(())
     }
 
     /// The faulting page's own read from its slot (mm/page_io.c `swap_read_folio()`). A
@@ -833,37 +814,6 @@ impl<'p> Simulator<'p> {
         } else {
             Err(SimError::OutOfMemory { accesses: self.counts.accesses })
         }
-    }
-
-    /// Machine-wide reclaim (kswapd and the allocator's direct reclaim with
-    /// [`ReplayConfig::watermarks`]): one pass that swaps out a batch of `SWAP_CLUSTER_MAX`
-    /// victims as the LRU picks them ([`Lru::victim`], the active list scanned at its share
-    /// of every inactive chunk), at `DEF_PRIORITY`. (A memcg's own reclaim walks the priorities:
-    /// [`Self::reclaim_memcg`].) A victim the swap layer keeps in RAM is activated and reclaim
-    /// moves on; when more than twice RAM's worth in a row is kept, nothing can leave RAM and
-    /// the replay stops as the kernel would OOM. Returns the pages freed.
-    fn reclaim_batch(&mut self) -> Result<usize, SimError> {
-        let want = SWAP_CLUSTER_MAX.min(self.ram.evictable());
-        let mut freed = 0;
-        let mut kept_in_a_row = 0;
-        while freed < want {
-            let victim = self.ram.victim();
-            match self.reclaim_page(victim)? {
-                Reclaimed::Freed { .. } => {
-                    freed += 1;
-                    kept_in_a_row = 0;
-                }
-                Reclaimed::Kept => {
-                    kept_in_a_row += 1;
-                    if kept_in_a_row > 2 * self.ram.capacity() {
-                        return Err(SimError::OutOfMemory { accesses: self.counts.accesses });
-                    }
-                }
-            }
-        }
-        self.ram.end_of_pass();
-        self.ram.snapshot_refaults();
-        Ok(freed)
     }
 
     /// `shrink_folio_list()` on one victim. A page whose slot still holds it (read ahead and
