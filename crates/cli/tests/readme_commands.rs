@@ -35,12 +35,12 @@ fn the_readme_lab_commands_run_as_written() {
         .iter()
         .find(|c| c.iter().any(|a| a == "--apply-script"))
         .expect("the README shows how to write the apply script");
-    let dir = std::env::temp_dir().join(format!("zmem-readme-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    // The scripts' directory, removed when dropped, the test passing or not.
+    let dir = tempfile::Builder::new().prefix("zmem-readme-").tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_zmem"))
         .arg("lab")
         .args(apply)
-        .current_dir(&dir)
+        .current_dir(dir.path())
         .output()
         .expect("zmem runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -52,11 +52,10 @@ fn the_readme_lab_commands_run_as_written() {
     let p = stdout.find("Pressure now: memory is ").expect("the pressure line");
     assert!(p > d && stdout[p..].contains(" available, "), "{stdout}");
     for file in ["apply.sh", "undo.sh"] {
-        let path = dir.join(file);
+        let path = dir.path().join(file);
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
         assert!(text.starts_with("#!/bin/sh\n"), "{file}");
         let check = Command::new("sh").arg("-n").arg(&path).output().unwrap();
         assert!(check.status.success(), "{file}: {}", String::from_utf8_lossy(&check.stderr));
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

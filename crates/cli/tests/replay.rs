@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use tempfile::TempDir;
 use zmem_pages::trace::{Access, Op, Trace};
 
 fn run(args: &[&str]) -> Output {
@@ -18,10 +19,12 @@ fn s(p: &Path) -> &str {
 const PAGES: u32 = 256;
 
 /// 256 compressible pages, no two alike, and two sequential passes over them, in a directory
-/// of test `name`'s own (the tests run at once in one process).
-fn inputs(name: &str) -> (PathBuf, PathBuf) {
-    let d = std::env::temp_dir().join(format!("zmem-cli-replay-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
+/// of test `name`'s own (the tests run at once in one process), removed when the returned
+/// `TempDir` drops.
+fn inputs(name: &str) -> (TempDir, PathBuf, PathBuf) {
+    let dir =
+        tempfile::Builder::new().prefix(&format!("zmem-cli-replay-{name}-")).tempdir().unwrap();
+    let d = dir.path();
     let pages = d.join("pages.bin");
     let bytes: Vec<u8> = (0..PAGES as usize * 4096)
         .map(|j| b"sequential readahead "[(j + j / 4096) % 21] ^ (j / 4096) as u8 | 1)
@@ -32,7 +35,7 @@ fn inputs(name: &str) -> (PathBuf, PathBuf) {
         .map(|k| Access { time_ns: u64::from(k) * 1000, page: k % PAGES, op: Op::Read })
         .collect();
     Trace { page_count: u64::from(PAGES), file_pages: 0, accesses }.save(&trace).unwrap();
-    (pages, trace)
+    (dir, pages, trace)
 }
 
 fn replay(pages: &Path, trace: &Path, extra: &[&str]) -> serde_json::Value {
@@ -46,7 +49,7 @@ fn replay(pages: &Path, trace: &Path, extra: &[&str]) -> serde_json::Value {
 
 #[test]
 fn readahead_flags_choose_the_kernels_readahead() {
-    let (pages, trace) = inputs("readahead");
+    let (_dir, pages, trace) = inputs("readahead");
     let n = u64::from(PAGES);
     for mode in ["vma", "cluster"] {
         let v = replay(&pages, &trace, &["--readahead", mode, "--page-cluster", "3"]);
@@ -90,7 +93,7 @@ fn readahead_flags_choose_the_kernels_readahead() {
 /// 201 is refused.
 #[test]
 fn swappiness_is_the_memcgs_and_0_swaps_nothing() {
-    let (pages, trace) = inputs("swappiness");
+    let (_dir, pages, trace) = inputs("swappiness");
     let v = replay(&pages, &trace, &["--swappiness", "200"]);
     assert_eq!(v["swappiness"], 200, "{v}");
     assert!(v["swap_outs"].as_u64().unwrap() > 0);
@@ -111,7 +114,7 @@ fn swappiness_is_the_memcgs_and_0_swaps_nothing() {
 /// refused.
 #[test]
 fn total_ram_sets_what_zswaps_pool_limit_is_a_share_of() {
-    let (pages, trace) = inputs("total-ram");
+    let (_dir, pages, trace) = inputs("total-ram");
     let hits = |total: &str| {
         let v = replay(&pages, &trace, &["--max-pool-percent", "1", "--total-ram", total]);
         let c = v["counters"].as_array().unwrap();
@@ -129,7 +132,7 @@ fn total_ram_sets_what_zswaps_pool_limit_is_a_share_of() {
 /// refault, and a file bigger than RAM refaults; with `--watermarks` kswapd reclaims both.
 #[test]
 fn a_trace_with_file_pages_replays_through_the_page_cache() {
-    let (pages, _) = inputs("file-pages");
+    let (_dir, pages, _) = inputs("file-pages");
     let trace = pages.with_file_name("file.trace");
     let make = [
         "trace",

@@ -38,9 +38,9 @@ fn sigterm_ends_a_page_out_recording_through_its_cleanup() {
         None
     };
     let Some(_live) = zmem_testkit::live(why.map(String::from)) else { return };
-    let dir = std::env::temp_dir().join(format!("zmem-cli-record-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let trace = dir.join("sleep.trace");
+    // Removed when dropped, the test passing or not.
+    let dir = tempfile::Builder::new().prefix("zmem-cli-record-").tempdir().unwrap();
+    let trace = dir.path().join("sleep.trace");
     let target = Reaped(Command::new("sleep").arg("120").spawn().expect("sleep runs"));
     let before = swaps();
     let rec = zmem()
@@ -81,7 +81,6 @@ fn sigterm_ends_a_page_out_recording_through_its_cleanup() {
     let mut pages = trace.into_os_string();
     pages.push(".pages");
     assert!(std::fs::metadata(&pages).unwrap().len() > 0, "the page set is written");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

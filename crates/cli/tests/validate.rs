@@ -6,7 +6,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
+
+use tempfile::TempDir;
 
 mod common;
 use common::{fails_cleanly_with, zmem as run};
@@ -16,28 +17,31 @@ fn fails_cleanly(args: &[&str]) -> String {
     fails_cleanly_with(&run(args), &format!("{args:?}"))
 }
 
-/// A directory of this test's files, readable by every user.
-fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("zmem-cli-validate-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A directory of one test's files, readable by every user (`refuses_without_root` runs zmem as
+/// user 65534), removed when dropped.
+fn dir() -> TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    tempfile::Builder::new()
+        .prefix("zmem-cli-validate-")
+        .permissions(std::fs::Permissions::from_mode(0o755))
+        .tempdir()
+        .unwrap()
 }
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-/// Eight pages, and a trace of `trace_pages` pages made by `zmem trace gen`, in files of this
-/// call's own: the tests run at once, and one rewriting a file another is reading made that one
-/// read no pages (seen once in ten runs).
-fn inputs(trace_pages: u64) -> (PathBuf, PathBuf) {
-    static CALLS: AtomicU64 = AtomicU64::new(0);
-    let call = CALLS.fetch_add(1, Ordering::Relaxed);
-    let d = dir();
-    let pages = d.join(format!("pages-{call}.bin"));
+/// Eight pages, and a trace of `trace_pages` pages made by `zmem trace gen`, in a directory of
+/// this call's own: the tests run at once, and one rewriting a file another is reading made that
+/// one read no pages (seen once in ten runs).
+fn inputs(trace_pages: u64) -> (TempDir, PathBuf, PathBuf) {
+    let dir = dir();
+    let d = dir.path();
+    let pages = d.join("pages.bin");
     let text = b"validate the replay against the kernel ".repeat(900);
     std::fs::write(&pages, &text[..8 * 4096]).unwrap();
-    let trace = d.join(format!("trace-{trace_pages}-{call}.trc"));
+    let trace = d.join(format!("trace-{trace_pages}.trc"));
     let out = run(&[
         "trace",
         "gen",
@@ -51,12 +55,12 @@ fn inputs(trace_pages: u64) -> (PathBuf, PathBuf) {
         s(&trace),
     ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    (pages, trace)
+    (dir, pages, trace)
 }
 
 #[test]
 fn missing_files() {
-    let (pages, trace) = inputs(8);
+    let (_dir, pages, trace) = inputs(8);
     let missing = "/nonexistent/zmem/validate.bin";
     let msg = fails_cleanly(&["validate", "replay", missing, s(&trace)]);
     assert!(msg.contains(missing), "{msg}");
@@ -66,7 +70,7 @@ fn missing_files() {
 
 #[test]
 fn bad_ram() {
-    let (pages, trace) = inputs(8);
+    let (_dir, pages, trace) = inputs(8);
     for bad in ["12Q", "", "lots"] {
         let msg = fails_cleanly(&["validate", "replay", "--ram", bad, s(&pages), s(&trace)]);
         assert!(msg.starts_with("--ram: "), "{bad:?}: {msg}");
@@ -77,7 +81,7 @@ fn bad_ram() {
 
 #[test]
 fn a_trace_beyond_the_page_set() {
-    let (pages, trace) = inputs(64);
+    let (_dir, pages, trace) = inputs(64);
     let msg = fails_cleanly(&["validate", "replay", "--ram", "16K", s(&pages), s(&trace)]);
     assert!(msg.contains("page set has 8 pages"), "{msg}");
 }
@@ -87,7 +91,7 @@ fn a_trace_beyond_the_page_set() {
 #[ignore = "live: needs root and setpriv to drop to user 65534 (scripts/test runs it)"]
 fn refuses_without_root() {
     let live = zmem_testkit::may_skip();
-    let (pages, trace) = inputs(8);
+    let (_dir, pages, trace) = inputs(8);
     // zmem writes traces 0600 (they hold addresses): this test's are made readable to the user
     // it drops to, whose refusal is the point.
     for f in [&pages, &trace] {
@@ -123,7 +127,8 @@ fn two_kernel_runs_give_the_median_run() {
     let Some(_live) = zmem_testkit::live(zmem_kernel::harness::unavailable_reason()) else {
         return;
     };
-    let d = dir();
+    let dir = dir();
+    let d = dir.path();
     let pages = d.join("mixed.zps");
     let trace = d.join("mixed.trc");
     for args in [

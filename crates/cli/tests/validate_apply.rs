@@ -6,8 +6,9 @@
 //! is as it was, a progress line came on stderr, both files are written, and /proc/swaps reads
 //! as before.
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use tempfile::TempDir;
 
 const FIXTURE: &str =
     concat!(env!("CARGO_MANIFEST_DIR"), "/../validate/tests/fixtures/apply-zram-proactive.json");
@@ -15,17 +16,15 @@ const FIXTURE: &str =
 mod common;
 use common::{fails_cleanly_with, zmem};
 
-/// A directory of this test's own (removed by the caller).
-fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("zmem-cli-apply-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A directory of this test's own, removed when dropped, the test passing or not.
+fn dir(name: &str) -> TempDir {
+    tempfile::Builder::new().prefix(&format!("zmem-cli-apply-{name}-")).tempdir().unwrap()
 }
 
 #[test]
 fn bad_input_is_refused_in_one_line_before_anything_is_made() {
-    let d = dir("bad");
+    let dir = dir("bad");
+    let d = dir.path();
     let not_a_report = d.join("r.json");
     std::fs::write(&not_a_report, "{\"decision\": 3}").unwrap();
     let cases: [(&[&str], &str); 5] = [
@@ -45,7 +44,6 @@ fn bad_input_is_refused_in_one_line_before_anything_is_made() {
     let msg =
         fails_cleanly_with(&zmem(&["validate", "apply", missing.to_str().unwrap()]), "missing");
     assert!(msg.contains("missing.json"), "{msg}");
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 fn swap_areas() -> Vec<String> {
@@ -60,7 +58,8 @@ fn a_decision_is_applied_watched_undone_and_written() {
     let why = zmem_kernel::harness::unavailable_reason()
         .or_else(zmem_kernel::record::page_out::unavailable_reason);
     let Some(_live) = zmem_testkit::live(why) else { return };
-    let d = dir("live");
+    let dir = dir("live");
+    let d = dir.path();
     let before = swap_areas();
     let mut child = zmem_testkit::reexec("holder", "30").spawn().unwrap();
     let ready = zmem_testkit::Ready::watch(child.stdout.take().unwrap());
@@ -97,5 +96,4 @@ fn a_decision_is_applied_watched_undone_and_written() {
     assert!(report.contains("\"restored\": true") && report.contains("\"samples\""));
     assert!(std::fs::read_to_string(&html).unwrap().contains("<polyline"));
     assert_eq!(swap_areas(), before);
-    let _ = std::fs::remove_dir_all(Path::new(&d));
 }

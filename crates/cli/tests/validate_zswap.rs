@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use tempfile::TempDir;
 use zmem_kernel::harness::{ZramSwapConfig, ZramSwapDevice};
 
 const PARAMS: &str = "/sys/module/zswap/parameters";
@@ -49,10 +50,10 @@ fn s(p: &Path) -> &str {
 }
 
 /// A page set of `pages` mixed pages and a trace of `accesses` over them, in a directory of
-/// this test's own.
-fn inputs(name: &str, pages: u64, accesses: u64) -> (PathBuf, PathBuf) {
-    let d = std::env::temp_dir().join(format!("zmem-cli-validate-zswap-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
+/// this test's own, removed when the returned `TempDir` drops.
+fn inputs(name: &str, pages: u64, accesses: u64) -> (TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::Builder::new().prefix("zmem-cli-validate-zswap-").tempdir().unwrap();
+    let d = dir.path();
     let (p, t) = (d.join(format!("{name}.zps")), d.join(format!("{name}.trc")));
     let n = pages.to_string();
     let a = accesses.to_string();
@@ -63,7 +64,7 @@ fn inputs(name: &str, pages: u64, accesses: u64) -> (PathBuf, PathBuf) {
         let out = zmem().args(&args).output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
-    (p, t)
+    (dir, p, t)
 }
 
 /// Swap files of process `pid` the tool left in its swap directory.
@@ -83,7 +84,7 @@ fn leftovers(pid: u32) -> Vec<String> {
 #[ignore = "live: needs root, kernel zram, a memory cgroup and zswap (scripts/test runs it)"]
 fn zswap_runs_are_refused_while_a_swap_area_not_ours_is_active() {
     let Some(_live) = zmem_testkit::live(why_not()) else { return };
-    let (pages, trace) = inputs("refuse", 256, 2000);
+    let (_dir, pages, trace) = inputs("refuse", 256, 2000);
     let foreign = ZramSwapDevice::create(&ZramSwapConfig {
         disksize: 16 << 20,
         priority: 10,
@@ -120,7 +121,7 @@ fn a_sigterm_mid_zswap_run_restores_zswap_and_removes_the_swap_area() {
         return;
     }
     // Enough work that the zswap run is still going when the parameters show it.
-    let (pages, trace) = inputs("kill", 4096, 400_000);
+    let (_dir, pages, trace) = inputs("kill", 4096, 400_000);
     let before = params();
     // A max_pool_percent other than the current one: seeing it means the zswap run has begun.
     let mpp = if param("max_pool_percent") == "17" { "18" } else { "17" };
