@@ -1,7 +1,7 @@
 //! `zmem validate lab`'s terminal table: for each configuration the kernel ran, the lab's
 //! prediction beside the kernel's figures and the relative error, then the orders by memory.
 
-use zmem_validate::lab::{ConfigCheck, LabValidation};
+use zmem_validate::lab::{ConfigCheck, LabValidation, RunLatency};
 use zmem_validate::zswap_lab::{ZswapCheck, ZswapValidation};
 
 fn percent(e: Option<f64>) -> String {
@@ -43,6 +43,7 @@ fn config_table(c: &ConfigCheck) -> String {
     if c.kernel_runs.len() + c.kernel_failures.len() > 1 {
         let outs: Vec<String> = c.kernel_runs.iter().map(|r| r.swap_outs.to_string()).collect();
         out += &format!("  kernel runs' swap-outs: {} (the median's above)\n", outs.join(", "));
+        out += &runs_latency(&c.kernel_runs_latency);
     }
     for f in &c.kernel_failures {
         out += &format!("  kernel: a run failed: {f}\n");
@@ -155,6 +156,7 @@ fn zswap_table(c: &ZswapCheck) -> String {
             list(&c.kernel_runs_swap_ra),
             p.swap_ra
         );
+        out += &runs_latency(&c.kernel_runs_latency);
     }
     for m in &r.missing {
         out += &format!("  missing: {m}\n");
@@ -190,6 +192,21 @@ fn zswap_tables(z: &ZswapValidation) -> String {
     out
 }
 
+/// Each kernel run's swap-in p50 and p99, whose medians the kernel's figures are.
+fn runs_latency(runs: &[RunLatency]) -> String {
+    if runs.len() < 2 {
+        return String::new();
+    }
+    let us = |ns: u64| format!("{:.1}", ns as f64 / 1e3);
+    let p50: Vec<String> = runs.iter().map(|r| us(r.p50_ns)).collect();
+    let p99: Vec<String> = runs.iter().map(|r| us(r.p99_ns)).collect();
+    format!(
+        "  kernel runs' swap-in p50 {} us, p99 {} us (each figure above is its median)\n",
+        p50.join(", "),
+        p99.join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,13 +230,17 @@ mod tests {
                 missing: vec!["debugfs not mounted".into()],
                 ..ZswapKernelRun::default()
             },
-            kernel_runs_swap_ins: vec![1],
-            kernel_runs_cpu_secs: vec![0.0],
-            kernel_runs_stored_pages: vec![0],
-            kernel_runs_pool_total_size: vec![0],
-            kernel_runs_zswpin: vec![0],
-            kernel_runs_zswpout: vec![0],
-            kernel_runs_swap_ra: vec![0],
+            kernel_runs_swap_ins: vec![1, 2],
+            kernel_runs_cpu_secs: vec![0.0; 2],
+            kernel_runs_stored_pages: vec![0; 2],
+            kernel_runs_pool_total_size: vec![0; 2],
+            kernel_runs_zswpin: vec![0; 2],
+            kernel_runs_zswpout: vec![0; 2],
+            kernel_runs_swap_ra: vec![0; 2],
+            kernel_runs_latency: vec![
+                RunLatency { p50_ns: 8_140, p99_ns: 215_000 },
+                RunLatency { p50_ns: 9_000, p99_ns: 230_600 },
+            ],
             kernel_failures: Vec::new(),
             verified: true,
         };
@@ -244,5 +265,6 @@ mod tests {
         assert!(t.contains("missing: debugfs not mounted"), "{t}");
         assert!(t.contains("the lab picks zram, the kernel's better: tie (agree)"), "{t}");
         assert!(t.contains("scope: global: stored_pages"), "{t}");
+        assert!(t.contains("kernel runs' swap-in p50 8.1, 9.0 us, p99 215.0, 230.6 us"), "{t}");
     }
 }

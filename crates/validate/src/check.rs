@@ -23,6 +23,35 @@ pub struct Figures {
     pub file_refaults: u64,
 }
 
+/// One kernel run's swap-in latency as its player timed it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct RunLatency {
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+}
+
+impl RunLatency {
+    pub(crate) fn of(k: &KernelRun) -> Self {
+        Self { p50_ns: k.swap_in_p50_ns, p99_ns: k.swap_in_p99_ns }
+    }
+
+    /// The kernel's figures from its runs: the median of the runs' p50s and, apart, of their
+    /// p99s (the lower middle for an even count). A run's p50 moves by 10-20 % between two
+    /// back-to-back runs of the same configuration here, and the run with the median swap-outs
+    /// (whose counts the kernel's side gives) is no likelier than another to hold the median
+    /// latency, so one run's figure would be noise.
+    pub(crate) fn median(runs: &[Self]) -> Self {
+        let mid = |mut v: Vec<u64>| {
+            v.sort_unstable();
+            v.get(v.len().saturating_sub(1) / 2).copied().unwrap_or(0)
+        };
+        Self {
+            p50_ns: mid(runs.iter().map(|r| r.p50_ns).collect()),
+            p99_ns: mid(runs.iter().map(|r| r.p99_ns).collect()),
+        }
+    }
+}
+
 /// The prediction's relative error on each figure, `(predicted - kernel) / kernel`; `None`
 /// where the kernel's figure is 0 and the prediction's is not.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -104,6 +133,9 @@ pub struct ConfigCheck {
     /// accesses in each less those of the baseline run just before it (the median is
     /// `kernel.cpu_seconds`), and the baseline runs' own, in order.
     pub kernel_runs: Vec<Side>,
+    /// Each of those runs' swap-in latency (the medians are `kernel.swap_in_p50_ns` and
+    /// `_p99_ns`: [`RunLatency::median`]).
+    pub kernel_runs_latency: Vec<RunLatency>,
     pub kernel_runs_cpu_secs: Vec<f64>,
     pub baseline_runs_fault_cpu_secs: Vec<f64>,
     /// Why the runs that failed failed.
@@ -117,4 +149,20 @@ pub struct ConfigCheck {
 pub struct NotRun {
     pub config: String,
     pub reason: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RunLatency;
+
+    /// Each figure is its own median: p50 and p99 may come from different runs, and neither
+    /// from the first run or the last.
+    #[test]
+    fn the_kernels_latency_is_the_median_of_its_runs() {
+        let run = |p50_ns, p99_ns| RunLatency { p50_ns, p99_ns };
+        let runs = [run(9, 100), run(4, 300), run(6, 200), run(5, 500), run(8, 400)];
+        assert_eq!(RunLatency::median(&runs), run(6, 300));
+        assert_eq!(RunLatency::median(&runs[..2]), run(4, 100), "the lower middle of two");
+        assert_eq!(RunLatency::median(&[]), run(0, 0));
+    }
 }

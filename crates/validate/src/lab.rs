@@ -31,7 +31,8 @@
 //! baseline's runs are `kernel_runs` too, its figure their median.
 //!
 //! **The kernel's swap-in latency** is the player's timing of each access to a page that
-//! `mincore` said was out of RAM (fault, read and decompression, mapping), p50 and p99.
+//! `mincore` said was out of RAM (fault, read and decompression, mapping), p50 and p99: each the
+//! median of the runs' own ([`RunLatency::median`]), not the median-swap-out run's.
 //!
 //! **Order**: the lab orders the configurations by the pool its policy measurement gives for
 //! the whole page set (what it recommends by); the kernel by the pool its own zram device of the
@@ -57,7 +58,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::check::relative_error_f;
-pub use crate::check::{ConfigCheck, FigureErrors, Figures, NotRun};
+pub use crate::check::{ConfigCheck, FigureErrors, Figures, NotRun, RunLatency};
 use crate::replay::{
     self as validate, KernelRun, Side, ValidateConfig, check_input, distinct_pages, median_run,
     relative_error, replay_ram_pages,
@@ -402,6 +403,8 @@ pub fn run(
         let base_cpus: Vec<f64> = base.iter().map(|k| k.fault_cpu_secs).collect();
         base_runs.extend(base);
         let sides: Vec<Side> = runs.iter().map(side_of).collect();
+        let latencies: Vec<RunLatency> = runs.iter().map(RunLatency::of).collect();
+        let latency = RunLatency::median(&latencies);
         // The player's charge before its first access, read as the cgroup's usage, includes
         // what the memcg's per-CPU stock has precharged (up to 64 pages, MEMCG_CHARGE_BATCH):
         // the same player read 768 KiB in one run and 1 MiB in the next, and the replay given
@@ -427,8 +430,8 @@ pub fn run(
             swap_outs: k.swap_outs,
             swap_ins: k.swap_ins,
             cpu_seconds: median(&cpus).max(0.0),
-            swap_in_p50_ns: k.swap_in_p50_ns,
-            swap_in_p99_ns: k.swap_in_p99_ns,
+            swap_in_p50_ns: latency.p50_ns,
+            swap_in_p99_ns: latency.p99_ns,
             file_refaults: k.file_refaults,
         };
 
@@ -504,6 +507,7 @@ pub fn run(
             replay_ram_pages: ram_pages,
             kernel_run: k,
             kernel_runs: sides,
+            kernel_runs_latency: latencies,
             kernel_runs_cpu_secs: cpus,
             baseline_runs_fault_cpu_secs: base_cpus,
             kernel_failures,

@@ -35,7 +35,7 @@ use std::sync::atomic::AtomicBool;
 
 use serde::Serialize;
 
-use crate::check::{ConfigCheck, NotRun};
+use crate::check::{ConfigCheck, NotRun, RunLatency};
 use crate::replay::{self as validate, ValidateConfig, relative_error, replay_ram_pages};
 use crate::zswap_kernel::{self, ZswapKernelRun, ZswapRunConfig};
 use zmem_kernel::KernelError;
@@ -160,6 +160,8 @@ pub struct ZswapCheck {
     pub kernel_runs_zswpout: Vec<u64>,
     #[serde(default)]
     pub kernel_runs_swap_ra: Vec<u64>,
+    /// Each run's swap-in latency (the medians are `kernel.swap_in_p50_ns` and `_p99_ns`).
+    pub kernel_runs_latency: Vec<RunLatency>,
     pub kernel_failures: Vec<String>,
     pub verified: bool,
 }
@@ -390,6 +392,11 @@ fn check_one(
     };
     let (zswpins, zswpouts, swap_ras) = (vmstat("zswpin"), vmstat("zswpout"), vmstat("swap_ra"));
     let overhead = runs.iter().map(|k| k.player_overhead_bytes).min().unwrap_or_default();
+    let latencies: Vec<RunLatency> = runs
+        .iter()
+        .map(|k| RunLatency { p50_ns: k.swap_in_p50_ns, p99_ns: k.swap_in_p99_ns })
+        .collect();
+    let latency = RunLatency::median(&latencies);
     let k = runs.swap_remove(median_index(&ins));
     let kernel = ZswapFigures {
         stored_pages: stored_pages(&k),
@@ -410,8 +417,8 @@ fn check_one(
         disk_writes: k.disk_write_pages,
         swap_ins: k.timed_swap_ins,
         cpu_seconds: median(&cpus).max(0.0),
-        swap_in_p50_ns: k.swap_in_p50_ns,
-        swap_in_p99_ns: k.swap_in_p99_ns,
+        swap_in_p50_ns: latency.p50_ns,
+        swap_in_p99_ns: latency.p99_ns,
         file_refaults: k.file_refaults,
     };
 
@@ -501,6 +508,7 @@ fn check_one(
         kernel_runs_zswpin: zswpins,
         kernel_runs_zswpout: zswpouts,
         kernel_runs_swap_ra: swap_ras,
+        kernel_runs_latency: latencies,
         kernel_failures: failures,
         verified: r.verified,
     })
@@ -658,6 +666,7 @@ mod tests {
             kernel_runs_zswpin: vec![0],
             kernel_runs_zswpout: vec![0],
             kernel_runs_swap_ra: vec![0],
+            kernel_runs_latency: Vec::new(),
             kernel_failures: Vec::new(),
             verified: true,
         }
@@ -687,6 +696,7 @@ mod tests {
             replay_ram_pages: 1,
             kernel_run: crate::replay::KernelRun { timed_swap_ins: 100, ..Default::default() },
             kernel_runs: Vec::new(),
+            kernel_runs_latency: Vec::new(),
             kernel_runs_cpu_secs: Vec::new(),
             baseline_runs_fault_cpu_secs: Vec::new(),
             kernel_failures: Vec::new(),

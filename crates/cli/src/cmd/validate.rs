@@ -77,7 +77,8 @@ pub struct LabArgs {
     ram: Option<String>,
     /// Runs of the kernel's side per configuration, each right after a baseline run without
     /// reclaim: pool and swap figures are the run with the median swap-outs, CPU seconds the
-    /// median of the runs' CPU net of their baselines (one run's varies by about 40 % here).
+    /// median of the runs' CPU net of their baselines (one run's varies by about 40 % here),
+    /// swap-in p50 and p99 each the median of the runs' (one run's p50 by 10-20 %).
     #[arg(long, default_value_t = ValidateLabRequest::default().kernel_runs, value_parser = clap::value_parser!(u64).range(1..=MAX_KERNEL_RUNS))]
     kernel_runs: u64,
     /// The primary algorithm the lab's candidate list is built for (its current configuration).
