@@ -55,6 +55,13 @@ pub fn replay(r: &ReplayResult) -> String {
             r.file_pages, r.file_reads, r.file_faults, r.file_refaults, r.file_evictions
         );
     }
+    if r.writeback_cached > 0 {
+        s += &format!(
+            "zswap's writeback through the swap cache: {} pages back in RAM clean, {} faults \
+             found one there (minor)\n",
+            r.writeback_cached, r.writeback_cache_hits
+        );
+    }
     if r.kswapd_wakes > 0 || r.direct_reclaimed > 0 {
         s += &format!(
             "machine-wide reclaim: kswapd woken {} times, reclaimed {} pages (pgsteal_kswapd); \

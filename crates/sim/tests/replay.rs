@@ -64,6 +64,32 @@ fn zswap_replay_accounts_for_every_page_it_wrote_to_disk() {
     );
 }
 
+/// zswap writes back through the swap cache (6.18 `zswap_writeback_entry()` →
+/// `__read_swap_cache_async()`): each page written back comes back into RAM, charged, clean
+/// and unmapped at the inactive tail; a fault that finds it there is minor (no read, and not a
+/// `swap_ra_hit`), and reclaim drops the rest without a write. A skewed trace comes back to
+/// some of them before the next reclaim.
+#[test]
+fn zswap_writes_back_through_the_swap_cache() {
+    let p = pages(400, 3);
+    let t = trace(400, 8000, 4);
+    let cfg = ReplayConfig {
+        ram_pages: 64,
+        zswap: zswap_pool(10),
+        page_cluster: 0,
+        ..ReplayConfig::default()
+    };
+    let r = replay::run(&p, &t, &cfg, &NoProgress).unwrap();
+    assert!(r.verified);
+    let wb = counter(&r, "written_back_pages");
+    assert!(wb > 0 && r.writeback_cached > 0 && r.writeback_cached <= wb, "{}", counts(&r));
+    assert!(r.writeback_cache_hits > 0, "{}", counts(&r));
+    assert!(r.writeback_cache_hits <= r.writeback_cached);
+    assert_eq!((r.swap_ra, r.swap_ra_hit), (0, 0), "no readahead: no readahead hit");
+    // The pages dropped from the swap cache were written once, by the writeback.
+    assert_eq!(r.disk_writes, r.rejected + wb);
+}
+
 #[test]
 fn zram_replay_keeps_everything_in_the_device() {
     let p = pages(200, 5);

@@ -144,6 +144,9 @@ pub struct Zswap {
     /// `zswap_store_page()` charges with each entry's length (`obj_cgroup_charge_zswap()`,
     /// mm/memcontrol.c) and `zswap_entry_free()` uncharges.
     compressed_bytes: AtomicU64,
+    /// Offsets written back since the last [`Zswap::take_written_back`], kept only once
+    /// [`Zswap::log_writeback`] asked (`None` otherwise, so nothing grows unread).
+    written_back: Mutex<Option<Vec<u64>>>,
     counters: Counters,
 }
 
@@ -228,6 +231,7 @@ impl Zswap {
             nr_disk_swapins: AtomicU64::new(0),
             max_pool_pages: AtomicU64::new(0),
             compressed_bytes: AtomicU64::new(0),
+            written_back: Mutex::new(None),
             counters: Counters::default(),
         })
     }
@@ -677,6 +681,21 @@ impl Zswap {
 
     // ---- writeback and reclaim ----
 
+    /// Keeps the offset of every entry written back from now on, for
+    /// [`Zswap::take_written_back`]: mm/zswap.c `zswap_writeback_entry()` decompresses into a
+    /// folio `__read_swap_cache_async()` allocated in the swap cache, charged to the entry's
+    /// memcg and put on the LRU, and the caller that keeps RAM (the replay) puts the page
+    /// there.
+    pub fn log_writeback(&self) {
+        lock(&self.written_back).get_or_insert_with(Vec::new);
+    }
+
+    /// The offsets written back since the last call, in order (none unless
+    /// [`Zswap::log_writeback`] was called).
+    pub fn take_written_back(&self) -> Vec<u64> {
+        lock(&self.written_back).as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
     /// One step from the LRU head, as mm/zswap.c `shrink_memcg_cb()`: rotate a referenced entry
     /// to the tail with the bit cleared (`LRU_ROTATE`), or write an unreferenced one back
     /// (`zswap_writeback_entry()`); a failed writeback leaves the entry at the tail (the kernel
@@ -707,6 +726,9 @@ impl Zswap {
         match written {
             Ok(()) => {
                 self.free_entry(e);
+                if let Some(log) = lock(&self.written_back).as_mut() {
+                    log.push(offset);
+                }
                 inc(&self.counters.written_back_pages);
                 inc(&self.counters.zswpwb);
                 Step::WrittenBack

@@ -98,6 +98,23 @@ fn accept_threshold_100_disables_the_hysteresis() {
     assert!(stored(&z, 11, &half_page(11)), "one page below the cap is enough");
 }
 
+/// `log_writeback()`: the offsets written back, in order, taken once; none kept before it was
+/// asked for (the replay puts each in its swap cache, as `zswap_writeback_entry()` does).
+#[test]
+fn written_back_offsets_are_logged_once_asked_for() {
+    let swap = build_layer(&config("zbud", 1 << 20, 20, 90), 16);
+    let z = swap.zswap().unwrap();
+    for i in 0..4 {
+        assert!(stored(z, i, &half_page(i)));
+    }
+    assert!(z.writeback_one());
+    assert_eq!(z.take_written_back(), Vec::<u64>::new(), "not asked for: nothing kept");
+    z.log_writeback();
+    assert!(z.writeback_one() && z.writeback_one());
+    assert_eq!(z.take_written_back(), vec![1, 2]);
+    assert_eq!(z.take_written_back(), Vec::<u64>::new(), "taken once");
+}
+
 #[test]
 fn writeback_follows_store_order_with_a_second_chance() {
     let swap = build_layer(&config("zbud", 1 << 20, 20, 90), 16);

@@ -213,6 +213,34 @@ impl Lru {
         self.on[p as usize] = w;
     }
 
+    fn push_tail(&mut self, p: u32, w: Where) {
+        let k = self.kind(p);
+        let tail = self.list(w, k).tail;
+        self.next[p as usize] = NONE;
+        self.prev[p as usize] = tail;
+        if tail != NONE {
+            self.next[tail as usize] = p;
+        }
+        let l = self.list(w, k);
+        l.tail = p;
+        if l.head == NONE {
+            l.head = p;
+        }
+        l.len += 1;
+        self.on[p as usize] = w;
+    }
+
+    /// mm/swap.c `folio_rotate_reclaimable()`, as the writeback of a folio marked
+    /// `PG_reclaim` ends: an inactive page moves to the inactive tail, reclaim's next pick; an
+    /// active one stays where it is.
+    pub(crate) fn rotate_reclaimable(&mut self, page: u32) {
+        if self.on[page as usize] != Where::Inactive {
+            return;
+        }
+        self.unlink(page);
+        self.push_tail(page, Where::Inactive);
+    }
+
     /// An access to a resident page: the hardware sets its PTE's accessed bit (which reclaim
     /// sees only where the mapping has recency).
     pub(crate) fn touch(&mut self, page: u32) {
@@ -238,7 +266,7 @@ impl Lru {
         self.add(page, refault, false);
     }
 
-    /// Keeps `page` (resident) out of [`Lru::victim`]'s choice until unpinned (`None`): a folio
+    /// Keeps `page` (resident) out of reclaim's scans until unpinned (`None`): a folio
     /// locked by its fault, which `shrink_folio_list()` cannot `folio_trylock()` and puts back
     /// (`keep`) before any reference check.
     pub(crate) fn pin(&mut self, page: Option<u32>) {
@@ -619,6 +647,21 @@ mod tests {
         l.nonresident_age += 1;
         l.install(0, true);
         assert!(!l.is_active(0), "distance 2 > 1 active file + 0 inactive file + 0 active anon");
+    }
+
+    /// `folio_rotate_reclaimable()`: an inactive page goes to the tail, so the next scan takes
+    /// it before pages that were older; an active page is left alone.
+    #[test]
+    fn a_rotated_page_is_the_next_victim() {
+        let mut l = lists(3, 1);
+        // Inactive head to tail: 2, 1, 0; active: 3.
+        assert_eq!(walk(&l, &l.inactive[0]), vec![2, 1, 0]);
+        l.rotate_reclaimable(2);
+        assert_eq!(walk(&l, &l.inactive[0]), vec![1, 0, 2]);
+        assert_eq!(l.scan_tail(false), Scanned::Victim(2));
+        l.rotate_reclaimable(3);
+        assert!(l.is_active(3));
+        assert_eq!((l.inactive[0].len, l.active[0].len), (3, 1));
     }
 
     /// `vma_has_recency()` false: a file page's accesses are not seen, so it is the victim at

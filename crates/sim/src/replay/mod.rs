@@ -332,6 +332,13 @@ pub struct ReplayResult {
     /// more than half full (`shrink_folio_list()`'s `activate_locked`: `folio_free_swap()`).
     #[serde(default)]
     pub activation_freed: u64,
+    /// Pages zswap wrote back, each put in the swap cache as 6.18's `zswap_writeback_entry()`
+    /// does (charged, on the inactive tail once written), and faults that found one still
+    /// there (minor faults; the others read the page back from the swap device).
+    #[serde(default)]
+    pub writeback_cached: u64,
+    #[serde(default)]
+    pub writeback_cache_hits: u64,
     /// With [`ReplayConfig::watermarks`]: pages kswapd reclaimed (vmstat `pgsteal_kswapd`),
     /// pages allocations reclaimed directly under the min mark (`pgsteal_direct`), and how
     /// often kswapd was woken (free pages at or under the low mark). All 0 without.

@@ -341,6 +341,10 @@ enum Cached {
     /// Read ahead from zswap: `zswap_load()` freed the entry and marked the folio dirty, so
     /// reclaim must store it again.
     Dirty,
+    /// Written back by zswap (`zswap_writeback_entry()` decompresses into a swap-cache folio,
+    /// marks it `PG_reclaim` and writes it): clean, its slot holding it on the device, no
+    /// `PG_readahead`, at the inactive tail once the write ends.
+    Written,
 }
 
 #[derive(Debug, Default)]
@@ -369,6 +373,8 @@ struct Counts {
     file_faults: u64,
     file_refaults: u64,
     file_evictions: u64,
+    writeback_cached: u64,
+    writeback_cache_hits: u64,
 }
 
 /// RAM, the swap area behind it, and what has happened so far.
@@ -392,6 +398,8 @@ pub struct Simulator<'p> {
     /// Where swap-outs take their compressed objects ([`Simulator::with_objects`]).
     objects: Option<&'p dyn ChargedObjects>,
     counts: Counts,
+    /// Slots zswap wrote back during this access's reclaims, for the swap cache.
+    written_back: Vec<u64>,
     /// `pgdat->kswapd_failures`: `balance_pgdat()` runs in a row that reclaimed nothing.
     kswapd_failures: u32,
     buf: Vec<u8>,
@@ -473,6 +481,10 @@ impl<'p> Simulator<'p> {
         let mut swap = swap;
         // Reclaim runs the shrinkers once per priority it walks (`reclaim`), not per swap-out.
         swap.set_slab_reclaim(None);
+        if let Some(z) = swap.zswap() {
+            // Each page zswap writes back goes into the swap cache (`reclaim`).
+            z.log_writeback();
+        }
         let timer = SwapTimer::new(cfg.swap, &cfg.device, zram.clone()).charging(objects);
         // mm/memory.c `do_swap_page()`: a `SWP_SYNCHRONOUS_IO` device's faults with
         // `__swap_count() == 1` skip the swap cache and read only their own page (every entry
@@ -501,6 +513,7 @@ impl<'p> Simulator<'p> {
             timer,
             objects,
             counts: Counts::default(),
+            written_back: Vec::new(),
             kswapd_failures: 0,
             buf: vec![0u8; ps],
             verified: true,
@@ -538,6 +551,12 @@ impl<'p> Simulator<'p> {
         self.touched.get(p as usize).copied().unwrap_or(false) && !self.ram.is_resident(p)
     }
 
+    /// Pages zswap has written back into the swap cache so far (`ReplayResult::writeback_cached`):
+    /// each charged over the limit when its access ends ([`Self::install_written_back`]).
+    pub fn writeback_cached(&self) -> u64 {
+        self.counts.writeback_cached
+    }
+
     /// The memcg's usage in pages, what `memory.current` reads ([`super::memcg`]): resident
     /// pages, plus on cgroup v2 the pages zswap's entries are charged.
     pub fn memcg_pages(&self) -> u64 {
@@ -550,8 +569,15 @@ impl<'p> Simulator<'p> {
     }
 
     /// One access: a hit, or a fault that may reclaim a frame first and may swap the page in
-    /// (or, for a file page, read it into the page cache).
+    /// (or, for a file page, read it into the page cache); then the pages zswap wrote back
+    /// meanwhile go into the swap cache ([`Self::install_written_back`]).
     pub fn access(&mut self, a: Access) -> Result<(), SimError> {
+        let done = self.access_page(a);
+        self.install_written_back();
+        done
+    }
+
+    fn access_page(&mut self, a: Access) -> Result<(), SimError> {
         if a.file {
             return self.file_access(a.page);
         }
@@ -700,16 +726,22 @@ impl<'p> Simulator<'p> {
         }
     }
 
-    /// A fault on a page read ahead and not faulted since (`do_swap_page()` finds it with
-    /// `swap_cache_get_folio()`): a minor fault. `swap_update_readahead()` clears its
-    /// `PG_readahead` and counts a `swap_ra_hit`; the page is mapped and its slot freed or
+    /// A fault on a page read ahead, or written back by zswap, and not faulted since
+    /// (`do_swap_page()` finds it with `swap_cache_get_folio()`): a minor fault.
+    /// `swap_update_readahead()` clears a read-ahead page's `PG_readahead` and counts a
+    /// `swap_ra_hit` (a written-back page has none to clear); the page is mapped and its slot freed or
     /// kept as on any fault through the swap cache ([`Self::mapped_from_swap_cache`]). It stays
     /// where it is on the LRU; the caller marks the access.
     fn swap_cache_hit(&mut self, p: u32, write: bool) {
+        let readahead = self.cached[p as usize] != Cached::Written;
         self.cached[p as usize] = Cached::Mapped;
-        self.counts.swap_ra_hit += 1;
+        if readahead {
+            self.counts.swap_ra_hit += 1;
+        } else {
+            self.counts.writeback_cache_hits += 1;
+        }
         if let Some(ra) = &mut self.ra {
-            ra.cache_hit(u64::from(p), true);
+            ra.cache_hit(u64::from(p), readahead);
         }
         self.mapped_from_swap_cache(p, write);
         if write {
@@ -834,7 +866,9 @@ impl<'p> Simulator<'p> {
         if self.slots.slot(victim).is_some() && self.slots.is_clean(victim) {
             match self.cached[v] {
                 Cached::Mapped => self.counts.clean_dropped += 1,
-                _ => {
+                // Written back: the write is done, the folio goes.
+                Cached::Written => {}
+                Cached::Clean | Cached::Dirty => {
                     self.counts.ra_reclaimed += 1;
                     self.counts.ra_dropped += 1;
                 }
@@ -948,6 +982,8 @@ impl<'p> Simulator<'p> {
             ra_reclaimed: c.ra_reclaimed,
             ra_dropped: c.ra_dropped,
             clean_dropped: c.clean_dropped,
+            writeback_cached: c.writeback_cached,
+            writeback_cache_hits: c.writeback_cache_hits,
             activation_freed: c.activation_freed,
             kswapd_reclaimed: c.kswapd_reclaimed,
             direct_reclaimed: c.direct_reclaimed,

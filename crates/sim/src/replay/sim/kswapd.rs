@@ -105,7 +105,7 @@ impl Simulator<'_> {
             if reclaimed == 0 {
                 self.kswapd_failures += 1;
             }
-            self.ram.snapshot_refaults();
+            self.end_of_reclaim();
             return Ok(reclaimed);
         }
     }

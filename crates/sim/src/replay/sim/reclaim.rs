@@ -110,8 +110,44 @@ impl Simulator<'_> {
         if freed == 0 && skipped {
             freed = self.priority_walk(who, true)?.0;
         }
-        self.ram.snapshot_refaults();
+        self.end_of_reclaim();
         Ok(freed)
+    }
+
+    /// The end of a reclaim: `snapshot_refaults()`, and the pages zswap wrote back during it
+    /// noted for the swap cache ([`Self::install_written_back`]).
+    pub(super) fn end_of_reclaim(&mut self) {
+        self.ram.snapshot_refaults();
+        if let Some(z) = self.swap.zswap() {
+            self.written_back.extend(z.take_written_back());
+        }
+    }
+
+    /// mm/zswap.c `zswap_writeback_entry()` for each page zswap's shrinker or shrink worker
+    /// wrote back: `__read_swap_cache_async()` charged a folio to the memcg (forced: reclaim
+    /// runs with `PF_MEMALLOC`, so `try_charge_memcg()` goes over the limit rather than recurse)
+    /// and put it on the LRU after `workingset_refault()`, so it may be activated; the folio is
+    /// clean once written and `PG_reclaim` moves it to the inactive tail when the write ends
+    /// (`folio_rotate_reclaimable()`). Until then it sits in a per-CPU LRU batch, under
+    /// writeback, where reclaim does not reach it, and its slot's `SWAP_HAS_CACHE` makes a
+    /// fault on it wait: the replay installs it once the access whose reclaim wrote it back is
+    /// done, unless that access faulted the page in itself (then the fault read it back from
+    /// the device; in the kernel the writeback would have found the fault's folio in the swap
+    /// cache and left the entry in zswap, `-EEXIST`). A fault on it later is a minor fault; the
+    /// next reclaim drops it without a write. (The shrink worker runs without `PF_MEMALLOC`,
+    /// and its charge may reclaim instead; the replay charges its folios as the shrinker's.)
+    pub(super) fn install_written_back(&mut self) {
+        for offset in std::mem::take(&mut self.written_back) {
+            let Some(p) = self.slots.page_at(offset) else { continue };
+            if self.ram.is_resident(p) || self.slots.slot(p) != Some(offset) {
+                continue;
+            }
+            self.cached[p as usize] = Cached::Written;
+            self.slots.set_clean(p, true);
+            self.ram.install_unmapped(p, true);
+            self.ram.rotate_reclaimable(p);
+            self.counts.writeback_cached += 1;
+        }
     }
 
     /// `do_try_to_free_pages()`'s loop from `DEF_PRIORITY` down: the pages freed, and whether
