@@ -670,10 +670,6 @@ impl<'p> Simulator<'p> {
         (self.ram.capacity() as u64).saturating_sub(used)
     }
 
-    fn free(&self) -> u64 {
-        self.free_pages()
-    }
-
     /// The pages the swap's pool holds now: zram's `mem_used_total`, zswap's
     /// `zswap_total_pages()`.
     fn pool_pages(&self) -> u64 {

@@ -36,12 +36,12 @@ impl Simulator<'_> {
     /// The page allocator for one fault's page (module doc): whether kswapd was woken.
     pub(super) fn allocate(&mut self) -> Result<bool, SimError> {
         let Some(w) = self.cfg.watermarks else { return Ok(false) };
-        if self.free() > w.low {
+        if self.free_pages() > w.low {
             return Ok(false);
         }
         let woken = self.kswapd_failures < MAX_RECLAIM_RETRIES;
         self.counts.kswapd_wakes += u64::from(woken);
-        while self.free() <= w.min && self.ram.evictable() > 0 {
+        while self.free_pages() <= w.min && self.ram.evictable() > 0 {
             let n = self.reclaim_direct()?;
             if n == 0 {
                 break;
@@ -68,7 +68,7 @@ impl Simulator<'_> {
 
     /// `pgdat_balanced()` at order 0: free pages over the high mark.
     fn balanced(&self, w: Watermarks) -> bool {
-        self.free() > w.high
+        self.free_pages() > w.high
     }
 
     /// One `balance_pgdat()` (module doc): the pages it reclaimed.
