@@ -218,7 +218,9 @@ impl Simulator<'_> {
     /// list not empty at this priority. Without watermarks (a memcg's reclaim) never.
     fn file_is_tiny(&self, sizes: [u64; 4], deactivate_anon: bool, priority: u32) -> bool {
         let Some(w) = self.cfg.watermarks else { return false };
-        sizes[2] + sizes[3] + self.free_pages() <= w.high && !deactivate_anon && sizes[0] >> priority > 0
+        sizes[2] + sizes[3] + self.free_pages() <= w.high
+            && !deactivate_anon
+            && sizes[0] >> priority > 0
     }
 
     /// `shrink_list()` of a chunk of list `lru` (`scan::Lists` order): an inactive list's
