@@ -46,8 +46,6 @@ impl Simulator<'_> {
             if n == 0 {
                 break;
             }
-            // "A successful direct reclaim run will revive a dormant kswapd."
-            self.kswapd_failures = 0;
             self.counts.direct_reclaimed += n as u64;
         }
         Ok(woken)
@@ -90,9 +88,6 @@ impl Simulator<'_> {
                 let r = self.shrink_pass(pass)?;
                 reclaimed += r.freed;
                 trim_failed |= r.freed == 0 && r.cache_trim_mode;
-                if r.freed > 0 {
-                    self.kswapd_failures = 0;
-                }
                 let raise_priority = r.scanned.max(r.freed) < nr_to_reclaim;
                 if raise_priority || r.freed == 0 {
                     priority -= 1;

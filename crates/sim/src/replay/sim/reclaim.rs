@@ -210,6 +210,11 @@ impl Simulator<'_> {
         }
         self.ram.end_of_pass();
         self.swap.shrink_slab(p.priority, p.who.slab_scope());
+        if r.freed > 0 {
+            // `shrink_node()`: any reclaim that frees a page resets `kswapd_failures` ("a
+            // successful direct reclaim run will revive a dormant kswapd").
+            self.kswapd_failures = 0;
+        }
         Ok(r)
     }
 
