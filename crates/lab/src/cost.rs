@@ -17,9 +17,10 @@
 //! `swap_outs/s x (compress + reclaim) + swap_ins/s x (decompress + fault) + recompressed/s x
 //! recompress`, `compress`, `decompress` and `recompress` the thread CPU time per page measured
 //! for the configuration, `reclaim` and `fault` the kernel's own work per swap-out and per
-//! swap-in whatever the configuration ([`SWAP_OVERHEAD`]: LRU scans, reverse-map walks,
-//! unmapping and TLB flushes, swap slots and a bio per page; a fault, a page allocated and
-//! charged, mapped; measured, not read from the source), and
+//! swap-in whatever the configuration (LRU scans, reverse-map walks, unmapping and TLB
+//! flushes, swap slots and a bio per page; a fault, a page allocated and charged, mapped;
+//! measured, not read from the source: [`SWAP_OVERHEAD`], priced on the machine at hand by
+//! [`crate::speed::swap_overhead`]), and
 //! `recompressed/s = min(swap_outs/s, N / period)`: a background pass every `period` seconds
 //! recompresses each page at most once (6.18's drivers/block/zram/zram_drv.c
 //! `scan_slots_for_recompress()` skips slots already at the last priority and INCOMPRESSIBLE
@@ -110,7 +111,9 @@ pub struct SwapOverhead {
     pub fault_ns_per_swap_in: f64,
 }
 
-/// [`SwapOverhead`] as measured on a 2-core AMD EPYC VM under Linux 6.18 (measured, not read
+/// [`SwapOverhead`] as measured on a 2-core AMD EPYC VM under Linux 6.18 on 2026-11-27: the
+/// reference the lab falls back to where it cannot probe the machine it runs on
+/// ([`crate::speed`], which prices this work at the machine's own speed) (measured, not read
 /// from the source: docs/BENCHMARKS.md, "The kernel's own swap work (issue 31)"): `zmem validate lab` plays the trace over same-filled pages,
 /// which zram stores without compressing or allocating, in a memory cgroup at its limit; the
 /// player's CPU in its faulting accesses, less a run that never reclaims, over the swap-outs,
@@ -157,13 +160,13 @@ pub const RECLAIM_BATCH: u64 = 32;
 /// A swap-in as the faulting task feels it where memory is full (where swap-ins happen), p50
 /// and p99 in ns, from the read's measured p50 and p99 (read and decompression) and the
 /// configuration's compression CPU per page: every fault pays the kernel's fault path besides
-/// the read ([`SWAP_OVERHEAD`]`.fault_ns_per_swap_in`: the fault, the page allocated and
+/// the read (`fault_ns_per_swap_in` of [`crate::speed::swap_overhead`]: the fault, the page allocated and
 /// charged, the mapping); the fault whose charge finds the cgroup full reclaims
 /// [`RECLAIM_BATCH`] pages itself, each a swap-out (`reclaim_ns_per_swap_out` and a
 /// compression), and the faults after it take the pages it freed, so one fault in
 /// `RECLAIM_BATCH` pays it: more than one in a hundred, so in the p99, not in the p50. The
-/// parts are this machine kind's measurements (`SWAP_OVERHEAD`, `zmem validate lab` prints
-/// this machine's), not the running machine's.
+/// parts are the model's, priced at this machine's speed ([`crate::speed`]; `zmem validate
+/// lab` prints what it measures of this machine's beside them).
 pub fn swap_in_end_to_end(read_p50_ns: u64, read_p99_ns: u64, compress_ns: f64) -> (u64, u64) {
     swap_in_end_to_end_beside_cache(read_p50_ns, read_p99_ns, compress_ns, 1.0)
 }
@@ -179,11 +182,12 @@ pub fn swap_in_end_to_end_beside_cache(
     compress_ns: f64,
     anon_share: f64,
 ) -> (u64, u64) {
-    let fault = SWAP_OVERHEAD.fault_ns_per_swap_in;
+    let k = crate::speed::swap_overhead();
+    let fault = k.fault_ns_per_swap_in;
     let swap_outs = RECLAIM_BATCH as f64 * anon_share.clamp(0.0, 1.0);
     let file_pages = RECLAIM_BATCH as f64 - swap_outs;
-    let reclaim = swap_outs * (SWAP_OVERHEAD.reclaim_ns_per_swap_out + compress_ns)
-        + file_pages * FILE_EVICT_NS;
+    let reclaim =
+        swap_outs * (k.reclaim_ns_per_swap_out + compress_ns) + file_pages * FILE_EVICT_NS;
     let p50 = read_p50_ns as f64 + fault;
     let p99 = read_p99_ns as f64 + fault + reclaim;
     (p50.round() as u64, p99.round() as u64)
@@ -252,7 +256,7 @@ pub fn project(
             x.estimated_pool.unwrap_or_else(|| (x.pool_bytes as f64 * scale(x)).round() as u64);
         scaled + x.extra_bytes
     };
-    let reclaim_cpu = SWAP_OVERHEAD.cpu_secs_per_sec(traffic);
+    let reclaim_cpu = crate::speed::swap_overhead().cpu_secs_per_sec(traffic);
     let recompressed_per_sec = |x: &Measured| {
         if x.recompresses {
             let per_pass = proj.pages as f64 / budgets.recompress_period_secs.max(1e-9);
@@ -396,7 +400,8 @@ mod tests {
             false,
         );
         // The kernel's own work: 200 swap-outs and 100 swap-ins a second, on every row.
-        let kernel = (200.0 * RECLAIM_NS + 100.0 * FAULT_NS) / 1e9;
+        let k = crate::speed::swap_overhead();
+        let kernel = (200.0 * k.reclaim_ns_per_swap_out + 100.0 * k.fault_ns_per_swap_in) / 1e9;
         assert!(c.iter().all(|x| (x.reclaim_cpu_secs_per_sec - kernel).abs() < 1e-15));
         // now: pool 15,000,000; CPU (200 x 5000 + 100 x 2000) ns/s = 1.2 ms/s, and the kernel's.
         assert_eq!(c[0].pool_bytes, 15_000_000);
@@ -471,7 +476,13 @@ mod tests {
             false,
         );
         // 0.5 recompressions a second at 1 ms, and the kernel's reclaim of 0.5 swap-outs.
-        assert!((c[0].cpu_secs_per_sec - 0.5e-3 - 0.5 * RECLAIM_NS / 1e9).abs() < 1e-12);
+        assert!(
+            (c[0].cpu_secs_per_sec
+                - 0.5e-3
+                - 0.5 * crate::speed::swap_overhead().reclaim_ns_per_swap_out / 1e9)
+                .abs()
+                < 1e-12
+        );
     }
 
     #[test]
@@ -493,7 +504,8 @@ mod tests {
             &Budgets::default(),
             false,
         );
-        let kernel = (200.0 * RECLAIM_NS + 100.0 * FAULT_NS) / 1e9;
+        let k = crate::speed::swap_overhead();
+        let kernel = (200.0 * k.reclaim_ns_per_swap_out + 100.0 * k.fault_ns_per_swap_in) / 1e9;
         let cpu = |o: &OverBudget| match o {
             OverBudget::Cpu { cpu_secs_per_sec, budget_percent } => {
                 (cpu_secs_per_sec - 0.0122 - kernel).abs() < 1e-12 && *budget_percent == 1.0
@@ -542,15 +554,18 @@ mod tests {
 
     #[test]
     fn a_swap_in_end_to_end_pays_the_fault_and_at_p99_a_reclaim_batch() {
+        let k = crate::speed::swap_overhead();
+        let (f, r) = (k.fault_ns_per_swap_in, k.reclaim_ns_per_swap_out);
         let (p50, p99) = swap_in_end_to_end(2_000, 4_000, 10_000.0);
-        assert_eq!(p50, 2_000 + 5_400);
-        assert_eq!(p99, 4_000 + 5_400 + 32 * (8_600 + 10_000));
+        assert_eq!(p50, (2_000.0 + f).round() as u64);
+        assert_eq!(p99, (4_000.0 + f + 32.0 * (r + 10_000.0)).round() as u64);
         // A dearer compressor costs the p99 32 times its extra compression, the p50 nothing.
         let (q50, q99) = swap_in_end_to_end(2_000, 4_000, 30_000.0);
         assert_eq!((q50, q99 - p99), (p50, 32 * 20_000));
         // Beside page cache a quarter of the batch is swap-outs: 8 of them at the p99, and 24
         // file pages dropped.
         let (r50, r99) = swap_in_end_to_end_beside_cache(2_000, 4_000, 10_000.0, 0.25);
-        assert_eq!((r50, r99), (p50, 4_000 + 5_400 + 8 * (8_600 + 10_000) + 24 * 5_000));
+        let want = 4_000.0 + f + 8.0 * (r + 10_000.0) + 24.0 * 5_000.0;
+        assert_eq!((r50, r99), (p50, want.round() as u64));
     }
 }

@@ -46,6 +46,7 @@ pub mod proactive;
 pub mod report;
 pub mod request;
 pub mod sample;
+pub mod speed;
 pub mod zswap;
 
 use std::time::Duration;

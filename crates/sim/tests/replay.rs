@@ -90,6 +90,29 @@ fn zswap_writes_back_through_the_swap_cache() {
     assert_eq!(r.disk_writes, r.rejected + wb);
 }
 
+/// zswap's shrink worker is queued work on its own kworker (mm/zswap.c `zswap_store()` ->
+/// `queue_work()`, which does nothing while the work is pending): the stores rejected before
+/// it runs queue it once. The replay runs it every `SHRINK_WORK_REJECTED_STORES` rejected
+/// stores and when a reclaim ends, not after every rejected store (all of this trace's
+/// rejections are at the pool limit: the pages compress and the allocator has room).
+#[test]
+fn zswaps_shrink_worker_runs_once_for_several_rejected_stores() {
+    let p = pages(400, 3);
+    let t = trace(400, 8000, 4);
+    let cfg = ReplayConfig { ram_pages: 64, zswap: zswap_pool(10), ..ReplayConfig::default() };
+    let r = replay::run(&p, &t, &cfg, &NoProgress).unwrap();
+    let n = u64::from(replay::SHRINK_WORK_REJECTED_STORES);
+    assert!(r.rejected > 4 * n && r.shrink_worker_runs > 0, "{}", counts(&r));
+    assert!(
+        r.shrink_worker_runs < r.rejected,
+        "{} runs, {} rejected",
+        r.shrink_worker_runs,
+        r.rejected
+    );
+    // At least one run per n rejections (the others end a reclaim that left it queued).
+    assert!(r.shrink_worker_runs >= r.rejected / n, "{} runs", r.shrink_worker_runs);
+}
+
 #[test]
 fn zram_replay_keeps_everything_in_the_device() {
     let p = pages(200, 5);

@@ -112,7 +112,8 @@ pub struct Baseline {
 }
 
 /// The kernel's own swap work (reclaim per swap-out, fault per swap-in) measured on this
-/// machine, beside what the lab's cost model assumes ([`cost::SWAP_OVERHEAD`]): the trace
+/// machine, beside what the lab's cost model prices it at here ([`zmem_lab::speed`]: the
+/// reference ratios at this machine's first-touch fault, `probe_ns`): the trace
 /// played over same-filled pages (page `i` filled with one word of its own), which zram stores
 /// as a flag without compressing or allocating, at the same limit. A swap-in's fault is its
 /// p50 latency (zram reads synchronously, so that is CPU; a same-filled read is a memset); a
@@ -121,6 +122,9 @@ pub struct Baseline {
 #[derive(Debug, Clone, Serialize)]
 pub struct OverheadCheck {
     pub model: SwapOverhead,
+    /// This machine's first-touch fault, ns ([`zmem_lab::speed::fault_probe_ns`]), which
+    /// `model` is priced at; `None`: the reference constants ([`cost::SWAP_OVERHEAD`]).
+    pub probe_ns: Option<f64>,
     /// `None` when no run swapped anything out.
     pub measured: Option<SwapOverhead>,
     /// The model's relative error on the reclaim per swap-out.
@@ -190,7 +194,8 @@ fn paired_runs(
 
 /// [`OverheadCheck`] from the same-filled pairs.
 fn overhead_of(p: &Paired) -> OverheadCheck {
-    let model = cost::SWAP_OVERHEAD;
+    let speed = zmem_lab::speed::kernel_speed();
+    let model = speed.overhead;
     let (mut reclaim, mut fault) = (Vec::new(), Vec::new());
     for (k, net) in p.runs.iter().zip(&p.net_cpu_secs).filter(|(k, _)| k.swap_outs > 0) {
         let f = k.swap_in_p50_ns as f64;
@@ -204,6 +209,7 @@ fn overhead_of(p: &Paired) -> OverheadCheck {
     });
     OverheadCheck {
         model,
+        probe_ns: speed.probe_ns,
         reclaim_error: measured.and_then(|m| {
             relative_error_f(model.reclaim_ns_per_swap_out, m.reclaim_ns_per_swap_out)
         }),
@@ -692,7 +698,8 @@ mod tests {
         assert!((m.reclaim_ns_per_swap_out - 19_400.0).abs() < 1e-6, "{m:?}");
         assert_eq!(m.fault_ns_per_swap_in, 6000.0);
         assert_eq!(o.runs.len(), 3);
-        let want = (cost::SWAP_OVERHEAD.reclaim_ns_per_swap_out - 19_400.0) / 19_400.0;
+        let want = (o.model.reclaim_ns_per_swap_out - 19_400.0) / 19_400.0;
+        assert_eq!(o.model, zmem_lab::speed::swap_overhead());
         assert!((o.reclaim_error.unwrap() - want).abs() < 1e-9);
         assert!(overhead_of(&paired(&[0.5], &[0])).measured.is_none());
     }

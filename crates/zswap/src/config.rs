@@ -105,6 +105,16 @@ pub struct ZswapConfig {
     /// shrinker never writes back (the pool limit's shrink worker still does).
     pub memcg_charged: bool,
     pub incompressible: Incompressible,
+    /// Where the shrink worker runs. 6.18's runs on its own workqueue (mm/zswap.c
+    /// `zswap_store()` -> `queue_work(shrink_wq, ...)`), beside the task that stores, and a
+    /// `queue_work()` of work already queued does nothing (kernel/workqueue.c
+    /// `queue_work_on()` tests and sets `WORK_STRUCT_PENDING`), so the stores rejected while
+    /// it waits for a CPU queue it once. `None`: it runs right after the store that queued it
+    /// ([`crate::SwapLayer::swap_out`]). `Some(n)`: it stays queued until `n` stores were
+    /// rejected since it was queued (the time the kworker takes to wake and run, in the
+    /// storing task's rejected stores), or the owner's scheduling point calls
+    /// [`crate::Zswap::run_queued_work`] (a replay: the end of each reclaim).
+    pub queued_shrink_work: Option<u32>,
 }
 
 impl Default for ZswapConfig {
@@ -121,6 +131,7 @@ impl Default for ZswapConfig {
             zswap_max_pages: None,
             memcg_charged: true,
             incompressible: Incompressible::StoreAsIs,
+            queued_shrink_work: None,
         }
     }
 }

@@ -21,7 +21,9 @@
 //! The shrink worker, which `zswap_store()` queues on `shrink_wq` when a store fails while
 //! `zswap_pool_reached_full` is set, runs here when the caller asks
 //! ([`Zswap::run_pending_work`], called by [`crate::SwapLayer::swap_out`] after the store), so
-//! store latency does not include it, as in the kernel.
+//! store latency does not include it, as in the kernel; or, with
+//! [`crate::ZswapConfig::queued_shrink_work`], once at the owner's scheduling point
+//! ([`Zswap::run_queued_work`]) for every store rejected before it.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -135,6 +137,12 @@ pub struct Zswap {
     swap: Arc<SwapFile>,
     reached_full: AtomicBool,
     shrink_pending: AtomicBool,
+    /// [`crate::ZswapConfig::queued_shrink_work`], and the stores rejected since the worker
+    /// was queued.
+    queued_shrink_work: Option<u32>,
+    rejected_while_queued: AtomicU32,
+    /// Times the shrink worker ran.
+    worker_runs: AtomicU64,
     /// `zswap_next_shrink` of the one-memcg walk: true when `shrink_worker()`'s next
     /// `mem_cgroup_iter()` returns the memcg, false when it returns NULL (the end of the walk).
     shrink_cursor_at_memcg: AtomicBool,
@@ -227,6 +235,9 @@ impl Zswap {
             swap,
             reached_full: AtomicBool::new(false),
             shrink_pending: AtomicBool::new(false),
+            queued_shrink_work: config.queued_shrink_work,
+            rejected_while_queued: AtomicU32::new(0),
+            worker_runs: AtomicU64::new(0),
             shrink_cursor_at_memcg: AtomicBool::new(true),
             nr_disk_swapins: AtomicU64::new(0),
             max_pool_pages: AtomicU64::new(0),
@@ -502,6 +513,7 @@ impl Zswap {
                 }
                 if why != Reject::Disabled && self.is_full() {
                     self.shrink_pending.store(true, Ordering::Relaxed);
+                    self.rejected_while_queued.fetch_add(1, Ordering::Relaxed);
                 }
             }
         }
@@ -755,11 +767,31 @@ impl Zswap {
         }
     }
 
-    /// Runs the shrink worker if a rejected store queued it.
+    /// Runs the shrink worker if a rejected store queued it, unless the work waits for the
+    /// owner or for more rejected stores ([`crate::ZswapConfig::queued_shrink_work`]).
     pub fn run_pending_work(&self) {
+        let due = match self.queued_shrink_work {
+            None => true,
+            Some(n) => self.rejected_while_queued.load(Ordering::Relaxed) >= n,
+        };
+        if due {
+            self.run_queued_work();
+        }
+    }
+
+    /// Runs the shrink worker once if a rejected store queued it since it last ran: however
+    /// many stores were rejected meanwhile, it runs once (`WORK_STRUCT_PENDING`).
+    pub fn run_queued_work(&self) {
         if self.shrink_pending.swap(false, Ordering::Relaxed) {
+            self.rejected_while_queued.store(0, Ordering::Relaxed);
             self.shrink_worker();
         }
+    }
+
+    /// How many times the shrink worker ran (a count the kernel keeps only in its trace
+    /// events: `workqueue_execute_start` of `shrink_worker`).
+    pub fn shrink_worker_runs(&self) -> u64 {
+        self.worker_runs.load(Ordering::Relaxed)
     }
 
     /// mm/zswap.c `shrink_worker()`, for the one memcg this model has. Returns the pages
@@ -785,6 +817,7 @@ impl Zswap {
     /// measures the pool before any writeback. An empty LRU ends the run here: the pool is then
     /// empty, so the kernel's loop ends at its next test as well.
     pub fn shrink_worker(&self) -> u64 {
+        self.worker_runs.fetch_add(1, Ordering::Relaxed);
         if !self.writeback {
             // Every visit is -ENOENT: the kernel gives up after MAX_RECLAIM_RETRIES walks.
             return 0;

@@ -183,6 +183,36 @@ fn the_shrink_worker_gives_up_after_max_reclaim_retries() {
     assert!((0..10).all(|o| !z.contains(o)));
 }
 
+/// 6.18's worker is queued work (`queue_work(shrink_wq, ...)`): stores rejected before it runs
+/// queue it once, so where each rejected store ran it (the test above: two runs, ten written
+/// back) the queued worker runs once and only rotates.
+#[test]
+fn queued_shrink_work_runs_once_for_every_store_rejected_before_it() {
+    let cfg = ZswapConfig { queued_shrink_work: Some(4), ..config("zbud", 200, 10, 50) };
+    let swap = build_layer(&cfg, 64);
+    let z = swap.zswap().unwrap();
+    for i in 0..20 {
+        swap.swap_out(i, &half_page(i), &mut ()).unwrap();
+    }
+    for i in 20..23 {
+        assert_eq!(swap.swap_out(i, &half_page(i), &mut ()).unwrap(), SwapOut::Device);
+    }
+    assert_eq!(z.shrink_worker_runs(), 0, "queued, not run, by three stores");
+    z.run_queued_work();
+    z.run_queued_work();
+    assert_eq!(z.shrink_worker_runs(), 1, "three rejections, one run");
+    assert_eq!(z.stats().written_back_pages, 0, "16 rotations, then it gave up");
+    assert_eq!(z.stats().pool_limit_hit, 3);
+    // Queued again: it runs at the fourth rejected store, rotates the four left and writes the
+    // oldest ten back.
+    for i in 23..26 {
+        swap.swap_out(i, &half_page(i), &mut ()).unwrap();
+    }
+    assert_eq!(z.shrink_worker_runs(), 1);
+    swap.swap_out(26, &half_page(26), &mut ()).unwrap();
+    assert_eq!((z.shrink_worker_runs(), z.stats().written_back_pages), (2, 10));
+}
+
 #[test]
 fn incompressible_pages_are_stored_as_is_or_rejected() {
     let mut out = vec![0u8; PS];

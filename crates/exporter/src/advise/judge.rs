@@ -7,7 +7,7 @@
 //!   bounds are the pool's interval carried through (as the lab's `memory_saved_bytes`).
 //! - **CPU seconds per second** = `swap_outs/s x compress + swap_ins/s x decompress` (the thread
 //!   CPU our codec spent per page of this device's sample) + the kernel's own work per swap
-//!   operation ([`zmem_lab::cost::SWAP_OVERHEAD`]), as the lab's cost model (`cost::project`)
+//!   operation ([`zmem_lab::speed::swap_overhead`]), as the lab's cost model (`cost::project`)
 //!   counts a plain algorithm.
 //! - **The recommendation**: the lab's one judge (`zmem_lab::decision::decide`): among candidates
 //!   within the CPU budget (default 1 % of one core, `Budgets::default()`), the one saving the
@@ -17,7 +17,7 @@
 //!   then the kernel's order). When none fits (the kernel's own swap work alone can exceed 1 %
 //!   of a core), the current algorithm is kept, as the lab keeps what runs.
 
-use zmem_lab::cost::{SWAP_OVERHEAD, Traffic};
+use zmem_lab::cost::Traffic;
 use zmem_lab::sample::Interval;
 
 use super::estimate::PoolEstimate;
@@ -53,7 +53,7 @@ pub fn judge(
     cpu_budget: f64,
 ) -> Vec<Row> {
     let live = live_mem_used as f64;
-    let kernel = SWAP_OVERHEAD.cpu_secs_per_sec(traffic);
+    let kernel = zmem_lab::speed::swap_overhead().cpu_secs_per_sec(traffic);
     measured
         .iter()
         .map(|m| {
@@ -172,8 +172,9 @@ mod tests {
         let rows = judge(&[m("lzo-rle", 1e6, 1e4, 5000.0, 2000.0)], "lzo-rle", 1_100_000, T, 0.01);
         let r = &rows[0];
         assert_eq!(r.memory_saved_bytes, Interval { estimate: 1e5, low: 9e4, high: 1.1e5 });
-        // 200 x 5 us + 100 x 2 us = 1.2 ms/s, and the kernel's 200 x 8.6 us + 100 x 5.4 us.
-        let kernel = (200.0 * 8600.0 + 100.0 * 5400.0) / 1e9;
+        // 200 x 5 us + 100 x 2 us = 1.2 ms/s, and the kernel's work at this machine's speed.
+        let k = zmem_lab::speed::swap_overhead();
+        let kernel = (200.0 * k.reclaim_ns_per_swap_out + 100.0 * k.fault_ns_per_swap_in) / 1e9;
         assert!((r.cpu_secs_per_sec - 0.0012 - kernel).abs() < 1e-12);
         assert!(r.is_current && r.within_budget);
     }
@@ -195,7 +196,7 @@ mod tests {
         let rows = judge(&ms2, "lzo-rle", 1_500_000, T, 0.01);
         assert_eq!(recommend(&rows), Some((2, Basis::MostSaved)));
         // zstd over a tight budget: lzo-rle (most saved among those that fit).
-        let b = (200.0 * 8600.0 + 100.0 * 5400.0) / 1e9 + 0.0015;
+        let b = zmem_lab::speed::swap_overhead().cpu_secs_per_sec(T) + 0.0015;
         let rows = judge(&ms2, "lzo-rle", 1_500_000, T, b);
         assert!(!rows[2].within_budget);
         assert_eq!(recommend(&rows), Some((0, Basis::MostSaved)));

@@ -192,7 +192,7 @@ pub struct CodecCost {
 /// CPU seconds per second at `rates` for a replay row, on the cost model zram's candidates
 /// have (`cost::project`): the compressions and decompressions the row's traffic takes, at the
 /// compressor's measured CPU per page, and the kernel's own reclaim and fault work
-/// ([`cost::SWAP_OVERHEAD`]; measured on zram swap, docs/BENCHMARKS.md "The kernel's own swap
+/// ([`crate::speed::swap_overhead`]; measured on zram swap, docs/BENCHMARKS.md "The kernel's own swap
 /// work (issue 31)", taken as the same for zswap: the swap-cache path zswap takes, 6.18
 /// mm/memory.c `do_swap_page()` without `SWP_SYNCHRONOUS_IO`, was not measured apart). Per
 /// swap-out: a compression, unless the page went to the device uncompressed (stores the pool
@@ -205,7 +205,7 @@ pub(super) fn cpu_secs_per_sec(r: &SwapRow, rates: &Rates, codec: Option<CodecCo
         swap_ins_per_sec: rates.swap_ins_per_sec,
         swap_outs_per_sec: rates.swap_outs_per_sec,
     };
-    let kernel = cost::SWAP_OVERHEAD.cpu_secs_per_sec(traffic);
+    let kernel = crate::speed::swap_overhead().cpu_secs_per_sec(traffic);
     let per = |n: u64, of: u64| if of == 0 { 0.0 } else { n as f64 / of as f64 };
     let Some(c) = codec else {
         let ops = r.swap_ins + r.swap_outs;
@@ -307,7 +307,7 @@ fn fill(
     cand.compress_cpu_ns_per_page = compress;
     cand.decompress_cpu_ns_per_page = codec.map_or(0.0, |c| c.decompress_ns);
     cand.cpu_secs_per_sec = cpu_secs_per_sec(r, rates, codec);
-    cand.reclaim_cpu_secs_per_sec = cost::SWAP_OVERHEAD.cpu_secs_per_sec(cost::Traffic {
+    cand.reclaim_cpu_secs_per_sec = crate::speed::swap_overhead().cpu_secs_per_sec(cost::Traffic {
         swap_ins_per_sec: rates.swap_ins_per_sec,
         swap_outs_per_sec: rates.swap_outs_per_sec,
     });

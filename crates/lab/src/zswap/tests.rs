@@ -345,7 +345,7 @@ fn advise_replays_every_available_configuration() {
 #[test]
 fn zswap_cpu_is_the_compressors_cost_per_page_of_its_traffic() {
     let rates = hundred_a_second();
-    let kernel = cost::SWAP_OVERHEAD
+    let kernel = crate::speed::swap_overhead()
         .cpu_secs_per_sec(cost::Traffic { swap_ins_per_sec: 100.0, swap_outs_per_sec: 100.0 });
     let codec = CodecCost { compress_ns: 10_000.0, decompress_ns: 2_000.0 };
     // 30 swap-outs: 6 went to the device, 2 of them written back (4 refused, 26 compressed);

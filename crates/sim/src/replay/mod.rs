@@ -339,6 +339,11 @@ pub struct ReplayResult {
     pub writeback_cached: u64,
     #[serde(default)]
     pub writeback_cache_hits: u64,
+    /// Times zswap's shrink worker ran: every [`SHRINK_WORK_REJECTED_STORES`] stores rejected at
+    /// the pool limit, and at the end of a reclaim that left it queued
+    /// ([`zmem_zswap::ZswapConfig::queued_shrink_work`]).
+    #[serde(default)]
+    pub shrink_worker_runs: u64,
     /// With [`ReplayConfig::watermarks`]: pages kswapd reclaimed (vmstat `pgsteal_kswapd`),
     /// pages allocations reclaimed directly under the min mark (`pgsteal_direct`), and how
     /// often kswapd was woken (free pages at or under the low mark). All 0 without.
@@ -390,6 +395,17 @@ pub struct ReplayResult {
     pub verified: bool,
 }
 
+/// Stores rejected at zswap's pool limit per run of its shrink worker, which 6.18 runs on a
+/// kworker beside the reclaiming task (mm/zswap.c `zswap_store()` -> `queue_work()`, queued
+/// once while pending): the time it takes to wake and run, counted in the storing task's
+/// rejected stores. Measured, not read from the source: on the 2-core EPYC VM (Linux 6.18.44,
+/// 2026-12-07, `zmem validate lab --ram 64M --zswap lzo-rle,max_pool_percent=1` on 360,000
+/// mixed pages) `perf stat -e workqueue:workqueue_execute_start --filter 'function ==
+/// shrink_worker'` counted 5,705 runs for 24,904 rejected stores, 4.4 each
+/// (docs/BENCHMARKS.md, "zswap's shrink worker is queued work"). The replay also runs it at the
+/// end of each reclaim, when the storing stops.
+pub const SHRINK_WORK_REJECTED_STORES: u32 = 4;
+
 /// The zswap engine a replay or study uses, in front of a swap file of `nr_slots` pages.
 pub fn build_zswap(cfg: &ReplayConfig, nr_slots: u64) -> Result<Zswap, SimError> {
     let store: Box<dyn zmem_zswap::SlotStore> = match &cfg.swap_dir {
@@ -412,6 +428,7 @@ pub fn build_zswap(cfg: &ReplayConfig, nr_slots: u64) -> Result<Zswap, SimError>
             CgroupVersion::V2 => cfg.zswap_max.map(|b| memcg::zswap_max_pages(b, cfg.page_size)),
         },
         memcg_charged: cfg.cgroup == CgroupVersion::V2,
+        queued_shrink_work: Some(SHRINK_WORK_REJECTED_STORES),
         ..ZswapConfig::default()
     };
     Ok(Zswap::new(&zcfg, swap)?)

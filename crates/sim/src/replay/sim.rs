@@ -980,6 +980,7 @@ impl<'p> Simulator<'p> {
             clean_dropped: c.clean_dropped,
             writeback_cached: c.writeback_cached,
             writeback_cache_hits: c.writeback_cache_hits,
+            shrink_worker_runs: self.swap.zswap().map_or(0, |z| z.shrink_worker_runs()),
             activation_freed: c.activation_freed,
             kswapd_reclaimed: c.kswapd_reclaimed,
             direct_reclaimed: c.direct_reclaimed,

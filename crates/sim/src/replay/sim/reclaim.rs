@@ -114,11 +114,15 @@ impl Simulator<'_> {
         Ok(freed)
     }
 
-    /// The end of a reclaim: `snapshot_refaults()`, and the pages zswap wrote back during it
+    /// The end of a reclaim: `snapshot_refaults()`; zswap's shrink worker, if a store the
+    /// reclaim made was rejected at the pool limit since it last ran (it runs on its own
+    /// kworker, and gets to run at the latest when the storing stops:
+    /// [`super::super::SHRINK_WORK_REJECTED_STORES`]); and the pages zswap wrote back during it
     /// noted for the swap cache ([`Self::install_written_back`]).
     pub(super) fn end_of_reclaim(&mut self) {
         self.ram.snapshot_refaults();
         if let Some(z) = self.swap.zswap() {
+            z.run_queued_work();
             self.written_back.extend(z.take_written_back());
         }
     }

@@ -1,0 +1,144 @@
+//! This machine's kernel speed, measured where the lab runs: the kernel's own swap work
+//! ([`SwapOverhead`]: reclaim per swap-out, the fault per swap-in) priced on the machine at
+//! hand instead of on the one the cost model was measured on.
+//!
+//! Why: the kernel's swap work is not the compressor's, which the lab times itself, and it
+//! drifts with the machine. On the 2-core EPYC VM the model was measured on, `zmem validate
+//! lab`'s same-filled run measured a swap-in's fault at 5.2-7.6 us and reclaim at 8.6 us per
+//! swap-out (2026-11-27), and 2.4 us and 3.8 us on 2026-12-07: both 2.26 times less, while a
+//! first-touch fault of an anonymous page measured 2.05 us. One factor moved every part of the
+//! fault path at once, so the lab measures that factor: [`fault_probe_ns`] times first-touch
+//! faults of a private anonymous mapping (mm/memory.c `do_anonymous_page()`: a page allocated,
+//! zeroed and charged, mapped, the fault's entry and exit), the parts a swap-in fault shares
+//! (`do_swap_page()`), and [`swap_overhead`] scales the model's ratios to it
+//! ([`FAULT_PER_PROBE`], [`RECLAIM_PER_PROBE`], docs/BENCHMARKS.md "The kernel's swap work,
+//! priced on the machine at hand").
+
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use memmap2::{Advice, MmapMut};
+
+use crate::cost::SwapOverhead;
+
+/// Pages one probe run faults in: 16 MiB of 4 KiB pages, a few milliseconds.
+pub const PROBE_PAGES: usize = 4096;
+
+/// Probe runs; the probe is their median, so a run the scheduler interrupted does not count.
+pub const PROBE_RUNS: usize = 7;
+
+/// A swap-in's fault path (same-filled zram pages: no decompression) per first-touch fault, and
+/// reclaim per swap-out per first-touch fault: `zmem validate lab`'s measured swap overhead
+/// (2,389 ns and 3,795 ns, 428k swap-outs) over the probe on the same machine the same hour
+/// (2,050 ns), 2026-12-07. The model's constants of 2026-11-27 ([`crate::cost::SWAP_OVERHEAD`],
+/// 5,400 and 8,600 ns) are these ratios at a probe of 4,640 ns within 0.3 %.
+pub const FAULT_PER_PROBE: f64 = 1.165;
+pub const RECLAIM_PER_PROBE: f64 = 1.851;
+
+/// A probe outside this range (ns per fault) is not a fault's cost (a clock gone wrong, or huge
+/// pages the advice could not stop), and the reference constants are used instead.
+const SANE_PROBE_NS: std::ops::RangeInclusive<f64> = 100.0..=100_000.0;
+
+/// The median ns of a first-touch fault of a private anonymous page on this machine, over
+/// [`PROBE_RUNS`] runs of [`PROBE_PAGES`] pages; `None` where no mapping could be made.
+pub fn fault_probe_ns() -> Option<f64> {
+    let ps = zmem_kernel::status::page_size() as usize;
+    let mut runs: Vec<f64> = (0..PROBE_RUNS).filter_map(|_| probe_run(ps)).collect();
+    if runs.is_empty() {
+        return None;
+    }
+    runs.sort_by(f64::total_cmp);
+    Some(runs[runs.len() / 2])
+}
+
+/// One run: a fresh mapping, one byte written per page, ns per page.
+fn probe_run(ps: usize) -> Option<f64> {
+    let mut m = MmapMut::map_anon(PROBE_PAGES * ps).ok()?;
+    // A transparent huge page would fault 512 pages at once. The advice fails only where the
+    // kernel has no THP, and then every fault is one page anyway.
+    let _ = m.advise(Advice::NoHugePage);
+    let started = Instant::now();
+    for page in m.chunks_exact_mut(ps) {
+        page[0] = 1;
+    }
+    let ns = started.elapsed().as_nanos() as f64;
+    std::hint::black_box(&mut m[..]);
+    Some(ns / PROBE_PAGES as f64)
+}
+
+/// The kernel's swap work priced at a probe of `probe_ns` per first-touch fault.
+pub fn overhead_at(probe_ns: f64) -> SwapOverhead {
+    SwapOverhead {
+        reclaim_ns_per_swap_out: RECLAIM_PER_PROBE * probe_ns,
+        fault_ns_per_swap_in: FAULT_PER_PROBE * probe_ns,
+    }
+}
+
+/// This machine's kernel speed, measured once per process.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KernelSpeed {
+    /// The probe, ns per first-touch fault; `None` where it failed or read outside the sane
+    /// range (the reference constants then apply).
+    pub probe_ns: Option<f64>,
+    /// The kernel's swap work the lab prices.
+    pub overhead: SwapOverhead,
+}
+
+/// [`KernelSpeed`] of this machine: probed at the first call, the same for the rest of the
+/// process, so every configuration and every report of one run is priced alike.
+pub fn kernel_speed() -> KernelSpeed {
+    static SPEED: OnceLock<KernelSpeed> = OnceLock::new();
+    *SPEED.get_or_init(|| speed_from(fault_probe_ns()))
+}
+
+fn speed_from(probe: Option<f64>) -> KernelSpeed {
+    match probe.filter(|p| SANE_PROBE_NS.contains(p)) {
+        Some(p) => KernelSpeed { probe_ns: Some(p), overhead: overhead_at(p) },
+        None => KernelSpeed { probe_ns: None, overhead: crate::cost::SWAP_OVERHEAD },
+    }
+}
+
+/// The kernel's swap work on this machine ([`kernel_speed`]).
+pub fn swap_overhead() -> SwapOverhead {
+    kernel_speed().overhead
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_probe_times_real_faults() {
+        // A fault allocates, zeroes and maps a page: hundreds of ns at the least, far less
+        // than a millisecond. A loop the compiler removed, or huge pages, read far below.
+        let p = fault_probe_ns().expect("an anonymous mapping");
+        assert!(SANE_PROBE_NS.contains(&p), "{p} ns per fault");
+    }
+
+    #[test]
+    fn the_overhead_scales_with_the_probe_and_matches_the_reference_at_its_probe() {
+        let at = |p| overhead_at(p);
+        assert!(
+            (at(4000.0).fault_ns_per_swap_in - 2.0 * at(2000.0).fault_ns_per_swap_in).abs() < 1e-9
+        );
+        let r = crate::cost::SWAP_OVERHEAD;
+        let m = at(4640.0);
+        assert!((m.fault_ns_per_swap_in / r.fault_ns_per_swap_in - 1.0).abs() < 0.005, "{m:?}");
+        assert!((m.reclaim_ns_per_swap_out / r.reclaim_ns_per_swap_out - 1.0).abs() < 0.005);
+    }
+
+    #[test]
+    fn an_insane_or_failed_probe_falls_back_to_the_reference() {
+        for p in [None, Some(0.5), Some(f64::NAN), Some(1e7)] {
+            let s = speed_from(p);
+            assert_eq!((s.probe_ns, s.overhead), (None, crate::cost::SWAP_OVERHEAD), "{p:?}");
+        }
+        let s = speed_from(Some(2000.0));
+        assert_eq!(s.overhead, overhead_at(2000.0));
+    }
+
+    #[test]
+    fn one_process_prices_alike() {
+        assert_eq!(kernel_speed(), kernel_speed());
+    }
+}
