@@ -78,10 +78,15 @@ pub fn lab_validation(v: &LabValidation) -> String {
     );
     let o = &v.swap_overhead;
     let us = |ns: f64| ns / 1000.0;
+    let priced = match o.probe_ns {
+        Some(p) => format!("at this machine's first-touch fault of {:.2} us", us(p)),
+        None => "at the reference machine's speed (the fault probe failed)".into(),
+    };
     out += &match o.measured {
         Some(m) => format!(
             "the kernel's own swap work (same-filled pages): {:.1} us per swap-out, {:.1} us per \
-             swap-in fault measured here; the lab assumes {:.1} and {:.1} ({} on the swap-out)\n",
+             swap-in fault measured here; the lab prices them {priced} at {:.1} and {:.1} ({} \
+             on the swap-out)\n",
             us(m.reclaim_ns_per_swap_out),
             us(m.fault_ns_per_swap_in),
             us(o.model.reclaim_ns_per_swap_out),
@@ -90,7 +95,7 @@ pub fn lab_validation(v: &LabValidation) -> String {
         ),
         None => format!(
             "the kernel's own swap work: not measured (the same-filled run swapped nothing out); \
-             the lab assumes {:.1} us per swap-out, {:.1} us per swap-in fault\n",
+             the lab prices it {priced} at {:.1} us per swap-out, {:.1} us per swap-in fault\n",
             us(o.model.reclaim_ns_per_swap_out),
             us(o.model.fault_ns_per_swap_in)
         ),
