@@ -99,30 +99,16 @@ pub struct Measured {
     pub estimated_pool: Option<u64>,
 }
 
-/// The kernel's own CPU work per swap operation, beside the compressor's: what reclaim spends
-/// to swap a page out (LRU scans, the reverse-map walk and unmapping, TLB flushes, a swap slot,
-/// a bio) and what a swap-in fault spends beyond the read and decompression (the fault, a page
-/// allocated and charged, the swap cache except on zram's `SWP_SYNCHRONOUS_IO` path, the
-/// mapping: mm/vmscan.c `shrink_folio_list()` and mm/memory.c `do_swap_page()`). The same for every configuration, so it
-/// never changes their order by CPU; it makes the CPU seconds per second the kernel's.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
-pub struct SwapOverhead {
-    pub reclaim_ns_per_swap_out: f64,
-    pub fault_ns_per_swap_in: f64,
-}
+pub use crate::speed::{SWAP_OVERHEAD, SwapOverhead};
 
-/// [`SwapOverhead`] as measured on a 2-core AMD EPYC VM under Linux 6.18 on 2026-11-27: the
-/// reference the lab falls back to where it cannot probe the machine it runs on
-/// ([`crate::speed`], which prices this work at the machine's own speed) (measured, not read
-/// from the source: docs/BENCHMARKS.md, "The kernel's own swap work (issue 31)"): `zmem validate lab` plays the trace over same-filled pages,
-/// which zram stores without compressing or allocating, in a memory cgroup at its limit; the
-/// player's CPU in its faulting accesses, less a run that never reclaims, over the swap-outs,
-/// once the swap-ins' faults (their p50) are taken out. `zmem validate lab` prints the figure
-/// measured on the machine it runs on beside this one.
-pub const SWAP_OVERHEAD: SwapOverhead =
-    SwapOverhead { reclaim_ns_per_swap_out: RECLAIM_NS, fault_ns_per_swap_in: FAULT_NS };
-const RECLAIM_NS: f64 = 8_600.0;
-const FAULT_NS: f64 = 5_400.0;
+impl SwapOverhead {
+    /// CPU seconds per second the kernel's own swap work takes at `t`.
+    pub fn cpu_secs_per_sec(&self, t: Traffic) -> f64 {
+        (t.swap_outs_per_sec * self.reclaim_ns_per_swap_out
+            + t.swap_ins_per_sec * self.fault_ns_per_swap_in)
+            / 1e9
+    }
+}
 
 /// The kernel's CPU per file refault where reclaim keeps taking page cache: the major fault
 /// (mm/filemap.c `filemap_fault()`: a folio allocated and charged, added to the page cache and
@@ -142,15 +128,6 @@ pub const FILE_REFAULT_NS: f64 = 13_500.0;
 /// pages, 5-7 us where a quarter of the accesses read the file and 4-5 us where 95 % do
 /// (docs/BENCHMARKS.md, "Page cache").
 pub const FILE_EVICT_NS: f64 = 5_000.0;
-
-impl SwapOverhead {
-    /// CPU seconds per second the kernel's own swap work takes at `t`.
-    pub fn cpu_secs_per_sec(&self, t: Traffic) -> f64 {
-        (t.swap_outs_per_sec * self.reclaim_ns_per_swap_out
-            + t.swap_ins_per_sec * self.fault_ns_per_swap_in)
-            / 1e9
-    }
-}
 
 /// Pages a fault's memory-cgroup charge reclaims when the cgroup is at its limit: mm/memcontrol.c
 /// `try_charge_memcg()` calls mm/vmscan.c `try_to_free_mem_cgroup_pages()` with the charge's

@@ -77,6 +77,10 @@ pub struct Findings {
     pub proactive: proactive::Input,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zswap: Option<ZswapInput>,
+    /// The measuring machine's kernel speed, which prices the kernel's own swap work
+    /// ([`crate::speed`]); findings from before it was measured carry the reference machine's.
+    #[serde(default = "crate::speed::reference")]
+    pub kernel_speed: crate::speed::KernelSpeed,
 }
 
 /// What identifying data findings keep: in memory, everything; in a file, what was asked for.

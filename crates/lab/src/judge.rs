@@ -2,7 +2,8 @@
 //! nothing runs) projected onto one basis, the operating point, the one decision
 //! ([`crate::decision`]) and the proactive reclaim it adds, then the report.
 //!
-//! [`judge`] reads nothing but its [`Findings`]: no page, no file, nothing of the machine. So
+//! [`judge`] reads nothing but its [`Findings`]: no page, no file, nothing of the machine (the
+//! kernel's speed too is the findings', [`crate::speed::priced_at`]). So
 //! findings judged where they were measured (`zmem lab`) and the same findings judged from an
 //! evidence file elsewhere (`zmem lab FILE`, `zmem-fleet`) give the same report.
 
@@ -21,6 +22,11 @@ use crate::{LabError, operating, proactive, zswap};
 /// The report for `f`: its candidates, the decision and zswap's advice, with every figure the
 /// findings carry.
 pub fn judge(f: &Findings) -> Result<LabReport, LabError> {
+    // Priced at the speed the findings carry, not this machine's.
+    crate::speed::priced_at(f.kernel_speed.overhead, || report(f))
+}
+
+fn report(f: &Findings) -> Result<LabReport, LabError> {
     let judged = candidates_and_decision(f)?;
     Ok(LabReport {
         schema_version: SCHEMA_VERSION,

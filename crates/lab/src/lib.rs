@@ -214,6 +214,7 @@ pub fn measure_beside(
         operating: opts.operating.clone(),
         proactive: opts.proactive.clone(),
         zswap: opts.zswap.clone(),
+        kernel_speed: speed::kernel_speed(),
     })
 }
 

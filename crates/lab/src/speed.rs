@@ -15,12 +15,36 @@
 //! priced at the machine's speed"). Where a trace also reads a file the same-filled fault
 //! measured 2.7 probes, not 1.3: that part of the fault is not priced yet.
 
+use std::cell::Cell;
 use std::sync::OnceLock;
 use std::time::Instant;
 
 use memmap2::{Advice, MmapMut};
+use serde::{Deserialize, Serialize};
 
-use crate::cost::SwapOverhead;
+/// The kernel's own CPU work per swap operation, beside the compressor's: what reclaim spends
+/// to swap a page out (LRU scans, the reverse-map walk and unmapping, TLB flushes, a swap slot,
+/// a bio) and what a swap-in fault spends beyond the read and decompression (the fault, a page
+/// allocated and charged, the swap cache except on zram's `SWP_SYNCHRONOUS_IO` path, the
+/// mapping: mm/vmscan.c `shrink_folio_list()` and mm/memory.c `do_swap_page()`). The same for
+/// every configuration, so it never changes their order by CPU; it makes the CPU seconds per
+/// second the kernel's (`cpu_secs_per_sec`, in [`crate::cost`]).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct SwapOverhead {
+    pub reclaim_ns_per_swap_out: f64,
+    pub fault_ns_per_swap_in: f64,
+}
+
+/// [`SwapOverhead`] as measured on a 2-core AMD EPYC VM under Linux 6.18 on 2026-11-27: the
+/// reference the lab falls back to where the probe fails (measured, not read from the source:
+/// docs/BENCHMARKS.md, "The kernel's own swap work (issue 31)"): `zmem validate lab` plays the
+/// trace over same-filled pages, which zram stores without compressing or allocating, in a
+/// memory cgroup at its limit; the player's CPU in its faulting accesses, less a run that never
+/// reclaims, over the swap-outs, once the swap-ins' faults (their p50) are taken out.
+pub const SWAP_OVERHEAD: SwapOverhead =
+    SwapOverhead { reclaim_ns_per_swap_out: RECLAIM_NS, fault_ns_per_swap_in: FAULT_NS };
+const RECLAIM_NS: f64 = 8_600.0;
+const FAULT_NS: f64 = 5_400.0;
 
 /// Pages one probe run faults in: 16 MiB of 4 KiB pages, a few milliseconds.
 pub const PROBE_PAGES: usize = 4096;
@@ -32,7 +56,7 @@ pub const PROBE_RUNS: usize = 7;
 /// reclaim per swap-out per first-touch fault: the medians of three `zmem validate lab` runs on
 /// anonymous memory (2026-12-07; fault 2,389, 2,341 and 2,268 ns, reclaim 3,795, 3,448 and
 /// 4,001 ns, over probes of 2,050, 1,807 and 1,732 ns: 1.17-1.31 and 1.85-2.31). The model's
-/// constants of 2026-11-27 ([`crate::cost::SWAP_OVERHEAD`], 5,400 and 8,600 ns) are these ratios
+/// constants of 2026-11-27 ([`SWAP_OVERHEAD`], 5,400 and 8,600 ns) are these ratios
 /// at probes of 4,150 and 4,500 ns.
 pub const FAULT_PER_PROBE: f64 = 1.30;
 pub const RECLAIM_PER_PROBE: f64 = 1.91;
@@ -76,8 +100,10 @@ pub fn overhead_at(probe_ns: f64) -> SwapOverhead {
     }
 }
 
-/// This machine's kernel speed, measured once per process.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// A machine's kernel speed: measured once per process where the lab measures, and carried in
+/// the findings (and so in evidence files), so a judge elsewhere prices as the measuring
+/// machine did.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct KernelSpeed {
     /// The probe, ns per first-touch fault; `None` where it failed or read outside the sane
     /// range (the reference constants then apply).
@@ -96,13 +122,37 @@ pub fn kernel_speed() -> KernelSpeed {
 fn speed_from(probe: Option<f64>) -> KernelSpeed {
     match probe.filter(|p| SANE_PROBE_NS.contains(p)) {
         Some(p) => KernelSpeed { probe_ns: Some(p), overhead: overhead_at(p) },
-        None => KernelSpeed { probe_ns: None, overhead: crate::cost::SWAP_OVERHEAD },
+        None => KernelSpeed { probe_ns: None, overhead: SWAP_OVERHEAD },
     }
 }
 
-/// The kernel's swap work on this machine ([`kernel_speed`]).
+/// The reference machine's speed, for findings that carry none (made before zmem measured it).
+pub fn reference() -> KernelSpeed {
+    KernelSpeed { probe_ns: None, overhead: SWAP_OVERHEAD }
+}
+
+thread_local! {
+    /// The speed [`priced_at`] set for this thread's judge.
+    static PRICED_AT: Cell<Option<SwapOverhead>> = const { Cell::new(None) };
+}
+
+/// Runs `f` with the kernel's work priced at `k` on this thread: the judge prices at the speed
+/// its findings carry, whichever machine it runs on. (The judge is one thread's arithmetic.)
+pub fn priced_at<T>(k: SwapOverhead, f: impl FnOnce() -> T) -> T {
+    struct Restore(Option<SwapOverhead>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            PRICED_AT.set(self.0);
+        }
+    }
+    let _restore = Restore(PRICED_AT.replace(Some(k)));
+    f()
+}
+
+/// The kernel's swap work as priced here: the findings' speed inside [`priced_at`], else this
+/// machine's ([`kernel_speed`]).
 pub fn swap_overhead() -> SwapOverhead {
-    kernel_speed().overhead
+    PRICED_AT.get().unwrap_or_else(|| kernel_speed().overhead)
 }
 
 #[cfg(test)]
@@ -125,7 +175,7 @@ mod tests {
         );
         // The reference machine's two constants are the ratios at one speed, within 10 %: the
         // probe each implies (4.15 and 4.50 us).
-        let r = crate::cost::SWAP_OVERHEAD;
+        let r = SWAP_OVERHEAD;
         let by_fault = r.fault_ns_per_swap_in / FAULT_PER_PROBE;
         let by_reclaim = r.reclaim_ns_per_swap_out / RECLAIM_PER_PROBE;
         assert!((by_reclaim / by_fault - 1.0).abs() < 0.1, "{by_fault} {by_reclaim}");
@@ -136,10 +186,22 @@ mod tests {
     fn an_insane_or_failed_probe_falls_back_to_the_reference() {
         for p in [None, Some(0.5), Some(f64::NAN), Some(1e7)] {
             let s = speed_from(p);
-            assert_eq!((s.probe_ns, s.overhead), (None, crate::cost::SWAP_OVERHEAD), "{p:?}");
+            assert_eq!((s.probe_ns, s.overhead), (None, SWAP_OVERHEAD), "{p:?}");
         }
         let s = speed_from(Some(2000.0));
         assert_eq!(s.overhead, overhead_at(2000.0));
+    }
+
+    #[test]
+    fn a_judge_prices_at_the_speed_it_is_given_and_then_at_this_machines() {
+        let k = overhead_at(1234.0);
+        assert_eq!(priced_at(k, swap_overhead), k);
+        let nested = priced_at(k, || priced_at(SWAP_OVERHEAD, swap_overhead));
+        assert_eq!(nested, SWAP_OVERHEAD);
+        assert_eq!(swap_overhead(), kernel_speed().overhead, "restored after");
+        let r = std::panic::catch_unwind(|| priced_at(k, || panic!("a judge failed")));
+        assert!(r.is_err());
+        assert_eq!(swap_overhead(), kernel_speed().overhead, "restored after a panic too");
     }
 
     #[test]

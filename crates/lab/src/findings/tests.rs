@@ -108,6 +108,32 @@ fn findings_read_back_from_a_file_judge_to_the_same_report() {
     assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
 }
 
+/// The kernel's work is priced at the speed the findings carry, wherever they are judged: a
+/// faster machine's findings cost less CPU (the same traffic, less kernel work per swap), and
+/// findings from before the speed was measured are priced at the reference machine's.
+#[test]
+fn findings_are_priced_at_the_speed_they_carry() {
+    let mut f = findings(384, Vec::new());
+    let cpu = |f: &Findings| -> Vec<f64> {
+        judge(f).unwrap().candidates.iter().map(|c| c.cpu_secs_per_sec).collect()
+    };
+    f.kernel_speed = crate::speed::KernelSpeed {
+        probe_ns: Some(1000.0),
+        overhead: crate::speed::overhead_at(1000.0),
+    };
+    let fast = cpu(&f);
+    f.kernel_speed.overhead = crate::speed::overhead_at(3000.0);
+    let slow = cpu(&f);
+    assert!(f.rates.swap_outs_per_sec + f.rates.swap_ins_per_sec > 0.0, "{:?}", f.rates);
+    // Every candidate that swaps ("none" costs nothing either way).
+    let pairs: Vec<_> = fast.iter().zip(&slow).filter(|(_, b)| **b > 0.0).collect();
+    assert!(pairs.len() > 10 && pairs.iter().all(|(a, b)| a < b), "{fast:?} {slow:?}");
+    let mut v = json(&f);
+    v.as_object_mut().unwrap().remove("kernel_speed");
+    let old: Findings = serde_json::from_value(v).unwrap();
+    assert_eq!(old.kernel_speed, crate::speed::reference());
+}
+
 /// What could name a process or a service is replaced, consistently, so the decision is the
 /// same: its kind, configuration, savings and operating point.
 #[test]
