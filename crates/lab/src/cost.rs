@@ -137,8 +137,8 @@ pub const RECLAIM_BATCH: u64 = 32;
 /// A swap-in as the faulting task feels it where memory is full (where swap-ins happen), p50
 /// and p99 in ns, from the read's measured p50 and p99 (read and decompression) and the
 /// configuration's compression CPU per page: every fault pays the kernel's fault path besides
-/// the read (`fault_ns_per_swap_in` of [`crate::speed::swap_overhead`]: the fault, the page allocated and
-/// charged, the mapping); the fault whose charge finds the cgroup full reclaims
+/// the read (`fault_ns_per_swap_in` of [`crate::speed::swap_overhead`]: the fault, the page
+/// allocated and charged, the mapping); the fault whose charge finds the cgroup full reclaims
 /// [`RECLAIM_BATCH`] pages itself, each a swap-out (`reclaim_ns_per_swap_out` and a
 /// compression), and the faults after it take the pages it freed, so one fault in
 /// `RECLAIM_BATCH` pays it: more than one in a hundred, so in the p99, not in the p50. The

@@ -10,9 +10,9 @@
 //! (`zswap_max_pages()`: `max_pool_percent` of `totalram_pages()`, /proc/meminfo `MemTotal`).
 //! Its CPU seconds are the lab's (`zmem_lab::zswap` candidates' cost): the compressor's CPU
 //! per page measured on the pages, for each page stored, loaded or written back, plus the cost
-//! model's kernel work per swap-out and swap-in ([`zmem_lab::speed::swap_overhead`]). The kernel's CPU
-//! seconds are the player's CPU in faulting accesses less a baseline run's (no memory
-//! pressure), as for zram (`crate::lab`'s module doc). Its swap-in latencies are end to end, as
+//! model's kernel work per swap-out and swap-in ([`zmem_lab::speed::swap_overhead`]). The
+//! kernel's CPU seconds are the player's CPU in faulting accesses less a baseline run's (no
+//! memory pressure), as for zram (`crate::lab`'s module doc). Its swap-in latencies are end to end, as
 //! zram's prediction is (`cost::swap_in_end_to_end`: the fault, the load, and at the p99 the
 //! reclaim a fault does at the cgroup's limit).
 //!

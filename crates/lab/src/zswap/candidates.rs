@@ -192,8 +192,8 @@ pub struct CodecCost {
 /// CPU seconds per second at `rates` for a replay row, on the cost model zram's candidates
 /// have (`cost::project`): the compressions and decompressions the row's traffic takes, at the
 /// compressor's measured CPU per page, and the kernel's own reclaim and fault work
-/// ([`crate::speed::swap_overhead`]; measured on zram swap, docs/BENCHMARKS.md "The kernel's own swap
-/// work (issue 31)", taken as the same for zswap: the swap-cache path zswap takes, 6.18
+/// ([`crate::speed::swap_overhead`]; measured on zram swap, docs/BENCHMARKS.md "The kernel's
+/// own swap work (issue 31)", taken as the same for zswap: the swap-cache path zswap takes, 6.18
 /// mm/memory.c `do_swap_page()` without `SWP_SYNCHRONOUS_IO`, was not measured apart). Per
 /// swap-out: a compression, unless the page went to the device uncompressed (stores the pool
 /// refused: the row's device writes less its writebacks), and a decompression per page
