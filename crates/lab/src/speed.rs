@@ -122,7 +122,7 @@ pub fn kernel_speed() -> KernelSpeed {
 fn speed_from(probe: Option<f64>) -> KernelSpeed {
     match probe.filter(|p| SANE_PROBE_NS.contains(p)) {
         Some(p) => KernelSpeed { probe_ns: Some(p), overhead: overhead_at(p) },
-        None => KernelSpeed { probe_ns: None, overhead: SWAP_OVERHEAD },
+        None => reference(),
     }
 }
 
