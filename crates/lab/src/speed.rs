@@ -13,7 +13,10 @@
 //! (`do_swap_page()`), and [`swap_overhead`] scales the measured ratios to it
 //! ([`FAULT_PER_PROBE`], [`RECLAIM_PER_PROBE`], docs/BENCHMARKS.md "The kernel's swap work,
 //! priced at the machine's speed"). Where a trace also reads a file the same-filled fault
-//! measured 2.7 probes, not 1.3: that part of the fault is not priced yet.
+//! measured 2.7 probes, not 1.3, and is not priced: the same `do_swap_page()` code runs slower
+//! in loads of per-slot kernel data as more file I/O passes between swap-ins, which reads as
+//! colder caches, not as a step the model lacks (docs/BENCHMARKS.md, "A swap-in beside page
+//! cache").
 
 use std::cell::Cell;
 use std::sync::OnceLock;
