@@ -19,8 +19,8 @@
 //! for the configuration, `reclaim` and `fault` the kernel's own work per swap-out and per
 //! swap-in whatever the configuration (LRU scans, reverse-map walks, unmapping and TLB
 //! flushes, swap slots and a bio per page; a fault, a page allocated and charged, mapped;
-//! measured, not read from the source: [`SWAP_OVERHEAD`], priced on the machine at hand by
-//! [`crate::speed::swap_overhead`]), and
+//! measured, not read from the source: [`SWAP_OVERHEAD`], priced at the measuring machine's
+//! speed, [`Projection::kernel`] from [`crate::speed::KernelSpeed`]), and
 //! `recompressed/s = min(swap_outs/s, N / period)`: a background pass every `period` seconds
 //! recompresses each page at most once (6.18's drivers/block/zram/zram_drv.c
 //! `scan_slots_for_recompress()` skips slots already at the last priority and INCOMPRESSIBLE
@@ -137,15 +137,20 @@ pub const RECLAIM_BATCH: u64 = 32;
 /// A swap-in as the faulting task feels it where memory is full (where swap-ins happen), p50
 /// and p99 in ns, from the read's measured p50 and p99 (read and decompression) and the
 /// configuration's compression CPU per page: every fault pays the kernel's fault path besides
-/// the read (`fault_ns_per_swap_in` of [`crate::speed::swap_overhead`]: the fault, the page
+/// the read (`fault_ns_per_swap_in` of `k`, [`crate::speed::KernelSpeed`]'s: the fault, the page
 /// allocated and charged, the mapping); the fault whose charge finds the cgroup full reclaims
 /// [`RECLAIM_BATCH`] pages itself, each a swap-out (`reclaim_ns_per_swap_out` and a
 /// compression), and the faults after it take the pages it freed, so one fault in
 /// `RECLAIM_BATCH` pays it: more than one in a hundred, so in the p99, not in the p50. The
 /// parts are the model's, priced at this machine's speed ([`crate::speed`]; `zmem validate
 /// lab` prints what it measures of this machine's beside them).
-pub fn swap_in_end_to_end(read_p50_ns: u64, read_p99_ns: u64, compress_ns: f64) -> (u64, u64) {
-    swap_in_end_to_end_beside_cache(read_p50_ns, read_p99_ns, compress_ns, 1.0)
+pub fn swap_in_end_to_end(
+    k: SwapOverhead,
+    read_p50_ns: u64,
+    read_p99_ns: u64,
+    compress_ns: f64,
+) -> (u64, u64) {
+    swap_in_end_to_end_beside_cache(k, read_p50_ns, read_p99_ns, compress_ns, 1.0)
 }
 
 /// [`swap_in_end_to_end`] where reclaim also takes page cache: of the [`RECLAIM_BATCH`] pages a
@@ -154,12 +159,12 @@ pub fn swap_in_end_to_end(read_p50_ns: u64, read_p99_ns: u64, compress_ns: f64) 
 /// and file evictions); the others are clean file pages, dropped without a compression or a
 /// write, at [`FILE_EVICT_NS`] each.
 pub fn swap_in_end_to_end_beside_cache(
+    k: SwapOverhead,
     read_p50_ns: u64,
     read_p99_ns: u64,
     compress_ns: f64,
     anon_share: f64,
 ) -> (u64, u64) {
-    let k = crate::speed::swap_overhead();
     let fault = k.fault_ns_per_swap_in;
     let swap_outs = RECLAIM_BATCH as f64 * anon_share.clamp(0.0, 1.0);
     let file_pages = RECLAIM_BATCH as f64 - swap_outs;
@@ -210,6 +215,9 @@ pub struct Projection {
     /// configuration's on the same sample (a ratio estimator: the sample's bias cancels, and the
     /// current configuration's projection is exactly the prediction) rather than by page count.
     pub current_pool: Option<u64>,
+    /// The kernel's swap work, priced at the speed of the machine the findings were measured on
+    /// ([`crate::speed::KernelSpeed`], carried in the findings).
+    pub kernel: SwapOverhead,
 }
 
 /// Projects every measured configuration onto `proj.pages` (module doc). `m` must hold exactly
@@ -233,7 +241,7 @@ pub fn project(
             x.estimated_pool.unwrap_or_else(|| (x.pool_bytes as f64 * scale(x)).round() as u64);
         scaled + x.extra_bytes
     };
-    let reclaim_cpu = crate::speed::swap_overhead().cpu_secs_per_sec(traffic);
+    let reclaim_cpu = proj.kernel.cpu_secs_per_sec(traffic);
     let recompressed_per_sec = |x: &Measured| {
         if x.recompresses {
             let per_pass = proj.pages as f64 / budgets.recompress_period_secs.max(1e-9);
@@ -259,7 +267,8 @@ pub fn project(
             let added_load_p99_ns =
                 added_swap_in_p99(x.load_p99_ns, x.compress_ns, (now_p99, now.compress_ns));
             let over = over_budget(x.verified, cpu_secs_per_sec, added_load_p99_ns, budgets);
-            let (p50, p99) = swap_in_end_to_end(x.load_p50_ns, x.load_p99_ns, x.compress_ns);
+            let (p50, p99) =
+                swap_in_end_to_end(proj.kernel, x.load_p50_ns, x.load_p99_ns, x.compress_ns);
             let saved = now_bytes as i64 - pool(x) as i64;
             Candidate {
                 name: format!("zram {}", x.policy.name),
@@ -357,6 +366,8 @@ mod tests {
     }
 
     const TRAFFIC: Traffic = Traffic { swap_ins_per_sec: 100.0, swap_outs_per_sec: 200.0 };
+    /// The reference machine's price: the arithmetic below does not depend on this machine.
+    const K: SwapOverhead = crate::speed::SWAP_OVERHEAD;
 
     #[test]
     fn cpu_and_memory_by_hand() {
@@ -371,13 +382,13 @@ mod tests {
         // 10x the pages: N = 10,000, no live device.
         let c = project(
             &[now, dict, idle],
-            Projection { pages: 10_000, live_bytes: None, current_pool: None },
+            Projection { pages: 10_000, live_bytes: None, current_pool: None, kernel: K },
             TRAFFIC,
             &b,
             false,
         );
         // The kernel's own work: 200 swap-outs and 100 swap-ins a second, on every row.
-        let k = crate::speed::swap_overhead();
+        let k = K;
         let kernel = (200.0 * k.reclaim_ns_per_swap_out + 100.0 * k.fault_ns_per_swap_in) / 1e9;
         assert!(c.iter().all(|x| (x.reclaim_cpu_secs_per_sec - kernel).abs() < 1e-15));
         // now: pool 15,000,000; CPU (200 x 5000 + 100 x 2000) ns/s = 1.2 ms/s, and the kernel's.
@@ -412,7 +423,7 @@ mod tests {
         now.is_current = true;
         let c = project(
             &[now],
-            Projection { pages: 2000, live_bytes: Some(3_100_000), current_pool: None },
+            Projection { pages: 2000, live_bytes: Some(3_100_000), current_pool: None, kernel: K },
             TRAFFIC,
             &Budgets::default(),
             false,
@@ -431,8 +442,12 @@ mod tests {
         let zstd = m("zstd", 800_000, 20_000.0, 6000.0, 0.0, 9000);
         // 1000 pages measured; the device stores 2000, and zmem packed all of them into
         // 2,200,000 bytes (not the 2,000,000 page scaling would say); the live pool is 2,300,000.
-        let p =
-            Projection { pages: 2000, live_bytes: Some(2_300_000), current_pool: Some(2_200_000) };
+        let p = Projection {
+            pages: 2000,
+            live_bytes: Some(2_300_000),
+            current_pool: Some(2_200_000),
+            kernel: K,
+        };
         let c = project(&[now, zstd], p, TRAFFIC, &Budgets::default(), false);
         assert_eq!(c[0].pool_bytes, 2_200_000, "the current one is the prediction");
         assert_eq!(c[0].memory_saved_bytes, 100_000, "the live fragmentation");
@@ -447,18 +462,14 @@ mod tests {
         let t = Traffic { swap_ins_per_sec: 0.0, swap_outs_per_sec: 0.5 };
         let c = project(
             &[x],
-            Projection { pages: 1_000_000, live_bytes: None, current_pool: None },
+            Projection { pages: 1_000_000, live_bytes: None, current_pool: None, kernel: K },
             t,
             &Budgets { recompress_period_secs: 60.0, ..Budgets::default() },
             false,
         );
         // 0.5 recompressions a second at 1 ms, and the kernel's reclaim of 0.5 swap-outs.
         assert!(
-            (c[0].cpu_secs_per_sec
-                - 0.5e-3
-                - 0.5 * crate::speed::swap_overhead().reclaim_ns_per_swap_out / 1e9)
-                .abs()
-                < 1e-12
+            (c[0].cpu_secs_per_sec - 0.5e-3 - 0.5 * K.reclaim_ns_per_swap_out / 1e9).abs() < 1e-12
         );
     }
 
@@ -476,12 +487,12 @@ mod tests {
         let batch = m("zstd", 1_100_000, 8000.0, 2000.0, 0.0, 4000);
         let c = project(
             &[now, hungry, slow, mid, batch],
-            Projection { pages: 1000, live_bytes: None, current_pool: None },
+            Projection { pages: 1000, live_bytes: None, current_pool: None, kernel: K },
             TRAFFIC,
             &Budgets::default(),
             false,
         );
-        let k = crate::speed::swap_overhead();
+        let k = K;
         let kernel = (200.0 * k.reclaim_ns_per_swap_out + 100.0 * k.fault_ns_per_swap_in) / 1e9;
         let cpu = |o: &OverBudget| match o {
             OverBudget::Cpu { cpu_secs_per_sec, budget_percent } => {
@@ -499,7 +510,7 @@ mod tests {
         // Not verified: outside the budgets whatever its figures.
         let mut broken = m("broken", 10, 1.0, 0.0, 0.0, 1);
         broken.verified = false;
-        let p = Projection { pages: 1000, live_bytes: None, current_pool: None };
+        let p = Projection { pages: 1000, live_bytes: None, current_pool: None, kernel: K };
         let c = project(&[broken], p, TRAFFIC, &Budgets::default(), false);
         assert_eq!(c[0].over_budget, [OverBudget::NotVerified]);
     }
@@ -523,25 +534,25 @@ mod tests {
             last = now;
         }
         // Equal to the difference of the two end-to-end p99s beyond the noise band.
-        let (_, a) = swap_in_end_to_end(0, 5000, 20_000.0);
-        let (_, b) = swap_in_end_to_end(0, 4000, 10_000.0);
+        let (_, a) = swap_in_end_to_end(K, 0, 5000, 20_000.0);
+        let (_, b) = swap_in_end_to_end(K, 0, 4000, 10_000.0);
         let band = (32.0 * CPU_NOISE * 20_000.0) as i64;
         assert_eq!(added_swap_in_p99(5000, 20_000.0, (4000, 10_000.0)), a as i64 - b as i64 - band);
     }
 
     #[test]
     fn a_swap_in_end_to_end_pays_the_fault_and_at_p99_a_reclaim_batch() {
-        let k = crate::speed::swap_overhead();
+        let k = K;
         let (f, r) = (k.fault_ns_per_swap_in, k.reclaim_ns_per_swap_out);
-        let (p50, p99) = swap_in_end_to_end(2_000, 4_000, 10_000.0);
+        let (p50, p99) = swap_in_end_to_end(K, 2_000, 4_000, 10_000.0);
         assert_eq!(p50, (2_000.0 + f).round() as u64);
         assert_eq!(p99, (4_000.0 + f + 32.0 * (r + 10_000.0)).round() as u64);
         // A dearer compressor costs the p99 32 times its extra compression, the p50 nothing.
-        let (q50, q99) = swap_in_end_to_end(2_000, 4_000, 30_000.0);
+        let (q50, q99) = swap_in_end_to_end(K, 2_000, 4_000, 30_000.0);
         assert_eq!((q50, q99 - p99), (p50, 32 * 20_000));
         // Beside page cache a quarter of the batch is swap-outs: 8 of them at the p99, and 24
         // file pages dropped.
-        let (r50, r99) = swap_in_end_to_end_beside_cache(2_000, 4_000, 10_000.0, 0.25);
+        let (r50, r99) = swap_in_end_to_end_beside_cache(K, 2_000, 4_000, 10_000.0, 0.25);
         let want = 4_000.0 + f + 8.0 * (r + 10_000.0) + 24.0 * 5_000.0;
         assert_eq!((r50, r99), (p50, want.round() as u64));
     }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::LabError;
 use crate::candidate::Candidate;
-use crate::cost::{self, Budgets, Measured, Projection, Traffic};
+use crate::cost::{self, Budgets, Measured, Projection, SwapOverhead, Traffic};
 use crate::now::{Now, Rates};
 use crate::policy::{Policy, PolicyRow};
 use zmem_kernel::caps::KernelCaps;
@@ -166,6 +166,7 @@ pub fn zram_candidates(
     rates: &Rates,
     budgets: &Budgets,
     population: Option<Population<'_>>,
+    kernel_work: SwapOverhead,
 ) -> Result<Vec<Candidate>, LabError> {
     if !rows.iter().any(|r| r.verified) {
         return Err(LabError::NothingVerified);
@@ -199,6 +200,7 @@ pub fn zram_candidates(
         pages: projected_pages(now, population, rows[cur].pages),
         live_bytes: now.and_then(|n| mm(n, true)),
         current_pool: now.and_then(|n| mm(n, false)).or(population.and_then(|p| p.current_pool)),
+        kernel: kernel_work,
     };
     let traffic = Traffic {
         swap_ins_per_sec: rates.swap_ins_per_sec,
@@ -279,7 +281,16 @@ mod tests {
         kernel: Option<&KernelCaps>,
         budgets: &Budgets,
     ) -> (Vec<Candidate>, crate::decision::Decision) {
-        let mut c = zram_candidates(rows, now, kernel, &rates(), budgets, None).unwrap();
+        let mut c = zram_candidates(
+            rows,
+            now,
+            kernel,
+            &rates(),
+            budgets,
+            None,
+            crate::speed::SWAP_OVERHEAD,
+        )
+        .unwrap();
         let pages = projected_pages(now, None, rows[0].pages);
         let live = now.and_then(|n| n.field("mem_used_total")).map(|f| f.live);
         let basis = crate::candidate::basis(&c, live, pages, 4096);
@@ -371,7 +382,15 @@ mod tests {
     #[test]
     fn nothing_verified_is_an_error() {
         let rows = [row("x", "lz4", 1, 1.0, 1, false)];
-        let r = zram_candidates(&rows, None, None, &rates(), &Budgets::default(), None);
+        let r = zram_candidates(
+            &rows,
+            None,
+            None,
+            &rates(),
+            &Budgets::default(),
+            None,
+            crate::speed::SWAP_OVERHEAD,
+        );
         assert!(r.is_err());
     }
 

@@ -3,7 +3,7 @@
 //! ([`crate::decision`]) and the proactive reclaim it adds, then the report.
 //!
 //! [`judge`] reads nothing but its [`Findings`]: no page, no file, nothing of the machine (the
-//! kernel's speed too is the findings', [`crate::speed::priced_at`]). So
+//! kernel's speed too is the findings' [`Findings::kernel_speed`], passed to every price). So
 //! findings judged where they were measured (`zmem lab`) and the same findings judged from an
 //! evidence file elsewhere (`zmem lab FILE`, `zmem-fleet`) give the same report.
 
@@ -22,11 +22,6 @@ use crate::{LabError, operating, proactive, zswap};
 /// The report for `f`: its candidates, the decision and zswap's advice, with every figure the
 /// findings carry.
 pub fn judge(f: &Findings) -> Result<LabReport, LabError> {
-    // Priced at the speed the findings carry, not this machine's.
-    crate::speed::priced_at(f.kernel_speed.overhead, || report(f))
-}
-
-fn report(f: &Findings) -> Result<LabReport, LabError> {
     let judged = candidates_and_decision(f)?;
     Ok(LabReport {
         schema_version: SCHEMA_VERSION,
@@ -75,8 +70,17 @@ fn candidates_and_decision(f: &Findings) -> Result<Judged, LabError> {
         estimates: Some(e),
     });
     let (rates, budgets) = (&f.rates, &f.budgets);
-    let mut cands =
-        fit::zram_candidates(&f.policies, now, f.kernel.as_ref(), rates, budgets, population)?;
+    // Priced at the speed the findings carry, not this machine's.
+    let kernel_work = f.kernel_speed.overhead;
+    let mut cands = fit::zram_candidates(
+        &f.policies,
+        now,
+        f.kernel.as_ref(),
+        rates,
+        budgets,
+        population,
+        kernel_work,
+    )?;
     let reference = cands
         .iter()
         .find(|c| c.is_reference)
@@ -85,8 +89,16 @@ fn candidates_and_decision(f: &Findings) -> Result<Judged, LabError> {
         .to_string();
     let mut zswap_now = None;
     if let (Some(z), Some(measured)) = (&f.zswap, &f.zswap_measured) {
-        let (zn, zc) =
-            zswap::candidates(z, &f.facts, measured, &cands, &reference, rates, budgets)?;
+        let (zn, zc) = zswap::candidates(
+            z,
+            &f.facts,
+            measured,
+            &cands,
+            &reference,
+            rates,
+            budgets,
+            kernel_work,
+        )?;
         zswap_now = zn;
         cands.extend(zc);
     }

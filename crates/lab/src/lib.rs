@@ -359,8 +359,16 @@ mod tests {
         assert_eq!(untimed(&r.swap), untimed(&swap));
         // The candidates' pools and savings follow from the rows alone.
         let rates = now::replay_rates(&swap, "not observed");
-        let candidates =
-            fit::zram_candidates(&policies, None, None, &rates, &opts.budgets, None).unwrap();
+        let candidates = fit::zram_candidates(
+            &policies,
+            None,
+            None,
+            &rates,
+            &opts.budgets,
+            None,
+            speed::kernel_speed().overhead,
+        )
+        .unwrap();
         let pools = |c: &[Candidate]| -> Vec<(String, u64)> {
             c.iter().map(|x| (x.name.clone(), x.pool_bytes)).collect()
         };

@@ -10,7 +10,7 @@
 //! measures the machine's speed where it runs: [`fault_probe_ns`] times first-touch faults of a
 //! private anonymous mapping (mm/memory.c `do_anonymous_page()`: a page allocated, zeroed and
 //! charged, mapped, the fault's entry and exit), the parts a swap-in fault shares
-//! (`do_swap_page()`), and [`swap_overhead`] scales the measured ratios to it
+//! (`do_swap_page()`), and [`overhead_at`] scales the measured ratios to it
 //! ([`FAULT_PER_PROBE`], [`RECLAIM_PER_PROBE`], docs/BENCHMARKS.md "The kernel's swap work,
 //! priced at the machine's speed"). Where a trace also reads a file the same-filled fault
 //! measured 2.7 probes, not 1.3, and is not priced: the same `do_swap_page()` code runs slower
@@ -18,7 +18,6 @@
 //! colder caches, not as a step the model lacks (docs/BENCHMARKS.md, "A swap-in beside page
 //! cache").
 
-use std::cell::Cell;
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -134,30 +133,6 @@ pub fn reference() -> KernelSpeed {
     KernelSpeed { probe_ns: None, overhead: SWAP_OVERHEAD }
 }
 
-thread_local! {
-    /// The speed [`priced_at`] set for this thread's judge.
-    static PRICED_AT: Cell<Option<SwapOverhead>> = const { Cell::new(None) };
-}
-
-/// Runs `f` with the kernel's work priced at `k` on this thread: the judge prices at the speed
-/// its findings carry, whichever machine it runs on. (The judge is one thread's arithmetic.)
-pub fn priced_at<T>(k: SwapOverhead, f: impl FnOnce() -> T) -> T {
-    struct Restore(Option<SwapOverhead>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            PRICED_AT.set(self.0);
-        }
-    }
-    let _restore = Restore(PRICED_AT.replace(Some(k)));
-    f()
-}
-
-/// The kernel's swap work as priced here: the findings' speed inside [`priced_at`], else this
-/// machine's ([`kernel_speed`]).
-pub fn swap_overhead() -> SwapOverhead {
-    PRICED_AT.get().unwrap_or_else(|| kernel_speed().overhead)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,18 +168,6 @@ mod tests {
         }
         let s = speed_from(Some(2000.0));
         assert_eq!(s.overhead, overhead_at(2000.0));
-    }
-
-    #[test]
-    fn a_judge_prices_at_the_speed_it_is_given_and_then_at_this_machines() {
-        let k = overhead_at(1234.0);
-        assert_eq!(priced_at(k, swap_overhead), k);
-        let nested = priced_at(k, || priced_at(SWAP_OVERHEAD, swap_overhead));
-        assert_eq!(nested, SWAP_OVERHEAD);
-        assert_eq!(swap_overhead(), kernel_speed().overhead, "restored after");
-        let r = std::panic::catch_unwind(|| priced_at(k, || panic!("a judge failed")));
-        assert!(r.is_err());
-        assert_eq!(swap_overhead(), kernel_speed().overhead, "restored after a panic too");
     }
 
     #[test]

@@ -477,10 +477,18 @@ pub fn run(
         // The traffic of the whole run in one "second": the projection's CPU seconds per
         // second are then the run's CPU seconds.
         let traffic = Traffic { swap_outs_per_sec: outs as f64, swap_ins_per_sec: ins as f64 };
-        let proj = Projection { pages: row.pages, live_bytes: None, current_pool: None };
+        // Priced at this machine's speed: the kernel's runs are measured here.
+        let kernel_work = zmem_lab::speed::kernel_speed().overhead;
+        let proj = Projection {
+            pages: row.pages,
+            live_bytes: None,
+            current_pool: None,
+            kernel: kernel_work,
+        };
         let c = cost::project(std::slice::from_ref(&m), proj, traffic, &Budgets::default(), false);
         let c = c.first().ok_or_else(|| LabError::Setup("the projection gave nothing".into()))?;
         let end_to_end = cost::swap_in_end_to_end_beside_cache(
+            kernel_work,
             c.load_p50_ns,
             c.load_p99_ns,
             row.compress_cpu_ns_per_page,
@@ -699,7 +707,7 @@ mod tests {
         assert_eq!(m.fault_ns_per_swap_in, 6000.0);
         assert_eq!(o.runs.len(), 3);
         let want = (o.model.reclaim_ns_per_swap_out - 19_400.0) / 19_400.0;
-        assert_eq!(o.model, zmem_lab::speed::swap_overhead());
+        assert_eq!(o.model, zmem_lab::speed::kernel_speed().overhead);
         assert!((o.reclaim_error.unwrap() - want).abs() < 1e-9);
         assert!(overhead_of(&paired(&[0.5], &[0])).measured.is_none());
     }

@@ -10,7 +10,7 @@
 //! (`zswap_max_pages()`: `max_pool_percent` of `totalram_pages()`, /proc/meminfo `MemTotal`).
 //! Its CPU seconds are the lab's (`zmem_lab::zswap` candidates' cost): the compressor's CPU
 //! per page measured on the pages, for each page stored, loaded or written back, plus the cost
-//! model's kernel work per swap-out and swap-in ([`zmem_lab::speed::swap_overhead`]). The
+//! model's kernel work per swap-out and swap-in (this machine's, [`zmem_lab::speed::kernel_speed`]). The
 //! kernel's CPU seconds are the player's CPU in faulting accesses less a baseline run's (no
 //! memory pressure), as for zram (`crate::lab`'s module doc). Its swap-in latencies are end to end, as
 //! zram's prediction is (`cost::swap_in_end_to_end`: the fault, the load, and at the p99 the
@@ -463,7 +463,10 @@ fn check_one(
     // kernel's own swap work. Not the replay's thread CPU, which also counts the simulator's
     // work over every access.
     let codec = codec_cost(cx.pages, ps, &s.compressor)?;
+    // Priced at this machine's speed: the kernel's runs are measured here.
+    let kernel_work = zmem_lab::speed::kernel_speed().overhead;
     let end_to_end = cost::swap_in_end_to_end_beside_cache(
+        kernel_work,
         r.load_hist.p50_ns,
         r.load_hist.p99_ns,
         codec.compress_ns,
@@ -486,7 +489,7 @@ fn check_one(
         swap_ra: r.swap_ra,
         swap_ra_hit: r.swap_ra_hit,
         cpu_seconds: codec_secs
-            + zmem_lab::speed::swap_overhead().cpu_secs_per_sec(traffic)
+            + kernel_work.cpu_secs_per_sec(traffic)
             + crate::check::file_refault_secs(&r),
         // As the player times it, and as zram's prediction is: the fault, the load (a miss
         // with its device read), and at the p99 the reclaim the fault does at the cgroup's

@@ -125,7 +125,7 @@ fn validate_lab_on_the_live_kernel() {
     assert!(!o.runs.is_empty() && o.runs.iter().all(|r| r.swap_outs > 0), "{o:?}");
     let m = o.measured.expect("same-filled pages swapped, so the overhead is measured");
     assert!(m.fault_ns_per_swap_in > 0.0 && m.reclaim_ns_per_swap_out >= 0.0, "{m:?}");
-    assert_eq!(o.model, zmem_lab::speed::swap_overhead());
+    assert_eq!(o.model, zmem_lab::speed::kernel_speed().overhead);
     assert!(o.probe_ns.is_some(), "this machine's fault probe ran: {o:?}");
     for c in &v.configurations {
         assert_eq!(c.kernel_runs_cpu_secs.len(), c.kernel_runs.len(), "{}", c.config);

@@ -7,8 +7,8 @@
 //!   bounds are the pool's interval carried through (as the lab's `memory_saved_bytes`).
 //! - **CPU seconds per second** = `swap_outs/s x compress + swap_ins/s x decompress` (the thread
 //!   CPU our codec spent per page of this device's sample) + the kernel's own work per swap
-//!   operation ([`zmem_lab::speed::swap_overhead`]), as the lab's cost model (`cost::project`)
-//!   counts a plain algorithm.
+//!   operation at this machine's speed ([`zmem_lab::speed::kernel_speed`]), as the lab's cost
+//!   model (`cost::project`) counts a plain algorithm.
 //! - **The recommendation**: the lab's one judge (`zmem_lab::decision::decide`): among candidates
 //!   within the CPU budget (default 1 % of one core, `Budgets::default()`), the one saving the
 //!   most memory; candidates whose savings differ by less than the uncertainty (the two
@@ -53,7 +53,8 @@ pub fn judge(
     cpu_budget: f64,
 ) -> Vec<Row> {
     let live = live_mem_used as f64;
-    let kernel = zmem_lab::speed::swap_overhead().cpu_secs_per_sec(traffic);
+    // The live what-if judges this machine: its kernel's work at this machine's speed.
+    let kernel = zmem_lab::speed::kernel_speed().overhead.cpu_secs_per_sec(traffic);
     measured
         .iter()
         .map(|m| {
@@ -173,7 +174,7 @@ mod tests {
         let r = &rows[0];
         assert_eq!(r.memory_saved_bytes, Interval { estimate: 1e5, low: 9e4, high: 1.1e5 });
         // 200 x 5 us + 100 x 2 us = 1.2 ms/s, and the kernel's work at this machine's speed.
-        let k = zmem_lab::speed::swap_overhead();
+        let k = zmem_lab::speed::kernel_speed().overhead;
         let kernel = (200.0 * k.reclaim_ns_per_swap_out + 100.0 * k.fault_ns_per_swap_in) / 1e9;
         assert!((r.cpu_secs_per_sec - 0.0012 - kernel).abs() < 1e-12);
         assert!(r.is_current && r.within_budget);
@@ -196,7 +197,7 @@ mod tests {
         let rows = judge(&ms2, "lzo-rle", 1_500_000, T, 0.01);
         assert_eq!(recommend(&rows), Some((2, Basis::MostSaved)));
         // zstd over a tight budget: lzo-rle (most saved among those that fit).
-        let b = zmem_lab::speed::swap_overhead().cpu_secs_per_sec(T) + 0.0015;
+        let b = zmem_lab::speed::kernel_speed().overhead.cpu_secs_per_sec(T) + 0.0015;
         let rows = judge(&ms2, "lzo-rle", 1_500_000, T, b);
         assert!(!rows[2].within_budget);
         assert_eq!(recommend(&rows), Some((0, Basis::MostSaved)));

@@ -76,7 +76,16 @@ fn judge(
     budgets: &Budgets,
     too_few: Option<(u64, u64)>,
 ) -> (Vec<Candidate>, Decision) {
-    let mut c = crate::fit::zram_candidates(rows, None, None, &rates(), budgets, None).unwrap();
+    let mut c = crate::fit::zram_candidates(
+        rows,
+        None,
+        None,
+        &rates(),
+        budgets,
+        None,
+        crate::speed::SWAP_OVERHEAD,
+    )
+    .unwrap();
     c.extend_from_slice(zs);
     let basis = crate::candidate::basis(&c, None, PAGES, PS);
     crate::candidate::on_basis(&mut c, &basis, None, "lzo-rle");
@@ -209,8 +218,16 @@ fn zswaps_swap_area_is_sized_from_the_operating_point() {
         memory_saved_bytes: (100 * mib) as i64,
         memory_saved_ci: [0, 0],
     });
-    let mut c = crate::fit::zram_candidates(&rows, None, None, &rates(), &Budgets::default(), None)
-        .unwrap();
+    let mut c = crate::fit::zram_candidates(
+        &rows,
+        None,
+        None,
+        &rates(),
+        &Budgets::default(),
+        None,
+        crate::speed::SWAP_OVERHEAD,
+    )
+    .unwrap();
     c.push(z);
     let basis = crate::candidate::basis(&c, None, PAGES, PS);
     crate::candidate::on_basis(&mut c, &basis, None, "lzo-rle");

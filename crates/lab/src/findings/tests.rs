@@ -121,9 +121,17 @@ fn findings_are_priced_at_the_speed_they_carry() {
         probe_ns: Some(1000.0),
         overhead: crate::speed::overhead_at(1000.0),
     };
-    let fast = cpu(&f);
+    let p50 = |f: &Findings| -> Vec<u64> {
+        judge(f).unwrap().candidates.iter().map(|c| c.swap_in_p50_ns).collect()
+    };
+    let (fast, fast_p50) = (cpu(&f), p50(&f));
     f.kernel_speed.overhead = crate::speed::overhead_at(3000.0);
-    let slow = cpu(&f);
+    let (slow, slow_p50) = (cpu(&f), p50(&f));
+    // The fault's price reaches every swap-in end to end too: 2 us more per fault.
+    let moved: Vec<_> = fast_p50.iter().zip(&slow_p50).filter(|(a, _)| **a > 0).collect();
+    let two_us = (crate::speed::FAULT_PER_PROBE * 2000.0).round() as u64;
+    assert!(moved.len() > 10, "{fast_p50:?}");
+    assert!(moved.iter().all(|(a, b)| **b - **a == two_us), "{fast_p50:?} {slow_p50:?}");
     assert!(f.rates.swap_outs_per_sec + f.rates.swap_ins_per_sec > 0.0, "{:?}", f.rates);
     // Every candidate that swaps ("none" costs nothing either way).
     let pairs: Vec<_> = fast.iter().zip(&slow).filter(|(_, b)| **b > 0.0).collect();

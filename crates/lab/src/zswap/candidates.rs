@@ -192,7 +192,7 @@ pub struct CodecCost {
 /// CPU seconds per second at `rates` for a replay row, on the cost model zram's candidates
 /// have (`cost::project`): the compressions and decompressions the row's traffic takes, at the
 /// compressor's measured CPU per page, and the kernel's own reclaim and fault work
-/// ([`crate::speed::swap_overhead`]; measured on zram swap, docs/BENCHMARKS.md "The kernel's
+/// (`kernel_work`, [`crate::speed::KernelSpeed`]'s; measured on zram swap, docs/BENCHMARKS.md "The kernel's
 /// own swap work (issue 31)", taken as the same for zswap: the swap-cache path zswap takes, 6.18
 /// mm/memory.c `do_swap_page()` without `SWP_SYNCHRONOUS_IO`, was not measured apart). Per
 /// swap-out: a compression, unless the page went to the device uncompressed (stores the pool
@@ -200,12 +200,17 @@ pub struct CodecCost {
 /// written back; per swap-in: a decompression where the pool served it (a miss reads the
 /// device). Without `codec` (a compressor the zram candidates did not measure), the replay's
 /// own thread CPU per swap operation, which also counts the simulator's work.
-pub(super) fn cpu_secs_per_sec(r: &SwapRow, rates: &Rates, codec: Option<CodecCost>) -> f64 {
+pub(super) fn cpu_secs_per_sec(
+    r: &SwapRow,
+    rates: &Rates,
+    codec: Option<CodecCost>,
+    kernel_work: SwapOverhead,
+) -> f64 {
     let traffic = cost::Traffic {
         swap_ins_per_sec: rates.swap_ins_per_sec,
         swap_outs_per_sec: rates.swap_outs_per_sec,
     };
-    let kernel = crate::speed::swap_overhead().cpu_secs_per_sec(traffic);
+    let kernel = kernel_work.cpu_secs_per_sec(traffic);
     let per = |n: u64, of: u64| if of == 0 { 0.0 } else { n as f64 / of as f64 };
     let Some(c) = codec else {
         let ops = r.swap_ins + r.swap_outs;
@@ -227,7 +232,8 @@ pub(super) fn cpu_secs_per_sec(r: &SwapRow, rates: &Rates, codec: Option<CodecCo
 
 /// Projects the replays onto the machine (module doc), beside the zram candidates (whose
 /// reference configuration zram's replay `zram_ref` is): pools for the same pages, CPU on the
-/// same cost model, the added figures against the same reference.
+/// same cost model (the kernel's work priced at `kernel_work`), the added figures against the
+/// same reference.
 #[allow(clippy::too_many_arguments)]
 pub fn project(
     measured: &[Replayed],
@@ -235,7 +241,7 @@ pub fn project(
     zram_ref: &SwapRow,
     zram_candidates: &[Candidate],
     live: Option<&ZswapNow>,
-    rates: &Rates,
+    (rates, kernel_work): (&Rates, SwapOverhead),
     budgets: &Budgets,
     ps: usize,
     scale: f64,
@@ -257,7 +263,7 @@ pub fn project(
         compress_ns: c.compress_cpu_ns_per_page,
         decompress_ns: c.decompress_cpu_ns_per_page,
     });
-    let zram_cpu = cpu_secs_per_sec(zram_ref, rates, now_codec);
+    let zram_cpu = cpu_secs_per_sec(zram_ref, rates, now_codec, kernel_work);
     let runs_now = |p: &ZswapParams| live.is_some_and(|l| l.enabled && l.module == *p);
     measured
         .iter()
@@ -282,7 +288,8 @@ pub fn project(
                 r.max_pool_bytes
             };
             let codec = codec(&c.params.compressor).or(now_codec);
-            fill(&mut cand, r, codec, (zram_ref, now_codec, zram_cpu), rates, budgets, ps, scale);
+            let zram = (zram_ref, now_codec, zram_cpu);
+            fill(&mut cand, r, codec, zram, (rates, kernel_work), budgets, ps, scale);
             cand
         })
         .collect()
@@ -296,7 +303,7 @@ fn fill(
     r: &SwapRow,
     codec: Option<CodecCost>,
     (zram_ref, now_codec, zram_cpu): (&SwapRow, Option<CodecCost>, f64),
-    rates: &Rates,
+    (rates, kernel_work): (&Rates, SwapOverhead),
     budgets: &Budgets,
     ps: usize,
     scale: f64,
@@ -306,8 +313,8 @@ fn fill(
     cand.verified = r.verified;
     cand.compress_cpu_ns_per_page = compress;
     cand.decompress_cpu_ns_per_page = codec.map_or(0.0, |c| c.decompress_ns);
-    cand.cpu_secs_per_sec = cpu_secs_per_sec(r, rates, codec);
-    cand.reclaim_cpu_secs_per_sec = crate::speed::swap_overhead().cpu_secs_per_sec(cost::Traffic {
+    cand.cpu_secs_per_sec = cpu_secs_per_sec(r, rates, codec, kernel_work);
+    cand.reclaim_cpu_secs_per_sec = kernel_work.cpu_secs_per_sec(cost::Traffic {
         swap_ins_per_sec: rates.swap_ins_per_sec,
         swap_outs_per_sec: rates.swap_outs_per_sec,
     });
@@ -319,7 +326,7 @@ fn fill(
         cost::added_swap_in_p99(r.load_p99_ns, compress, (zram_ref.load_p99_ns, now_compress));
     // The replay's swap-in is already end to end for the device (a miss reads it).
     (cand.swap_in_p50_ns, cand.swap_in_p99_ns) =
-        cost::swap_in_end_to_end(r.load_p50_ns, r.load_p99_ns, compress);
+        cost::swap_in_end_to_end(kernel_work, r.load_p50_ns, r.load_p99_ns, compress);
     let outs = r.swap_outs.max(1) as f64;
     cand.device = Some(DeviceTraffic {
         hit_fraction: if r.swap_ins == 0 { 1.0 } else { r.hit_swap_ins as f64 / r.swap_ins as f64 },

@@ -45,7 +45,7 @@ use zmem_sim::replay::{Access, CgroupVersion, ReplayConfig, SwapKind};
 use zmem_sim::swap_device::SwapDevice;
 
 use crate::candidate::{Candidate, Config, DeviceTraffic, OverBudget};
-use crate::cost::{self, Budgets};
+use crate::cost::{self, Budgets, SwapOverhead};
 use crate::facts::PageFacts;
 use crate::measure::SwapRow;
 use crate::now::Rates;
@@ -254,6 +254,7 @@ pub fn candidates(
     zram_algo: &str,
     rates: &Rates,
     budgets: &Budgets,
+    kernel_work: SwapOverhead,
 ) -> Result<(Option<ZswapNow>, Vec<Candidate>), LabError> {
     let (live, ps) = (&input.live, facts.page_size);
     let weights = input.weights.as_deref();
@@ -273,7 +274,7 @@ pub fn candidates(
         zram_ref,
         zram_candidates,
         now.as_ref(),
-        rates,
+        (rates, kernel_work),
         budgets,
         ps,
         measured.scale,

@@ -345,8 +345,9 @@ fn advise_replays_every_available_configuration() {
 #[test]
 fn zswap_cpu_is_the_compressors_cost_per_page_of_its_traffic() {
     let rates = hundred_a_second();
-    let kernel = crate::speed::swap_overhead()
-        .cpu_secs_per_sec(cost::Traffic { swap_ins_per_sec: 100.0, swap_outs_per_sec: 100.0 });
+    let k = crate::speed::SWAP_OVERHEAD;
+    let kernel =
+        k.cpu_secs_per_sec(cost::Traffic { swap_ins_per_sec: 100.0, swap_outs_per_sec: 100.0 });
     let codec = CodecCost { compress_ns: 10_000.0, decompress_ns: 2_000.0 };
     // 30 swap-outs: 6 went to the device, 2 of them written back (4 refused, 26 compressed);
     // 20 swap-ins: 15 hits.
@@ -360,19 +361,19 @@ fn zswap_cpu_is_the_compressors_cost_per_page_of_its_traffic() {
     let want = (100.0 * (26.0 / 30.0 * 10_000.0 + 2.0 / 30.0 * 2_000.0) + 100.0 * 0.75 * 2_000.0)
         / 1e9
         + kernel;
-    let got = candidates::cpu_secs_per_sec(&r, &rates, Some(codec));
+    let got = candidates::cpu_secs_per_sec(&r, &rates, Some(codec), k);
     assert!((got - want).abs() < 1e-12, "{got} vs {want}");
     // The replay's thread CPU does not enter it.
     r.cpu_seconds = 0.0;
-    assert_eq!(candidates::cpu_secs_per_sec(&r, &rates, Some(codec)), got);
+    assert_eq!(candidates::cpu_secs_per_sec(&r, &rates, Some(codec), k), got);
     // Everything from the pool, nothing refused: zram's model (`cost::project`) exactly.
     let z = row();
     let zram = (100.0 * 10_000.0 + 100.0 * 2_000.0) / 1e9 + kernel;
-    assert!((candidates::cpu_secs_per_sec(&z, &rates, Some(codec)) - zram).abs() < 1e-12);
+    assert!((candidates::cpu_secs_per_sec(&z, &rates, Some(codec), k) - zram).abs() < 1e-12);
     // Without a measurement: the replay's CPU per operation.
     r.cpu_seconds = 5.0;
     let fallback = 5.0 / 50.0 * 200.0 + kernel;
-    assert!((candidates::cpu_secs_per_sec(&r, &rates, None) - fallback).abs() < 1e-12);
+    assert!((candidates::cpu_secs_per_sec(&r, &rates, None, k) - fallback).abs() < 1e-12);
 }
 
 /// The page facts of `pages` with every compressor the fake live zswap offers.
