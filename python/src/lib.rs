@@ -135,7 +135,7 @@ pub(crate) fn load_trace(py: Python<'_>, path: &Path) -> PyResult<Vec<replay_mod
 
 /// `zmem replay --json`: an access trace over the pages under a RAM budget.
 #[pyfunction]
-#[pyo3(signature = (pages, trace, ram, swap = None, algo = None, pool = None, max_pool_percent = None, accept_threshold_percent = None, shrinker = false, reject_incompressible = false, no_writeback = false, swap_dir = None, swap_device = None, swap_in_memory = false, readahead = None, page_cluster = None, cgroup = None, zswap_max = None, watermarks = None, swappiness = None, total_ram = None))]
+#[pyo3(signature = (pages, trace, ram, swap = None, algo = None, pool = None, max_pool_percent = None, accept_threshold_percent = None, shrinker = false, reject_incompressible = false, no_writeback = false, swap_dir = None, swap_device = None, swap_in_memory = false, readahead = None, page_cluster = None, cgroup = None, zswap_max = None, watermarks = None, swappiness = None, total_ram = None, stats_flush = None))]
 #[allow(clippy::too_many_arguments)]
 fn replay(
     py: Python<'_>,
@@ -160,6 +160,7 @@ fn replay(
     watermarks: Option<&str>,
     swappiness: Option<&Bound<'_, PyAny>>,
     total_ram: Option<&Bound<'_, PyAny>>,
+    stats_flush: Option<&str>,
 ) -> PyResult<String> {
     // None: the request's own default (one place for them: `ReplayRequest::default()`).
     let d = ReplayRequest::default();
@@ -189,6 +190,10 @@ fn replay(
         shrinker,
         reject_incompressible,
         no_writeback,
+        stats_flush: match stats_flush {
+            Some(s) => s.parse().map_err(|e| value_err(format!("stats_flush: {e}")))?,
+            None => d.stats_flush,
+        },
         swap_dir,
         swap_in_memory,
         swap_device: match swap_device {

@@ -171,6 +171,24 @@ def test_replay_takes_the_memcgs_swappiness_as_the_cli_does(zmem_bin, page_file,
     assert "swappiness 0" in str(e.value), e.value
 
 
+def test_replay_takes_the_statistics_flush_as_the_cli_does(zmem_bin, page_file, tmp_path):
+    trace = small_trace(zmem_bin, tmp_path)
+    runs = {}
+    for mode in ("always", "new-memcg"):
+        args = ("--ram", "400K", "--swap", "zram", "--stats-flush", mode)
+        want = replay_json(zmem_bin, page_file, trace, *args)
+        got = zmem.replay(page_file, trace, "400K", swap="zram", stats_flush=mode).to_pylist()[0]
+        for k in ("swap_outs", "swap_ins"):
+            assert got[k] == want[k], (mode, k)
+        runs[mode] = got
+    # The default is the model validate checks: statistics current before every reclaim.
+    default = zmem.replay(page_file, trace, "400K", swap="zram").to_pylist()[0]
+    assert default["swap_outs"] == runs["always"]["swap_outs"]
+    with pytest.raises(ValueError) as bad:
+        zmem.replay(page_file, trace, "400K", stats_flush="sometimes")
+    assert "stats_flush" in str(bad.value) and "new-memcg" in str(bad.value), bad.value
+
+
 # Bad arguments: the exception's message is the CLI's line (after `zmem: `).
 
 

@@ -217,6 +217,7 @@ def replay(
     page_size: Optional[int] = None,
     swappiness: Optional[int] = None,
     total_ram: Optional[Union[int, str]] = None,
+    stats_flush: Optional[str] = None,
 ) -> pa.Table:
     """An access trace (``zmem trace gen``) over the pages with ``ram`` bytes of RAM (an int,
     or ``"256M"``), zram or zswap as swap, as ``zmem replay --json``: one row. ``swap_device``:
@@ -231,7 +232,9 @@ def replay(
     ``ram`` or ``"machine"``, as ``--watermarks``. ``swappiness`` (0 to 200): the memcg's,
     by default this machine's ``vm.swappiness``, as ``--swappiness``. ``total_ram``: the
     machine's RAM zswap's ``max_pool_percent`` is a share of (bytes or a size string), by
-    default this machine's ``MemTotal``, as ``--total-ram``. Every keyword argument left at None takes the default
+    default this machine's ``MemTotal``, as ``--total-ram``. ``stats_flush``: when the memcg's
+    statistics catch up with its lists (``kernel``, ``new-memcg`` or ``always``), as
+    ``--stats-flush``. Every keyword argument left at None takes the default
     ``zmem replay --help`` states (``zmem.defaults("replay")``).
 
     >>> zmem.replay(pages, "trace.zt", "1M", swap="zram").column("swap_ins")  # doctest: +SKIP
@@ -259,6 +262,7 @@ def replay(
             watermarks,
             swappiness,
             total_ram,
+            stats_flush,
         )
     )
 

@@ -102,6 +102,7 @@ def replay(
     watermarks: Optional[str] = None,
     swappiness: Optional[int] = None,
     total_ram: Optional[Union[int, str]] = None,
+    stats_flush: Optional[str] = None,
 ) -> str: ...
 def study_allocators(
     pages: PageSet,

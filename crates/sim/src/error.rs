@@ -28,13 +28,15 @@ pub enum SimError {
     Setup(String),
     /// Reclaim cannot make room for a fault: every resident page was refused by zswap while
     /// writeback is disabled, (cgroup v2) what reclaim swaps out into zswap is charged back
-    /// as fast as it frees RAM, or swappiness 0 lets reclaim scan no anonymous page. The
-    /// kernel would invoke the memcg OOM killer here.
+    /// as fast as it frees RAM, swappiness 0 lets reclaim scan no anonymous page, or the
+    /// inactive list ran dry while the memcg's statistics, not flushed since, said it was not
+    /// low, so nothing was deactivated (`StatsFlush`). The kernel would invoke the memcg OOM
+    /// killer here.
     #[error(
         "out of memory after {accesses} accesses: reclaim cannot make room in the memcg (zswap \
          rejects every page reclaim picks with memory.zswap.writeback 0, on cgroup v2 its \
-         charged pool fills the limit, or swappiness 0 scans no anonymous page); the kernel \
-         would OOM-kill"
+         charged pool fills the limit, swappiness 0 scans no anonymous page, or the inactive \
+         list ran dry between two flushes of the memcg's statistics); the kernel would OOM-kill"
     )]
     OutOfMemory { accesses: u64 },
     /// The replay was given nothing to work on.

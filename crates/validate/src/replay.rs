@@ -38,7 +38,7 @@ use zmem_kernel::KernelError;
 use zmem_experiments::LabError;
 pub use zmem_kernel::stat::ReadaheadCounters;
 use zmem_sim::Progress;
-use zmem_sim::replay::{self, Access, Readahead, ReplayConfig, SwapKind};
+use zmem_sim::replay::{self, Access, Readahead, ReplayConfig, StatsFlush, SwapKind};
 
 /// How to validate.
 #[derive(Debug, Clone)]
@@ -333,9 +333,24 @@ pub fn run(
         page_cluster,
         // The kernel run's memcg, made under the root, reclaims at vm.swappiness.
         swappiness: zmem_experiments::machine::swappiness(None),
+        stats_flush: if cfg.flush_stats {
+            StatsFlush::Always
+        } else {
+            StatsFlush::KERNEL_NEW_MEMCG
+        },
         ..ReplayConfig::default()
     };
-    let r = replay::run(pages, trace, &rcfg, progress)?;
+    // Left to its own flushes (`--stale-stats`), the kernel flushes on the player's clock, and
+    // the player runs flat out, not at the trace's times: the replay takes the trace at the
+    // median run's pace.
+    let paced_trace;
+    let replayed = if cfg.flush_stats {
+        trace
+    } else {
+        paced_trace = paced(trace, k.play_secs);
+        &paced_trace
+    };
+    let r = replay::run(pages, replayed, &rcfg, progress)?;
     let kernel = Side::of(&k);
     let kernel_ra = k.readahead;
     let zmem = Side {
@@ -372,9 +387,33 @@ pub fn run(
     })
 }
 
+/// `trace` at an even pace over `secs`: access `i` of `n` at `i * secs / n`.
+pub(crate) fn paced(trace: &[Access], secs: f64) -> Vec<Access> {
+    let step = secs.max(0.0) * 1e9 / trace.len().max(1) as f64;
+    trace
+        .iter()
+        .enumerate()
+        .map(|(i, a)| Access { time_ns: (i as f64 * step) as u64, ..*a })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_paced_trace_keeps_its_accesses_and_spreads_them_over_the_run() {
+        let t: Vec<Access> =
+            (0..4).map(|p| Access { page: p, write: p == 2, file: false, time_ns: 7 }).collect();
+        let p = paced(&t, 2.0);
+        assert_eq!(
+            p.iter().map(|a| a.time_ns).collect::<Vec<_>>(),
+            [0, 500_000_000, 1_000_000_000, 1_500_000_000]
+        );
+        assert!(
+            p.iter().zip(&t).all(|(a, b)| (a.page, a.write, a.file) == (b.page, b.write, b.file))
+        );
+    }
 
     #[test]
     fn relative_errors_are_against_the_kernel() {

@@ -43,7 +43,7 @@ use zmem_kernel::caps::KernelCaps;
 use zmem_lab::ZswapParams;
 use zmem_lab::cost::{self, Traffic};
 use zmem_lab::{LabError, Progress};
-use zmem_sim::replay::{self, Access, Readahead, ReplayConfig, SwapKind};
+use zmem_sim::replay::{self, Access, Readahead, ReplayConfig, StatsFlush, SwapKind};
 
 /// Swap-in waits within this (relative) of each other are comparable.
 pub const SWAP_IN_TOLERANCE: f64 = 0.20;
@@ -452,9 +452,18 @@ fn check_one(
         page_cluster,
         // The kernel run's memcg, made under the root, reclaims at vm.swappiness.
         swappiness: zmem_experiments::machine::swappiness(None),
+        stats_flush: if cx.flush_stats { StatsFlush::Always } else { StatsFlush::KERNEL_NEW_MEMCG },
         ..ReplayConfig::default()
     };
-    let r = replay::run(cx.pages, cx.trace, &rcfg, progress)?;
+    // Left to its own flushes, the kernel flushes on the player's clock (`replay::paced`).
+    let paced_trace;
+    let replayed = if cx.flush_stats {
+        cx.trace
+    } else {
+        paced_trace = crate::replay::paced(cx.trace, k.play_secs);
+        &paced_trace
+    };
+    let r = replay::run(cx.pages, replayed, &rcfg, progress)?;
     let traffic =
         Traffic { swap_outs_per_sec: r.swap_outs as f64, swap_ins_per_sec: r.swap_ins as f64 };
     // The CPU on the lab's cost model for zswap (`zmem_lab::zswap` candidates, as for zram):

@@ -859,6 +859,17 @@ impl Zswap {
         written
     }
 
+    /// Whether reclaim's `shrink_slab()` flushes the memcg's statistics through this shrinker:
+    /// 6.18's `zswap_shrinker_count()` calls `mem_cgroup_flush_stats()` (not the rate-limited
+    /// flush) once the shrinker and writeback are on, before it reads the memcg's stored pages,
+    /// and `shrink_slab_memcg()` calls it while the memcg has entries on zswap's `list_lru`
+    /// (the shrinker's bit, set by `list_lru_add()`). The flush happens when more than
+    /// `MEMCG_CHARGE_BATCH` updates per CPU are pending; a reclaim's own isolations, putbacks
+    /// and frees are a few updates per page scanned, so the replay takes each call as a flush.
+    pub fn shrinker_flushes_stats(&self) -> bool {
+        self.shrinker_enabled.load(Ordering::Relaxed) && self.writeback && self.nr_entries() > 0
+    }
+
     /// `zswap_shrinker_count()`: the LRU length less the disk swap-ins since the last count
     /// (consumed), scaled by the memcg's compressed pages per stored page. 0 when the shrinker
     /// or writeback is disabled. With memcg (6.18's usual build, and the kernel this models),

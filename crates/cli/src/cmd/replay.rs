@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use zmem_lab::ReplayRequest;
 use zmem_lab::request::WatermarkSpec;
-use zmem_sim::replay::{CgroupVersion, Readahead, SwapKind};
+use zmem_sim::replay::{CgroupVersion, Readahead, StatsFlush, SwapKind};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -41,6 +41,14 @@ pub struct Args {
     /// stays in RAM (reclaim takes another).
     #[arg(long)]
     no_writeback: bool,
+    /// When the memcg's statistics, from which reclaim decides whether to deactivate active
+    /// pages, catch up with its LRU lists: `always`, before every reclaim, as under `zmem
+    /// validate` (which reads memory.stat every 2 ms; the model checked against the kernel);
+    /// `new-memcg`, as 6.18 flushes them for a memcg made for the trace (every 2 s of the
+    /// trace's time and in zswap's shrinker, empty until the first flush, 1 s in); `kernel`,
+    /// the same for a workload running before the trace (current through the warm-up)
+    #[arg(long, default_value_t = ReplayRequest::default().stats_flush, value_name = "always|new-memcg|kernel")]
+    stats_flush: StatsFlush,
     /// The memcg's cgroup version: on v2 zswap's compressed pool is charged to --ram as RAM is
     /// (zram's never is), on v1 it is not (so zswap's shrinker finds nothing to write back).
     #[arg(long, default_value_t = ReplayRequest::default().cgroup, value_name = "v1|v2")]
@@ -108,6 +116,7 @@ fn request(args: &Args) -> anyhow::Result<ReplayRequest> {
         shrinker: args.shrinker,
         reject_incompressible: args.reject_incompressible,
         no_writeback: args.no_writeback,
+        stats_flush: args.stats_flush,
         cgroup: args.cgroup,
         zswap_max: match args.zswap_max.as_deref() {
             None | Some("max") => None,

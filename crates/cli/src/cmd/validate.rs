@@ -57,7 +57,9 @@ pub struct ReplayArgs {
     kernel_runs: u64,
     /// Leave the kernel's reclaim to its own statistics flushes (every 2 s) instead of flushing
     /// the cgroup's statistics at every sample: runs shorter than a few seconds then deactivate
-    /// nothing until a flush comes, and swap more, by chance.
+    /// nothing until a flush comes, and swap more, by chance. The replay does the same
+    /// (`zmem replay --stats-flush new-memcg`) on the player's clock: the trace at the median
+    /// run's pace, the flusher's first pass 1 s in.
     #[arg(long)]
     stale_stats: bool,
     /// Print a JSON object `{"kernel": .., "zmem": .., "error": .., ...}` instead of the table.

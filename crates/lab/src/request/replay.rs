@@ -8,7 +8,7 @@ use zmem_comp::AlgoSpec;
 use zmem_pages::PageSet;
 use zmem_sim::replay::scan::MAX_SWAPPINESS;
 use zmem_sim::replay::{
-    self, Access, CgroupVersion, Readahead, ReplayConfig, ReplayResult, SwapKind,
+    self, Access, CgroupVersion, Readahead, ReplayConfig, ReplayResult, StatsFlush, SwapKind,
 };
 use zmem_sim::swap_device::{DeviceSpec, SwapDevice};
 
@@ -39,6 +39,11 @@ pub struct ReplayRequest {
     pub reject_incompressible: bool,
     /// The memcg's memory.zswap.writeback=0.
     pub no_writeback: bool,
+    /// When the memcg's statistics, which reclaim's deactivation reads, catch up with its
+    /// lists ([`zmem_sim::replay::StatsFlush`]): before every reclaim as under `zmem validate`
+    /// (the default), or as 6.18 flushes them for a memcg made for the trace or a running
+    /// workload.
+    pub stats_flush: StatsFlush,
     /// The memcg's cgroup version: on v2 zswap's pool is charged to the memcg's limit (`ram`).
     pub cgroup: CgroupVersion,
     /// The memcg's memory.zswap.max in bytes (cgroup v2 only); none: `max`.
@@ -130,6 +135,7 @@ impl Default for ReplayRequest {
             shrinker: d.zswap.shrinker_enabled,
             reject_incompressible: false,
             no_writeback: false,
+            stats_flush: d.stats_flush,
             cgroup: d.cgroup,
             zswap_max: d.zswap_max,
             swap_dir: None,
@@ -261,6 +267,7 @@ impl ReplayRequest {
             // The replay takes the trace's file pages from its file reads, mapped plainly.
             file_pages: 0,
             file_recency: true,
+            stats_flush: self.stats_flush,
         })
     }
 

@@ -38,6 +38,14 @@
 //!   simulator's `reclaim` and `kswapd`, with [`Lru::scan_tail`] and [`Lru::deactivate`]).
 //! - At the end of the pass, `shrink_lruvec()` deactivates one more chunk if the inactive list
 //!   is low, `may_deactivate` or not ([`Lru::end_of_pass`]).
+//! - What these decisions read (the refault activations, `inactive_is_low()`'s sizes, the
+//!   workingset size, `cache_trim_mode`'s inactive file pages) is `lruvec_page_state()`: the
+//!   memcg's statistics as of their last rstat flush (mm/memcontrol.c), not the lists as they
+//!   are. Where [`Lru::stale_stats`] is set they are a snapshot that [`Lru::flush_stats`]
+//!   takes (empty until the first flush, as a new memcg's are); else they are the lists
+//!   themselves (statistics flushed before every reclaim, as `zmem validate`'s harness does by
+//!   reading `memory.stat`). `get_scan_count()` reads the lists' exact sizes
+//!   (`lruvec_lru_size()`), always.
 //!
 //! Lists are index-linked over page ids, so every step is O(1).
 
@@ -111,6 +119,17 @@ pub(crate) struct Lru {
     refaults_snapshot: [u64; 2],
     /// The lruvec's `anon_cost` and `file_cost` (`scan::Costs`).
     pub(crate) costs: super::scan::Costs,
+    /// The statistics as of the last flush, or `None`: always current.
+    flushed: Option<Stats>,
+}
+
+/// What `lruvec_page_state()` gives reclaim: the lists' sizes (`NR_INACTIVE_ANON` ...) and
+/// the refaults activated (`WORKINGSET_ACTIVATE_ANON`, `_FILE`), by type.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Stats {
+    inactive: [u64; 2],
+    active: [u64; 2],
+    refault_activations: [u64; 2],
 }
 
 impl Lru {
@@ -144,7 +163,43 @@ impl Lru {
             refault_activations: [0; 2],
             refaults_snapshot: [0; 2],
             costs: super::scan::Costs::default(),
+            flushed: None,
         }
+    }
+
+    /// Reclaim reads statistics as of the last [`Lru::flush_stats`] from now on; until the
+    /// first, they read empty (a new memcg's, before the flusher has run). Once stale, always.
+    pub(crate) fn stale_stats(&mut self) {
+        if self.flushed.is_none() {
+            self.flushed = Some(Stats::default());
+        }
+    }
+
+    /// An rstat flush (mm/memcontrol.c `css_rstat_flush()`): the statistics catch up with the
+    /// lists. Nothing to do where they are always current.
+    pub(crate) fn flush_stats(&mut self) {
+        if self.flushed.is_some() {
+            self.flushed = Some(self.current_stats());
+        }
+    }
+
+    fn current_stats(&self) -> Stats {
+        Stats {
+            inactive: self.inactive.map(|l| l.len as u64),
+            active: self.active.map(|l| l.len as u64),
+            refault_activations: self.refault_activations,
+        }
+    }
+
+    /// The statistics reclaim reads (`lruvec_page_state()`).
+    fn stats(&self) -> Stats {
+        self.flushed.unwrap_or_else(|| self.current_stats())
+    }
+
+    /// `lruvec_page_state(NR_INACTIVE_FILE)`, as `prepare_scan_control()` reads it for
+    /// `cache_trim_mode`.
+    pub(crate) fn stat_inactive_file(&self) -> u64 {
+        self.stats().inactive[FILE]
     }
 
     pub(crate) fn capacity(&self) -> usize {
@@ -298,20 +353,27 @@ impl Lru {
         self.nonresident_age += 1;
         if self.workingset[i] {
             // `lru_note_cost_refault()`: a page of io for the refaulting type.
-            let lru_size = self.len() as u64;
+            let lru_size = self.stat_lru_size();
             self.costs.note(k == FILE, 1, 0, lru_size);
         }
         self.push_head(page, Where::Active);
     }
 
+    /// The four lists' pages as `lru_note_cost()` reads them for its decay
+    /// (`lruvec_page_state()`).
+    pub(crate) fn stat_lru_size(&self) -> u64 {
+        let s = self.stats();
+        s.inactive.iter().chain(&s.active).sum()
+    }
+
     /// `workingset_test_recent()`'s workingset size for a refault of type `k` (swap not full).
     fn workingset_size(&self, k: usize) -> u64 {
-        let size = if k == FILE {
-            self.active[FILE].len + self.inactive[ANON].len + self.active[ANON].len
+        let s = self.stats();
+        if k == FILE {
+            s.active[FILE] + s.inactive[ANON] + s.active[ANON]
         } else {
-            self.active[FILE].len + self.inactive[FILE].len + self.active[ANON].len
-        };
-        size as u64
+            s.active[FILE] + s.inactive[FILE] + s.active[ANON]
+        }
     }
 
     /// mm/vmscan.c `shrink_active_list()`: moves up to a batch from the active tail to the
@@ -371,7 +433,7 @@ impl Lru {
     /// low.
     pub(crate) fn may_deactivate(&self, file: bool) -> bool {
         let k = usize::from(file);
-        self.refault_activations[k] != self.refaults_snapshot[k] || self.inactive_is_low(k)
+        self.stats().refault_activations[k] != self.refaults_snapshot[k] || self.inactive_is_low(k)
     }
 
     /// `shrink_active_list()` of `n` pages of one type ([`Lru::deactivate_batch`]).
@@ -381,7 +443,8 @@ impl Lru {
 
     /// mm/vmscan.c `inactive_is_low()` for one type's lists.
     fn inactive_is_low(&self, k: usize) -> bool {
-        let (inactive, active) = (self.inactive[k].len as u64, self.active[k].len as u64);
+        let s = self.stats();
+        let (inactive, active) = (s.inactive[k], s.active[k]);
         let gb = ((inactive + active) * self.page_size as u64) >> 30;
         let ratio = if gb > 0 { (10 * gb).isqrt() } else { 1 };
         inactive * ratio < active
@@ -403,7 +466,7 @@ impl Lru {
     /// The end of a reclaim (`do_try_to_free_pages()` → `snapshot_refaults()`): later reclaims
     /// deactivate for refaults only if more are activated meanwhile.
     pub(crate) fn snapshot_refaults(&mut self) {
-        self.refaults_snapshot = self.refault_activations;
+        self.refaults_snapshot = self.stats().refault_activations;
     }
 
     /// The victim has left RAM; its shadow remembers when.

@@ -187,6 +187,72 @@ pub struct ReplayConfig {
     /// `folio_referenced()` ignores: its pages are reclaimed at their first scan unless a
     /// refault activated them.
     pub file_recency: bool,
+    /// When the memcg's statistics, which reclaim's deactivation and workingset decisions
+    /// read, catch up with its lists ([`lru`]). The default, [`StatsFlush::Always`], is the
+    /// model `zmem validate` checks against the kernel (its harness flushes them); the
+    /// kernel's own flushes are [`StatsFlush::KERNEL`] and [`StatsFlush::KERNEL_NEW_MEMCG`].
+    pub stats_flush: StatsFlush,
+}
+
+/// When the statistics reclaim reads catch up with the lists (6.18 mm/memcontrol.c:
+/// `lruvec_page_state()` reads `lruvec_stats->state`, which only `css_rstat_flush()` updates).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum StatsFlush {
+    /// Before every reclaim: what `zmem validate`'s harness makes happen by reading the
+    /// memcg's `memory.stat` every 2 ms (each read flushes: mm/memcontrol-v1.c
+    /// `memcg1_stat_format()` → `mem_cgroup_flush_stats()`).
+    Always,
+    /// The kernel's own flushes: the periodic flusher every `interval_ns` of the trace's time
+    /// (`flush_memcg_stats_dwork()`, `FLUSH_TIME` 2 s) and zswap's shrinker wherever reclaim
+    /// calls it (`zswap_shrinker_count()` → `mem_cgroup_flush_stats()`). The rate-limited
+    /// flushes of reclaim and of a refault (`mem_cgroup_flush_stats_ratelimited()`) act only
+    /// when the flusher is two periods late, which it is not on the trace's clock.
+    /// `first_ns`: a memcg made for the trace (`zmem validate`'s player), whose statistics read
+    /// empty until the flusher first runs, that far in; `None`: a workload that ran before
+    /// the trace (what the lab replays), in a steady state its statistics are never more than
+    /// a period behind: the replay, which starts from empty RAM, reads them current through
+    /// its warm-up and hands them to the flusher at the first reclaim, whose first pass comes
+    /// half a period later (its phase is unknown).
+    Periodic { interval_ns: u64, first_ns: Option<u64> },
+}
+
+/// 6.18's `FLUSH_TIME`: the memcg statistics flusher's period, 2 s.
+pub const FLUSH_TIME_NS: u64 = 2_000_000_000;
+
+impl StatsFlush {
+    /// The kernel's flushes for a workload that was running before the trace.
+    pub const KERNEL: Self = Self::Periodic { interval_ns: FLUSH_TIME_NS, first_ns: None };
+
+    /// The kernel's flushes for a memcg made for the trace, the flusher's phase unknown: its
+    /// first run half a period in.
+    pub const KERNEL_NEW_MEMCG: Self =
+        Self::Periodic { interval_ns: FLUSH_TIME_NS, first_ns: Some(FLUSH_TIME_NS / 2) };
+}
+
+/// `always`, `kernel` or `new-memcg`, as [`StatsFlush::from_str`] reads them.
+impl std::fmt::Display for StatsFlush {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Self::Always => f.write_str("always"),
+            Self::KERNEL => f.write_str("kernel"),
+            Self::KERNEL_NEW_MEMCG => f.write_str("new-memcg"),
+            Self::Periodic { interval_ns, first_ns } => {
+                write!(f, "every {interval_ns} ns, first at {first_ns:?} ns")
+            }
+        }
+    }
+}
+
+impl FromStr for StatsFlush {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "always" => Ok(Self::Always),
+            "kernel" => Ok(Self::KERNEL),
+            "new-memcg" => Ok(Self::KERNEL_NEW_MEMCG),
+            _ => Err(format!("unknown statistics flush {s:?} (always, kernel or new-memcg)")),
+        }
+    }
 }
 
 /// The watermarks of the replay's RAM, in pages (zmem-kernel's `pressure::wmarks` computes a
@@ -263,6 +329,7 @@ impl Default for ReplayConfig {
             watermarks: None,
             file_pages: 0,
             file_recency: true,
+            stats_flush: StatsFlush::Always,
         }
     }
 }

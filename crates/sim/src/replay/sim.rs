@@ -402,6 +402,12 @@ pub struct Simulator<'p> {
     written_back: Vec<u64>,
     /// `pgdat->kswapd_failures`: `balance_pgdat()` runs in a row that reclaimed nothing.
     kswapd_failures: u32,
+    /// When the periodic statistics flusher runs next, in the trace's ns
+    /// ([`super::StatsFlush::Periodic`]); `u64::MAX` where the statistics are always current or
+    /// wait for RAM to fill.
+    next_stats_flush_ns: u64,
+    /// The trace's time of the access being replayed.
+    now_ns: u64,
     buf: Vec<u8>,
     verified: bool,
 }
@@ -498,6 +504,17 @@ impl<'p> Simulator<'p> {
             ps,
         );
         ram.set_file_recency(cfg.file_recency);
+        let next_stats_flush_ns = match cfg.stats_flush {
+            super::StatsFlush::Periodic { first_ns: Some(first), .. } => {
+                ram.stale_stats();
+                first
+            }
+            // A running workload's warm-up reads current statistics
+            // ([`Self::flush_stats_at_first_fill`]).
+            super::StatsFlush::Periodic { first_ns: None, .. } | super::StatsFlush::Always => {
+                u64::MAX
+            }
+        };
         Ok(Self {
             pages: &pages[..n * ps],
             page_size: ps,
@@ -515,6 +532,8 @@ impl<'p> Simulator<'p> {
             counts: Counts::default(),
             written_back: Vec::new(),
             kswapd_failures: 0,
+            next_stats_flush_ns,
+            now_ns: 0,
             buf: vec![0u8; ps],
             verified: true,
         })
@@ -572,9 +591,44 @@ impl<'p> Simulator<'p> {
     /// (or, for a file page, read it into the page cache); then the pages zswap wrote back
     /// meanwhile go into the swap cache ([`Self::install_written_back`]).
     pub fn access(&mut self, a: Access) -> Result<(), SimError> {
+        self.flush_stats_due(a.time_ns);
         let done = self.access_page(a);
         self.install_written_back();
         done
+    }
+
+    /// The periodic statistics flusher ([`super::StatsFlush::Periodic`]) runs where the trace's
+    /// clock has reached it; a flush that came during an idle stretch is the same as one at its
+    /// end, since nothing changed meanwhile.
+    fn flush_stats_due(&mut self, now_ns: u64) {
+        self.now_ns = now_ns;
+        let super::StatsFlush::Periodic { interval_ns, .. } = self.cfg.stats_flush else {
+            return;
+        };
+        if now_ns < self.next_stats_flush_ns {
+            return;
+        }
+        // A running workload's statistics go stale from the first flush after its warm-up.
+        self.ram.stale_stats();
+        self.ram.flush_stats();
+        let behind = (now_ns - self.next_stats_flush_ns) / interval_ns.max(1);
+        self.next_stats_flush_ns += (behind + 1) * interval_ns.max(1);
+    }
+
+    /// A workload that ran before the trace ([`super::StatsFlush::Periodic`] without
+    /// `first_ns`) reclaims in its steady state with statistics at most a period old, while
+    /// the replay starts from empty RAM: a snapshot of its warm-up (every page still inactive)
+    /// would stand for no state the workload is in. So the warm-up reads current statistics,
+    /// and the periodic flusher takes over from the first reclaim (RAM full), its first pass
+    /// half a period later (its phase is unknown).
+    pub(super) fn flush_stats_at_first_fill(&mut self) {
+        let super::StatsFlush::Periodic { interval_ns, first_ns: None } = self.cfg.stats_flush
+        else {
+            return;
+        };
+        if self.next_stats_flush_ns == u64::MAX {
+            self.next_stats_flush_ns = self.now_ns.saturating_add(interval_ns / 2);
+        }
     }
 
     fn access_page(&mut self, a: Access) -> Result<(), SimError> {

@@ -71,6 +71,7 @@ impl Simulator<'_> {
 
     /// One `balance_pgdat()` (module doc): the pages it reclaimed.
     fn balance_pgdat(&mut self, w: Watermarks) -> Result<usize, SimError> {
+        self.flush_stats_at_first_fill();
         let nr_to_reclaim = (w.high as usize).max(SWAP_CLUSTER_MAX);
         let mut no_cache_trim_mode = false;
         loop {

@@ -24,7 +24,9 @@
 //!   file victim is clean and dropped (`__remove_mapping()`, its shadow left), no io.
 //! - After the lists, `shrink_slab()` at the pass's priority: a memcg's own reclaim runs only
 //!   the memcg-aware shrinkers (`shrink_slab_memcg()`, so zswap's, never zsmalloc's); global
-//!   reclaim reaches the root memcg, whose `shrink_slab()` runs every shrinker.
+//!   reclaim reaches the root memcg, whose `shrink_slab()` runs every shrinker. zswap's count
+//!   flushes the memcg's statistics first (`Zswap::shrinker_flushes_stats`), so the next
+//!   pass's decisions read current lists.
 //! - A reclaim that freed nothing is walked again (`memcg_full_walk`), and once more with
 //!   `force_deactivate` where a pass skipped deactivation; then `snapshot_refaults()`.
 //!
@@ -100,6 +102,7 @@ impl Simulator<'_> {
 
     /// `do_try_to_free_pages()` with its retries (module doc).
     fn try_to_free(&mut self, who: Reclaimer) -> Result<usize, SimError> {
+        self.flush_stats_at_first_fill();
         let (mut freed, mut skipped) = self.priority_walk(who, false)?;
         if freed == 0 {
             // `memcg_full_walk`: the same walk again (one memcg: the same lists).
@@ -185,7 +188,9 @@ impl Simulator<'_> {
         let deactivate =
             [false, true].map(|file| p.force_deactivate || self.ram.may_deactivate(file));
         let sizes = self.ram.list_sizes();
-        let cache_trim_mode = sizes[2] >> p.priority > 0 && !deactivate[1] && !p.no_cache_trim_mode;
+        let cache_trim_mode = self.ram.stat_inactive_file() >> p.priority > 0
+            && !deactivate[1]
+            && !p.no_cache_trim_mode;
         let cgroup_reclaim = p.who == Reclaimer::Memcg;
         let sc = ScanControl {
             priority: p.priority,
@@ -213,6 +218,10 @@ impl Simulator<'_> {
             proportional(&mut nr, &targets);
         }
         self.ram.end_of_pass();
+        if self.swap.zswap().is_some_and(|z| z.shrinker_flushes_stats()) {
+            // `zswap_shrinker_count()`'s flush, before the shrinker counts.
+            self.ram.flush_stats();
+        }
         self.swap.shrink_slab(p.priority, p.who.slab_scope());
         if r.freed > 0 {
             // `shrink_node()`: any reclaim that frees a page resets `kswapd_failures` ("a
@@ -297,7 +306,7 @@ impl Simulator<'_> {
                 pageouts += u64::from(pageout);
             }
         }
-        let lru_size = self.ram.len() as u64;
+        let lru_size = self.ram.stat_lru_size();
         self.ram.costs.note(file, pageouts, scanned - freed, lru_size);
         Ok((freed as usize, scanned as usize))
     }
