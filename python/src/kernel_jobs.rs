@@ -96,7 +96,7 @@ fn timeout(v: Option<&Bound<'_, PyAny>>, default: Duration) -> PyResult<Duration
 /// `zmem validate replay --json`: the trace over the pages on the live kernel beside zmem's
 /// replay.
 #[pyfunction]
-#[pyo3(signature = (pages, trace, ram = None, algo = None, timeout = None, kernel_runs = None, stale_stats = false, player = None))]
+#[pyo3(signature = (pages, trace, ram = None, algo = None, timeout = None, kernel_runs = None, stale_stats = false, player = None, stale_stats_from_reclaim = false))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn validate_replay(
     py: Python<'_>,
@@ -108,6 +108,7 @@ pub(crate) fn validate_replay(
     kernel_runs: Option<&Bound<'_, PyAny>>,
     stale_stats: bool,
     player: Option<PathBuf>,
+    stale_stats_from_reclaim: bool,
 ) -> PyResult<String> {
     let d = ValidateReplayRequest::default();
     let req = ValidateReplayRequest {
@@ -116,6 +117,7 @@ pub(crate) fn validate_replay(
         timeout: self::timeout(timeout, d.timeout)?,
         kernel_runs: count("kernel_runs", kernel_runs, d.kernel_runs, 1, MAX_KERNEL_RUNS)?,
         stale_stats,
+        stale_stats_from_reclaim,
         player: self::player(player)?,
     };
     req.check().map_err(arg_err)?;

@@ -497,6 +497,7 @@ def validate_replay(
     kernel_runs: Optional[int] = None,
     stale_stats: bool = False,
     player: Optional[PathLike] = None,
+    stale_stats_from_reclaim: bool = False,
 ) -> dict[str, Any]:
     """``trace`` over the pages on the live kernel (a memory cgroup of ``ram`` bytes, a fresh
     kernel zram swap) beside ``zmem replay``'s, as ``zmem validate replay --json``: a dict
@@ -512,7 +513,7 @@ def validate_replay(
     return json.loads(
         _native.validate_replay(
             _pages(pages), os.fspath(trace), ram, algo, timeout, kernel_runs, stale_stats,
-            _path(player),
+            _path(player), stale_stats_from_reclaim,
         )
     )
 

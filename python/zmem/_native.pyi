@@ -164,6 +164,7 @@ def validate_replay(
     kernel_runs: Optional[int] = None,
     stale_stats: bool = False,
     player: Optional[_Path] = None,
+    stale_stats_from_reclaim: bool = False,
 ) -> str: ...
 def validate_lab(
     pages: PageSet,

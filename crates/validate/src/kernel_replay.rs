@@ -71,6 +71,10 @@ pub struct KernelRunConfig {
     /// Read the cgroup's `memory.stat` at every sample, so reclaim works with current list sizes
     /// (see the module doc).
     pub flush_stats: bool,
+    /// Without `flush_stats`: read it at every sample until the device has stored a page (the
+    /// memcg's first reclaim), then leave the kernel to its own flushes: a workload whose
+    /// statistics were recent when its reclaim began, as one running before its trace.
+    pub flush_until_swap_out: bool,
     /// The file the trace's file reads read ([`crate::page_cache`]), put out of the page cache
     /// before the run; `None` for a trace without page cache.
     pub file: Option<std::sync::Arc<TraceFile>>,
@@ -412,11 +416,16 @@ fn measure<'scope, 'env>(
     });
     let mut peak = 0;
     out.stats_flushed = cfg.flush_stats;
+    // The device's stored bytes before the first swap-out (its swap header).
+    let stored0 = h.swap.mm_stat()?.orig_data_size;
+    let swapped_out = std::cell::Cell::new(false);
     let sample = |h: &Harness, peak: &mut u64, n: &mut u64| -> Result<(), KernelError> {
-        if cfg.flush_stats {
+        if cfg.flush_stats || (cfg.flush_until_swap_out && !swapped_out.get()) {
             h.cgroup.read("memory.stat")?;
         }
-        *peak = (*peak).max(h.swap.mm_stat()?.mem_used_total);
+        let mm = h.swap.mm_stat()?;
+        swapped_out.set(swapped_out.get() || mm.orig_data_size > stored0);
+        *peak = (*peak).max(mm.mem_used_total);
         *n += 1;
         Ok(())
     };

@@ -55,6 +55,9 @@ pub struct ValidateConfig {
     /// Flush the cgroup's statistics while the player runs, so the kernel's reclaim sees the
     /// current LRU sizes ([`KernelRunConfig::flush_stats`]).
     pub flush_stats: bool,
+    /// Without `flush_stats`, flush until the first swap-out
+    /// ([`KernelRunConfig::flush_until_swap_out`]).
+    pub flush_until_swap_out: bool,
     /// The file of the trace's file reads ([`KernelRunConfig::file`]); [`run`] makes it
     /// where the trace has file reads and this is `None`.
     pub file: Option<std::sync::Arc<crate::page_cache::TraceFile>>,
@@ -229,6 +232,7 @@ pub fn kernel_runs(
         page_size: cfg.page_size,
         timeout: cfg.timeout,
         flush_stats: cfg.flush_stats,
+        flush_until_swap_out: cfg.flush_until_swap_out,
         file: cfg.file.clone(),
     };
     let wanted = cfg.kernel_runs.max(1);
@@ -333,10 +337,10 @@ pub fn run(
         page_cluster,
         // The kernel run's memcg, made under the root, reclaims at vm.swappiness.
         swappiness: zmem_experiments::machine::swappiness(None),
-        stats_flush: if cfg.flush_stats {
-            StatsFlush::Always
-        } else {
-            StatsFlush::KERNEL_NEW_MEMCG
+        stats_flush: match (cfg.flush_stats, cfg.flush_until_swap_out) {
+            (true, _) => StatsFlush::Always,
+            (false, true) => StatsFlush::KERNEL,
+            (false, false) => StatsFlush::KERNEL_NEW_MEMCG,
         },
         ..ReplayConfig::default()
     };
@@ -468,6 +472,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             kernel_runs: 1,
             flush_stats: true,
+            flush_until_swap_out: false,
             file: None,
         };
         let cmd = || Command::new("/nonexistent/zmem-player");

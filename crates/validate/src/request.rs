@@ -127,6 +127,11 @@ pub struct ValidateReplayRequest {
     pub kernel_runs: u64,
     /// Leave the kernel's reclaim to its own statistics flushes.
     pub stale_stats: bool,
+    /// Flush the statistics until the memcg's first swap-out, then leave them to the kernel's
+    /// own flushes (a running workload's: [`KernelRunConfig::flush_until_swap_out`]).
+    ///
+    /// [`KernelRunConfig::flush_until_swap_out`]: crate::kernel_replay::KernelRunConfig::flush_until_swap_out
+    pub stale_stats_from_reclaim: bool,
     /// The player's program.
     pub player: Player,
 }
@@ -143,6 +148,7 @@ impl Default for ValidateReplayRequest {
             timeout: Duration::from_secs(600),
             kernel_runs: 1,
             stale_stats: false,
+            stale_stats_from_reclaim: false,
             player: Player::default(),
         }
     }
@@ -161,6 +167,12 @@ impl ValidateReplayRequest {
     /// Refuses what no validation could take, before the pages are read.
     pub fn check(&self) -> Result<(), ArgError> {
         check_ram(self.ram)?;
+        if self.stale_stats && self.stale_stats_from_reclaim {
+            return Err(ArgError::new(
+                "stale_stats_from_reclaim",
+                "give stale_stats or stale_stats_from_reclaim, not both",
+            ));
+        }
         if self.algo.algorithm_params().is_some() {
             return Err(ArgError::with_value(
                 "algo",
@@ -181,7 +193,8 @@ impl ValidateReplayRequest {
             page_size: PAGE_SIZE,
             timeout: self.timeout,
             kernel_runs: self.kernel_runs as usize,
-            flush_stats: !self.stale_stats,
+            flush_stats: !self.stale_stats && !self.stale_stats_from_reclaim,
+            flush_until_swap_out: self.stale_stats_from_reclaim,
             file: None,
         })
     }
@@ -360,7 +373,15 @@ mod tests {
         let stale =
             ValidateReplayRequest { stale_stats: true, ram: Some(1 << 20), ..Default::default() };
         let cfg = stale.config(&trace).unwrap();
-        assert_eq!((cfg.ram_bytes, cfg.flush_stats), (1 << 20, false));
+        assert_eq!(
+            (cfg.ram_bytes, cfg.flush_stats, cfg.flush_until_swap_out),
+            (1 << 20, false, false)
+        );
+        let warm = ValidateReplayRequest { stale_stats_from_reclaim: true, ..Default::default() };
+        let cfg = warm.config(&trace).unwrap();
+        assert_eq!((cfg.flush_stats, cfg.flush_until_swap_out), (false, true));
+        let both = ValidateReplayRequest { stale_stats: true, ..warm };
+        assert_eq!(both.check().unwrap_err().arg, "stale_stats_from_reclaim");
     }
 
     #[test]

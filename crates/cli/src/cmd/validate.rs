@@ -62,6 +62,12 @@ pub struct ReplayArgs {
     /// run's pace, the flusher's first pass 1 s in.
     #[arg(long)]
     stale_stats: bool,
+    /// Flush the cgroup's statistics at every sample until the first swap-out, then leave them
+    /// to the kernel's own flushes: a workload whose reclaim begins with recent statistics, as
+    /// one that ran before its trace. The replay does the same (`zmem replay --stats-flush
+    /// kernel`) on the player's clock.
+    #[arg(long, conflicts_with = "stale_stats")]
+    stale_stats_from_reclaim: bool,
     /// Print a JSON object `{"kernel": .., "zmem": .., "error": .., ...}` instead of the table.
     #[arg(long)]
     json: bool,
@@ -181,6 +187,7 @@ fn replay_request(args: &ReplayArgs) -> anyhow::Result<ValidateReplayRequest> {
         timeout: Duration::from_secs(args.timeout),
         kernel_runs: args.kernel_runs,
         stale_stats: args.stale_stats,
+        stale_stats_from_reclaim: args.stale_stats_from_reclaim,
         ..ValidateReplayRequest::default()
     })
 }
