@@ -71,14 +71,21 @@ pub struct KernelRunConfig {
     /// Read the cgroup's `memory.stat` at every sample, so reclaim works with current list sizes
     /// (see the module doc).
     pub flush_stats: bool,
-    /// Without `flush_stats`: read it at every sample until the device has stored a page (the
-    /// memcg's first reclaim), then leave the kernel to its own flushes: a workload whose
-    /// statistics were recent when its reclaim began, as one running before its trace.
-    pub flush_until_swap_out: bool,
+    /// Without `flush_stats`: read it at every sample until half a flush period (1 s) after the
+    /// device stored its first page (the memcg's first reclaim), then leave the kernel to its
+    /// own flushes: the replay's model of a workload that ran before its trace
+    /// (`StatsFlush::KERNEL`: current statistics through the warm-up, a snapshot half a period
+    /// after the first reclaim, the flusher after that).
+    pub flush_through_warm_up: bool,
     /// The file the trace's file reads read ([`crate::page_cache`]), put out of the page cache
     /// before the run; `None` for a trace without page cache.
     pub file: Option<std::sync::Arc<TraceFile>>,
 }
+
+/// How long after the first swap-out a warm-up flush goes on
+/// ([`KernelRunConfig::flush_through_warm_up`]): half the kernel's `FLUSH_TIME`, as the replay's
+/// [`zmem_sim::replay::StatsFlush::KERNEL`] hands over.
+const WARM_UP_AFTER_RECLAIM: Duration = Duration::from_nanos(zmem_sim::replay::FLUSH_TIME_NS / 2);
 
 /// What the kernel did.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -416,15 +423,20 @@ fn measure<'scope, 'env>(
     });
     let mut peak = 0;
     out.stats_flushed = cfg.flush_stats;
-    // The device's stored bytes before the first swap-out (its swap header).
+    // The device's stored bytes before the first swap-out (its swap header), and when it came.
     let stored0 = h.swap.mm_stat()?.orig_data_size;
-    let swapped_out = std::cell::Cell::new(false);
+    let first_swap_out = std::cell::Cell::new(None::<Instant>);
+    let warm = |now: Instant| {
+        first_swap_out.get().is_none_or(|t| now.duration_since(t) < WARM_UP_AFTER_RECLAIM)
+    };
     let sample = |h: &Harness, peak: &mut u64, n: &mut u64| -> Result<(), KernelError> {
-        if cfg.flush_stats || (cfg.flush_until_swap_out && !swapped_out.get()) {
+        if cfg.flush_stats || (cfg.flush_through_warm_up && warm(Instant::now())) {
             h.cgroup.read("memory.stat")?;
         }
         let mm = h.swap.mm_stat()?;
-        swapped_out.set(swapped_out.get() || mm.orig_data_size > stored0);
+        if first_swap_out.get().is_none() && mm.orig_data_size > stored0 {
+            first_swap_out.set(Some(Instant::now()));
+        }
         *peak = (*peak).max(mm.mem_used_total);
         *n += 1;
         Ok(())

@@ -387,7 +387,7 @@ pub fn run(
         timeout: cfg.timeout,
         kernel_runs: cfg.kernel_runs.max(1),
         flush_stats: cfg.flush_stats,
-        flush_until_swap_out: false,
+        flush_through_warm_up: false,
         file: file.clone(),
     };
 

@@ -55,9 +55,9 @@ pub struct ValidateConfig {
     /// Flush the cgroup's statistics while the player runs, so the kernel's reclaim sees the
     /// current LRU sizes ([`KernelRunConfig::flush_stats`]).
     pub flush_stats: bool,
-    /// Without `flush_stats`, flush until the first swap-out
-    /// ([`KernelRunConfig::flush_until_swap_out`]).
-    pub flush_until_swap_out: bool,
+    /// Without `flush_stats`, flush through the warm-up only
+    /// ([`KernelRunConfig::flush_through_warm_up`]).
+    pub flush_through_warm_up: bool,
     /// The file of the trace's file reads ([`KernelRunConfig::file`]); [`run`] makes it
     /// where the trace has file reads and this is `None`.
     pub file: Option<std::sync::Arc<crate::page_cache::TraceFile>>,
@@ -232,7 +232,7 @@ pub fn kernel_runs(
         page_size: cfg.page_size,
         timeout: cfg.timeout,
         flush_stats: cfg.flush_stats,
-        flush_until_swap_out: cfg.flush_until_swap_out,
+        flush_through_warm_up: cfg.flush_through_warm_up,
         file: cfg.file.clone(),
     };
     let wanted = cfg.kernel_runs.max(1);
@@ -337,7 +337,7 @@ pub fn run(
         page_cluster,
         // The kernel run's memcg, made under the root, reclaims at vm.swappiness.
         swappiness: zmem_experiments::machine::swappiness(None),
-        stats_flush: match (cfg.flush_stats, cfg.flush_until_swap_out) {
+        stats_flush: match (cfg.flush_stats, cfg.flush_through_warm_up) {
             (true, _) => StatsFlush::Always,
             (false, true) => StatsFlush::KERNEL,
             (false, false) => StatsFlush::KERNEL_NEW_MEMCG,
@@ -472,7 +472,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             kernel_runs: 1,
             flush_stats: true,
-            flush_until_swap_out: false,
+            flush_through_warm_up: false,
             file: None,
         };
         let cmd = || Command::new("/nonexistent/zmem-player");

@@ -127,10 +127,11 @@ pub struct ValidateReplayRequest {
     pub kernel_runs: u64,
     /// Leave the kernel's reclaim to its own statistics flushes.
     pub stale_stats: bool,
-    /// Flush the statistics until the memcg's first swap-out, then leave them to the kernel's
-    /// own flushes (a running workload's: [`KernelRunConfig::flush_until_swap_out`]).
+    /// Flush the statistics through the warm-up (until 1 s after the memcg's first swap-out),
+    /// then leave them to the kernel's own flushes (a running workload's:
+    /// [`KernelRunConfig::flush_through_warm_up`]).
     ///
-    /// [`KernelRunConfig::flush_until_swap_out`]: crate::kernel_replay::KernelRunConfig::flush_until_swap_out
+    /// [`KernelRunConfig::flush_through_warm_up`]: crate::kernel_replay::KernelRunConfig::flush_through_warm_up
     pub stale_stats_from_reclaim: bool,
     /// The player's program.
     pub player: Player,
@@ -194,7 +195,7 @@ impl ValidateReplayRequest {
             timeout: self.timeout,
             kernel_runs: self.kernel_runs as usize,
             flush_stats: !self.stale_stats && !self.stale_stats_from_reclaim,
-            flush_until_swap_out: self.stale_stats_from_reclaim,
+            flush_through_warm_up: self.stale_stats_from_reclaim,
             file: None,
         })
     }
@@ -374,12 +375,12 @@ mod tests {
             ValidateReplayRequest { stale_stats: true, ram: Some(1 << 20), ..Default::default() };
         let cfg = stale.config(&trace).unwrap();
         assert_eq!(
-            (cfg.ram_bytes, cfg.flush_stats, cfg.flush_until_swap_out),
+            (cfg.ram_bytes, cfg.flush_stats, cfg.flush_through_warm_up),
             (1 << 20, false, false)
         );
         let warm = ValidateReplayRequest { stale_stats_from_reclaim: true, ..Default::default() };
         let cfg = warm.config(&trace).unwrap();
-        assert_eq!((cfg.flush_stats, cfg.flush_until_swap_out), (false, true));
+        assert_eq!((cfg.flush_stats, cfg.flush_through_warm_up), (false, true));
         let both = ValidateReplayRequest { stale_stats: true, ..warm };
         assert_eq!(both.check().unwrap_err().arg, "stale_stats_from_reclaim");
     }

@@ -360,7 +360,7 @@ fn check_one(
         timeout: cx.timeout,
         kernel_runs: 1,
         flush_stats: cx.flush_stats,
-        flush_until_swap_out: false,
+        flush_through_warm_up: false,
         file: cx.file.clone(),
     };
     let wanted = cx.kernel_runs.max(1);

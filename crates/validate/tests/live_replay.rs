@@ -36,7 +36,7 @@ fn half_the_touched(touched: u64) -> ValidateConfig {
         timeout: Duration::from_secs(120),
         kernel_runs: 1,
         flush_stats: true,
-        flush_until_swap_out: false,
+        flush_through_warm_up: false,
         file: None,
     }
 }

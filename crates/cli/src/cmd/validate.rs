@@ -62,10 +62,9 @@ pub struct ReplayArgs {
     /// run's pace, the flusher's first pass 1 s in.
     #[arg(long)]
     stale_stats: bool,
-    /// Flush the cgroup's statistics at every sample until the first swap-out, then leave them
-    /// to the kernel's own flushes: a workload whose reclaim begins with recent statistics, as
-    /// one that ran before its trace. The replay does the same (`zmem replay --stats-flush
-    /// kernel`) on the player's clock.
+    /// Flush the cgroup's statistics at every sample until 1 s after the first swap-out, then
+    /// leave them to the kernel's own flushes: the replay's model of a workload that ran before
+    /// its trace (`zmem replay --stats-flush kernel`), which it runs on the player's clock.
     #[arg(long, conflicts_with = "stale_stats")]
     stale_stats_from_reclaim: bool,
     /// Print a JSON object `{"kernel": .., "zmem": .., "error": .., ...}` instead of the table.
