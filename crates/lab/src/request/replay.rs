@@ -162,6 +162,7 @@ impl ReplayRequest {
             ("accept_threshold_percent", self.accept_threshold_percent.to_string()),
             ("swap_device", self.swap_device.to_string()),
             ("cgroup", self.cgroup.to_string()),
+            ("stats_flush", self.stats_flush.to_string()),
         ]
     }
 
