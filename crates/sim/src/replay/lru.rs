@@ -659,6 +659,30 @@ mod tests {
         assert_eq!((l.inactive[0].len, l.active[0].len), (30, 0), "at most the whole active list");
     }
 
+    /// With stale statistics the end of a pass judges the lists by the last flush: a snapshot
+    /// taken while the inactive list was long keeps it from deactivating after the list has
+    /// run low, until the next flush; a new memcg's empty snapshot, until the first.
+    #[test]
+    fn stale_statistics_judge_the_lists_as_they_were_at_the_flush() {
+        let mut l = lists(100, 20);
+        l.stale_stats();
+        l.end_of_pass();
+        assert_eq!((l.inactive[0].len, l.active[0].len), (100, 20), "empty: nothing is low");
+        l.flush_stats();
+        for _ in 0..90 {
+            let t = l.inactive[0].tail;
+            l.unlink(t);
+            l.push_head(t, Where::Active);
+        }
+        assert!(!l.may_deactivate(false), "10 inactive against 110 active, read as 100 and 20");
+        l.end_of_pass();
+        assert_eq!((l.inactive[0].len, l.active[0].len), (10, 110));
+        l.flush_stats();
+        assert!(l.may_deactivate(false));
+        l.end_of_pass();
+        assert_eq!((l.inactive[0].len, l.active[0].len), (42, 78));
+    }
+
     /// The ratio grows with the lists (`int_sqrt(10 * GiB)`): 1 below a GiB, 3 from 1 GiB.
     #[test]
     fn the_inactive_ratio_follows_the_kernel() {

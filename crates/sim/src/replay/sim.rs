@@ -611,8 +611,10 @@ impl<'p> Simulator<'p> {
         // A running workload's statistics go stale from the first flush after its warm-up.
         self.ram.stale_stats();
         self.ram.flush_stats();
-        let behind = (now_ns - self.next_stats_flush_ns) / interval_ns.max(1);
-        self.next_stats_flush_ns += (behind + 1) * interval_ns.max(1);
+        let interval = interval_ns.max(1);
+        let behind = (now_ns - self.next_stats_flush_ns) / interval;
+        self.next_stats_flush_ns =
+            self.next_stats_flush_ns.saturating_add((behind + 1).saturating_mul(interval));
     }
 
     /// A workload that ran before the trace ([`super::StatsFlush::Periodic`] without
