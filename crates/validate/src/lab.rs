@@ -68,7 +68,7 @@ use zmem_kernel::caps::KernelCaps;
 use zmem_lab::cost::{self, Budgets, Measured, Projection, SwapOverhead, Traffic};
 use zmem_lab::policy::{self, Policy};
 use zmem_lab::{LabError, Progress};
-use zmem_sim::replay::{self, Access, ReplayConfig, StatsFlush, SwapKind};
+use zmem_sim::replay::{self, Access, ReplayConfig, SwapKind};
 
 /// Lab pools closer than this (relative) are a tie: the kernel may order them either way.
 pub const ORDER_TOLERANCE: f64 = 0.01;
@@ -446,6 +446,8 @@ pub fn run(
         let row = policy::measure(p, pages, ps, &[], &mut back, progress)?;
         let mapped = touched + validate::distinct_file_pages(trace);
         let ram_pages = replay_ram_pages(cfg.ram_bytes, overhead, mapped, ps);
+        let (stats_flush, replayed) =
+            validate::as_the_kernel_flushed(trace, (cfg.flush_stats, false), k.play_secs);
         let rcfg = ReplayConfig {
             // The player maps the file MADV_RANDOM (`player.rs`): no recency.
             file_recency: false,
@@ -456,22 +458,10 @@ pub fn run(
             page_size: ps,
             // The kernel run's memcg, made under the root, reclaims at vm.swappiness.
             swappiness: zmem_experiments::machine::swappiness(None),
-            stats_flush: if cfg.flush_stats {
-                StatsFlush::Always
-            } else {
-                StatsFlush::KERNEL_NEW_MEMCG
-            },
+            stats_flush,
             ..ReplayConfig::default()
         };
-        // Left to its own flushes, the kernel flushes on the player's clock (`replay::paced`).
-        let paced_trace;
-        let replayed = if cfg.flush_stats {
-            trace
-        } else {
-            paced_trace = validate::paced(trace, k.play_secs);
-            &paced_trace
-        };
-        let r = replay::run(pages, replayed, &rcfg, progress)?;
+        let r = replay::run(pages, &replayed, &rcfg, progress)?;
         let (outs, ins) = (r.swap_outs - r.zero_swap_outs, r.swap_ins - r.zero_swap_ins);
         let m = Measured {
             policy: p.clone(),

@@ -33,6 +33,8 @@ use serde::Serialize;
 
 use crate::kernel_replay as kernel;
 pub use crate::kernel_replay::{KernelRun, KernelRunConfig};
+use std::borrow::Cow;
+
 use zmem_kernel::KernelError;
 
 use zmem_experiments::LabError;
@@ -325,6 +327,8 @@ pub fn run(
         Ok(l) => (Readahead::Vma, l.page_cluster),
         Err(_) => (Readahead::Vma, replay::DEFAULT_PAGE_CLUSTER),
     };
+    let (stats_flush, replayed) =
+        as_the_kernel_flushed(trace, (cfg.flush_stats, cfg.flush_through_warm_up), k.play_secs);
     let rcfg = ReplayConfig {
         // The player maps the file MADV_RANDOM (`player.rs`): no recency.
         file_recency: false,
@@ -337,24 +341,10 @@ pub fn run(
         page_cluster,
         // The kernel run's memcg, made under the root, reclaims at vm.swappiness.
         swappiness: zmem_experiments::machine::swappiness(None),
-        stats_flush: match (cfg.flush_stats, cfg.flush_through_warm_up) {
-            (true, _) => StatsFlush::Always,
-            (false, true) => StatsFlush::KERNEL,
-            (false, false) => StatsFlush::KERNEL_NEW_MEMCG,
-        },
+        stats_flush,
         ..ReplayConfig::default()
     };
-    // Left to its own flushes (`--stale-stats`), the kernel flushes on the player's clock, and
-    // the player runs flat out, not at the trace's times: the replay takes the trace at the
-    // median run's pace.
-    let paced_trace;
-    let replayed = if cfg.flush_stats {
-        trace
-    } else {
-        paced_trace = paced(trace, k.play_secs);
-        &paced_trace
-    };
-    let r = replay::run(pages, replayed, &rcfg, progress)?;
+    let r = replay::run(pages, &replayed, &rcfg, progress)?;
     let kernel = Side::of(&k);
     let kernel_ra = k.readahead;
     let zmem = Side {
@@ -389,6 +379,23 @@ pub fn run(
         },
         verified: r.verified,
     })
+}
+
+/// How the replay reads the memcg's statistics to match the kernel's runs, and the trace it
+/// takes: flushed at every sample (`flush_stats`), the model as it is, on the trace as it is;
+/// else the kernel's own flushes, on the player's clock (the player runs flat out, not at the
+/// trace's times: the trace at the median run's pace, `play_secs`), as for a new memcg or,
+/// flushed through the warm-up (`warm_up`), for a running workload.
+pub(crate) fn as_the_kernel_flushed(
+    trace: &[Access],
+    (flush_stats, warm_up): (bool, bool),
+    play_secs: f64,
+) -> (StatsFlush, Cow<'_, [Access]>) {
+    match (flush_stats, warm_up) {
+        (true, _) => (StatsFlush::Always, Cow::Borrowed(trace)),
+        (false, true) => (StatsFlush::KERNEL, Cow::Owned(paced(trace, play_secs))),
+        (false, false) => (StatsFlush::KERNEL_NEW_MEMCG, Cow::Owned(paced(trace, play_secs))),
+    }
 }
 
 /// `trace` at an even pace over `secs`: access `i` of `n` at `i * secs / n`.

@@ -43,7 +43,7 @@ use zmem_kernel::caps::KernelCaps;
 use zmem_lab::ZswapParams;
 use zmem_lab::cost::{self, Traffic};
 use zmem_lab::{LabError, Progress};
-use zmem_sim::replay::{self, Access, Readahead, ReplayConfig, StatsFlush, SwapKind};
+use zmem_sim::replay::{self, Access, Readahead, ReplayConfig, SwapKind};
 
 /// Swap-in waits within this (relative) of each other are comparable.
 pub const SWAP_IN_TOLERANCE: f64 = 0.20;
@@ -441,6 +441,8 @@ fn check_one(
         .unwrap_or(false);
     let (readahead, page_cluster) =
         readahead_mode(zmem_kernel::stat::swap_readahead().ok(), rotational);
+    let (stats_flush, replayed) =
+        crate::replay::as_the_kernel_flushed(cx.trace, (cx.flush_stats, false), k.play_secs);
     let rcfg = ReplayConfig {
         // The player maps the file MADV_RANDOM (`player.rs`): no recency.
         file_recency: false,
@@ -453,18 +455,10 @@ fn check_one(
         page_cluster,
         // The kernel run's memcg, made under the root, reclaims at vm.swappiness.
         swappiness: zmem_experiments::machine::swappiness(None),
-        stats_flush: if cx.flush_stats { StatsFlush::Always } else { StatsFlush::KERNEL_NEW_MEMCG },
+        stats_flush,
         ..ReplayConfig::default()
     };
-    // Left to its own flushes, the kernel flushes on the player's clock (`replay::paced`).
-    let paced_trace;
-    let replayed = if cx.flush_stats {
-        cx.trace
-    } else {
-        paced_trace = crate::replay::paced(cx.trace, k.play_secs);
-        &paced_trace
-    };
-    let r = replay::run(cx.pages, replayed, &rcfg, progress)?;
+    let r = replay::run(cx.pages, &replayed, &rcfg, progress)?;
     let traffic =
         Traffic { swap_outs_per_sec: r.swap_outs as f64, swap_ins_per_sec: r.swap_ins as f64 };
     // The CPU on the lab's cost model for zswap (`zmem_lab::zswap` candidates, as for zram):
